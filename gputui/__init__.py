@@ -1,0 +1,3 @@
+"""gputui: a live terminal monitor that answers "why is my training slow?"."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,65 @@
+"""Command line entry: `gputui` starts the monitor; sub-commands run headless.
+
+Exit codes (also in `--help` and the README): 0 ok; 1 warnings found (`diagnose`); 2 usage error;
+3 no NVIDIA driver or GPU could be read (with the reason); 4 critical findings (`diagnose`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from gputui import __version__
+from gputui.commands import common
+
+# Each module registers one sub-command; heavy imports wait inside its run function.
+COMMAND_MODULES = ("snapshot",)
+
+EPILOG = """exit codes:
+  0  ok
+  1  warnings found (diagnose)
+  2  usage error
+  3  no NVIDIA driver or GPU could be read (the reason is printed; try --demo)
+  4  critical findings (diagnose)
+"""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with usage errors as one line and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(common.EXIT_USAGE, f"gputui: error: {message} (see 'gputui --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="gputui",
+        description="A live monitor that answers: why is my training slow?",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"gputui {__version__}")
+    common.add_monitor_options(parser)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"gputui.commands.{name}")
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        from gputui.commands import monitor
+
+        return monitor.run(args)
+    try:
+        return int(args.func(args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        sys.stderr.close()
+        return 0

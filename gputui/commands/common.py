@@ -1,0 +1,98 @@
+"""Options and helpers shared by the commands: choosing a source, parsing GPU lists, exit codes."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gputui.model import SystemInfo
+from gputui.sources.base import Source, SourceUnavailable
+
+EXIT_OK = 0
+EXIT_WARNINGS = 1
+EXIT_USAGE = 2
+EXIT_NO_DRIVER = 3
+EXIT_CRITICAL = 4
+
+
+def gpu_list(text: str) -> tuple[int, ...]:
+    """`0,2` -> (0, 2); argparse turns the ValueError into a usage error."""
+    try:
+        indices = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of GPU indices: {text!r} (expected e.g. 0,2)") from None
+    if not indices or any(i < 0 for i in indices):
+        raise argparse.ArgumentTypeError(f"not a list of GPU indices: {text!r} (expected e.g. 0,2)")
+    return indices
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
+    return value
+
+
+def scenario_name(text: str) -> str:
+    from gputui.sources.scenarios import SCENARIOS
+
+    if text not in SCENARIOS:
+        raise argparse.ArgumentTypeError(f"unknown scenario {text!r} (choose from {', '.join(SCENARIOS)})")
+    return text
+
+
+def add_source_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--demo",
+        nargs="?",
+        const="tour",
+        default=None,
+        type=scenario_name,
+        metavar="SCENARIO",
+        help="use the simulated machine (labelled SIMULATED everywhere); default scenario: tour",
+    )
+    parser.add_argument("--gpus", type=gpu_list, default=None, metavar="LIST", help="only these GPUs, e.g. 0,2")
+
+
+def add_monitor_options(parser: argparse.ArgumentParser) -> None:
+    add_source_options(parser)
+    parser.add_argument(
+        "--fallback-demo",
+        action="store_true",
+        help="if the NVIDIA driver cannot be read, run on the simulated machine and say why",
+    )
+    parser.add_argument(
+        "--interval", type=positive_seconds, default=1.0, metavar="S", help="seconds between samples (default 1)"
+    )
+
+
+def make_source(args: argparse.Namespace, *, fallback_demo: bool = False) -> tuple[Source, SystemInfo]:
+    """The source the options ask for, opened, and what it reports of the machine.
+
+    Raises SourceUnavailable when the driver cannot be read (unless `fallback_demo`), and
+    InvalidGpuSelection when `--gpus` names a GPU that is not there.
+    """
+    from gputui.sources.nvml import NvmlSource
+    from gputui.sources.simulated import SimulatedSource
+
+    gpus = getattr(args, "gpus", None)
+    if args.demo is not None:
+        source: Source = SimulatedSource(scenario=args.demo, gpu_indices=gpus)
+        return source, source.open()
+    source = NvmlSource(gpu_indices=gpus)
+    try:
+        return source, source.open()
+    except SourceUnavailable as exc:
+        if not fallback_demo:
+            raise
+        source = SimulatedSource(scenario="tour", gpu_indices=gpus, fallback_reason=str(exc))
+        return source, source.open()
+
+
+def report_unavailable(exc: SourceUnavailable) -> int:
+    print(f"gputui: {exc}", file=sys.stderr)
+    print("gputui: to see gputui on a simulated machine, add --demo", file=sys.stderr)
+    return EXIT_NO_DRIVER

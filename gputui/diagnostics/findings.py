@@ -1,0 +1,50 @@
+"""What a diagnostic rule says: a Finding, with its evidence as numbers and advice a user can act on."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Severity(enum.IntEnum):
+    """Ordered so that max() gives the worst; the names are the interface (`info`, `warning`, `critical`)."""
+
+    INFO = 0
+    WARNING = 1
+    CRITICAL = 2
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """One measured fact behind a finding, e.g. ('SM clock', 1410.0, 'MHz', 'mean over 10 s')."""
+
+    label: str
+    value: float | str | None
+    unit: str = ""
+    window: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One named cause of slowness, open from `started_at` for `duration_s` (to `ended_at` once closed)."""
+
+    rule: str
+    severity: Severity
+    title: str
+    advice: str
+    gpus: tuple[int, ...] = ()
+    pids: tuple[int, ...] = ()
+    evidence: tuple[Evidence, ...] = field(default=())
+    started_at: float = 0.0
+    duration_s: float = 0.0
+    ended_at: float | None = None  # None while the finding is open
+    worst: float | None = None  # the worst value seen of the rule's key metric
+    metric: str | None = None  # the GpuSample field it concerns, so a view can highlight it
+
+    @property
+    def is_open(self) -> bool:
+        return self.ended_at is None

@@ -1,0 +1,172 @@
+"""Snapshot <-> JSON-ready dicts: the one shape shared by `snapshot --json`, recordings and exports.
+
+Each GPU is one flat object holding its static info and its sample side by side, with the keys named as the
+dataclass fields are, so a reader finds `max_sm_clock_mhz` next to `sm_clock_mhz`. Readers ignore keys they do
+not know, so newer writers can add keys without breaking older readers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import Any
+
+from gputui.model import (
+    GpuInfo,
+    GpuProcess,
+    GpuSample,
+    HostSample,
+    ProcSample,
+    Snapshot,
+    SystemInfo,
+    encode_clock_event_reasons,
+)
+
+SCHEMA_VERSION = 1
+
+_INFO_KEYS = tuple(f.name for f in fields(GpuInfo))
+_SAMPLE_KEYS = tuple(f.name for f in fields(GpuSample) if f.name not in ("processes", "index"))
+_HOST_KEYS = tuple(f.name for f in fields(HostSample) if f.name != "processes")
+_SYSTEM_KEYS = tuple(f.name for f in fields(SystemInfo))
+_PROC_KEYS = tuple(f.name for f in fields(ProcSample))
+
+
+class SnapshotFormatError(ValueError):
+    """A dict that does not hold a readable snapshot; the message names what is wrong."""
+
+
+def system_to_dict(system: SystemInfo) -> dict[str, Any]:
+    return {key: getattr(system, key) for key in _SYSTEM_KEYS}
+
+
+def gpu_info_to_dict(info: GpuInfo) -> dict[str, Any]:
+    return {key: getattr(info, key) for key in _INFO_KEYS}
+
+
+def gpu_to_dict(info: GpuInfo | None, sample: GpuSample, host: HostSample | None) -> dict[str, Any]:
+    """One GPU as a flat object; its processes are joined with their host-side stats when known."""
+    out: dict[str, Any] = gpu_info_to_dict(info) if info is not None else {"index": sample.index}
+    for key in _SAMPLE_KEYS:
+        out[key] = getattr(sample, key)
+    reasons = sample.clock_event_reasons
+    out["clock_event_reasons"] = list(reasons) if reasons is not None else None
+    out["xid_events"] = list(sample.xid_events)
+    out["processes"] = [_gpu_process_to_dict(proc, host) for proc in sample.processes]
+    return out
+
+
+def _gpu_process_to_dict(proc: GpuProcess, host: HostSample | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"pid": proc.pid, "used_memory_bytes": proc.used_memory_bytes, "kind": proc.kind}
+    host_proc = host.process(proc.pid) if host is not None else None
+    out["name"] = host_proc.name if host_proc else None
+    out["user"] = host_proc.user if host_proc else None
+    out["cpu_pct"] = host_proc.cpu_pct if host_proc else None
+    out["threads"] = host_proc.threads if host_proc else None
+    out["children"] = host_proc.children if host_proc else None
+    return out
+
+
+def host_to_dict(host: HostSample) -> dict[str, Any]:
+    out: dict[str, Any] = {key: getattr(host, key) for key in _HOST_KEYS}
+    out["cpu_pct_per_core"] = list(host.cpu_pct_per_core)
+    out["load_avg"] = list(host.load_avg) if host.load_avg is not None else None
+    out["cpu_pct"] = host.cpu_pct
+    out["processes"] = [{key: getattr(p, key) for key in _PROC_KEYS} for p in host.processes]
+    return out
+
+
+def snapshot_to_dict(snapshot: Snapshot, *, include_static: bool = True) -> dict[str, Any]:
+    """The JSON-ready form; `include_static=False` leaves out what a recording keeps once in its header."""
+    out: dict[str, Any] = {"schema": SCHEMA_VERSION, "timestamp": snapshot.timestamp}
+    if include_static:
+        out["system"] = system_to_dict(snapshot.system)
+    gpus = []
+    for sample in snapshot.gpus:
+        info = snapshot.info(sample.index) if include_static else None
+        gpus.append(gpu_to_dict(info, sample, snapshot.host))
+    out["gpus"] = gpus
+    out["host"] = host_to_dict(snapshot.host)
+    if snapshot.events:
+        out["events"] = list(snapshot.events)
+    return out
+
+
+def _pick(cls_keys: tuple[str, ...], data: dict[str, Any]) -> dict[str, Any]:
+    return {key: data[key] for key in cls_keys if key in data}
+
+
+def system_from_dict(data: dict[str, Any]) -> SystemInfo:
+    try:
+        return SystemInfo(**_pick(_SYSTEM_KEYS, data))
+    except TypeError as exc:
+        raise SnapshotFormatError(f"system: {exc}") from exc
+
+
+def gpu_info_from_dict(data: dict[str, Any]) -> GpuInfo:
+    try:
+        return GpuInfo(**_pick(_INFO_KEYS, data))
+    except TypeError as exc:
+        raise SnapshotFormatError(f"gpu info: {exc}") from exc
+
+
+def gpu_sample_from_dict(data: dict[str, Any]) -> GpuSample:
+    values = _pick(_SAMPLE_KEYS, data)
+    if values.get("clock_event_reasons_mask") is None and data.get("clock_event_reasons") is not None:
+        values["clock_event_reasons_mask"] = encode_clock_event_reasons(data["clock_event_reasons"])
+    if "xid_events" in values:
+        values["xid_events"] = tuple(values["xid_events"] or ())
+    procs = tuple(
+        GpuProcess(pid=int(p["pid"]), used_memory_bytes=p.get("used_memory_bytes"), kind=p.get("kind", "compute"))
+        for p in data.get("processes") or ()
+    )
+    try:
+        return GpuSample(index=int(data["index"]), processes=procs, **values)
+    except (KeyError, TypeError) as exc:
+        raise SnapshotFormatError(f"gpu sample: {exc}") from exc
+
+
+def host_from_dict(data: dict[str, Any]) -> HostSample:
+    values = _pick(_HOST_KEYS, data)
+    values["cpu_pct_per_core"] = tuple(values.get("cpu_pct_per_core") or ())
+    if values.get("load_avg") is not None:
+        values["load_avg"] = tuple(values["load_avg"])
+    try:
+        procs = tuple(ProcSample(**_pick(_PROC_KEYS, p)) for p in data.get("processes") or ())
+        return HostSample(processes=procs, **values)
+    except TypeError as exc:
+        raise SnapshotFormatError(f"host: {exc}") from exc
+
+
+def snapshot_from_dict(
+    data: dict[str, Any],
+    *,
+    system: SystemInfo | None = None,
+    gpu_info: tuple[GpuInfo, ...] | None = None,
+) -> Snapshot:
+    """Rebuild a Snapshot; `system` and `gpu_info` supply the static part when the dict leaves it out."""
+    if not isinstance(data, dict):
+        raise SnapshotFormatError("a snapshot must be a JSON object")
+    schema = data.get("schema", SCHEMA_VERSION)
+    if not isinstance(schema, int) or schema > SCHEMA_VERSION:
+        raise SnapshotFormatError(
+            f"snapshot schema {schema!r} is newer than this gputui reads ({SCHEMA_VERSION}); upgrade gputui"
+        )
+    try:
+        gpu_dicts = list(data["gpus"])
+        timestamp = float(data["timestamp"])
+        host = host_from_dict(data["host"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise SnapshotFormatError(f"missing or malformed key: {exc}") from exc
+    if system is None:
+        if "system" not in data:
+            raise SnapshotFormatError("missing key: system")
+        system = system_from_dict(data["system"])
+    if gpu_info is None:
+        gpu_info = tuple(gpu_info_from_dict(g) for g in gpu_dicts)
+    return Snapshot(
+        timestamp=timestamp,
+        system=system,
+        gpu_info=gpu_info,
+        gpus=tuple(gpu_sample_from_dict(g) for g in gpu_dicts),
+        host=host,
+        events=tuple(data.get("events") or ()),
+    )
