@@ -48,9 +48,7 @@ class History:
         out.reverse()
         return out
 
-    def gpu_series(
-        self, index: int, value: Callable[[GpuSample], T | None], last: int | None = None
-    ) -> list[T | None]:
+    def gpu_series(self, index: int, value: Callable[[GpuSample], T | None], last: int | None = None) -> list[T | None]:
         """One metric of one GPU over the newest `last` snapshots (all when None); missing readings are None."""
         snaps = list(self._snapshots)[-last:] if last else list(self._snapshots)
         out: list[T | None] = []
