@@ -1,0 +1,302 @@
+"""The recording format: JSON Lines, one header, then tick and event lines in the order they happened.
+
+A line is one JSON object with a `type`: `header` (first line only), `tick` (a snapshot in the keys of
+`snapshot --json`, less the static part the header holds once) or `event` (finding opened/closed, probe
+progress/result, user mark). Readers skip types they do not know, so a newer writer may add some without a
+schema bump; anything an older reader would misread bumps RECORDING_SCHEMA.
+
+Ticks leave out every key whose value is the field's default (None, False, empty), the clock event reason
+names (the mask holds them) and the host stats `snapshot --json` repeats under each GPU process (host.processes
+holds them once): the reader restores all of these. Floats keep 3 decimals. This keeps a busy GPU near 1 KB a
+tick (benchmarks/bench_record.py measures it).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any, Literal, get_args
+
+from gputui import __version__
+from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.model import GpuInfo, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
+from gputui.serialize import (
+    SnapshotFormatError,
+    gpu_info_from_dict,
+    gpu_info_to_dict,
+    snapshot_from_dict,
+    snapshot_to_dict,
+    system_from_dict,
+    system_to_dict,
+)
+
+RECORDING_SCHEMA = 1
+
+EventKind = Literal["finding_opened", "finding_closed", "probe_progress", "probe_result", "mark"]
+EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
+
+
+class RecordingError(Exception):
+    """A recording that cannot be written or read at all; the message says why, in words a user can act on."""
+
+
+class RecordingFormatError(ValueError):
+    """A line that is JSON but not a record this gputui can read; the message says what is wrong."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingHeader:
+    """What the first line says: who wrote the file, on what machine, at what cadence."""
+
+    schema: int
+    gputui_version: str
+    system: SystemInfo
+    gpu_info: tuple[GpuInfo, ...]
+    interval_s: float
+    started_at: float
+    utc_offset_s: int = 0  # the recorder's local time zone, so times read as they did on that machine
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedEvent:
+    """Something that happened between ticks; `data` holds the kind's own keys."""
+
+    kind: EventKind
+    t: float
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+
+def local_utc_offset_s(at: float) -> int:
+    """This machine's offset from UTC at time `at` (daylight saving included)."""
+    return int(time.localtime(at).tm_gmtoff)
+
+
+def format_clock(t: float, utc_offset_s: int) -> str:
+    """HH:MM:SS as the recording machine's wall clock showed it."""
+    return time.strftime("%H:%M:%S", time.gmtime(t + utc_offset_s))
+
+
+def format_datetime(t: float, utc_offset_s: int) -> str:
+    sign = "+" if utc_offset_s >= 0 else "-"
+    hours, minutes = divmod(abs(utc_offset_s) // 60, 60)
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t + utc_offset_s)) + f" UTC{sign}{hours:02d}:{minutes:02d}"
+
+
+def dumps(record: Mapping[str, Any]) -> str:
+    """One line, compact; non-ASCII (hostnames, mark labels in Chinese) kept as written."""
+    return json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+# ---- writing -------------------------------------------------------------------------------------------------
+
+
+def header_to_dict(
+    system: SystemInfo,
+    gpu_info: tuple[GpuInfo, ...],
+    *,
+    interval_s: float,
+    started_at: float,
+    utc_offset_s: int | None = None,
+) -> dict[str, Any]:
+    return {
+        "type": "header",
+        "schema": RECORDING_SCHEMA,
+        "gputui_version": __version__,
+        "started_at": started_at,
+        "utc_offset_s": local_utc_offset_s(started_at) if utc_offset_s is None else utc_offset_s,
+        "interval_s": interval_s,
+        "system": system_to_dict(system),
+        "gpu_info": [gpu_info_to_dict(info) for info in gpu_info],
+    }
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in fields(cls):
+        if f.default is not MISSING:
+            out[f.name] = f.default
+    return out
+
+
+_GPU_DEFAULTS = _defaults(GpuSample)
+_HOST_DEFAULTS = _defaults(HostSample)
+_PROC_DEFAULTS = _defaults(ProcSample)
+_EMPTY: tuple[Any, ...] = (None, [], ())
+# GPU processes in `snapshot --json` repeat their host-side stats; a tick keeps those once, in host.processes.
+_GPU_PROC_KEYS = ("pid", "used_memory_bytes", "kind")
+_GPU_PROC_DEFAULTS = {"kind": "compute"}
+
+
+def _compact(value: Any) -> Any:
+    """Floats to 3 decimals (milliseconds, for times): sensors say no more, and long digits cost bytes."""
+    if isinstance(value, float):
+        return round(value, 3)
+    if isinstance(value, list):
+        return [round(v, 3) if isinstance(v, float) else v for v in value]
+    return value
+
+
+def _trim(data: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
+    """Leave out keys whose value the reader would restore anyway: a field default or nothing at all."""
+    return {
+        key: _compact(value)
+        for key, value in data.items()
+        if not (value in _EMPTY or (key in defaults and type(value) is type(defaults[key]) and value == defaults[key]))
+    }
+
+
+def tick_to_dict(snapshot: Snapshot) -> dict[str, Any]:
+    data = snapshot_to_dict(snapshot, include_static=False)
+    gpus = []
+    for gpu in data["gpus"]:
+        gpu.pop("clock_event_reasons", None)
+        gpu["processes"] = [
+            _trim({key: proc[key] for key in _GPU_PROC_KEYS}, _GPU_PROC_DEFAULTS) for proc in gpu["processes"]
+        ]
+        trimmed = _trim(gpu, _GPU_DEFAULTS)
+        trimmed["index"] = gpu["index"]
+        gpus.append(trimmed)
+    host = data["host"]
+    host.pop("cpu_pct", None)
+    host["processes"] = [_trim(proc, _PROC_DEFAULTS) for proc in host["processes"]]
+    out: dict[str, Any] = {
+        "type": "tick",
+        "timestamp": round(data["timestamp"], 3),
+        "gpus": gpus,
+        "host": _trim(host, _HOST_DEFAULTS),
+    }
+    if "events" in data:
+        out["events"] = data["events"]
+    return out
+
+
+def event_to_dict(event: RecordedEvent) -> dict[str, Any]:
+    return {**event.data, "type": "event", "kind": event.kind, "t": event.t}
+
+
+def finding_to_dict(finding: Finding) -> dict[str, Any]:
+    return {
+        "rule": finding.rule,
+        "severity": finding.severity.label,
+        "title": finding.title,
+        "advice": finding.advice,
+        "gpus": list(finding.gpus),
+        "pids": list(finding.pids),
+        "evidence": [
+            {"label": e.label, "value": e.value, "unit": e.unit, "window": e.window} for e in finding.evidence
+        ],
+        "started_at": finding.started_at,
+        "duration_s": finding.duration_s,
+        "ended_at": finding.ended_at,
+        "worst": finding.worst,
+        "metric": finding.metric,
+    }
+
+
+def finding_event(kind: Literal["finding_opened", "finding_closed"], finding: Finding, t: float) -> RecordedEvent:
+    return RecordedEvent(kind=kind, t=t, data={"finding": finding_to_dict(finding)})
+
+
+def mark_event(label: str, t: float) -> RecordedEvent:
+    """A user's note in the timeline, e.g. "changed num_workers to 8"."""
+    return RecordedEvent(kind="mark", t=t, data={"label": label})
+
+
+def probe_event(kind: Literal["probe_progress", "probe_result"], payload: Mapping[str, Any], t: float) -> RecordedEvent:
+    """A probe message as the probe runner reports it; the payload must be JSON-ready."""
+    return RecordedEvent(kind=kind, t=t, data={"probe": dict(payload)})
+
+
+def finding_key(finding: Finding) -> tuple[str, tuple[int, ...]]:
+    """What makes two findings 'the same one' across ticks: the rule and the GPUs it concerns."""
+    return (finding.rule, finding.gpus)
+
+
+def finding_transitions(before: list[Finding], after: list[Finding], t: float) -> list[RecordedEvent]:
+    """Events for the findings that opened or closed between two engine states (open findings only)."""
+    old = {finding_key(f): f for f in before}
+    new = {finding_key(f): f for f in after}
+    events = [finding_event("finding_opened", f, t) for key, f in new.items() if key not in old]
+    events += [finding_event("finding_closed", f, t) for key, f in old.items() if key not in new]
+    return events
+
+
+# ---- reading -------------------------------------------------------------------------------------------------
+
+
+def header_from_dict(data: Mapping[str, Any]) -> RecordingHeader:
+    """Raises RecordingFormatError for a line that is not a header, or one from a newer schema."""
+    if data.get("type") != "header":
+        raise RecordingFormatError("it does not start with a gputui recording header")
+    schema = data.get("schema")
+    if not isinstance(schema, int):
+        raise RecordingFormatError(f"its header has no schema version (got {schema!r})")
+    if schema > RECORDING_SCHEMA:
+        raise RecordingFormatError(
+            f"it was written by gputui {data.get('gputui_version', '?')} with recording schema {schema}; "
+            f"this gputui {__version__} reads schema {RECORDING_SCHEMA} at most: upgrade gputui"
+        )
+    try:
+        system = system_from_dict(dict(data["system"]))
+        gpu_info = tuple(gpu_info_from_dict(dict(g)) for g in data["gpu_info"])
+        started_at = float(data["started_at"])
+        interval_s = float(data["interval_s"])
+        utc_offset_s = int(data.get("utc_offset_s", 0))
+    except (KeyError, TypeError, ValueError, SnapshotFormatError) as exc:
+        raise RecordingFormatError(f"its header is malformed: {exc}") from exc
+    return RecordingHeader(
+        schema=schema,
+        gputui_version=str(data.get("gputui_version", "?")),
+        system=system,
+        gpu_info=gpu_info,
+        interval_s=interval_s,
+        started_at=started_at,
+        utc_offset_s=utc_offset_s,
+    )
+
+
+def tick_from_dict(data: dict[str, Any], header: RecordingHeader, system: SystemInfo) -> Snapshot:
+    """A tick rebuilt on the header's static info; raises RecordingFormatError when it is malformed."""
+    try:
+        return snapshot_from_dict(data, system=system, gpu_info=header.gpu_info)
+    except SnapshotFormatError as exc:
+        raise RecordingFormatError(str(exc)) from exc
+
+
+def event_from_dict(data: Mapping[str, Any]) -> RecordedEvent:
+    kind = data.get("kind")
+    if kind not in EVENT_KINDS:
+        raise RecordingFormatError(f"unknown event kind {kind!r}")
+    try:
+        t = float(data["t"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RecordingFormatError(f"event without a time: {exc}") from exc
+    payload = {key: value for key, value in data.items() if key not in ("type", "kind", "t")}
+    return RecordedEvent(kind=kind, t=t, data=payload)
+
+
+def finding_from_dict(data: Mapping[str, Any]) -> Finding:
+    try:
+        return Finding(
+            rule=str(data["rule"]),
+            severity=Severity[str(data["severity"]).upper()],
+            title=str(data["title"]),
+            advice=str(data.get("advice", "")),
+            gpus=tuple(int(g) for g in data.get("gpus") or ()),
+            pids=tuple(int(p) for p in data.get("pids") or ()),
+            evidence=tuple(
+                Evidence(
+                    label=str(e["label"]), value=e.get("value"), unit=e.get("unit", ""), window=e.get("window", "")
+                )
+                for e in data.get("evidence") or ()
+            ),
+            started_at=float(data.get("started_at", 0.0)),
+            duration_s=float(data.get("duration_s", 0.0)),
+            ended_at=None if data.get("ended_at") is None else float(data["ended_at"]),
+            worst=data.get("worst"),
+            metric=data.get("metric"),
+        )
+    except (KeyError, TypeError, ValueError) as exc:
+        raise RecordingFormatError(f"malformed finding: {exc}") from exc

@@ -1,0 +1,275 @@
+"""Writing a recording: a thread owns the file so that no disk write ever runs on the UI event loop.
+
+The monitor calls `put(snapshot)` and `put_event(event)`, which only enqueue. A full disk, a deleted directory
+or the size limit stops the recording, never the monitor: the reason is left in `warning` for the UI to show.
+Each tick reaches the OS at once (gzip: a sync flush every few seconds of ticks), so a killed process leaves a
+readable file that lacks only its last seconds.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import queue
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+from gputui.model import Snapshot
+from gputui.record.format import (
+    RecordedEvent,
+    RecordingError,
+    dumps,
+    event_to_dict,
+    header_to_dict,
+    mark_event,
+    tick_to_dict,
+)
+
+# A gzip stream is synced this often: each sync costs some compression, each gap is what a kill can lose.
+GZIP_SYNC_SECONDS = 5.0
+# Items waiting for the writer thread; beyond this the disk is hung and ticks are dropped (and counted).
+QUEUE_LIMIT = 1000
+# On close, how long to wait for a hung disk before leaving the (daemon) writer thread behind.
+CLOSE_TIMEOUT_S = 10.0
+
+
+def is_gzip_path(path: Path) -> bool:
+    return path.suffix == ".gz"
+
+
+class RecordingFile:
+    """The file itself, written synchronously: the writer thread's tool, and the benchmark's.
+
+    Opening refuses an existing file unless `force`, with a RecordingError that says so.
+    """
+
+    def __init__(self, path: str | Path, *, force: bool = False) -> None:
+        self.path = Path(path)
+        self.gzip = is_gzip_path(self.path)
+        try:
+            self._raw: IO[bytes] = open(self.path, "wb" if force else "xb")  # noqa: SIM115 (closed by close())
+        except FileExistsError:
+            raise RecordingError(
+                f"{self.path} already exists; choose another file or add --force to overwrite it"
+            ) from None
+        except FileNotFoundError:
+            raise RecordingError(
+                f"cannot create {self.path}: the directory {self.path.parent} does not exist"
+            ) from None
+        except IsADirectoryError:
+            raise RecordingError(f"cannot record to {self.path}: it is a directory") from None
+        except OSError as exc:
+            raise RecordingError(f"cannot create {self.path}: {exc.strerror or exc}") from exc
+        self._inode = os.fstat(self._raw.fileno()).st_ino
+        self._out: IO[bytes] = self._raw
+        if self.gzip:
+            self._out = gzip.GzipFile(fileobj=self._raw, mode="wb", compresslevel=6)  # type: ignore[assignment]
+        self.bytes_written = 0  # uncompressed
+
+    @property
+    def size(self) -> int:
+        """Bytes in the file so far (compressed, for gzip; the part zlib still holds is not counted)."""
+        return self._raw.tell()
+
+    def write(self, record: dict[str, Any]) -> int:
+        data = dumps(record).encode()
+        self._out.write(data)
+        self.bytes_written += len(data)
+        return len(data)
+
+    def line_size(self, record: dict[str, Any]) -> int:
+        return len(dumps(record).encode())
+
+    def sync(self) -> None:
+        """Hand everything written so far to the OS; for gzip, a Z_SYNC_FLUSH that ends on a byte boundary."""
+        self._out.flush()
+        if self._out is not self._raw:
+            self._raw.flush()
+
+    def vanished(self) -> bool:
+        """True when the path no longer names this file (deleted, or its directory removed or replaced).
+
+        Writes to such a file still succeed on POSIX and go nowhere, so this is checked, not caught.
+        """
+        try:
+            return os.stat(self.path).st_ino != self._inode
+        except OSError:
+            return True
+
+    def close(self) -> None:
+        try:
+            if self._out is not self._raw:
+                self._out.close()  # writes the gzip trailer
+        finally:
+            self._raw.close()
+
+
+class _Close:
+    """The sentinel that ends the writer thread."""
+
+
+_Item = Snapshot | RecordedEvent | _Close
+
+
+class RecordingWriter:
+    """A recording written by its own thread. Thread-safe to `put` from one producer; `close()` once at the end.
+
+    Raises RecordingError at construction when the file cannot be created (exists without `force`, no such
+    directory, no permission); later failures only set `warning` and stop the recording.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        interval_s: float,
+        force: bool = False,
+        max_mb: float | None = None,
+        utc_offset_s: int | None = None,
+    ) -> None:
+        if max_mb is not None and max_mb <= 0:
+            raise RecordingError(f"the size limit must be more than 0 MB (got {max_mb})")
+        self._file = RecordingFile(path, force=force)
+        self.interval_s = interval_s
+        self.max_bytes = None if max_mb is None else int(max_mb * 1_000_000)
+        self._max_mb = max_mb
+        self._utc_offset_s = utc_offset_s
+        self._sync_every = max(1, int(GZIP_SYNC_SECONDS / interval_s)) if self._file.gzip else 1
+        self._since_sync = 0
+        self._header_written = False
+        self._early_events: list[RecordedEvent] = []
+        self.ticks_written = 0
+        self.ticks_dropped = 0
+        self.warning: str | None = None
+        self._stopped = threading.Event()
+        self._closed = False
+        self._queue: queue.Queue[_Item] = queue.Queue(maxsize=QUEUE_LIMIT)
+        self._thread = threading.Thread(target=self._run, name="gputui-recorder", daemon=True)
+        self._thread.start()
+
+    @property
+    def path(self) -> Path:
+        return self._file.path
+
+    @property
+    def stopped(self) -> bool:
+        """True once the recording ended early (error, vanished file, size limit); `warning` says why."""
+        return self._stopped.is_set()
+
+    @property
+    def bytes_written(self) -> int:
+        """Uncompressed bytes written so far."""
+        return self._file.bytes_written
+
+    def put(self, snapshot: Snapshot) -> None:
+        """Queue one tick; never blocks. The first tick also writes the header from its static part."""
+        self._enqueue(snapshot)
+
+    def put_event(self, event: RecordedEvent) -> None:
+        self._enqueue(event)
+
+    def mark(self, label: str, t: float | None = None) -> None:
+        """Drop a labelled mark into the timeline, e.g. "changed num_workers to 8"."""
+        self._enqueue(mark_event(label, time.time() if t is None else t))
+
+    def drain(self) -> None:
+        """Wait until everything queued so far is written; for tests and for a clean hand-over."""
+        self._queue.join()
+
+    def close(self) -> None:
+        """Write what is queued, end the file properly (gzip trailer) and stop the thread; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._queue.put(_Close(), timeout=CLOSE_TIMEOUT_S)
+        except queue.Full:
+            self._warn(f"recording: the disk did not keep up; {self.path} lacks the last ticks")
+            return
+        self._thread.join(timeout=CLOSE_TIMEOUT_S)
+
+    def _enqueue(self, item: _Item) -> None:
+        if self._closed or self._stopped.is_set():
+            return
+        try:
+            self._queue.put_nowait(item)
+        except queue.Full:
+            self.ticks_dropped += 1
+            self._warn(f"recording is falling behind the disk: {self.ticks_dropped} ticks dropped")
+
+    def _warn(self, message: str) -> None:
+        self.warning = message
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            try:
+                if isinstance(item, _Close):
+                    break
+                if not self._stopped.is_set():
+                    self._write(item)
+            except OSError as exc:
+                self._stop(f"recording stopped: cannot write {self.path}: {exc.strerror or exc}")
+            finally:
+                self._queue.task_done()
+        if not self._stopped.is_set():
+            self._finish()
+
+    def _write(self, item: Snapshot | RecordedEvent) -> None:
+        if isinstance(item, RecordedEvent):
+            if not self._header_written:
+                self._early_events.append(item)
+                return
+            self._write_record(event_to_dict(item), sync=item.kind != "probe_progress")
+            return
+        if not self._header_written:
+            header = header_to_dict(
+                item.system,
+                item.gpu_info,
+                interval_s=self.interval_s,
+                started_at=item.timestamp,
+                utc_offset_s=self._utc_offset_s,
+            )
+            if not self._write_record(header, sync=False):
+                return
+            self._header_written = True
+            for event in self._early_events:
+                if not self._write_record(event_to_dict(event), sync=False):
+                    return
+            self._early_events.clear()
+        self._since_sync += 1
+        if self._write_record(tick_to_dict(item), sync=self._since_sync >= self._sync_every):
+            self.ticks_written += 1
+
+    def _write_record(self, record: dict[str, Any], *, sync: bool) -> bool:
+        """Write one line (and sync when asked); False when the size limit stopped the recording instead."""
+        if self.max_bytes is not None:
+            projected = self._file.size + (0 if self._file.gzip else self._file.line_size(record))
+            if projected > self.max_bytes:
+                self._stop(
+                    f"recording stopped at the {self._max_mb:g} MB limit (--record-max-mb): "
+                    f"{self.path} holds {self.ticks_written} ticks"
+                )
+                return False
+        self._file.write(record)
+        if sync:
+            self._file.sync()
+            self._since_sync = 0
+            if self._file.vanished():
+                self._stop(f"recording stopped: {self.path} was deleted or its directory vanished")
+                return False
+        return True
+
+    def _stop(self, message: str) -> None:
+        self._warn(message)
+        self._stopped.set()
+        self._finish()
+
+    def _finish(self) -> None:
+        try:
+            self._file.close()
+        except OSError as exc:
+            if self.warning is None:
+                self._warn(f"recording: closing {self.path} failed: {exc.strerror or exc}")
