@@ -30,6 +30,7 @@ from gputui.record.format import (
 
 _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 16
+_SALVAGE_STEP = 64
 
 
 class _Bytes:
@@ -53,9 +54,11 @@ class _Bytes:
             while chunk:
                 if inflater.eof:  # a file of several gzip members, one after the other
                     inflater = zlib.decompressobj(wbits=31)
+                before = inflater.copy()
                 try:
                     data = inflater.decompress(chunk)
                 except zlib.error as exc:
+                    yield from self._salvage(before, chunk)
                     self.problem = f"the gzip data is damaged ({exc}); read what came before the damage"
                     return
                 if data:
@@ -67,6 +70,17 @@ class _Bytes:
                 "the gzip stream ends without its trailer (the recorder did not close the file: killed, or still "
                 "running); read all it had flushed"
             )
+
+    @staticmethod
+    def _salvage(inflater: Any, chunk: bytes) -> Iterator[bytes]:
+        """Inflate a damaged chunk in small steps, to keep what precedes the damage."""
+        for start in range(0, len(chunk), _SALVAGE_STEP):
+            try:
+                data = inflater.decompress(chunk[start : start + _SALVAGE_STEP])
+            except zlib.error:
+                return
+            if data:
+                yield data
 
 
 def _lines(stream: _Bytes) -> Iterator[tuple[int, bytes, bool]]:
@@ -133,8 +147,9 @@ class RecordingReader:
             stream = _Bytes(raw)
             first = next(_lines(stream), None)
         if first is None:
-            reason = f" ({stream.problem})" if stream.problem else ""
-            raise RecordingError(f"{self.path} is empty: not a gputui recording{reason}")
+            if stream.problem:
+                raise RecordingError(f"{self.path} holds no readable header: {stream.problem}")
+            raise RecordingError(f"{self.path} is empty: not a gputui recording")
         try:
             data = json.loads(first[1])
         except ValueError:
@@ -181,14 +196,17 @@ class RecordingReader:
         self._collect_warnings(ticks, bad, unknown, other_gpus, truncated, stream.problem)
 
     def _tick(self, data: dict[str, Any], other_gpus: list[tuple[float, tuple[int, ...]]]) -> Snapshot:
-        indices = tuple(int(g.get("index", -1)) for g in data.get("gpus") or () if isinstance(g, dict))
-        if indices != self._gpu_indices:
-            other_gpus.append((float(data.get("timestamp", 0.0)), indices))
-            data = {
-                **data,
-                "gpus": [g for g in data["gpus"] if isinstance(g, dict) and g.get("index") in self._gpu_indices],
-            }
-        return tick_from_dict(data, self.header, self.header.system)
+        gpus = data.get("gpus")
+        if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
+            raise RecordingFormatError("a tick's gpus must be a list of objects")
+        indices = tuple(g.get("index") for g in gpus)
+        if indices == self._gpu_indices:
+            return tick_from_dict(data, self.header, self.header.system)
+        snapshot = tick_from_dict(
+            {**data, "gpus": [g for g in gpus if g.get("index") in self._gpu_indices]}, self.header, self.header.system
+        )
+        other_gpus.append((snapshot.timestamp, tuple(int(i) for i in indices)))
+        return snapshot
 
     def _collect_warnings(
         self,

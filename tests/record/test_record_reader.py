@@ -1,0 +1,157 @@
+"""Bad input, each case: a clear message, and nothing readable lost."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+from recdata import T0, gpu_info, snapshot, system
+
+from gputui.record.format import (
+    RECORDING_SCHEMA,
+    RecordingError,
+    dumps,
+    event_to_dict,
+    header_to_dict,
+    mark_event,
+    tick_to_dict,
+)
+from gputui.record.reader import RecordingReader, load_recording
+
+
+def _lines(ticks: int = 5, gpus: int = 2) -> list[str]:
+    header = header_to_dict(system(gpus), tuple(gpu_info(i) for i in range(gpus)), interval_s=1.0, started_at=T0)
+    varied = (
+        snapshot(T0 + i, gpus, util=(i * 37) % 101 + i / 7, temp=60 + i % 23 + i / 11, power=300 + i * 3.7)
+        for i in range(ticks)
+    )
+    return [dumps(header)] + [dumps(tick_to_dict(snap)) for snap in varied]
+
+
+def _file(tmp_path: Path, lines: list[str], name: str = "r.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join(lines))
+    return path
+
+
+def test_a_clean_file_reads_without_warnings(tmp_path: Path) -> None:
+    lines = _lines(3)
+    lines.insert(2, dumps(event_to_dict(mark_event("bs 64", T0 + 0.5))))
+    recording = load_recording(_file(tmp_path, lines))
+    assert len(recording.ticks) == 3 and recording.events[0].data["label"] == "bs 64"
+    assert recording.warnings == [] and recording.duration_s == 2.0
+
+
+def test_a_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(RecordingError, match="no such recording"):
+        load_recording(tmp_path / "nope.jsonl")
+
+
+def test_an_empty_file(tmp_path: Path) -> None:
+    with pytest.raises(RecordingError, match="is empty"):
+        load_recording(_file(tmp_path, []))
+
+
+def test_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
+    with pytest.raises(RecordingError, match="first line is not JSON"):
+        load_recording(_file(tmp_path, ["hello world\n"]))
+    with pytest.raises(RecordingError, match="header"):
+        load_recording(_file(tmp_path, _lines(2)[1:]))
+
+
+def test_a_truncated_last_line_is_read_up_to_and_told(tmp_path: Path) -> None:
+    lines = _lines(4)
+    lines[-1] = lines[-1][: len(lines[-1]) // 2]
+    recording = load_recording(_file(tmp_path, lines))
+    assert len(recording.ticks) == 3
+    assert len(recording.warnings) == 1 and "last line (line 5) is cut short" in recording.warnings[0]
+    assert "3 ticks" in recording.warnings[0]
+
+
+def test_a_complete_last_line_without_newline_is_fine(tmp_path: Path) -> None:
+    lines = _lines(2)
+    lines[-1] = lines[-1].rstrip("\n")
+    recording = load_recording(_file(tmp_path, lines))
+    assert len(recording.ticks) == 2 and recording.warnings == []
+
+
+def test_garbage_lines_in_the_middle_are_skipped_and_counted(tmp_path: Path) -> None:
+    lines = _lines(4)
+    lines.insert(2, "\x00\x00garbage{{\n")
+    lines.insert(4, '{"type": "tick", "gpus": "nonsense"}\n')
+    lines.insert(5, "[1, 2]\n")
+    recording = load_recording(_file(tmp_path, lines))
+    assert len(recording.ticks) == 4
+    assert len(recording.warnings) == 1
+    assert "skipped 3 unreadable lines (first: line 3" in recording.warnings[0]
+
+
+def test_a_newer_schema_is_a_clear_error(tmp_path: Path) -> None:
+    lines = _lines(1)
+    header = json.loads(lines[0])
+    header.update(schema=RECORDING_SCHEMA + 1, gputui_version="3.0.0")
+    lines[0] = dumps(header)
+    with pytest.raises(RecordingError, match=r"gputui 3\.0\.0 with recording schema 2.*upgrade gputui"):
+        load_recording(_file(tmp_path, lines))
+
+
+def test_unknown_record_types_are_ignored_and_named(tmp_path: Path) -> None:
+    lines = _lines(2)
+    lines.insert(1, '{"type": "annotation", "t": 1}\n')
+    recording = load_recording(_file(tmp_path, lines))
+    assert len(recording.ticks) == 2 and "1 annotation" in recording.warnings[0]
+
+
+def test_a_corrupt_gzip_stream_reads_what_is_readable(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl.gz"
+    good = "".join(_lines(40))
+    data = bytearray(gzip.compress(good.encode()))
+    middle = len(data) // 2
+    data[middle : middle + 64] = b"\xff" * 64
+    path.write_bytes(bytes(data))
+    recording = load_recording(path)
+    assert 0 < len(recording.ticks) < 40
+    assert len(recording.warnings) == 1 and "gzip data is damaged" in recording.warnings[0]
+
+
+def test_a_gzip_cut_short_reads_what_is_readable(tmp_path: Path) -> None:
+    path = tmp_path / "r.jsonl.gz"
+    data = gzip.compress("".join(_lines(40)).encode())
+    path.write_bytes(data[: len(data) * 3 // 4])
+    recording = load_recording(path)
+    assert 10 < len(recording.ticks) < 40
+    assert len(recording.warnings) == 1 and "without its trailer" in recording.warnings[0]
+
+
+def test_gzip_is_detected_by_content_not_name(tmp_path: Path) -> None:
+    path = tmp_path / "no-suffix"
+    path.write_bytes(gzip.compress("".join(_lines(3)).encode()))
+    assert len(load_recording(path).ticks) == 3
+
+
+def test_a_recording_from_a_machine_with_another_gpu_count(tmp_path: Path) -> None:
+    lines = _lines(3, gpus=4)  # made on a 4-GPU box; this one has none, and that does not matter
+    odd = json.loads(lines[2])
+    odd["gpus"] = [*odd["gpus"][:3], {**odd["gpus"][0], "index": 7}]
+    lines[2] = dumps(odd)
+    recording = load_recording(_file(tmp_path, lines))
+    assert [len(t.gpus) for t in recording.ticks] == [4, 3, 4]
+    assert all(len(t.gpu_info) == 4 for t in recording.ticks)
+    assert len(recording.warnings) == 1
+    assert "1 ticks list other GPUs than the header (0,1,2,3)" in recording.warnings[0]
+    assert "lists 0,1,2,7" in recording.warnings[0]
+
+
+def test_the_reader_is_lazy_and_reads_again(tmp_path: Path) -> None:
+    reader = RecordingReader(_file(tmp_path, _lines(3)))
+    records = reader.records()
+    first = next(records)
+    assert first.timestamp == T0  # type: ignore[union-attr]
+    assert sum(1 for _ in reader.records()) == 3
+
+
+def test_the_header_alone_is_a_recording_without_ticks(tmp_path: Path) -> None:
+    recording = load_recording(_file(tmp_path, _lines(0)))
+    assert recording.ticks == [] and recording.duration_s == 0.0
