@@ -65,6 +65,8 @@ class SystemInfo:
     torch_cuda_version: str | None = None
     # Why the real driver could not be read, when the app fell back to the simulated source.
     fallback_reason: str | None = None
+    # For source == "remote": what the remote exporter reads ("simulated" must be labelled here too); None if unknown.
+    remote_source: SourceKind | None = None
 
     @property
     def is_live(self) -> bool:

@@ -1,0 +1,1 @@
+"""The Prometheus exporter: Snapshots as metric families (metrics.py), served over HTTP (server.py)."""

@@ -1,0 +1,12 @@
+"""The diagnostics as the exporter and the fleet poller use them: one function per machine's stream of readings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from gputui.diagnostics.findings import Finding
+from gputui.model import Snapshot
+
+# Takes each new reading of one machine, returns the findings open after it. Stateful (windows, hysteresis), so each
+# machine gets its own.
+Diagnose = Callable[[Snapshot], Sequence[Finding]]

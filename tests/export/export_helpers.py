@@ -1,0 +1,197 @@
+"""Hand-made machines for the exporter tests and helpers to scrape and read an exposition."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+from dataclasses import replace
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from gputui.diagnostics.findings import Finding, Severity
+from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
+
+MIB = 1 << 20
+T0 = 1_767_225_600.0
+
+SYSTEM = SystemInfo(
+    hostname="gpu01",
+    source="nvml",
+    driver_version="570.133.20",
+    nvml_version="12.570.133.20",
+    cuda_driver_version="12.8",
+    gpu_count=3,
+    cpu_count=4,
+    kernel="6.8.0",
+)
+
+
+def make_snapshot(system: SystemInfo = SYSTEM, t: float = T0) -> Snapshot:
+    """GPU 0 reports everything, GPU 1 reports little (None must stay None), GPU 2 fell off the bus."""
+    info0 = GpuInfo(
+        index=0,
+        name="NVIDIA H100 80GB HBM3",
+        uuid="GPU-0781f3bb-da15-f334-d5db-37b3f19542d0",
+        serial="1650123456789",
+        pci_bus_id="00000000:18:00.0",
+        memory_total_bytes=81559 * MIB,
+        max_sm_clock_mhz=1980,
+        max_memory_clock_mhz=2619,
+        max_graphics_clock_mhz=1980,
+        default_app_sm_clock_mhz=1755,
+        default_app_memory_clock_mhz=2619,
+        pcie_max_gen=5,
+        pcie_max_width=16,
+        pcie_gpu_max_gen=5,
+        power_default_limit_w=700.0,
+        power_min_limit_w=200.0,
+        power_max_limit_w=700.0,
+        temperature_slowdown_c=89,
+        temperature_shutdown_c=92,
+        temperature_gpu_max_c=87,
+        temperature_memory_max_c=95,
+        persistence_mode=True,
+        compute_mode="Default",
+        mig_mode=False,
+        ecc_mode=True,
+    )
+    info1 = GpuInfo(index=1, name="NVIDIA GeForce RTX 4090")
+    info2 = GpuInfo(index=2, name="NVIDIA H100 80GB HBM3", uuid="GPU-lost")
+    gpu0 = GpuSample(
+        index=0,
+        timestamp=t,
+        utilization_gpu_pct=97.0,
+        utilization_memory_pct=41.0,
+        sm_clock_mhz=1755,
+        memory_clock_mhz=2619,
+        graphics_clock_mhz=1755,
+        temperature_c=71.0,
+        memory_temperature_c=63.0,
+        power_w=612.5,
+        power_limit_w=700.0,
+        memory_used_bytes=70000 * MIB,
+        memory_reserved_bytes=512 * MIB,
+        memory_free_bytes=11047 * MIB,
+        pcie_gen=5,
+        pcie_width=16,
+        pcie_tx_bytes_s=1.5e9,
+        pcie_rx_bytes_s=2.25e9,
+        pcie_replay_count=3,
+        fan_pct=None,
+        pstate=0,
+        clock_event_reasons_mask=0x4 | 0x20,
+        power_violation_ns=5_000_000_000,
+        thermal_violation_ns=1_234_000,
+        energy_mj=123_456_789_012,
+        ecc_uncorrected=0,
+        retired_pages_pending=False,
+        xid_events=(13, 79),
+        encoder_pct=0.0,
+        decoder_pct=0.0,
+        processes=(
+            GpuProcess(pid=4242, used_memory_bytes=69000 * MIB),
+            GpuProcess(pid=4300, used_memory_bytes=None),
+        ),
+    )
+    gpu1 = GpuSample(index=1, timestamp=t, utilization_gpu_pct=0.0, temperature_c=35.0, fan_pct=30)
+    gpu2 = GpuSample(index=2, timestamp=t, lost=True, error="GPU is lost")
+    host = HostSample(
+        timestamp=t,
+        cpu_pct_per_core=(100.0, 12.5, 0.0, 50.0),
+        iowait_pct=7.5,
+        steal_pct=None,
+        load_avg=(3.5, 2.25, 1.0),
+        memory_used_bytes=64 << 30,
+        memory_total_bytes=512 << 30,
+        swap_used_bytes=0,
+        swap_total_bytes=8 << 30,
+        swap_in_bytes_s=0.0,
+        swap_out_bytes_s=0.0,
+        disk_read_bytes_s=4.5e8,
+        disk_write_bytes_s=1e6,
+        disk_busy_pct=88.0,
+        net_rx_bytes_s=1e8,
+        net_tx_bytes_s=2e7,
+        net_link_bytes_s=3.125e9,
+        processes=(
+            ProcSample(
+                pid=4242,
+                name="python",
+                user="alice",
+                cmdline="python train.py --secret-token=abc",
+                cpu_pct=99.5,
+                threads=48,
+                children=0,
+                read_bytes_s=1.25e8,
+                rss_bytes=30 << 30,
+                state="R",
+            ),
+            ProcSample(pid=4300, name="pt_data_worker", cpu_pct=None),
+        ),
+    )
+    return Snapshot(timestamp=t, system=system, gpu_info=(info0, info1, info2), gpus=(gpu0, gpu1, gpu2), host=host)
+
+
+FINDINGS = (
+    Finding(rule="thermal", severity=Severity.CRITICAL, title="GPU 0 is throttling", advice="cool it", gpus=(0,)),
+    Finding(rule="starved-io", severity=Severity.WARNING, title="input bound", advice="more workers", gpus=(0, 1)),
+    Finding(rule="swap", severity=Severity.INFO, title="host swaps", advice="add memory"),
+)
+
+
+class FakeSource:
+    """A Source that hands out prepared snapshots (the last one repeats), or raises what it is given."""
+
+    def __init__(self, snapshot: Snapshot | None = None, *, hostname: str = "gpu01") -> None:
+        base = snapshot or make_snapshot(replace(SYSTEM, hostname=hostname))
+        self.snapshots: list[Snapshot | Exception] = [base]
+        self.calls = 0
+        self.sampled = threading.Event()
+
+    @property
+    def system(self) -> SystemInfo:
+        first = self.snapshots[0]
+        assert isinstance(first, Snapshot)
+        return first.system
+
+    def open(self) -> SystemInfo:
+        return self.system
+
+    def sample(self) -> Snapshot:
+        item = self.snapshots[min(self.calls, len(self.snapshots) - 1)]
+        self.calls += 1
+        self.sampled.set()
+        if isinstance(item, Exception):
+            raise item
+        return replace(item, timestamp=item.timestamp + self.calls)
+
+    def close(self) -> None:
+        pass
+
+
+Series = dict[str, list[tuple[dict[str, str], float]]]
+
+
+def parse(text: str) -> tuple[Series, dict[str, str]]:
+    """Exposition text -> (series by sample name, type by family name), with prometheus-client's own parser."""
+    series: Series = {}
+    types: dict[str, str] = {}
+    for family in text_string_to_metric_families(text):
+        types[family.name] = family.type
+        for sample in family.samples:
+            series.setdefault(sample.name, []).append((dict(sample.labels), sample.value))
+    return series, types
+
+
+def fetch(url: str) -> tuple[str, str]:
+    """(body, content type) of one scrape, straight from the socket (no proxy)."""
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(url, timeout=5) as response:
+        return response.read().decode(), response.headers["Content-Type"]
+
+
+def one(series: Series, metric: str, **labels: str) -> float:
+    """The value of the single series of `metric` whose labels include `labels`."""
+    found = [v for lab, v in series.get(metric, []) if all(lab.get(k) == want for k, want in labels.items())]
+    assert len(found) == 1, f"{metric}{labels}: {found}"
+    return found[0]

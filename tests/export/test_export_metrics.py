@@ -1,0 +1,152 @@
+"""Snapshot -> metric families: dcgm-exporter's names, units and labels; None left out; simulated data marked."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from export_helpers import FINDINGS, MIB, SYSTEM, Series, make_snapshot, one, parse
+from prometheus_client import CollectorRegistry, generate_latest
+
+from gputui.export.metrics import GPU_LABELS, ExportState, metric_families
+from gputui.export.server import SnapshotCollector
+
+
+def render(state: ExportState) -> str:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(lambda: state))
+    return generate_latest(registry).decode()
+
+
+def scrape_state(state: ExportState) -> tuple[Series, dict[str, str]]:
+    return parse(render(state))
+
+
+def live_state() -> ExportState:
+    return ExportState(system=SYSTEM, snapshot=make_snapshot(), findings=FINDINGS, last_xid={0: 79})
+
+
+def test_gpu_metrics_carry_dcgm_exporter_labels() -> None:
+    series, _ = scrape_state(live_state())
+    labels, value = series["DCGM_FI_DEV_GPU_UTIL"][0]
+    assert value == 97.0
+    assert labels == {
+        "gpu": "0",
+        "UUID": "GPU-0781f3bb-da15-f334-d5db-37b3f19542d0",
+        "pci_bus_id": "00000000:18:00.0",
+        "device": "nvidia0",
+        "modelName": "NVIDIA H100 80GB HBM3",
+        "Hostname": "gpu01",
+    }
+    assert set(labels) == set(GPU_LABELS)
+
+
+def test_units_follow_dcgm_exporter() -> None:
+    series, _ = scrape_state(live_state())
+    assert one(series, "DCGM_FI_DEV_FB_USED", gpu="0") == 70000  # MiB
+    assert one(series, "DCGM_FI_DEV_FB_FREE", gpu="0") == 11047
+    assert one(series, "DCGM_FI_DEV_FB_TOTAL", gpu="0") == 81559
+    assert one(series, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu="0") == 123_456_789_012  # mJ
+    assert one(series, "DCGM_FI_DEV_POWER_VIOLATION", gpu="0") == 5_000_000  # µs
+    assert one(series, "DCGM_FI_DEV_THERMAL_VIOLATION", gpu="0") == 1234
+    assert one(series, "DCGM_FI_DEV_POWER_USAGE", gpu="0") == 612.5  # W
+    assert one(series, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", gpu="0") == 0x24  # the bitmask, as dcgm gives it
+    assert one(series, "DCGM_FI_DEV_SM_CLOCK", gpu="0") == 1755
+    assert one(series, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", gpu="0") == 3
+    assert one(series, "DCGM_FI_DEV_XID_ERRORS", gpu="0") == 79
+    assert one(series, "gputui_pcie_rx_bytes_per_second", gpu="0") == 2.25e9
+    assert one(series, "DCGM_FI_DEV_PCIE_LINK_GEN", gpu="0") == 5
+    assert one(series, "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", gpu="0") == 16
+
+
+def test_counters_keep_dcgm_names_without_total_suffix() -> None:
+    text = render(live_state())
+    assert "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{" in text
+    series, types = parse(text)
+    assert not [name for name in series if name.endswith("_total")]
+    assert types["DCGM_FI_DEV_GPU_UTIL"] == "gauge"
+    assert types["DCGM_FI_DEV_PCIE_REPLAY_COUNTER"] == "unknown"  # untyped: rate() works, the name is dcgm's
+
+
+def test_none_is_left_out_never_zero() -> None:
+    series, _ = scrape_state(live_state())
+    fan = {lab["gpu"]: v for lab, v in series["DCGM_FI_DEV_FAN_SPEED"]}
+    assert fan == {"1": 30}  # GPU 0 has no fan reading, GPU 2 is lost
+    sm_clock_gpus = {lab["gpu"] for lab, _ in series["DCGM_FI_DEV_SM_CLOCK"]}
+    assert sm_clock_gpus == {"0"}
+    assert "gputui_host_steal_percent" not in series
+    assert "DCGM_FI_DEV_MAX_SM_CLOCK" in series and len(series["DCGM_FI_DEV_MAX_SM_CLOCK"]) == 1
+    memory = {lab["pid"]: v for lab, v in series["gputui_gpu_process_memory_bytes"]}
+    assert memory == {"4242": 69000 * MIB}  # pid 4300 reported no memory: listed, but with no value
+    assert {lab["pid"] for lab, _ in series["gputui_gpu_process_info"]} == {"4242", "4300"}
+    assert {lab["pid"] for lab, _ in series["gputui_process_cpu_percent"]} == {"4242"}
+
+
+def test_zero_is_kept_as_zero() -> None:
+    series, _ = scrape_state(live_state())
+    assert one(series, "DCGM_FI_DEV_GPU_UTIL", gpu="1") == 0.0
+    assert one(series, "gputui_host_cpu_core_percent", cpu="2") == 0.0
+
+
+def test_lost_gpu_has_only_its_lost_flag_and_static_facts() -> None:
+    series, _ = scrape_state(live_state())
+    assert one(series, "gputui_gpu_lost", gpu="2") == 1
+    assert all(lab["gpu"] != "2" for lab, _ in series["DCGM_FI_DEV_GPU_UTIL"])
+    assert one(series, "gputui_gpu_info", gpu="2", UUID="GPU-lost") == 1
+
+
+def test_host_and_process_metrics() -> None:
+    series, _ = scrape_state(live_state())
+    assert one(series, "gputui_host_cpu_percent") == 40.625
+    assert one(series, "gputui_host_iowait_percent") == 7.5
+    assert one(series, "gputui_host_load1") == 3.5
+    assert one(series, "gputui_host_disk_busy_percent") == 88.0
+    assert one(series, "gputui_process_cpu_percent", pid="4242", name="python") == 99.5
+    assert one(series, "gputui_process_children", pid="4242") == 0
+    assert one(series, "gputui_host_cpu_count") == 4
+
+
+def test_command_lines_are_not_exported() -> None:
+    assert "secret-token" not in render(live_state())
+
+
+def test_live_data_has_no_source_label_and_says_nvml() -> None:
+    series, _ = scrape_state(live_state())
+    assert all("gputui_source" not in lab for items in series.values() for lab, _ in items)
+    assert one(series, "gputui_source_info", source="nvml", simulated="false") == 1
+    assert one(series, "gputui_up") == 1
+
+
+def test_simulated_data_is_labelled_on_every_series() -> None:
+    system = replace(SYSTEM, source="simulated", scenario="thermal")
+    series, _ = scrape_state(ExportState(system=system, snapshot=make_snapshot(system)))
+    assert one(series, "gputui_source_info", source="simulated", simulated="true", scenario="thermal") == 1
+    assert all(lab.get("gputui_source") == "simulated" for items in series.values() for lab, _ in items)
+
+
+def test_one_gauge_per_open_finding_and_gpu() -> None:
+    series, _ = scrape_state(live_state())
+    found = sorted((lab["rule"], lab["severity"], lab["gpu"]) for lab, _ in series["gputui_finding"])
+    assert found == [
+        ("starved-io", "warning", "0"),
+        ("starved-io", "warning", "1"),
+        ("swap", "info", ""),
+        ("thermal", "critical", "0"),
+    ]
+
+
+def test_repeated_finding_is_written_once() -> None:
+    state = replace(live_state(), findings=FINDINGS + FINDINGS[:1])
+    series, _ = scrape_state(state)
+    assert len([1 for lab, _ in series["gputui_finding"] if lab["rule"] == "thermal"]) == 1
+
+
+def test_failed_reading_shows_up_zero_and_no_stale_values() -> None:
+    series, _ = scrape_state(ExportState(system=SYSTEM, snapshot=None, error="GPU is lost"))
+    assert one(series, "gputui_up") == 0
+    assert one(series, "gputui_source_info") == 1
+    assert not any(name.startswith("DCGM_") for name in series)
+
+
+def test_families_are_built_without_a_server() -> None:
+    names = {family.name for family in metric_families(live_state())}
+    assert {"DCGM_FI_DEV_GPU_TEMP", "gputui_up", "gputui_finding", "gputui_sample_timestamp_seconds"} <= names
