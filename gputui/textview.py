@@ -1,0 +1,213 @@
+"""A snapshot as plain text tables: what `gputui snapshot` prints, readable over a slow SSH link.
+
+Only ASCII characters (terminals and fonts on rented servers vary), and "n/a" for every value the driver did
+not report, so a missing reading is never mistaken for a zero.
+"""
+
+from __future__ import annotations
+
+import datetime
+from collections.abc import Callable
+from typing import TypeVar
+
+from rich import box
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
+from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
+
+NA = "n/a"
+_BINARY = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
+T = TypeVar("T")
+
+
+def _or_na(value: T | None, fmt: Callable[[T], str]) -> str:
+    return NA if value is None else fmt(value)
+
+
+def fmt_bytes(value: float | None) -> str:
+    """Binary units, as memory sizes are usually read: 61.0 GiB."""
+    if value is None:
+        return NA
+    for unit, size in _BINARY:
+        if abs(value) >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B"
+
+
+def fmt_rate(value: float | None) -> str:
+    """Decimal units, as link and disk speeds are quoted: 2.1 GB/s."""
+    if value is None:
+        return NA
+    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B/s"
+
+
+def fmt_pct(value: float | None) -> str:
+    return _or_na(value, lambda v: f"{v:.0f}%")
+
+
+def _pair(current: str, maximum: str, unit: str = "") -> str:
+    return f"{current} / {maximum}{unit}"
+
+
+def _num(value: float | None, digits: int = 0) -> str:
+    return _or_na(value, lambda v: f"{v:.{digits}f}")
+
+
+def _link(gen: int | None, width: int | None) -> str:
+    return f"Gen{_num(gen)} x{_num(width)}"
+
+
+def banner(system: SystemInfo) -> Text | None:
+    """The label simulated and replayed data always carry; None for live data."""
+    if system.is_live:
+        return None
+    what = "SIMULATED" if system.source == "simulated" else system.source.upper()
+    line = Text(f"{what} (scenario {system.scenario})" if system.scenario else what, style="bold reverse yellow")
+    line.append(" - not measured on this machine", style="yellow")
+    return line
+
+
+def banner_details(system: SystemInfo) -> list[str]:
+    """What the scenario shows, and why the real driver was not read when the simulation stands in for it."""
+    lines = []
+    if system.scenario in SCENARIO_DESCRIPTIONS:
+        lines.append(f"{system.scenario}: {SCENARIO_DESCRIPTIONS[system.scenario]}")
+    if system.fallback_reason:
+        lines.append(f"the NVIDIA driver could not be read: {system.fallback_reason}")
+    return lines
+
+
+def _system_line(snapshot: Snapshot) -> Text:
+    system = snapshot.system
+    when = datetime.datetime.fromtimestamp(snapshot.timestamp, tz=datetime.timezone.utc)
+    return Text(
+        f"{system.hostname}  driver {system.driver_version or NA}  CUDA {system.cuda_driver_version or NA}"
+        f"  {system.gpu_count} GPUs  {system.cpu_count} CPUs  {when:%Y-%m-%d %H:%M:%S}Z"
+    )
+
+
+def _bytes_pair(used: float | None, total: float | None) -> str:
+    """`61.0 / 80.0 GiB`: both in the unit of the total, so they compare at a glance."""
+    if total is None:
+        return f"{fmt_bytes(used)} / {NA}"
+    unit, size = next(((u, s) for u, s in _BINARY if total >= s), ("B", 1))
+    return f"{_or_na(used, lambda v: f'{v / size:.1f}')} / {total / size:.1f} {unit}"
+
+
+def gpu_table(info: GpuInfo | None, gpu: GpuSample) -> Table:
+    """One GPU: current values beside their limits, two metrics per row, clock event reasons below."""
+    name = info.name if info is not None else NA
+    table = Table(box=box.ASCII, show_header=False, title=f"GPU {gpu.index}  {name}", title_justify="left")
+    for _ in range(2):
+        table.add_column(style="bold", no_wrap=True)
+        table.add_column(no_wrap=True)
+    if gpu.lost:
+        table.add_row("lost", gpu.error or "the GPU fell off the bus", "", "")
+        return table
+    reasons = gpu.clock_event_reasons
+    table.caption = f"clock events: {NA if reasons is None else (', '.join(reasons) or 'none')}"
+    table.caption_justify = "left"
+    mem_total = info.memory_total_bytes if info else None
+    mem_pct = None
+    if gpu.memory_used_bytes is not None and mem_total:
+        mem_pct = 100.0 * gpu.memory_used_bytes / mem_total
+    max_link = _link(info.pcie_max_gen, info.pcie_max_width) if info else _link(None, None)
+    rows = [
+        ("util", f"{fmt_pct(gpu.utilization_gpu_pct)} (mem {fmt_pct(gpu.utilization_memory_pct)})"),
+        ("SM clock", _pair(_num(gpu.sm_clock_mhz), _num(info.max_sm_clock_mhz if info else None), " MHz")),
+        ("temp", f"{_num(gpu.temperature_c)} C (slowdown {_num(info.temperature_slowdown_c if info else None)})"),
+        (
+            "power",
+            _pair(_num(gpu.power_w), _num(gpu.power_limit_w), " W")
+            + f", default {_num(info.power_default_limit_w if info else None)}",
+        ),
+        ("VRAM", f"{_bytes_pair(gpu.memory_used_bytes, mem_total)} ({fmt_pct(mem_pct)})"),
+        ("PCIe", _pair(_link(gpu.pcie_gen, gpu.pcie_width), max_link)),
+        ("PCIe tx/rx", f"{fmt_rate(gpu.pcie_tx_bytes_s)} / {fmt_rate(gpu.pcie_rx_bytes_s)}"),
+        ("fan", fmt_pct(gpu.fan_pct)),
+        ("P-state", _or_na(gpu.pstate, lambda p: f"P{p}")),
+        ("replays", _num(gpu.pcie_replay_count)),
+    ]
+    for left, right in zip(rows[0::2], rows[1::2], strict=True):
+        table.add_row(*left, *right)
+    return table
+
+
+def host_lines(host: HostSample) -> list[str]:
+    cores = host.cpu_pct_per_core
+    cpu = f"CPU {fmt_pct(host.cpu_pct)} of {len(cores)} cores"
+    if cores:
+        cpu += f" (busiest {max(cores):.0f}%)"
+    load = " ".join(f"{v:.1f}" for v in host.load_avg) if host.load_avg else NA
+    pad = " " * 6
+    return [
+        f"host  {cpu}  iowait {fmt_pct(host.iowait_pct)}  steal {fmt_pct(host.steal_pct)}",
+        f"{pad}load {load}  memory {_bytes_pair(host.memory_used_bytes, host.memory_total_bytes)}"
+        f"  swap {_bytes_pair(host.swap_used_bytes, host.swap_total_bytes)}",
+        f"{pad}swap in {fmt_rate(host.swap_in_bytes_s)} out {fmt_rate(host.swap_out_bytes_s)}"
+        f"  disk read {fmt_rate(host.disk_read_bytes_s)} write {fmt_rate(host.disk_write_bytes_s)}",
+        f"{pad}disk busy {fmt_pct(host.disk_busy_pct)}  net rx {fmt_rate(host.net_rx_bytes_s)}"
+        f" tx {fmt_rate(host.net_tx_bytes_s)} (link {fmt_rate(host.net_link_bytes_s)})",
+    ]
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
+    """The processes on the GPUs, joined with what the host knows of them.
+
+    Each command goes at the end of its row when the terminal is wide enough, else on a line of its own.
+    """
+    layout = "{:>3} {:>7} {:<8} {:>9} {:>5} {:>7} {:>8} {:>10} {:<5}"
+    header = layout.format("GPU", "PID", "user", "GPU mem", "CPU", "threads", "children", "read", "state")
+    inline = width - len(header) - 2 >= 30
+    lines = ["GPU processes", f"{header}  command" if inline else header.rstrip()]
+    for gpu in snapshot.gpus:
+        for proc in gpu.processes:
+            host = snapshot.host.process(proc.pid)
+            row = layout.format(
+                gpu.index,
+                proc.pid,
+                _shorten((host.user if host else None) or NA, 8),
+                fmt_bytes(proc.used_memory_bytes),
+                fmt_pct(host.cpu_pct if host else None),
+                _num(host.threads if host else None),
+                _num(host.children if host else None),
+                fmt_rate(host.read_bytes_s if host else None),
+                _shorten((host.state if host else None) or NA, 5),
+            ).rstrip()
+            command = (host.cmdline or host.name) if host else NA
+            if inline:
+                lines.append(f"{row}  {_shorten(command, width - len(row) - 3)}")
+            else:
+                lines.extend((row, f"    {_shorten(command, width - 5)}"))
+    return lines if len(lines) > 2 else []
+
+
+def print_snapshot(snapshot: Snapshot, console: Console | None = None) -> None:
+    """Print one snapshot: the simulated label first, then each GPU, the host and the GPU processes."""
+    console = console or Console(highlight=False)
+    label = banner(snapshot.system)
+    if label is not None:
+        console.print(label)
+        for line in banner_details(snapshot.system):
+            console.print(Text(line, style="yellow"))
+    console.print(_system_line(snapshot))
+    for event in snapshot.events:
+        console.print(Text(f"notice: {event}"))
+    for gpu in snapshot.gpus:
+        console.print(gpu_table(snapshot.info(gpu.index), gpu))
+    for line in host_lines(snapshot.host):
+        console.print(Text(line))
+    for line in process_lines(snapshot, console.width):
+        console.print(Text(line))
+    if label is not None:
+        console.print(label)
