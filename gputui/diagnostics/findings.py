@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class Severity(enum.IntEnum):
@@ -26,6 +27,7 @@ class Evidence:
     value: float | str | None
     unit: str = ""
     window: str = ""
+    key: str = ""  # a stable, untranslated name of what was measured, for JSON readers
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,3 +50,26 @@ class Finding:
     @property
     def is_open(self) -> bool:
         return self.ended_at is None
+
+    @property
+    def key(self) -> tuple[str, tuple[int, ...]]:
+        """What makes two readings the same finding: the rule and the GPUs it concerns."""
+        return self.rule, self.gpus
+
+
+def finding_to_dict(finding: Finding) -> dict[str, Any]:
+    """The JSON shape of `gputui diagnose --json` (and of recordings): keys as the issue names them."""
+    return {
+        "rule": finding.rule,
+        "severity": finding.severity.label,
+        "gpus": list(finding.gpus),
+        "pids": list(finding.pids),
+        "title": finding.title,
+        "evidence": [
+            {"key": ev.key, "label": ev.label, "value": ev.value, "unit": ev.unit, "window": ev.window}
+            for ev in finding.evidence
+        ],
+        "advice": finding.advice,
+        "started_at": finding.started_at,
+        "duration_s": round(finding.duration_s, 3),
+    }

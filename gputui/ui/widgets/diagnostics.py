@@ -1,0 +1,211 @@
+"""The diagnostics pane: open findings worst first, their evidence, the chosen one's advice, and history.
+
+It is one Rich Text, rebuilt only when what it shows changes (durations are shown to the second, so an open
+finding repaints once a second at most). Only ASCII is used for its own marks, so it reads the same in PuTTY,
+tmux and a Linux console.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.text import Text
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.widget import Widget
+
+from gputui.diagnostics.catalog import text
+from gputui.diagnostics.findings import Evidence, Finding, Severity
+
+SEVERITY_STYLES = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+HISTORY_STYLE = "dim"
+CURSOR_STYLE = "reverse"
+MAX_EVIDENCE = 4  # evidence items shown per finding; the rest is in `gputui diagnose --json`
+
+FindingKey = tuple[str, tuple[int, ...], float]
+
+
+def format_duration(seconds: float) -> str:
+    """45s, 2m05s, 1h02m: short enough for a narrow pane."""
+    total = max(0, int(seconds))
+    if total < 60:
+        return f"{total}s"
+    if total < 3600:
+        return f"{total // 60}m{total % 60:02d}s"
+    return f"{total // 3600}h{total % 3600 // 60:02d}m"
+
+
+def format_value(value: float | str | None) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, str):
+        return value
+    if abs(value) >= 100 or float(value).is_integer():
+        return f"{value:.0f}"
+    return f"{value:.1f}"
+
+
+def format_evidence(ev: Evidence) -> str:
+    unit = ev.unit if ev.unit in ("%", "") else f" {ev.unit}"
+    window = f" ({ev.window})" if ev.window else ""
+    return f"{ev.label} {format_value(ev.value)}{unit}{window}"
+
+
+class _Lines:
+    """The pane's text as it is built, and which finding owns each line (for mouse clicks)."""
+
+    def __init__(self) -> None:
+        self.text = Text(no_wrap=True, overflow="ellipsis")
+        self.owners: list[int | None] = []
+
+    def add(self, content: Text, owner: int | None = None) -> None:
+        if self.owners:
+            self.text.append("\n")
+        self.text.append(content)
+        self.owners.append(owner)
+
+
+def _key(finding: Finding) -> FindingKey:
+    return finding.rule, finding.gpus, finding.started_at
+
+
+class DiagnosticsPane(Widget, can_focus=True):
+    """Findings by severity; up/down and enter (or a click) choose one and show its advice."""
+
+    DEFAULT_CSS = """
+    DiagnosticsPane {
+        height: auto;
+        min-height: 3;
+        padding: 0 1;
+    }
+    """
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor(-1)", "Previous finding", show=False),
+        Binding("down", "cursor(1)", "Next finding", show=False),
+        Binding("enter", "choose", "Advice", show=False),
+    ]
+
+    class FindingSelected(Message):
+        """A finding was chosen: the app highlights `finding.metric` on the GPU panels it names."""
+
+        def __init__(self, finding: Finding) -> None:
+            super().__init__()
+            self.finding = finding
+
+    def __init__(
+        self, lang: str = "en", *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
+        super().__init__(name=name, id=id, classes=classes)
+        self.lang = lang
+        self._open: tuple[Finding, ...] = ()
+        self._history: tuple[Finding, ...] = ()
+        self._shown: tuple[object, ...] | None = None
+        self._cursor = 0
+        self._chosen: FindingKey | None = None
+        self._line_owner: list[int | None] = []  # rendered line -> index into _entries
+        self._text: Text = Text()
+
+    @property
+    def entries(self) -> tuple[Finding, ...]:
+        """What can be chosen, in screen order: open findings, then history."""
+        return self._open + self._history
+
+    @property
+    def chosen(self) -> Finding | None:
+        for finding in self.entries:
+            if _key(finding) == self._chosen:
+                return finding
+        return None
+
+    def show_findings(self, active: Sequence[Finding], closed: Sequence[Finding]) -> None:
+        """New engine state; nothing is redrawn when the screen would not change."""
+        shown = tuple(
+            (_key(f), f.severity, f.title, int(f.duration_s), f.evidence, f.ended_at is None)
+            for f in (*active, *closed)
+        )
+        if shown == self._shown:
+            return
+        cursor_key = _key(self.entries[self._cursor]) if self.entries else None
+        self._open, self._history, self._shown = tuple(active), tuple(closed), shown
+        keys = [_key(f) for f in self.entries]
+        self._cursor = keys.index(cursor_key) if cursor_key in keys else min(self._cursor, max(0, len(keys) - 1))
+        self._rebuild()
+
+    def action_cursor(self, step: int) -> None:
+        if self.entries:
+            self._cursor = (self._cursor + step) % len(self.entries)
+            self._rebuild()
+
+    def action_choose(self) -> None:
+        if self.entries:
+            self._choose(self._cursor)
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or not 0 <= offset.y < len(self._line_owner):
+            return
+        owner = self._line_owner[offset.y]
+        if owner is not None:
+            self._cursor = owner
+            self._choose(owner)
+
+    def _choose(self, index: int) -> None:
+        finding = self.entries[index]
+        self._chosen = _key(finding)
+        self._rebuild()
+        self.post_message(self.FindingSelected(finding))
+
+    def _rebuild(self) -> None:
+        self._text = self._build()
+        self.refresh(layout=True)
+
+    def render(self) -> Text:
+        return self._text
+
+    def _build(self) -> Text:
+        lang = self.lang
+        lines = _Lines()
+        counts = {sev.label: sum(1 for f in self._open if f.severity == sev) for sev in Severity}
+        header = Text(text("ui.title", lang), style="bold")
+        if self._open:
+            header.append("  " + text("ui.counts", lang, **counts))
+        lines.add(header)
+        if not self._open:
+            lines.add(Text(text("ui.none", lang), style="green"))
+        for index, finding in enumerate(self.entries):
+            history = not finding.is_open
+            if history and index == len(self._open):
+                lines.add(Text(f"-- {text('ui.history', lang)} --", style=HISTORY_STYLE))
+            self._finding_lines(finding, index, history, lines)
+        chosen = self.chosen
+        if chosen is not None:
+            lines.add(Text(f"{text('ui.advice', lang)}: {chosen.title}", style="bold"))
+            lines.add(Text(chosen.advice))
+        elif self.entries:
+            lines.add(Text(text("ui.hint", lang), style=HISTORY_STYLE))
+        self._line_owner = lines.owners
+        return lines.text
+
+    def _finding_lines(self, finding: Finding, index: int, history: bool, lines: _Lines) -> None:
+        lang = self.lang
+        style = HISTORY_STYLE if history else SEVERITY_STYLES[finding.severity]
+        where = "GPU " + ",".join(str(g) for g in finding.gpus) if finding.gpus else text("ui.all_gpus", lang)
+        head = Text("> " if index == self._cursor else "  ", style=CURSOR_STYLE if self.has_focus else "")
+        head.append(f"{text(f'sev.{finding.severity.label}', lang):<4} ", style=style)
+        head.append(f"{where:<7} ", style=style)
+        head.append(finding.title, style=HISTORY_STYLE if history else "")
+        duration = format_duration(finding.duration_s)
+        head.append("  " + (text("ui.lasted", lang, duration=duration) if history else duration), style=HISTORY_STYLE)
+        lines.add(head, index)
+        if not history and finding.evidence:
+            evidence = " | ".join(format_evidence(ev) for ev in finding.evidence[:MAX_EVIDENCE])
+            lines.add(Text("       " + evidence, style=HISTORY_STYLE), index)
+
+    def on_focus(self) -> None:
+        self._rebuild()
+
+    def on_blur(self) -> None:
+        self._rebuild()

@@ -1,0 +1,149 @@
+"""The diagnostics pane in a tiny app: what it lists, choosing a finding, and skipping idle repaints."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from textual.app import App, ComposeResult
+
+from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.ui.widgets.diagnostics import DiagnosticsPane, format_duration
+
+HOT = Finding(
+    rule="thermal_throttle",
+    severity=Severity.CRITICAL,
+    title="GPU 1: thermal throttling at 90 C",
+    advice="Improve the airflow.",
+    gpus=(1,),
+    evidence=(Evidence("temperature", 90.2, "C", "now", key="temperature"),),
+    started_at=100.0,
+    duration_s=125.0,
+    metric="temperature_c",
+)
+SHARED = Finding(
+    rule="gpu_contention",
+    severity=Severity.WARNING,
+    title="GPU 0: shared by 2 processes (alice, bob)",
+    advice="Move one to a free GPU.",
+    gpus=(0,),
+    started_at=110.0,
+    duration_s=12.0,
+)
+OLD = Finding(
+    rule="thermal_margin",
+    severity=Severity.WARNING,
+    title="GPU 1: 3 C below thermal slowdown",
+    advice="Check the fans.",
+    gpus=(1,),
+    started_at=90.0,
+    duration_s=8.0,
+    ended_at=98.0,
+)
+
+
+class PaneApp(App[None]):
+    def __init__(self, lang: str = "en") -> None:
+        super().__init__()
+        self.lang = lang
+        self.selected: list[Finding] = []
+
+    def compose(self) -> ComposeResult:
+        yield DiagnosticsPane(lang=self.lang)
+
+    def on_diagnostics_pane_finding_selected(self, message: DiagnosticsPane.FindingSelected) -> None:
+        self.selected.append(message.finding)
+
+
+def plain(pane: DiagnosticsPane) -> str:
+    return pane.render().plain
+
+
+async def test_lists_findings_worst_first_with_gpu_duration_evidence_and_history() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(100, 20)):
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([HOT, SHARED], [OLD])
+        lines = plain(pane).splitlines()
+        assert "1 critical, 1 warning" in lines[0]
+        hot = next(i for i, line in enumerate(lines) if "thermal throttling" in line)
+        shared = next(i for i, line in enumerate(lines) if "shared by 2" in line)
+        old = next(i for i, line in enumerate(lines) if "below thermal slowdown" in line)
+        assert hot < shared < old
+        assert "CRIT" in lines[hot] and "GPU 1" in lines[hot] and "2m05s" in lines[hot]
+        assert "temperature 90.2 C (now)" in lines[hot + 1]
+        assert "-- cleared --" in lines[old - 1]
+        assert "lasted 8s" in lines[old]
+        assert "Improve the airflow" not in plain(pane)
+
+
+async def test_no_findings_says_so() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(100, 20)):
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([], [])
+        assert "No findings" in plain(pane)
+
+
+async def test_keys_choose_a_finding_show_its_advice_and_post_a_message() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(100, 20)) as pilot:
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([HOT, SHARED], [OLD])
+        pane.focus()
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert [f.rule for f in app.selected] == ["gpu_contention"]
+        assert "Move one to a free GPU." in plain(pane)
+        await pilot.press("up", "enter")
+        await pilot.pause()
+        assert app.selected[-1].metric == "temperature_c"
+        assert "Improve the airflow." in plain(pane)
+
+
+async def test_cursor_follows_its_finding_when_the_list_reorders() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(100, 20)) as pilot:
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([SHARED], [])
+        pane.focus()
+        pane.show_findings([HOT, SHARED], [])
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.selected[-1].rule == "gpu_contention"
+
+
+async def test_click_chooses_the_finding_under_the_mouse() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(100, 20)) as pilot:
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([HOT, SHARED], [])
+        await pilot.pause()
+        row = next(i for i, line in enumerate(plain(pane).splitlines()) if "shared by 2" in line)
+        await pilot.click(DiagnosticsPane, offset=(5, row))
+        await pilot.pause()
+        assert [f.rule for f in app.selected] == ["gpu_contention"]
+
+
+async def test_unchanged_findings_do_not_rebuild() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(100, 20)):
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([HOT], [])
+        first = pane.render()
+        pane.show_findings([HOT], [])
+        assert pane.render() is first
+        pane.show_findings([replace(HOT, duration_s=126.0)], [])
+        assert pane.render() is not first
+
+
+async def test_chinese_pane_uses_the_catalog() -> None:
+    app = PaneApp(lang="zh")
+    async with app.run_test(size=(100, 20)):
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([HOT], [])
+        text = plain(pane)
+        assert "诊断" in text and "严重" in text
+
+
+def test_durations_are_short() -> None:
+    assert [format_duration(s) for s in (0, 45.9, 125, 3725)] == ["0s", "45s", "2m05s", "1h02m"]
