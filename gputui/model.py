@@ -67,6 +67,8 @@ class SystemInfo:
     fallback_reason: str | None = None
     # For source == "remote": what the remote exporter reads ("simulated" must be labelled here too); None if unknown.
     remote_source: SourceKind | None = None
+    # For source == "replay": the source the recording was made from ("simulated" must be labelled here too).
+    recorded_source: SourceKind | None = None
 
     @property
     def is_live(self) -> bool:
