@@ -68,6 +68,8 @@ def banner(system: SystemInfo) -> Text | None:
     if system.is_live:
         return None
     what = "SIMULATED" if system.source == "simulated" else system.source.upper()
+    if system.source == "remote" and system.remote_source == "simulated":
+        what = "SIMULATED (remote)"
     line = Text(f"{what} (scenario {system.scenario})" if system.scenario else what, style="bold reverse yellow")
     line.append(" - not measured on this machine", style="yellow")
     return line
