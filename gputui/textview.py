@@ -67,11 +67,15 @@ def banner(system: SystemInfo) -> Text | None:
     """The label simulated and replayed data always carry; None for live data."""
     if system.is_live:
         return None
-    what = "SIMULATED" if system.source == "simulated" else system.source.upper()
-    if system.source == "remote" and system.remote_source == "simulated":
-        what = "SIMULATED (remote)"
-    line = Text(f"{what} (scenario {system.scenario})" if system.scenario else what, style="bold reverse yellow")
-    line.append(" - not measured on this machine", style="yellow")
+    simulated = "simulated" in (system.source, system.remote_source, system.recorded_source)
+    parts: list[str] = [system.source] if simulated and system.source != "simulated" else []
+    if system.scenario:
+        parts.append(f"scenario {system.scenario}")
+    label = "SIMULATED" if simulated else system.source.upper()
+    if parts:
+        label += f" ({', '.join(parts)})"
+    line = Text(label, style="bold reverse yellow")
+    line.append(" - not live data from this machine", style="yellow")
     return line
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -72,7 +73,7 @@ def test_table_is_labelled_and_ascii(capsys: pytest.CaptureFixture[str]) -> None
     code, out, err = cli(capsys, "snapshot", "--demo", "healthy")
     assert code == 0 and err == ""
     assert out.startswith("SIMULATED (scenario healthy)")
-    assert out.rstrip().endswith("not measured on this machine")
+    assert out.rstrip().endswith("SIMULATED (scenario healthy) - not live data from this machine")
     for index in range(4):
         assert f"GPU {index}  simulated H100 80GB HBM3" in out
     assert "1980 / 1980 MHz" in out and "Gen5 x16 / Gen5 x16" in out
@@ -167,6 +168,24 @@ def test_missing_values_show_as_na(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert "n/a / 1980 MHz" in out and "clock events: n/a" in out and "iowait n/a" in out
     assert " 0%" not in out
+
+
+@pytest.mark.parametrize(
+    ("changes", "label"),
+    [
+        ({"source": "replay", "recorded_source": "simulated"}, "SIMULATED (replay, scenario healthy)"),
+        ({"source": "remote", "remote_source": "simulated"}, "SIMULATED (remote, scenario healthy)"),
+        ({"source": "replay", "recorded_source": "nvml", "scenario": None}, "REPLAY"),
+    ],
+)
+def test_banner_names_where_data_came_from(
+    capsys: pytest.CaptureFixture[str], changes: dict[str, Any], label: str
+) -> None:
+    source = SimulatedSource("healthy", gpu_count=1)
+    source.open()
+    snap = source.sample()
+    print_snapshot(dataclasses.replace(snap, system=dataclasses.replace(snap.system, **changes)))
+    assert capsys.readouterr().out.startswith(f"{label} - not live data from this machine")
 
 
 def test_live_data_has_no_banner(capsys: pytest.CaptureFixture[str]) -> None:
