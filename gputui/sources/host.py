@@ -1,0 +1,269 @@
+"""The host the GPUs sit in, read with psutil: CPU, memory, swap, disk, network and the GPU processes.
+
+Every rate is a difference of two counter readings over the time between them. A counter that went
+backwards (a reset, a wrap, a disk that was removed) gives no rate for that tick rather than a negative one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any
+
+import psutil
+
+from gputui.model import HostSample, ProcSample
+
+# Counting a process's children scans every process on the machine (~20 µs each), so a count is refreshed
+# every CHILDREN_EVERY ticks, each pid on its own tick so that the scans spread out.
+CHILDREN_EVERY = 10
+# Link speeds change only when a cable or a driver does; asking costs an ioctl per interface.
+LINK_EVERY = 30
+
+
+def rate(new: float | None, old: float | None, seconds: float) -> float | None:
+    """Change per second of a cumulative counter; None when either reading or the interval is missing,
+    or when the counter went backwards."""
+    if new is None or old is None or seconds <= 0 or new < old:
+        return None
+    return (new - old) / seconds
+
+
+@dataclass(slots=True)
+class _Counters:
+    """The cumulative system counters of one reading; None where the platform does not have one."""
+
+    at: float
+    cpu: Sequence[Any] | None
+    swap_in: float | None
+    swap_out: float | None
+    disk_read: float | None
+    disk_write: float | None
+    disk_busy_ms: dict[str, float] | None
+    net_rx: float | None
+    net_tx: float | None
+
+
+@dataclass(slots=True)
+class _Tracked:
+    """A GPU process followed across ticks: psutil.Process keeps the CPU time that cpu_percent compares to."""
+
+    process: Any
+    primed: bool = False
+    read_bytes: float | None = None
+    read_at: float = 0.0
+    children: int | None = None
+    children_read: bool = False
+
+
+class HostSource:
+    """Reads the host once per tick; `sample()` is given the pids of the GPU processes to look at."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic, psutil_module: ModuleType = psutil):
+        self._clock = clock
+        self._ps = psutil_module
+        self._errors: tuple[type[BaseException], ...] = (OSError, NotImplementedError, psutil_module.Error)
+        self._last: _Counters | None = None
+        self._procs: dict[int, _Tracked] = {}
+        self._tick = 0
+        self._link_bytes_s: float | None = None
+
+    def open(self) -> None:
+        """Take the first counter reading, so the first sample already has rates and CPU percentages.
+
+        CPU percentages come from our own per-core time deltas, not psutil.cpu_percent(): psutil keeps
+        its previous reading per calling thread, and sample() runs on whichever worker thread is free.
+        """
+        self._tick = 0
+        self._procs = {}
+        self._last = self._read_counters()
+
+    def close(self) -> None:
+        self._procs = {}
+        self._last = None
+
+    def sample(self, gpu_pids: Collection[int], timestamp: float) -> HostSample:
+        counters = self._read_counters()
+        last = self._last if self._last is not None else counters
+        self._last = counters
+        seconds = counters.at - last.at
+        if self._tick % LINK_EVERY == 0:
+            self._link_bytes_s = self._read_link_speed()
+        per_core, iowait, steal = _cpu_percentages(last.cpu, counters.cpu)
+        memory = self._call(self._ps.virtual_memory)
+        swap = self._call(self._ps.swap_memory)
+        sample = HostSample(
+            timestamp=timestamp,
+            cpu_pct_per_core=per_core,
+            iowait_pct=iowait,
+            steal_pct=steal,
+            load_avg=self._load_avg(),
+            memory_used_bytes=memory.used if memory is not None else None,
+            memory_total_bytes=memory.total if memory is not None else None,
+            swap_used_bytes=swap.used if swap is not None else None,
+            swap_total_bytes=swap.total if swap is not None else None,
+            swap_in_bytes_s=rate(counters.swap_in, last.swap_in, seconds),
+            swap_out_bytes_s=rate(counters.swap_out, last.swap_out, seconds),
+            disk_read_bytes_s=rate(counters.disk_read, last.disk_read, seconds),
+            disk_write_bytes_s=rate(counters.disk_write, last.disk_write, seconds),
+            disk_busy_pct=_busiest_disk_pct(last.disk_busy_ms, counters.disk_busy_ms, seconds),
+            net_rx_bytes_s=rate(counters.net_rx, last.net_rx, seconds),
+            net_tx_bytes_s=rate(counters.net_tx, last.net_tx, seconds),
+            net_link_bytes_s=self._link_bytes_s,
+            processes=self._sample_processes(gpu_pids),
+        )
+        self._tick += 1
+        return sample
+
+    def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """One psutil call; None where this platform or container does not offer it."""
+        try:
+            return fn(*args, **kwargs)
+        except self._errors:
+            return None
+
+    def _read_counters(self) -> _Counters:
+        ps = self._ps
+        swap = self._call(ps.swap_memory)
+        disk = self._call(ps.disk_io_counters, nowrap=False)
+        disks = self._call(ps.disk_io_counters, perdisk=True, nowrap=False)
+        nics = self._call(ps.net_io_counters, pernic=True, nowrap=False)
+        net = [counters for name, counters in (nics or {}).items() if not name.startswith("lo")]
+        busy: dict[str, float] | None = None
+        if disks and all(hasattr(d, "busy_time") for d in disks.values()):
+            busy = {name: d.busy_time for name, d in disks.items()}
+        return _Counters(
+            at=self._clock(),
+            cpu=self._call(ps.cpu_times, percpu=True),
+            swap_in=swap.sin if swap is not None else None,
+            swap_out=swap.sout if swap is not None else None,
+            disk_read=disk.read_bytes if disk is not None else None,
+            disk_write=disk.write_bytes if disk is not None else None,
+            disk_busy_ms=busy,
+            net_rx=sum(n.bytes_recv for n in net) if nics is not None else None,
+            net_tx=sum(n.bytes_sent for n in net) if nics is not None else None,
+        )
+
+    def _load_avg(self) -> tuple[float, float, float] | None:
+        load = self._call(self._ps.getloadavg)
+        return (float(load[0]), float(load[1]), float(load[2])) if load is not None else None
+
+    def _read_link_speed(self) -> float | None:
+        """The fastest up, non-loopback interface, in bytes/s; None when no interface reports a speed."""
+        stats = self._call(self._ps.net_if_stats) or {}
+        speeds = [s.speed for name, s in stats.items() if s.isup and s.speed > 0 and not name.startswith("lo")]
+        return max(speeds) * 1_000_000 / 8 if speeds else None
+
+    def _sample_processes(self, gpu_pids: Collection[int]) -> tuple[ProcSample, ...]:
+        wanted = set(gpu_pids)
+        for pid in [pid for pid in self._procs if pid not in wanted]:
+            del self._procs[pid]
+        out = []
+        for pid in sorted(wanted):
+            proc = self._sample_process(pid)
+            if proc is None:
+                self._procs.pop(pid, None)
+            else:
+                out.append(proc)
+        return tuple(out)
+
+    def _sample_process(self, pid: int) -> ProcSample | None:
+        """One GPU process; None when it is gone (it exited between the driver's list and this read)."""
+        ps = self._ps
+        try:
+            tracked = self._procs.get(pid)
+            if tracked is None:
+                tracked = self._procs[pid] = _Tracked(ps.Process(pid))
+            process = tracked.process
+            with process.oneshot():
+                now = self._clock()
+                cpu = self._denied_as_none(process.cpu_percent)
+                cpu_pct = cpu if tracked.primed else None
+                tracked.primed = cpu is not None
+                io = self._denied_as_none(process.io_counters)
+                read_bytes = float(io.read_bytes) if io is not None else None
+                read_rate = rate(read_bytes, tracked.read_bytes, now - tracked.read_at)
+                tracked.read_bytes, tracked.read_at = read_bytes, now
+                if not tracked.children_read or (self._tick + pid) % CHILDREN_EVERY == 0:
+                    children = self._denied_as_none(process.children)
+                    tracked.children = len(children) if children is not None else None
+                    tracked.children_read = True
+                memory = self._denied_as_none(process.memory_info)
+                cmdline = self._denied_as_none(process.cmdline)
+                return ProcSample(
+                    pid=pid,
+                    name=self._denied_as_none(process.name) or "?",
+                    user=self._denied_as_none(process.username),
+                    cmdline=" ".join(cmdline) if cmdline else None,
+                    cpu_pct=cpu_pct,
+                    threads=self._denied_as_none(process.num_threads),
+                    children=tracked.children,
+                    read_bytes_s=read_rate,
+                    rss_bytes=memory.rss if memory is not None else None,
+                    state=self._denied_as_none(process.status),
+                )
+        except ps.NoSuchProcess:
+            return None
+        except ps.AccessDenied:
+            return ProcSample(pid=pid, name="?")
+
+    def _denied_as_none(self, fn: Callable[[], Any]) -> Any:
+        """A process field another user's process may hide; NoSuchProcess still propagates."""
+        try:
+            return fn()
+        except (self._ps.AccessDenied, NotImplementedError):
+            return None
+
+
+def _cpu_percentages(
+    old: Sequence[Any] | None, new: Sequence[Any] | None
+) -> tuple[tuple[float, ...], float | None, float | None]:
+    """Per-core busy %, and iowait % and steal % of all cores, from two per-core cpu_times readings.
+
+    Busy time follows psutil.cpu_percent: total minus idle and iowait, with guest time (already counted
+    in user time on Linux) left out of the total. Unknown (empty, None) when the cores changed or a
+    counter went backwards.
+    """
+    if old is None or new is None or len(old) != len(new) or not new:
+        return (), None, None
+    per_core = []
+    total_all = iowait_all = steal_all = 0.0
+    for before, after in zip(old, new, strict=True):
+        total = _total_time(after) - _total_time(before)
+        idle = _idle_time(after) - _idle_time(before)
+        if total <= 0 or idle < 0 or idle > total:
+            return (), None, None
+        per_core.append((total - idle) / total * 100.0)
+        total_all += total
+        iowait_all += getattr(after, "iowait", 0.0) - getattr(before, "iowait", 0.0)
+        steal_all += getattr(after, "steal", 0.0) - getattr(before, "steal", 0.0)
+    has_iowait = hasattr(new[0], "iowait")
+    has_steal = hasattr(new[0], "steal")
+    return (
+        tuple(per_core),
+        max(iowait_all, 0.0) / total_all * 100.0 if has_iowait else None,
+        max(steal_all, 0.0) / total_all * 100.0 if has_steal else None,
+    )
+
+
+def _total_time(times: Any) -> float:
+    return float(sum(times)) - getattr(times, "guest", 0.0) - getattr(times, "guest_nice", 0.0)
+
+
+def _idle_time(times: Any) -> float:
+    return float(times.idle) + getattr(times, "iowait", 0.0)
+
+
+def _busiest_disk_pct(old: dict[str, float] | None, new: dict[str, float] | None, seconds: float) -> float | None:
+    """The busy % of the busiest disk: one saturated disk starves a job even when the others idle."""
+    if old is None or new is None or seconds <= 0:
+        return None
+    busiest: float | None = None
+    for name, busy_ms in new.items():
+        busy_rate = rate(busy_ms, old.get(name), seconds)
+        if busy_rate is not None:
+            pct = min(busy_rate / 10.0, 100.0)  # ms busy per second / 1000 ms * 100 %
+            busiest = pct if busiest is None else max(busiest, pct)
+    return busiest

@@ -1,0 +1,481 @@
+"""Live readings from the NVIDIA driver through nvidia-ml-py (the `pynvml` module); never spawns nvidia-smi.
+
+NVML is started once; handles and the static facts of each GPU are read once in `open()`. Each query is
+guarded on its own, per GPU: a query the GPU does not support (or lets us read) gives None and is not asked
+again, a renamed function falls back to its deprecated name, and a GPU that falls off the bus is marked lost
+while the others go on. Process lists, PCIe throughput (each a 20 ms window in the driver) and the health
+counters are read every `slow_every` ticks and reused between.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Literal
+
+from gputui.model import GpuInfo, GpuProcess, GpuSample, Snapshot, SystemInfo
+from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
+from gputui.sources.host import HostSource
+
+Query = Callable[[Any], Any]
+
+KIB = 1024  # nvmlDeviceGetPcieThroughput reports KB/s, which NVML means as KiB/s
+LAST_PSTATE = 15  # P15; NVML_PSTATE_UNKNOWN (32) and anything else is not a P-state
+COMPUTE_MODES = {0: "default", 1: "exclusive_thread", 2: "prohibited", 3: "exclusive_process"}
+
+# What a user can do about each reason NVML will not start, by pynvml exception class name.
+INIT_ERRORS = {
+    "NVMLError_LibraryNotFound": (
+        "no NVIDIA driver found: libnvidia-ml.so.1 could not be loaded "
+        "(install the NVIDIA driver, or in a container run with GPU access, e.g. docker --gpus all)"
+    ),
+    "NVMLError_DriverNotLoaded": (
+        "the NVIDIA driver is installed but its kernel module is not loaded "
+        "(load it with 'sudo modprobe nvidia' or reboot; 'dmesg | grep -i nvidia' says why it failed)"
+    ),
+    "NVMLError_LibRmVersionMismatch": (
+        "the NVIDIA driver library and the loaded kernel module are different versions, usually after a "
+        "driver upgrade: reboot, or reload the module ('sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset "
+        "nvidia && sudo modprobe nvidia')"
+    ),
+    "NVMLError_NoPermission": (
+        "no permission to read the NVIDIA driver: check access to /dev/nvidia* "
+        "(your user may need to be in the 'video' group; in a container, run with GPU access)"
+    ),
+}
+NO_DEVICES = "the NVIDIA driver is running but reports no GPUs (check 'lspci | grep -i nvidia' and 'dmesg')"
+LOST = "GPU fell off the bus (GpuIsLost); 'dmesg' shows the Xid; a reboot or GPU reset is usually needed"
+
+
+def cuda_version(encoded: int | None) -> str | None:
+    """12040 -> "12.4", as nvmlSystemGetCudaDriverVersion encodes it."""
+    if encoded is None:
+        return None
+    return f"{encoded // 1000}.{(encoded % 1000) // 10}"
+
+
+def _query_table(n: ModuleType) -> dict[str, tuple[Query, ...]]:
+    """Each query by key: the function to call, then the deprecated names to fall back to, in order.
+
+    Functions missing from this pynvml are left out; a function the driver lacks raises FunctionNotFound
+    on its first call and the next one is tried.
+    """
+
+    def call(name: str, *args: Any, **kwargs: Any) -> Query | None:
+        fn = getattr(n, name, None)
+        if fn is None:
+            return None
+        return lambda handle: fn(handle, *args, **kwargs)
+
+    def memory_temperature(handle: Any) -> Any:
+        value = n.nvmlDeviceGetFieldValues(handle, [n.NVML_FI_DEV_MEMORY_TEMP])[0]
+        if value.nvmlReturn != n.NVML_SUCCESS:
+            raise n.NVMLError(value.nvmlReturn)
+        return _field_value(n, value)
+
+    def threshold(name: str) -> Query | None:
+        return call("nvmlDeviceGetTemperatureThreshold", getattr(n, name))
+
+    memory_v2 = call("nvmlDeviceGetMemoryInfo", version=n.nvmlMemory_v2) if hasattr(n, "nvmlMemory_v2") else None
+    queries: dict[str, tuple[Query | None, ...]] = {
+        # every tick
+        "utilization": (call("nvmlDeviceGetUtilizationRates"),),
+        "sm_clock": (call("nvmlDeviceGetClockInfo", n.NVML_CLOCK_SM),),
+        "memory_clock": (call("nvmlDeviceGetClockInfo", n.NVML_CLOCK_MEM),),
+        "graphics_clock": (call("nvmlDeviceGetClockInfo", n.NVML_CLOCK_GRAPHICS),),
+        "temperature": (
+            call("nvmlDeviceGetTemperatureV", n.NVML_TEMPERATURE_GPU),
+            call("nvmlDeviceGetTemperature", n.NVML_TEMPERATURE_GPU),
+        ),
+        "memory_temperature": (memory_temperature if hasattr(n, "nvmlDeviceGetFieldValues") else None,),
+        "power": (call("nvmlDeviceGetPowerUsage"),),
+        "power_limit": (call("nvmlDeviceGetEnforcedPowerLimit"),),
+        "memory": (memory_v2, call("nvmlDeviceGetMemoryInfo")),
+        "pcie_gen": (call("nvmlDeviceGetCurrPcieLinkGeneration"),),
+        "pcie_width": (call("nvmlDeviceGetCurrPcieLinkWidth"),),
+        "pcie_replay": (call("nvmlDeviceGetPcieReplayCounter"),),
+        "fan": (call("nvmlDeviceGetFanSpeed"),),
+        "pstate": (call("nvmlDeviceGetPerformanceState"), call("nvmlDeviceGetPowerState")),
+        "clock_events": (
+            call("nvmlDeviceGetCurrentClocksEventReasons"),
+            call("nvmlDeviceGetCurrentClocksThrottleReasons"),
+        ),
+        "power_violation": (call("nvmlDeviceGetViolationStatus", n.NVML_PERF_POLICY_POWER),),
+        "thermal_violation": (call("nvmlDeviceGetViolationStatus", n.NVML_PERF_POLICY_THERMAL),),
+        "energy": (call("nvmlDeviceGetTotalEnergyConsumption"),),
+        "encoder": (call("nvmlDeviceGetEncoderUtilization"),),
+        "decoder": (call("nvmlDeviceGetDecoderUtilization"),),
+        # every `slow_every` ticks
+        "compute_processes": (
+            call("nvmlDeviceGetComputeRunningProcesses_v3"),
+            call("nvmlDeviceGetComputeRunningProcesses_v2"),
+        ),
+        "graphics_processes": (
+            call("nvmlDeviceGetGraphicsRunningProcesses_v3"),
+            call("nvmlDeviceGetGraphicsRunningProcesses_v2"),
+        ),
+        "pcie_tx": (call("nvmlDeviceGetPcieThroughput", n.NVML_PCIE_UTIL_TX_BYTES),),
+        "pcie_rx": (call("nvmlDeviceGetPcieThroughput", n.NVML_PCIE_UTIL_RX_BYTES),),
+        "ecc_uncorrected": (
+            call("nvmlDeviceGetTotalEccErrors", n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, n.NVML_VOLATILE_ECC),
+        ),
+        "retired_pages_pending": (call("nvmlDeviceGetRetiredPagesPendingStatus"),),
+        "remapped_rows": (call("nvmlDeviceGetRemappedRows"),),
+        # once, in open()
+        "name": (call("nvmlDeviceGetName"),),
+        "uuid": (call("nvmlDeviceGetUUID"),),
+        "serial": (call("nvmlDeviceGetSerial"),),
+        "pci": (call("nvmlDeviceGetPciInfo"),),
+        "max_sm_clock": (call("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_SM),),
+        "max_memory_clock": (call("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_MEM),),
+        "max_graphics_clock": (call("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_GRAPHICS),),
+        "default_app_sm_clock": (call("nvmlDeviceGetDefaultApplicationsClock", n.NVML_CLOCK_SM),),
+        "default_app_memory_clock": (call("nvmlDeviceGetDefaultApplicationsClock", n.NVML_CLOCK_MEM),),
+        "pcie_max_gen": (call("nvmlDeviceGetMaxPcieLinkGeneration"),),
+        "pcie_max_width": (call("nvmlDeviceGetMaxPcieLinkWidth"),),
+        "pcie_gpu_max_gen": (call("nvmlDeviceGetGpuMaxPcieLinkGeneration"),),
+        "power_default_limit": (call("nvmlDeviceGetPowerManagementDefaultLimit"),),
+        "power_constraints": (call("nvmlDeviceGetPowerManagementLimitConstraints"),),
+        "temperature_slowdown": (threshold("NVML_TEMPERATURE_THRESHOLD_SLOWDOWN"),),
+        "temperature_shutdown": (threshold("NVML_TEMPERATURE_THRESHOLD_SHUTDOWN"),),
+        "temperature_gpu_max": (threshold("NVML_TEMPERATURE_THRESHOLD_GPU_MAX"),),
+        "temperature_memory_max": (threshold("NVML_TEMPERATURE_THRESHOLD_MEM_MAX"),),
+        "persistence_mode": (call("nvmlDeviceGetPersistenceMode"),),
+        "compute_mode": (call("nvmlDeviceGetComputeMode"),),
+        "mig_mode": (call("nvmlDeviceGetMigMode"),),
+        "ecc_mode": (call("nvmlDeviceGetEccMode"),),
+    }
+    return {key: tuple(q for q in variants if q is not None) for key, variants in queries.items()}
+
+
+def _field_value(n: ModuleType, value: Any) -> float | int:
+    """The number in an nvmlFieldValue_t, read through the member its valueType names."""
+    kind = value.valueType
+    if kind == n.NVML_VALUE_TYPE_DOUBLE:
+        return float(value.value.dVal)
+    if kind == n.NVML_VALUE_TYPE_UNSIGNED_INT:
+        return int(value.value.uiVal)
+    if kind == n.NVML_VALUE_TYPE_UNSIGNED_LONG:
+        return int(value.value.ulVal)
+    if kind == n.NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+        return int(value.value.sllVal)
+    if kind == n.NVML_VALUE_TYPE_SIGNED_INT:
+        return int(value.value.siVal)
+    return int(value.value.ullVal)
+
+
+@dataclass(slots=True)
+class _Gpu:
+    """One GPU's handle, static facts, the queries still worth asking, and the slow values last read."""
+
+    index: int
+    handle: Any
+    queries: dict[str, list[Query]]
+    info: GpuInfo | None = None
+    lost: str | None = None
+    processes: tuple[GpuProcess, ...] = ()
+    pcie_tx_bytes_s: float | None = None
+    pcie_rx_bytes_s: float | None = None
+    ecc_uncorrected: int | None = None
+    retired_pages_pending: bool | None = None
+    events: list[str] = field(default_factory=list)
+
+
+class NvmlSource:
+    """The live source: NVIDIA GPUs through NVML, plus the host through `HostSource`."""
+
+    def __init__(
+        self,
+        gpu_indices: Sequence[int] | None = None,
+        host: HostSource | None = None,
+        nvml: ModuleType | None = None,
+        clock: Callable[[], float] = time.time,
+        slow_every: int = 5,
+    ):
+        if slow_every < 1:
+            raise ValueError(f"slow_every must be at least 1, not {slow_every}")
+        self._wanted = tuple(dict.fromkeys(gpu_indices)) if gpu_indices is not None else None
+        self._host = host
+        self._nvml = nvml
+        self._clock = clock
+        self._slow_every = slow_every
+        self._gpus: list[_Gpu] = []
+        self._system: SystemInfo | None = None
+        self._started = False
+        self._tick = 0
+
+    def open(self) -> SystemInfo:
+        self.close()
+        n = self._nvml if self._nvml is not None else _import_pynvml()
+        self._nvml = n
+        self._not_found: type[BaseException] = n.NVMLError_FunctionNotFound
+        self._unsupported: tuple[type[BaseException], ...] = (n.NVMLError_NotSupported, n.NVMLError_NoPermission)
+        self._gpu_lost: type[BaseException] = n.NVMLError_GpuIsLost
+        self._error: type[BaseException] = n.NVMLError
+        try:
+            n.nvmlInit()
+        except n.NVMLError as exc:
+            raise SourceUnavailable(_init_message(exc)) from None
+        self._started = True
+        try:
+            count = n.nvmlDeviceGetCount()
+        except n.NVMLError as exc:
+            self.close()
+            raise SourceUnavailable(_init_message(exc)) from None
+        if count == 0:
+            self.close()
+            raise SourceUnavailable(NO_DEVICES)
+        indices = self._wanted if self._wanted is not None else tuple(range(count))
+        missing = [i for i in indices if i >= count]
+        if missing:
+            self.close()
+            raise InvalidGpuSelection(
+                f"there is no GPU {missing[0]}: this machine has {count} GPU(s), numbered 0 to {count - 1}"
+            )
+        table = _query_table(n)
+        try:
+            self._gpus = [self._open_gpu(n, index, table) for index in indices]
+        except SourceUnavailable:
+            self.close()
+            raise
+        if self._host is None:
+            self._host = HostSource()
+        self._host.open()
+        self._tick = 0
+        self._system = SystemInfo(
+            hostname=socket.gethostname(),
+            source="nvml",
+            driver_version=self._system_value(n, "nvmlSystemGetDriverVersion"),
+            nvml_version=self._system_value(n, "nvmlSystemGetNVMLVersion"),
+            cuda_driver_version=cuda_version(self._system_value(n, "nvmlSystemGetCudaDriverVersion")),
+            gpu_count=count,
+            cpu_count=os.cpu_count() or 0,
+            kernel=platform.release(),
+        )
+        return self._system
+
+    def close(self) -> None:
+        """Shut NVML down once (it counts inits), and release the host source."""
+        if self._started and self._nvml is not None:
+            self._started = False
+            with contextlib.suppress(self._nvml.NVMLError):
+                self._nvml.nvmlShutdown()
+        if self._host is not None:
+            self._host.close()
+        self._gpus = []
+
+    def sample(self) -> Snapshot:
+        if self._system is None or not self._started or self._host is None:
+            raise RuntimeError("NvmlSource.sample() called before open()")
+        now = self._clock()
+        slow = self._tick % self._slow_every == 0
+        self._tick += 1
+        gpus = tuple(self._sample_gpu(gpu, now, slow) for gpu in self._gpus)
+        pids = {proc.pid for gpu in gpus for proc in gpu.processes}
+        events: list[str] = []
+        for gpu in self._gpus:
+            events.extend(gpu.events)
+            gpu.events.clear()
+        return Snapshot(
+            timestamp=now,
+            system=self._system,
+            gpu_info=tuple(gpu.info for gpu in self._gpus if gpu.info is not None),
+            gpus=gpus,
+            host=self._host.sample(pids, now),
+            events=tuple(events),
+        )
+
+    def _read(self, gpu: _Gpu, key: str) -> Any:
+        """One guarded query: None when unsupported (and never asked again), or on a passing error.
+
+        GpuIsLost propagates, so the caller marks the whole GPU lost.
+        """
+        variants = gpu.queries[key]
+        while variants:
+            try:
+                return variants[0](gpu.handle)
+            except self._not_found:
+                del variants[0]
+            except self._unsupported:
+                variants.clear()
+            except self._gpu_lost:
+                raise
+            except self._error:
+                return None
+        return None
+
+    def _mark_lost(self, gpu: _Gpu, exc: BaseException) -> None:
+        gpu.lost = f"{LOST} [{exc}]"
+        gpu.processes = ()
+        gpu.events.append(f"GPU {gpu.index} fell off the bus: {exc}")
+
+    def _open_gpu(self, n: ModuleType, index: int, table: dict[str, tuple[Query, ...]]) -> _Gpu:
+        gpu = _Gpu(index=index, handle=None, queries={key: list(v) for key, v in table.items()})
+        try:
+            gpu.handle = n.nvmlDeviceGetHandleByIndex(index)
+            gpu.info = self._read_info(gpu)
+        except n.NVMLError_NoPermission as exc:
+            raise SourceUnavailable(_init_message(exc)) from None
+        except n.NVMLError as exc:
+            self._mark_lost(gpu, exc)
+            gpu.info = GpuInfo(index=index, name="unknown (lost)")
+        return gpu
+
+    def _read_info(self, gpu: _Gpu) -> GpuInfo:
+        r = self._read
+        pci = r(gpu, "pci")
+        memory = r(gpu, "memory")
+        constraints = r(gpu, "power_constraints")
+        mig = r(gpu, "mig_mode")
+        ecc = r(gpu, "ecc_mode")
+        persistence = r(gpu, "persistence_mode")
+        compute_mode = r(gpu, "compute_mode")
+        return GpuInfo(
+            index=gpu.index,
+            name=r(gpu, "name") or "unknown",
+            uuid=r(gpu, "uuid"),
+            serial=r(gpu, "serial"),
+            pci_bus_id=pci.busId if pci is not None else None,
+            memory_total_bytes=memory.total if memory is not None else None,
+            max_sm_clock_mhz=r(gpu, "max_sm_clock"),
+            max_memory_clock_mhz=r(gpu, "max_memory_clock"),
+            max_graphics_clock_mhz=r(gpu, "max_graphics_clock"),
+            default_app_sm_clock_mhz=r(gpu, "default_app_sm_clock"),
+            default_app_memory_clock_mhz=r(gpu, "default_app_memory_clock"),
+            pcie_max_gen=r(gpu, "pcie_max_gen"),
+            pcie_max_width=r(gpu, "pcie_max_width"),
+            pcie_gpu_max_gen=r(gpu, "pcie_gpu_max_gen"),
+            power_default_limit_w=_watts(r(gpu, "power_default_limit")),
+            power_min_limit_w=_watts(constraints[0]) if constraints is not None else None,
+            power_max_limit_w=_watts(constraints[1]) if constraints is not None else None,
+            temperature_slowdown_c=r(gpu, "temperature_slowdown"),
+            temperature_shutdown_c=r(gpu, "temperature_shutdown"),
+            temperature_gpu_max_c=r(gpu, "temperature_gpu_max"),
+            temperature_memory_max_c=r(gpu, "temperature_memory_max"),
+            persistence_mode=bool(persistence) if persistence is not None else None,
+            compute_mode=COMPUTE_MODES.get(compute_mode) if compute_mode is not None else None,
+            mig_mode=bool(mig[0]) if mig is not None else None,
+            ecc_mode=bool(ecc[0]) if ecc is not None else None,
+        )
+
+    def _sample_gpu(self, gpu: _Gpu, now: float, slow: bool) -> GpuSample:
+        if gpu.lost is None:
+            try:
+                return self._read_sample(gpu, now, slow)
+            except self._gpu_lost as exc:
+                self._mark_lost(gpu, exc)
+        return GpuSample(index=gpu.index, timestamp=now, lost=True, error=gpu.lost)
+
+    def _read_sample(self, gpu: _Gpu, now: float, slow: bool) -> GpuSample:
+        r = self._read
+        if slow:
+            self._read_slow(gpu)
+        util = r(gpu, "utilization")
+        memory = r(gpu, "memory")
+        temperature = r(gpu, "temperature")
+        memory_temperature = r(gpu, "memory_temperature")
+        pstate = r(gpu, "pstate")
+        power_violation = r(gpu, "power_violation")
+        thermal_violation = r(gpu, "thermal_violation")
+        encoder = r(gpu, "encoder")
+        decoder = r(gpu, "decoder")
+        return GpuSample(
+            index=gpu.index,
+            timestamp=now,
+            utilization_gpu_pct=float(util.gpu) if util is not None else None,
+            utilization_memory_pct=float(util.memory) if util is not None else None,
+            sm_clock_mhz=r(gpu, "sm_clock"),
+            memory_clock_mhz=r(gpu, "memory_clock"),
+            graphics_clock_mhz=r(gpu, "graphics_clock"),
+            temperature_c=float(temperature) if temperature is not None else None,
+            memory_temperature_c=float(memory_temperature) if memory_temperature is not None else None,
+            power_w=_watts(r(gpu, "power")),
+            power_limit_w=_watts(r(gpu, "power_limit")),
+            memory_used_bytes=memory.used if memory is not None else None,
+            memory_reserved_bytes=getattr(memory, "reserved", None),  # v2 only; v1's `used` includes it
+            memory_free_bytes=memory.free if memory is not None else None,
+            pcie_gen=r(gpu, "pcie_gen"),
+            pcie_width=r(gpu, "pcie_width"),
+            pcie_tx_bytes_s=gpu.pcie_tx_bytes_s,
+            pcie_rx_bytes_s=gpu.pcie_rx_bytes_s,
+            pcie_replay_count=r(gpu, "pcie_replay"),
+            fan_pct=r(gpu, "fan"),
+            pstate=pstate if pstate is not None and 0 <= pstate <= LAST_PSTATE else None,
+            clock_event_reasons_mask=r(gpu, "clock_events"),
+            power_violation_ns=power_violation.violationTime if power_violation is not None else None,
+            thermal_violation_ns=thermal_violation.violationTime if thermal_violation is not None else None,
+            energy_mj=r(gpu, "energy"),
+            ecc_uncorrected=gpu.ecc_uncorrected,
+            retired_pages_pending=gpu.retired_pages_pending,
+            encoder_pct=float(encoder[0]) if encoder is not None else None,
+            decoder_pct=float(decoder[0]) if decoder is not None else None,
+            processes=gpu.processes,
+        )
+
+    def _read_slow(self, gpu: _Gpu) -> None:
+        r = self._read
+        gpu.processes = _merge_processes(r(gpu, "compute_processes"), r(gpu, "graphics_processes"))
+        tx = r(gpu, "pcie_tx")
+        rx = r(gpu, "pcie_rx")
+        gpu.pcie_tx_bytes_s = float(tx * KIB) if tx is not None else None
+        gpu.pcie_rx_bytes_s = float(rx * KIB) if rx is not None else None
+        gpu.ecc_uncorrected = r(gpu, "ecc_uncorrected")
+        retired = r(gpu, "retired_pages_pending")
+        remapped = r(gpu, "remapped_rows")  # (corrected, uncorrected, pending, failure), Ampere and newer
+        flags = [bool(retired)] if retired is not None else []
+        if remapped is not None:
+            flags.append(bool(remapped[2] or remapped[3]))
+        gpu.retired_pages_pending = any(flags) if flags else None
+
+    def _system_value(self, n: ModuleType, name: str) -> Any:
+        fn = getattr(n, name, None)
+        if fn is None:
+            return None
+        try:
+            return fn()
+        except n.NVMLError:
+            return None
+
+
+def _import_pynvml() -> ModuleType:
+    try:
+        import pynvml
+    except ImportError:
+        raise SourceUnavailable(
+            "nvidia-ml-py is not installed (pip install nvidia-ml-py); it provides the pynvml module"
+        ) from None
+    module: ModuleType = pynvml
+    return module
+
+
+def _init_message(exc: BaseException) -> str:
+    return INIT_ERRORS.get(type(exc).__name__, f"the NVIDIA driver could not be read: {exc}")
+
+
+def _watts(milliwatts: int | None) -> float | None:
+    return milliwatts / 1000.0 if milliwatts is not None else None
+
+
+def _merge_processes(compute: list[Any] | None, graphics: list[Any] | None) -> tuple[GpuProcess, ...]:
+    """One entry per pid; a process with both a compute and a graphics context is counted once."""
+    merged: dict[int, GpuProcess] = {}
+    lists: tuple[tuple[Literal["compute", "graphics"], list[Any] | None], ...] = (
+        ("compute", compute),
+        ("graphics", graphics),
+    )
+    for kind, procs in lists:
+        for proc in procs or ():
+            pid = int(proc.pid)
+            used = proc.usedGpuMemory
+            known = merged.get(pid)
+            if known is None:
+                merged[pid] = GpuProcess(pid=pid, used_memory_bytes=used, kind=kind)
+            elif known.used_memory_bytes is None and used is not None:
+                merged[pid] = GpuProcess(pid=pid, used_memory_bytes=used, kind=known.kind)
+    return tuple(merged[pid] for pid in sorted(merged))

@@ -1,0 +1,443 @@
+"""A fake of nvidia-ml-py's `pynvml` module, for tests and the sampling benchmark.
+
+Only the functions are fake. Constants, ctypes structures and exception classes are the installed pynvml's
+own, so code under test catches the real `NVMLError_NotSupported` and reads the real `c_nvmlMemory_v2_t`.
+Return types follow nvidia-ml-py 13: names are `str`, memory info is a c_nvmlMemory(_v2)_t, process lists
+hold nvmlFriendlyObjects whose `usedGpuMemory` may be None, PCIe throughput is in KB/s.
+
+A FakeGpu field set to None makes its function raise NotSupported, as the driver does on boards without it;
+`errors` makes a function raise any other NVML error; `lost = True` makes every call raise GpuIsLost.
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pynvml as real
+
+MIB = 1024 * 1024
+
+# Functions that drivers before ~535 (clock events), ~550 (TemperatureV) and ~510 (memory v2, v3 process
+# lists) do not have: an "old driver" fake raises FunctionNotFound for them, as the real pynvml does.
+NEW_FUNCTIONS = frozenset(
+    {
+        "nvmlDeviceGetCurrentClocksEventReasons",
+        "nvmlDeviceGetTemperatureV",
+        "nvmlDeviceGetMemoryInfo_v2",
+        "nvmlDeviceGetComputeRunningProcesses_v3",
+        "nvmlDeviceGetGraphicsRunningProcesses_v3",
+    }
+)
+
+
+@dataclass
+class FakeHandle:
+    """Stands in for c_nvmlDevice_t; only the fake looks inside."""
+
+    index: int
+
+
+@dataclass
+class FakeGpu:
+    """What one GPU reports; the defaults are a busy H100 SXM with every field supported."""
+
+    name: str = "NVIDIA H100 80GB HBM3"
+    uuid: str = "GPU-6f2a1c3e-0000-4b1e-9a57-0123456789ab"
+    serial: str | None = "1654922001234"
+    pci_bus_id: str = "00000000:18:00.0"
+    memory_total: int = 81559 * MIB
+    memory_used: int = 61_000 * MIB  # excluding `memory_reserved`, as memory info v2 reports it
+    memory_reserved: int = 519 * MIB
+    utilization_gpu: int = 97
+    utilization_memory: int = 61
+    sm_clock: int = 1980
+    memory_clock: int = 2619
+    graphics_clock: int = 1980
+    max_sm_clock: int = 1980
+    max_memory_clock: int = 2619
+    max_graphics_clock: int = 1980
+    default_app_sm_clock: int | None = 1755
+    default_app_memory_clock: int | None = 2619
+    temperature: int = 63
+    memory_temperature: int | None = 71
+    thresholds: dict[int, int] = field(
+        default_factory=lambda: {
+            real.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: 92,
+            real.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: 89,
+            real.NVML_TEMPERATURE_THRESHOLD_MEM_MAX: 95,
+            real.NVML_TEMPERATURE_THRESHOLD_GPU_MAX: 87,
+        }
+    )
+    power_mw: int = 612_000
+    enforced_limit_mw: int = 700_000
+    default_limit_mw: int = 700_000
+    limit_constraints_mw: tuple[int, int] = (200_000, 700_000)
+    pcie_gen: int = 5
+    pcie_width: int = 16
+    pcie_max_gen: int = 5
+    pcie_max_width: int = 16
+    pcie_gpu_max_gen: int | None = 5
+    pcie_tx_kbs: int | None = 1_200_000
+    pcie_rx_kbs: int | None = 9_800_000
+    pcie_replay: int | None = 0
+    fan: int | None = None  # passively cooled: NotSupported
+    pstate: int = real.NVML_PSTATE_0
+    clock_event_reasons: int = real.nvmlClocksEventReasonSwPowerCap
+    power_violation_ns: int | None = 4_000_000_000
+    thermal_violation_ns: int | None = 0
+    violation_reference_us: int = 1_700_000_000_000_000
+    energy_mj: int | None = 9_876_543_210
+    ecc_uncorrected: int | None = 0
+    retired_pages_pending: int | None = None  # Ampere and newer remap rows instead
+    remapped_rows: tuple[int, int, int, int] | None = (0, 0, 0, 0)
+    encoder: int | None = 0
+    decoder: int | None = 0
+    persistence_mode: int = real.NVML_FEATURE_ENABLED
+    compute_mode: int = real.NVML_COMPUTEMODE_DEFAULT
+    mig_mode: tuple[int, int] | None = (real.NVML_DEVICE_MIG_DISABLE, real.NVML_DEVICE_MIG_DISABLE)
+    ecc_mode: tuple[int, int] | None = (real.NVML_FEATURE_ENABLED, real.NVML_FEATURE_ENABLED)
+    compute_processes: list[tuple[int, int | None]] = field(default_factory=lambda: [(4242, 60_000 * MIB)])
+    graphics_processes: list[tuple[int, int | None]] = field(default_factory=list)
+    errors: dict[str, int] = field(default_factory=dict)  # function (C symbol) name -> NVML_ERROR_* code
+    lost: bool = False
+
+
+def consumer_gpu(**overrides: Any) -> FakeGpu:
+    """A GeForce board: fans, but no ECC, serial, memory temperature, MIG, violation counters, app clocks."""
+    values: dict[str, Any] = {
+        "name": "NVIDIA GeForce RTX 4090",
+        "serial": None,
+        "memory_total": 24564 * MIB,
+        "memory_used": 20_000 * MIB,
+        "memory_reserved": 300 * MIB,
+        "max_sm_clock": 3120,
+        "sm_clock": 2520,
+        "graphics_clock": 2520,
+        "memory_clock": 10501,
+        "max_memory_clock": 10501,
+        "default_app_sm_clock": None,
+        "default_app_memory_clock": None,
+        "memory_temperature": None,
+        "power_mw": 402_000,
+        "enforced_limit_mw": 450_000,
+        "default_limit_mw": 450_000,
+        "limit_constraints_mw": (150_000, 600_000),
+        "pcie_gen": 4,
+        "pcie_max_gen": 4,
+        "pcie_gpu_max_gen": 4,
+        "fan": 64,
+        "power_violation_ns": None,
+        "thermal_violation_ns": None,
+        "ecc_uncorrected": None,
+        "remapped_rows": None,
+        "mig_mode": None,
+        "ecc_mode": None,
+        "persistence_mode": real.NVML_FEATURE_DISABLED,
+        "compute_processes": [(5151, None)],
+    }
+    values.update(overrides)
+    return FakeGpu(**values)
+
+
+class FakeNvml(types.ModuleType):
+    """A module object that answers like pynvml for the GPUs it was given, and counts every call."""
+
+    def __init__(
+        self,
+        gpus: Sequence[FakeGpu],
+        *,
+        driver_version: str = "550.54.15",
+        nvml_version: str = "12.550.54.15",
+        cuda_driver_version: int = 12040,
+        init_error: int | None = None,
+        count_error: int | None = None,
+        old_driver: bool = False,
+        missing: Iterable[str] = (),
+    ):
+        super().__init__("pynvml")
+        for name, value in vars(real).items():
+            if not inspect.isfunction(value) and not name.startswith("__"):
+                setattr(self, name, value)
+        self.gpus = list(gpus)
+        self.driver_version = driver_version
+        self.nvml_version = nvml_version
+        self.cuda_driver_version = cuda_driver_version
+        self.init_error = init_error
+        self.count_error = count_error
+        self.absent = NEW_FUNCTIONS if old_driver else frozenset()
+        missing = frozenset(missing)
+        if missing:
+            # A subclass whose missing names raise AttributeError, as in an nvidia-ml-py that predates them.
+            self.__class__ = type("FakeNvml", (FakeNvml,), {name: _Missing() for name in missing})
+        self.initialized = 0
+        self.shutdowns = 0
+        self.calls: Counter[tuple[str, int | None]] = Counter()
+
+    # --- what tests read -------------------------------------------------------------------------------
+
+    def count(self, name: str, index: int | None = None) -> int:
+        """Calls of one function (for one GPU), including those that raised."""
+        if index is not None:
+            return self.calls[(name, index)]
+        return sum(n for (fn, _), n in self.calls.items() if fn == name)
+
+    # --- library and system ----------------------------------------------------------------------------
+
+    def nvmlInit(self) -> None:
+        self.calls[("nvmlInit", None)] += 1
+        if self.init_error is not None:
+            raise real.NVMLError(self.init_error)
+        self.initialized += 1
+
+    def nvmlShutdown(self) -> None:
+        self.calls[("nvmlShutdown", None)] += 1
+        self._require_init()
+        self.initialized -= 1
+        self.shutdowns += 1
+
+    def nvmlSystemGetDriverVersion(self) -> str:
+        self._require_init()
+        return self.driver_version
+
+    def nvmlSystemGetNVMLVersion(self) -> str:
+        self._require_init()
+        return self.nvml_version
+
+    def nvmlSystemGetCudaDriverVersion(self) -> int:
+        self._require_init()
+        return self.cuda_driver_version
+
+    def nvmlDeviceGetCount(self) -> int:
+        self._require_init()
+        if self.count_error is not None:
+            raise real.NVMLError(self.count_error)
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> FakeHandle:
+        self._require_init()
+        if not 0 <= index < len(self.gpus):
+            raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
+        self._enter(FakeHandle(index), "nvmlDeviceGetHandleByIndex")
+        return FakeHandle(index)
+
+    # --- static facts ----------------------------------------------------------------------------------
+
+    def nvmlDeviceGetName(self, handle: FakeHandle) -> str:
+        return self._enter(handle, "nvmlDeviceGetName").name
+
+    def nvmlDeviceGetUUID(self, handle: FakeHandle) -> str:
+        return self._enter(handle, "nvmlDeviceGetUUID").uuid
+
+    def nvmlDeviceGetSerial(self, handle: FakeHandle) -> str:
+        return _supported(self._enter(handle, "nvmlDeviceGetSerial").serial)
+
+    def nvmlDeviceGetPciInfo(self, handle: FakeHandle) -> Any:
+        gpu = self._enter(handle, "nvmlDeviceGetPciInfo_v3")
+        info = real.nvmlPciInfo_t()
+        info.busId = gpu.pci_bus_id
+        info.busIdLegacy = gpu.pci_bus_id
+        return info
+
+    def nvmlDeviceGetMaxClockInfo(self, handle: FakeHandle, clock: int) -> int:
+        gpu = self._enter(handle, "nvmlDeviceGetMaxClockInfo")
+        return {
+            real.NVML_CLOCK_SM: gpu.max_sm_clock,
+            real.NVML_CLOCK_MEM: gpu.max_memory_clock,
+            real.NVML_CLOCK_GRAPHICS: gpu.max_graphics_clock,
+        }[clock]
+
+    def nvmlDeviceGetDefaultApplicationsClock(self, handle: FakeHandle, clock: int) -> int:
+        gpu = self._enter(handle, "nvmlDeviceGetDefaultApplicationsClock")
+        return _supported({real.NVML_CLOCK_SM: gpu.default_app_sm_clock}.get(clock, gpu.default_app_memory_clock))
+
+    def nvmlDeviceGetMaxPcieLinkGeneration(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetMaxPcieLinkGeneration").pcie_max_gen
+
+    def nvmlDeviceGetMaxPcieLinkWidth(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetMaxPcieLinkWidth").pcie_max_width
+
+    def nvmlDeviceGetGpuMaxPcieLinkGeneration(self, handle: FakeHandle) -> int:
+        return _supported(self._enter(handle, "nvmlDeviceGetGpuMaxPcieLinkGeneration").pcie_gpu_max_gen)
+
+    def nvmlDeviceGetPowerManagementDefaultLimit(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetPowerManagementDefaultLimit").default_limit_mw
+
+    def nvmlDeviceGetPowerManagementLimitConstraints(self, handle: FakeHandle) -> list[int]:
+        return list(self._enter(handle, "nvmlDeviceGetPowerManagementLimitConstraints").limit_constraints_mw)
+
+    def nvmlDeviceGetTemperatureThreshold(self, handle: FakeHandle, threshold: int) -> int:
+        gpu = self._enter(handle, "nvmlDeviceGetTemperatureThreshold")
+        return _supported(gpu.thresholds.get(threshold))
+
+    def nvmlDeviceGetPersistenceMode(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetPersistenceMode").persistence_mode
+
+    def nvmlDeviceGetComputeMode(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetComputeMode").compute_mode
+
+    def nvmlDeviceGetMigMode(self, handle: FakeHandle) -> list[int]:
+        return list(_supported(self._enter(handle, "nvmlDeviceGetMigMode").mig_mode))
+
+    def nvmlDeviceGetEccMode(self, handle: FakeHandle) -> list[int]:
+        return list(_supported(self._enter(handle, "nvmlDeviceGetEccMode").ecc_mode))
+
+    # --- per tick --------------------------------------------------------------------------------------
+
+    def nvmlDeviceGetUtilizationRates(self, handle: FakeHandle) -> Any:
+        gpu = self._enter(handle, "nvmlDeviceGetUtilizationRates")
+        return real.c_nvmlUtilization_t(gpu=gpu.utilization_gpu, memory=gpu.utilization_memory)
+
+    def nvmlDeviceGetClockInfo(self, handle: FakeHandle, clock: int) -> int:
+        gpu = self._enter(handle, "nvmlDeviceGetClockInfo")
+        return {
+            real.NVML_CLOCK_SM: gpu.sm_clock,
+            real.NVML_CLOCK_MEM: gpu.memory_clock,
+            real.NVML_CLOCK_GRAPHICS: gpu.graphics_clock,
+        }[clock]
+
+    def nvmlDeviceGetTemperatureV(self, handle: FakeHandle, sensor: int, version: int = 0) -> int:
+        return self._enter(handle, "nvmlDeviceGetTemperatureV").temperature
+
+    def nvmlDeviceGetTemperature(self, handle: FakeHandle, sensor: int) -> int:
+        return self._enter(handle, "nvmlDeviceGetTemperature").temperature
+
+    def nvmlDeviceGetFieldValues(self, handle: FakeHandle, field_ids: Sequence[int]) -> Any:
+        gpu = self._enter(handle, "nvmlDeviceGetFieldValues")
+        values = (real.c_nvmlFieldValue_t * len(field_ids))()
+        for value, field_id in zip(values, field_ids, strict=True):
+            value.fieldId = field_id
+            reading = gpu.memory_temperature if field_id == real.NVML_FI_DEV_MEMORY_TEMP else None
+            if reading is None:
+                value.nvmlReturn = real.NVML_ERROR_NOT_SUPPORTED
+            else:
+                value.nvmlReturn = real.NVML_SUCCESS
+                value.valueType = real.NVML_VALUE_TYPE_UNSIGNED_INT
+                value.value.uiVal = reading
+        return values
+
+    def nvmlDeviceGetPowerUsage(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetPowerUsage").power_mw
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetEnforcedPowerLimit").enforced_limit_mw
+
+    def nvmlDeviceGetMemoryInfo(self, handle: FakeHandle, version: int | None = None) -> Any:
+        if not version:
+            gpu = self._enter(handle, "nvmlDeviceGetMemoryInfo")
+            used = gpu.memory_used + gpu.memory_reserved  # v1 counts reserved memory as used
+            return real.c_nvmlMemory_t(total=gpu.memory_total, free=gpu.memory_total - used, used=used)
+        gpu = self._enter(handle, "nvmlDeviceGetMemoryInfo_v2")
+        return real.c_nvmlMemory_v2_t(
+            version=version,
+            total=gpu.memory_total,
+            reserved=gpu.memory_reserved,
+            free=gpu.memory_total - gpu.memory_used - gpu.memory_reserved,
+            used=gpu.memory_used,
+        )
+
+    def nvmlDeviceGetCurrPcieLinkGeneration(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetCurrPcieLinkGeneration").pcie_gen
+
+    def nvmlDeviceGetCurrPcieLinkWidth(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetCurrPcieLinkWidth").pcie_width
+
+    def nvmlDeviceGetPcieReplayCounter(self, handle: FakeHandle) -> int:
+        return _supported(self._enter(handle, "nvmlDeviceGetPcieReplayCounter").pcie_replay)
+
+    def nvmlDeviceGetPcieThroughput(self, handle: FakeHandle, counter: int) -> int:
+        gpu = self._enter(handle, "nvmlDeviceGetPcieThroughput")
+        return _supported(gpu.pcie_tx_kbs if counter == real.NVML_PCIE_UTIL_TX_BYTES else gpu.pcie_rx_kbs)
+
+    def nvmlDeviceGetFanSpeed(self, handle: FakeHandle) -> int:
+        return _supported(self._enter(handle, "nvmlDeviceGetFanSpeed").fan)
+
+    def nvmlDeviceGetPerformanceState(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetPerformanceState").pstate
+
+    def nvmlDeviceGetPowerState(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetPowerState").pstate
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetCurrentClocksEventReasons").clock_event_reasons
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, handle: FakeHandle) -> int:
+        return self._enter(handle, "nvmlDeviceGetCurrentClocksThrottleReasons").clock_event_reasons
+
+    def nvmlDeviceGetViolationStatus(self, handle: FakeHandle, policy: int) -> Any:
+        gpu = self._enter(handle, "nvmlDeviceGetViolationStatus")
+        ns = gpu.power_violation_ns if policy == real.NVML_PERF_POLICY_POWER else gpu.thermal_violation_ns
+        return real.c_nvmlViolationTime_t(referenceTime=gpu.violation_reference_us, violationTime=_supported(ns))
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: FakeHandle) -> int:
+        return _supported(self._enter(handle, "nvmlDeviceGetTotalEnergyConsumption").energy_mj)
+
+    def nvmlDeviceGetEncoderUtilization(self, handle: FakeHandle) -> list[int]:
+        return [_supported(self._enter(handle, "nvmlDeviceGetEncoderUtilization").encoder), 167_000]
+
+    def nvmlDeviceGetDecoderUtilization(self, handle: FakeHandle) -> list[int]:
+        return [_supported(self._enter(handle, "nvmlDeviceGetDecoderUtilization").decoder), 167_000]
+
+    def nvmlDeviceGetTotalEccErrors(self, handle: FakeHandle, error_type: int, counter_type: int) -> int:
+        return _supported(self._enter(handle, "nvmlDeviceGetTotalEccErrors").ecc_uncorrected)
+
+    def nvmlDeviceGetRetiredPagesPendingStatus(self, handle: FakeHandle) -> int:
+        return _supported(self._enter(handle, "nvmlDeviceGetRetiredPagesPendingStatus").retired_pages_pending)
+
+    def nvmlDeviceGetRemappedRows(self, handle: FakeHandle) -> tuple[int, int, int, int]:
+        return _supported(self._enter(handle, "nvmlDeviceGetRemappedRows").remapped_rows)
+
+    def nvmlDeviceGetComputeRunningProcesses_v3(self, handle: FakeHandle) -> list[Any]:
+        return _processes(self._enter(handle, "nvmlDeviceGetComputeRunningProcesses_v3").compute_processes)
+
+    def nvmlDeviceGetComputeRunningProcesses_v2(self, handle: FakeHandle) -> list[Any]:
+        return _processes(self._enter(handle, "nvmlDeviceGetComputeRunningProcesses_v2").compute_processes)
+
+    def nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: FakeHandle) -> list[Any]:
+        return _processes(self._enter(handle, "nvmlDeviceGetGraphicsRunningProcesses_v3").graphics_processes)
+
+    def nvmlDeviceGetGraphicsRunningProcesses_v2(self, handle: FakeHandle) -> list[Any]:
+        return _processes(self._enter(handle, "nvmlDeviceGetGraphicsRunningProcesses_v2").graphics_processes)
+
+    # --- plumbing --------------------------------------------------------------------------------------
+
+    def _require_init(self) -> None:
+        if self.initialized <= 0:
+            raise real.NVMLError(real.NVML_ERROR_UNINITIALIZED)
+
+    def _enter(self, handle: FakeHandle, symbol: str) -> FakeGpu:
+        """Count the call and raise what the driver would raise for it on this GPU."""
+        self.calls[(symbol, handle.index)] += 1
+        self._require_init()
+        if symbol in self.absent:
+            raise real.NVMLError(real.NVML_ERROR_FUNCTION_NOT_FOUND)
+        gpu = self.gpus[handle.index]
+        if gpu.lost:
+            raise real.NVMLError(real.NVML_ERROR_GPU_IS_LOST)
+        if symbol in gpu.errors:
+            raise real.NVMLError(gpu.errors[symbol])
+        return gpu
+
+
+class _Missing:
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        raise AttributeError("not in this pynvml")
+
+
+def _supported(value: Any) -> Any:
+    if value is None:
+        raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+    return value
+
+
+def _processes(entries: list[tuple[int, int | None]]) -> list[Any]:
+    return [
+        real.nvmlFriendlyObject(
+            {"pid": pid, "usedGpuMemory": used, "gpuInstanceId": 0xFFFFFFFF, "computeInstanceId": 0xFFFFFFFF}
+        )
+        for pid, used in entries
+    ]

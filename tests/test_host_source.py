@@ -1,0 +1,280 @@
+"""HostSource over a faked psutil: rates from counter deltas, no negative rates, GPU processes followed."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from fake_psutil import FakeProcess, FakePsutil, netio, scputimes, sdiskio
+
+from gputui.sources.host import CHILDREN_EVERY, LINK_EVERY, HostSource, rate
+
+GIB = 1024**3
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def ps() -> FakePsutil:
+    return FakePsutil(cores=2)
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def host(ps: FakePsutil, clock: Clock) -> HostSource:
+    source = HostSource(clock=clock, psutil_module=ps)
+    source.open()
+    return source
+
+
+def idle_tick(ps: FakePsutil, clock: Clock, seconds: float = 1.0) -> None:
+    """Let time pass with every core idle, so CPU deltas stay valid."""
+    clock.now += seconds
+    for core in range(len(ps.cores)):
+        ps.advance_cpu(core, idle=seconds)
+
+
+def test_rates_are_counter_deltas_over_the_interval(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    idle_tick(ps, clock, 2.0)
+    ps.disks = {"nvme0n1": sdiskio(read_bytes=400 * 1024**2, write_bytes=100 * 1024**2, busy_time=500)}
+    ps.nics = {"lo": netio(10 * GIB, 10 * GIB), "eth0": netio(sent=2_000_000, received=50_000_000)}
+    ps.swap = ps.swap._replace(sin=8192, sout=4096)
+    sample = host.sample([], timestamp=123.0)
+    assert sample.timestamp == 123.0
+    assert sample.disk_read_bytes_s == 200 * 1024**2
+    assert sample.disk_write_bytes_s == 50 * 1024**2
+    assert sample.disk_busy_pct == pytest.approx(25.0)  # 500 ms busy in 2 s
+    # loopback traffic is not network traffic
+    assert sample.net_rx_bytes_s == 25_000_000
+    assert sample.net_tx_bytes_s == 1_000_000
+    assert sample.swap_in_bytes_s == 4096
+    assert sample.swap_out_bytes_s == 2048
+    assert sample.memory_used_bytes == 100 * GIB
+    assert sample.memory_total_bytes == 512 * GIB
+    assert sample.swap_used_bytes == GIB
+    assert sample.load_avg == (3.5, 2.0, 1.0)
+
+
+def test_a_counter_that_goes_backwards_gives_no_rate(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    idle_tick(ps, clock)
+    ps.disks = {"nvme0n1": sdiskio(read_bytes=10**12, write_bytes=10**9, busy_time=100)}
+    ps.nics = {"eth0": netio(sent=2**32 - 10, received=2**32 - 10)}
+    host.sample([], 1.0)
+    idle_tick(ps, clock)
+    ps.disks = {"nvme0n1": sdiskio(read_bytes=5, write_bytes=2 * 10**9, busy_time=50)}  # reset, and wrap
+    ps.nics = {"eth0": netio(sent=100, received=2**32)}
+    sample = host.sample([], 2.0)
+    assert sample.disk_read_bytes_s is None
+    assert sample.disk_write_bytes_s == 10**9
+    assert sample.disk_busy_pct is None
+    assert sample.net_tx_bytes_s is None
+    assert sample.net_rx_bytes_s == 10
+
+
+def test_no_time_passed_gives_no_rates(ps: FakePsutil, host: HostSource) -> None:
+    sample = host.sample([], 1.0)
+    assert sample.disk_read_bytes_s is None
+    assert sample.net_rx_bytes_s is None
+    assert sample.cpu_pct_per_core == ()
+    assert sample.cpu_pct is None
+
+
+def test_cpu_percent_per_core_and_iowait_steal_from_time_deltas(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    clock.now += 1.0
+    ps.advance_cpu(0, user=0.9, idle=0.1)  # 90 % busy
+    ps.advance_cpu(1, user=0.2, idle=0.3, iowait=0.4, steal=0.1)  # iowait is not busy; steal is
+    sample = host.sample([], 1.0)
+    assert sample.cpu_pct_per_core == pytest.approx((90.0, 30.0))
+    assert sample.iowait_pct == pytest.approx(20.0)  # 0.4 s of 2 core-seconds
+    assert sample.steal_pct == pytest.approx(5.0)
+
+
+def test_guest_time_is_not_counted_twice(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    clock.now += 1.0
+    ps.advance_cpu(0, user=0.5, guest=0.5, idle=0.5)  # guest time is already inside user time
+    ps.advance_cpu(1, idle=1.0)
+    assert host.sample([], 1.0).cpu_pct_per_core == pytest.approx((50.0, 0.0))
+
+
+def test_cpu_times_that_go_backwards_or_lose_cores_are_unknown(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    clock.now += 1.0
+    ps.cores[0] = scputimes(user=1.0, idle=1.0)
+    ps.advance_cpu(1, idle=1.0)
+    sample = host.sample([], 1.0)
+    assert sample.cpu_pct_per_core == ()
+    assert sample.iowait_pct is None
+    idle_tick(ps, clock)
+    ps.cores = ps.cores[:1]  # a core went offline
+    assert host.sample([], 2.0).cpu_pct_per_core == ()
+
+
+def test_platform_without_iowait_or_steal_reports_none(clock: Clock) -> None:
+    ps = FakePsutil(cores=1)
+    from collections import namedtuple
+
+    mac_times = namedtuple("scputimes", "user nice system idle")
+    ps.cores = [mac_times(1.0, 0.0, 1.0, 10.0)]
+    host = HostSource(clock=clock, psutil_module=ps)
+    host.open()
+    clock.now += 1.0
+    ps.cores = [mac_times(1.5, 0.0, 1.0, 10.5)]
+    sample = host.sample([], 1.0)
+    assert sample.cpu_pct_per_core == pytest.approx((50.0,))
+    assert sample.iowait_pct is None
+    assert sample.steal_pct is None
+
+
+def test_disk_busy_is_the_busiest_disk(ps: FakePsutil, clock: Clock) -> None:
+    ps.disks = {"sda": sdiskio(busy_time=0), "nvme0n1": sdiskio(busy_time=0)}
+    host = HostSource(clock=clock, psutil_module=ps)
+    host.open()
+    idle_tick(ps, clock)
+    ps.disks = {"sda": sdiskio(busy_time=100), "nvme0n1": sdiskio(busy_time=990)}
+    assert host.sample([], 1.0).disk_busy_pct == pytest.approx(99.0)
+
+
+def test_disk_busy_is_none_where_the_platform_has_no_busy_time(ps: FakePsutil, clock: Clock) -> None:
+    from collections import namedtuple
+
+    bsd_disk = namedtuple("sdiskio", "read_count write_count read_bytes write_bytes read_time write_time")
+    ps.disks = {"ada0": bsd_disk(0, 0, 0, 0, 0, 0)}
+    host = HostSource(clock=clock, psutil_module=ps)
+    host.open()
+    idle_tick(ps, clock)
+    assert host.sample([], 1.0).disk_busy_pct is None
+
+
+def test_link_speed_is_the_fastest_up_interface_in_bytes(ps: FakePsutil, clock: Clock) -> None:
+    from fake_psutil import snicstats
+
+    ps.nic_stats["ib0"] = snicstats(True, 2, 200_000, 4092, "up")
+    ps.nic_stats["eth1"] = snicstats(False, 2, 400_000, 9000, "")  # down: does not count
+    host = HostSource(clock=clock, psutil_module=ps)
+    host.open()
+    assert host.sample([], 1.0).net_link_bytes_s == 200_000 * 1_000_000 / 8
+
+
+def test_link_speed_unknown_when_no_interface_reports_one(ps: FakePsutil, clock: Clock) -> None:
+    from fake_psutil import snicstats
+
+    ps.nic_stats = {"lo": snicstats(True, 0, 0, 65536, ""), "veth0": snicstats(True, 0, 0, 1500, "")}
+    host = HostSource(clock=clock, psutil_module=ps)
+    host.open()
+    assert host.sample([], 1.0).net_link_bytes_s is None
+
+
+def test_link_speed_is_read_on_a_slow_cadence(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    for _ in range(LINK_EVERY + 1):
+        host.sample([], 1.0)
+    assert ps.calls["net_if_stats"] == 2
+
+
+def test_gpu_process_fields_and_primed_cpu_percent(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    ps.processes[4242] = FakeProcess(4242, read_bytes=1000)
+    first = host.sample([4242], 1.0).process(4242)
+    assert first is not None
+    assert first.cpu_pct is None  # psutil's first cpu_percent() only primes the counter
+    assert first.read_bytes_s is None
+    idle_tick(ps, clock, 2.0)
+    ps.processes[4242].read_bytes = 1000 + 600 * 1024**2
+    proc = host.sample([4242], 2.0).process(4242)
+    assert proc is not None
+    assert proc.name == "python"
+    assert proc.user == "alice"
+    assert proc.cmdline == "python train.py --epochs 10"
+    assert proc.cpu_pct == 99.5
+    assert proc.threads == 42
+    assert proc.children == 4
+    assert proc.read_bytes_s == 300 * 1024**2
+    assert proc.rss_bytes == 8 * GIB
+    assert proc.state == "running"
+    assert ps.calls["Process"] == 1  # the psutil.Process is kept between ticks
+
+
+def test_access_denied_fields_are_none(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    ps.processes[7] = FakeProcess(7, denied={"username", "io_counters", "cmdline", "children"})
+    host.sample([7], 1.0)
+    idle_tick(ps, clock)
+    proc = host.sample([7], 2.0).process(7)
+    assert proc is not None
+    assert (proc.user, proc.read_bytes_s, proc.cmdline, proc.children) == (None, None, None, None)
+    assert proc.cpu_pct == 99.5
+    assert proc.threads == 42
+
+
+def test_a_process_that_vanished_is_dropped_quietly(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    ps.processes[1] = FakeProcess(1)
+    ps.processes[2] = FakeProcess(2)
+    assert [p.pid for p in host.sample([1, 2, 3], 1.0).processes] == [1, 2]  # 3 was never there
+    ps.processes[2].gone = True
+    idle_tick(ps, clock)
+    assert [p.pid for p in host.sample([1, 2], 2.0).processes] == [1]
+    ps.processes[2] = FakeProcess(2)  # the pid comes back as a new process: it is read afresh
+    idle_tick(ps, clock)
+    again = host.sample([1, 2], 3.0).process(2)
+    assert again is not None
+    assert again.cpu_pct is None
+
+
+def test_a_process_that_exits_halfway_through_its_read_is_dropped(ps: FakePsutil, host: HostSource) -> None:
+    proc = FakeProcess(5)
+    ps.processes[5] = proc
+    original = proc.memory_info
+
+    def exits() -> object:
+        proc.gone = True
+        return original()
+
+    proc.memory_info = exits  # type: ignore[method-assign]
+    assert host.sample([5], 1.0).processes == ()
+
+
+def test_pids_that_left_the_gpu_are_forgotten(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    ps.processes[1] = FakeProcess(1)
+    host.sample([1], 1.0)
+    host.sample([], 2.0)
+    host.sample([1], 3.0)
+    assert ps.calls["Process"] == 2  # followed afresh, with its CPU counter primed again
+
+
+def test_children_are_counted_on_first_sight_then_on_a_cadence(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    proc = FakeProcess(3)
+    ps.processes[3] = proc
+    for _ in range(2 * CHILDREN_EVERY):
+        host.sample([3], clock.now)
+    assert proc.calls["children"] == 3  # first sight, then once per CHILDREN_EVERY ticks
+    proc.children_ = 9
+    for _ in range(CHILDREN_EVERY):
+        sample = host.sample([3], clock.now)
+    assert sample.process(3) is not None
+    assert sample.process(3).children == 9  # type: ignore[union-attr]
+
+
+def test_rate_helper() -> None:
+    assert rate(30.0, 10.0, 2.0) == 10.0
+    assert rate(5.0, 10.0, 2.0) is None
+    assert rate(30.0, None, 2.0) is None
+    assert rate(30.0, 10.0, 0.0) is None
+
+
+def test_real_psutil_reads_this_process() -> None:
+    host = HostSource()
+    host.open()
+    try:
+        sample = host.sample([os.getpid()], 1.0)
+    finally:
+        host.close()
+    me = sample.process(os.getpid())
+    assert me is not None
+    assert me.rss_bytes is not None and me.rss_bytes > 0
+    assert sample.memory_total_bytes is not None and sample.memory_total_bytes > 0
