@@ -365,6 +365,8 @@ def test_missing_gpu_is_an_invalid_selection(indices: list[int]) -> None:
 
 
 def test_bad_arguments() -> None:
+    with pytest.raises(InvalidGpuSelection, match="no GPU selected"):
+        SimulatedSource("healthy", gpu_indices=[])
     with pytest.raises(ValueError, match="unknown scenario"):
         SimulatedSource("melting")
     with pytest.raises(ValueError, match="at least one GPU"):

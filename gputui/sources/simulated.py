@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from gputui.model import (
     CLOCK_EVENT_REASONS,
@@ -313,7 +314,7 @@ class SimulatedSource:
 
     # -- the scenarios -------------------------------------------------------------------------------------
 
-    def _ranks(self, cmdline: str, memory_gib: float, **overrides: float | int | str) -> tuple[_Job, ...]:
+    def _ranks(self, cmdline: str, memory_gib: float, **overrides: Any) -> tuple[_Job, ...]:
         """One process per GPU, as torchrun starts them: the usual shape of a training job."""
         jobs = []
         for index in range(self._count):
@@ -324,7 +325,7 @@ class SimulatedSource:
                 memory_gib=((index, memory_gib),),
                 cpu_pct=72.0,
             )
-            jobs.append(replace(job, **overrides))  # type: ignore[arg-type]
+            jobs.append(replace(job, **overrides))
         return tuple(jobs)
 
     def _scene(self, name: str, t: float) -> _Scene:
