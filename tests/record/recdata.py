@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
+from gputui.record.format import RecordedEvent, event_to_dict, header_to_dict, tick_to_dict
+from gputui.record.writer import RecordingFile
 
 T0 = 1_780_000_000.0
 
@@ -128,3 +132,19 @@ def snapshot(t: float, n_gpus: int = 2, sys_info: SystemInfo | None = None, **gp
         gpus=tuple(gpu_sample(i, t, **gpu_kwargs) for i in range(n_gpus)),  # type: ignore[arg-type]
         host=host_sample(t, n_gpus),
     )
+
+
+def write_recording(path: Path, snapshots: list[Snapshot], events: tuple[RecordedEvent, ...] = ()) -> Path:
+    """A recording written synchronously, events placed by time between the ticks."""
+    out = RecordingFile(path)
+    first = snapshots[0]
+    out.write(header_to_dict(first.system, first.gpu_info, interval_s=1.0, started_at=first.timestamp, utc_offset_s=0))
+    pending = sorted(events, key=lambda e: e.t)
+    for snap in snapshots:
+        while pending and pending[0].t <= snap.timestamp:
+            out.write(event_to_dict(pending.pop(0)))
+        out.write(tick_to_dict(snap))
+    for event in pending:
+        out.write(event_to_dict(event))
+    out.close()
+    return path
