@@ -1,4 +1,4 @@
-"""Fixtures: a fake source and an exporter on a free loopback port."""
+"""Fixtures: an exporter of a fake machine on a free loopback port, shared by a module's read-only tests."""
 
 from __future__ import annotations
 
@@ -15,8 +15,10 @@ def source() -> FakeSource:
     return FakeSource()
 
 
-@pytest.fixture
-def exporter(source: FakeSource) -> Iterator[Exporter]:
-    """An exporter on a free loopback port; the long interval keeps the background sampler out of the way."""
-    with Exporter(source, source.system, bind="127.0.0.1", port=0, interval=3600) as running:
-        yield running
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[Exporter, FakeSource]]:
+    """Started once per module (stopping takes up to the server's 0.5 s poll); the long interval keeps the
+    background sampler out of the way, so the served reading is the one `start()` took."""
+    source = FakeSource()
+    with Exporter(source, source.system, port=0, interval=3600) as exporter:
+        yield exporter, source

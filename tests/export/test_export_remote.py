@@ -1,0 +1,265 @@
+"""RemoteSource and FleetPoller against exporters started by the test, on loopback only."""
+
+from __future__ import annotations
+
+import http.server
+import socket
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import fields, replace
+
+import pytest
+from export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot
+
+from gputui.diagnostics.findings import Finding
+from gputui.export.server import Exporter
+from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot
+from gputui.sources.base import Source, SourceUnavailable
+from gputui.sources.remote import (
+    FleetPoller,
+    RemoteFormatError,
+    RemoteSource,
+    RemoteUnreachable,
+    metrics_url,
+    parse_exposition,
+)
+from gputui.sources.simulated import SimulatedSource
+
+
+def free_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_remote_source_is_a_source() -> None:
+    assert isinstance(RemoteSource("127.0.0.1:9400"), Source)
+
+
+def test_round_trip_keeps_every_value(served: tuple[Exporter, FakeSource]) -> None:
+    exporter, fake = served
+    original = fake.sample()
+    original = replace(original, timestamp=exporter.sampler.state.snapshot.timestamp)  # type: ignore[union-attr]
+    remote = RemoteSource(exporter.url).sample()
+
+    assert remote.system.source == "remote"
+    assert remote.system.remote_source == "nvml"
+    assert remote.system.hostname == "gpu01"
+    assert remote.system.driver_version == "570.133.20"
+    assert remote.system.cpu_count == 4
+    assert remote.system.gpu_count == 3
+    assert remote.timestamp == original.timestamp
+
+    for want, got in zip(original.gpu_info, remote.gpu_info, strict=True):
+        assert got == want, [f.name for f in fields(GpuInfo) if getattr(got, f.name) != getattr(want, f.name)]
+    for want_sample, got_sample in zip(original.gpus, remote.gpus, strict=True):
+        expected = replace(want_sample, timestamp=original.timestamp, xid_events=(), error=None)
+        assert got_sample == expected, [
+            f.name for f in fields(GpuSample) if getattr(got_sample, f.name) != getattr(expected, f.name)
+        ]
+    want_host = replace(
+        original.host,
+        timestamp=original.timestamp,
+        processes=tuple(replace(p, cmdline=None) for p in original.host.processes),  # never exported
+    )
+    assert remote.host == want_host, [
+        f.name for f in fields(HostSample) if getattr(remote.host, f.name) != getattr(want_host, f.name)
+    ]
+
+
+def test_simulated_exporter_stays_labelled_simulated_remotely() -> None:
+    simulated = SimulatedSource(scenario="thermal", gpu_count=2, clock=lambda: 5.0)
+    system = simulated.open()
+    with Exporter(simulated, system, port=0, interval=3600) as exporter:
+        served = exporter.sampler.state.snapshot
+        remote = RemoteSource(exporter.url).sample()
+    assert served is not None
+    assert remote.system.remote_source == "simulated"
+    assert remote.system.scenario == "thermal"
+    assert [g.temperature_c for g in remote.gpus] == [g.temperature_c for g in served.gpus]
+    assert [g.clock_event_reasons for g in remote.gpus] == [g.clock_event_reasons for g in served.gpus]
+
+
+def test_unreachable_exporter_raises_a_distinct_error() -> None:
+    port = free_port()
+    with pytest.raises(RemoteUnreachable, match=f"127.0.0.1:{port}: unreachable .*connection refused"):
+        RemoteSource(f"127.0.0.1:{port}", timeout=1).sample()
+    assert issubclass(RemoteUnreachable, SourceUnavailable)
+
+
+@pytest.fixture
+def http_404() -> Iterator[str]:
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_error(404)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), NotFound)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    yield f"127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def test_http_error_is_reported_as_unreachable(http_404: str) -> None:
+    with pytest.raises(RemoteUnreachable, match="answered HTTP 404"):
+        RemoteSource(http_404, timeout=1).sample()
+
+
+@pytest.mark.parametrize(
+    ("target", "url"),
+    [
+        ("gpu01", "http://gpu01:9400/metrics"),
+        ("gpu01:9500", "http://gpu01:9500/metrics"),
+        (" 10.0.0.7:9400 ", "http://10.0.0.7:9400/metrics"),
+        ("http://gpu01:9400/metrics", "http://gpu01:9400/metrics"),
+        ("https://gpu01/custom/path", "https://gpu01:9400/custom/path"),
+        ("[::1]:9400", "http://[::1]:9400/metrics"),
+    ],
+)
+def test_metrics_url_accepts_host_port_or_url(target: str, url: str) -> None:
+    assert metrics_url(target) == url
+
+
+@pytest.mark.parametrize(
+    ("target", "message"),
+    [
+        ("", "empty exporter address"),
+        ("gpu01:http", "bad port"),
+        ("gpu01:99999", "bad port"),
+        ("ftp://gpu01", "not an http"),
+        ("http://:9400", "no host"),
+    ],
+)
+def test_metrics_url_rejects_bad_addresses(target: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        metrics_url(target)
+
+
+DCGM_TEXT = """\
+# HELP DCGM_FI_DEV_SM_CLOCK SM clock frequency (in MHz).
+# TYPE DCGM_FI_DEV_SM_CLOCK gauge
+DCGM_FI_DEV_SM_CLOCK{gpu="0",UUID="GPU-a",pci_bus_id="00000000:00:1B.0",device="nvidia0",modelName="Tesla T4",\
+Hostname="ip-172-31-16-106",DCGM_FI_DRIVER_VERSION="535.183.06"} 1365
+DCGM_FI_DEV_SM_CLOCK{gpu="1",UUID="GPU-b",pci_bus_id="00000000:00:1C.0",device="nvidia1",modelName="Tesla T4",\
+Hostname="ip-172-31-16-106",DCGM_FI_DRIVER_VERSION="535.183.06"} 300
+# HELP DCGM_FI_DEV_FB_USED Framebuffer memory used (in MiB).
+# TYPE DCGM_FI_DEV_FB_USED gauge
+DCGM_FI_DEV_FB_USED{gpu="0",UUID="GPU-a",pci_bus_id="00000000:00:1B.0",device="nvidia0",modelName="Tesla T4",\
+Hostname="ip-172-31-16-106"} 1024
+# HELP DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION Total energy consumption since boot (in mJ).
+# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter
+DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-a",pci_bus_id="00000000:00:1B.0",device="nvidia0",\
+modelName="Tesla T4",Hostname="ip-172-31-16-106"} 9876543
+"""
+
+
+def test_a_plain_dcgm_exporter_is_read_too() -> None:
+    snapshot = parse_exposition(DCGM_TEXT, fallback_hostname="10.0.0.7:9400", now=100.0)
+    assert snapshot.system.hostname == "ip-172-31-16-106"
+    assert snapshot.system.remote_source is None  # unknown: not a gputui exporter
+    assert [(i.name, i.uuid) for i in snapshot.gpu_info] == [("Tesla T4", "GPU-a"), ("Tesla T4", "GPU-b")]
+    gpu0, gpu1 = snapshot.gpus
+    assert (gpu0.sm_clock_mhz, gpu0.memory_used_bytes, gpu0.energy_mj) == (1365, 1024 << 20, 9876543)
+    assert gpu1.memory_used_bytes is None  # not reported stays None
+    assert snapshot.timestamp == 100.0
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("this is { not prometheus", "not Prometheus metrics"),
+        ("# TYPE node_load1 gauge\nnode_load1 0.5\n", "no gputui or dcgm-exporter GPU metrics"),
+    ],
+)
+def test_other_answers_are_format_errors(text: str, message: str) -> None:
+    with pytest.raises(RemoteFormatError, match=message):
+        parse_exposition(text, fallback_hostname="x:9400", now=0.0)
+
+
+class CountingDiagnose:
+    """One per host: records the readings it is given and reports the findings it is told to."""
+
+    def __init__(self, findings: Sequence[Finding]) -> None:
+        self.findings = tuple(findings)
+        self.hosts: list[str] = []
+
+    def __call__(self, snapshot: Snapshot) -> Sequence[Finding]:
+        self.hosts.append(snapshot.system.hostname)
+        return self.findings
+
+
+def test_fleet_marks_a_stopped_server_unreachable_and_goes_on() -> None:
+    times = iter(float(t) for t in range(1000, 2000))
+    diagnoses: list[CountingDiagnose] = []
+
+    def factory() -> CountingDiagnose:
+        diagnoses.append(CountingDiagnose(FINDINGS))
+        return diagnoses[-1]
+
+    alpha, beta = FakeSource(hostname="alpha"), FakeSource(hostname="beta")
+    first = Exporter(alpha, alpha.system, port=0, interval=3600)
+    second = Exporter(beta, beta.system, port=0, interval=3600)
+    first.start()
+    second.start()
+    try:
+        assert first.address is not None and second.address is not None
+        targets = [f"127.0.0.1:{first.address[1]}", f"127.0.0.1:{second.address[1]}"]
+        poller = FleetPoller(targets, timeout=1, diagnose_factory=factory, clock=lambda: next(times))
+        a, b = poller.poll()
+        assert (a.name, a.reachable, b.name, b.reachable) == ("alpha", True, "beta", True)
+        assert a.findings == FINDINGS
+        assert [d.hosts for d in diagnoses] == [["alpha"], ["beta"]]  # one engine per host, its own data
+
+        second.stop()
+        a, b = poller.poll()
+        assert a.reachable and a.snapshot is not None and a.error is None
+        assert not b.reachable and b.snapshot is None and b.findings == ()
+        assert b.error is not None and "unreachable" in b.error
+        assert b.name == targets[1]
+        assert b.last_ok is not None and b.last_attempt is not None and b.last_ok < b.last_attempt
+        assert [d.hosts for d in diagnoses] == [["alpha"], ["beta"]]  # alpha's reading did not change
+
+        a, b = poller.poll()  # retried on every poll
+        assert not b.reachable and b.last_attempt is not None and b.last_attempt > (b.last_ok or 0)
+        poller.close()
+    finally:
+        first.stop()
+        second.stop()
+
+
+def test_fleet_server_that_comes_back_is_read_again() -> None:
+    port = free_port()
+    source = FakeSource(hostname="gamma")
+    poller = FleetPoller([f"127.0.0.1:{port}"], timeout=1)
+    (state,) = poller.poll()
+    assert not state.reachable and state.last_ok is None
+    with Exporter(source, source.system, port=port, interval=3600):
+        (state,) = poller.poll()
+    poller.close()
+    assert state.reachable and state.name == "gamma" and state.findings == ()
+
+
+def test_fleet_needs_at_least_one_server() -> None:
+    with pytest.raises(ValueError, match="no exporters"):
+        FleetPoller([])
+
+
+def test_fleet_rejects_a_bad_address_before_polling() -> None:
+    with pytest.raises(ValueError, match="bad port"):
+        FleetPoller(["gpu01:notaport"])
+
+
+def test_round_trip_of_a_machine_with_nothing_but_a_failed_reading() -> None:
+    source = FakeSource()
+    source.snapshots = [make_snapshot(), RuntimeError("driver gone")]
+    with Exporter(source, SYSTEM, port=0, interval=3600) as exporter:
+        exporter.sampler.sample_once()
+        remote = RemoteSource(exporter.url).sample()
+    assert remote.gpus == ()
+    assert remote.system.hostname == "gpu01"

@@ -1,0 +1,117 @@
+"""The exporter over HTTP on loopback: scraped with urllib, read with prometheus-client's parser."""
+
+from __future__ import annotations
+
+import errno
+import socket
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+from export_helpers import FINDINGS, SYSTEM, FakeSource, fetch, make_snapshot, one, parse
+
+from gputui.diagnostics.findings import Finding
+from gputui.export.server import ExportBindError, Exporter, Sampler, _bind_error_message
+from gputui.model import Snapshot
+
+
+def test_scrape_over_http_parses_with_prometheus_client(served: tuple[Exporter, FakeSource]) -> None:
+    body, content_type = fetch(served[0].url)
+    assert content_type.startswith("text/plain")
+    series, types = parse(body)
+    assert types["DCGM_FI_DEV_GPU_TEMP"] == "gauge"
+    assert one(series, "DCGM_FI_DEV_GPU_TEMP", gpu="0", Hostname="gpu01") == 71.0
+    assert one(series, "gputui_up") == 1
+
+
+def test_exporter_listens_on_loopback_only_by_default(served: tuple[Exporter, FakeSource]) -> None:
+    exporter = served[0]
+    assert exporter.address is not None
+    assert exporter.address[0] == "127.0.0.1"
+    assert exporter.url.startswith("http://127.0.0.1:")
+
+
+def test_scrapes_never_sample(served: tuple[Exporter, FakeSource]) -> None:
+    exporter, source = served
+    calls = source.calls  # the one reading start() takes
+    for _ in range(3):
+        fetch(exporter.url)
+    assert source.calls == calls == 1
+
+
+def test_background_thread_samples_at_the_interval(source: FakeSource) -> None:
+    with Exporter(source, source.system, port=0, interval=0.01) as exporter:
+        source.sampled.clear()
+        assert source.sampled.wait(5), "the sampler thread never read the source"
+        assert exporter.sampler.state.snapshot is not None
+    calls = source.calls
+    assert calls >= 2
+    assert source.calls == calls  # stop() ended the thread
+
+
+def test_port_in_use_is_a_clear_error(source: FakeSource) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        exporter = Exporter(source, source.system, port=port)
+        with pytest.raises(ExportBindError, match=f"port {port} is already in use on 127.0.0.1"):
+            exporter.start()
+        exporter.stop()
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        (errno.EADDRNOTAVAIL, "10.9.9.9 is not an address of this machine"),
+        (errno.EACCES, "permission denied"),
+        (errno.EINVAL, "cannot listen on 10.9.9.9:80: boom"),
+    ],
+)
+def test_other_bind_errors_are_one_line(code: int, expected: str) -> None:
+    message = _bind_error_message(OSError(code, "boom"), "10.9.9.9", 80)
+    assert expected in message
+    assert "\n" not in message
+
+
+def test_failed_reading_is_served_as_up_zero_then_recovers() -> None:
+    source = FakeSource()
+    source.snapshots = [make_snapshot(), RuntimeError("GPU is lost"), make_snapshot()]
+    sampler = Sampler(source, SYSTEM, interval=1)
+    assert sampler.sample_once().snapshot is not None
+    failed = sampler.sample_once()
+    assert failed.snapshot is None
+    assert failed.error == "GPU is lost"
+    assert sampler.sample_once().snapshot is not None
+
+
+def test_findings_come_from_the_diagnostics_run_in_the_sampler(source: FakeSource) -> None:
+    seen: list[float] = []
+
+    def diagnose(snapshot: Snapshot) -> Sequence[Finding]:
+        seen.append(snapshot.timestamp)
+        return FINDINGS
+
+    with Exporter(source, source.system, port=0, interval=3600, diagnose=diagnose) as exporter:
+        series, _ = parse(fetch(exporter.url)[0])
+        fetch(exporter.url)
+    assert len(seen) == 1  # once per reading, not per scrape
+    assert one(series, "gputui_finding", rule="thermal", severity="critical", gpu="0") == 1
+
+
+def test_broken_diagnostics_still_serve_gpu_metrics(source: FakeSource) -> None:
+    def diagnose(snapshot: Snapshot) -> Sequence[Finding]:
+        raise ZeroDivisionError("a rule broke")
+
+    state = Sampler(source, SYSTEM, interval=1, diagnose=diagnose).sample_once()
+    assert state.snapshot is not None
+    assert state.findings == ()
+
+
+def test_last_xid_is_remembered_across_readings() -> None:
+    source = FakeSource()
+    first = make_snapshot()
+    source.snapshots = [first, replace(first, gpus=tuple(replace(g, xid_events=()) for g in first.gpus))]
+    sampler = Sampler(source, SYSTEM, interval=1)
+    sampler.sample_once()
+    assert sampler.sample_once().last_xid == {0: 79}
