@@ -1,0 +1,1 @@
+"""Producers of Snapshots: the live driver (nvml), the host, the simulated machine, recordings."""
