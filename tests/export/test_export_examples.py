@@ -1,0 +1,38 @@
+"""The example Prometheus files only name metrics that `gputui export` writes (a typo would never fire)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from export_helpers import FINDINGS, SYSTEM, make_snapshot
+
+from gputui.export.metrics import ExportState, metric_families
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+METRIC_NAME = re.compile(r"\b(?:DCGM_FI_\w+|gputui_\w+)")
+
+
+def exported_names() -> set[str]:
+    state = ExportState(system=SYSTEM, snapshot=make_snapshot(), findings=FINDINGS, last_xid={0: 79})
+    return {family.name for family in metric_families(state)}
+
+
+def test_alert_rules_name_only_exported_metrics() -> None:
+    text = (EXAMPLES / "gputui-alerts.yml").read_text()
+    expressions = "\n".join(re.findall(r"expr: (\|\n(?:\s{10}.*\n)+|.*)", text))
+    used = set(METRIC_NAME.findall(expressions))
+    assert {"gputui_finding", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_GPU_TEMP"} <= used
+    assert used <= exported_names(), used - exported_names()
+
+
+def test_alert_rules_cover_critical_findings() -> None:
+    text = (EXAMPLES / "gputui-alerts.yml").read_text()
+    assert 'expr: gputui_finding{severity="critical"} == 1' in text
+
+
+def test_scrape_config_loads_the_rules_and_uses_the_default_port() -> None:
+    text = (EXAMPLES / "prometheus.yml").read_text()
+    assert "- gputui-alerts.yml" in text
+    assert "job_name: gputui" in text
+    assert re.search(r"- \S+:9400\n", text)
