@@ -67,6 +67,13 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--interval", type=positive_seconds, default=1.0, metavar="S", help="seconds between samples (default 1)"
     )
+    parser.add_argument(
+        "--demo-gpus",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --demo: how many GPUs the simulated machine has (default 4)",
+    )
 
 
 def make_source(args: argparse.Namespace, *, fallback_demo: bool = False) -> tuple[Source, SystemInfo]:
@@ -80,7 +87,8 @@ def make_source(args: argparse.Namespace, *, fallback_demo: bool = False) -> tup
 
     gpus = getattr(args, "gpus", None)
     if args.demo is not None:
-        source: Source = SimulatedSource(scenario=args.demo, gpu_indices=gpus)
+        count = getattr(args, "demo_gpus", None)
+        source: Source = SimulatedSource(scenario=args.demo, gpu_count=count, gpu_indices=gpus)
         return source, source.open()
     source = NvmlSource(gpu_indices=gpus)
     try:

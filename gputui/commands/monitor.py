@@ -1,0 +1,32 @@
+"""`gputui` with no sub-command: the live monitor (the Textual app, imported only here and only now)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gputui.commands import common
+from gputui.sources.base import SourceUnavailable
+from gputui.ui.sampling import MAX_INTERVAL, MIN_INTERVAL
+
+
+def run(args: argparse.Namespace) -> int:
+    if not MIN_INTERVAL <= args.interval <= MAX_INTERVAL:
+        print(
+            f"gputui: error: --interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds,"
+            f" not {args.interval:g}",
+            file=sys.stderr,
+        )
+        return common.EXIT_USAGE
+    try:
+        source, system = common.make_source(args, fallback_demo=args.fallback_demo)
+    except SourceUnavailable as exc:
+        return common.report_unavailable(exc)
+    except ValueError as exc:  # InvalidGpuSelection, or a simulated machine with no GPU
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return common.EXIT_USAGE
+    from gputui.ui.app import GpuTuiApp
+
+    app = GpuTuiApp(source, system, interval=args.interval)
+    app.run()
+    return common.EXIT_OK if app.return_code is None else app.return_code

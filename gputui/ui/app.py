@@ -1,0 +1,263 @@
+"""The live monitor app: sampling off the event loop, and the keys.
+
+The async boundary of the TUI lives here. A thread worker takes one sample at a time; when it finishes,
+the next poll is armed with `set_timer`, so polls never overlap and a slow driver only slows the refresh,
+never the keyboard. Each sample arrives as one TickReady message that replaces any still queued. Drawing
+is skipped while paused and for views that are hidden; what is drawn goes through LineView, which sends
+the terminal only the cells that changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import ClassVar
+
+from textual import work
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.timer import Timer
+from textual.widgets import DataTable, Input
+from textual.worker import Worker, WorkerState
+
+from gputui.history import History
+from gputui.model import SystemInfo
+from gputui.sources.base import Source
+from gputui.ui.messages import SampleFailed, TickReady
+from gputui.ui.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Tick
+from gputui.ui.screens.detail import DetailScreen
+from gputui.ui.screens.help import HelpScreen
+from gputui.ui.screens.main import MainScreen
+from gputui.ui.widgets.gpu_panel import GpuPanel
+from gputui.ui.widgets.header import HeaderState
+from gputui.ui.widgets.processes import process_rows
+
+
+def clamp_interval(seconds: float) -> float:
+    return min(MAX_INTERVAL, max(MIN_INTERVAL, seconds))
+
+
+class GpuTuiApp(App[int]):
+    """The monitor. `auto_sample=False` leaves sampling to explicit `await app.tick()` calls (tests)."""
+
+    CSS_PATH = "gputui.tcss"
+    TITLE = "gputui"
+    ENABLE_COMMAND_PALETTE = False
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit"),
+        Binding("p", "toggle_pause", "Pause"),
+        Binding("plus,equals_sign", "slower", "Slower", key_display="+"),
+        Binding("minus", "faster", "Faster", key_display="-"),
+        Binding("d", "toggle_diagnostics", "Diagnostics"),
+        Binding("enter", "detail", "Detail", key_display="enter"),
+        Binding("slash", "filter", "Filter", key_display="/"),
+        Binding("o", "sort", "Sort"),
+        Binding("escape", "close_filter", "Close filter", show=False),
+        Binding("question_mark", "help", "Help", key_display="?"),
+    ]
+
+    def __init__(
+        self,
+        source: Source,
+        system: SystemInfo,
+        *,
+        interval: float = 1.0,
+        auto_sample: bool = True,
+        now: Callable[[], datetime] = datetime.now,
+        history_size: int = 600,
+    ) -> None:
+        super().__init__()
+        self.animation_level = "none"
+        self.sampler = Sampler(source)
+        self.system = system
+        self.interval = clamp_interval(interval)
+        self.auto_sample = auto_sample
+        self.paused = False
+        self.history = History(history_size)
+        self.latest: Tick | None = None
+        self.filter_text = ""
+        self.main = MainScreen(on_shown=self._main_shown)
+        self._now = now
+        self._error: str | None = None
+        self._notice: str | None = None
+        self._timer: Timer | None = None
+        self._poll_started = 0.0
+        self._polling = False
+
+    def get_default_screen(self) -> MainScreen:
+        return self.main
+
+    def on_mount(self) -> None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit)
+
+    def _main_shown(self) -> None:
+        """The main view is composed (first call: start sampling) or uncovered again (draw what it missed)."""
+        if self.auto_sample and not self._polling:
+            self._polling = True
+            self._poll()
+        self.draw()
+
+    def on_unmount(self) -> None:
+        asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
+        if self._timer is not None:
+            self._timer.stop()
+        self.sampler.source.close()
+
+    # -- sampling ----------------------------------------------------------------------------------------
+
+    def _poll(self) -> None:
+        self._timer = None
+        self._poll_started = time.monotonic()
+        self._sample_in_thread()
+
+    @work(thread=True, exclusive=True, group="sample", exit_on_error=False)
+    def _sample_in_thread(self) -> None:
+        try:
+            tick = self.sampler.take()
+        except Exception as exc:  # any source failure is shown, and the next poll tries again
+            self.post_message(SampleFailed(f"{type(exc).__name__}: {exc}"))
+            return
+        self.post_message(TickReady(tick))
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker.group == "sample" and event.state in (WorkerState.SUCCESS, WorkerState.ERROR):
+            self._arm()
+
+    def _arm(self) -> None:
+        """The next poll, one interval after the start of the last one (at once if that took longer)."""
+        if self._timer is not None:
+            self._timer.stop()
+        delay = max(0.0, self.interval - (time.monotonic() - self._poll_started))
+        self._timer = self.set_timer(delay, self._poll)
+
+    async def tick(self) -> Tick:
+        """Take one sample off the event loop and show it: the explicit clock the tests drive."""
+        tick = await asyncio.to_thread(self.sampler.take)
+        self.on_tick_ready(TickReady(tick))
+        return tick
+
+    def on_sample_failed(self, message: SampleFailed) -> None:
+        self._error = message.error
+        self._show_header()
+
+    def on_tick_ready(self, message: TickReady) -> None:
+        tick = message.tick
+        snapshot = tick.snapshot
+        self.latest = tick
+        self.system = snapshot.system
+        self.history.append(snapshot)
+        self._error = None
+        if snapshot.events:
+            self._notice = snapshot.events[-1]
+        self.main.sync_panels(snapshot)
+        samples = {sample.index: sample for sample in snapshot.gpus}
+        for panel in self.main.panels:
+            panel.add_sample(snapshot.info(panel.gpu_index) or panel.info, samples.get(panel.gpu_index))
+        if not self.paused:
+            self.draw()
+
+    # -- drawing -----------------------------------------------------------------------------------------
+
+    def _header_state(self) -> HeaderState:
+        return HeaderState(
+            system=self.system,
+            interval_s=self.interval,
+            clock=self._now().strftime("%H:%M:%S"),
+            paused=self.paused,
+            notice=self._notice,
+            error=self._error,
+        )
+
+    def _show_header(self) -> None:
+        state = self._header_state()
+        self.main.header.show(state)
+        if isinstance(self.screen, DetailScreen):
+            self.screen.header.show(state)
+
+    def draw(self) -> None:
+        """Push the latest tick to the view on screen; the main view waits while the detail view covers it."""
+        tick = self.latest
+        if tick is None or self.paused:
+            self._show_header()
+            return
+        with self.batch_update():
+            if isinstance(self.screen, DetailScreen):
+                self.screen.show(self.history, tick.snapshot, self._header_state())
+            elif self.main.is_attached:
+                self.main.draw(tick, self._header_state(), self.filter_text)
+
+    # -- actions -----------------------------------------------------------------------------------------
+
+    def action_toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self.draw()
+
+    def _set_interval(self, seconds: float) -> None:
+        self.interval = clamp_interval(seconds)
+        self._show_header()
+        if self._timer is not None:
+            self._arm()
+
+    def action_slower(self) -> None:
+        self._set_interval(next((s for s in INTERVALS if s > self.interval), MAX_INTERVAL))
+
+    def action_faster(self) -> None:
+        self._set_interval(next((s for s in reversed(INTERVALS) if s < self.interval), MIN_INTERVAL))
+
+    def action_toggle_diagnostics(self) -> None:
+        slot = self.main.diagnostics
+        slot.display = not slot.display
+        self.main.relayout()
+        self.draw()
+
+    def action_detail(self, index: int | None = None) -> None:
+        if self.screen is not self.main:
+            return
+        if index is None:
+            focused = self.focused
+            index = focused.gpu_index if isinstance(focused, GpuPanel) else None
+        if index is None:
+            panels = self.main.panels
+            if not panels:
+                return
+            index = panels[0].gpu_index
+        self.push_screen(DetailScreen(index, on_shown=self.draw))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        key = str(event.row_key.value)
+        self.action_detail(int(key.split(":", 1)[0]))
+
+    def action_filter(self) -> None:
+        if self.screen is not self.main:
+            return
+        box = self.main.filter_box
+        box.display = True
+        box.focus()
+        self.main.relayout()
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        self.filter_text = event.value.strip()
+        if self.latest is not None:
+            self.main.table.show_rows(process_rows(self.latest.snapshot, self.filter_text))
+
+    def on_input_submitted(self) -> None:
+        self.action_close_filter()
+
+    def action_close_filter(self) -> None:
+        box = self.main.filter_box
+        if self.screen is not self.main or not box.display:
+            return
+        box.display = False
+        self.main.table.focus()
+        self.main.relayout()
+
+    def action_sort(self) -> None:
+        if self.screen is self.main:
+            self.main.table.cycle_sort()
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(HelpScreen(self.BINDINGS))

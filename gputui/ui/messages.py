@@ -1,0 +1,27 @@
+"""Messages from the sampling thread to the app: one per finished poll."""
+
+from __future__ import annotations
+
+from textual.message import Message
+
+from gputui.ui.sampling import Tick
+
+
+class TickReady(Message):
+    """A new reading and the diagnostics on it. A newer one replaces one still queued, so a slow screen
+    never works through a backlog of stale frames."""
+
+    def __init__(self, tick: Tick) -> None:
+        super().__init__()
+        self.tick = tick
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, TickReady)
+
+
+class SampleFailed(Message):
+    """The source raised while sampling; the app shows the error and keeps polling."""
+
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error

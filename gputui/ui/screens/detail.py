@@ -1,0 +1,164 @@
+"""`enter` on a GPU: its history as charts (utilization, SM clock, temperature, power, PCIe), `esc` back."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.screen import Screen
+from textual.widgets import Footer
+
+from gputui.history import History
+from gputui.model import GpuInfo, GpuSample, Snapshot
+from gputui.ui import text as t
+from gputui.ui.widgets.header import HeaderState, StatusHeader
+from gputui.ui.widgets.lines import LineView
+
+LABEL = "bright_black"
+MARGIN = 2  # the scale is in the title line of each chart
+
+
+@dataclass(frozen=True, slots=True)
+class Chart:
+    title: str
+    unit: str
+    value: Callable[[GpuSample], float | int | None]
+    top: Callable[[GpuInfo, list[float]], float]
+    fmt: Callable[[float | None], str]
+    style: str
+
+
+def _max_or(values: list[float], floor: float) -> float:
+    return max([floor, *values])
+
+
+CHARTS: tuple[Chart, ...] = (
+    Chart("UTIL", "%", lambda s: s.utilization_gpu_pct, lambda i, v: 100.0, t.fmt_pct, "green"),
+    Chart(
+        "SM CLOCK",
+        "MHz",
+        lambda s: s.sm_clock_mhz,
+        lambda i, v: float(i.max_sm_clock_mhz or _max_or(v, 1.0)),
+        lambda v: t.fmt_num(v, ".0f", " MHz"),
+        "cyan",
+    ),
+    Chart(
+        "TEMP",
+        "C",
+        lambda s: s.temperature_c,
+        lambda i, v: _max_or(v, float(i.temperature_shutdown_c or i.temperature_slowdown_c or 90)),
+        lambda v: t.fmt_num(v, ".0f", " C"),
+        "yellow",
+    ),
+    Chart(
+        "POWER",
+        "W",
+        lambda s: s.power_w,
+        lambda i, v: _max_or(v, i.power_default_limit_w or 1.0),
+        lambda v: t.fmt_num(v, ".0f", " W"),
+        "magenta",
+    ),
+    Chart("PCIe TX", "B/s", lambda s: s.pcie_tx_bytes_s, lambda i, v: _max_or(v, 1e9), t.fmt_rate, "blue"),
+    Chart("PCIe RX", "B/s", lambda s: s.pcie_rx_bytes_s, lambda i, v: _max_or(v, 1e9), t.fmt_rate, "blue"),
+)
+
+
+def span_label(snapshots: int, seconds: float) -> str:
+    minutes, secs = divmod(round(seconds), 60)
+    return f"last {minutes}m{secs:02d}s, {snapshots} samples"
+
+
+class DetailView(LineView):
+    def __init__(self, index: int) -> None:
+        super().__init__(id="detail")
+        self.index = index
+        self.history: History | None = None
+        self.snapshot: Snapshot | None = None
+
+    def show(self, history: History, snapshot: Snapshot) -> None:
+        self.history, self.snapshot = history, snapshot
+        self.redraw()
+
+    def build_lines(self, width: int) -> Sequence[Text]:
+        snapshot, history = self.snapshot, self.history
+        info = None if snapshot is None else snapshot.info(self.index)
+        if snapshot is None or history is None or info is None:
+            return [Text(f"GPU {self.index}: no data yet", style=LABEL)]
+        sample = next((g for g in snapshot.gpus if g.index == self.index), None)
+        lines = [self._title(info, sample)]
+        columns = max(1, width - MARGIN)
+        window = list(history)[-columns:]
+        span = window[-1].timestamp - window[0].timestamp if window else 0.0
+        lines.append(Text(f"{span_label(len(window), span)}, one column per sample", style=LABEL))
+        block = max(2, (self.size.height - len(lines)) // len(CHARTS))
+        for chart in CHARTS:
+            lines += self._chart(chart, info, history, columns, block - 1)
+        return lines
+
+    def _title(self, info: GpuInfo, sample: GpuSample | None) -> Text:
+        line = Text.assemble((f"GPU {info.index}  ", "bold"), (info.name, "bold"))
+        if sample is not None and sample.lost:
+            line.append("  LOST ", style="bold white on red")
+            line.append(f" {sample.error or ''}", style="red")
+        elif sample is not None:
+            line.append("  ")
+            line.append(t.fmt_pstate(sample.pstate))
+            for tag, style in t.reason_tags(sample.clock_event_reasons):
+                line.append(" ")
+                line.append(tag, style=f"{style} reverse")
+        for label, value in (("bus", info.pci_bus_id), ("uuid", info.uuid)):
+            line.append(f"  {label} ", style=LABEL)
+            line.append(value or t.NA)
+        return line
+
+    def _chart(self, chart: Chart, info: GpuInfo, history: History, columns: int, rows: int) -> list[Text]:
+        raw = history.gpu_series(self.index, chart.value, last=columns)
+        values: list[float | None] = [None if v is None else float(v) for v in raw]
+        known = [v for v in values if v is not None]
+        top = chart.top(info, known)
+        now = values[-1] if values else None
+        head = Text.assemble(
+            (f"{chart.title:<9}", "bold"),
+            ("now ", LABEL),
+            f"{chart.fmt(now):>10}",
+            ("  min ", LABEL),
+            f"{chart.fmt(min(known) if known else None):>10}",
+            ("  max ", LABEL),
+            f"{chart.fmt(max(known) if known else None):>10}",
+            ("  scale 0 to ", LABEL),
+            chart.fmt(top),
+        )
+        body = [Text.assemble(" " * MARGIN, (row, chart.style)) for row in t.chart_rows(values, columns, rows, top)]
+        return [head, *body]
+
+
+class DetailScreen(Screen[None]):
+    """The same header as the main view (badges included), the charts, the footer."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
+
+    def __init__(self, index: int, on_shown: Callable[[], None]) -> None:
+        super().__init__()
+        self.index = index
+        self._shown = on_shown
+
+    def compose(self) -> ComposeResult:
+        yield StatusHeader(id="detail-header")
+        yield DetailView(self.index)
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._shown()
+
+    @property
+    def header(self) -> StatusHeader:
+        return self.query_one(StatusHeader)
+
+    def show(self, history: History, snapshot: Snapshot, header: HeaderState) -> None:
+        self.header.show(header)
+        self.header.styles.height = self.header.line_count()
+        self.query_one(DetailView).show(history, snapshot)

@@ -1,0 +1,57 @@
+"""`?`: every key, with what it does, over the monitor."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from rich.table import Table
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+# Keys that are not app bindings but still work, and what they do.
+EXTRA_KEYS: tuple[tuple[str, str], ...] = (
+    ("esc", "back from the detail view; close the filter, this help"),
+    ("tab / up / down", "move between the GPU panels and the process table"),
+    ("click a column", "sort the process table by it (again: reverse)"),
+)
+
+DESCRIPTIONS: dict[str, str] = {
+    "quit": "quit",
+    "toggle_pause": "pause / resume drawing (sampling goes on)",
+    "slower": "longer refresh interval (up to 10 s)",
+    "faster": "shorter refresh interval (down to 0.25 s)",
+    "toggle_diagnostics": "show / hide the diagnostics pane",
+    "detail": "detail view of the selected GPU: history charts",
+    "filter": "filter the processes by user, PID or command",
+    "sort": "sort the processes by the next column",
+    "help": "this help",
+}
+
+
+def key_table(bindings: Sequence[BindingType]) -> Table:
+    table = Table(box=None, show_header=False, padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column()
+    for binding in bindings:
+        if isinstance(binding, Binding) and binding.action in DESCRIPTIONS:
+            table.add_row(binding.key_display or binding.key, DESCRIPTIONS[binding.action])
+    for key, what in EXTRA_KEYS:
+        table.add_row(key, what)
+    return table
+
+
+class HelpScreen(ModalScreen[None]):
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "Close")]
+
+    def __init__(self, bindings: Sequence[BindingType]) -> None:
+        super().__init__()
+        self._keys = bindings
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="help"):
+            yield Static("gputui keys", id="help-title")
+            yield Static(key_table(self._keys))

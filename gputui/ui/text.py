@@ -1,0 +1,173 @@
+"""Pure text helpers for the views: numbers to short strings, bars, sparklines, throttle tags.
+
+Everything here is plain Python and Rich, so it is cheap to test. Characters are limited to ASCII and the
+eight block elements, which every PuTTY or tmux font draws. A value that was not reported is always "n/a".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+NA = "n/a"
+SPARK_CHARS = "▁▂▃▄▅▆▇█"
+# Sparkline cells for a missing reading: a space, so a gap never looks like a low value.
+SPARK_GAP = " "
+
+GIB = 1024**3
+
+# Clock event reason -> (tag, style). `gpu_idle` is left out: an idle GPU is not a problem.
+REASON_TAGS: dict[str, tuple[str, str]] = {
+    "sw_thermal_slowdown": ("THERMAL", "bold red"),
+    "hw_thermal_slowdown": ("HW-THERM", "bold red"),
+    "hw_slowdown": ("HW-SLOW", "bold red"),
+    "hw_power_brake": ("PWR-BRAKE", "bold red"),
+    "sw_power_cap": ("PWR-CAP", "yellow"),
+    "applications_clocks": ("APP-CLK", "cyan"),
+    "sync_boost": ("SYNC", "cyan"),
+    "display_clocks": ("DISPLAY", "bright_black"),
+}
+HIDDEN_REASONS = frozenset({"gpu_idle"})
+
+
+def reason_tags(reasons: Sequence[str] | None) -> list[tuple[str, str]]:
+    """Short tags for the active clock event reasons, worst first; unknown bits are shown as they are."""
+    if not reasons:
+        return []
+    order = list(REASON_TAGS)
+    known = sorted((r for r in reasons if r in REASON_TAGS), key=order.index)
+    tags = [REASON_TAGS[r] for r in known]
+    tags += [(r, "magenta") for r in reasons if r not in REASON_TAGS and r not in HIDDEN_REASONS]
+    return tags
+
+
+def fmt_num(value: float | None, fmt: str = ".0f", unit: str = "") -> str:
+    return NA if value is None else f"{value:{fmt}}{unit}"
+
+
+def fmt_pct(value: float | None) -> str:
+    return NA if value is None else f"{value:.0f}%"
+
+
+def fmt_gib(value: int | None, digits: int = 1) -> str:
+    return NA if value is None else f"{value / GIB:.{digits}f}"
+
+
+def fmt_bytes(value: float | None) -> str:
+    """A size in bytes with a binary unit, at most 4 digits: 0B, 512K, 80.0G."""
+    if value is None:
+        return NA
+    units = ("B", "K", "M", "G", "T", "P")
+    size = float(value)
+    for unit in units:
+        if abs(size) < 1024 or unit == units[-1]:
+            return f"{size:.0f}{unit}" if unit in ("B", "K") or size >= 100 else f"{size:.1f}{unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def fmt_rate(value: float | None) -> str:
+    """Bytes per second, decimal units as link speeds are quoted: 12.3 GB/s."""
+    if value is None:
+        return NA
+    rate = float(value)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(rate) < 1000 or unit == "TB":
+            return f"{rate:.0f} {unit}/s" if unit == "B" or rate >= 100 else f"{rate:.1f} {unit}/s"
+        rate /= 1000
+    raise AssertionError("unreachable")
+
+
+def fmt_pcie(gen: int | None, width: int | None) -> str:
+    if gen is None and width is None:
+        return NA
+    return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
+
+
+def fmt_pstate(pstate: int | None) -> str:
+    return NA if pstate is None else f"P{pstate}"
+
+
+def level_style(fraction: float | None) -> str:
+    """Green to red as a share of a limit fills up."""
+    if fraction is None:
+        return "bright_black"
+    if fraction >= 0.9:
+        return "red"
+    if fraction >= 0.7:
+        return "yellow"
+    return "green"
+
+
+def temperature_style(temp: float | None, slowdown: int | None) -> str:
+    """Graded against the slowdown threshold, so 80 C reads as fine on one board and as hot on another."""
+    if temp is None:
+        return "bright_black"
+    limit = slowdown if slowdown is not None else 85
+    if temp >= limit - 3:
+        return "bold red"
+    if temp >= limit - 8:
+        return "red"
+    if temp >= limit - 15:
+        return "yellow"
+    return "green"
+
+
+def bar(fraction: float | None, width: int) -> str:
+    """A bar of `width` cells: '|' for the filled share, spaces for the rest, '?' across when unknown."""
+    if width <= 0:
+        return ""
+    if fraction is None:
+        return "?" * width
+    filled = round(max(0.0, min(1.0, fraction)) * width)
+    return "|" * filled + " " * (width - filled)
+
+
+def spark_char(fraction: float | None) -> str:
+    if fraction is None:
+        return SPARK_GAP
+    level = round(max(0.0, min(1.0, fraction)) * (len(SPARK_CHARS) - 1))
+    return SPARK_CHARS[level]
+
+
+def sparkline(values: Sequence[float | None], width: int, top: float = 100.0) -> str:
+    """The newest `width` values as block characters, right-aligned, scaled against `top`."""
+    if width <= 0:
+        return ""
+    tail = list(values)[-width:]
+    cells = "".join(spark_char(None if v is None else v / top) for v in tail)
+    return cells.rjust(width, SPARK_GAP)
+
+
+def chart_rows(values: Sequence[float | None], width: int, height: int, top: float) -> list[str]:
+    """A bar chart `height` rows tall of the newest `width` values, top row first, in block characters."""
+    tail: list[float | None] = [None] * max(0, width - len(values))
+    tail += list(values)[-width:]
+    eighths = len(SPARK_CHARS)
+    rows: list[str] = []
+    for row in range(height - 1, -1, -1):
+        cells = []
+        for value in tail:
+            if value is None or top <= 0:
+                cells.append(" ")
+                continue
+            level = max(0.0, min(1.0, value / top)) * height * eighths
+            part = level - row * eighths
+            if part >= eighths:
+                cells.append(SPARK_CHARS[-1])
+            elif part >= 1:
+                cells.append(SPARK_CHARS[int(part) - 1])
+            elif row == 0 and value > 0:
+                cells.append(SPARK_CHARS[0])
+            else:
+                cells.append(" ")
+        rows.append("".join(cells))
+    return rows
+
+
+def short_gpu_name(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'H100 80GB HBM3': the vendor is the same on every line (and the
+    header already says when the machine is simulated)."""
+    for prefix in ("simulated ", "NVIDIA ", "Tesla ", "GeForce "):
+        if name.startswith(prefix):
+            name = name[len(prefix) :]
+    return name
