@@ -15,14 +15,15 @@ from gputui import __version__
 from gputui.commands import common
 
 # Each module registers one sub-command; heavy imports wait inside its run function.
-COMMAND_MODULES = ("snapshot",)
+COMMAND_MODULES = ("snapshot", "probe")
 
 EPILOG = """exit codes:
   0  ok
   1  warnings found (diagnose)
   2  usage error
   3  no NVIDIA driver or GPU could be read (the reason is printed; try --demo)
-  4  critical findings (diagnose)
+  4  critical findings (diagnose); a FAULTY GPU (probe)
+  5  a probe could not run (probe)
 """
 
 

@@ -1,0 +1,224 @@
+"""`gputui probe`: run one hardware probe headless, watching the GPU through NVML while it runs."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from gputui.commands import common
+from gputui.model import Snapshot
+from gputui.probes.protocol import PROBES, BadLine, Error, Final, Progress, Result, to_dict
+from gputui.probes.reference import DTYPES, PcieLink
+from gputui.probes.units import parse_bytes
+
+EXIT_PROBE_FAILED = 5
+
+EPILOG = """probes:
+  pcie    host<->device copies, pinned and pageable, against the link's theoretical bandwidth
+  stress  sustained matmul, TFLOP/s against the GPU's dense peak, every result checked against the first
+  membw   device-to-device copy bandwidth against the memory's peak
+  disk    sequential read of the files under --path (never writes), and whether the page cache served it
+Without CUDA the probes run on the CPU with small sizes and say so (device: cpu).
+
+exit codes:
+  0  the probe passed
+  1  a figure failed its check, or a slowdown began during the run
+  4  the GPU computed wrong answers (FAULTY) or fell off the bus
+  5  the probe could not run (no torch, crash, timeout); the reason is printed
+"""
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _gpu_index(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a GPU index: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"not a GPU index: {text!r}")
+    return value
+
+
+def _matrix_size(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a matrix size: {text!r} (expected e.g. 8192)") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
+    return value
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "probe",
+        help="test the hardware now: PCIe, matmul stress, memory bandwidth, disk read",
+        description="Run one probe in a child process and print its progress and result.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("probe", choices=PROBES, help="which probe to run")
+    parser.add_argument("--gpu", type=_gpu_index, default=0, metavar="N", help="GPU index (default 0)")
+    parser.add_argument(
+        "--seconds", type=common.positive_seconds, default=None, metavar="S", help="stress length (default 30)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the result as JSON (progress goes to stderr)")
+    parser.add_argument("--path", type=Path, default=None, metavar="DIR", help="disk: directory to read (default .)")
+    parser.add_argument("--dtype", choices=DTYPES, default="bf16", help="stress: matmul precision (default bf16)")
+    parser.add_argument("--size", type=_matrix_size, default=None, metavar="N", help="stress: matrix side")
+    parser.add_argument(
+        "--max-bytes", type=_size, default=None, metavar="SIZE", help="largest buffer (pcie, membw); disk budget"
+    )
+    parser.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")
+    parser.add_argument(
+        "--timeout", type=common.positive_seconds, default=None, metavar="S", help="stop the probe after S seconds"
+    )
+    parser.set_defaults(func=run)
+
+
+class _Watcher:
+    """Samples one GPU through NVML in the runner's poll thread, so clocks and the link under load are known."""
+
+    def __init__(self, gpu: int) -> None:
+        from gputui.sources.nvml import NvmlSource
+
+        self.gpu = gpu
+        self.snapshots: list[Snapshot] = []
+        self.stopped: str | None = None
+        self._lock = threading.Lock()
+        self._source = NvmlSource(gpu_indices=(gpu,))
+        self._source.open()
+        self.first = self._source.sample()
+
+    def poll(self) -> None:
+        if self.stopped is not None:
+            return
+        try:
+            snapshot = self._source.sample()
+        except Exception as exc:  # a driver hiccup ends the watching, never the probe
+            self.stopped = f"GPU readings stopped: {exc}"
+            return
+        with self._lock:
+            self.snapshots.append(snapshot)
+
+    def close(self) -> None:
+        self._source.close()
+
+
+def _open_watcher(args: argparse.Namespace) -> tuple[_Watcher | None, str]:
+    """The NVML watcher for GPU probes, or None with the reason (no driver here: the probe still runs)."""
+    from gputui.sources.base import SourceUnavailable
+
+    if args.probe == "disk" or args.cpu:
+        return None, ""
+    try:
+        return _Watcher(args.gpu), ""
+    except SourceUnavailable as exc:
+        return None, f"not watched through NVML: {exc}"
+
+
+def _print_update(update: Progress | BadLine, stream: Any) -> None:
+    if isinstance(update, BadLine):
+        print(f"  (ignored a line from the worker: {update.reason}: {update.line[:120]!r})", file=stream)
+        return
+    figure = f"{update.figure:10.4g} {update.unit}" if update.figure is not None else " " * 10
+    print(f"[{100 * update.fraction:3.0f}%] {figure}  {update.message}", file=stream, flush=True)
+
+
+def _print_result(final: Final, judgement_text: str | None) -> None:
+    if isinstance(final, Error):
+        print(f"gputui: {final.probe} probe failed ({final.code}): {final.message}", file=sys.stderr)
+        for line in final.stderr_tail.rstrip().splitlines()[-10:]:
+            print(f"  | {line}", file=sys.stderr)
+        return
+    print(f"{final.probe} probe on {final.device}")
+    if final.on_cpu:
+        print("  CPU RUN: no CUDA device was used; these are the CPU's figures, not a GPU's")
+    print(f"  verdict: {final.verdict}")
+    if judgement_text:
+        print(f"  during the run: {judgement_text}")
+    for key, value in final.figures.items():
+        print(f"  {key:28} {'n/a' if value is None else f'{value:.4g}'}")
+    for line in final.details:
+        print(f"  - {line}")
+    status = "FAULTY" if final.faulty else "ok" if final.ok else "NOT OK"
+    print(f"  result: {status}")
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputui.probes.judge import judge_run, link_under_load, pcie_link, rejudge_pcie
+    from gputui.probes.runner import ProbeRequest, run_probe
+    from gputui.sources.base import InvalidGpuSelection
+
+    try:
+        watcher, note = _open_watcher(args)
+    except InvalidGpuSelection as exc:
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return common.EXIT_USAGE
+    link: PcieLink | None = pcie_link(watcher.first, args.gpu) if watcher else None
+    request = ProbeRequest(
+        probe=args.probe,
+        gpu=args.gpu,
+        cpu=args.cpu,
+        seconds=args.seconds,
+        size=args.size,
+        dtype=args.dtype,
+        path=str(args.path) if args.path is not None else None,
+        max_bytes=args.max_bytes,
+        link=link,
+    )
+    progress_stream = sys.stderr if args.json else sys.stdout
+    started = time.time()
+    try:
+        final = run_probe(
+            request,
+            timeout_s=args.timeout,
+            on_update=lambda update: _print_update(update, progress_stream),
+            poll=watcher.poll if watcher else None,
+        )
+    finally:
+        if watcher is not None:
+            watcher.close()
+    judgement = None
+    if isinstance(final, Result) and not final.on_cpu and watcher is not None:
+        if final.probe == "pcie":
+            final = rejudge_pcie(final, link_under_load(watcher.snapshots, args.gpu) or link)
+        if final.probe != "disk":
+            judgement = judge_run(watcher.snapshots, args.gpu, started)
+            note = watcher.stopped or ""
+    judgement_text = judgement.text if judgement else None
+    if isinstance(final, Result) and not final.on_cpu and final.probe != "disk" and note:
+        judgement_text = f"{judgement_text}; {note}" if judgement_text else note
+    if args.json:
+        body = to_dict(final)
+        if judgement is not None:
+            body["during_run"] = dataclasses.asdict(judgement)
+        json.dump(body, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        if isinstance(final, Error):
+            print(f"gputui: {final.probe} probe failed ({final.code}): {final.message}", file=sys.stderr)
+    else:
+        _print_result(final, judgement_text)
+    return exit_code(final, judgement.worsened if judgement else False, judgement.lost_after_s if judgement else None)
+
+
+def exit_code(final: Final, worsened: bool, lost_after_s: float | None) -> int:
+    if isinstance(final, Error):
+        return EXIT_PROBE_FAILED
+    if final.faulty or lost_after_s is not None:
+        return common.EXIT_CRITICAL
+    if not final.ok or worsened:
+        return common.EXIT_WARNINGS
+    return common.EXIT_OK

@@ -1,0 +1,193 @@
+"""Reference figures the probes are judged against: PCIe link theory, dense matmul and memory peaks.
+
+Pure data and functions (no torch, no driver), so the worker, the runner and the monitor share one table.
+Figures come from ../shared/FACTS.md and vendor data sheets; GB and TB are decimal (1e9, 1e12), as data sheets
+use them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# A measured figure below this fraction of its reference fails the probe's check. *Derived*: FACTS.md puts the
+# pass mark for pinned PCIe copies at 70-80% of theory and a well-written matmul at 80-87% of dense peak.
+PASS_FRACTION = 0.70
+
+# Usable GB/s per lane and direction, after line encoding (8b/10b for Gen1-2, 128b/130b for Gen3-5, FLIT Gen6).
+PCIE_GB_S_PER_LANE: dict[int, float] = {
+    1: 2.5 * 8 / 10 / 8,
+    2: 5.0 * 8 / 10 / 8,
+    3: 8.0 * 128 / 130 / 8,
+    4: 16.0 * 128 / 130 / 8,
+    5: 32.0 * 128 / 130 / 8,
+    6: 118.0 / 16,  # FLIT mode: ~118 GB/s usable on x16
+}
+
+DTYPES = ("bf16", "fp16", "tf32", "fp32")
+
+
+@dataclass(frozen=True, slots=True)
+class PcieLink:
+    """A link as the driver reports it: the trained gen/width now, and the most this slot allows."""
+
+    gen: int | None = None
+    width: int | None = None
+    max_gen: int | None = None
+    max_width: int | None = None
+
+    @property
+    def current_gb_s(self) -> float | None:
+        return pcie_gb_s(self.gen, self.width)
+
+    @property
+    def max_gb_s(self) -> float | None:
+        return pcie_gb_s(self.max_gen, self.max_width)
+
+    @property
+    def downgraded(self) -> bool:
+        """True when the link trained below what the slot allows (only meaningful under load)."""
+        now, best = self.current_gb_s, self.max_gb_s
+        return now is not None and best is not None and now < best
+
+
+def pcie_gb_s(gen: int | None, width: int | None) -> float | None:
+    """Theoretical GB/s per direction of a link; None when gen or width is unknown or not a PCIe value."""
+    if gen is None or width is None or width <= 0 or gen not in PCIE_GB_S_PER_LANE:
+        return None
+    return PCIE_GB_S_PER_LANE[gen] * width
+
+
+def link_label(gen: int | None, width: int | None) -> str:
+    return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuPeaks:
+    """Dense (no sparsity) matmul TFLOP/s per dtype and memory bandwidth in GB/s; None = not known to us."""
+
+    model: str
+    tflops: dict[str, float | None]
+    memory_gb_s: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """Matches a GPU name when every `need` token is present and no `avoid` token is."""
+
+    need: tuple[str, ...]
+    avoid: tuple[str, ...]
+    model: str
+    fp32: float | None
+    tf32: float | None
+    half: float | None  # fp16 and bf16
+    bf16: bool = True
+
+
+# Order matters: the first rule that matches wins. Variants with other peaks (H100 NVL, H200 NVL, V100 PCIe,
+# RTX 4090 D, the China-market A800/H800/H20) are excluded on purpose and read as "unknown peak".
+_RULES: tuple[_Rule, ...] = (
+    _Rule(("H100", "PCIE"), ("NVL",), "H100 PCIe", 51.0, 378.0, 756.0),
+    _Rule(("H100",), ("NVL",), "H100 SXM", 67.0, 495.0, 989.0),
+    _Rule(("H200",), ("NVL",), "H200", 67.0, 495.0, 989.0),
+    _Rule(("A100",), (), "A100", 19.5, 156.0, 312.0),
+    _Rule(("V100", "SXM2"), (), "V100 SXM2", 15.7, None, 125.0, bf16=False),
+    _Rule(("L4",), (), "L4", 30.3, 60.0, 121.0),
+    _Rule(("RTX", "4090"), ("D",), "RTX 4090", 82.6, 82.6, 165.0),
+)
+
+# HBM/GDDR peak in GB/s, by model and, for the A100, by memory size.
+_MEMORY_GB_S: dict[str, float] = {
+    "H100 SXM": 3350.0,
+    "H200": 4800.0,
+    "A100 80GB": 2000.0,
+    "A100 40GB": 1550.0,
+    "RTX 4090": 1000.0,
+    "L4": 300.0,
+}
+
+
+def _tokens(name: str) -> set[str]:
+    return set(name.upper().replace("-", " ").replace("_", " ").split())
+
+
+def gpu_peaks(name: str) -> GpuPeaks | None:
+    """The reference figures for a GPU name as NVML or torch reports it ("NVIDIA H100 80GB HBM3"), or None."""
+    tokens = _tokens(name)
+    for rule in _RULES:
+        if all(t in tokens for t in rule.need) and not any(t in tokens for t in rule.avoid):
+            tflops = {
+                "fp32": rule.fp32,
+                "tf32": rule.tf32,
+                "fp16": rule.half,
+                "bf16": rule.half if rule.bf16 else None,
+            }
+            memory_key = rule.model
+            if rule.model == "A100":
+                memory_key = "A100 80GB" if "80GB" in tokens else "A100 40GB" if "40GB" in tokens else ""
+            return GpuPeaks(rule.model, tflops, _MEMORY_GB_S.get(memory_key))
+    return None
+
+
+def percent(measured: float, reference: float) -> float:
+    return 100.0 * measured / reference
+
+
+@dataclass(frozen=True, slots=True)
+class PcieVerdict:
+    """What a pinned-copy figure says about a link, in words, and whether it passes."""
+
+    text: str
+    ok: bool
+    pct_of_link: float | None
+    pct_of_max: float | None
+
+
+def pcie_verdict(direction: str, measured_gb_s: float, link: PcieLink | None) -> PcieVerdict:
+    """E.g. "H2D 11.8 GB/s = 19% of Gen5 x16: the link trained at Gen3 x8, see pcie_downgrade"."""
+    figure = f"{direction} {measured_gb_s:.1f} GB/s"
+    now = link.current_gb_s if link else None
+    best = link.max_gb_s if link else None
+    pct_now = percent(measured_gb_s, now) if now else None
+    pct_max = percent(measured_gb_s, best) if best else None
+    if link is None or (now is None and best is None):
+        return PcieVerdict(f"{figure}: link gen/width unknown, no theoretical comparison", True, None, None)
+    assert link is not None
+    current = link_label(link.gen, link.width)
+    if link.downgraded and pct_max is not None:
+        text = (
+            f"{figure} = {pct_max:.0f}% of {link_label(link.max_gen, link.max_width)}: "
+            f"the link trained at {current}, see pcie_downgrade"
+        )
+        return PcieVerdict(text, False, pct_now, pct_max)
+    reference, pct = (now, pct_now) if now is not None and pct_now is not None else (best, pct_max)
+    assert reference is not None and pct is not None
+    label = current if now is not None else link_label(link.max_gen, link.max_width)
+    if pct >= 100 * PASS_FRACTION:
+        return PcieVerdict(f"{figure} = {pct:.0f}% of {label} ({reference:.1f} GB/s): healthy", True, pct_now, pct_max)
+    text = (
+        f"{figure} = {pct:.0f}% of {label} ({reference:.1f} GB/s), below the {100 * PASS_FRACTION:.0f}% a healthy "
+        "link carries: another job sharing the link, a PCIe switch, or host memory/NUMA placement"
+    )
+    return PcieVerdict(text, False, pct_now, pct_max)
+
+
+@dataclass(frozen=True, slots=True)
+class PcieJudgement:
+    """Both directions judged apart, as one verdict and the figures that go with it."""
+
+    ok: bool
+    verdict: str
+    figures: dict[str, float | None]
+
+
+def judge_pcie(h2d_gb_s: float, d2h_gb_s: float, link: PcieLink | None) -> PcieJudgement:
+    """The best pinned figure of each direction against the link."""
+    h2d = pcie_verdict("H2D", h2d_gb_s, link)
+    d2h = pcie_verdict("D2H", d2h_gb_s, link)
+    figures = {
+        "link_gb_s": link.current_gb_s if link else None,
+        "link_max_gb_s": link.max_gb_s if link else None,
+        "h2d_pct_of_link": h2d.pct_of_link,
+        "d2h_pct_of_link": d2h.pct_of_link,
+    }
+    return PcieJudgement(h2d.ok and d2h.ok, f"{h2d.text}; {d2h.text}", figures)
