@@ -17,13 +17,13 @@ LANGS: tuple[Lang, ...] = ("en", "zh")
 
 _EN: dict[str, str] = {
     # -- rules ---------------------------------------------------------------------------------------------
-    "thermal_throttle.title": "GPU {gpu}: thermal throttling at {temp} C",
+    "thermal_throttle.title": "GPU {gpu}: thermal throttling",
     "thermal_throttle.advice": (
         "The GPU slows itself down to stay under its temperature limit. Improve the airflow (fans running, "
         "nothing blocking intake or exhaust), lower the room temperature, leave a slot free between GPUs, "
         "clean out dust; if one GPU runs much hotter than its neighbours, have its thermal paste redone."
     ),
-    "thermal_margin.title": "GPU {gpu}: {margin} C below thermal slowdown",
+    "thermal_margin.title": "GPU {gpu}: within {margin} C of thermal slowdown ({slowdown} C)",
     "thermal_margin.advice": (
         "Not throttling yet, but a little more heat will slow it down. Check the airflow and fans, the room "
         "temperature and the space between GPUs before a long run."
@@ -38,17 +38,17 @@ _EN: dict[str, str] = {
         "clocks drop under load. Restore it with `sudo nvidia-smi -i {gpu} -pl {default}`, or ask the "
         "administrator why it was lowered."
     ),
-    "hw_slowdown.title": "GPU {gpu}: hardware slowdown (SM clock {clock} MHz)",
+    "hw_slowdown.title": "GPU {gpu}: hardware slowdown",
     "hw_slowdown.advice": (
         "The board itself forces the clocks down: a power supply problem or an external signal. Check the "
         "power supply and the GPU's power cables, and the server's BMC/IPMI event log; report it to the host."
     ),
-    "power_brake.title": "GPU {gpu}: hardware power brake (SM clock {clock} MHz)",
+    "power_brake.title": "GPU {gpu}: hardware power brake",
     "power_brake.advice": (
         "An external power brake signal holds the clocks down: the power supply or the chassis management "
         "asked for it. Check that every PSU works and is plugged in, and the BMC/IPMI event log."
     ),
-    "clocks_low.title": "GPU {gpu}: SM clock {clock} of {max} MHz with no throttle reason",
+    "clocks_low.title": "GPU {gpu}: SM clock far below its max {max} MHz, no throttle reason",
     "clocks_low.advice": (
         "Busy, yet far below its max clock with no power or thermal reason: the clocks were locked or set "
         "as application clocks. Check `nvidia-smi -q -d CLOCK`; reset with `sudo nvidia-smi -rgc` and "
@@ -76,12 +76,12 @@ _EN: dict[str, str] = {
         "The link keeps retrying transfers. Reseat the GPU, check the riser and the slot, update the BIOS; "
         "steady growth points to a bad slot or riser."
     ),
-    "pcie_saturated.title": "GPU {gpu}: PCIe {direction} at {pct} of the link",
+    "pcie_saturated.title": "GPU {gpu}: PCIe {direction} saturated",
     "pcie_saturated.advice": (
         "Host-GPU copies run at the link's limit. Keep data on the GPU, use pinned memory and larger "
         "transfers, overlap copies with compute, and check the link runs at its full generation and width."
     ),
-    "starvation_cpu.title": "GPU {gpu}: starved by the CPU ({name} at {cpu} CPU)",
+    "starvation_cpu.title": "GPU {gpu}: starved by the CPU ({name})",
     "starvation_cpu.advice": (
         "The GPU waits for input the CPU cannot prepare fast enough ({children} data-loader workers). Raise "
         "DataLoader num_workers, set pin_memory=True, prefetch (prefetch_factor), and move preprocessing "
@@ -93,7 +93,7 @@ _EN: dict[str, str] = {
         "it in memory, use more DataLoader workers, and read larger sequential files instead of many small "
         "ones (WebDataset, LMDB, TFRecord)."
     ),
-    "starvation_net.title": "GPU {gpu}: starved by the network ({pct} of the link)",
+    "starvation_net.title": "GPU {gpu}: starved by the network",
     "starvation_net.advice": (
         "Network receive runs near the link speed while the GPU waits. Stage the data on a local disk, "
         "cache it, compress it, or use a faster link."
@@ -103,17 +103,17 @@ _EN: dict[str, str] = {
         "Processes compete for this GPU's time and memory. Move one to a free GPU (CUDA_VISIBLE_DEVICES), "
         "agree with the other user, or stop a forgotten notebook."
     ),
-    "cpu_contention.title": "GPU {gpu}: other processes use {cpu} of the host CPU",
+    "cpu_contention.title": "GPU {gpu}: waits while other processes fill the host CPUs",
     "cpu_contention.advice": (
         "The host's CPUs are busy with other work while this GPU waits. Find the busy processes with `top`, "
         "lower their priority (nice) or give the training job its own cores (taskset)."
     ),
-    "imbalance.title": "GPUs {gpus}: uneven load, {spread} points apart",
+    "imbalance.title": "GPUs {gpus}: one job, uneven load",
     "imbalance.advice": (
         "One job uses its GPUs unevenly. With DataParallel the first GPU gathers the outputs: switch to "
         "DistributedDataParallel; otherwise balance the batch or the model split across the GPUs."
     ),
-    "host_swap.title": "Host is swapping ({rate})",
+    "host_swap.title": "Host is swapping",
     "host_swap.advice": (
         "The host ran out of memory and pages to disk. Use fewer DataLoader workers or a smaller prefetch, "
         "cache less data in RAM, or add memory."
@@ -183,7 +183,7 @@ _EN: dict[str, str] = {
     "ev.processes": "processes",
     "ev.users": "users",
     "ev.util_spread": "utilization spread",
-    "ev.gpu_util_of": "GPU {gpu} utilization",
+    "ev.gpu_utils": "utilization per GPU",
     "ev.swap_in": "swap in",
     "ev.swap_out": "swap out",
     "ev.torch_cuda": "torch built for CUDA",
@@ -221,12 +221,12 @@ _EN: dict[str, str] = {
 }
 
 _ZH: dict[str, str] = {
-    "thermal_throttle.title": "GPU {gpu}：过热降频，温度 {temp} C",
+    "thermal_throttle.title": "GPU {gpu}：过热降频",
     "thermal_throttle.advice": (
         "GPU 为了不超过温度上限而主动降低频率。请改善风道（风扇正常运转，进出风口无遮挡），降低机房温度，"
         "GPU 之间留出空槽，清理灰尘；如果某一块 GPU 明显比相邻的更热，请重新涂抹导热硅脂。"
     ),
-    "thermal_margin.title": "GPU {gpu}：距离过热降频只差 {margin} C",
+    "thermal_margin.title": "GPU {gpu}：距离过热降频（{slowdown} C）不到 {margin} C",
     "thermal_margin.advice": ("还没有降频，但再热一点就会降频。长时间训练前请检查风道和风扇、机房温度以及 GPU 间距。"),
     "power_cap.title.default": "GPU {gpu}：达到默认功耗上限（{limit} W）",
     "power_cap.advice.default": "满载时属于正常现象：GPU 在默认功耗上限内全速运行，无需处理。",
@@ -235,16 +235,16 @@ _ZH: dict[str, str] = {
         "功耗上限被调低了（管理员、开机脚本或带外管理），负载下频率会下降。可用 "
         "`sudo nvidia-smi -i {gpu} -pl {default}` 恢复，或询问管理员为何调低。"
     ),
-    "hw_slowdown.title": "GPU {gpu}：硬件强制降频（SM 频率 {clock} MHz）",
+    "hw_slowdown.title": "GPU {gpu}：硬件强制降频",
     "hw_slowdown.advice": (
         "板卡本身在强制降频：电源问题或外部信号。请检查电源和 GPU 供电线，以及服务器 BMC/IPMI 事件日志，"
         "并报告给机房或服务商。"
     ),
-    "power_brake.title": "GPU {gpu}：硬件功率制动（SM 频率 {clock} MHz）",
+    "power_brake.title": "GPU {gpu}：硬件功率制动",
     "power_brake.advice": (
         "外部功率制动信号压低了频率：由电源或机箱管理发出。请检查每个电源是否正常并已接好，以及 BMC/IPMI 事件日志。"
     ),
-    "clocks_low.title": "GPU {gpu}：SM 频率 {clock} / {max} MHz，且没有降频原因",
+    "clocks_low.title": "GPU {gpu}：SM 频率远低于最大值 {max} MHz，且没有降频原因",
     "clocks_low.advice": (
         "GPU 正忙，但频率远低于最大值，又没有功耗或温度原因：频率被锁定或设置了应用频率。请查看 "
         "`nvidia-smi -q -d CLOCK`，用 `sudo nvidia-smi -rgc` 和 `sudo nvidia-smi -rac` 复位。"
@@ -268,12 +268,12 @@ _ZH: dict[str, str] = {
     "pcie_errors.advice": (
         "链路在不断重传。请重新插拔 GPU，检查转接卡和插槽，更新 BIOS；持续增长说明插槽或转接卡有问题。"
     ),
-    "pcie_saturated.title": "GPU {gpu}：PCIe {direction} 占链路的 {pct}",
+    "pcie_saturated.title": "GPU {gpu}：PCIe {direction} 饱和",
     "pcie_saturated.advice": (
         "主机与 GPU 之间的拷贝已达到链路上限。请尽量把数据留在 GPU 上，使用锁页内存（pinned memory）和更大的传输，"
         "让拷贝与计算重叠，并确认链路运行在满代数和满宽度。"
     ),
-    "starvation_cpu.title": "GPU {gpu}：被 CPU 拖慢（{name} 占用 {cpu} CPU）",
+    "starvation_cpu.title": "GPU {gpu}：被 CPU 拖慢（{name}）",
     "starvation_cpu.advice": (
         "GPU 在等 CPU 准备数据（数据加载 worker 数：{children}）。请增大 DataLoader 的 num_workers，"
         "设置 pin_memory=True，开启预取（prefetch_factor），并把预处理和数据增强移到 GPU 上。"
@@ -283,7 +283,7 @@ _ZH: dict[str, str] = {
         "GPU 在等磁盘读数据。请把数据集拷到本地 SSD，缓存到内存，增加 DataLoader worker，"
         "并改用大的顺序读文件代替大量小文件（WebDataset、LMDB、TFRecord）。"
     ),
-    "starvation_net.title": "GPU {gpu}：被网络拖慢（占链路的 {pct}）",
+    "starvation_net.title": "GPU {gpu}：被网络拖慢",
     "starvation_net.advice": (
         "GPU 等待时网络接收接近链路速率。请先把数据放到本地磁盘、做缓存、压缩，或使用更快的网络。"
     ),
@@ -292,17 +292,17 @@ _ZH: dict[str, str] = {
         "多个进程在争用这块 GPU 的算力和显存。请把其中一个移到空闲的 GPU（CUDA_VISIBLE_DEVICES），"
         "与其他用户协商，或关掉遗忘的 notebook。"
     ),
-    "cpu_contention.title": "GPU {gpu}：其他进程占用了主机 {cpu} 的 CPU",
+    "cpu_contention.title": "GPU {gpu}：主机 CPU 被其他进程占满",
     "cpu_contention.advice": (
         "GPU 等待时主机 CPU 被其他任务占满。请用 `top` 找出这些进程，降低其优先级（nice），"
         "或为训练任务绑定专用核心（taskset）。"
     ),
-    "imbalance.title": "GPU {gpus}：负载不均，相差 {spread} 个百分点",
+    "imbalance.title": "GPU {gpus}：同一任务负载不均",
     "imbalance.advice": (
         "同一个任务的各 GPU 负载不均。使用 DataParallel 时第一块 GPU 负责汇总输出：请改用 "
         "DistributedDataParallel；否则请在各 GPU 间平衡 batch 或模型切分。"
     ),
-    "host_swap.title": "主机正在使用交换分区（{rate}）",
+    "host_swap.title": "主机正在使用交换分区",
     "host_swap.advice": (
         "主机内存不足，正在换页到磁盘。请减少 DataLoader worker 或预取量，少在内存中缓存数据，或增加内存。"
     ),
@@ -367,7 +367,7 @@ _ZH: dict[str, str] = {
     "ev.processes": "进程",
     "ev.users": "用户",
     "ev.util_spread": "利用率差距",
-    "ev.gpu_util_of": "GPU {gpu} 利用率",
+    "ev.gpu_utils": "各 GPU 利用率",
     "ev.swap_in": "换入",
     "ev.swap_out": "换出",
     "ev.torch_cuda": "torch 构建所用 CUDA",

@@ -1,0 +1,146 @@
+"""Every diagnostic threshold in one place, with defaults from FACTS.md, and the TOML file that overrides them.
+
+The file is `~/.config/gputui/config.toml` (or `--config PATH`); the diagnostics read its `[diagnostics]`
+table and leave the other tables to the parts of gputui that own them:
+
+    [diagnostics]
+    disabled = ["gpu_contention"]      # rule ids
+    open_after_s = 3.0
+
+    [diagnostics.thresholds]
+    busy_util_pct = 50
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+DEFAULT_CONFIG_PATH = Path("~/.config/gputui/config.toml")
+
+
+class ConfigError(ValueError):
+    """The config file cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """The numbers the rules compare against. Units are in the names; shares are fractions of the window."""
+
+    window_s: float = 10.0  # the rules look at this much history
+    busy_util_pct: float = 50.0  # at or above: the GPU is busy (PCIe downshift, power cap are judged only then)
+    thermal_margin_c: float = 5.0  # FACTS: warn within 5 C of the slowdown threshold
+    power_cap_lowered_pct: float = 2.0  # enforced limit this far below the default: an admin or out-of-band cap
+    clocks_low_ratio: float = 0.75  # busy, no reason, SM clock below this share of max
+    vram_pressure_pct: float = 95.0
+    vram_rise_mib: float = 32.0  # growth over the window that counts as "rising"
+    pcie_saturated_pct: float = 80.0  # of the link's theoretical bandwidth (FACTS table)
+    sustained_share: float = 0.6  # "most of the window"
+    starved_util_pct: float = 50.0  # FACTS/DCGM: below ~50% while a process holds the GPU
+    starved_proc_cpu_pct: float = 85.0  # "~100% of one core"
+    host_cpu_saturated_pct: float = 90.0
+    iowait_pct: float = 20.0
+    disk_busy_pct: float = 90.0
+    net_saturated_pct: float = 80.0
+    imbalance_points: float = 30.0
+    swap_mib_s: float = 1.0
+    idle_allocation_s: float = 180.0  # "for minutes"
+    xid_hold_s: float = 300.0  # an XID finding stays open this long after the last event
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosticsConfig:
+    """Thresholds, hysteresis and the rules switched off by id."""
+
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    disabled: frozenset[str] = frozenset()
+    open_after_s: float = 3.0  # a condition must hold this long before its finding opens
+    close_after_s: float = 5.0  # and be clear this long before it closes
+    history_size: int = 20  # closed findings kept
+
+
+_THRESHOLD_KEYS = {f.name for f in fields(Thresholds)}
+_TOP_KEYS = {"disabled", "thresholds", "open_after_s", "close_after_s", "history_size"}
+
+
+def default_config_path() -> Path:
+    return DEFAULT_CONFIG_PATH.expanduser()
+
+
+def load_config(path: Path | None = None, *, known_rules: frozenset[str] | None = None) -> DiagnosticsConfig:
+    """The config from `path`, or from the default file when it exists; defaults otherwise.
+
+    An explicit `path` must exist. Raises ConfigError naming the file and the key.
+    """
+    explicit = path is not None
+    target = path if path is not None else default_config_path()
+    if not target.exists():
+        if explicit:
+            raise ConfigError(f"{target}: no such config file")
+        return DiagnosticsConfig()
+    try:
+        with target.open("rb") as handle:
+            data = tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{target}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{target}: cannot read: {exc.strerror}") from None
+    try:
+        return parse_config(data.get("diagnostics", {}), known_rules=known_rules)
+    except ConfigError as exc:
+        raise ConfigError(f"{target}: {exc}") from None
+
+
+def parse_config(table: Any, *, known_rules: frozenset[str] | None = None) -> DiagnosticsConfig:
+    """The `[diagnostics]` table as a config; every unknown key or wrong type is an error naming it."""
+    if known_rules is None:
+        from gputui.diagnostics.rules import RULE_IDS
+
+        known_rules = RULE_IDS
+    if not isinstance(table, Mapping):
+        raise ConfigError("'diagnostics' must be a table")
+    for key in table:
+        if key not in _TOP_KEYS:
+            raise ConfigError(f"unknown key 'diagnostics.{key}' (known: {', '.join(sorted(_TOP_KEYS))})")
+    config = DiagnosticsConfig()
+    disabled = table.get("disabled", [])
+    if not isinstance(disabled, list) or not all(isinstance(rule, str) for rule in disabled):
+        raise ConfigError("'diagnostics.disabled' must be a list of rule ids")
+    for rule in disabled:
+        if rule not in known_rules:
+            raise ConfigError(f"'diagnostics.disabled' names an unknown rule {rule!r}")
+    config = replace(config, disabled=frozenset(disabled))
+    if "open_after_s" in table:
+        config = replace(config, open_after_s=_number("diagnostics.open_after_s", table["open_after_s"]))
+    if "close_after_s" in table:
+        config = replace(config, close_after_s=_number("diagnostics.close_after_s", table["close_after_s"]))
+    if "history_size" in table:
+        size = table["history_size"]
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ConfigError(f"'diagnostics.history_size' must be a whole number of at least 1, not {size!r}")
+        config = replace(config, history_size=size)
+    overrides = table.get("thresholds", {})
+    if not isinstance(overrides, Mapping):
+        raise ConfigError("'diagnostics.thresholds' must be a table")
+    values: dict[str, float] = {}
+    for key, value in overrides.items():
+        if key not in _THRESHOLD_KEYS:
+            raise ConfigError(f"unknown key 'diagnostics.thresholds.{key}'")
+        values[key] = _number(f"diagnostics.thresholds.{key}", value)
+    return replace(config, thresholds=replace(config.thresholds, **values))
+
+
+def _number(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ConfigError(f"'{name}' must be a number, not {value!r}")
+    if value < 0:
+        raise ConfigError(f"'{name}' must not be negative, not {value!r}")
+    return float(value)

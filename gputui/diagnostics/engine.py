@@ -1,0 +1,153 @@
+"""The diagnostics engine: runs every enabled rule on each snapshot and turns what holds into findings.
+
+Hysteresis lives here, not in the rules: a condition must hold for `open_after_s` before its finding opens, and
+be clear for `close_after_s` before it closes, so a value wobbling around a threshold neither flaps nor hides.
+A condition that lapses before its finding opened starts over. Time is the snapshots' own timestamps, so a
+replayed or simulated session gives the same findings as it did live.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from gputui.diagnostics.catalog import text
+from gputui.diagnostics.config import DiagnosticsConfig
+from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.diagnostics.rules import ALL_RULES
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.history import History
+from gputui.model import Snapshot
+
+# Enough snapshots for the longest window at the fastest interval (0.25 s).
+HISTORY_CAPACITY = 600
+
+TrackKey = tuple[str, tuple[int, ...]]
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosticsState:
+    """What the views show: open findings worst first, and recently closed ones newest first."""
+
+    active: tuple[Finding, ...] = ()
+    closed: tuple[Finding, ...] = ()
+
+    @property
+    def worst(self) -> Severity | None:
+        return max((f.severity for f in self.active), default=None)
+
+
+@dataclass(slots=True)
+class _Track:
+    """One condition the engine follows, from its first sighting until its finding closes."""
+
+    rule: Rule
+    hit: Hit
+    first_seen: float
+    last_seen: float
+    severity: Severity
+    worst: float | None
+    opened: bool = False
+
+
+class DiagnosticsEngine:
+    """Feed it every snapshot in order with `update`; it keeps its own history of them."""
+
+    def __init__(self, config: DiagnosticsConfig | None = None, lang: str = "en") -> None:
+        self.config = config if config is not None else DiagnosticsConfig()
+        self.lang = lang
+        self.rules: tuple[Rule, ...] = tuple(r for r in ALL_RULES if r.id not in self.config.disabled)
+        self.history = History(HISTORY_CAPACITY)
+        self._tracks: dict[TrackKey, _Track] = {}
+        self._closed: deque[Finding] = deque(maxlen=self.config.history_size)
+
+    def update(self, snapshot: Snapshot) -> DiagnosticsState:
+        self.history.append(snapshot)
+        now = snapshot.timestamp
+        th = self.config.thresholds
+        window = Window(self.history.window(th.window_s), th.window_s)
+        seen: set[TrackKey] = set()
+        for rule in self.rules:
+            for hit in rule.check(window, th):
+                key = (rule.id, hit.gpus)
+                seen.add(key)
+                self._observe(key, rule, hit, now)
+        for key in [k for k in self._tracks if k not in seen]:
+            self._lapse(key, now)
+        active = [self._finding(track, window, now) for track in self._tracks.values() if track.opened]
+        active.sort(key=lambda f: (-f.severity, f.started_at, f.rule, f.gpus))
+        return DiagnosticsState(active=tuple(active), closed=tuple(self._closed))
+
+    def _observe(self, key: TrackKey, rule: Rule, hit: Hit, now: float) -> None:
+        severity = hit.severity if hit.severity is not None else rule.severity
+        track = self._tracks.get(key)
+        if track is None:
+            track = _Track(rule=rule, hit=hit, first_seen=now, last_seen=now, severity=severity, worst=hit.value)
+            self._tracks[key] = track
+        else:
+            track.hit, track.last_seen = hit, now
+            track.severity = max(track.severity, severity)
+            track.worst = _worse(track.worst, hit.value, rule.higher_is_worse)
+        hold = rule.open_after(self.config.thresholds)
+        if not track.opened and now - track.first_seen >= (self.config.open_after_s if hold is None else hold):
+            track.opened = True
+
+    def _lapse(self, key: TrackKey, now: float) -> None:
+        track = self._tracks[key]
+        if not track.opened:
+            del self._tracks[key]
+            return
+        hold = track.rule.close_after(self.config.thresholds)
+        if now - track.last_seen >= (self.config.close_after_s if hold is None else hold):
+            del self._tracks[key]
+            self._closed.appendleft(self._finding(track, None, track.last_seen, ended=True))
+
+    def _finding(self, track: _Track, window: Window | None, now: float, ended: bool = False) -> Finding:
+        hit, rule, lang = track.hit, track.rule, self.lang
+        suffix = f".{hit.variant}" if hit.variant else ""
+        span = window.span_s if window is not None else round(self.config.thresholds.window_s)
+        return Finding(
+            rule=rule.id,
+            severity=track.severity,
+            title=text(f"{rule.id}.title{suffix}", lang, **hit.params),
+            advice=text(f"{rule.id}.advice{suffix}", lang, **hit.params),
+            gpus=hit.gpus,
+            pids=hit.pids,
+            evidence=tuple(localize(e, lang, span) for e in hit.evidence),
+            started_at=track.first_seen,
+            duration_s=max(0.0, now - track.first_seen),
+            ended_at=now if ended else None,
+            worst=track.worst,
+            metric=rule.metric,
+        )
+
+
+def _worse(old: float | None, new: float | None, higher_is_worse: bool) -> float | None:
+    if old is None or new is None:
+        return new if old is None else old
+    return max(old, new) if higher_is_worse else min(old, new)
+
+
+def localize(evidence: Evidence, lang: str, window_s: int) -> Evidence:
+    """A rule's evidence (catalog keys) in words: the label and the window it was measured over."""
+    window = text(f"win.{evidence.window}", lang, seconds=window_s) if evidence.window else ""
+    return Evidence(
+        label=text(f"ev.{evidence.key}", lang),
+        value=evidence.value,
+        unit=evidence.unit,
+        window=window,
+        key=evidence.key,
+    )
+
+
+def unavailable_finding(reason: str, lang: str = "en", now: float = 0.0) -> Finding:
+    """`nvml_unavailable`: the driver cannot be read, with why; built where there is no snapshot to judge."""
+    reason = reason.strip().rstrip(".")
+    return Finding(
+        rule="nvml_unavailable",
+        severity=Severity.CRITICAL,
+        title=text("nvml_unavailable.title", lang),
+        advice=text("nvml_unavailable.advice", lang, reason=reason),
+        evidence=(localize(ev("reason", reason), lang, 0),),
+        started_at=now,
+    )

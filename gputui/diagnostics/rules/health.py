@@ -1,0 +1,42 @@
+"""Hardware health the driver reports: uncorrected ECC errors and pending retirement (`ecc_errors`), XIDs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gputui.diagnostics.config import Thresholds
+from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.rules.base import Hit, Rule, Window, at_once, ev
+
+
+def ecc_errors(w: Window, th: Thresholds) -> Iterator[Hit]:
+    for g in w.gpus():
+        if (g.ecc_uncorrected or 0) > 0 or g.retired_pages_pending:
+            yield Hit(
+                gpus=(g.index,),
+                value=g.ecc_uncorrected,
+                params={"gpu": g.index},
+                evidence=(
+                    ev("ecc_uncorrected", g.ecc_uncorrected),
+                    ev("retired_pending", None if g.retired_pages_pending is None else str(g.retired_pages_pending)),
+                ),
+            )
+
+
+def xid(w: Window, th: Thresholds) -> Iterator[Hit]:
+    """An XID is an event, not a state: the finding opens on it and stays open for `xid_hold_s`."""
+    for g in w.gpus():
+        if g.xid_events:
+            codes = ", ".join(str(code) for code in sorted(set(g.xid_events)))
+            yield Hit(
+                gpus=(g.index,),
+                value=len(g.xid_events),
+                params={"gpu": g.index, "codes": codes},
+                evidence=(ev("xid_codes", codes),),
+            )
+
+
+RULES = (
+    Rule("ecc_errors", Severity.CRITICAL, ecc_errors, open_after=at_once),
+    Rule("xid", Severity.CRITICAL, xid, open_after=at_once, close_after=lambda th: th.xid_hold_s),
+)

@@ -1,0 +1,40 @@
+"""The host under memory pressure: sustained swapping (`host_swap`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gputui.diagnostics.config import Thresholds
+from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.model import HostSample
+
+_MIB = 1 << 20
+
+
+def _swap_rate(h: HostSample) -> float | None:
+    if h.swap_in_bytes_s is None and h.swap_out_bytes_s is None:
+        return None
+    return (h.swap_in_bytes_s or 0.0) + (h.swap_out_bytes_s or 0.0)
+
+
+def host_swap(w: Window, th: Thresholds) -> Iterator[Hit]:
+    limit = th.swap_mib_s * _MIB
+    share = w.host_share(lambda h: (_swap_rate(h) or 0.0) >= limit)
+    if share < th.sustained_share:
+        return
+    swap_in = w.host_mean(lambda h: h.swap_in_bytes_s)
+    swap_out = w.host_mean(lambda h: h.swap_out_bytes_s)
+    rate = ((swap_in or 0.0) + (swap_out or 0.0)) / _MIB
+    yield Hit(
+        gpus=(),
+        value=round(rate, 1),
+        params={},
+        evidence=(
+            ev("swap_in", None if swap_in is None else round(swap_in / _MIB, 1), "MiB/s", "mean"),
+            ev("swap_out", None if swap_out is None else round(swap_out / _MIB, 1), "MiB/s", "mean"),
+        ),
+    )
+
+
+RULES = (Rule("host_swap", Severity.WARNING, host_swap),)

@@ -1,0 +1,135 @@
+"""A GPU that waits for its input: on the CPU, the disk or the network; and CPUs taken by other work.
+
+All four start from the same sign (FACTS: a process holds the GPU and utilization averages below ~50%) and
+differ in what the host shows at the same time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gputui.diagnostics.config import Thresholds
+from gputui.diagnostics.findings import Evidence, Severity
+from gputui.diagnostics.rules.base import Hit, Rule, Window, compute_pids, ev, fmt
+from gputui.model import GpuSample, ProcSample
+
+
+def _starving(w: Window, th: Thresholds) -> Iterator[tuple[GpuSample, float, tuple[int, ...]]]:
+    """GPUs held by a process whose utilization averages low over the window, with that mean."""
+    for g in w.gpus():
+        pids = compute_pids(g)
+        if not pids:
+            continue
+        util = w.mean(g.index, lambda s: s.utilization_gpu_pct)
+        if util is not None and util < th.starved_util_pct:
+            yield g, util, pids
+
+
+def _busiest(w: Window, pids: tuple[int, ...]) -> ProcSample | None:
+    procs = [p for p in (w.host.process(pid) for pid in pids) if p is not None and p.cpu_pct is not None]
+    return max(procs, key=lambda p: p.cpu_pct or 0.0) if procs else None
+
+
+def _util(util: float) -> Evidence:
+    return ev("gpu_util", round(util, 1), "%", "mean")
+
+
+def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
+    host_cpu = w.host_mean(lambda h: h.cpu_pct)
+    saturated = host_cpu is not None and host_cpu >= th.host_cpu_saturated_pct
+    for g, util, pids in _starving(w, th):
+        proc = _busiest(w, pids)
+        one_core = proc is not None and proc.cpu_pct is not None and proc.cpu_pct >= th.starved_proc_cpu_pct
+        if not (one_core or saturated):
+            continue
+        name = f"{proc.name} ({proc.pid})" if proc else "?"
+        children = proc.children if proc else None
+        yield Hit(
+            gpus=(g.index,),
+            pids=(proc.pid,) if proc else pids,
+            value=round(util, 1),
+            params={"gpu": g.index, "name": name, "children": fmt(children)},
+            evidence=(
+                _util(util),
+                ev("process", name),
+                ev("process_cpu", proc.cpu_pct if proc else None, "%"),
+                ev("workers", children),
+                ev("host_cpu", None if host_cpu is None else round(host_cpu, 1), "%", "mean"),
+            ),
+        )
+
+
+def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
+    iowait = w.host_mean(lambda h: h.iowait_pct)
+    busy = w.host_mean(lambda h: h.disk_busy_pct)
+    if not ((iowait is not None and iowait >= th.iowait_pct) or (busy is not None and busy >= th.disk_busy_pct)):
+        return
+    read = w.host_mean(lambda h: h.disk_read_bytes_s)
+    for g, util, pids in _starving(w, th):
+        procs = [p for p in (w.host.process(pid) for pid in pids) if p is not None]
+        proc_read = sum(p.read_bytes_s or 0.0 for p in procs) if procs else None
+        yield Hit(
+            gpus=(g.index,),
+            pids=pids,
+            value=round(util, 1),
+            params={"gpu": g.index},
+            evidence=(
+                _util(util),
+                ev("iowait", None if iowait is None else round(iowait, 1), "%", "mean"),
+                ev("disk_busy", None if busy is None else round(busy, 1), "%", "mean"),
+                ev("disk_read", None if read is None else round(read / 1e6, 1), "MB/s", "mean"),
+                ev("process_read", None if proc_read is None else round(proc_read / 1e6, 1), "MB/s"),
+            ),
+        )
+
+
+def starvation_net(w: Window, th: Thresholds) -> Iterator[Hit]:
+    link = w.host.net_link_bytes_s
+    rx = w.host_mean(lambda h: h.net_rx_bytes_s)
+    if not link or rx is None or rx < th.net_saturated_pct / 100 * link:
+        return
+    for g, util, pids in _starving(w, th):
+        yield Hit(
+            gpus=(g.index,),
+            pids=pids,
+            value=round(util, 1),
+            params={"gpu": g.index},
+            evidence=(
+                _util(util),
+                ev("net_rx", round(rx / 1e6, 1), "MB/s", "mean"),
+                ev("net_link", round(link / 1e6, 1), "MB/s"),
+            ),
+        )
+
+
+def cpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
+    """The host's CPUs are saturated and most of that is not the GPU jobs' own main processes."""
+    host_cpu = w.host_mean(lambda h: h.cpu_pct)
+    cores = len(w.host.cpu_pct_per_core)
+    if host_cpu is None or not cores or host_cpu < th.host_cpu_saturated_pct:
+        return
+    used = host_cpu * cores  # in % of one core
+    jobs = sum(p.cpu_pct or 0.0 for p in w.host.processes)
+    others = max(0.0, used - jobs)
+    if others < used / 2:
+        return
+    for g, util, pids in _starving(w, th):
+        yield Hit(
+            gpus=(g.index,),
+            pids=pids,
+            value=round(100 * others / (cores * 100), 1),
+            params={"gpu": g.index},
+            evidence=(
+                _util(util),
+                ev("host_cpu", round(host_cpu, 1), "%", "mean"),
+                ev("others_cpu", round(others / cores, 1), "%", "mean"),
+            ),
+        )
+
+
+RULES = (
+    Rule("starvation_cpu", Severity.WARNING, starvation_cpu, metric="utilization_gpu_pct", higher_is_worse=False),
+    Rule("starvation_io", Severity.WARNING, starvation_io, metric="utilization_gpu_pct", higher_is_worse=False),
+    Rule("starvation_net", Severity.WARNING, starvation_net, metric="utilization_gpu_pct", higher_is_worse=False),
+    Rule("cpu_contention", Severity.INFO, cpu_contention, metric="utilization_gpu_pct"),
+)

@@ -1,0 +1,77 @@
+"""Heat: throttling now (`thermal_throttle`) and the warning before it (`thermal_margin`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from gputui.diagnostics.config import Thresholds
+from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.rules.base import CLOCK_THERMAL, Hit, Rule, Window, ev, fmt, has_bits, is_busy
+from gputui.model import GpuSample
+
+
+def _thermal_ns(sample: GpuSample) -> int | None:
+    return sample.thermal_violation_ns
+
+
+def _violation_growing(series: list[GpuSample]) -> bool:
+    """The thermal violation counter moved since the previous sample: throttled even between two reads."""
+    if len(series) < 2:
+        return False
+    now, before = series[-1].thermal_violation_ns, series[-2].thermal_violation_ns
+    return now is not None and before is not None and now > before
+
+
+def throttled_pct(series: list[GpuSample], bits: int, counter: Callable[[GpuSample], int | None]) -> float:
+    """% of the window throttled: from the cumulative violation counter when reported, else from the bits."""
+    first, last = series[0], series[-1]
+    start, end = counter(first), counter(last)
+    span_ns = (last.timestamp - first.timestamp) * 1e9
+    if start is not None and end is not None and span_ns > 0:
+        return max(0.0, min(100.0, (end - start) / span_ns * 100.0))
+    return 100.0 * sum(1 for g in series if has_bits(g, bits)) / len(series)
+
+
+def thermal_throttle(w: Window, th: Thresholds) -> Iterator[Hit]:
+    for g in w.gpus():
+        series = w.series(g.index)
+        if not is_busy(g, th) or not (has_bits(g, CLOCK_THERMAL) or _violation_growing(series)):
+            continue
+        info = w.info(g.index)
+        yield Hit(
+            gpus=(g.index,),
+            value=g.temperature_c,
+            params={"gpu": g.index},
+            evidence=(
+                ev("temperature", g.temperature_c, "C"),
+                ev("slowdown_threshold", info.temperature_slowdown_c if info else None, "C", "static"),
+                ev("throttled_share", throttled_pct(series, CLOCK_THERMAL, _thermal_ns), "%", "share"),
+                ev("sm_clock", g.sm_clock_mhz, "MHz"),
+                ev("max_sm_clock", info.max_sm_clock_mhz if info else None, "MHz", "static"),
+            ),
+        )
+
+
+def thermal_margin(w: Window, th: Thresholds) -> Iterator[Hit]:
+    for g in w.gpus():
+        info = w.info(g.index)
+        slowdown = info.temperature_slowdown_c if info else None
+        if slowdown is None or g.temperature_c is None or g.temperature_c < slowdown - th.thermal_margin_c:
+            continue
+        if has_bits(g, CLOCK_THERMAL) or _violation_growing(w.series(g.index)):
+            continue
+        yield Hit(
+            gpus=(g.index,),
+            value=g.temperature_c,
+            params={"gpu": g.index, "margin": fmt(th.thermal_margin_c), "slowdown": slowdown},
+            evidence=(
+                ev("temperature", g.temperature_c, "C"),
+                ev("slowdown_threshold", slowdown, "C", "static"),
+            ),
+        )
+
+
+RULES = (
+    Rule("thermal_throttle", Severity.CRITICAL, thermal_throttle, metric="temperature_c"),
+    Rule("thermal_margin", Severity.WARNING, thermal_margin, metric="temperature_c"),
+)
