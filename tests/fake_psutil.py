@@ -109,8 +109,11 @@ class FakePsutil(types.ModuleType):
     AccessDenied = real.AccessDenied
     ZombieProcess = real.ZombieProcess
 
-    def __init__(self, cores: int = 4):
+    def __init__(self, cores: int = 4, ppid_map: bool = True):
+        """`ppid_map=False` leaves out psutil's private one-scan map, to exercise the per-process fallback."""
         super().__init__("psutil")
+        if ppid_map:
+            self._ppid_map = self._scan_parents
         self.cores = [scputimes(user=100.0, system=50.0, idle=1000.0, iowait=5.0, steal=1.0) for _ in range(cores)]
         self.memory = svmem(total=512 * 1024**3, available=400 * 1024**3, percent=21.9, used=100 * 1024**3, free=0)
         self.swap = sswap(total=8 * 1024**3, used=1024**3, free=7 * 1024**3, percent=12.5, sin=0, sout=0)
@@ -161,6 +164,17 @@ class FakePsutil(types.ModuleType):
         if proc is None or proc.gone:
             raise real.NoSuchProcess(pid)
         return proc
+
+    def _scan_parents(self) -> dict[int, int]:
+        """{pid: ppid} for every process, as psutil._ppid_map returns; children get made-up pids."""
+        self.calls["_ppid_map"] += 1
+        parents = {pid: 1 for pid, proc in self.processes.items() if not proc.gone}
+        child = 100_000
+        for pid, proc in self.processes.items():
+            for _ in range(proc.children_ if not proc.gone else 0):
+                parents[child] = pid
+                child += 1
+        return parents
 
     def advance_cpu(self, core: int, **seconds: float) -> None:
         """Add CPU seconds to one core's counters, e.g. advance_cpu(0, user=0.5, idle=0.5)."""

@@ -201,7 +201,10 @@ def test_gpu_process_fields_and_primed_cpu_percent(ps: FakePsutil, clock: Clock,
     assert ps.calls["Process"] == 1  # the psutil.Process is kept between ticks
 
 
-def test_access_denied_fields_are_none(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+def test_access_denied_fields_are_none(clock: Clock) -> None:
+    ps = FakePsutil(ppid_map=False)
+    host = HostSource(clock=clock, psutil_module=ps)
+    host.open()
     ps.processes[7] = FakeProcess(7, denied={"username", "io_counters", "cmdline", "children"})
     host.sample([7], 1.0)
     idle_tick(ps, clock)
@@ -247,17 +250,50 @@ def test_pids_that_left_the_gpu_are_forgotten(ps: FakePsutil, clock: Clock, host
     assert ps.calls["Process"] == 2  # followed afresh, with its CPU counter primed again
 
 
-def test_children_are_counted_on_first_sight_then_on_a_cadence(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
-    proc = FakeProcess(3)
-    ps.processes[3] = proc
-    for _ in range(2 * CHILDREN_EVERY):
-        host.sample([3], clock.now)
-    assert proc.calls["children"] == 3  # first sight, then once per CHILDREN_EVERY ticks
-    proc.children_ = 9
+def test_children_of_all_gpu_processes_come_from_one_scan_on_a_cadence(
+    ps: FakePsutil, clock: Clock, host: HostSource
+) -> None:
+    ps.processes[3] = FakeProcess(3, children_=4)
+    ps.processes[4] = FakeProcess(4, children_=0)
+    sample = host.sample([3, 4], clock.now)
+    assert [p.children for p in sample.processes] == [4, 0]
+    assert ps.calls["_ppid_map"] == 1  # one scan for both
+    for _ in range(2 * CHILDREN_EVERY - 1):
+        host.sample([3, 4], clock.now)
+    assert ps.calls["_ppid_map"] == 2  # first sight, then once per CHILDREN_EVERY ticks
+    ps.processes[3].children_ = 9
     for _ in range(CHILDREN_EVERY):
+        sample = host.sample([3, 4], clock.now)
+    assert [p.children for p in sample.processes] == [9, 0]
+    assert ps.processes[3].calls["children"] == 0
+
+
+def test_children_fall_back_to_psutil_children_without_the_scan(clock: Clock) -> None:
+    ps = FakePsutil(ppid_map=False)
+    host = HostSource(clock=clock, psutil_module=ps)
+    host.open()
+    proc = FakeProcess(3, children_=2)
+    ps.processes[3] = proc
+    for _ in range(CHILDREN_EVERY + 1):
         sample = host.sample([3], clock.now)
-    assert sample.process(3) is not None
-    assert sample.process(3).children == 9  # type: ignore[union-attr]
+    assert sample.processes[0].children == 2
+    assert proc.calls["children"] == 2
+
+
+def test_a_new_process_joins_with_its_children_counted(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    ps.processes[3] = FakeProcess(3, children_=1)
+    host.sample([3], clock.now)
+    ps.processes[8] = FakeProcess(8, children_=6)
+    assert [p.children for p in host.sample([3, 8], clock.now).processes] == [1, 6]
+
+
+def test_identity_is_read_once(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    ps.processes[3] = FakeProcess(3)
+    for _ in range(3):
+        host.sample([3], clock.now)
+    assert ps.processes[3].calls["cmdline"] == 1
+    assert ps.processes[3].calls["username"] == 1
+    assert ps.processes[3].calls["cpu_percent"] == 3
 
 
 def test_rate_helper() -> None:

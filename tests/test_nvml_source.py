@@ -141,7 +141,7 @@ def test_a_gpu_lost_mid_run_is_marked_lost_and_the_others_go_on() -> None:
     snap = source.sample()
     lost = snap.gpus[1]
     assert lost.lost
-    assert lost.error is not None and "GpuIsLost" in lost.error and "GPU is lost" in lost.error
+    assert lost.error is not None and "GPU is lost (fell off the bus)" in lost.error
     assert lost.utilization_gpu_pct is None and lost.processes == ()
     assert [g.utilization_gpu_pct for g in (snap.gpus[0], snap.gpus[2])] == [97.0, 97.0]
     assert len(snap.events) == 1 and "GPU 1" in snap.events[0]
@@ -158,7 +158,15 @@ def test_a_gpu_lost_before_open_is_listed_as_lost() -> None:
     snap = source.sample()
     assert [info.index for info in snap.gpu_info] == [0, 1]
     assert snap.gpus[1].lost
+    assert snap.gpu_info[1].name == "unknown"
     assert not snap.gpus[0].lost
+
+
+def test_a_gpu_the_driver_cannot_open_is_listed_with_the_reason() -> None:
+    nvml = FakeNvml([FakeGpu(errors={"nvmlDeviceGetHandleByIndex": pynvml.NVML_ERROR_UNKNOWN}), FakeGpu()])
+    snap = opened(nvml).sample()
+    assert snap.gpus[0].lost and snap.gpus[0].error == "the driver could not open this GPU: Unknown Error"
+    assert snap.gpus[1].power_w == 612.0
 
 
 def test_old_driver_falls_back_to_the_deprecated_names() -> None:

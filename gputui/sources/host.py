@@ -7,6 +7,7 @@ backwards (a reset, a wrap, a disk that was removed) gives no rate for that tick
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from types import ModuleType
@@ -16,8 +17,8 @@ import psutil
 
 from gputui.model import HostSample, ProcSample
 
-# Counting a process's children scans every process on the machine (~20 µs each), so a count is refreshed
-# every CHILDREN_EVERY ticks, each pid on its own tick so that the scans spread out.
+# Counting children scans every process on the machine (~5-40 µs each), so the counts of all GPU processes
+# are refreshed together, in one scan, every CHILDREN_EVERY ticks (and for a process when it first appears).
 CHILDREN_EVERY = 10
 # Link speeds change only when a cable or a driver does; asking costs an ioctl per interface.
 LINK_EVERY = 30
@@ -37,6 +38,7 @@ class _Counters:
 
     at: float
     cpu: Sequence[Any] | None
+    swap: Any  # psutil's sswap: used and total as well as the cumulative swap-in/out bytes
     swap_in: float | None
     swap_out: float | None
     disk_read: float | None
@@ -51,11 +53,13 @@ class _Tracked:
     """A GPU process followed across ticks: psutil.Process keeps the CPU time that cpu_percent compares to."""
 
     process: Any
+    name: str = "?"
+    user: str | None = None
+    cmdline: str | None = None
     primed: bool = False
     read_bytes: float | None = None
     read_at: float = 0.0
     children: int | None = None
-    children_read: bool = False
 
 
 class HostSource:
@@ -69,6 +73,8 @@ class HostSource:
         self._procs: dict[int, _Tracked] = {}
         self._tick = 0
         self._link_bytes_s: float | None = None
+        self._parents: Counter[int] | None = None  # children per parent pid, from this tick's scan
+        self._scanned = False
 
     def open(self) -> None:
         """Take the first counter reading, so the first sample already has rates and CPU percentages.
@@ -89,11 +95,12 @@ class HostSource:
         last = self._last if self._last is not None else counters
         self._last = counters
         seconds = counters.at - last.at
+        self._parents, self._scanned = None, False
         if self._tick % LINK_EVERY == 0:
             self._link_bytes_s = self._read_link_speed()
         per_core, iowait, steal = _cpu_percentages(last.cpu, counters.cpu)
         memory = self._call(self._ps.virtual_memory)
-        swap = self._call(self._ps.swap_memory)
+        swap = counters.swap
         sample = HostSample(
             timestamp=timestamp,
             cpu_pct_per_core=per_core,
@@ -137,6 +144,7 @@ class HostSource:
         return _Counters(
             at=self._clock(),
             cpu=self._call(ps.cpu_times, percpu=True),
+            swap=swap,
             swap_in=swap.sin if swap is not None else None,
             swap_out=swap.sout if swap is not None else None,
             disk_read=disk.read_bytes if disk is not None else None,
@@ -175,7 +183,9 @@ class HostSource:
         try:
             tracked = self._procs.get(pid)
             if tracked is None:
-                tracked = self._procs[pid] = _Tracked(ps.Process(pid))
+                tracked = self._follow(pid)
+            elif self._tick % CHILDREN_EVERY == 0:
+                tracked.children = self._count_children(tracked)
             process = tracked.process
             with process.oneshot():
                 now = self._clock()
@@ -186,17 +196,12 @@ class HostSource:
                 read_bytes = float(io.read_bytes) if io is not None else None
                 read_rate = rate(read_bytes, tracked.read_bytes, now - tracked.read_at)
                 tracked.read_bytes, tracked.read_at = read_bytes, now
-                if not tracked.children_read or (self._tick + pid) % CHILDREN_EVERY == 0:
-                    children = self._denied_as_none(process.children)
-                    tracked.children = len(children) if children is not None else None
-                    tracked.children_read = True
                 memory = self._denied_as_none(process.memory_info)
-                cmdline = self._denied_as_none(process.cmdline)
                 return ProcSample(
                     pid=pid,
-                    name=self._denied_as_none(process.name) or "?",
-                    user=self._denied_as_none(process.username),
-                    cmdline=" ".join(cmdline) if cmdline else None,
+                    name=tracked.name,
+                    user=tracked.user,
+                    cmdline=tracked.cmdline,
                     cpu_pct=cpu_pct,
                     threads=self._denied_as_none(process.num_threads),
                     children=tracked.children,
@@ -208,6 +213,37 @@ class HostSource:
             return None
         except ps.AccessDenied:
             return ProcSample(pid=pid, name="?")
+
+    def _follow(self, pid: int) -> _Tracked:
+        """Start following a process: what it is (read once: it does not change) and its children."""
+        process = self._ps.Process(pid)
+        with process.oneshot():
+            cmdline = self._denied_as_none(process.cmdline)
+            tracked = _Tracked(
+                process=process,
+                name=self._denied_as_none(process.name) or "?",
+                user=self._denied_as_none(process.username),
+                cmdline=" ".join(cmdline) if cmdline else None,
+            )
+        tracked.children = self._count_children(tracked)
+        self._procs[pid] = tracked
+        return tracked
+
+    def _count_children(self, tracked: _Tracked) -> int | None:
+        """Direct children, from one scan of all processes per tick shared by every GPU process.
+
+        psutil's `_ppid_map` is the scan its own Process.children() makes; where it is missing or fails,
+        each process asks psutil.children() itself.
+        """
+        if not self._scanned:
+            self._scanned = True
+            ppid_map = getattr(self._ps, "_ppid_map", None)
+            parents = self._call(ppid_map) if ppid_map is not None else None
+            self._parents = Counter(parents.values()) if parents is not None else None
+        if self._parents is not None:
+            return self._parents[tracked.process.pid]
+        children = self._denied_as_none(tracked.process.children)
+        return len(children) if children is not None else None
 
     def _denied_as_none(self, fn: Callable[[], Any]) -> Any:
         """A process field another user's process may hide; NoSuchProcess still propagates."""
@@ -222,9 +258,9 @@ def _cpu_percentages(
 ) -> tuple[tuple[float, ...], float | None, float | None]:
     """Per-core busy %, and iowait % and steal % of all cores, from two per-core cpu_times readings.
 
-    Busy time follows psutil.cpu_percent: total minus idle and iowait, with guest time (already counted
-    in user time on Linux) left out of the total. Unknown (empty, None) when the cores changed or a
-    counter went backwards.
+    Busy time follows psutil.cpu_percent (and its rounding to 0.1 %): total minus idle and iowait, with
+    guest time (already counted in user time on Linux) left out of the total. Unknown (empty, None) when
+    the cores changed or a counter went backwards.
     """
     if old is None or new is None or len(old) != len(new) or not new:
         return (), None, None
@@ -235,7 +271,7 @@ def _cpu_percentages(
         idle = _idle_time(after) - _idle_time(before)
         if total <= 0 or idle < 0 or idle > total:
             return (), None, None
-        per_core.append((total - idle) / total * 100.0)
+        per_core.append(round((total - idle) / total * 100.0, 1))
         total_all += total
         iowait_all += getattr(after, "iowait", 0.0) - getattr(before, "iowait", 0.0)
         steal_all += getattr(after, "steal", 0.0) - getattr(before, "steal", 0.0)
@@ -243,8 +279,8 @@ def _cpu_percentages(
     has_steal = hasattr(new[0], "steal")
     return (
         tuple(per_core),
-        max(iowait_all, 0.0) / total_all * 100.0 if has_iowait else None,
-        max(steal_all, 0.0) / total_all * 100.0 if has_steal else None,
+        round(max(iowait_all, 0.0) / total_all * 100.0, 1) if has_iowait else None,
+        round(max(steal_all, 0.0) / total_all * 100.0, 1) if has_steal else None,
     )
 
 

@@ -50,7 +50,7 @@ INIT_ERRORS = {
     ),
 }
 NO_DEVICES = "the NVIDIA driver is running but reports no GPUs (check 'lspci | grep -i nvidia' and 'dmesg')"
-LOST = "GPU fell off the bus (GpuIsLost); 'dmesg' shows the Xid; a reboot or GPU reset is usually needed"
+LOST = "GPU is lost (fell off the bus): 'dmesg' shows the Xid; it needs a reset or a reboot"
 
 
 def cuda_version(encoded: int | None) -> str | None:
@@ -310,10 +310,10 @@ class NvmlSource:
                 return None
         return None
 
-    def _mark_lost(self, gpu: _Gpu, exc: BaseException) -> None:
-        gpu.lost = f"{LOST} [{exc}]"
+    def _mark_lost(self, gpu: _Gpu, error: str) -> None:
+        gpu.lost = error
         gpu.processes = ()
-        gpu.events.append(f"GPU {gpu.index} fell off the bus: {exc}")
+        gpu.events.append(f"GPU {gpu.index}: {error}")
 
     def _open_gpu(self, n: ModuleType, index: int, table: dict[str, tuple[Query, ...]]) -> _Gpu:
         gpu = _Gpu(index=index, handle=None, queries={key: list(v) for key, v in table.items()})
@@ -322,9 +322,12 @@ class NvmlSource:
             gpu.info = self._read_info(gpu)
         except n.NVMLError_NoPermission as exc:
             raise SourceUnavailable(_init_message(exc)) from None
+        except n.NVMLError_GpuIsLost:
+            self._mark_lost(gpu, LOST)
         except n.NVMLError as exc:
-            self._mark_lost(gpu, exc)
-            gpu.info = GpuInfo(index=index, name="unknown (lost)")
+            self._mark_lost(gpu, f"the driver could not open this GPU: {exc}")
+        if gpu.info is None:
+            gpu.info = GpuInfo(index=index, name="unknown")
         return gpu
 
     def _read_info(self, gpu: _Gpu) -> GpuInfo:
@@ -368,8 +371,8 @@ class NvmlSource:
         if gpu.lost is None:
             try:
                 return self._read_sample(gpu, now, slow)
-            except self._gpu_lost as exc:
-                self._mark_lost(gpu, exc)
+            except self._gpu_lost:
+                self._mark_lost(gpu, LOST)
         return GpuSample(index=gpu.index, timestamp=now, lost=True, error=gpu.lost)
 
     def _read_sample(self, gpu: _Gpu, now: float, slow: bool) -> GpuSample:

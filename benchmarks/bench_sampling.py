@@ -1,0 +1,72 @@
+"""CPU cost of one sampling tick: NvmlSource over the fake pynvml with 8 GPUs, plus the real HostSource.
+
+The NVML side measures our own per-tick work (guards, fallbacks, building the frozen samples) over a fake
+whose calls build the same ctypes structures the real pynvml returns; the driver's own time is not in it.
+The host side is the real psutil on this machine, following 8 real processes (this one and 7 children,
+standing in for 8 training ranks). Target: under 5 ms of CPU per tick.
+
+Run: .venv/bin/python benchmarks/bench_sampling.py [--ticks N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+# The fake lives with the tests (it is test support, not part of the package); share it from there.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from fake_pynvml import FakeGpu, FakeNvml  # noqa: E402
+
+from gputui.sources.host import HostSource  # noqa: E402
+from gputui.sources.nvml import NvmlSource  # noqa: E402
+
+GPUS = 8
+WARMUP = 10
+
+
+def measure(ticks: int, pids: list[int]) -> list[float]:
+    """CPU seconds of each of `ticks` samples, after a short warm-up."""
+    gpus = [FakeGpu(compute_processes=[(pid, 60_000 * 1024 * 1024)]) for pid in pids]
+    source = NvmlSource(nvml=FakeNvml(gpus), host=HostSource(), slow_every=5)
+    source.open()
+    try:
+        for _ in range(WARMUP):
+            source.sample()
+        costs = []
+        for _ in range(ticks):
+            start = time.process_time()
+            snap = source.sample()
+            costs.append(time.process_time() - start)
+        assert len(snap.gpus) == GPUS and len(snap.host.processes) == GPUS, "every rank should be followed"
+        return costs
+    finally:
+        source.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--ticks", type=int, default=500, help="ticks to measure (default 500)")
+    args = parser.parse_args()
+    if args.ticks < 1:
+        parser.error("--ticks must be at least 1")
+    ranks = [subprocess.Popen(["sleep", "600"]) for _ in range(GPUS - 1)]
+    try:
+        costs = measure(args.ticks, [os.getpid(), *(rank.pid for rank in ranks)])
+    finally:
+        for rank in ranks:
+            rank.terminate()
+            rank.wait()
+    ms = sorted(cost * 1000 for cost in costs)
+    print(f"sampling: {GPUS} GPUs + host: median {statistics.median(ms):.2f} ms CPU per tick ({len(ms)} ticks)")
+    print(f"  mean {statistics.fmean(ms):.2f} ms, p95 {ms[int(0.95 * (len(ms) - 1))]:.2f} ms, max {ms[-1]:.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
