@@ -21,10 +21,10 @@ from pathlib import Path
 # The fake lives with the tests (it is test support, not part of the package); share it from there.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fake_pynvml import FakeGpu, FakeNvml  # noqa: E402
+from fake_pynvml import FakeGpu, FakeNvml
 
-from gputui.sources.host import HostSource  # noqa: E402
-from gputui.sources.nvml import NvmlSource  # noqa: E402
+from gputui.sources.host import HostSource
+from gputui.sources.nvml import NvmlSource
 
 GPUS = 8
 WARMUP = 10
