@@ -395,7 +395,7 @@ _ZH: dict[str, str] = {
     "ui.lasted": "持续 {duration}",
     "ui.hint": "上/下：选择  回车：查看建议",
     "ui.worst": "最差 {value}",
-    "cli.simulated": "模拟数据（场景：{scenario}），并非本机",
+    "cli.simulated": "SIMULATED 模拟数据（场景：{scenario}），并非本机",
     "cli.sampled": "{host}：采样 {seconds} 秒",
     "cli.none": "没有高于提示级别的问题：GPU 状态良好。",
     "cli.advice": "建议",

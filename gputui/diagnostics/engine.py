@@ -148,6 +148,6 @@ def unavailable_finding(reason: str, lang: str = "en", now: float = 0.0) -> Find
         severity=Severity.CRITICAL,
         title=text("nvml_unavailable.title", lang),
         advice=text("nvml_unavailable.advice", lang, reason=reason),
-        evidence=(localize(ev("reason", reason), lang, 0),),
+        evidence=(localize(ev("reason", reason, window=""), lang, 0),),
         started_at=now,
     )

@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from rich.cells import cell_len
+
 
 class Severity(enum.IntEnum):
     """Ordered so that max() gives the worst; the names are the interface (`info`, `warning`, `critical`)."""
@@ -73,3 +75,37 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         "started_at": finding.started_at,
         "duration_s": round(finding.duration_s, 3),
     }
+
+
+def format_duration(seconds: float) -> str:
+    """45s, 2m05s, 1h02m: short enough for a narrow pane."""
+    total = max(0, int(seconds))
+    if total < 60:
+        return f"{total}s"
+    if total < 3600:
+        return f"{total // 60}m{total % 60:02d}s"
+    return f"{total // 3600}h{total % 3600 // 60:02d}m"
+
+
+def format_value(value: float | str | None) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, str):
+        return value
+    if abs(value) >= 100 or float(value).is_integer():
+        return f"{value:.0f}"
+    return f"{value:.1f}"
+
+
+def format_evidence(ev: Evidence) -> str:
+    unit = ev.unit if ev.unit in ("%", "") else f" {ev.unit}"
+    window = f" ({ev.window})" if ev.window else ""
+    return f"{ev.label} {format_value(ev.value)}{unit}{window}"
+
+
+def severity_label(severity: Severity, lang: str, width: int = 4) -> str:
+    """CRIT / WARN / INFO (or the Chinese words), padded to `width` terminal cells so columns line up."""
+    from gputui.diagnostics.catalog import text
+
+    label = text(f"sev.{severity.label}", lang)
+    return label + " " * max(0, width - cell_len(label))

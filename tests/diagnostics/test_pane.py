@@ -6,8 +6,8 @@ from dataclasses import replace
 
 from textual.app import App, ComposeResult
 
-from gputui.diagnostics.findings import Evidence, Finding, Severity
-from gputui.ui.widgets.diagnostics import DiagnosticsPane, format_duration
+from gputui.diagnostics.findings import Evidence, Finding, Severity, format_duration
+from gputui.ui.widgets.diagnostics import DiagnosticsPane
 
 HOT = Finding(
     rule="thermal_throttle",

@@ -73,8 +73,8 @@ class Window:
 
     @property
     def span_s(self) -> int:
-        """The window's length in whole seconds, as the evidence states it."""
-        return round(self.seconds)
+        """The seconds the window really covers (less than asked for at the start), as the evidence states it."""
+        return max(1, round(self.latest.timestamp - self.snapshots[0].timestamp))
 
     def gpus(self) -> Iterable[GpuSample]:
         """The latest sample of each GPU that is readable now."""

@@ -17,7 +17,7 @@ from textual.message import Message
 from textual.widget import Widget
 
 from gputui.diagnostics.catalog import text
-from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.diagnostics.findings import Finding, Severity, format_duration, format_evidence, severity_label
 
 SEVERITY_STYLES = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 HISTORY_STYLE = "dim"
@@ -25,32 +25,6 @@ CURSOR_STYLE = "reverse"
 MAX_EVIDENCE = 4  # evidence items shown per finding; the rest is in `gputui diagnose --json`
 
 FindingKey = tuple[str, tuple[int, ...], float]
-
-
-def format_duration(seconds: float) -> str:
-    """45s, 2m05s, 1h02m: short enough for a narrow pane."""
-    total = max(0, int(seconds))
-    if total < 60:
-        return f"{total}s"
-    if total < 3600:
-        return f"{total // 60}m{total % 60:02d}s"
-    return f"{total // 3600}h{total % 3600 // 60:02d}m"
-
-
-def format_value(value: float | str | None) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, str):
-        return value
-    if abs(value) >= 100 or float(value).is_integer():
-        return f"{value:.0f}"
-    return f"{value:.1f}"
-
-
-def format_evidence(ev: Evidence) -> str:
-    unit = ev.unit if ev.unit in ("%", "") else f" {ev.unit}"
-    window = f" ({ev.window})" if ev.window else ""
-    return f"{ev.label} {format_value(ev.value)}{unit}{window}"
 
 
 class _Lines:
@@ -194,7 +168,7 @@ class DiagnosticsPane(Widget, can_focus=True):
         style = HISTORY_STYLE if history else SEVERITY_STYLES[finding.severity]
         where = "GPU " + ",".join(str(g) for g in finding.gpus) if finding.gpus else text("ui.all_gpus", lang)
         head = Text("> " if index == self._cursor else "  ", style=CURSOR_STYLE if self.has_focus else "")
-        head.append(f"{text(f'sev.{finding.severity.label}', lang):<4} ", style=style)
+        head.append(severity_label(finding.severity, lang) + " ", style=style)
         head.append(f"{where:<7} ", style=style)
         head.append(finding.title, style=HISTORY_STYLE if history else "")
         duration = format_duration(finding.duration_s)

@@ -1,0 +1,171 @@
+"""`gputui diagnose`: sample for a few seconds, print what slows the GPUs, and exit with a health code.
+
+Exit codes make it a node health check in scripts: 0 nothing above info, 1 warnings, 4 critical findings,
+2 usage or config error, 3 the driver cannot be read (the `nvml_unavailable` finding is printed too, so a
+script reading the JSON sees why). The simulated machine (`--demo`) runs on simulated time: its N seconds
+pass at once, and everything it prints says SIMULATED.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from gputui.commands import common
+from gputui.diagnostics.catalog import LANGS, resolve_lang, text
+from gputui.diagnostics.config import ConfigError, load_config
+from gputui.diagnostics.findings import (
+    Finding,
+    Severity,
+    finding_to_dict,
+    format_duration,
+    format_evidence,
+    severity_label,
+)
+from gputui.model import Snapshot, SystemInfo
+from gputui.sources.base import InvalidGpuSelection, Source, SourceUnavailable
+
+SCHEMA_VERSION = 1
+DEFAULT_SECONDS = 10.0
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "diagnose",
+        help="sample a few seconds and print what slows the GPUs (exit 0 ok, 1 warnings, 4 critical)",
+    )
+    common.add_source_options(parser)
+    parser.add_argument(
+        "--seconds",
+        type=common.positive_seconds,
+        default=DEFAULT_SECONDS,
+        metavar="N",
+        help=f"how long to sample (default {DEFAULT_SECONDS:g}); findings need a few seconds to confirm",
+    )
+    parser.add_argument(
+        "--interval", type=common.positive_seconds, default=1.0, metavar="S", help="seconds between samples"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON: {schema, system, findings}")
+    parser.add_argument("--lang", choices=LANGS, default=None, help="language of titles and advice (default: locale)")
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="thresholds file (default ~/.config/gputui/config.toml)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputui.diagnostics.engine import DiagnosticsEngine, unavailable_finding
+
+    lang = resolve_lang(args.lang)
+    try:
+        config = load_config(args.config)
+    except ConfigError as exc:
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return common.EXIT_USAGE
+    engine = DiagnosticsEngine(config, lang)
+    try:
+        system, findings = _diagnose(args, engine)
+    except InvalidGpuSelection as exc:
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return common.EXIT_USAGE
+    except SourceUnavailable as exc:
+        _emit(args, None, [unavailable_finding(str(exc), lang, time.time())], lang)
+        return common.report_unavailable(exc)
+    _emit(args, system, findings, lang)
+    worst = max((f.severity for f in findings), default=None)
+    if worst == Severity.CRITICAL:
+        return common.EXIT_CRITICAL
+    if worst == Severity.WARNING:
+        return common.EXIT_WARNINGS
+    return common.EXIT_OK
+
+
+def _open(args: argparse.Namespace) -> tuple[Source, SystemInfo, list[float]]:
+    """The source and, for the simulated one, the clock that this command moves forward itself."""
+    if args.demo is None:
+        source, system = common.make_source(args)
+        return source, system, []
+    from gputui.sources.simulated import SimulatedSource
+
+    now = [0.0]
+    demo = SimulatedSource(scenario=args.demo, gpu_indices=args.gpus, clock=lambda: now[0])
+    return demo, demo.open(), now
+
+
+def _diagnose(args: argparse.Namespace, engine: Any) -> tuple[SystemInfo, list[Finding]]:
+    """Feed the engine `--seconds` of samples; the open findings at the end are the answer."""
+    source, system, sim_clock = _open(args)
+    count = math.floor(args.seconds / args.interval + 1e-9) + 1
+    torch_cuda: str | None = None
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            probe = _start_torch_probe(pool) if system.is_live else None
+            start = time.monotonic()
+            state = None
+            for i in range(count):
+                if sim_clock:
+                    sim_clock[0] = i * args.interval
+                elif i:
+                    time.sleep(max(0.0, start + i * args.interval - time.monotonic()))
+                snapshot = source.sample()
+                if probe is not None and (probe.done() or i == count - 1):
+                    torch_cuda = probe.result()
+                    probe = None
+                if torch_cuda is not None:
+                    snapshot = _with_torch(snapshot, torch_cuda)
+                state = engine.update(snapshot)
+                system = snapshot.system
+    finally:
+        source.close()
+    return system, list(state.active) if state is not None else []
+
+
+def _start_torch_probe(pool: ThreadPoolExecutor) -> Future[str | None]:
+    from gputui.diagnostics.torch_probe import torch_cuda_version
+
+    return pool.submit(torch_cuda_version)
+
+
+def _with_torch(snapshot: Snapshot, version: str) -> Snapshot:
+    return replace(snapshot, system=replace(snapshot.system, torch_cuda_version=version))
+
+
+def _emit(args: argparse.Namespace, system: SystemInfo | None, findings: list[Finding], lang: str) -> None:
+    if args.json:
+        from gputui.serialize import system_to_dict
+
+        document = {
+            "schema": SCHEMA_VERSION,
+            "system": system_to_dict(system) if system is not None else None,
+            "findings": [finding_to_dict(f) for f in findings],
+        }
+        json.dump(document, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        return
+    out: list[str] = []
+    if system is not None:
+        if not system.is_live:
+            out.append(text("cli.simulated", lang, scenario=system.scenario or system.source))
+        out.append(text("cli.sampled", lang, host=system.hostname, seconds=f"{args.seconds:g}"))
+    if not any(f.severity > Severity.INFO for f in findings):
+        out.append(text("cli.none", lang))
+    for finding in findings:
+        where = finding.rule
+        if finding.duration_s >= 1:
+            where += ", " + text("cli.since", lang, duration=format_duration(finding.duration_s))
+        out.append(f"{severity_label(finding.severity, lang)}  {finding.title}  [{where}]")
+        if finding.evidence:
+            out.append("      " + " | ".join(format_evidence(ev) for ev in finding.evidence))
+        out.append(f"      {text('cli.advice', lang)}: {finding.advice}")
+    print("\n".join(out))
