@@ -314,3 +314,13 @@ def test_real_psutil_reads_this_process() -> None:
     assert me is not None
     assert me.rss_bytes is not None and me.rss_bytes > 0
     assert sample.memory_total_bytes is not None and sample.memory_total_bytes > 0
+
+
+def test_swap_rates_are_unknown_on_windows(ps: FakePsutil, clock: Clock) -> None:
+    ps.WINDOWS = True  # type: ignore[attr-defined]
+    host = HostSource(clock=clock, psutil_module=ps)
+    host.open()
+    idle_tick(ps, clock)
+    sample = host.sample([], 1.0)
+    assert sample.swap_in_bytes_s is None and sample.swap_out_bytes_s is None
+    assert sample.swap_used_bytes == GIB

@@ -269,10 +269,11 @@ def test_no_permission_to_a_gpu_handle_is_reported() -> None:
     assert nvml.initialized == 0
 
 
-def test_a_gpu_index_that_does_not_exist_is_a_usage_error() -> None:
+@pytest.mark.parametrize("index", [2, -1])
+def test_a_gpu_index_that_does_not_exist_is_a_usage_error(index: int) -> None:
     nvml = FakeNvml([FakeGpu(), FakeGpu()])
-    source, _ = make_source(nvml, gpu_indices=[0, 2])
-    with pytest.raises(InvalidGpuSelection, match="no GPU 2: this machine has 2 GPU"):
+    source, _ = make_source(nvml, gpu_indices=[0, index])
+    with pytest.raises(InvalidGpuSelection, match=f"no GPU {index}: this machine has 2 GPU"):
         source.open()
     assert nvml.initialized == 0
 

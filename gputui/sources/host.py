@@ -38,7 +38,7 @@ class _Counters:
 
     at: float
     cpu: Sequence[Any] | None
-    swap: Any  # psutil's sswap: used and total as well as the cumulative swap-in/out bytes
+    swap: Any  # psutil's sswap
     swap_in: float | None
     swap_out: float | None
     disk_read: float | None
@@ -69,6 +69,8 @@ class HostSource:
         self._clock = clock
         self._ps = psutil_module
         self._errors: tuple[type[BaseException], ...] = (OSError, NotImplementedError, psutil_module.Error)
+        # psutil reports swap-in/out as 0 on Windows, which would read as "no swapping"
+        self._swap_io = not getattr(psutil_module, "WINDOWS", False)
         self._last: _Counters | None = None
         self._procs: dict[int, _Tracked] = {}
         self._tick = 0
@@ -145,8 +147,8 @@ class HostSource:
             at=self._clock(),
             cpu=self._call(ps.cpu_times, percpu=True),
             swap=swap,
-            swap_in=swap.sin if swap is not None else None,
-            swap_out=swap.sout if swap is not None else None,
+            swap_in=swap.sin if swap is not None and self._swap_io else None,
+            swap_out=swap.sout if swap is not None and self._swap_io else None,
             disk_read=disk.read_bytes if disk is not None else None,
             disk_write=disk.write_bytes if disk is not None else None,
             disk_busy_ms=busy,

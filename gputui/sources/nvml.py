@@ -232,7 +232,7 @@ class NvmlSource:
             self.close()
             raise SourceUnavailable(NO_DEVICES)
         indices = self._wanted if self._wanted is not None else tuple(range(count))
-        missing = [i for i in indices if i >= count]
+        missing = [i for i in indices if not 0 <= i < count]
         if missing:
             self.close()
             raise InvalidGpuSelection(
