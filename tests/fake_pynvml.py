@@ -47,9 +47,9 @@ class FakeGpu:
     """What one GPU reports; the defaults are a busy H100 SXM with every field supported."""
 
     name: str = "NVIDIA H100 80GB HBM3"
-    uuid: str = "GPU-6f2a1c3e-0000-4b1e-9a57-0123456789ab"
+    uuid: str = ""  # "" gets one made from the GPU's index
     serial: str | None = "1654922001234"
-    pci_bus_id: str = "00000000:18:00.0"
+    pci_bus_id: str = ""  # likewise
     memory_total: int = 81559 * MIB
     memory_used: int = 61_000 * MIB  # excluding `memory_reserved`, as memory info v2 reports it
     memory_reserved: int = 519 * MIB
@@ -164,6 +164,9 @@ class FakeNvml(types.ModuleType):
             if not inspect.isfunction(value) and not name.startswith("__"):
                 setattr(self, name, value)
         self.gpus = list(gpus)
+        for index, gpu in enumerate(self.gpus):
+            gpu.uuid = gpu.uuid or f"GPU-6f2a1c3e-0000-4b1e-9a57-{index:012x}"
+            gpu.pci_bus_id = gpu.pci_bus_id or f"00000000:{0x18 + index * 0x10:02X}:00.0"
         self.driver_version = driver_version
         self.nvml_version = nvml_version
         self.cuda_driver_version = cuda_driver_version
@@ -300,7 +303,7 @@ class FakeNvml(types.ModuleType):
             real.NVML_CLOCK_GRAPHICS: gpu.graphics_clock,
         }[clock]
 
-    def nvmlDeviceGetTemperatureV(self, handle: FakeHandle, sensor: int, version: int = 0) -> int:
+    def nvmlDeviceGetTemperatureV(self, handle: FakeHandle, sensor: int, version: int = real.nvmlTemperature_v1) -> int:
         return self._enter(handle, "nvmlDeviceGetTemperatureV").temperature
 
     def nvmlDeviceGetTemperature(self, handle: FakeHandle, sensor: int) -> int:

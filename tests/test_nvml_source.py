@@ -53,7 +53,7 @@ def test_datacenter_h100_reports_every_field() -> None:
     assert snap.host.timestamp == WALL
     info = snap.gpu_info[0]
     assert info.name == "NVIDIA H100 80GB HBM3"
-    assert info.uuid == "GPU-6f2a1c3e-0000-4b1e-9a57-0123456789ab"
+    assert info.uuid == "GPU-6f2a1c3e-0000-4b1e-9a57-000000000000"
     assert info.serial == "1654922001234"
     assert info.pci_bus_id == "00000000:18:00.0"
     assert info.memory_total_bytes == 81559 * MIB
@@ -282,7 +282,7 @@ def test_only_the_selected_gpus_are_read() -> None:
     nvml = FakeNvml([FakeGpu(), FakeGpu(), FakeGpu()])
     snap = opened(nvml, gpu_indices=[2, 0, 2]).sample()
     assert [g.index for g in snap.gpus] == [2, 0]
-    assert [i.index for i in snap.gpu_info] == [2, 0]
+    assert [(i.index, i.pci_bus_id) for i in snap.gpu_info] == [(2, "00000000:38:00.0"), (0, "00000000:18:00.0")]
     assert snap.system.gpu_count == 3
     assert nvml.count("nvmlDeviceGetUtilizationRates", 1) == 0
 
