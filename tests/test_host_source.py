@@ -266,6 +266,7 @@ def test_children_of_all_gpu_processes_come_from_one_scan_on_a_cadence(
         sample = host.sample([3, 4], clock.now)
     assert [p.children for p in sample.processes] == [9, 0]
     assert ps.processes[3].calls["children"] == 0
+    assert ps.processes[3].calls["num_threads"] == 3  # with the children: first sight, ticks 10 and 20
 
 
 def test_children_fall_back_to_psutil_children_without_the_scan(clock: Clock) -> None:

@@ -19,6 +19,7 @@ from gputui.model import HostSample, ProcSample
 
 # Counting children scans every process on the machine (~5-40 µs each), so the counts of all GPU processes
 # are refreshed together, in one scan, every CHILDREN_EVERY ticks (and for a process when it first appears).
+# Thread counts, which change as rarely, are read on the same ticks.
 CHILDREN_EVERY = 10
 # Link speeds change only when a cable or a driver does; asking costs an ioctl per interface.
 LINK_EVERY = 30
@@ -60,6 +61,7 @@ class _Tracked:
     read_bytes: float | None = None
     read_at: float = 0.0
     children: int | None = None
+    threads: int | None = None
 
 
 class HostSource:
@@ -188,6 +190,7 @@ class HostSource:
                 tracked = self._follow(pid)
             elif self._tick % CHILDREN_EVERY == 0:
                 tracked.children = self._count_children(tracked)
+                tracked.threads = self._denied_as_none(tracked.process.num_threads)
             process = tracked.process
             with process.oneshot():
                 now = self._clock()
@@ -205,7 +208,7 @@ class HostSource:
                     user=tracked.user,
                     cmdline=tracked.cmdline,
                     cpu_pct=cpu_pct,
-                    threads=self._denied_as_none(process.num_threads),
+                    threads=tracked.threads,
                     children=tracked.children,
                     read_bytes_s=read_rate,
                     rss_bytes=memory.rss if memory is not None else None,
@@ -217,7 +220,7 @@ class HostSource:
             return ProcSample(pid=pid, name="?")
 
     def _follow(self, pid: int) -> _Tracked:
-        """Start following a process: what it is (read once: it does not change) and its children."""
+        """Start following a process: what it is (read once: it does not change), its threads and children."""
         process = self._ps.Process(pid)
         with process.oneshot():
             cmdline = self._denied_as_none(process.cmdline)
@@ -226,6 +229,7 @@ class HostSource:
                 name=self._denied_as_none(process.name) or "?",
                 user=self._denied_as_none(process.username),
                 cmdline=" ".join(cmdline) if cmdline else None,
+                threads=self._denied_as_none(process.num_threads),
             )
         tracked.children = self._count_children(tracked)
         self._procs[pid] = tracked
