@@ -1,0 +1,335 @@
+"""Each rule on hand-built snapshots: the case it must catch and the look-alikes it must leave alone."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+
+from gputui.diagnostics.config import Thresholds
+from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.rules import ALL_RULES, RULE_IDS
+from gputui.diagnostics.rules.base import Check, Hit, Window, link_bytes_s
+from gputui.diagnostics.rules.health import ecc_errors, xid
+from gputui.diagnostics.rules.host import host_swap
+from gputui.diagnostics.rules.memory import idle_allocation, vram_pressure
+from gputui.diagnostics.rules.pcie import pcie_downgrade, pcie_errors, pcie_saturated, pcie_slot_limited
+from gputui.diagnostics.rules.power import clocks_low, hw_slowdown, power_brake, power_cap
+from gputui.diagnostics.rules.sharing import gpu_contention, imbalance
+from gputui.diagnostics.rules.software import cuda_mismatch, parse_cuda
+from gputui.diagnostics.rules.starvation import cpu_contention, starvation_cpu, starvation_io, starvation_net
+from gputui.diagnostics.rules.thermal import thermal_margin, thermal_throttle
+from gputui.model import GpuProcess, GpuSample, Snapshot
+from tests.diagnostics.builders import GIB, SYSTEM, gpu, host, info, proc, series
+
+TH = Thresholds()
+
+
+def run(check: Check, snaps: Sequence[Snapshot], th: Thresholds = TH) -> list[Hit]:
+    return list(check(Window(snaps, th.window_s), th))
+
+
+def steady(count: int = 10, **kwargs: object) -> list[Snapshot]:
+    return series(count, lambda i: kwargs)
+
+
+def evidence(hit: Hit) -> dict[str, object]:
+    return {e.key: e.value for e in hit.evidence}
+
+
+# -- every rule at once ------------------------------------------------------------------------------------
+
+
+def test_ids_are_the_interface() -> None:
+    assert {
+        "thermal_throttle", "thermal_margin", "power_cap", "hw_slowdown", "power_brake", "clocks_low",
+        "vram_pressure", "pcie_downgrade", "pcie_slot_limited", "pcie_errors", "pcie_saturated",
+        "starvation_cpu", "starvation_io", "starvation_net", "gpu_contention", "cpu_contention", "imbalance",
+        "host_swap", "cuda_mismatch", "nvml_unavailable", "ecc_errors", "xid", "idle_allocation",
+    } == RULE_IDS  # fmt: skip
+
+
+def test_busy_cool_gpu_with_one_process_raises_nothing() -> None:
+    snaps = steady()
+    assert {rule.id: run(rule.check, snaps) for rule in ALL_RULES if run(rule.check, snaps)} == {}
+
+
+@pytest.mark.parametrize(
+    "sample",
+    [GpuSample(index=0, timestamp=0.0), GpuSample(index=0, timestamp=0.0, lost=True, error="GPU is lost")],
+    ids=["nothing-reported", "lost"],
+)
+def test_unreported_values_raise_nothing_and_break_nothing(sample: GpuSample) -> None:
+    snaps = steady(gpus=[sample], host_sample=host(cpu_pct_per_core=()))
+    assert [rule.id for rule in ALL_RULES if run(rule.check, snaps)] == []
+
+
+# -- thermal -----------------------------------------------------------------------------------------------
+
+
+def test_thermal_throttle_on_the_slowdown_bits_while_busy() -> None:
+    [hit] = run(
+        thermal_throttle, steady(gpus=[gpu(temperature_c=90.0, sm_clock_mhz=1500, clock_event_reasons_mask=0x20)])
+    )
+    assert hit.gpus == (0,) and hit.value == 90.0
+    assert evidence(hit)["slowdown_threshold"] == 89 and evidence(hit)["sm_clock"] == 1500
+
+
+def test_thermal_throttle_on_a_growing_violation_counter_measures_the_share() -> None:
+    snaps = series(11, lambda i: {"gpus": [gpu(temperature_c=88.0, thermal_violation_ns=int(i * 0.5e9))]})
+    [hit] = run(thermal_throttle, snaps)
+    assert evidence(hit)["throttled_share"] == pytest.approx(50.0)
+
+
+def test_thermal_bits_on_an_idle_gpu_are_not_a_slow_job() -> None:
+    assert run(thermal_throttle, steady(gpus=[gpu(utilization_gpu_pct=5.0, clock_event_reasons_mask=0x40)])) == []
+
+
+def test_thermal_margin_within_5c_of_slowdown() -> None:
+    [hit] = run(thermal_margin, steady(gpus=[gpu(temperature_c=85.0)]))
+    assert hit.params["slowdown"] == 89
+    assert run(thermal_margin, steady(gpus=[gpu(temperature_c=83.5)])) == []
+
+
+def test_thermal_margin_gives_way_to_throttling_and_needs_a_threshold() -> None:
+    assert run(thermal_margin, steady(gpus=[gpu(temperature_c=88.0, clock_event_reasons_mask=0x20)])) == []
+    no_threshold = [info(temperature_slowdown_c=None)]
+    assert run(thermal_margin, steady(gpus=[gpu(temperature_c=88.0)], infos=no_threshold)) == []
+
+
+# -- power and clocks --------------------------------------------------------------------------------------
+
+
+def test_power_cap_at_the_default_limit_is_info() -> None:
+    [hit] = run(power_cap, steady(gpus=[gpu(power_w=697.0, clock_event_reasons_mask=0x4)]))
+    assert hit.severity == Severity.INFO and hit.variant == "default"
+
+
+def test_power_cap_below_the_default_limit_is_critical_with_the_numbers() -> None:
+    [hit] = run(power_cap, steady(gpus=[gpu(power_w=396.0, power_limit_w=400.0, clock_event_reasons_mask=0x4)]))
+    assert hit.severity == Severity.CRITICAL and hit.variant == "lowered"
+    assert hit.params == {"gpu": 0, "limit": "400", "default": "700"}
+
+
+def test_power_cap_needs_the_bit_and_load() -> None:
+    assert run(power_cap, steady(gpus=[gpu(power_limit_w=400.0)])) == []
+    idle = gpu(utilization_gpu_pct=0.0, power_limit_w=400.0, clock_event_reasons_mask=0x4)
+    assert run(power_cap, steady(gpus=[idle])) == []
+
+
+@pytest.mark.parametrize(("check", "bit"), [(hw_slowdown, 0x8), (power_brake, 0x80)])
+def test_hardware_slowdown_and_power_brake_on_their_bits(check: Check, bit: int) -> None:
+    [hit] = run(check, steady(gpus=[gpu(sm_clock_mhz=990, clock_event_reasons_mask=bit)]))
+    assert hit.value == 990
+    assert run(check, steady(gpus=[gpu(clock_event_reasons_mask=0x4 | 0x20)])) == []
+
+
+def test_clocks_low_when_busy_with_no_reason() -> None:
+    [hit] = run(clocks_low, steady(gpus=[gpu(sm_clock_mhz=1100, clock_event_reasons_mask=0x2)]))
+    assert hit.value == 1100 and hit.params["max"] == 1980
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"sm_clock_mhz": 1100, "clock_event_reasons_mask": 0x4},
+        {"sm_clock_mhz": 1900},
+        {"sm_clock_mhz": 345, "utilization_gpu_pct": 0.0, "clock_event_reasons_mask": 0x1},
+        {"sm_clock_mhz": 1100, "clock_event_reasons_mask": None},
+    ],
+    ids=["power-capped", "near-max", "idle", "reasons-unknown"],
+)
+def test_clocks_low_leaves_explained_clocks_alone(changes: dict[str, object]) -> None:
+    assert run(clocks_low, steady(gpus=[gpu(**changes)])) == []
+
+
+# -- memory ------------------------------------------------------------------------------------------------
+
+
+def test_vram_pressure_when_nearly_full_and_growing() -> None:
+    snaps = series(10, lambda i: {"gpus": [gpu(memory_used_bytes=int(78 * GIB + i * 20 * (1 << 20)))]})
+    [hit] = run(vram_pressure, snaps)
+    assert hit.pids == (100,) and evidence(hit)["memory_growth"] == 180
+
+
+def test_vram_full_but_flat_is_a_caching_allocator_not_pressure() -> None:
+    assert run(vram_pressure, steady(gpus=[gpu(memory_used_bytes=79 * GIB)])) == []
+
+
+def test_vram_growing_below_95_percent_is_fine() -> None:
+    snaps = series(10, lambda i: {"gpus": [gpu(memory_used_bytes=int(70 * GIB + i * 100 * (1 << 20)))]})
+    assert run(vram_pressure, snaps) == []
+
+
+def test_idle_allocation_condition() -> None:
+    [hit] = run(idle_allocation, steady(gpus=[gpu(utilization_gpu_pct=0.0)]))
+    assert hit.pids == (100,) and "python3 (100)" in str(hit.params["name"])
+    assert run(idle_allocation, steady(gpus=[gpu(utilization_gpu_pct=0.0, pids=())])) == []
+    assert run(idle_allocation, steady(gpus=[gpu(utilization_gpu_pct=3.0)])) == []
+
+
+# -- PCIe --------------------------------------------------------------------------------------------------
+
+
+def test_pcie_downgrade_under_load() -> None:
+    [hit] = run(pcie_downgrade, steady(gpus=[gpu(pcie_gen=3, pcie_width=8)]))
+    assert hit.params["current"] == "Gen3 x8" and hit.params["max"] == "Gen5 x16"
+    assert evidence(hit)["link_bandwidth"] == pytest.approx(7.9)
+
+
+def test_idle_gpu_at_gen1_is_healthy() -> None:
+    idle = gpu(utilization_gpu_pct=0.0, pcie_gen=1, pcie_width=16, clock_event_reasons_mask=0x1, pids=())
+    assert run(pcie_downgrade, steady(gpus=[idle])) == []
+
+
+def test_pcie_slot_limited_when_the_system_max_is_below_the_gpus() -> None:
+    [hit] = run(pcie_slot_limited, steady(gpus=[gpu(pcie_gen=4)], infos=[info(pcie_max_gen=4)]))
+    assert hit.params == {"gpu": 0, "system": 4, "gpu_max": 5}
+    assert run(pcie_slot_limited, steady()) == []
+
+
+def test_pcie_errors_when_replays_grow() -> None:
+    [hit] = run(pcie_errors, series(10, lambda i: {"gpus": [gpu(pcie_replay_count=100 + (5 if i > 6 else 0))]}))
+    assert hit.value == 5
+    assert run(pcie_errors, steady(gpus=[gpu(pcie_replay_count=100)])) == []
+
+
+def test_pcie_saturated_for_most_of_the_window() -> None:
+    gen3 = {"pcie_gen": 3, "pcie_width": 16}
+    [hit] = run(pcie_saturated, steady(gpus=[gpu(pcie_rx_bytes_s=14e9, **gen3)], infos=[info(pcie_max_gen=3)]))
+    assert hit.params["direction"] == "RX"
+    bursts = series(10, lambda i: {"gpus": [gpu(pcie_rx_bytes_s=14e9 if i < 3 else 2e9, **gen3)]})
+    assert run(pcie_saturated, bursts) == []
+
+
+def test_link_bandwidth_follows_the_facts_table() -> None:
+    assert link_bytes_s(4, 16) == pytest.approx(31.5e9, rel=1e-3)
+    assert link_bytes_s(5, 16) == pytest.approx(63.0e9, rel=1e-3)
+    assert link_bytes_s(None, 16) is None
+
+
+# -- starvation --------------------------------------------------------------------------------------------
+
+
+def starved(**gpu_changes: object) -> GpuSample:
+    return gpu(utilization_gpu_pct=20.0, **gpu_changes)  # type: ignore[arg-type]
+
+
+def test_starvation_cpu_names_the_process_its_cpu_and_workers() -> None:
+    snaps = steady(gpus=[starved()], host_sample=host([proc(cpu_pct=99.5, children=0)]))
+    [hit] = run(starvation_cpu, snaps)
+    assert hit.pids == (100,)
+    assert evidence(hit)["process"] == "python3 (100)"
+    assert evidence(hit)["process_cpu"] == 99.5 and evidence(hit)["workers"] == 0
+
+
+def test_starvation_cpu_when_the_host_cpus_are_saturated() -> None:
+    snaps = steady(gpus=[starved()], host_sample=host([proc(cpu_pct=40.0)], cpu_pct_per_core=(97.0,) * 8))
+    assert len(run(starvation_cpu, snaps)) == 1
+
+
+@pytest.mark.parametrize(
+    ("sample", "cpu"),
+    [(starved(), 40.0), (gpu(), 99.5), (starved(pids=()), 99.5)],
+    ids=["cpu-not-busy", "gpu-busy", "no-process"],
+)
+def test_starvation_cpu_negatives(sample: GpuSample, cpu: float) -> None:
+    assert run(starvation_cpu, steady(gpus=[sample], host_sample=host([proc(cpu_pct=cpu)]))) == []
+
+
+@pytest.mark.parametrize("host_changes", [{"iowait_pct": 35.0}, {"disk_busy_pct": 98.0}], ids=["iowait", "disk"])
+def test_starvation_io(host_changes: dict[str, float]) -> None:
+    [hit] = run(starvation_io, steady(gpus=[starved()], host_sample=host(**host_changes)))
+    assert hit.gpus == (0,)
+
+
+def test_starvation_io_needs_a_busy_disk_or_iowait() -> None:
+    assert run(starvation_io, steady(gpus=[starved()])) == []
+    assert run(starvation_io, steady(host_sample=host(iowait_pct=35.0))) == []
+
+
+def test_starvation_net_near_the_link_speed() -> None:
+    [hit] = run(starvation_net, steady(gpus=[starved()], host_sample=host(net_rx_bytes_s=3.0e9)))
+    assert evidence(hit)["net_rx"] == 3000.0
+    assert run(starvation_net, steady(gpus=[starved()], host_sample=host(net_rx_bytes_s=1.0e9))) == []
+
+
+def test_cpu_contention_when_others_fill_the_cpus() -> None:
+    busy_host = host([proc(cpu_pct=50.0)], cpu_pct_per_core=(96.0,) * 8)
+    [hit] = run(cpu_contention, steady(gpus=[starved()], host_sample=busy_host))
+    assert hit.severity is None  # the rule's own: info
+    own = host([proc(cpu_pct=760.0)], cpu_pct_per_core=(96.0,) * 8)
+    assert run(cpu_contention, steady(gpus=[starved()], host_sample=own)) == []
+
+
+# -- sharing -----------------------------------------------------------------------------------------------
+
+
+def test_gpu_contention_names_processes_and_users() -> None:
+    procs = [proc(100), proc(200, user="bob", cmdline="jupyter")]
+    [hit] = run(gpu_contention, steady(gpus=[gpu(pids=(100, 200))], host_sample=host(procs)))
+    assert hit.pids == (100, 200) and hit.params["users"] == "alice, bob"
+
+
+def test_one_compute_process_and_a_desktop_is_not_contention() -> None:
+    desktop = replace(gpu(), processes=(GpuProcess(100, GIB), GpuProcess(7, GIB, kind="graphics")))
+    assert run(gpu_contention, steady(gpus=[desktop])) == []
+
+
+def two_ranks(util0: float, util1: float, cmd1: str = "python3 train.py --local-rank 1") -> list[Snapshot]:
+    procs = [proc(100, cmdline="python3 train.py --local-rank 0"), proc(101, cmdline=cmd1)]
+    gpus = [gpu(0, pids=(100,), utilization_gpu_pct=util0), gpu(1, pids=(101,), utilization_gpu_pct=util1)]
+    return steady(gpus=gpus, host_sample=host(procs))
+
+
+def test_imbalance_across_the_ranks_of_one_job() -> None:
+    [hit] = run(imbalance, two_ranks(95.0, 40.0))
+    assert hit.gpus == (0, 1) and hit.value == 55.0
+
+
+def test_imbalance_leaves_even_jobs_and_separate_jobs_alone() -> None:
+    assert run(imbalance, two_ranks(95.0, 80.0)) == []
+    assert run(imbalance, two_ranks(95.0, 40.0, cmd1="python3 other.py")) == []
+
+
+# -- host, software, health ------------------------------------------------------------------------------
+
+
+def test_host_swap_when_sustained() -> None:
+    mib = 1 << 20
+    [hit] = run(host_swap, steady(host_sample=host(swap_in_bytes_s=5.0 * mib, swap_out_bytes_s=3.0 * mib)))
+    assert hit.gpus == () and hit.value == 8.0
+    blip = series(10, lambda i: {"host_sample": host(swap_in_bytes_s=50.0 * mib if i == 9 else 0.0)})
+    assert run(host_swap, blip) == []
+
+
+@pytest.mark.parametrize(
+    ("torch", "driver", "severity"),
+    [
+        ("13.0", "12.8", Severity.CRITICAL),
+        ("12.8", "12.2", Severity.WARNING),
+        ("12.4", "12.8", None),
+        (None, "12.8", None),
+    ],
+)
+def test_cuda_mismatch(torch: str | None, driver: str, severity: Severity | None) -> None:
+    system = replace(SYSTEM, torch_cuda_version=torch, cuda_driver_version=driver)
+    hits = run(cuda_mismatch, steady(system=system))
+    assert [h.severity for h in hits] == ([severity] if severity else [])
+
+
+def test_parse_cuda() -> None:
+    assert parse_cuda("12.4") == (12, 4) and parse_cuda("11") == (11, 0)
+    assert parse_cuda("None") is None and parse_cuda(None) is None
+
+
+@pytest.mark.parametrize("changes", [{"ecc_uncorrected": 2}, {"retired_pages_pending": True}])
+def test_ecc_errors(changes: dict[str, object]) -> None:
+    assert len(run(ecc_errors, steady(gpus=[gpu(**changes)]))) == 1
+
+
+def test_xid_events() -> None:
+    [hit] = run(xid, steady(gpus=[gpu(xid_events=(79, 79))]))
+    assert hit.params["codes"] == "79"
+    assert run(xid, steady()) == []
