@@ -1,0 +1,166 @@
+"""`gputui diagnose`: the JSON shape, the text, and the exit codes a health-check script relies on."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from gputui.cli import main
+from gputui.commands import common
+from gputui.diagnostics import torch_probe
+from gputui.model import Snapshot, SystemInfo
+from gputui.sources.base import SourceUnavailable
+from gputui.sources.simulated import SimulatedSource
+
+
+@pytest.fixture(autouse=True)
+def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+
+
+def diagnose_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, object]]:
+    code = main(["diagnose", "--json", *args])
+    return code, json.loads(capsys.readouterr().out)
+
+
+def test_json_shape_and_critical_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = diagnose_json(capsys, "--demo", "thermal", "--seconds", "20")
+    assert code == 4
+    assert list(data) == ["schema", "system", "findings"]
+    assert data["schema"] == 1
+    assert data["system"]["source"] == "simulated" and data["system"]["scenario"] == "thermal"  # type: ignore[index]
+    [finding] = data["findings"]  # type: ignore[misc]
+    assert list(finding) == [
+        "rule",
+        "severity",
+        "gpus",
+        "pids",
+        "title",
+        "evidence",
+        "advice",
+        "started_at",
+        "duration_s",
+    ]
+    assert (finding["rule"], finding["severity"], finding["gpus"]) == ("thermal_throttle", "critical", [1])
+    assert {"key", "label", "value", "unit", "window"} == set(finding["evidence"][0])
+
+
+def test_warnings_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = diagnose_json(capsys, "--demo", "contention")
+    assert code == 1
+    assert [f["rule"] for f in data["findings"]] == ["gpu_contention"]  # type: ignore[attr-defined]
+
+
+def test_healthy_exits_0_and_says_simulated(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagnose", "--demo", "healthy"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("SIMULATED data (scenario: healthy)")
+    assert "No findings above info" in out
+
+
+def test_text_names_rule_evidence_and_advice(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagnose", "--demo", "pcie", "--gpus", "1"]) == 4
+    out = capsys.readouterr().out
+    assert "CRIT  GPU 1: PCIe link at Gen3 x8 under load (max Gen5 x16)  [pcie_downgrade, for 10s]" in out
+    assert "PCIe link Gen3 x8 (now)" in out and "advice: " in out and "nvidia-smi topo -m" in out
+
+
+def test_chinese_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["diagnose", "--demo", "mismatch", "--lang", "zh"]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("SIMULATED") and "驱动只支持 CUDA 12.2" in out and "建议" in out
+
+
+def test_chinese_from_the_locale(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    _, data = diagnose_json(capsys, "--demo", "mismatch")
+    assert "驱动" in data["findings"][0]["title"]  # type: ignore[index]
+
+
+def test_no_driver_exits_3_and_prints_the_finding(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unavailable(args: object, **_: object) -> None:
+        raise SourceUnavailable("NVIDIA driver/library version mismatch (reboot or reload the nvidia module)")
+
+    monkeypatch.setattr(common, "make_source", unavailable)
+    code = main(["diagnose", "--json"])
+    captured = capsys.readouterr()
+    assert code == 3
+    data = json.loads(captured.out)
+    assert data["system"] is None
+    [finding] = data["findings"]
+    assert (finding["rule"], finding["severity"]) == ("nvml_unavailable", "critical")
+    assert "version mismatch" in finding["advice"] and "version mismatch" in captured.err
+
+
+class LiveLike:
+    """The simulated machine dressed as a live one, one simulated second per sample."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+        self.inner = SimulatedSource(scenario="healthy", clock=lambda: self.t)
+        self.closed = False
+
+    def open(self) -> SystemInfo:
+        return replace(self.inner.open(), source="nvml")
+
+    def sample(self) -> Snapshot:
+        self.t += 1.0
+        snap = self.inner.sample()
+        return replace(snap, system=replace(snap.system, source="nvml", torch_cuda_version=None))
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def test_live_source_reads_torch_cuda_in_a_child_and_checks_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    source = LiveLike()
+    monkeypatch.setattr(common, "make_source", lambda args, **_: (source, source.open()))
+    monkeypatch.setattr(torch_probe, "torch_cuda_version", lambda: "13.0")
+    code, data = diagnose_json(capsys, "--seconds", "0.02", "--interval", "0.01")
+    assert code == 4
+    assert [(f["rule"], f["severity"]) for f in data["findings"]] == [("cuda_mismatch", "critical")]  # type: ignore[attr-defined]
+    assert data["system"]["torch_cuda_version"] == "13.0"  # type: ignore[index]
+    assert source.closed
+
+
+def test_config_can_disable_a_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[diagnostics]\ndisabled = ['gpu_contention']\n", encoding="utf-8")
+    assert main(["diagnose", "--demo", "contention", "--config", str(config)]) == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--lang", "fr"], "invalid choice: 'fr'"),
+        (["--seconds", "0"], "must be greater than 0"),
+        (["--demo", "nope"], "unknown scenario 'nope'"),
+        (["--demo", "healthy", "--gpus", "9"], "GPU 9 does not exist"),
+        (["--demo", "healthy", "--config", "/nonexistent/c.toml"], "no such config file"),
+    ],
+)
+def test_usage_errors_exit_2_with_one_line(args: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        code = main(["diagnose", *args])
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    err = capsys.readouterr().err
+    assert code == 2
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_bad_config_key_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "c.toml"
+    config.write_text("[diagnostics.thresholds]\nbusy = 1\n", encoding="utf-8")
+    assert main(["diagnose", "--demo", "healthy", "--config", str(config)]) == 2
+    assert "unknown key 'diagnostics.thresholds.busy'" in capsys.readouterr().err
