@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal, get_args
 
 from gputui import __version__
-from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.diagnostics.findings import Evidence, Finding, Severity, finding_to_dict
 from gputui.model import GpuInfo, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
 from gputui.serialize import (
     SnapshotFormatError,
@@ -176,27 +176,13 @@ def event_to_dict(event: RecordedEvent) -> dict[str, Any]:
     return {**event.data, "type": "event", "kind": event.kind, "t": event.t}
 
 
-def finding_to_dict(finding: Finding) -> dict[str, Any]:
-    return {
-        "rule": finding.rule,
-        "severity": finding.severity.label,
-        "title": finding.title,
-        "advice": finding.advice,
-        "gpus": list(finding.gpus),
-        "pids": list(finding.pids),
-        "evidence": [
-            {"label": e.label, "value": e.value, "unit": e.unit, "window": e.window} for e in finding.evidence
-        ],
-        "started_at": finding.started_at,
-        "duration_s": finding.duration_s,
-        "ended_at": finding.ended_at,
-        "worst": finding.worst,
-        "metric": finding.metric,
-    }
+def _finding_record(finding: Finding) -> dict[str, Any]:
+    """The `diagnose --json` shape, plus what a timeline needs: when it ended, how bad it got."""
+    return {**finding_to_dict(finding), "ended_at": finding.ended_at, "worst": finding.worst, "metric": finding.metric}
 
 
 def finding_event(kind: Literal["finding_opened", "finding_closed"], finding: Finding, t: float) -> RecordedEvent:
-    return RecordedEvent(kind=kind, t=t, data={"finding": finding_to_dict(finding)})
+    return RecordedEvent(kind=kind, t=t, data={"finding": _finding_record(finding)})
 
 
 def mark_event(label: str, t: float) -> RecordedEvent:
@@ -209,15 +195,11 @@ def probe_event(kind: Literal["probe_progress", "probe_result"], payload: Mappin
     return RecordedEvent(kind=kind, t=t, data={"probe": dict(payload)})
 
 
-def finding_key(finding: Finding) -> tuple[str, tuple[int, ...]]:
-    """What makes two findings 'the same one' across ticks: the rule and the GPUs it concerns."""
-    return (finding.rule, finding.gpus)
-
-
-def finding_transitions(before: list[Finding], after: list[Finding], t: float) -> list[RecordedEvent]:
-    """Events for the findings that opened or closed between two engine states (open findings only)."""
-    old = {finding_key(f): f for f in before}
-    new = {finding_key(f): f for f in after}
+def finding_transitions(before: Sequence[Finding], after: Sequence[Finding], t: float) -> list[RecordedEvent]:
+    """Events for the findings that opened or closed between two engine states: pass `state.active` of the
+    previous and the current DiagnosticsEngine update."""
+    old = {f.key: f for f in before}
+    new = {f.key: f for f in after}
     events = [finding_event("finding_opened", f, t) for key, f in new.items() if key not in old]
     events += [finding_event("finding_closed", f, t) for key, f in old.items() if key not in new]
     return events
@@ -288,7 +270,11 @@ def finding_from_dict(data: Mapping[str, Any]) -> Finding:
             pids=tuple(int(p) for p in data.get("pids") or ()),
             evidence=tuple(
                 Evidence(
-                    label=str(e["label"]), value=e.get("value"), unit=e.get("unit", ""), window=e.get("window", "")
+                    label=str(e["label"]),
+                    value=e.get("value"),
+                    unit=e.get("unit", ""),
+                    window=e.get("window", ""),
+                    key=e.get("key", ""),
                 )
                 for e in data.get("evidence") or ()
             ),

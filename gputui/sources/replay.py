@@ -13,6 +13,7 @@ import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 from gputui.model import Snapshot, SystemInfo
@@ -194,6 +195,13 @@ class ReplaySource:
     def events_until(self, t: float) -> list[RecordedEvent]:
         """The recorded events (marks, findings, probe results) up to recording time `t`."""
         return [event for event in self.recording.events if event.t <= t]
+
+    def recording_now(self) -> datetime:
+        """The recording machine's wall clock at the play position (naive, in its local time): the monitor's
+        header clock during replay."""
+        tick = self.current
+        t = tick.timestamp if tick else self.recording.start
+        return datetime.fromtimestamp(t + self.recording.header.utc_offset_s, tz=timezone.utc).replace(tzinfo=None)
 
     def status_text(self) -> str:
         """E.g. "03:12:40  +1:02:40 / 8:00:00  x4  paused": the recording's clock, where, how fast."""

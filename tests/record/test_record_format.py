@@ -16,8 +16,8 @@ from gputui.record.format import (
     dumps,
     event_from_dict,
     event_to_dict,
+    finding_event,
     finding_from_dict,
-    finding_to_dict,
     finding_transitions,
     format_clock,
     header_from_dict,
@@ -105,7 +105,7 @@ def _finding(rule: str, gpus: tuple[int, ...]) -> Finding:
         title="GPU 0 is thermally throttled",
         advice="check the airflow",
         gpus=gpus,
-        evidence=(Evidence("SM clock", 1410.0, "MHz", "mean over 10 s"),),
+        evidence=(Evidence("SM clock", 1410.0, "MHz", "mean over 10 s", key="sm_clock_mhz"),),
         started_at=T0,
         duration_s=12.0,
         worst=88.0,
@@ -115,7 +115,8 @@ def _finding(rule: str, gpus: tuple[int, ...]) -> Finding:
 
 def test_findings_round_trip() -> None:
     finding = _finding("thermal", (0,))
-    assert finding_from_dict(json.loads(json.dumps(finding_to_dict(finding)))) == finding
+    line = json.loads(dumps(event_to_dict(finding_event("finding_opened", finding, T0))))
+    assert finding_from_dict(event_from_dict(line).data["finding"]) == finding
 
 
 def test_finding_transitions_name_what_opened_and_closed() -> None:

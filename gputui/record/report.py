@@ -1,0 +1,388 @@
+"""What a recording says, in numbers: the report behind `gputui report` (text, JSON and the HTML charts).
+
+Shares of time are weighted by how long each tick stood (up to twice the interval, so a gap in the recording
+counts as nothing), over the ticks where the value was reported: a GPU that never reported its clock event
+reasons has no throttle share, not a share of 0.
+"""
+
+from __future__ import annotations
+
+import importlib
+import itertools
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Protocol
+
+from gputui.diagnostics.findings import Finding
+from gputui.model import CLOCK_EVENT_REASONS, GpuSample, Snapshot
+from gputui.record.format import (
+    RecordedEvent,
+    RecordingFormatError,
+    finding_from_dict,
+    format_clock,
+    format_datetime,
+)
+from gputui.record.reader import Recording
+
+# Reasons that hold the clocks back (as opposed to idle, or a clock someone set on purpose).
+THROTTLING_REASONS: tuple[str, ...] = (
+    "sw_power_cap",
+    "hw_slowdown",
+    "sw_thermal_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake",
+)
+
+FindingsOrigin = Literal["recorded", "recomputed", "unavailable", "none"]
+
+
+class _EngineState(Protocol):
+    @property
+    def active(self) -> Sequence[Finding]: ...
+
+    @property
+    def closed(self) -> Sequence[Finding]: ...
+
+
+class _Engine(Protocol):
+    def update(self, snapshot: Snapshot) -> _EngineState: ...
+
+
+EngineFactory = Callable[[], _Engine]
+
+
+@dataclass(frozen=True, slots=True)
+class Stats:
+    """Summary of one metric over the ticks that reported it; every field None when none did."""
+
+    count: int = 0
+    mean: float | None = None
+    minimum: float | None = None
+    p50: float | None = None
+    p95: float | None = None
+    maximum: float | None = None
+
+    @classmethod
+    def of(cls, values: Iterable[float | None]) -> Stats:
+        data = sorted(float(v) for v in values if v is not None)
+        if not data:
+            return cls()
+        p95 = statistics.quantiles(data, n=20, method="inclusive")[18] if len(data) > 1 else data[0]
+        return cls(
+            count=len(data),
+            mean=round(statistics.fmean(data), 3),
+            minimum=data[0],
+            p50=statistics.median(data),
+            p95=round(p95, 3),
+            maximum=data[-1],
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class GpuReport:
+    index: int
+    name: str
+    uuid: str | None
+    samples: int
+    lost_samples: int
+    throttle_share: dict[str, float] | None  # reason -> fraction of the time with the reason known; None: never
+    throttled_share: float | None  # any of THROTTLING_REASONS
+    utilization_pct: Stats
+    power_w: Stats
+    energy_wh: float | None
+    sm_clock_mhz: Stats
+    temperature_peak_c: float | None
+    memory_temperature_peak_c: float | None
+    pcie_rx_bytes_s: Stats
+    pcie_tx_bytes_s: Stats
+
+
+@dataclass(frozen=True, slots=True)
+class FindingSpan:
+    """A finding from when it opened to when it closed (None: still open when the recording ended)."""
+
+    rule: str
+    severity: str
+    title: str
+    gpus: tuple[int, ...]
+    start: float
+    end: float | None
+    advice: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    path: str
+    hostname: str
+    recorded_source: str
+    simulated: bool
+    scenario: str | None
+    gputui_version: str
+    interval_s: float
+    utc_offset_s: int
+    start: float
+    end: float
+    ticks: int
+    gpus: tuple[GpuReport, ...]
+    host_cpu_pct: Stats
+    host_iowait_pct: Stats
+    findings_origin: FindingsOrigin
+    findings: tuple[FindingSpan, ...]
+    probes: tuple[dict[str, Any], ...]
+    marks: tuple[tuple[float, str], ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def duration_s(self) -> float:
+        return self.end - self.start
+
+
+def tick_weights(ticks: Sequence[Snapshot], interval_s: float) -> list[float]:
+    """Seconds each tick stands for: up to the next tick, at most two intervals; the last, one interval."""
+    weights = [min(b.timestamp - a.timestamp, 2 * interval_s) for a, b in itertools.pairwise(ticks)]
+    return [max(w, 0.0) for w in weights] + ([interval_s] if ticks else [])
+
+
+def _gpu_report(index: int, recording: Recording, weights: list[float]) -> GpuReport:
+    info = next(i for i in recording.header.gpu_info if i.index == index)
+    samples: list[tuple[GpuSample, float]] = []
+    lost = 0
+    for tick, weight in zip(recording.ticks, weights, strict=True):
+        sample = next((g for g in tick.gpus if g.index == index), None)
+        if sample is None or sample.lost:
+            lost += 1
+        else:
+            samples.append((sample, weight))
+    known = [(s.clock_event_reasons_mask, w) for s, w in samples if s.clock_event_reasons_mask is not None]
+    known_s = sum(w for _, w in known)
+    share: dict[str, float] | None = None
+    throttled: float | None = None
+    if known and known_s > 0:
+        share = {name: round(sum(w for m, w in known if m & bit) / known_s, 4) for bit, name in CLOCK_EVENT_REASONS}
+        bits = sum(bit for bit, name in CLOCK_EVENT_REASONS if name in THROTTLING_REASONS)
+        throttled = round(sum(w for m, w in known if m & bits) / known_s, 4)
+    powered = [(s.power_w, w) for s, w in samples if s.power_w is not None]
+    return GpuReport(
+        index=index,
+        name=info.name,
+        uuid=info.uuid,
+        samples=len(samples),
+        lost_samples=lost,
+        throttle_share=share,
+        throttled_share=throttled,
+        utilization_pct=Stats.of(s.utilization_gpu_pct for s, _ in samples),
+        power_w=Stats.of(p for p, _ in powered),
+        energy_wh=round(sum(p * w for p, w in powered) / 3600, 3) if powered else None,
+        sm_clock_mhz=Stats.of(s.sm_clock_mhz for s, _ in samples),
+        temperature_peak_c=max((s.temperature_c for s, _ in samples if s.temperature_c is not None), default=None),
+        memory_temperature_peak_c=max(
+            (s.memory_temperature_c for s, _ in samples if s.memory_temperature_c is not None), default=None
+        ),
+        pcie_rx_bytes_s=Stats.of(s.pcie_rx_bytes_s for s, _ in samples),
+        pcie_tx_bytes_s=Stats.of(s.pcie_tx_bytes_s for s, _ in samples),
+    )
+
+
+def recorded_findings(events: Iterable[RecordedEvent]) -> tuple[list[FindingSpan], int]:
+    """Spans paired from finding_opened/finding_closed events, and how many events could not be read."""
+    open_: dict[tuple[str, tuple[int, ...]], tuple[Finding, float]] = {}
+    spans: list[FindingSpan] = []
+    bad = 0
+    for event in events:
+        if event.kind not in ("finding_opened", "finding_closed"):
+            continue
+        try:
+            finding = finding_from_dict(event.data["finding"])
+        except (KeyError, TypeError, RecordingFormatError):
+            bad += 1
+            continue
+        key = finding.key
+        if event.kind == "finding_opened":
+            open_.setdefault(key, (finding, event.t))
+        else:
+            _, start = open_.pop(key, (finding, finding.started_at or event.t))
+            spans.append(_span(finding, start, event.t))
+    spans += [_span(finding, start, None) for finding, start in open_.values()]
+    return sorted(spans, key=lambda s: (s.start, s.rule, s.gpus)), bad
+
+
+def recompute_findings(ticks: Iterable[Snapshot], engine: _Engine) -> list[FindingSpan]:
+    """Run the diagnostics engine over the recorded ticks, as the monitor did live, and keep the spans."""
+    open_: dict[tuple[str, tuple[int, ...]], Finding] = {}
+    spans: list[FindingSpan] = []
+    for tick in ticks:
+        state = engine.update(tick)
+        active = {f.key: f for f in state.active}
+        for key, finding in list(open_.items()):
+            if key not in active:
+                closed = next((f for f in state.closed if f.key == key), finding)
+                spans.append(_span(closed, closed.started_at, closed.ended_at or tick.timestamp))
+                del open_[key]
+        open_.update(active)
+    spans += [_span(finding, finding.started_at, None) for finding in open_.values()]
+    return sorted(spans, key=lambda s: (s.start, s.rule, s.gpus))
+
+
+def _span(finding: Finding, start: float, end: float | None) -> FindingSpan:
+    return FindingSpan(
+        rule=finding.rule,
+        severity=finding.severity.label,
+        title=finding.title,
+        gpus=finding.gpus,
+        start=start,
+        end=end,
+        advice=finding.advice,
+    )
+
+
+def default_engine_factory() -> EngineFactory | None:
+    """The diagnostics engine, when this gputui has one."""
+    try:
+        module = importlib.import_module("gputui.diagnostics.engine")
+    except ImportError:
+        return None
+    factory: EngineFactory = module.DiagnosticsEngine
+    return factory
+
+
+def build_report(recording: Recording, *, engine_factory: EngineFactory | None = None) -> Report:
+    """The report of a recording; findings come from its events, or from `engine_factory` when none were kept."""
+    header = recording.header
+    ticks = recording.ticks
+    weights = tick_weights(ticks, header.interval_s)
+    warnings = list(recording.warnings)
+    spans, bad = recorded_findings(recording.events)
+    if bad:
+        warnings.append(f"{bad} finding events could not be read and are left out")
+    origin: FindingsOrigin = "recorded" if spans else "none"
+    if not spans:
+        factory = engine_factory or default_engine_factory()
+        if factory is None:
+            origin = "unavailable"
+        else:
+            spans = recompute_findings(ticks, factory())
+            origin = "recomputed"
+    system = header.system
+    return Report(
+        path=str(recording.path),
+        hostname=system.hostname,
+        recorded_source=system.source,
+        simulated=system.source == "simulated" or system.remote_source == "simulated",
+        scenario=system.scenario,
+        gputui_version=header.gputui_version,
+        interval_s=header.interval_s,
+        utc_offset_s=header.utc_offset_s,
+        start=recording.start,
+        end=recording.end,
+        ticks=len(ticks),
+        gpus=tuple(_gpu_report(info.index, recording, weights) for info in header.gpu_info),
+        host_cpu_pct=Stats.of(t.host.cpu_pct for t in ticks),
+        host_iowait_pct=Stats.of(t.host.iowait_pct for t in ticks),
+        findings_origin=origin,
+        findings=tuple(spans),
+        probes=tuple(
+            {"t": e.t, **dict(e.data.get("probe") or {})} for e in recording.events if e.kind == "probe_result"
+        ),
+        marks=tuple((e.t, str(e.data.get("label", ""))) for e in recording.events if e.kind == "mark"),
+        warnings=tuple(warnings),
+    )
+
+
+def report_to_dict(report: Report) -> dict[str, Any]:
+    out = asdict(report)
+    out["duration_s"] = report.duration_s
+    out["marks"] = [{"t": t, "label": label} for t, label in report.marks]
+    if report.simulated:
+        out["label"] = "SIMULATED: not measured on a real machine"
+    return out
+
+
+# ---- text ----------------------------------------------------------------------------------------------------
+
+
+def _num(value: float | None, digits: int = 0, unit: str = "") -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.{digits}f}{unit}"
+
+
+def _pct(share: float | None) -> str:
+    return "n/a" if share is None else f"{share * 100:.1f}%"
+
+
+def _gbs(value: float | None) -> str:
+    return "n/a" if value is None else f"{value / 1e9:.2f} GB/s"
+
+
+def render_text(report: Report) -> str:
+    """The plain-text report: fits an 100-column terminal, greps well, pastes into a support ticket."""
+    clock = report.utc_offset_s
+    lines: list[str] = []
+    if report.simulated:
+        lines.append(f"SIMULATED (scenario {report.scenario}): not measured on a real machine")
+    lines.append(f"gputui report: {report.path}")
+    lines.append(
+        f"host {report.hostname} ({report.recorded_source}), {format_datetime(report.start, clock)} to "
+        f"{format_clock(report.end, clock)}, {report.duration_s / 60:.1f} min, {report.ticks} ticks "
+        f"every {report.interval_s:g} s"
+    )
+    for gpu in report.gpus:
+        lines.append("")
+        lines.append(f"GPU {gpu.index}  {gpu.name}  ({gpu.samples} samples, {gpu.lost_samples} lost)")
+        u, p, c = gpu.utilization_pct, gpu.power_w, gpu.sm_clock_mhz
+        lines.append(
+            f"  utilization  mean {_num(u.mean, 1, '%')}  p50 {_num(u.p50, 1, '%')}  p95 {_num(u.p95, 1, '%')}  "
+            f"min {_num(u.minimum, 1, '%')}"
+        )
+        lines.append(
+            f"  power        mean {_num(p.mean, 0, ' W')}  p95 {_num(p.p95, 0, ' W')}  max {_num(p.maximum, 0, ' W')}"
+            f"  energy {_num(gpu.energy_wh, 1, ' Wh')}"
+        )
+        lines.append(f"  SM clock     mean {_num(c.mean, 0, ' MHz')}  min {_num(c.minimum, 0, ' MHz')}")
+        lines.append(
+            f"  peak temp    GPU {_num(gpu.temperature_peak_c, 0, ' C')}  memory "
+            f"{_num(gpu.memory_temperature_peak_c, 0, ' C')}"
+        )
+        lines.append(
+            f"  PCIe         rx mean {_gbs(gpu.pcie_rx_bytes_s.mean)}  tx mean {_gbs(gpu.pcie_tx_bytes_s.mean)}"
+        )
+        if gpu.throttle_share is None:
+            lines.append("  throttling   n/a (clock event reasons not reported)")
+        else:
+            held = ", ".join(f"{name} {_pct(s)}" for name, s in gpu.throttle_share.items() if s > 0) or "none"
+            lines.append(f"  throttled    {_pct(gpu.throttled_share)} of the time; reasons: {held}")
+    cpu = report.host_cpu_pct
+    lines.append("")
+    lines.append(
+        f"host CPU     mean {_num(cpu.mean, 1, '%')}  p95 {_num(cpu.p95, 1, '%')}  iowait mean "
+        f"{_num(report.host_iowait_pct.mean, 1, '%')}"
+    )
+    lines.append("")
+    origin = {
+        "recorded": "as recorded",
+        "recomputed": "recomputed from the samples",
+        "unavailable": "none recorded, and this gputui has no diagnostics engine to recompute them",
+        "none": "none",
+    }[report.findings_origin]
+    lines.append(f"findings ({origin}):")
+    for span in report.findings:
+        end = format_clock(span.end, clock) if span.end is not None else "end"
+        lines.append(f"  {format_clock(span.start, clock)}-{end}  {span.severity:8} {span.title}")
+    if report.probes:
+        lines.append("")
+        lines.append("probe results:")
+        for probe in report.probes:
+            status = "ok" if probe.get("ok") else "FAILED"
+            lines.append(
+                f"  {format_clock(probe['t'], clock)}  {probe.get('probe', '?')} on {probe.get('device', '?')}: "
+                f"{status}, {probe.get('verdict') or probe.get('message', '')}"
+            )
+    if report.marks:
+        lines.append("")
+        lines.append("marks:")
+        lines.extend(f"  {format_clock(t, clock)}  {label}" for t, label in report.marks)
+    if report.warnings:
+        lines.append("")
+        lines.extend(f"warning: {w}" for w in report.warnings)
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,220 @@
+"""The HTML report: the text report and charts over time, in one file that opens offline (plotly.js inline).
+
+Charts share one time axis in the recording machine's local time. Shaded: orange where any GPU's clocks were
+held back (power cap, thermal, HW slowdown, power brake), red or yellow where a finding was open. Long
+recordings are thinned to at most MAX_POINTS per line, keeping each bucket's lowest and highest value so that
+a dip or a spike still shows.
+"""
+
+from __future__ import annotations
+
+import html
+import importlib
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from gputui.model import CLOCK_EVENT_REASONS, GpuSample, Snapshot
+from gputui.record.format import RecordingError
+from gputui.record.reader import Recording
+from gputui.record.report import THROTTLING_REASONS, Report, render_text, tick_weights
+
+INSTALL_HINT = "pip install 'gputui[report]'  (in a checkout: .venv/bin/pip install plotly)"
+MAX_POINTS = 4000
+_THROTTLE_BITS = sum(bit for bit, name in CLOCK_EVENT_REASONS if name in THROTTLING_REASONS)
+_SEVERITY_COLOURS = {
+    "critical": "rgba(220,40,40,0.18)",
+    "warning": "rgba(230,180,0,0.18)",
+    "info": "rgba(80,80,80,0.1)",
+}
+
+# (row title, unit, value of a GPU sample); host CPU is the last row, apart.
+_GPU_ROWS: tuple[tuple[str, Callable[[GpuSample], float | None]], ...] = (
+    ("GPU utilization (%)", lambda g: g.utilization_gpu_pct),
+    ("SM clock (MHz)", lambda g: None if g.sm_clock_mhz is None else float(g.sm_clock_mhz)),
+    ("GPU temperature (°C)", lambda g: g.temperature_c),
+    ("Power (W)", lambda g: g.power_w),
+    ("PCIe rx (GB/s)", lambda g: None if g.pcie_rx_bytes_s is None else g.pcie_rx_bytes_s / 1e9),
+    ("PCIe tx (GB/s)", lambda g: None if g.pcie_tx_bytes_s is None else g.pcie_tx_bytes_s / 1e9),
+)
+
+
+def _plotly() -> tuple[Any, Any]:
+    try:
+        go = importlib.import_module("plotly.graph_objects")
+        subplots = importlib.import_module("plotly.subplots")
+    except ImportError:
+        raise RecordingError(f"the HTML report needs plotly, which is not installed: {INSTALL_HINT}") from None
+    return go, subplots
+
+
+def thin(points: Sequence[tuple[float, float | None]], limit: int = MAX_POINTS) -> list[tuple[float, float | None]]:
+    """At most about `limit` points: each bucket keeps its lowest and highest value, in time order."""
+    if len(points) <= limit:
+        return list(points)
+    size = -(-len(points) * 2 // limit)
+    out: list[tuple[float, float | None]] = []
+    for start in range(0, len(points), size):
+        bucket = points[start : start + size]
+        known = [(t, v) for t, v in bucket if v is not None]
+        if not known:
+            out.append(bucket[0])  # a gap stays a gap
+            continue
+        low = min(known, key=lambda p: p[1])
+        high = max(known, key=lambda p: p[1])
+        out.extend(sorted({low, high}))
+    return out
+
+
+def intervals(
+    ticks: Sequence[Snapshot], weights: Sequence[float], flag: Callable[[Snapshot], bool]
+) -> list[tuple[float, float]]:
+    """Time spans where `flag` holds, each tick standing for its weight; touching spans merge."""
+    spans: list[tuple[float, float]] = []
+    for tick, weight in zip(ticks, weights, strict=True):
+        if not flag(tick):
+            continue
+        end = tick.timestamp + weight
+        if spans and tick.timestamp <= spans[-1][1] + 1e-6:
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((tick.timestamp, end))
+    return spans
+
+
+def _throttled(tick: Snapshot) -> bool:
+    return any(
+        g.clock_event_reasons_mask is not None and g.clock_event_reasons_mask & _THROTTLE_BITS for g in tick.gpus
+    )
+
+
+def build_figure(recording: Recording, report: Report) -> Any:
+    go, subplots = _plotly()
+    offset = report.utc_offset_s
+
+    def when(t: float) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t + offset))
+
+    titles = [title for title, _ in _GPU_ROWS] + ["Host CPU, all cores (%)"]
+    fig = subplots.make_subplots(
+        rows=len(titles), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.03
+    )
+    ticks = recording.ticks
+    for gpu_no, info in enumerate(recording.header.gpu_info):
+        for row, (_, value) in enumerate(_GPU_ROWS, start=1):
+            points: list[tuple[float, float | None]] = []
+            for tick in ticks:
+                sample = next((g for g in tick.gpus if g.index == info.index), None)
+                points.append((tick.timestamp, value(sample) if sample is not None and not sample.lost else None))
+            shown = thin(points)
+            fig.add_trace(
+                go.Scatter(
+                    x=[when(t) for t, _ in shown],
+                    y=[v for _, v in shown],
+                    mode="lines",
+                    name=f"GPU {info.index}",
+                    legendgroup=f"gpu{info.index}",
+                    showlegend=row == 1,
+                    line={"width": 1.2, "color": _colour(gpu_no)},
+                ),
+                row=row,
+                col=1,
+            )
+    host = thin([(t.timestamp, t.host.cpu_pct) for t in ticks])
+    fig.add_trace(
+        go.Scatter(x=[when(t) for t, _ in host], y=[v for _, v in host], mode="lines", name="host CPU"),
+        row=len(titles),
+        col=1,
+    )
+    # Shapes and notes go in with one layout update: plotly's add_vrect re-validates the layout on each call.
+    shapes: list[dict[str, Any]] = []
+    notes: list[dict[str, Any]] = []
+    weights = tick_weights(ticks, recording.header.interval_s)
+    for start, end in intervals(ticks, weights, _throttled):
+        shapes.append(_band(when(start), when(end), "rgba(255,140,0,0.15)"))
+    for span in report.findings:
+        end = span.end if span.end is not None else report.end + report.interval_s
+        colour = _SEVERITY_COLOURS.get(span.severity, _SEVERITY_COLOURS["info"])
+        shapes.append(_band(when(span.start), when(end), colour))
+        notes.append(_note(when(span.start), 1.0, span.title, "bottom"))
+    for t, label in report.marks:
+        x = when(t)
+        line = {"color": "grey", "dash": "dot", "width": 1}
+        shapes.append({"type": "line", "xref": "x", "yref": "paper", "x0": x, "x1": x, "y0": 0, "y1": 1, "line": line})
+        notes.append(_note(x, 0.0, label, "top"))
+    fig.update_layout(shapes=shapes, annotations=[*fig.layout.annotations, *notes])
+    fig.update_layout(
+        height=230 * len(titles),
+        hovermode="x unified",
+        margin={"l": 60, "r": 20, "t": 60, "b": 40},
+        title={"text": "orange: clocks held back on some GPU · red/yellow: a finding open · dotted: a mark"},
+    )
+    return fig
+
+
+def _band(x0: str, x1: str, colour: str) -> dict[str, Any]:
+    """A shaded time span across every chart (all share the x axis of the first)."""
+    return {
+        "type": "rect",
+        "xref": "x",
+        "yref": "paper",
+        "x0": x0,
+        "x1": x1,
+        "y0": 0,
+        "y1": 1,
+        "fillcolor": colour,
+        "line": {"width": 0},
+        "layer": "below",
+    }
+
+
+def _note(x: str, y: float, text: str, anchor: str) -> dict[str, Any]:
+    return {
+        "x": x,
+        "y": y,
+        "xref": "x",
+        "yref": "paper",
+        "text": html.escape(text[:40]),
+        "showarrow": False,
+        "xanchor": "left",
+        "yanchor": anchor,
+        "font": {"size": 10},
+    }
+
+
+def _colour(n: int) -> str:
+    palette = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf")
+    return palette[n % len(palette)]
+
+
+def render_html(recording: Recording, report: Report) -> str:
+    """One self-contained page: the SIMULATED label when it applies, the text report, the charts."""
+    fig = build_figure(recording, report)
+    charts = fig.to_html(full_html=False, include_plotlyjs=True, config={"displaylogo": False})
+    banner = ""
+    if report.simulated:
+        banner = (
+            '<p class="sim">SIMULATED'
+            + (f" (scenario {html.escape(report.scenario)})" if report.scenario else "")
+            + ": not measured on a real machine</p>"
+        )
+    title = f"gputui report: {html.escape(report.hostname)}"
+    return (
+        '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
+        f"<title>{title}</title><style>"
+        "body{font-family:system-ui,sans-serif;margin:1em 2em}"
+        "pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:13px}"
+        ".sim{background:#ffd500;color:#000;font-weight:bold;padding:.4em .8em;display:inline-block}"
+        f"</style></head><body>{banner}<h1>{title}</h1>"
+        f"<pre>{html.escape(render_text(report))}</pre>{charts}</body></html>\n"
+    )
+
+
+def write_html(recording: Recording, report: Report, out: Path) -> None:
+    """Write the page (a report is made again from its recording, so it may be overwritten)."""
+    page = render_html(recording, report)
+    try:
+        out.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise RecordingError(f"cannot write {out}: {exc.strerror or exc}") from exc
