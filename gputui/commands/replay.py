@@ -1,0 +1,70 @@
+"""`gputui replay FILE`: the monitor, fed from a recording instead of the driver."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from gputui.commands import common
+
+
+def speed(text: str) -> float:
+    from gputui.sources.replay import SPEEDS
+
+    try:
+        value = float(text.rstrip("x"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a speed: {text!r} (e.g. 4 or 0.5)") from None
+    if not SPEEDS[0] <= value <= SPEEDS[-1]:
+        raise argparse.ArgumentTypeError(f"speed must be between {SPEEDS[0]:g} and {SPEEDS[-1]:g}, not {text}")
+    return value
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("replay", help="play a recording back in the monitor (REPLAY badge, recorded time)")
+    parser.add_argument("file", type=Path, metavar="FILE", help="a recording made with --record (.jsonl or .jsonl.gz)")
+    parser.add_argument("--speed", type=speed, default=1.0, metavar="X", help="playback speed, 0.25 to 64 (default 1)")
+    parser.add_argument(
+        "--start",
+        default=None,
+        metavar="HH:MM:SS",
+        help="start at this time of the recording machine's clock, or +H:MM:SS after the recording's start",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputui.record.format import RecordingError
+    from gputui.record.reader import load_recording
+    from gputui.sources.base import SourceUnavailable
+    from gputui.sources.replay import ReplaySource, resolve_start
+
+    try:
+        recording = load_recording(args.file)
+    except RecordingError as exc:
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return common.EXIT_USAGE
+    for warning in recording.warnings:
+        print(f"gputui: warning: {warning}", file=sys.stderr)
+    start = None
+    if args.start is not None and recording.ticks:
+        try:
+            start = resolve_start(recording, args.start)
+        except ValueError as exc:
+            print(f"gputui: error: --start: {exc}", file=sys.stderr)
+            return common.EXIT_USAGE
+    source = ReplaySource(recording, speed=args.speed, start=start)
+    try:
+        system = source.open()
+    except SourceUnavailable as exc:
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return common.EXIT_USAGE
+    from gputui.ui.app import GpuTuiApp
+    from gputui.ui.sampling import MAX_INTERVAL, MIN_INTERVAL
+
+    interval = min(MAX_INTERVAL, max(MIN_INTERVAL, recording.header.interval_s))
+    app = GpuTuiApp(source, system, interval=interval, now=source.recording_now)
+    app.run()
+    return common.EXIT_OK if app.return_code is None else app.return_code

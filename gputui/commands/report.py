@@ -1,0 +1,53 @@
+"""`gputui report FILE`: what a recording says: throttling, utilization, power, temperatures, findings."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from gputui.commands import common
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("report", help="summarize a recording: per-GPU throttling, power, findings, marks")
+    parser.add_argument("file", type=Path, metavar="FILE", help="a recording made with --record (.jsonl or .jsonl.gz)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    parser.add_argument(
+        "--html",
+        type=Path,
+        default=None,
+        metavar="OUT.html",
+        help="also write one self-contained HTML page with charts (needs: pip install 'gputui[report]')",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputui.record.format import RecordingError
+    from gputui.record.reader import load_recording
+    from gputui.record.report import build_report, render_text, report_to_dict
+
+    try:
+        recording = load_recording(args.file)
+    except RecordingError as exc:
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return common.EXIT_USAGE
+    report = build_report(recording)
+    if args.html is not None:
+        from gputui.record.report_html import write_html
+
+        try:
+            write_html(recording, report, args.html)
+        except RecordingError as exc:
+            print(f"gputui: error: {exc}", file=sys.stderr)
+            return common.EXIT_USAGE
+        print(f"gputui: wrote {args.html}", file=sys.stderr)
+    if args.json:
+        json.dump(report_to_dict(report), sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+    else:
+        sys.stdout.write(render_text(report))
+    return common.EXIT_OK

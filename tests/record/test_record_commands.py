@@ -1,0 +1,100 @@
+"""`gputui report` and `gputui replay` from the command line: output, exit codes, one-line errors."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from recdata import T0, snapshot, write_recording
+
+from gputui import cli
+from gputui.record.format import mark_event
+from gputui.sources.replay import ReplaySource
+
+
+def _recording(tmp_path: Path) -> Path:
+    snaps = [snapshot(T0 + i, 2, util=float(i)) for i in range(120)]
+    return write_recording(tmp_path / "r.jsonl", snaps, events=(mark_event("lr drop", T0 + 30),))
+
+
+def test_report_prints_text(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["report", str(_recording(tmp_path))]) == 0
+    out = capsys.readouterr().out
+    assert "GPU 0  NVIDIA H100 80GB HBM3" in out and "lr drop" in out
+
+
+def test_report_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["report", str(_recording(tmp_path)), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ticks"] == 120 and data["gpus"][0]["utilization_pct"]["maximum"] == 119.0
+    assert data["marks"] == [{"t": T0 + 30, "label": "lr drop"}]
+
+
+def test_report_html(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "r.html"
+    assert cli.main(["report", str(_recording(tmp_path)), "--html", str(out)]) == 0
+    assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    assert f"wrote {out}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["report", "replay"])
+def test_a_missing_file_is_one_line_and_exit_2(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert cli.main([command, str(tmp_path / "nope.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no such recording" in err
+
+
+def test_report_warns_on_a_damaged_file_and_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _recording(tmp_path)
+    path.write_text(path.read_text()[:-100])
+    assert cli.main(["report", str(path)]) == 0
+    assert "warning:" in capsys.readouterr().out
+
+
+class FakeApp:
+    """Stands in for the Textual app: records what the command hands it."""
+
+    made: ClassVar[list[FakeApp]] = []
+
+    def __init__(self, source: Any, system: Any, *, interval: float, now: Any) -> None:
+        self.source, self.system, self.interval, self.now = source, system, interval, now
+        self.return_code = None
+        FakeApp.made.append(self)
+
+    def run(self) -> None:
+        pass
+
+
+@pytest.fixture
+def fake_app(monkeypatch: pytest.MonkeyPatch) -> type[FakeApp]:
+    import gputui.ui.app
+
+    FakeApp.made = []
+    monkeypatch.setattr(gputui.ui.app, "GpuTuiApp", FakeApp)
+    return FakeApp
+
+
+def test_replay_runs_the_monitor_on_a_replay_source(tmp_path: Path, fake_app: type[FakeApp]) -> None:
+    assert cli.main(["replay", str(_recording(tmp_path)), "--speed", "4", "--start", "+1:00"]) == 0
+    app = fake_app.made[0]
+    assert isinstance(app.source, ReplaySource) and app.system.source == "replay"
+    assert app.source.speed == 4.0 and app.interval == 1.0
+    app.source.pause()
+    assert app.source.sample().timestamp == T0 + 60
+    assert app.now() == datetime(2026, 5, 28, 20, 27, 40)  # the recording's clock, not this machine's
+
+
+def test_replay_start_outside_the_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["replay", str(_recording(tmp_path)), "--start", "03:00:00"]) == 2
+    assert "not in the recording: it runs from 20:26:40 to 20:28:39" in capsys.readouterr().err
+
+
+def test_replay_bad_speed_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["replay", str(_recording(tmp_path)), "--speed", "1000"])
+    assert exit_info.value.code == 2 and "speed must be between 0.25 and 64" in capsys.readouterr().err
