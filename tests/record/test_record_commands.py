@@ -98,3 +98,19 @@ def test_replay_bad_speed_is_a_usage_error(tmp_path: Path, capsys: pytest.Captur
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["replay", str(_recording(tmp_path)), "--speed", "1000"])
     assert exit_info.value.code == 2 and "speed must be between 0.25 and 64" in capsys.readouterr().err
+
+
+async def test_the_monitor_shows_a_replay_with_its_badge_and_recorded_time(tmp_path: Path) -> None:
+    from gputui.ui.app import GpuTuiApp
+    from gputui.ui.widgets.header import badges
+
+    source = ReplaySource(_recording(tmp_path), start=65.0)
+    system = source.open()
+    source.pause()
+    app = GpuTuiApp(source, system, auto_sample=False, now=source.recording_now)
+    async with app.run_test(size=(120, 40)):
+        tick = await app.tick()
+        assert tick.snapshot.timestamp == T0 + 65
+        state = app.main.header.state
+        assert state is not None and state.clock == "20:27:45"  # the recording's clock
+        assert ("REPLAY", "bold black on magenta") in badges(state.system, paused=False)
