@@ -97,9 +97,10 @@ def format_value(value: float | str | None) -> str:
     return f"{value:.1f}"
 
 
-def format_evidence(ev: Evidence) -> str:
+def format_evidence(ev: Evidence, *, quiet_window: str = "") -> str:
+    """'SM clock 1410 MHz (mean over 10 s)'; a window equal to `quiet_window` (e.g. "now") is left out."""
     unit = ev.unit if ev.unit in ("%", "") else f" {ev.unit}"
-    window = f" ({ev.window})" if ev.window else ""
+    window = f" ({ev.window})" if ev.window and ev.window != quiet_window else ""
     return f"{ev.label} {format_value(ev.value)}{unit}{window}"
 
 

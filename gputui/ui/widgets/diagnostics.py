@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar
 
+from rich.console import Group
 from rich.text import Text
 from textual import events
 from textual.binding import Binding, BindingType
@@ -28,16 +29,16 @@ FindingKey = tuple[str, tuple[int, ...], float]
 
 
 class _Lines:
-    """The pane's text as it is built, and which finding owns each line (for mouse clicks)."""
+    """The pane's lines as they are built, and which finding owns each line (for mouse clicks)."""
 
     def __init__(self) -> None:
-        self.text = Text(no_wrap=True, overflow="ellipsis")
+        self.texts: list[Text] = []
         self.owners: list[int | None] = []
 
     def add(self, content: Text, owner: int | None = None) -> None:
-        if self.owners:
-            self.text.append("\n")
-        self.text.append(content)
+        """A line cut to the pane's width: the list stays one line per row, so clicks map to findings."""
+        content.no_wrap, content.overflow = True, "ellipsis"
+        self.texts.append(content)
         self.owners.append(owner)
 
 
@@ -80,7 +81,7 @@ class DiagnosticsPane(Widget, can_focus=True):
         self._cursor = 0
         self._chosen: FindingKey | None = None
         self._line_owner: list[int | None] = []  # rendered line -> index into _entries
-        self._text: Text = Text()
+        self._text: Group = Group()
 
     @property
     def entries(self) -> tuple[Finding, ...]:
@@ -133,19 +134,25 @@ class DiagnosticsPane(Widget, can_focus=True):
         self.post_message(self.FindingSelected(finding))
 
     def _rebuild(self) -> None:
+        """New text; a layout pass only when the pane's height can change (more lines, other advice)."""
+        shape = (len(self._line_owner), self._chosen)
         self._text = self._build()
-        self.refresh(layout=True)
+        self.refresh(layout=(len(self._line_owner), self._chosen) != shape)
 
-    def render(self) -> Text:
+    def render(self) -> Group:
         return self._text
 
-    def _build(self) -> Text:
+    def _build(self) -> Group:
         lang = self.lang
         lines = _Lines()
-        counts = {sev.label: sum(1 for f in self._open if f.severity == sev) for sev in Severity}
         header = Text(text("ui.title", lang), style="bold")
-        if self._open:
-            header.append("  " + text("ui.counts", lang, **counts))
+        counts = [
+            text(f"ui.count.{sev.label}", lang, count=n)
+            for sev in reversed(Severity)
+            if (n := sum(1 for f in self._open if f.severity == sev))
+        ]
+        if counts:
+            header.append("  " + ", ".join(counts))
         lines.add(header)
         if not self._open:
             lines.add(Text(text("ui.none", lang), style="green"))
@@ -157,25 +164,25 @@ class DiagnosticsPane(Widget, can_focus=True):
         chosen = self.chosen
         if chosen is not None:
             lines.add(Text(f"{text('ui.advice', lang)}: {chosen.title}", style="bold"))
-            lines.add(Text(chosen.advice))
         elif self.entries:
             lines.add(Text(text("ui.hint", lang), style=HISTORY_STYLE))
         self._line_owner = lines.owners
-        return lines.text
+        # The advice comes last and wraps: it owns no finding, so the rows above keep their owners.
+        advice = [Text(chosen.advice)] if chosen is not None else []
+        return Group(*lines.texts, *advice)
 
     def _finding_lines(self, finding: Finding, index: int, history: bool, lines: _Lines) -> None:
         lang = self.lang
         style = HISTORY_STYLE if history else SEVERITY_STYLES[finding.severity]
-        where = "GPU " + ",".join(str(g) for g in finding.gpus) if finding.gpus else text("ui.all_gpus", lang)
         head = Text("> " if index == self._cursor else "  ", style=CURSOR_STYLE if self.has_focus else "")
         head.append(severity_label(finding.severity, lang) + " ", style=style)
-        head.append(f"{where:<7} ", style=style)
         head.append(finding.title, style=HISTORY_STYLE if history else "")
         duration = format_duration(finding.duration_s)
         head.append("  " + (text("ui.lasted", lang, duration=duration) if history else duration), style=HISTORY_STYLE)
         lines.add(head, index)
         if not history and finding.evidence:
-            evidence = " | ".join(format_evidence(ev) for ev in finding.evidence[:MAX_EVIDENCE])
+            now = text("win.now", lang)
+            evidence = " | ".join(format_evidence(e, quiet_window=now) for e in finding.evidence[:MAX_EVIDENCE])
             lines.add(Text("       " + evidence, style=HISTORY_STYLE), index)
 
     def on_focus(self) -> None:
