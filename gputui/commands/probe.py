@@ -28,6 +28,7 @@ Without CUDA the probes run on the CPU with small sizes and say so (device: cpu)
 
 exit codes:
   0  the probe passed
+  2  usage error (e.g. --path is not a directory)
   1  a figure failed its check, or a slowdown began during the run
   4  the GPU computed wrong answers (FAULTY) or fell off the bus
   5  the probe could not run (no torch, crash, timeout); the reason is printed
@@ -216,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
 
 def exit_code(final: Final, worsened: bool, lost_after_s: float | None) -> int:
     if isinstance(final, Error):
-        return EXIT_PROBE_FAILED
+        return common.EXIT_USAGE if final.code == "bad_args" else EXIT_PROBE_FAILED
     if final.faulty or lost_after_s is not None:
         return common.EXIT_CRITICAL
     if not final.ok or worsened:

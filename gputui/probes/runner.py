@@ -147,6 +147,11 @@ class ProbeRunner:
         return self._proc.pid if self._proc is not None else None
 
     @property
+    def returncode(self) -> int | None:
+        """The worker's exit status once it has ended (negative: killed by that signal)."""
+        return self._proc.returncode if self._proc is not None else None
+
+    @property
     def running(self) -> bool:
         return self._proc is not None and self._proc.returncode is None
 

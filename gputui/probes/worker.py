@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import sys
 import threading
@@ -43,7 +44,7 @@ EXIT_ORPHANED = 4
 
 # Test hook: makes the worker misbehave on purpose so the runner's handling of it can be tested for real.
 # raise: the probe raises; crash: stderr text, then abort(); garbage: a non-JSON stdout line first;
-# mismatch: the stress probe corrupts one result.
+# mismatch: the stress probe corrupts one result; stuck: ignore SIGTERM, start a helper process, hang.
 FAULT_ENV = "GPUTUI_PROBE_FAULT"
 
 MIB = 1024**2
@@ -63,8 +64,18 @@ class UsageError(ValueError):
 
 
 def emit(message: Message) -> None:
-    sys.stdout.write(to_line(message) + "\n")
-    sys.stdout.flush()
+    try:
+        sys.stdout.write(to_line(message) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # nobody reads us any more: the runner died
+        _exit_orphaned()
+
+
+def _exit_orphaned() -> NoReturn:
+    """Go, with whatever we started: the runner makes us lead our own process group."""
+    if os.getpgid(0) == os.getpid():
+        os.killpg(0, signal.SIGKILL)
+    os._exit(EXIT_ORPHANED)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -133,7 +144,7 @@ def _exit_when_stdin_closes() -> None:
                 pass
         except OSError:
             pass
-        os._exit(EXIT_ORPHANED)
+        _exit_orphaned()
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
@@ -425,6 +436,17 @@ def _fail(probe: ProbeName, code: ErrorCode, message: str, exit_code: int, tail:
     return exit_code
 
 
+def _hang(probe: ProbeName) -> NoReturn:
+    """A worker that only SIGKILL stops, with a helper process in its group: what cancel() must clean up."""
+    import subprocess
+
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    emit(Progress(probe, 0.0, float(helper.pid), "pid", "stuck on purpose; helper process started"))
+    while True:
+        time.sleep(1)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     raw = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(raw).parse_args(raw)
@@ -437,6 +459,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write("simulated crash in the probe worker\n")
         sys.stderr.flush()
         os.abort()
+    if _fault("stuck"):
+        _hang(probe)
     try:
         if _fault("raise"):
             raise RuntimeError("simulated failure inside the probe")
