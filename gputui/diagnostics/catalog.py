@@ -130,8 +130,8 @@ _EN: dict[str, str] = {
     ),
     "nvml_unavailable.title": "The NVIDIA driver cannot be read",
     "nvml_unavailable.advice": (
-        "{reason}. Check that the driver is installed and loaded (`nvidia-smi`); after a driver update, "
-        "reboot or reload the kernel module."
+        "Check that the NVIDIA driver is installed and loaded (`nvidia-smi`); after a driver update, reboot or "
+        "reload the kernel module; in a container, start it with GPU access (e.g. `docker run --gpus all`)."
     ),
     "ecc_errors.title": "GPU {gpu}: uncorrected memory errors",
     "ecc_errors.advice": (
@@ -317,7 +317,8 @@ _ZH: dict[str, str] = {
     ),
     "nvml_unavailable.title": "无法读取 NVIDIA 驱动",
     "nvml_unavailable.advice": (
-        "{reason}。请确认驱动已安装并已加载（`nvidia-smi`）；更新驱动后请重启或重新加载内核模块。"
+        "请确认 NVIDIA 驱动已安装并已加载（`nvidia-smi`）；更新驱动后请重启或重新加载内核模块；"
+        "在容器中请以 GPU 权限启动（例如 `docker run --gpus all`）。"
     ),
     "ecc_errors.title": "GPU {gpu}：存在不可纠正的显存错误",
     "ecc_errors.advice": (

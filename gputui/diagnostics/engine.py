@@ -142,12 +142,12 @@ def localize(evidence: Evidence, lang: str, window_s: int) -> Evidence:
 
 def unavailable_finding(reason: str, lang: str = "en", now: float = 0.0) -> Finding:
     """`nvml_unavailable`: the driver cannot be read, with why; built where there is no snapshot to judge."""
-    reason = reason.strip().rstrip(".")
+    reason = reason.strip()
     return Finding(
         rule="nvml_unavailable",
         severity=Severity.CRITICAL,
         title=text("nvml_unavailable.title", lang),
-        advice=text("nvml_unavailable.advice", lang, reason=reason),
+        advice=text("nvml_unavailable.advice", lang),
         evidence=(localize(ev("reason", reason, window=""), lang, 0),),
         started_at=now,
     )

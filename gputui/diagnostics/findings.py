@@ -101,6 +101,8 @@ def format_evidence(ev: Evidence, *, quiet_window: str = "") -> str:
     """'SM clock 1410 MHz (mean over 10 s)'; a window equal to `quiet_window` (e.g. "now") is left out."""
     unit = ev.unit if ev.unit in ("%", "") else f" {ev.unit}"
     window = f" ({ev.window})" if ev.window and ev.window != quiet_window else ""
+    if isinstance(ev.value, str):
+        return f"{ev.label}: {ev.value}{window}"
     return f"{ev.label} {format_value(ev.value)}{unit}{window}"
 
 

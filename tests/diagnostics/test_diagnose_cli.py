@@ -68,7 +68,7 @@ def test_text_names_rule_evidence_and_advice(capsys: pytest.CaptureFixture[str])
     assert main(["diagnose", "--demo", "pcie", "--gpus", "1"]) == 4
     out = capsys.readouterr().out
     assert "CRIT  GPU 1: PCIe link at Gen3 x8 under load (max Gen5 x16)  [pcie_downgrade, for 10s]" in out
-    assert "PCIe link Gen3 x8 (now)" in out and "advice: " in out and "nvidia-smi topo -m" in out
+    assert "PCIe link: Gen3 x8 (now)" in out and "advice: " in out and "nvidia-smi topo -m" in out
 
 
 def test_chinese_output(capsys: pytest.CaptureFixture[str]) -> None:
@@ -97,7 +97,7 @@ def test_no_driver_exits_3_and_prints_the_finding(
     assert data["system"] is None
     [finding] = data["findings"]
     assert (finding["rule"], finding["severity"]) == ("nvml_unavailable", "critical")
-    assert "version mismatch" in finding["advice"] and "version mismatch" in captured.err
+    assert "version mismatch" in finding["evidence"][0]["value"] and "version mismatch" in captured.err
 
 
 class LiveLike:
