@@ -6,6 +6,7 @@ from dataclasses import replace
 
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.containers import Container
 
 from gputui.diagnostics.findings import Evidence, Finding, Severity, format_duration
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
@@ -43,13 +44,20 @@ OLD = Finding(
 
 
 class PaneApp(App[None]):
-    def __init__(self, lang: str = "en") -> None:
+    CSS = "#slot { height: 8; }"
+
+    def __init__(self, lang: str = "en", slot: bool = False) -> None:
         super().__init__()
         self.lang = lang
+        self.slot = slot
         self.selected: list[Finding] = []
 
     def compose(self) -> ComposeResult:
-        yield DiagnosticsPane(lang=self.lang)
+        if self.slot:
+            with Container(id="slot"):
+                yield DiagnosticsPane(lang=self.lang)
+        else:
+            yield DiagnosticsPane(lang=self.lang)
 
     def on_diagnostics_pane_finding_selected(self, message: DiagnosticsPane.FindingSelected) -> None:
         self.selected.append(message.finding)
@@ -148,3 +156,38 @@ async def test_chinese_pane_uses_the_catalog() -> None:
 
 def test_durations_are_short() -> None:
     assert [format_duration(s) for s in (0, 45.9, 125, 3725)] == ["0s", "45s", "2m05s", "1h02m"]
+
+
+def many(count: int) -> list[Finding]:
+    return [replace(SHARED, gpus=(i,), title=f"GPU {i}: shared by 2 processes") for i in range(count)]
+
+
+async def test_a_short_slot_scrolls_to_keep_the_cursor_in_view() -> None:
+    app = PaneApp(slot=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings(many(9), [])
+        pane.focus()
+        await pilot.pause()
+        assert pane.size.height == 8
+        assert "GPU 8:" not in plain(pane)
+        await pilot.press(*["down"] * 8)
+        text = plain(pane)
+        assert "> WARN GPU 8:" in text and "GPU 0:" not in text
+        assert text.splitlines()[0].startswith("Diagnostics")
+        row = next(i for i, line in enumerate(text.splitlines()) if "GPU 7:" in line)
+        await pilot.click(DiagnosticsPane, offset=(5, row))
+        await pilot.pause()
+        assert app.selected[-1].gpus == (7,)
+
+
+async def test_findings_given_before_mount_are_shown() -> None:
+    pane = DiagnosticsPane()
+    pane.show_findings([HOT], [])
+
+    class Early(App[None]):
+        def compose(self) -> ComposeResult:
+            yield pane
+
+    async with Early().run_test(size=(100, 20)):
+        assert "thermal throttling" in plain(pane)

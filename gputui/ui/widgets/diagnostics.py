@@ -47,12 +47,14 @@ def _key(finding: Finding) -> FindingKey:
 
 
 class DiagnosticsPane(Widget, can_focus=True):
-    """Findings by severity; up/down and enter (or a click) choose one and show its advice."""
+    """Findings by severity; up/down and enter (or a click) choose one and show its advice.
+
+    It fills the slot it is given (height 100%) and scrolls its list to keep the cursor in view.
+    """
 
     DEFAULT_CSS = """
     DiagnosticsPane {
-        height: auto;
-        min-height: 3;
+        height: 100%;
         padding: 0 1;
     }
     """
@@ -134,18 +136,19 @@ class DiagnosticsPane(Widget, can_focus=True):
         self.post_message(self.FindingSelected(finding))
 
     def _rebuild(self) -> None:
-        """New text; a layout pass only when the pane's height can change (more lines, other advice)."""
-        shape = (len(self._line_owner), self._chosen)
+        """New text for the same region: the pane fills its slot, so no layout pass is needed."""
+        if not self.is_mounted:
+            return
         self._text = self._build()
-        self.refresh(layout=(len(self._line_owner), self._chosen) != shape)
+        self.refresh()
 
     def render(self) -> Group:
         return self._text
 
     def _build(self) -> Group:
+        """Header, the findings (scrolled to keep the cursor in view when the pane is short), then advice."""
         lang = self.lang
-        lines = _Lines()
-        header = Text(text("ui.title", lang), style="bold")
+        header = Text(text("ui.title", lang), style="bold", no_wrap=True, overflow="ellipsis")
         counts = [
             text(f"ui.count.{sev.label}", lang, count=n)
             for sev in reversed(Severity)
@@ -153,23 +156,38 @@ class DiagnosticsPane(Widget, can_focus=True):
         ]
         if counts:
             header.append("  " + ", ".join(counts))
-        lines.add(header)
+        body = _Lines()
         if not self._open:
-            lines.add(Text(text("ui.none", lang), style="green"))
+            body.add(Text(text("ui.none", lang), style="green"))
         for index, finding in enumerate(self.entries):
             history = not finding.is_open
             if history and index == len(self._open):
-                lines.add(Text(f"-- {text('ui.history', lang)} --", style=HISTORY_STYLE))
-            self._finding_lines(finding, index, history, lines)
+                body.add(Text(f"-- {text('ui.history', lang)} --", style=HISTORY_STYLE))
+            self._finding_lines(finding, index, history, body)
         chosen = self.chosen
+        foot: list[Text] = []
         if chosen is not None:
-            lines.add(Text(f"{text('ui.advice', lang)}: {chosen.title}", style="bold"))
+            advice = Text(chosen.advice)
+            foot = [Text(f"{text('ui.advice', lang)}: {chosen.title}", style="bold", no_wrap=True), advice]
+            foot_rows = 1 + len(advice.wrap(self.app.console, max(1, self.size.width)))
         elif self.entries:
-            lines.add(Text(text("ui.hint", lang), style=HISTORY_STYLE))
-        self._line_owner = lines.owners
-        # The advice comes last and wraps: it owns no finding, so the rows above keep their owners.
-        advice = [Text(chosen.advice)] if chosen is not None else []
-        return Group(*lines.texts, *advice)
+            foot = [Text(text("ui.hint", lang), style=HISTORY_STYLE, no_wrap=True)]
+            foot_rows = 1
+        else:
+            foot_rows = 0
+        start, rows = self._scroll(body.owners, self.size.height - 1 - foot_rows)
+        # Only the header and the findings can be clicked; the advice below wraps and owns no finding.
+        self._line_owner = [None, *body.owners[start : start + rows]]
+        return Group(header, *body.texts[start : start + rows], *foot)
+
+    def _scroll(self, owners: list[int | None], room: int) -> tuple[int, int]:
+        """The first body line to show and how many, so that the cursor's lines are in view."""
+        if self.size.height <= 0 or len(owners) <= room:
+            return 0, len(owners)
+        room = max(1, room)
+        mine = [i for i, owner in enumerate(owners) if owner == self._cursor] or [0]
+        start = max(0, mine[-1] + 1 - room)
+        return min(start, mine[0]), room
 
     def _finding_lines(self, finding: Finding, index: int, history: bool, lines: _Lines) -> None:
         lang = self.lang
@@ -184,6 +202,12 @@ class DiagnosticsPane(Widget, can_focus=True):
             now = text("win.now", lang)
             evidence = " | ".join(format_evidence(e, quiet_window=now) for e in finding.evidence[:MAX_EVIDENCE])
             lines.add(Text("       " + evidence, style=HISTORY_STYLE), index)
+
+    def on_mount(self) -> None:
+        self._rebuild()
+
+    def on_resize(self) -> None:
+        self._rebuild()
 
     def on_focus(self) -> None:
         self._rebuild()
