@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, overload
 
 from gputui.model import Snapshot
 from gputui.record.format import (
@@ -22,6 +22,7 @@ from gputui.record.format import (
     RecordingError,
     RecordingFormatError,
     RecordingHeader,
+    dumps,
     event_from_dict,
     format_clock,
     header_from_dict,
@@ -31,6 +32,8 @@ from gputui.record.format import (
 _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 16
 _SALVAGE_STEP = 64
+# Ticks rebuilt at once: 64 ticks of 8 GPUs take ~30 ms, the most a replay seek waits for.
+TICKS_PER_CHUNK = 64
 
 
 class _Bytes:
@@ -98,23 +101,78 @@ def _lines(stream: _Bytes) -> Iterator[tuple[int, bytes, bool]]:
         yield number + 1, pending, False
 
 
+class TickStore(Sequence[Snapshot]):
+    """The ticks of a recording, kept as compressed JSON lines and rebuilt into Snapshots when read.
+
+    An overnight recording of 8 GPUs then takes tens of MB, not a gigabyte of Snapshots. A chunk of ticks is
+    rebuilt at a time and the last one kept, so reading in order (replay, reports) rebuilds each tick once.
+    """
+
+    def __init__(self, header: RecordingHeader) -> None:
+        self._header = header
+        self.timestamps: list[float] = []
+        self._chunks: list[bytes] = []
+        self._pending: list[bytes] = []
+        self._cache: tuple[int, list[Snapshot]] | None = None
+
+    def append(self, line: bytes, timestamp: float) -> None:
+        """A tick line already read and found good, and its time."""
+        self.timestamps.append(timestamp)
+        self._pending.append(line)
+        if len(self._pending) == TICKS_PER_CHUNK:
+            self._chunks.append(zlib.compress(b"\n".join(self._pending), 1))
+            self._pending = []
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    @overload
+    def __getitem__(self, index: int) -> Snapshot: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Snapshot]: ...
+
+    def __getitem__(self, index: int | slice) -> Snapshot | list[Snapshot]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("tick index out of range")
+        chunk, offset = divmod(index, TICKS_PER_CHUNK)
+        return self._chunk(chunk)[offset]
+
+    def __iter__(self) -> Iterator[Snapshot]:
+        for chunk in range(-(-len(self) // TICKS_PER_CHUNK)):
+            yield from self._chunk(chunk)
+
+    def _chunk(self, number: int) -> list[Snapshot]:
+        if self._cache is not None and self._cache[0] == number:
+            return self._cache[1]
+        lines = self._pending if number == len(self._chunks) else zlib.decompress(self._chunks[number]).split(b"\n")
+        header = self._header
+        ticks = [tick_from_dict(json.loads(line), header, header.system) for line in lines]
+        self._cache = (number, ticks)
+        return ticks
+
+
 @dataclass
 class Recording:
-    """A whole recording in memory, for replay and reports."""
+    """A whole recording, for replay and reports: the ticks compact in memory, the events as read."""
 
     path: Path
     header: RecordingHeader
-    ticks: list[Snapshot] = field(default_factory=list)
+    ticks: TickStore
     events: list[RecordedEvent] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
     @property
     def start(self) -> float:
-        return self.ticks[0].timestamp if self.ticks else self.header.started_at
+        return self.ticks.timestamps[0] if self.ticks else self.header.started_at
 
     @property
     def end(self) -> float:
-        return self.ticks[-1].timestamp if self.ticks else self.header.started_at
+        return self.ticks.timestamps[-1] if self.ticks else self.header.started_at
 
     @property
     def duration_s(self) -> float:
@@ -163,6 +221,11 @@ class RecordingReader:
 
     def records(self) -> Iterator[Snapshot | RecordedEvent]:
         """Ticks and events in file order."""
+        for record, _ in self._read():
+            yield record
+
+    def _read(self) -> Iterator[tuple[Snapshot | RecordedEvent, bytes]]:
+        """Each record with the line that holds it (for a tick with GPUs the header lacks, the line without them)."""
         self.warnings = []
         bad: list[tuple[int, str]] = []
         unknown: dict[str, int] = {}
@@ -180,11 +243,11 @@ class RecordingReader:
                         raise RecordingFormatError("not a JSON object")
                     kind = data.get("type")
                     if kind == "tick":
-                        snapshot = self._tick(data, other_gpus)
+                        snapshot, kept = self._tick(data, line, other_gpus)
                         ticks += 1
-                        yield snapshot
+                        yield snapshot, kept
                     elif kind == "event" and data.get("kind") in EVENT_KINDS:
-                        yield event_from_dict(data)
+                        yield event_from_dict(data), line
                     else:
                         label = f"{kind}/{data.get('kind')}" if kind == "event" else str(kind)
                         unknown[label] = unknown.get(label, 0) + 1
@@ -195,18 +258,19 @@ class RecordingReader:
                         truncated = number
         self._collect_warnings(ticks, bad, unknown, other_gpus, truncated, stream.problem)
 
-    def _tick(self, data: dict[str, Any], other_gpus: list[tuple[float, tuple[int, ...]]]) -> Snapshot:
+    def _tick(
+        self, data: dict[str, Any], line: bytes, other_gpus: list[tuple[float, tuple[int, ...]]]
+    ) -> tuple[Snapshot, bytes]:
         gpus = data.get("gpus")
         if not isinstance(gpus, list) or not all(isinstance(g, dict) for g in gpus):
             raise RecordingFormatError("a tick's gpus must be a list of objects")
         indices = tuple(g.get("index") for g in gpus)
         if indices == self._gpu_indices:
-            return tick_from_dict(data, self.header, self.header.system)
-        snapshot = tick_from_dict(
-            {**data, "gpus": [g for g in gpus if g.get("index") in self._gpu_indices]}, self.header, self.header.system
-        )
+            return tick_from_dict(data, self.header, self.header.system), line
+        data = {**data, "gpus": [g for g in gpus if g.get("index") in self._gpu_indices]}
+        snapshot = tick_from_dict(data, self.header, self.header.system)
         other_gpus.append((snapshot.timestamp, tuple(int(i) for i in indices)))
-        return snapshot
+        return snapshot, dumps(data).encode()
 
     def _collect_warnings(
         self,
@@ -244,11 +308,11 @@ class RecordingReader:
             )
 
     def load(self) -> Recording:
-        """Everything in memory, with the warnings of the pass."""
-        recording = Recording(path=self.path, header=self.header)
-        for record in self.records():
+        """The whole recording, with the warnings of the pass; each tick is read (and checked) once here."""
+        recording = Recording(path=self.path, header=self.header, ticks=TickStore(self.header))
+        for record, line in self._read():
             if isinstance(record, Snapshot):
-                recording.ticks.append(record)
+                recording.ticks.append(line, record.timestamp)
             else:
                 recording.events.append(record)
         recording.warnings = list(self.warnings)

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
 from gputui.diagnostics.findings import Finding
-from gputui.model import CLOCK_EVENT_REASONS, GpuSample, Snapshot
+from gputui.model import CLOCK_EVENT_REASONS, GpuInfo, GpuSample, Snapshot
 from gputui.record.format import (
     RecordedEvent,
     RecordingFormatError,
@@ -138,50 +138,83 @@ class Report:
         return self.end - self.start
 
 
-def tick_weights(ticks: Sequence[Snapshot], interval_s: float) -> list[float]:
+def tick_weights(timestamps: Sequence[float], interval_s: float) -> list[float]:
     """Seconds each tick stands for: up to the next tick, at most two intervals; the last, one interval."""
-    weights = [min(b.timestamp - a.timestamp, 2 * interval_s) for a, b in itertools.pairwise(ticks)]
-    return [max(w, 0.0) for w in weights] + ([interval_s] if ticks else [])
+    weights = [max(min(b - a, 2 * interval_s), 0.0) for a, b in itertools.pairwise(timestamps)]
+    return weights + ([interval_s] if timestamps else [])
 
 
-def _gpu_report(index: int, recording: Recording, weights: list[float]) -> GpuReport:
-    info = next(i for i in recording.header.gpu_info if i.index == index)
-    samples: list[tuple[GpuSample, float]] = []
-    lost = 0
-    for tick, weight in zip(recording.ticks, weights, strict=True):
-        sample = next((g for g in tick.gpus if g.index == index), None)
+_THROTTLE_BITS = sum(bit for bit, name in CLOCK_EVENT_REASONS if name in THROTTLING_REASONS)
+
+
+class _GpuTally:
+    """One GPU's figures, gathered tick by tick so that a long recording is read once."""
+
+    def __init__(self, info: GpuInfo) -> None:
+        self.info = info
+        self.samples = 0
+        self.lost = 0
+        self.reason_s = dict.fromkeys((name for _, name in CLOCK_EVENT_REASONS), 0.0)
+        self.known_s = 0.0
+        self.throttled_s = 0.0
+        self.energy_j = 0.0
+        self.util: list[float | None] = []
+        self.power: list[float | None] = []
+        self.sm_clock: list[float | None] = []
+        self.rx: list[float | None] = []
+        self.tx: list[float | None] = []
+        self.temp_peak: float | None = None
+        self.memory_temp_peak: float | None = None
+
+    def add(self, sample: GpuSample | None, weight: float) -> None:
         if sample is None or sample.lost:
-            lost += 1
-        else:
-            samples.append((sample, weight))
-    known = [(s.clock_event_reasons_mask, w) for s, w in samples if s.clock_event_reasons_mask is not None]
-    known_s = sum(w for _, w in known)
-    share: dict[str, float] | None = None
-    throttled: float | None = None
-    if known and known_s > 0:
-        share = {name: round(sum(w for m, w in known if m & bit) / known_s, 4) for bit, name in CLOCK_EVENT_REASONS}
-        bits = sum(bit for bit, name in CLOCK_EVENT_REASONS if name in THROTTLING_REASONS)
-        throttled = round(sum(w for m, w in known if m & bits) / known_s, 4)
-    powered = [(s.power_w, w) for s, w in samples if s.power_w is not None]
-    return GpuReport(
-        index=index,
-        name=info.name,
-        uuid=info.uuid,
-        samples=len(samples),
-        lost_samples=lost,
-        throttle_share=share,
-        throttled_share=throttled,
-        utilization_pct=Stats.of(s.utilization_gpu_pct for s, _ in samples),
-        power_w=Stats.of(p for p, _ in powered),
-        energy_wh=round(sum(p * w for p, w in powered) / 3600, 3) if powered else None,
-        sm_clock_mhz=Stats.of(s.sm_clock_mhz for s, _ in samples),
-        temperature_peak_c=max((s.temperature_c for s, _ in samples if s.temperature_c is not None), default=None),
-        memory_temperature_peak_c=max(
-            (s.memory_temperature_c for s, _ in samples if s.memory_temperature_c is not None), default=None
-        ),
-        pcie_rx_bytes_s=Stats.of(s.pcie_rx_bytes_s for s, _ in samples),
-        pcie_tx_bytes_s=Stats.of(s.pcie_tx_bytes_s for s, _ in samples),
-    )
+            self.lost += 1
+            return
+        self.samples += 1
+        mask = sample.clock_event_reasons_mask
+        if mask is not None:
+            self.known_s += weight
+            for bit, name in CLOCK_EVENT_REASONS:
+                if mask & bit:
+                    self.reason_s[name] += weight
+            if mask & _THROTTLE_BITS:
+                self.throttled_s += weight
+        if sample.power_w is not None:
+            self.energy_j += sample.power_w * weight
+        self.util.append(sample.utilization_gpu_pct)
+        self.power.append(sample.power_w)
+        self.sm_clock.append(None if sample.sm_clock_mhz is None else float(sample.sm_clock_mhz))
+        self.rx.append(sample.pcie_rx_bytes_s)
+        self.tx.append(sample.pcie_tx_bytes_s)
+        self.temp_peak = _peak(self.temp_peak, sample.temperature_c)
+        self.memory_temp_peak = _peak(self.memory_temp_peak, sample.memory_temperature_c)
+
+    def report(self) -> GpuReport:
+        known = self.known_s > 0
+        power = Stats.of(self.power)
+        return GpuReport(
+            index=self.info.index,
+            name=self.info.name,
+            uuid=self.info.uuid,
+            samples=self.samples,
+            lost_samples=self.lost,
+            throttle_share={n: round(s / self.known_s, 4) for n, s in self.reason_s.items()} if known else None,
+            throttled_share=round(self.throttled_s / self.known_s, 4) if known else None,
+            utilization_pct=Stats.of(self.util),
+            power_w=power,
+            energy_wh=round(self.energy_j / 3600, 3) if power.count else None,
+            sm_clock_mhz=Stats.of(self.sm_clock),
+            temperature_peak_c=self.temp_peak,
+            memory_temperature_peak_c=self.memory_temp_peak,
+            pcie_rx_bytes_s=Stats.of(self.rx),
+            pcie_tx_bytes_s=Stats.of(self.tx),
+        )
+
+
+def _peak(old: float | None, new: float | None) -> float | None:
+    if new is None:
+        return old
+    return new if old is None else max(old, new)
 
 
 def recorded_findings(events: Iterable[RecordedEvent]) -> tuple[list[FindingSpan], int]:
@@ -207,21 +240,34 @@ def recorded_findings(events: Iterable[RecordedEvent]) -> tuple[list[FindingSpan
     return sorted(spans, key=lambda s: (s.start, s.rule, s.gpus)), bad
 
 
-def recompute_findings(ticks: Iterable[Snapshot], engine: _Engine) -> list[FindingSpan]:
-    """Run the diagnostics engine over the recorded ticks, as the monitor did live, and keep the spans."""
-    open_: dict[tuple[str, tuple[int, ...]], Finding] = {}
-    spans: list[FindingSpan] = []
-    for tick in ticks:
-        state = engine.update(tick)
+class FindingTracker:
+    """Spans of the findings a diagnostics engine reports, fed one engine state at a time."""
+
+    def __init__(self) -> None:
+        self._open: dict[tuple[str, tuple[int, ...]], Finding] = {}
+        self._spans: list[FindingSpan] = []
+
+    def update(self, state: _EngineState, t: float) -> None:
         active = {f.key: f for f in state.active}
-        for key, finding in list(open_.items()):
+        for key, finding in list(self._open.items()):
             if key not in active:
                 closed = next((f for f in state.closed if f.key == key), finding)
-                spans.append(_span(closed, closed.started_at, closed.ended_at or tick.timestamp))
-                del open_[key]
-        open_.update(active)
-    spans += [_span(finding, finding.started_at, None) for finding in open_.values()]
-    return sorted(spans, key=lambda s: (s.start, s.rule, s.gpus))
+                self._spans.append(_span(closed, closed.started_at, closed.ended_at or t))
+                del self._open[key]
+        self._open.update(active)
+
+    def spans(self) -> list[FindingSpan]:
+        """All spans so far, the open ones without an end, in order of their start."""
+        spans = self._spans + [_span(f, f.started_at, None) for f in self._open.values()]
+        return sorted(spans, key=lambda s: (s.start, s.rule, s.gpus))
+
+
+def recompute_findings(ticks: Iterable[Snapshot], engine: _Engine) -> list[FindingSpan]:
+    """Run the diagnostics engine over the recorded ticks, as the monitor did live, and keep the spans."""
+    tracker = FindingTracker()
+    for tick in ticks:
+        tracker.update(engine.update(tick), tick.timestamp)
+    return tracker.spans()
 
 
 def _span(finding: Finding, start: float, end: float | None) -> FindingSpan:
@@ -247,22 +293,34 @@ def default_engine_factory() -> EngineFactory | None:
 
 
 def build_report(recording: Recording, *, engine_factory: EngineFactory | None = None) -> Report:
-    """The report of a recording; findings come from its events, or from `engine_factory` when none were kept."""
+    """The report of a recording, read in one pass; findings come from its events, or are recomputed by the
+    diagnostics engine (`engine_factory`, default: this gputui's) when none were kept."""
     header = recording.header
     ticks = recording.ticks
-    weights = tick_weights(ticks, header.interval_s)
     warnings = list(recording.warnings)
     spans, bad = recorded_findings(recording.events)
     if bad:
         warnings.append(f"{bad} finding events could not be read and are left out")
     origin: FindingsOrigin = "recorded" if spans else "none"
+    engine: _Engine | None = None
     if not spans:
         factory = engine_factory or default_engine_factory()
-        if factory is None:
-            origin = "unavailable"
-        else:
-            spans = recompute_findings(ticks, factory())
-            origin = "recomputed"
+        origin = "unavailable" if factory is None else "recomputed"
+        engine = None if factory is None else factory()
+    tracker = FindingTracker()
+    tallies = [_GpuTally(info) for info in header.gpu_info]
+    cpu: list[float | None] = []
+    iowait: list[float | None] = []
+    for tick, weight in zip(ticks, tick_weights(ticks.timestamps, header.interval_s), strict=True):
+        samples = {g.index: g for g in tick.gpus}
+        for tally in tallies:
+            tally.add(samples.get(tally.info.index), weight)
+        cpu.append(tick.host.cpu_pct)
+        iowait.append(tick.host.iowait_pct)
+        if engine is not None:
+            tracker.update(engine.update(tick), tick.timestamp)
+    if engine is not None:
+        spans = tracker.spans()
     system = header.system
     return Report(
         path=str(recording.path),
@@ -276,9 +334,9 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory | None =
         start=recording.start,
         end=recording.end,
         ticks=len(ticks),
-        gpus=tuple(_gpu_report(info.index, recording, weights) for info in header.gpu_info),
-        host_cpu_pct=Stats.of(t.host.cpu_pct for t in ticks),
-        host_iowait_pct=Stats.of(t.host.iowait_pct for t in ticks),
+        gpus=tuple(tally.report() for tally in tallies),
+        host_cpu_pct=Stats.of(cpu),
+        host_iowait_pct=Stats.of(iowait),
         findings_origin=origin,
         findings=tuple(spans),
         probes=tuple(

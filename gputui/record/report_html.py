@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from gputui.model import CLOCK_EVENT_REASONS, GpuSample, Snapshot
+from gputui.model import CLOCK_EVENT_REASONS, GpuSample
 from gputui.record.format import RecordingError
 from gputui.record.reader import Recording
 from gputui.record.report import THROTTLING_REASONS, Report, render_text, tick_weights
@@ -68,25 +68,44 @@ def thin(points: Sequence[tuple[float, float | None]], limit: int = MAX_POINTS) 
 
 
 def intervals(
-    ticks: Sequence[Snapshot], weights: Sequence[float], flag: Callable[[Snapshot], bool]
+    timestamps: Sequence[float], weights: Sequence[float], flags: Sequence[bool]
 ) -> list[tuple[float, float]]:
-    """Time spans where `flag` holds, each tick standing for its weight; touching spans merge."""
+    """Time spans where the flag is up, each tick standing for its weight; touching spans merge."""
     spans: list[tuple[float, float]] = []
-    for tick, weight in zip(ticks, weights, strict=True):
-        if not flag(tick):
+    for t, weight, flag in zip(timestamps, weights, flags, strict=True):
+        if not flag:
             continue
-        end = tick.timestamp + weight
-        if spans and tick.timestamp <= spans[-1][1] + 1e-6:
-            spans[-1] = (spans[-1][0], end)
+        if spans and t <= spans[-1][1] + 1e-6:
+            spans[-1] = (spans[-1][0], t + weight)
         else:
-            spans.append((tick.timestamp, end))
+            spans.append((t, t + weight))
     return spans
 
 
-def _throttled(tick: Snapshot) -> bool:
-    return any(
-        g.clock_event_reasons_mask is not None and g.clock_event_reasons_mask & _THROTTLE_BITS for g in tick.gpus
-    )
+def _series(
+    recording: Recording,
+) -> tuple[dict[tuple[int, int], list[tuple[float, float | None]]], list[tuple[float, float | None]], list[bool]]:
+    """Every chart line, read in one pass: (GPU index, row) -> points; host CPU points; throttled per tick."""
+    lines: dict[tuple[int, int], list[tuple[float, float | None]]] = {
+        (info.index, row): [] for info in recording.header.gpu_info for row in range(len(_GPU_ROWS))
+    }
+    host: list[tuple[float, float | None]] = []
+    throttled: list[bool] = []
+    for tick in recording.ticks:
+        samples = {g.index: g for g in tick.gpus}
+        for info in recording.header.gpu_info:
+            sample = samples.get(info.index)
+            for row, (_, value) in enumerate(_GPU_ROWS):
+                shown = value(sample) if sample is not None and not sample.lost else None
+                lines[(info.index, row)].append((tick.timestamp, shown))
+        host.append((tick.timestamp, tick.host.cpu_pct))
+        throttled.append(
+            any(
+                g.clock_event_reasons_mask is not None and g.clock_event_reasons_mask & _THROTTLE_BITS
+                for g in tick.gpus
+            )
+        )
+    return lines, host, throttled
 
 
 def build_figure(recording: Recording, report: Report) -> Any:
@@ -100,14 +119,10 @@ def build_figure(recording: Recording, report: Report) -> Any:
     fig = subplots.make_subplots(
         rows=len(titles), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.03
     )
-    ticks = recording.ticks
+    lines, host, throttled = _series(recording)
     for gpu_no, info in enumerate(recording.header.gpu_info):
-        for row, (_, value) in enumerate(_GPU_ROWS, start=1):
-            points: list[tuple[float, float | None]] = []
-            for tick in ticks:
-                sample = next((g for g in tick.gpus if g.index == info.index), None)
-                points.append((tick.timestamp, value(sample) if sample is not None and not sample.lost else None))
-            shown = thin(points)
+        for row in range(len(_GPU_ROWS)):
+            shown = thin(lines[(info.index, row)])
             fig.add_trace(
                 go.Scatter(
                     x=[when(t) for t, _ in shown],
@@ -115,23 +130,24 @@ def build_figure(recording: Recording, report: Report) -> Any:
                     mode="lines",
                     name=f"GPU {info.index}",
                     legendgroup=f"gpu{info.index}",
-                    showlegend=row == 1,
+                    showlegend=row == 0,
                     line={"width": 1.2, "color": _colour(gpu_no)},
                 ),
-                row=row,
+                row=row + 1,
                 col=1,
             )
-    host = thin([(t.timestamp, t.host.cpu_pct) for t in ticks])
+    shown_host = thin(host)
     fig.add_trace(
-        go.Scatter(x=[when(t) for t, _ in host], y=[v for _, v in host], mode="lines", name="host CPU"),
+        go.Scatter(x=[when(t) for t, _ in shown_host], y=[v for _, v in shown_host], mode="lines", name="host CPU"),
         row=len(titles),
         col=1,
     )
     # Shapes and notes go in with one layout update: plotly's add_vrect re-validates the layout on each call.
     shapes: list[dict[str, Any]] = []
     notes: list[dict[str, Any]] = []
-    weights = tick_weights(ticks, recording.header.interval_s)
-    for start, end in intervals(ticks, weights, _throttled):
+    timestamps = recording.ticks.timestamps
+    weights = tick_weights(timestamps, recording.header.interval_s)
+    for start, end in intervals(timestamps, weights, throttled):
         shapes.append(_band(when(start), when(end), "rgba(255,140,0,0.15)"))
     for span in report.findings:
         end = span.end if span.end is not None else report.end + report.interval_s

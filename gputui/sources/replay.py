@@ -78,8 +78,8 @@ class ReplaySource:
             raise SourceUnavailable(f"{recording.path} holds no samples to replay")
         original = recording.header.system
         self._system = dataclasses.replace(original, source="replay", recorded_source=original.source)
-        first = recording.ticks[0].timestamp
-        self._offsets = [tick.timestamp - first for tick in recording.ticks]
+        first = recording.start
+        self._offsets = [t - first for t in recording.ticks.timestamps]
         self._cursor = -1
         self._jump_to(0.0 if self._start is None else self._start)
         return self._system

@@ -18,7 +18,7 @@ from gputui.record.format import (
     mark_event,
     tick_to_dict,
 )
-from gputui.record.reader import RecordingReader, load_recording
+from gputui.record.reader import TICKS_PER_CHUNK, RecordingReader, load_recording
 
 
 def _lines(ticks: int = 5, gpus: int = 2) -> list[str]:
@@ -154,4 +154,19 @@ def test_the_reader_is_lazy_and_reads_again(tmp_path: Path) -> None:
 
 def test_the_header_alone_is_a_recording_without_ticks(tmp_path: Path) -> None:
     recording = load_recording(_file(tmp_path, _lines(0)))
-    assert recording.ticks == [] and recording.duration_s == 0.0
+    assert len(recording.ticks) == 0 and recording.duration_s == 0.0
+
+
+def test_the_tick_store_gives_back_every_tick_across_chunks(tmp_path: Path) -> None:
+    count = TICKS_PER_CHUNK * 2 + 5
+    ticks = load_recording(_file(tmp_path, _lines(count))).ticks
+    assert len(ticks) == count and ticks.timestamps[-1] == T0 + count - 1
+    assert [t.timestamp for t in ticks] == [T0 + i for i in range(count)]
+    assert ticks[TICKS_PER_CHUNK].timestamp == T0 + TICKS_PER_CHUNK  # first of the second chunk
+    assert ticks[-1].timestamp == T0 + count - 1 and ticks[3] == ticks[3 - count]
+    assert [t.timestamp for t in ticks[TICKS_PER_CHUNK - 1 : TICKS_PER_CHUNK + 1]] == [
+        T0 + TICKS_PER_CHUNK - 1,
+        T0 + TICKS_PER_CHUNK,
+    ]
+    with pytest.raises(IndexError):
+        ticks[count]
