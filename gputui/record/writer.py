@@ -129,6 +129,8 @@ class RecordingWriter:
         max_mb: float | None = None,
         utc_offset_s: int | None = None,
     ) -> None:
+        if interval_s <= 0:
+            raise RecordingError(f"the sampling interval must be more than 0 s (got {interval_s})")
         if max_mb is not None and max_mb <= 0:
             raise RecordingError(f"the size limit must be more than 0 MB (got {max_mb})")
         self._file = RecordingFile(path, force=force)

@@ -10,16 +10,22 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Concatenate, ParamSpec, TypeVar
 
 from gputui.model import Snapshot, SystemInfo
 from gputui.record.format import RecordedEvent, RecordingError, format_clock
 from gputui.record.reader import Recording, load_recording
 from gputui.sources.base import SourceUnavailable
+
+P = ParamSpec("P")
+R = TypeVar("R")
 
 SPEEDS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
 # After a seek, this much of what came before the new position is handed over to rebuild history and findings.
@@ -34,8 +40,19 @@ class ReplayStep:
     jumped: bool = False
 
 
+def _locked(method: Callable[Concatenate[ReplaySource, P], R]) -> Callable[Concatenate[ReplaySource, P], R]:
+    """The sampling thread plays while the UI thread seeks and pauses: one call at a time."""
+
+    @functools.wraps(method)
+    def run(self: ReplaySource, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with self._lock:
+            return method(self, *args, **kwargs)
+
+    return run
+
+
 class ReplaySource:
-    """The Source protocol over a recording. Not thread-safe: one owner calls it, one call at a time.
+    """The Source protocol over a recording; safe to drive from the sampling thread and the UI thread at once.
 
     `clock` returns seconds (default time.monotonic) and drives playback; tests inject one, or `step()`.
     `start` is the play position in seconds from the first tick.
@@ -63,6 +80,7 @@ class ReplaySource:
         self._paused = False
         self._cursor = -1
         self._jump = True
+        self._lock = threading.RLock()
 
     # -- Source protocol -----------------------------------------------------------------------------------
 
@@ -84,6 +102,7 @@ class ReplaySource:
         self._jump_to(0.0 if self._start is None else self._start)
         return self._system
 
+    @_locked
     def sample(self) -> Snapshot:
         """The tick at the play position (the ticks passed over on the way are dropped: see `advance()`)."""
         self.advance()
@@ -133,6 +152,7 @@ class ReplaySource:
         """The last tick handed over, None before the first."""
         return self._deliver(self._cursor) if self._cursor >= 0 else None
 
+    @_locked
     def advance(self) -> ReplayStep:
         """Every tick from the last one handed over up to the play position; after a seek, the history before."""
         self._require_open()
@@ -146,6 +166,7 @@ class ReplaySource:
         self._cursor = max(self._cursor, target)
         return ReplayStep(ticks)
 
+    @_locked
     def step(self, count: int = 1) -> ReplayStep:
         """Move exactly `count` ticks (back when negative) and hand them over; deterministic, for tests and `.`"""
         self._require_open()
@@ -153,37 +174,45 @@ class ReplaySource:
         self._jump_to(self._offsets[index])
         return self.advance()
 
+    @_locked
     def seek(self, delta_s: float) -> None:
         """Move the play position by `delta_s` seconds (back when negative), within the recording."""
         self._jump_to(self.position + delta_s)
 
+    @_locked
     def seek_to(self, offset_s: float) -> None:
         self._jump_to(offset_s)
 
+    @_locked
     def set_speed(self, speed: float) -> None:
         self._pos = self.position
         self._anchor = self._clock()
         self._speed = _check_speed(speed)
 
+    @_locked
     def faster(self) -> float:
         """The next speed up in SPEEDS; returns the new speed."""
         self.set_speed(next((s for s in SPEEDS if s > self._speed), SPEEDS[-1]))
         return self._speed
 
+    @_locked
     def slower(self) -> float:
         self.set_speed(next((s for s in reversed(SPEEDS) if s < self._speed), SPEEDS[0]))
         return self._speed
 
+    @_locked
     def pause(self) -> None:
         if not self._paused:
             self._pos = self.position
             self._paused = True
 
+    @_locked
     def resume(self) -> None:
         if self._paused:
             self._anchor = self._clock()
             self._paused = False
 
+    @_locked
     def toggle_pause(self) -> bool:
         """Pause or resume; returns True when now paused."""
         if self._paused:
@@ -196,6 +225,7 @@ class ReplaySource:
         """The recorded events (marks, findings, probe results) up to recording time `t`."""
         return [event for event in self.recording.events if event.t <= t]
 
+    @_locked
     def recording_now(self) -> datetime:
         """The recording machine's wall clock at the play position (naive, in its local time): the monitor's
         header clock during replay."""
@@ -203,6 +233,7 @@ class ReplaySource:
         t = tick.timestamp if tick else self.recording.start
         return datetime.fromtimestamp(t + self.recording.header.utc_offset_s, tz=timezone.utc).replace(tzinfo=None)
 
+    @_locked
     def status_text(self) -> str:
         """E.g. "03:12:40  +1:02:40 / 8:00:00  x4  paused": the recording's clock, where, how fast."""
         tick = self.current

@@ -173,5 +173,8 @@ def test_close_twice_is_harmless(tmp_path: Path) -> None:
 
 def test_a_bad_size_limit_is_refused(tmp_path: Path) -> None:
     rec_path = tmp_path / "session.jsonl"
-    with pytest.raises(RecordingError, match="more than 0"):
+    with pytest.raises(RecordingError, match="more than 0 MB"):
         RecordingWriter(rec_path, interval_s=1.0, max_mb=0)
+    with pytest.raises(RecordingError, match="more than 0 s"):
+        RecordingWriter(rec_path, interval_s=0)
+    assert not rec_path.exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -154,3 +155,24 @@ def test_resolve_start_reads_clock_times_and_offsets(tmp_path: Path) -> None:
         resolve_start(recording, "21:00:00")
     with pytest.raises(ValueError, match="not a time"):
         resolve_start(recording, "soon")
+
+
+def test_the_ui_thread_can_seek_while_the_sampling_thread_plays(replay: ReplaySource) -> None:
+    errors: list[BaseException] = []
+
+    def play() -> None:
+        try:
+            for _ in range(500):
+                replay.advance()
+                replay.sample()
+        except BaseException as exc:  # pragma: no cover - only on failure
+            errors.append(exc)
+
+    worker = threading.Thread(target=play)
+    worker.start()
+    for i in range(500):
+        replay.seek(-7.0 if i % 2 else 11.0)
+        replay.toggle_pause()
+    worker.join()
+    assert errors == []
+    assert 0.0 <= replay.position <= replay.duration
