@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 PROTOCOL_VERSION = 1
@@ -72,7 +72,7 @@ class BadLine:
 
     probe: ProbeName
     line: str
-    reason: str = field(default="")
+    reason: str = ""
 
 
 Message = Progress | Result | Error

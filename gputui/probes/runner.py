@@ -188,7 +188,12 @@ class ProbeRunner:
         if self._iterated:
             raise RuntimeError("a ProbeRunner can be iterated only once")
         self._iterated = True
-        await self.start()
+        try:
+            await self.start()
+        except OSError as exc:
+            self.final = Error(self.request.probe, "crashed", f"could not start the probe worker: {exc}")
+            yield self.final
+            return
         proc = self._proc
         assert proc is not None and proc.stdout is not None
         probe = self.request.probe

@@ -39,5 +39,6 @@ def format_bytes(value: float) -> str:
     """Binary units, as buffer sizes are chosen: 1048576 -> "1 MiB", 1.5 GiB -> "1.5 GiB"."""
     for unit, factor in (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if value >= factor:
-            return f"{value / factor:.3g} {unit}"
+            scaled = value / factor
+            return f"{scaled:.3g} {unit}" if scaled < 100 else f"{scaled:.0f} {unit}"
     return f"{value:.0f} B"

@@ -50,7 +50,8 @@ FAULT_ENV = "GPUTUI_PROBE_FAULT"
 MIB = 1024**2
 GIB = 1024**3
 STRESS_SECONDS = 30.0
-STRESS_SIZE_GPU = 8192
+# 16384: big enough that checking each result (a few passes over it) costs ~4% of the matmul time.
+STRESS_SIZE_GPU = 16384
 STRESS_SIZE_CPU = 256
 PCIE_MAX_GPU = GIB
 PCIE_MAX_CPU = 16 * MIB
@@ -248,7 +249,7 @@ def probe_pcie(dev: _Device, args: argparse.Namespace) -> Result:
     for size in sizes:
         on_gpu = torch.empty(size, dtype=torch.uint8, device=dev.device)
         host = {
-            "pinned": torch.ones(size, dtype=torch.uint8).pin_memory(),
+            "pinned": torch.ones(size, dtype=torch.uint8, pin_memory=True),
             "pageable": torch.ones(size, dtype=torch.uint8),
         }
         for kind, buffer in host.items():
@@ -292,14 +293,22 @@ def _pcie_cpu(dev: _Device, args: argparse.Namespace, reps: int) -> Result:
     return Result("pcie", dev.label, True, figures, verdict, details)
 
 
+def _stress_size(dev: _Device, itemsize: int) -> int:
+    """The default matrix side, halved until a, b, the first result, the output and the check fit in half the
+    free memory."""
+    n = STRESS_SIZE_GPU if dev.cuda else STRESS_SIZE_CPU
+    while n > 1024 and 5 * n * n * itemsize > dev.free_bytes() // 2:
+        n //= 2
+    return n
+
+
 def probe_stress(dev: _Device, args: argparse.Namespace) -> Result:
     torch = dev.torch
     dtype_name: str = args.dtype
     seconds: float = args.seconds or STRESS_SECONDS
-    n: int = args.size or (STRESS_SIZE_GPU if dev.cuda else STRESS_SIZE_CPU)
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}[dtype_name]
-    if dev.cuda:
-        torch.backends.cuda.matmul.allow_tf32 = dtype_name == "tf32"
+    n: int = args.size or _stress_size(dev, torch.finfo(dtype).bits // 8)
+    torch.set_float32_matmul_precision("high" if dtype_name == "tf32" else "highest")
     generator = torch.Generator(device=dev.device).manual_seed(1234)
     a = torch.randn(n, n, device=dev.device, dtype=dtype, generator=generator)
     b = torch.randn(n, n, device=dev.device, dtype=dtype, generator=generator)

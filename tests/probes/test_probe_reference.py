@@ -102,4 +102,5 @@ def test_parse_bytes_rejects_garbage_in_one_line(text: str) -> None:
 
 
 def test_format_bytes() -> None:
-    assert [format_bytes(v) for v in (512, 1024**2, 1.5 * 1024**3)] == ["512 B", "1 MiB", "1.5 GiB"]
+    values = (512, 1024**2, 1.5 * 1024**3, 1022.5 * 1024**2)
+    assert [format_bytes(v) for v in values] == ["512 B", "1 MiB", "1.5 GiB", "1022 MiB"]

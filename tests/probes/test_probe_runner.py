@@ -174,6 +174,15 @@ async def test_missing_torch_says_how_to_install_it(tmp_path: Path) -> None:
     assert runner.returncode == EXIT_NO_TORCH
 
 
+async def test_a_worker_that_cannot_start_is_an_error(tmp_path: Path) -> None:
+    runner = ProbeRunner(ProbeRequest("disk"), python=str(tmp_path / "no-python"))
+    messages = await collect(runner)
+    assert len(messages) == 1 and isinstance(messages[0], Error)
+    assert messages[0].code == "crashed" and "could not start the probe worker" in messages[0].message
+    assert runner.final == messages[0]
+    await runner.cancel()  # nothing to stop: must not raise
+
+
 def test_no_orphan_when_the_monitor_dies_without_cleaning_up() -> None:
     parent = textwrap.dedent(
         """
