@@ -74,13 +74,13 @@ class RecordingFile:
         return self._raw.tell()
 
     def write(self, record: dict[str, Any]) -> int:
-        data = dumps(record).encode()
-        self._out.write(data)
-        self.bytes_written += len(data)
-        return len(data)
+        return self.write_line(dumps(record).encode())
 
-    def line_size(self, record: dict[str, Any]) -> int:
-        return len(dumps(record).encode())
+    def write_line(self, line: bytes) -> int:
+        """One line, already encoded, ending in a newline."""
+        self._out.write(line)
+        self.bytes_written += len(line)
+        return len(line)
 
     def sync(self) -> None:
         """Hand everything written so far to the OS; for gzip, a Z_SYNC_FLUSH that ends on a byte boundary."""
@@ -247,15 +247,16 @@ class RecordingWriter:
 
     def _write_record(self, record: dict[str, Any], *, sync: bool) -> bool:
         """Write one line (and sync when asked); False when the size limit stopped the recording instead."""
+        line = dumps(record).encode()
         if self.max_bytes is not None:
-            projected = self._file.size + (0 if self._file.gzip else self._file.line_size(record))
+            projected = self._file.size + (0 if self._file.gzip else len(line))
             if projected > self.max_bytes:
                 self._stop(
                     f"recording stopped at the {self._max_mb:g} MB limit (--record-max-mb): "
                     f"{self.path} holds {self.ticks_written} ticks"
                 )
                 return False
-        self._file.write(record)
+        self._file.write_line(line)
         if sync:
             self._file.sync()
             self._since_sync = 0

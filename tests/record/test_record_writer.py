@@ -139,16 +139,25 @@ def test_a_full_disk_becomes_a_warning_not_a_crash(tmp_path: Path, monkeypatch: 
     writer = _write(rec_path, 2)
     writer.drain()
 
-    def full(record: object) -> int:
+    def full(line: bytes) -> int:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(writer._file, "write", full)
+    monkeypatch.setattr(writer._file, "write_line", full)
     writer.put(snapshot(T0 + 2, 2))
     writer.drain()
     assert writer.stopped and writer.warning is not None and "No space left on device" in writer.warning
     writer.put(snapshot(T0 + 3, 2))
     writer.close()
     assert len(load_recording(rec_path).ticks) == 2
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs Linux /dev/full")
+def test_a_really_full_device_becomes_a_warning() -> None:
+    writer = RecordingWriter(Path("/dev/full"), interval_s=1.0, force=True)
+    writer.put(snapshot(T0, 2))
+    writer.drain()
+    assert writer.stopped and writer.warning is not None and "No space left on device" in writer.warning
+    writer.close()
 
 
 def test_a_vanished_directory_stops_the_recording_with_a_warning(tmp_path: Path) -> None:
