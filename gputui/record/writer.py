@@ -13,15 +13,18 @@ import os
 import queue
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from gputui.diagnostics.findings import Finding
 from gputui.model import Snapshot
 from gputui.record.format import (
     RecordedEvent,
     RecordingError,
     dumps,
     event_to_dict,
+    finding_transitions,
     header_to_dict,
     mark_event,
     tick_to_dict,
@@ -142,6 +145,7 @@ class RecordingWriter:
         self._since_sync = 0
         self._header_written = False
         self._early_events: list[RecordedEvent] = []
+        self._active: tuple[Finding, ...] = ()
         self.ticks_written = 0
         self.ticks_dropped = 0
         self.warning: str | None = None
@@ -168,6 +172,14 @@ class RecordingWriter:
     def put(self, snapshot: Snapshot) -> None:
         """Queue one tick; never blocks. The first tick also writes the header from its static part."""
         self._enqueue(snapshot)
+
+    def record(self, snapshot: Snapshot, active: Sequence[Finding]) -> None:
+        """Queue a tick and the findings that opened or closed with it: pass the engine's `state.active` after
+        `update(snapshot)`; the writer remembers the previous one."""
+        self._enqueue(snapshot)
+        for event in finding_transitions(self._active, active, snapshot.timestamp):
+            self._enqueue(event)
+        self._active = tuple(active)
 
     def put_event(self, event: RecordedEvent) -> None:
         self._enqueue(event)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from recdata import T0, snapshot
 
+from gputui.diagnostics.findings import Finding, Severity
 from gputui.record import writer as writer_module
 from gputui.record.format import RecordingError, mark_event
 from gputui.record.reader import load_recording
@@ -187,3 +188,18 @@ def test_a_bad_size_limit_is_refused(tmp_path: Path) -> None:
     with pytest.raises(RecordingError, match="more than 0 s"):
         RecordingWriter(rec_path, interval_s=0)
     assert not rec_path.exists()
+
+
+def test_record_writes_the_findings_that_open_and_close_with_each_tick(tmp_path: Path) -> None:
+    hot = Finding(rule="thermal", severity=Severity.CRITICAL, title="GPU 1: thermal throttling", advice="", gpus=(1,))
+    writer = RecordingWriter(tmp_path / "f.jsonl", interval_s=1.0)
+    writer.record(snapshot(T0, 2), [])
+    writer.record(snapshot(T0 + 1, 2), [hot])
+    writer.record(snapshot(T0 + 2, 2), [hot])
+    writer.record(snapshot(T0 + 3, 2), [])
+    writer.close()
+    recording = load_recording(tmp_path / "f.jsonl")
+    assert [(e.kind, e.t, e.data["finding"]["gpus"]) for e in recording.events] == [
+        ("finding_opened", T0 + 1, [1]),
+        ("finding_closed", T0 + 3, [1]),
+    ]
