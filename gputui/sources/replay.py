@@ -148,6 +148,7 @@ class ReplaySource:
         return self._paused
 
     @property
+    @_locked
     def current(self) -> Snapshot | None:
         """The last tick handed over, None before the first."""
         return self._deliver(self._cursor) if self._cursor >= 0 else None
@@ -168,7 +169,7 @@ class ReplaySource:
 
     @_locked
     def step(self, count: int = 1) -> ReplayStep:
-        """Move exactly `count` ticks (back when negative) and hand them over; deterministic, for tests and `.`"""
+        """Move exactly `count` ticks (back when negative) and hand them over: playback without a clock."""
         self._require_open()
         index = min(max(self._cursor + count, 0), len(self._offsets) - 1)
         self._jump_to(self._offsets[index])
