@@ -1,0 +1,98 @@
+"""`gputui export`: serve the GPUs' metrics to Prometheus, under dcgm-exporter's names (see gputui/export/)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from types import FrameType
+from typing import Any
+
+from gputui.commands import common
+from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
+
+DEFAULT_PORT = 9400  # dcgm-exporter's port: a scrape config written for it works unchanged
+
+
+def port_number(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r} (0-65535; 0 picks a free one)")
+    return port
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser(
+        "export",
+        help="serve /metrics for Prometheus (dcgm-exporter's metric names, plus gputui's findings)",
+        description="Serve /metrics in the Prometheus format until Ctrl-C. GPU metrics use dcgm-exporter's names "
+        "and labels, so its Grafana dashboards work unchanged; gputui's own metrics start with gputui_.",
+    )
+    common.add_source_options(parser)
+    parser.add_argument(
+        "--port", type=port_number, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})"
+    )
+    parser.add_argument(
+        "--bind",
+        default="127.0.0.1",
+        metavar="ADDR",
+        help="address to listen on (default 127.0.0.1, this machine only; 0.0.0.0 for every interface)",
+    )
+    parser.add_argument(
+        "--interval",
+        type=common.positive_seconds,
+        default=1.0,
+        metavar="S",
+        help="seconds between readings; scrapes read the newest one (default 1)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputui.export.diagnose import new_diagnose
+    from gputui.export.server import ExportBindError, Exporter
+
+    logging.basicConfig(format="gputui: %(message)s", level=logging.WARNING)
+    try:
+        source, system = common.make_source(args)
+    except InvalidGpuSelection as exc:
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return common.EXIT_USAGE
+    except SourceUnavailable as exc:
+        return common.report_unavailable(exc)
+    exporter = Exporter(source, system, bind=args.bind, port=args.port, interval=args.interval, diagnose=new_diagnose())
+    stop = threading.Event()
+    try:
+        try:
+            exporter.start()
+        except ExportBindError as exc:
+            print(f"gputui: error: {exc}", file=sys.stderr)
+            return common.EXIT_USAGE
+        previous = signal.signal(signal.SIGTERM, _set_on_signal(stop))
+        first = exporter.sampler.state.snapshot
+        what = f"{len(first.gpus) if first is not None else system.gpu_count} GPU(s)"
+        if system.source == "simulated":
+            what = f"SIMULATED data (scenario {system.scenario})"
+        print(f"gputui: serving {what} at {exporter.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        try:
+            stop.wait()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+    finally:
+        exporter.stop()
+        source.close()
+    return common.EXIT_OK
+
+
+def _set_on_signal(stop: threading.Event) -> Any:
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    return handler
