@@ -239,7 +239,7 @@ def test_idle_is_p8_at_gen1_with_no_processes() -> None:
 def test_thermal_climbs_past_slowdown_and_throttles_one_gpu() -> None:
     snaps = run("thermal", SECONDS)
     hot = snaps[0].gpus[1]
-    assert hot.temperature_c is not None and hot.temperature_c < 89 - 4
+    assert hot.temperature_c is not None and 89 - 5 < hot.temperature_c < 89  # starts inside the margin
     last = snaps[-1].gpus[1]
     assert last.temperature_c is not None and last.temperature_c > 89
     assert {"sw_thermal_slowdown", "hw_thermal_slowdown"} <= set(last.clock_event_reasons or ())

@@ -341,8 +341,9 @@ class SimulatedSource:
                 _HostPlan(iowait_pct=0.1, disk_write_bytes_s=0.4e6, net_rx_bytes_s=30e3),
             )
         if name == "thermal":
-            # Bad airflow on one GPU: it climbs from just below the margin past its slowdown threshold.
-            temp = SLOWDOWN_C + 1.6 - 6.8 * math.exp(-t / 5.0)
+            # Bad airflow on one GPU: it climbs from just below the margin past its slowdown threshold within
+            # a few seconds, so a default 10 s `diagnose` sees the throttling.
+            temp = SLOWDOWN_C + 1.6 - 3.4 * math.exp(-t / 3.0)
             busy[odd] = _GpuPlan(temperature_c=temp)
             return _Scene(busy, self._ranks(train, 61.0), _HostPlan())
         if name == "powercap":

@@ -34,7 +34,6 @@ EXPECTED: dict[str, dict[str, tuple[Severity, set[tuple[int, ...]]]]] = {
     "imbalance": {"imbalance": (Severity.WARNING, {(0, 1, 2, 3)})},
     "mismatch": {"cuda_mismatch": (Severity.WARNING, {()})},
 }
-PRECURSORS = {"thermal": {"thermal_margin"}}
 
 
 def run_scenario(
@@ -65,13 +64,12 @@ def test_scenario_raises_what_it_must_and_nothing_else(scenario: str) -> None:
     expected = EXPECTED[scenario]
     found = {(f.rule, f.severity, f.gpus) for f in state.active}
     assert found == {(rule, sev, gpus) for rule, (sev, each) in expected.items() for gpus in each}
-    assert raised <= set(expected) | PRECURSORS.get(scenario, set())
+    assert raised <= set(expected)
 
 
-def test_thermal_margin_closes_once_throttling_starts() -> None:
-    state, raised = run_scenario("thermal")
-    assert "thermal_margin" in raised
-    assert [f.rule for f in state.closed] == ["thermal_margin"]
+def test_thermal_throttle_opens_within_a_default_diagnose_run() -> None:
+    state, raised = run_scenario("thermal", seconds=10)
+    assert [f.rule for f in state.active] == ["thermal_throttle"]
 
 
 def test_healthy_and_idle_raise_nothing_at_all_with_eight_gpus() -> None:
@@ -84,4 +82,4 @@ def test_the_tour_shows_every_scenarios_findings() -> None:
     segments = len(SCENARIOS) - 1
     _, raised = run_scenario("tour", seconds=30 * segments)
     wanted = {rule for rules in EXPECTED.values() for rule in rules}
-    assert wanted <= raised <= wanted | {rule for rules in PRECURSORS.values() for rule in rules}
+    assert raised == wanted
