@@ -12,6 +12,7 @@ import pytest
 from export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot
 
 from gputui.diagnostics.findings import Finding
+from gputui.export.diagnose import new_diagnose
 from gputui.export.server import Exporter
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot
 from gputui.sources.base import Source, SourceUnavailable
@@ -22,6 +23,7 @@ from gputui.sources.remote import (
     RemoteUnreachable,
     metrics_url,
     parse_exposition,
+    parse_targets,
 )
 from gputui.sources.simulated import SimulatedSource
 
@@ -236,13 +238,46 @@ def test_fleet_marks_a_stopped_server_unreachable_and_goes_on() -> None:
 def test_fleet_server_that_comes_back_is_read_again() -> None:
     port = free_port()
     source = FakeSource(hostname="gamma")
-    poller = FleetPoller([f"127.0.0.1:{port}"], timeout=1)
+    poller = FleetPoller([f"127.0.0.1:{port}"], timeout=1, diagnose_factory=None)
     (state,) = poller.poll()
     assert not state.reachable and state.last_ok is None
     with Exporter(source, source.system, port=port, interval=3600):
         (state,) = poller.poll()
     poller.close()
     assert state.reachable and state.name == "gamma" and state.findings == ()
+
+
+def test_fleet_runs_the_real_diagnostics_on_each_server() -> None:
+    """A thermally throttling simulated server: the poller's own engine finds what the exporter's engine finds."""
+    ticks = iter(range(0, 10_000, 2))
+    simulated = SimulatedSource(scenario="thermal", gpu_count=2, clock=lambda: float(next(ticks)))
+    system = simulated.open()
+    with Exporter(simulated, system, port=0, interval=3600, diagnose=new_diagnose()) as exporter:
+        poller = FleetPoller([exporter.url], timeout=2)
+        for _ in range(40):
+            (state,) = poller.poll()
+            if state.findings:
+                break
+            exporter.sampler.sample_once()
+        poller.close()
+        served = {(f.rule, f.gpus) for f in exporter.sampler.state.findings}
+    assert state.snapshot is not None and state.snapshot.system.remote_source == "simulated"
+    found = {(f.rule, f.gpus) for f in state.findings}
+    assert ("thermal_throttle", (1,)) in found
+    assert found == served
+
+
+def test_parse_targets_reads_a_comma_list() -> None:
+    assert parse_targets("gpu01, gpu02:9500,gpu01:9400") == (
+        "http://gpu01:9400/metrics",
+        "http://gpu02:9500/metrics",
+    )
+
+
+@pytest.mark.parametrize(("text", "message"), [(" , ", "no exporter given"), ("gpu01,gpu02:x", "bad port")])
+def test_parse_targets_rejects_bad_lists(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_targets(text)
 
 
 def test_fleet_needs_at_least_one_server() -> None:
@@ -263,3 +298,4 @@ def test_round_trip_of_a_machine_with_nothing_but_a_failed_reading() -> None:
         remote = RemoteSource(exporter.url).sample()
     assert remote.gpus == ()
     assert remote.system.hostname == "gpu01"
+    assert remote.events == ("gpu01: the exporter runs but cannot read its GPUs (gputui_up 0)",)
