@@ -34,7 +34,7 @@ THROTTLING_REASONS: tuple[str, ...] = (
     "hw_power_brake",
 )
 
-FindingsOrigin = Literal["recorded", "recomputed", "unavailable", "none"]
+FindingsOrigin = Literal["recorded", "recomputed", "unavailable"]
 
 
 class _EngineState(Protocol):
@@ -301,9 +301,9 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory | None =
     spans, bad = recorded_findings(recording.events)
     if bad:
         warnings.append(f"{bad} finding events could not be read and are left out")
-    origin: FindingsOrigin = "recorded" if spans else "none"
+    origin: FindingsOrigin = "recorded"
     engine: _Engine | None = None
-    if not spans:
+    if not spans:  # a recording made without the engine running: run it now, on the same samples
         factory = engine_factory or default_engine_factory()
         origin = "unavailable" if factory is None else "recomputed"
         engine = None if factory is None else factory()
@@ -421,9 +421,10 @@ def render_text(report: Report) -> str:
         "recorded": "as recorded",
         "recomputed": "recomputed from the samples",
         "unavailable": "none recorded, and this gputui has no diagnostics engine to recompute them",
-        "none": "none",
     }[report.findings_origin]
     lines.append(f"findings ({origin}):")
+    if not report.findings and report.findings_origin != "unavailable":
+        lines.append("  none")
     for span in report.findings:
         end = format_clock(span.end, clock) if span.end is not None else "end"
         lines.append(f"  {format_clock(span.start, clock)}-{end}  {span.severity:8} {span.title}")

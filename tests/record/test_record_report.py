@@ -53,6 +53,7 @@ def test_throttle_shares_utilization_power_and_peaks(tmp_path: Path) -> None:
     assert gpu0.utilization_pct.maximum == 90.0 and gpu0.utilization_pct.p50 == 45.0
     assert gpu0.power_w.mean == 600.0 and gpu0.energy_wh == round(600 * 10 / 3600, 3)
     assert gpu0.temperature_peak_c == 69.0 and gpu0.memory_temperature_peak_c == 78.0
+    assert "findings (recomputed from the samples):\n  none" in render_text(report)
     assert report.ticks == 10 and report.duration_s == 9.0 and not report.simulated
 
 
