@@ -6,6 +6,7 @@ metrics only. The metric tables in gputui/export/metrics.py drive both direction
 
 from __future__ import annotations
 
+import logging
 import time
 import urllib.error
 import urllib.parse
@@ -30,6 +31,8 @@ DEFAULT_PORT = 9400
 DEFAULT_TIMEOUT_S = 2.0
 MAX_BODY_BYTES = 32 * 1024 * 1024  # a 8-GPU exposition is ~100 KB; this only stops a runaway answer
 _SOURCE_KINDS: tuple[SourceKind, ...] = ("nvml", "simulated", "replay", "remote")
+
+log = logging.getLogger(__name__)
 
 
 class RemoteUnreachable(SourceUnavailable):
@@ -70,7 +73,9 @@ def metrics_url(target: str) -> str:
 class RemoteSource:
     """A Source that reads one exporter over HTTP. Each `sample()` is one scrape, bounded by `timeout`."""
 
-    def __init__(self, target: str, *, timeout: float = DEFAULT_TIMEOUT_S, clock: Callable[[], float] = time.time):
+    def __init__(
+        self, target: str, *, timeout: float = DEFAULT_TIMEOUT_S, clock: Callable[[], float] = time.time
+    ) -> None:
         self.url = metrics_url(target)
         self._timeout = timeout
         self._clock = clock
@@ -380,7 +385,11 @@ class FleetPoller:
         diagnose = self._diagnoses[i]
         is_new = previous.snapshot is None or snapshot.timestamp != previous.snapshot.timestamp
         if diagnose is not None and is_new:
-            findings = tuple(diagnose(snapshot))
+            try:
+                findings = tuple(diagnose(snapshot))
+            except Exception:  # the server's readings are still worth showing when a rule breaks on them
+                log.exception("the diagnostics failed on %s", source.address)
+                findings = ()
         return HostState(previous.target, previous.url, snapshot, findings, last_ok=now, last_attempt=now)
 
     def close(self) -> None:

@@ -299,3 +299,13 @@ def test_round_trip_of_a_machine_with_nothing_but_a_failed_reading() -> None:
     assert remote.gpus == ()
     assert remote.system.hostname == "gpu01"
     assert remote.events == ("gpu01: the exporter runs but cannot read its GPUs (gputui_up 0)",)
+
+
+def test_fleet_keeps_showing_a_server_whose_diagnostics_break(served: tuple[Exporter, FakeSource]) -> None:
+    def broken(snapshot: Snapshot) -> Sequence[Finding]:
+        raise KeyError("a rule broke")
+
+    poller = FleetPoller([served[0].url], timeout=2, diagnose_factory=lambda: broken)
+    (state,) = poller.poll()
+    poller.close()
+    assert state.reachable and state.findings == ()
