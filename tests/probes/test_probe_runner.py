@@ -53,7 +53,8 @@ async def test_stress_on_the_cpu_reports_each_second_and_checks_results() -> Non
     assert final.figures["mismatches"] == 0 and (final.figures["results_checked"] or 0) > 10
     assert final.figures["peak_tflops"] is None
     progress = [m for m in messages if isinstance(m, Progress)]
-    assert len(progress) == 2 and progress[-1].fraction == 1.0 and progress[0].unit == "TFLOP/s"
+    # One report a second plus the final one; a loaded machine may merge them, so only the final one is certain.
+    assert 1 <= len(progress) <= 2 and progress[-1].fraction == 1.0 and progress[0].unit == "TFLOP/s"
     assert runner.returncode == 0 and not alive(runner.pid or 0)
 
 
