@@ -68,7 +68,7 @@ def test_scenario_raises_what_it_must_and_nothing_else(scenario: str) -> None:
 
 
 def test_thermal_throttle_opens_within_a_default_diagnose_run() -> None:
-    state, raised = run_scenario("thermal", seconds=10)
+    state, _ = run_scenario("thermal", seconds=10)
     assert [f.rule for f in state.active] == ["thermal_throttle"]
 
 
