@@ -7,13 +7,16 @@ hold nvmlFriendlyObjects whose `usedGpuMemory` may be None, PCIe throughput is i
 
 A FakeGpu field set to None makes its function raise NotSupported, as the driver does on boards without it;
 `errors` makes a function raise any other NVML error; `lost = True` makes every call raise GpuIsLost.
+Events: `push_xid` delivers an XID to the event sets a GPU is registered on, `fail_wait` makes the next wait
+raise, and `settle` waits until the waiting thread has taken everything pushed.
 """
 
 from __future__ import annotations
 
 import inspect
+import threading
 import types
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -103,6 +106,13 @@ class FakeGpu:
     ecc_mode: tuple[int, int] | None = (real.NVML_FEATURE_ENABLED, real.NVML_FEATURE_ENABLED)
     compute_processes: list[tuple[int, int | None]] = field(default_factory=lambda: [(4242, 60_000 * MIB)])
     graphics_processes: list[tuple[int, int | None]] = field(default_factory=list)
+    event_types: int | None = (  # what nvmlDeviceGetSupportedEventTypes reports; None: NotSupported
+        real.nvmlEventTypeSingleBitEccError
+        | real.nvmlEventTypeDoubleBitEccError
+        | real.nvmlEventTypePState
+        | real.nvmlEventTypeXidCriticalError
+        | real.nvmlEventTypeClock
+    )
     errors: dict[str, int] = field(default_factory=dict)  # function (C symbol) name -> NVML_ERROR_* code
     lost: bool = False
 
@@ -180,6 +190,8 @@ class FakeNvml(types.ModuleType):
         self.initialized = 0
         self.shutdowns = 0
         self.calls: Counter[tuple[str, int | None]] = Counter()
+        self.event_sets: list[FakeEventSet] = []
+        self.wait_cap_ms: int | None = None  # shortens every event wait, so tests need not sit it out
 
     # --- what tests read -------------------------------------------------------------------------------
 
@@ -406,6 +418,78 @@ class FakeNvml(types.ModuleType):
     def nvmlDeviceGetGraphicsRunningProcesses_v2(self, handle: FakeHandle) -> list[Any]:
         return _processes(self._enter(handle, "nvmlDeviceGetGraphicsRunningProcesses_v2").graphics_processes)
 
+    # --- events --------------------------------------------------------------------------------------------
+
+    def nvmlEventSetCreate(self) -> FakeEventSet:
+        self.calls[("nvmlEventSetCreate", None)] += 1
+        self._require_init()
+        event_set = FakeEventSet()
+        self.event_sets.append(event_set)
+        return event_set
+
+    def nvmlDeviceGetSupportedEventTypes(self, handle: FakeHandle) -> int:
+        return _supported(self._enter(handle, "nvmlDeviceGetSupportedEventTypes").event_types)
+
+    def nvmlDeviceRegisterEvents(self, handle: FakeHandle, event_types: int, event_set: FakeEventSet) -> None:
+        gpu = self._enter(handle, "nvmlDeviceRegisterEvents")
+        if event_types & ~_supported(gpu.event_types):
+            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+        with event_set.cond:
+            event_set.registered[handle.index] = event_set.registered.get(handle.index, 0) | event_types
+
+    def nvmlEventSetWait_v2(self, event_set: FakeEventSet, timeoutms: int) -> FakeEventData:
+        """Block up to `timeoutms` for the next event, then raise Timeout, as the driver does."""
+        self.calls[("nvmlEventSetWait_v2", None)] += 1
+        self._require_init()
+        with event_set.cond:
+            if event_set.freed:
+                raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
+            event_set.waiting = True
+            event_set.cond.notify_all()
+            cap = timeoutms if self.wait_cap_ms is None else min(timeoutms, self.wait_cap_ms)
+            event_set.cond.wait_for(lambda: bool(event_set.pending), cap / 1000)
+            event_set.waiting = False
+            if not event_set.pending:
+                raise real.NVMLError(real.NVML_ERROR_TIMEOUT)
+            item = event_set.pending.popleft()
+        if isinstance(item, int):
+            raise real.NVMLError(item)
+        return item
+
+    def nvmlEventSetFree(self, event_set: FakeEventSet) -> None:
+        self.calls[("nvmlEventSetFree", None)] += 1
+        self._require_init()
+        with event_set.cond:
+            event_set.freed = True
+            event_set.cond.notify_all()
+
+    def push_xid(self, index: int, code: int) -> None:
+        """The driver reports XID `code` on GPU `index`: every live set it is registered on receives it."""
+        for event_set in self.event_sets:
+            with event_set.cond:
+                registered = event_set.registered.get(index, 0)
+                if not event_set.freed and registered & real.nvmlEventTypeXidCriticalError:
+                    data = FakeEventData(FakeHandle(index), real.nvmlEventTypeXidCriticalError, code)
+                    event_set.pending.append(data)
+                    event_set.cond.notify_all()
+
+    def fail_wait(self, code: int) -> None:
+        """The next wait on each live event set raises NVMLError(code)."""
+        for event_set in self.event_sets:
+            with event_set.cond:
+                if not event_set.freed:
+                    event_set.pending.append(code)
+                    event_set.cond.notify_all()
+
+    def settle(self, timeout: float = 2.0) -> bool:
+        """Wait until each live set's thread has taken all that was pushed and is waiting again."""
+        for event_set in self.event_sets:
+            with event_set.cond:
+                done = event_set.cond.wait_for(event_set.idle, timeout)
+            if not done:
+                return False
+        return True
+
     # --- plumbing --------------------------------------------------------------------------------------
 
     def _require_init(self) -> None:
@@ -424,6 +508,35 @@ class FakeNvml(types.ModuleType):
         if symbol in gpu.errors:
             raise real.NVMLError(gpu.errors[symbol])
         return gpu
+
+
+@dataclass
+class FakeEventData:
+    """Stands in for c_nvmlEventData_t, with its field names."""
+
+    device: FakeHandle
+    eventType: int
+    eventData: int
+    gpuInstanceId: int = 0xFFFFFFFF
+    computeInstanceId: int = 0xFFFFFFFF
+
+
+class FakeEventSet:
+    """Stands in for c_nvmlEventSet_t: the GPUs registered on it and what waits to be delivered.
+
+    `pending` holds events, and NVML error codes that the wait raises in their turn.
+    """
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition()
+        self.registered: dict[int, int] = {}  # GPU index -> event types
+        self.pending: deque[FakeEventData | int] = deque()
+        self.waiting = False
+        self.freed = False
+
+    def idle(self) -> bool:
+        """Nothing left to deliver, and the waiting thread is back in the wait (or the set is gone)."""
+        return self.freed or (not self.pending and self.waiting)
 
 
 class _Missing:

@@ -4,7 +4,8 @@ NVML is started once; handles and the static facts of each GPU are read once in 
 guarded on its own, per GPU: a query the GPU does not support (or lets us read) gives None and is not asked
 again, a renamed function falls back to its deprecated name, and a GPU that falls off the bus is marked lost
 while the others go on. Process lists, PCIe throughput (each a 20 ms window in the driver) and the health
-counters are read every `slow_every` ticks and reused between.
+counters are read every `slow_every` ticks and reused between. XID errors are events, caught between ticks by
+an `XidWatcher` thread and handed to the next sample.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any, Literal
 from gputui.model import GpuInfo, GpuProcess, GpuSample, Snapshot, SystemInfo
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 from gputui.sources.host import HostSource
+from gputui.sources.nvml_events import XidWatcher
 
 Query = Callable[[Any], Any]
 
@@ -197,6 +199,7 @@ class NvmlSource:
         nvml: ModuleType | None = None,
         clock: Callable[[], float] = time.time,
         slow_every: int = 5,
+        watch_xid: bool = True,
     ):
         if slow_every < 1:
             raise ValueError(f"slow_every must be at least 1, not {slow_every}")
@@ -209,6 +212,14 @@ class NvmlSource:
         self._system: SystemInfo | None = None
         self._started = False
         self._tick = 0
+        self._watch_xid = watch_xid
+        self._watcher: XidWatcher | None = None
+        self._xid_error_reported = False
+
+    @property
+    def xid_watcher(self) -> XidWatcher | None:
+        """The thread collecting XID events, while open and asked for."""
+        return self._watcher
 
     def open(self) -> SystemInfo:
         self.close()
@@ -248,6 +259,10 @@ class NvmlSource:
             self._host = HostSource()
         self._host.open()
         self._tick = 0
+        if self._watch_xid:
+            self._watcher = XidWatcher(n, {gpu.index: gpu.handle for gpu in self._gpus if gpu.lost is None})
+            self._xid_error_reported = False
+            self._watcher.start()
         self._system = SystemInfo(
             hostname=socket.gethostname(),
             source="nvml",
@@ -261,7 +276,10 @@ class NvmlSource:
         return self._system
 
     def close(self) -> None:
-        """Shut NVML down once (it counts inits), and release the host source."""
+        """Stop the XID thread first (it waits inside NVML), shut NVML down once, release the host."""
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
         if self._started and self._nvml is not None:
             self._started = False
             with contextlib.suppress(self._nvml.NVMLError):
@@ -276,9 +294,13 @@ class NvmlSource:
         now = self._clock()
         slow = self._tick % self._slow_every == 0
         self._tick += 1
-        gpus = tuple(self._sample_gpu(gpu, now, slow) for gpu in self._gpus)
+        xids = self._watcher.drain() if self._watcher is not None else {}
+        gpus = tuple(self._sample_gpu(gpu, now, slow, xids.get(gpu.index, ())) for gpu in self._gpus)
         pids = {proc.pid for gpu in gpus for proc in gpu.processes}
         events: list[str] = []
+        if self._watcher is not None and self._watcher.error is not None and not self._xid_error_reported:
+            self._xid_error_reported = True
+            events.append(f"XID events are not collected: {self._watcher.error}")
         for gpu in self._gpus:
             events.extend(gpu.events)
             gpu.events.clear()
@@ -367,15 +389,16 @@ class NvmlSource:
             ecc_mode=bool(ecc[0]) if ecc is not None else None,
         )
 
-    def _sample_gpu(self, gpu: _Gpu, now: float, slow: bool) -> GpuSample:
+    def _sample_gpu(self, gpu: _Gpu, now: float, slow: bool, xids: tuple[int, ...]) -> GpuSample:
+        """A lost GPU keeps its XIDs: the one that took it off the bus (79) is the news."""
         if gpu.lost is None:
             try:
-                return self._read_sample(gpu, now, slow)
+                return self._read_sample(gpu, now, slow, xids)
             except self._gpu_lost:
                 self._mark_lost(gpu, LOST)
-        return GpuSample(index=gpu.index, timestamp=now, lost=True, error=gpu.lost)
+        return GpuSample(index=gpu.index, timestamp=now, lost=True, error=gpu.lost, xid_events=xids)
 
-    def _read_sample(self, gpu: _Gpu, now: float, slow: bool) -> GpuSample:
+    def _read_sample(self, gpu: _Gpu, now: float, slow: bool, xids: tuple[int, ...]) -> GpuSample:
         r = self._read
         if slow:
             self._read_slow(gpu)
@@ -416,6 +439,7 @@ class NvmlSource:
             energy_mj=r(gpu, "energy"),
             ecc_uncorrected=gpu.ecc_uncorrected,
             retired_pages_pending=gpu.retired_pages_pending,
+            xid_events=xids,
             encoder_pct=float(encoder[0]) if encoder is not None else None,
             decoder_pct=float(decoder[0]) if decoder is not None else None,
             processes=gpu.processes,

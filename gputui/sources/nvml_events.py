@@ -1,0 +1,122 @@
+"""XID errors from the NVIDIA driver, caught by a thread that waits on an NVML event set.
+
+An XID is an event, not a state: no query made at sampling time can see one that has passed. So one daemon
+thread blocks in nvmlEventSetWait_v2 with a short timeout (to notice `stop()` promptly; the driver's wait
+cannot be interrupted) and buffers the codes per GPU; the sampler takes them with `drain()` each tick.
+A GPU that cannot report XIDs is skipped; an unexpected error ends the watch, is kept in `error`, and never
+reaches the sampler or the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import threading
+from collections.abc import Mapping
+from types import ModuleType
+from typing import Any
+
+DEFAULT_WAIT_MS = 200
+THREAD = "gputui-xid"  # the name py-spy and faulthandler show
+
+
+class XidWatcher:
+    """Collects XID codes per GPU index from a background thread; `drain()` hands them over."""
+
+    def __init__(self, nvml: ModuleType, handles: Mapping[int, Any], wait_ms: int = DEFAULT_WAIT_MS) -> None:
+        if wait_ms < 1:
+            raise ValueError(f"wait_ms must be at least 1, not {wait_ms}")
+        self._nvml = nvml
+        self._handles = dict(handles)
+        self._wait_ms = wait_ms
+        self._lock = threading.Lock()
+        self._seen: dict[int, list[int]] = {}
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.skipped: dict[int, str] = {}  # GPU index -> why it reports no XIDs
+        self.error: str | None = None  # why the watch ended early; XIDs are then not collected
+
+    @property
+    def watching(self) -> tuple[int, ...]:
+        """The GPU indices registered for XID events."""
+        return tuple(index for index in self._handles if index not in self.skipped)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread is not None and self._thread.is_alive()
+
+    def start(self) -> None:
+        """Register each GPU here, so `skipped` and `error` are known on return, then start the thread."""
+        n = self._nvml
+        try:
+            event_set = n.nvmlEventSetCreate()
+        except n.NVMLError as exc:
+            self.error = f"the driver could not create an event set: {exc}"
+            return
+        devices: list[tuple[object, int]] = []
+        for index, handle in self._handles.items():
+            reason = self._register(handle, event_set)
+            if reason is None:
+                devices.append((_address(handle), index))
+            else:
+                self.skipped[index] = reason
+        if not devices:
+            self._free(event_set)
+            return
+        self._thread = threading.Thread(target=self._run, args=(event_set, devices), name=THREAD, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Ask the thread to end and wait for it (one wait timeout, plus slack); it frees the event set."""
+        self._stopping.set()
+        if self._thread is not None:
+            self._thread.join(self._wait_ms / 1000 + 1.0)
+
+    def drain(self) -> dict[int, tuple[int, ...]]:
+        """The XID codes seen per GPU since the last drain, oldest first; a swap under the lock."""
+        with self._lock:
+            seen, self._seen = self._seen, {}
+        return {index: tuple(codes) for index, codes in seen.items()}
+
+    def _register(self, handle: Any, event_set: Any) -> str | None:
+        """None when the GPU now reports XIDs to `event_set`, else the reason it cannot."""
+        n = self._nvml
+        try:
+            if not n.nvmlDeviceGetSupportedEventTypes(handle) & n.nvmlEventTypeXidCriticalError:
+                return "the driver reports no XID events for this GPU"
+            n.nvmlDeviceRegisterEvents(handle, n.nvmlEventTypeXidCriticalError, event_set)
+        except n.NVMLError as exc:
+            return str(exc)
+        return None
+
+    def _run(self, event_set: Any, devices: list[tuple[object, int]]) -> None:
+        n = self._nvml
+        try:
+            while not self._stopping.is_set():
+                try:
+                    data = n.nvmlEventSetWait_v2(event_set, self._wait_ms)
+                except n.NVMLError_Timeout:
+                    continue
+                if not data.eventType & n.nvmlEventTypeXidCriticalError:
+                    continue
+                device = _address(data.device)
+                for address, index in devices:
+                    if address == device:
+                        with self._lock:
+                            self._seen.setdefault(index, []).append(int(data.eventData))
+                        break
+        except Exception as exc:  # the watch ends here; sampling and the process go on
+            self.error = f"waiting for XID events failed: {exc}"
+        finally:
+            self._free(event_set)
+
+    def _free(self, event_set: Any) -> None:
+        with contextlib.suppress(self._nvml.NVMLError):
+            self._nvml.nvmlEventSetFree(event_set)
+
+
+def _address(handle: Any) -> object:
+    """What identifies a device: ctypes pointers compare by identity, so a real handle is its address."""
+    if isinstance(handle, ctypes._Pointer):
+        return ctypes.cast(handle, ctypes.c_void_p).value
+    return handle
