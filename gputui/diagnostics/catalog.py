@@ -138,6 +138,12 @@ _EN: dict[str, str] = {
         "Uncorrected ECC errors or pending page retirement: results on this GPU may be wrong. Drain the "
         "jobs, reset the GPU (`sudo nvidia-smi -i {gpu} -r`) or reboot; if it comes back, replace the board."
     ),
+    "gpu_lost.title": "GPU {gpu} fell off the bus",
+    "gpu_lost.advice": (
+        "The driver can no longer reach this GPU (GpuIsLost): jobs on it have failed or hang. Check the kernel "
+        "log (`sudo dmesg | grep -i xid`, XID 79), then power, cooling and the PCIe seating or riser; a reset "
+        "(`sudo nvidia-smi -i {gpu} -r`) or a reboot brings it back. If it happens again, report the board."
+    ),
     "xid.title": "GPU {gpu}: XID error {codes}",
     "xid.advice": (
         "The driver reported an XID error. Look the code up in NVIDIA's XID catalog and the kernel log "
@@ -189,6 +195,7 @@ _EN: dict[str, str] = {
     "ev.torch_cuda": "torch built for CUDA",
     "ev.driver_cuda": "driver supports CUDA",
     "ev.xid_codes": "XID codes",
+    "ev.gpu_error": "driver error",
     "ev.ecc_uncorrected": "uncorrected ECC errors",
     "ev.retired_pending": "page retirement pending",
     "ev.process_memory": "process GPU memory",
@@ -325,6 +332,12 @@ _ZH: dict[str, str] = {
         "存在不可纠正的 ECC 错误或待退役的页：这块 GPU 的计算结果可能出错。请迁走任务，复位 GPU"
         "（`sudo nvidia-smi -i {gpu} -r`）或重启；如果再次出现，请更换板卡。"
     ),
+    "gpu_lost.title": "GPU {gpu} 已掉卡（驱动无法访问）",
+    "gpu_lost.advice": (
+        "驱动已无法访问这块 GPU（GpuIsLost）：其上的任务已失败或卡住。请查看内核日志"
+        "（`sudo dmesg | grep -i xid`，XID 79），再检查供电、散热以及 PCIe 插槽或转接卡是否插好；"
+        "复位（`sudo nvidia-smi -i {gpu} -r`）或重启可恢复。如果再次发生，请向机房报告这块板卡。"
+    ),
     "xid.title": "GPU {gpu}：XID 错误 {codes}",
     "xid.advice": (
         "驱动报告了 XID 错误。请在 NVIDIA 的 XID 列表和内核日志（`sudo dmesg | grep -i xid`）中查找该代码："
@@ -374,6 +387,7 @@ _ZH: dict[str, str] = {
     "ev.torch_cuda": "torch 构建所用 CUDA",
     "ev.driver_cuda": "驱动支持的 CUDA",
     "ev.xid_codes": "XID 代码",
+    "ev.gpu_error": "驱动错误",
     "ev.ecc_uncorrected": "不可纠正 ECC 错误",
     "ev.retired_pending": "待退役页",
     "ev.process_memory": "进程显存",

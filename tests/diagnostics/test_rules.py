@@ -11,7 +11,7 @@ from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules import ALL_RULES, RULE_IDS
 from gputui.diagnostics.rules.base import Check, Hit, Window, link_bytes_s
-from gputui.diagnostics.rules.health import ecc_errors, xid
+from gputui.diagnostics.rules.health import ecc_errors, gpu_lost, xid
 from gputui.diagnostics.rules.host import host_swap
 from gputui.diagnostics.rules.memory import idle_allocation, vram_pressure
 from gputui.diagnostics.rules.pcie import pcie_downgrade, pcie_errors, pcie_saturated, pcie_slot_limited
@@ -46,7 +46,7 @@ def test_ids_are_the_interface() -> None:
         "thermal_throttle", "thermal_margin", "power_cap", "hw_slowdown", "power_brake", "clocks_low",
         "vram_pressure", "pcie_downgrade", "pcie_slot_limited", "pcie_errors", "pcie_saturated",
         "starvation_cpu", "starvation_io", "starvation_net", "gpu_contention", "cpu_contention", "imbalance",
-        "host_swap", "cuda_mismatch", "nvml_unavailable", "ecc_errors", "xid", "idle_allocation",
+        "host_swap", "cuda_mismatch", "nvml_unavailable", "ecc_errors", "xid", "idle_allocation", "gpu_lost",
     } == RULE_IDS  # fmt: skip
 
 
@@ -56,13 +56,16 @@ def test_busy_cool_gpu_with_one_process_raises_nothing() -> None:
 
 
 @pytest.mark.parametrize(
-    "sample",
-    [GpuSample(index=0, timestamp=0.0), GpuSample(index=0, timestamp=0.0, lost=True, error="GPU is lost")],
+    ("sample", "raised"),
+    [
+        (GpuSample(index=0, timestamp=0.0), []),
+        (GpuSample(index=0, timestamp=0.0, lost=True, error="GPU is lost"), ["gpu_lost"]),
+    ],
     ids=["nothing-reported", "lost"],
 )
-def test_unreported_values_raise_nothing_and_break_nothing(sample: GpuSample) -> None:
+def test_unreported_values_raise_nothing_and_break_nothing(sample: GpuSample, raised: list[str]) -> None:
     snaps = steady(gpus=[sample], host_sample=host(cpu_pct_per_core=()))
-    assert [rule.id for rule in ALL_RULES if run(rule.check, snaps)] == []
+    assert [rule.id for rule in ALL_RULES if run(rule.check, snaps)] == raised
 
 
 # -- thermal -----------------------------------------------------------------------------------------------
@@ -333,3 +336,16 @@ def test_xid_events() -> None:
     [hit] = run(xid, steady(gpus=[gpu(xid_events=(79, 79))]))
     assert hit.params["codes"] == "79"
     assert run(xid, steady()) == []
+
+
+def test_xid_79_is_seen_on_the_gpu_it_took_off_the_bus() -> None:
+    lost = GpuSample(index=0, timestamp=0.0, lost=True, error="GPU is lost", xid_events=(79,))
+    [hit] = run(xid, steady(gpus=[lost]))
+    assert hit.gpus == (0,) and hit.params["codes"] == "79"
+
+
+def test_a_lost_gpu_is_a_finding_and_a_readable_one_is_not() -> None:
+    lost = GpuSample(index=1, timestamp=0.0, lost=True, error="GPU is lost")
+    [hit] = run(gpu_lost, steady(gpus=[gpu(), lost]))
+    assert hit.gpus == (1,) and evidence(hit) == {"gpu_error": "GPU is lost"}
+    assert run(gpu_lost, steady()) == []
