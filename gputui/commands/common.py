@@ -57,8 +57,28 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", type=gpu_list, default=None, metavar="LIST", help="only these GPUs, e.g. 0,2")
 
 
+def remote_targets(text: str) -> tuple[str, ...]:
+    """`gpu01:9400,gpu02:9400` -> the exporters' /metrics URLs; a bad one is a usage error."""
+    try:
+        from gputui.sources.remote import parse_targets
+    except ImportError:
+        raise argparse.ArgumentTypeError("needs prometheus-client: pip install 'gputui[export]'") from None
+    try:
+        return parse_targets(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def add_monitor_options(parser: argparse.ArgumentParser) -> None:
     add_source_options(parser)
+    parser.add_argument(
+        "--remote",
+        type=remote_targets,
+        default=None,
+        metavar="TARGETS",
+        help="watch several servers at once through their exporters (`gputui export` there), e.g. "
+        "gpu01:9400,gpu02:9400; one poll every --interval seconds, at least 1",
+    )
     parser.add_argument(
         "--fallback-demo",
         action="store_true",

@@ -1,0 +1,199 @@
+"""One server of a fleet as a compact block of lines: a title, one dense line per GPU, its worst findings.
+
+The lines are built by pure functions from a HostState (cheap to test, no Textual needed to read them) and
+painted through LineView, which repaints only the parts that changed. Only ASCII is used for gputui's own
+marks, so a block reads the same in PuTTY, tmux and a Linux console.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from urllib.parse import urlsplit
+
+from gputui.diagnostics.findings import Finding, Severity, format_duration, severity_label
+from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
+from gputui.sources.remote import HostState
+from gputui.ui import text as t
+from gputui.ui.widgets.lines import Line, LineView, line_len
+
+LABEL = "bright_black"
+INDENT = "   "
+NAME_WIDTH = 16
+UTIL_BAR = 10
+WIDE = 116  # narrower terminals get the GPU lines without the utilization bar
+SEVERITY_STYLES = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+
+def data_badge(system: SystemInfo) -> tuple[str, str] | None:
+    """SIMULATED (or REPLAY) when the exporter does not read a real driver right now, else None.
+
+    A scenario name alone is enough: an exporter that names one serves a simulated machine whatever its
+    `source` label says.
+    """
+    if system.remote_source == "simulated" or system.scenario:
+        return ("SIMULATED" + (f": {system.scenario}" if system.scenario else ""), "bold black on yellow")
+    if system.remote_source == "replay":
+        return ("REPLAY", "bold black on magenta")
+    return None
+
+
+def host_parts(host: HostSample) -> Line:
+    """Mean CPU and iowait: the two host numbers that tell a starved GPU from a busy one at a glance."""
+    cpu, iowait = host.cpu_pct, host.iowait_pct
+    return [
+        ("CPU ", LABEL),
+        (f"{t.fmt_pct(cpu):>4}", t.level_style(None if cpu is None else cpu / 100.0)),
+        ("  iowait ", LABEL),
+        (f"{t.fmt_num(iowait, '.1f', '%'):>5}", "yellow" if iowait is not None and iowait >= 10 else ""),
+    ]
+
+
+def gpu_line(info: GpuInfo, sample: GpuSample | None, bar: bool = True) -> Line:
+    """One GPU on one line: index, name, utilization, SM clock, temperature, power, VRAM, PCIe, throttling."""
+    name = t.short_gpu_name(info.name)[:NAME_WIDTH]
+    head: Line = [(INDENT, ""), (f"{info.index:>2} ", "bold"), (f"{name:<{NAME_WIDTH}}", "")]
+    if sample is not None and sample.lost:
+        return [
+            *head,
+            ("  ", ""),
+            (" LOST ", "bold white on red"),
+            (f" {sample.error or 'fell off the bus'}", "red"),
+        ]
+    s = sample
+    util = None if s is None else s.utilization_gpu_pct
+    frac = None if util is None else util / 100.0
+    sm = None if s is None else s.sm_clock_mhz
+    temp = None if s is None else s.temperature_c
+    power = None if s is None else s.power_w
+    limit = None if s is None else s.power_limit_w
+    used = None if s is None else s.memory_used_bytes
+    total = info.memory_total_bytes
+    link = t.fmt_pcie(None if s is None else s.pcie_gen, None if s is None else s.pcie_width)
+    best = t.fmt_pcie(info.pcie_max_gen, info.pcie_max_width)
+    line = head
+    if bar:
+        line += [(" [", LABEL), (t.bar(frac, UTIL_BAR), t.level_style(frac)), ("]", LABEL)]
+    line += [
+        (" ", ""),
+        (f"{t.fmt_pct(util):>4}", t.level_style(frac)),
+        ("  SM ", LABEL),
+        (f"{t.fmt_num(sm):>4}/{t.fmt_num(info.max_sm_clock_mhz):<4}", ""),
+        ("  ", ""),
+        (
+            f"{t.fmt_num(temp) + '/' + t.fmt_num(info.temperature_slowdown_c) + 'C':>7}",
+            t.temperature_style(temp, info.temperature_slowdown_c),
+        ),
+        ("  ", ""),
+        (
+            f"{t.fmt_num(power) + '/' + t.fmt_num(limit) + 'W':>9}",
+            t.level_style(None if power is None or not limit else power / limit),
+        ),
+        ("  VRAM ", LABEL),
+        (
+            f"{t.fmt_gib(used) + '/' + t.fmt_gib(total, 0) + 'G':>10}",
+            t.level_style(None if used is None or not total else used / total),
+        ),
+        ("  ", ""),
+        (link, ""),
+    ]
+    if best not in (link, t.NA):
+        line.append((f" of {best}", LABEL))
+    for tag, style in t.reason_tags(None if s is None else s.clock_event_reasons):
+        line += [(" ", ""), (tag, f"{style} reverse")]
+    return line
+
+
+def worst_first(findings: Sequence[Finding]) -> list[Finding]:
+    return sorted(findings, key=lambda f: (-f.severity, f.rule, f.gpus))
+
+
+def findings_line(findings: Sequence[Finding], width: int) -> Line:
+    """The open findings, worst first, as many as the width holds, then how many more there are."""
+    if not findings:
+        return [(INDENT, ""), ("no findings", LABEL)]
+    ordered = worst_first(findings)
+    line: Line = [(INDENT, "")]
+    for shown, finding in enumerate(ordered):
+        where = f" GPU {','.join(map(str, finding.gpus))}" if finding.gpus else ""
+        item: Line = [
+            (severity_label(finding.severity, "en").strip(), SEVERITY_STYLES[finding.severity]),
+            (" ", ""),
+            (f"{finding.rule}{where}", ""),
+        ]
+        rest = len(ordered) - shown - 1
+        more = len(f"  +{rest} more") if rest else 0
+        gap: Line = [("  ", "")] if shown else []
+        if shown and line_len(line) + line_len(gap) + line_len(item) + more > width:
+            line.append((f"  +{len(ordered) - shown} more", LABEL))
+            break
+        line += gap + item
+    return line
+
+
+def title_line(state: HostState, name: str, now: float) -> Line:
+    line: Line = [(name, "bold")]
+    snapshot = state.snapshot
+    if snapshot is None:
+        if state.last_attempt is None:
+            return [*line, ("  connecting...", LABEL), (f"  {state.target}", LABEL)]
+        seen = "never reached"
+        if state.last_ok is not None:
+            seen = f"last seen {format_duration(now - state.last_ok)} ago"
+        line += [("  ", ""), (" UNREACHABLE ", "bold white on red"), (f"  {seen}", "red")]
+        return line if name == state.target else [*line, (f"  {state.target}", LABEL)]
+    badge = data_badge(snapshot.system)
+    if badge is not None:
+        line += [("  ", ""), (f" {badge[0]} ", badge[1])]
+    system = snapshot.system
+    gpus = len(snapshot.gpus)
+    line += [("  ", ""), *host_parts(snapshot.host)]
+    line += [(f"  {gpus} GPU{'s' if gpus != 1 else ''}", "")]
+    line += [("  drv ", LABEL), (system.driver_version or t.NA, ""), ("  CUDA ", LABEL)]
+    line += [(system.cuda_driver_version or t.NA, ""), (f"  {state.target}", LABEL)]
+    return line
+
+
+def block_lines(state: HostState, width: int, now: float, name: str | None = None) -> list[Line]:
+    """The whole block for one server; `name` is the hostname last seen, kept while it is unreachable."""
+    title = title_line(state, name or state.name, now)
+    snapshot = state.snapshot
+    if snapshot is None:
+        if state.error is None:
+            return [title]
+        error = state.error.removeprefix(f"{urlsplit(state.url).netloc}: ")
+        return [title, [(INDENT, ""), (error, "red"), ("  (retried every poll)", LABEL)]]
+    lines = [title]
+    lines += [[(INDENT, ""), (event, "yellow")] for event in snapshot.events[-1:]]
+    lines += [gpu_line(info, sample, bar=width >= WIDE) for info, sample in _gpus(snapshot)]
+    lines.append(findings_line(state.findings, width))
+    return lines
+
+
+def _gpus(snapshot: Snapshot) -> list[tuple[GpuInfo, GpuSample | None]]:
+    samples = {sample.index: sample for sample in snapshot.gpus}
+    infos = {info.index: info for info in snapshot.gpu_info}
+    indices = sorted(set(samples) | set(infos))
+    return [(infos.get(i) or GpuInfo(index=i, name="unknown GPU"), samples.get(i)) for i in indices]
+
+
+class FleetBlock(LineView):
+    """One server; `show()` takes its newest state and redraws only the lines that changed."""
+
+    def __init__(self, state: HostState, *, id: str | None = None) -> None:
+        super().__init__(id=id, classes="fleet-block")
+        self.state = state
+        self.now = 0.0
+        self.known_name: str | None = None
+
+    def show(self, state: HostState, now: float) -> None:
+        self.state = state
+        self.now = now
+        if state.snapshot is not None:
+            self.known_name = state.snapshot.system.hostname
+        self.redraw()
+
+    def build_lines(self, width: int) -> Sequence[Line]:
+        lines = block_lines(self.state, width, self.now, self.known_name)
+        if self.styles.height is None or self.styles.height.value != len(lines):
+            self.styles.height = len(lines)
+        return lines

@@ -1,0 +1,318 @@
+"""The fleet view (`gputui --remote`): exporters on loopback started by the test, polls driven by the test."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import replace
+from datetime import datetime
+
+import pytest
+
+from gputui.cli import main
+from gputui.diagnostics.findings import Finding, Severity
+from gputui.export.diagnose import new_diagnose
+from gputui.export.server import Exporter
+from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
+from gputui.sources.remote import FleetPoller, HostState
+from gputui.sources.simulated import SimulatedSource
+from gputui.ui.fleet import FleetApp, fleet_interval, header_parts
+from gputui.ui.widgets.fleet_block import FleetBlock, block_lines, findings_line
+from gputui.ui.widgets.lines import Line
+
+SIZE = (120, 40)
+FIXED_NOW = datetime(2026, 1, 1, 12, 0, 0)
+
+
+def plain(lines: list[Line] | object) -> str:
+    assert isinstance(lines, list | tuple)
+    return "\n".join("".join(text for text, _ in line) for line in lines)
+
+
+def block_text(app: FleetApp, i: int) -> str:
+    return plain(list(app.query(FleetBlock)[i].lines))
+
+
+class Clock:
+    """A simulated machine's clock that the test moves on, so every exporter reading is a new one."""
+
+    def __init__(self, start: float = 1000.0, step: float = 2.0) -> None:
+        self._ticks = itertools.count(start, step)
+
+    def __call__(self) -> float:
+        return float(next(self._ticks))
+
+
+@pytest.fixture
+def exporters() -> Iterator[list[Exporter]]:
+    """Two simulated servers on free loopback ports; the long interval leaves every reading to the test."""
+    started = []
+    for scenario in ("healthy", "thermal"):
+        source = SimulatedSource(scenario=scenario, gpu_count=2, clock=Clock())
+        exporter = Exporter(source, source.open(), port=0, interval=3600, diagnose=new_diagnose())
+        exporter.start()
+        started.append(exporter)
+    yield started
+    for exporter in started:
+        exporter.stop()
+
+
+def targets(exporters: list[Exporter]) -> list[str]:
+    return [f"127.0.0.1:{e.address[1]}" for e in exporters if e.address is not None]
+
+
+async def test_each_server_shown_then_a_stopped_one_unreachable_while_the_other_updates(
+    exporters: list[Exporter],
+) -> None:
+    wall = itertools.count(5000.0, 3.0)
+    poller = FleetPoller(targets(exporters), timeout=1, clock=lambda: next(wall))
+    app = FleetApp(poller, auto_poll=False, clock=lambda: 5100.0, now=lambda: FIXED_NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        assert "connecting..." in block_text(app, 0)
+        await app.poll_now()
+        await pilot.pause()
+        healthy, thermal = block_text(app, 0), block_text(app, 1)
+        assert healthy.splitlines()[0].startswith("sim-healthy   SIMULATED: healthy ")
+        assert thermal.splitlines()[0].startswith("sim-thermal   SIMULATED: thermal ")
+        for text in (healthy, thermal):
+            assert "CPU" in text and "iowait" in text and "2 GPUs" in text
+            gpu_lines = [line for line in text.splitlines() if " SM " in line]
+            assert len(gpu_lines) == 2
+            assert all("W  VRAM" in line and "Gen" in line for line in gpu_lines)
+        header = plain([app.header.lines[0]])
+        assert "2 servers" in header and "SIMULATED data on 2" in header and "UNREACHABLE" not in header
+
+        exporters[1].stop()
+        first = app.states[0].snapshot
+        exporters[0].sampler.sample_once()
+        await app.poll_now()
+        await pilot.pause()
+        thermal = block_text(app, 1)
+        # the hostname last seen is kept
+        assert thermal.splitlines()[0].startswith("sim-thermal   UNREACHABLE   last seen ")
+        assert targets(exporters)[1] in thermal
+        assert "connection refused" in thermal and "retried every poll" in thermal
+        assert " SM " not in thermal  # no stale reading shown as current
+        assert "1 UNREACHABLE" in plain([app.header.lines[0]])
+        second = app.states[0].snapshot
+        assert first is not None and second is not None and second.timestamp > first.timestamp
+        assert "SIMULATED: healthy" in block_text(app, 0)
+
+        await app.poll_now()  # tried again: still down, and the time since it answered grows
+        assert app.states[1].last_attempt is not None and app.states[1].last_ok is not None
+        assert app.states[1].last_attempt > app.states[1].last_ok
+
+
+async def test_the_diagnostics_run_on_each_servers_data(exporters: list[Exporter]) -> None:
+    """The thermal server's own engine (in the poller) finds the throttling; the healthy one stays clean."""
+    app = FleetApp(FleetPoller(targets(exporters), timeout=2), auto_poll=False, now=lambda: FIXED_NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(40):
+            states = await app.poll_now()
+            if states[1].findings:
+                break
+            for exporter in exporters:
+                exporter.sampler.sample_once()
+        await pilot.pause()
+        last_line = block_text(app, 1).splitlines()[-1]
+        assert "CRIT thermal_throttle GPU 1" in last_line
+        assert block_text(app, 0).splitlines()[-1].strip() == "no findings"
+
+
+class FakePoller:
+    """Hands out prepared states; counts polls and whether it was closed."""
+
+    def __init__(self, *rounds: tuple[HostState, ...]) -> None:
+        self.rounds = list(rounds)
+        self.polls = 0
+        self.closed = False
+
+    @property
+    def states(self) -> tuple[HostState, ...]:
+        return tuple(HostState(s.target, s.url, None) for s in self.rounds[0])
+
+    def poll(self) -> tuple[HostState, ...]:
+        self.polls += 1
+        return self.rounds[min(self.polls, len(self.rounds)) - 1]
+
+    def close(self) -> None:
+        self.closed = True
+
+
+T = 1_767_268_800.0
+MIB = 1 << 20
+
+
+def remote_snapshot(hostname: str = "gpu01") -> Snapshot:
+    system = SystemInfo(
+        hostname=hostname,
+        source="remote",
+        driver_version="570.133.20",
+        nvml_version=None,
+        cuda_driver_version="12.8",
+        gpu_count=2,
+        cpu_count=4,
+        kernel="6.8.0",
+        remote_source="nvml",
+    )
+    info = GpuInfo(
+        index=0,
+        name="NVIDIA H100 80GB HBM3",
+        memory_total_bytes=81559 * MIB,
+        max_sm_clock_mhz=1980,
+        pcie_max_gen=5,
+        pcie_max_width=16,
+        temperature_slowdown_c=89,
+    )
+    hot = GpuSample(
+        index=0,
+        timestamp=T,
+        utilization_gpu_pct=97.0,
+        sm_clock_mhz=1410,
+        temperature_c=88.0,
+        power_w=612.5,
+        power_limit_w=700.0,
+        memory_used_bytes=70000 * MIB,
+        pcie_gen=5,
+        pcie_width=16,
+        clock_event_reasons_mask=0x4 | 0x20,
+    )
+    cut = GpuSample(index=1, timestamp=T, utilization_gpu_pct=40.0, pcie_gen=3, pcie_width=8)
+    host = HostSample(timestamp=T, cpu_pct_per_core=(100.0, 50.0, 0.0, 10.0), iowait_pct=12.5)
+    return Snapshot(
+        timestamp=T,
+        system=system,
+        gpu_info=(info, replace(info, index=1, name="NVIDIA H100 80GB HBM3")),
+        gpus=(hot, cut),
+        host=host,
+    )
+
+
+FINDINGS = (
+    Finding(rule="pcie_downgrade", severity=Severity.WARNING, title="", advice="", gpus=(1,)),
+    Finding(rule="thermal_throttle", severity=Severity.CRITICAL, title="", advice="", gpus=(0,)),
+    Finding(rule="host_swap", severity=Severity.INFO, title="", advice=""),
+)
+URL = "http://gpu01:9400/metrics"
+UP = HostState("gpu01:9400", URL, remote_snapshot(), FINDINGS, last_ok=T, last_attempt=T)
+DOWN = HostState(
+    "10.0.0.7:9400",
+    "http://10.0.0.7:9400/metrics",
+    None,
+    error="10.0.0.7:9400: unreachable (timed out)",
+    last_ok=T - 42,
+    last_attempt=T,
+)
+
+
+def fake_app(poller: FakePoller) -> FleetApp:
+    return FleetApp(poller, auto_poll=False, clock=lambda: T, now=lambda: FIXED_NOW)
+
+
+def test_fleet_view_snapshot(snap_compare: object) -> None:
+    async def poll(pilot: object) -> None:
+        await app.poll_now()
+
+    app = fake_app(FakePoller((UP, DOWN)))
+    assert snap_compare(app, terminal_size=SIZE, run_before=poll)  # type: ignore[operator]
+
+
+def test_a_block_reads_every_gpu_field_and_the_worst_finding_first() -> None:
+    lines = block_lines(UP, 120, T)
+    title, hot, cut, found = (plain([line]) for line in lines)
+    assert title.startswith("gpu01  CPU  40%  iowait 12.5%  2 GPUs  drv 570.133.20  CUDA 12.8")
+    assert "SIMULATED" not in title  # a real remote driver gets no badge
+    assert hot.endswith(
+        "[||||||||||]  97%  SM 1410/1980   88/89C   612/700W  VRAM   68.4/80G  Gen5 x16 THERMAL PWR-CAP"
+    )
+    assert "n/a/1980" in cut and "n/a/89C" in cut and "n/a/n/aW" in cut  # not reported is n/a, never 0
+    assert "Gen3 x8 of Gen5 x16" in cut
+    assert found == "   CRIT thermal_throttle GPU 0  WARN pcie_downgrade GPU 1  INFO host_swap"
+
+
+def test_findings_that_do_not_fit_are_counted() -> None:
+    line = plain([findings_line(FINDINGS, 50)])
+    assert line == "   CRIT thermal_throttle GPU 0  +2 more"
+
+
+def test_a_scenario_alone_marks_a_server_simulated() -> None:
+    snapshot = remote_snapshot()
+    snapshot = replace(snapshot, system=replace(snapshot.system, remote_source=None, scenario="thermal"))
+    title = plain([block_lines(replace(UP, snapshot=snapshot), 120, T)[0]])
+    assert title.startswith("gpu01   SIMULATED: thermal ")
+
+
+def test_an_unreachable_server_never_seen() -> None:
+    state = replace(DOWN, last_ok=None)
+    assert plain(block_lines(state, 120, T)) == (
+        "10.0.0.7:9400   UNREACHABLE   never reached\n   unreachable (timed out)  (retried every poll)"
+    )
+
+
+def test_a_narrow_terminal_drops_the_bar_not_the_readings() -> None:
+    hot = plain([block_lines(UP, 100, T)[1]])
+    assert "[" not in hot
+    assert hot.startswith("    0 H100 80GB HBM3    97%  SM 1410/1980   88/89C   612/700W  VRAM   68.4/80G")
+    assert hot.endswith("THERMAL PWR-CAP")
+
+
+def test_header_counts_unreachable_and_simulated_servers() -> None:
+    text = plain([header_parts((UP, DOWN), "12:00:00", 2.0, paused=True)])
+    assert text == "12:00:00  gputui fleet   PAUSED   2 servers   1 UNREACHABLE   every 2s"
+
+
+async def test_keys_pause_help_quit_and_the_poller_is_closed() -> None:
+    poller = FakePoller((UP, DOWN), (replace(UP, findings=()), DOWN))
+    app = fake_app(poller)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.poll_now()
+        await pilot.press("p")
+        assert app.paused and "PAUSED" in plain([app.header.lines[0]])
+        await app.poll_now()
+        await pilot.pause()
+        assert "CRIT thermal_throttle" in block_text(app, 0)  # drawing waits while paused...
+        await pilot.press("p")
+        await pilot.pause()
+        assert "no findings" in block_text(app, 0)  # ...and catches up on resume
+        await pilot.press("question_mark")
+        assert type(app.screen).__name__ == "FleetHelp"
+        await pilot.press("escape")
+        await pilot.press("q")
+    assert poller.closed and app.return_code in (None, 0)
+
+
+async def test_live_polling_re_arms_itself() -> None:
+    poller = FakePoller((UP, DOWN))
+    app = FleetApp(poller, interval=1.0, clock=lambda: T, now=lambda: FIXED_NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.02)
+            if poller.polls:
+                break
+        await pilot.pause()
+        assert poller.polls == 1  # the first poll at once; the next one waits the interval
+        assert "UNREACHABLE" in block_text(app, 1)
+    assert poller.closed
+
+
+def test_the_remote_interval_is_floored_at_one_second() -> None:
+    assert fleet_interval(0.25) == 1.0
+    assert fleet_interval(5.0) == 5.0
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("gpu01:notaport", "bad port in 'gpu01:notaport'"),
+        (" , ", "no exporter given"),
+        ("ftp://gpu01", "not an http(s) address"),
+    ],
+)
+def test_bad_remote_targets_are_one_line_usage_errors(
+    value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--remote", value])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err and err.startswith("gputui: error: argument --remote")
