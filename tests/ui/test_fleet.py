@@ -281,7 +281,7 @@ async def test_keys_pause_help_quit_and_the_poller_is_closed() -> None:
     assert poller.closed and app.return_code in (None, 0)
 
 
-async def test_live_polling_re_arms_itself() -> None:
+async def test_live_polling_starts_at_once_then_waits_the_interval() -> None:
     poller = FakePoller((UP, DOWN))
     app = FleetApp(poller, interval=1.0, clock=lambda: T, now=lambda: FIXED_NOW)
     async with app.run_test(size=SIZE) as pilot:
@@ -316,3 +316,23 @@ def test_bad_remote_targets_are_one_line_usage_errors(
     assert exit_info.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err and err.startswith("gputui: error: argument --remote")
+
+
+class BrokenPoller(FakePoller):
+    def poll(self) -> tuple[HostState, ...]:
+        self.polls += 1
+        raise RuntimeError("a bug in the poller")
+
+
+async def test_a_failed_poll_is_shown_and_the_app_goes_on() -> None:
+    poller = BrokenPoller((UP, DOWN))
+    app = FleetApp(poller, interval=1.0, clock=lambda: T, now=lambda: FIXED_NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.02)
+            if "polling failed" in plain([app.header.lines[0]]):
+                break
+        assert "polling failed: RuntimeError: a bug in the poller" in plain([app.header.lines[0]])
+        assert "connecting..." in block_text(app, 0)
+        assert app.is_running
+    assert poller.closed

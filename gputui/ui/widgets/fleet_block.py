@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from gputui.diagnostics.findings import Finding, Severity, format_duration, severity_label
+from gputui.diagnostics.findings import Finding, format_duration, severity_label
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.sources.remote import HostState
 from gputui.ui import text as t
+from gputui.ui.widgets.diagnostics import SEVERITY_STYLES
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"
@@ -21,7 +22,6 @@ INDENT = "   "
 NAME_WIDTH = 16
 UTIL_BAR = 10
 WIDE = 116  # narrower terminals get the GPU lines without the utilization bar
-SEVERITY_STYLES = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 def data_badge(system: SystemInfo) -> tuple[str, str] | None:
@@ -135,12 +135,12 @@ def title_line(state: HostState, name: str, now: float) -> Line:
     snapshot = state.snapshot
     if snapshot is None:
         if state.last_attempt is None:
-            return [*line, ("  connecting...", LABEL), (f"  {state.target}", LABEL)]
+            return [*line, ("  connecting...", LABEL)]
         seen = "never reached"
         if state.last_ok is not None:
             seen = f"last seen {format_duration(now - state.last_ok)} ago"
         line += [("  ", ""), (" UNREACHABLE ", "bold white on red"), (f"  {seen}", "red")]
-        return line if name == state.target else [*line, (f"  {state.target}", LABEL)]
+        return line if name == state.target else [*line, (f"  {_address(state)}", LABEL)]
     badge = data_badge(snapshot.system)
     if badge is not None:
         line += [("  ", ""), (f" {badge[0]} ", badge[1])]
@@ -149,7 +149,7 @@ def title_line(state: HostState, name: str, now: float) -> Line:
     line += [("  ", ""), *host_parts(snapshot.host)]
     line += [(f"  {gpus} GPU{'s' if gpus != 1 else ''}", "")]
     line += [("  drv ", LABEL), (system.driver_version or t.NA, ""), ("  CUDA ", LABEL)]
-    line += [(system.cuda_driver_version or t.NA, ""), (f"  {state.target}", LABEL)]
+    line += [(system.cuda_driver_version or t.NA, ""), (f"  {_address(state)}", LABEL)]
     return line
 
 
@@ -160,13 +160,18 @@ def block_lines(state: HostState, width: int, now: float, name: str | None = Non
     if snapshot is None:
         if state.error is None:
             return [title]
-        error = state.error.removeprefix(f"{urlsplit(state.url).netloc}: ")
+        error = state.error.removeprefix(f"{_address(state)}: ")
         return [title, [(INDENT, ""), (error, "red"), ("  (retried every poll)", LABEL)]]
     lines = [title]
     lines += [[(INDENT, ""), (event, "yellow")] for event in snapshot.events[-1:]]
     lines += [gpu_line(info, sample, bar=width >= WIDE) for info, sample in _gpus(snapshot)]
     lines.append(findings_line(state.findings, width))
     return lines
+
+
+def _address(state: HostState) -> str:
+    """host:port of the exporter, however it was given."""
+    return urlsplit(state.url).netloc
 
 
 def _gpus(snapshot: Snapshot) -> list[tuple[GpuInfo, GpuSample | None]]:
