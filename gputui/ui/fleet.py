@@ -9,6 +9,7 @@ Each server's readings go through its own diagnostics engine inside the poller.
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -169,11 +170,13 @@ class FleetApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
+        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit)  # a lost SSH session ends it
         self.draw()
         if self.auto_poll:
             self._start_poll()
 
     def on_unmount(self) -> None:
+        asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         if self._timer is not None:
             self._timer.stop()
         with self._lock:
