@@ -1,39 +1,33 @@
 """The live monitor app: sampling off the event loop, and the keys.
 
-The async boundary of the TUI lives here. A thread worker takes one sample at a time; when it finishes,
-the next poll is armed with `set_timer`, so polls never overlap and a slow driver only slows the refresh,
-never the keyboard. Each sample arrives as one TickReady message that replaces any still queued. Drawing
-is skipped while paused and for views that are hidden; what is drawn goes through LineView, which sends
-the terminal only the cells that changed.
+The async boundary of the TUI lives here. One sampling thread (sampling.SamplingLoop) takes one sample at
+a time, so polls never overlap and a slow driver only slows the refresh, never the keyboard. Each sample
+arrives as one TickReady message that replaces any still queued. Drawing is skipped while paused and for
+views that are hidden; what is drawn goes through LineView, which sends the terminal only what changed.
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
-import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import ClassVar
 
-from textual import work
 from textual.app import App
 from textual.binding import Binding, BindingType
-from textual.timer import Timer
-from textual.widgets import DataTable, Input
-from textual.worker import Worker, WorkerState
+from textual.widgets import Input
 
 from gputui.history import History
 from gputui.model import SystemInfo
 from gputui.sources.base import Source
 from gputui.ui.messages import SampleFailed, TickReady
-from gputui.ui.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Tick
+from gputui.ui.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, SamplingLoop, Tick
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.main import MainScreen
-from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.header import HeaderState
-from gputui.ui.widgets.processes import process_rows
+from gputui.ui.widgets.processes import ProcessTable, process_rows
 
 
 def clamp_interval(seconds: float) -> float:
@@ -69,7 +63,7 @@ class GpuTuiApp(App[int]):
         now: Callable[[], datetime] = datetime.now,
         history_size: int = 600,
     ) -> None:
-        super().__init__()
+        super().__init__(ansi_color=True)
         self.animation_level = "none"
         self.sampler = Sampler(source)
         self.system = system
@@ -83,9 +77,7 @@ class GpuTuiApp(App[int]):
         self._now = now
         self._error: str | None = None
         self._notice: str | None = None
-        self._timer: Timer | None = None
-        self._poll_started = 0.0
-        self._polling = False
+        self._sampling: SamplingLoop | None = None
 
     def get_default_screen(self) -> MainScreen:
         return self.main
@@ -95,43 +87,23 @@ class GpuTuiApp(App[int]):
 
     def _main_shown(self) -> None:
         """The main view is composed (first call: start sampling) or uncovered again (draw what it missed)."""
-        if self.auto_sample and not self._polling:
-            self._polling = True
-            self._poll()
+        if self.auto_sample and self._sampling is None:
+            self._sampling = SamplingLoop(
+                self.sampler,
+                self.interval,
+                deliver=lambda tick: self.post_message(TickReady(tick)),
+                failed=lambda error: self.post_message(SampleFailed(error)),
+            )
+            self._sampling.start()
         self.draw()
 
     def on_unmount(self) -> None:
         asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
-        if self._timer is not None:
-            self._timer.stop()
-        self.sampler.source.close()
+        # The source is closed only once no poll can be running in it.
+        if self._sampling is None or self._sampling.stop():
+            self.sampler.source.close()
 
     # -- sampling ----------------------------------------------------------------------------------------
-
-    def _poll(self) -> None:
-        self._timer = None
-        self._poll_started = time.monotonic()
-        self._sample_in_thread()
-
-    @work(thread=True, exclusive=True, group="sample", exit_on_error=False)
-    def _sample_in_thread(self) -> None:
-        try:
-            tick = self.sampler.take()
-        except Exception as exc:  # any source failure is shown, and the next poll tries again
-            self.post_message(SampleFailed(f"{type(exc).__name__}: {exc}"))
-            return
-        self.post_message(TickReady(tick))
-
-    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        if event.worker.group == "sample" and event.state in (WorkerState.SUCCESS, WorkerState.ERROR):
-            self._arm()
-
-    def _arm(self) -> None:
-        """The next poll, one interval after the start of the last one (at once if that took longer)."""
-        if self._timer is not None:
-            self._timer.stop()
-        delay = max(0.0, self.interval - (time.monotonic() - self._poll_started))
-        self._timer = self.set_timer(delay, self._poll)
 
     async def tick(self) -> Tick:
         """Take one sample off the event loop and show it: the explicit clock the tests drive."""
@@ -152,10 +124,7 @@ class GpuTuiApp(App[int]):
         self._error = None
         if snapshot.events:
             self._notice = snapshot.events[-1]
-        self.main.sync_panels(snapshot)
-        samples = {sample.index: sample for sample in snapshot.gpus}
-        for panel in self.main.panels:
-            panel.add_sample(snapshot.info(panel.gpu_index) or panel.info, samples.get(panel.gpu_index))
+        self.main.add_snapshot(snapshot)
         if not self.paused:
             self.draw()
 
@@ -198,8 +167,8 @@ class GpuTuiApp(App[int]):
     def _set_interval(self, seconds: float) -> None:
         self.interval = clamp_interval(seconds)
         self._show_header()
-        if self._timer is not None:
-            self._arm()
+        if self._sampling is not None:
+            self._sampling.set_interval(self.interval)
 
     def action_slower(self) -> None:
         self._set_interval(next((s for s in INTERVALS if s > self.interval), MAX_INTERVAL))
@@ -217,18 +186,13 @@ class GpuTuiApp(App[int]):
         if self.screen is not self.main:
             return
         if index is None:
-            focused = self.focused
-            index = focused.gpu_index if isinstance(focused, GpuPanel) else None
+            index = self.main.gpus.selected
         if index is None:
-            panels = self.main.panels
-            if not panels:
-                return
-            index = panels[0].gpu_index
+            return
         self.push_screen(DetailScreen(index, on_shown=self.draw))
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
-        key = str(event.row_key.value)
-        self.action_detail(int(key.split(":", 1)[0]))
+    def on_process_table_chosen(self, message: ProcessTable.Chosen) -> None:
+        self.action_detail(message.gpu)
 
     def action_filter(self) -> None:
         if self.screen is not self.main:

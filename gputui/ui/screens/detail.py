@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
@@ -16,7 +15,7 @@ from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, Snapshot
 from gputui.ui import text as t
 from gputui.ui.widgets.header import HeaderState, StatusHeader
-from gputui.ui.widgets.lines import LineView
+from gputui.ui.widgets.lines import Line, LineView
 
 LABEL = "bright_black"
 MARGIN = 2  # the scale is in the title line of each chart
@@ -83,56 +82,53 @@ class DetailView(LineView):
         self.history, self.snapshot = history, snapshot
         self.redraw()
 
-    def build_lines(self, width: int) -> Sequence[Text]:
+    def build_lines(self, width: int) -> Sequence[Line]:
         snapshot, history = self.snapshot, self.history
         info = None if snapshot is None else snapshot.info(self.index)
         if snapshot is None or history is None or info is None:
-            return [Text(f"GPU {self.index}: no data yet", style=LABEL)]
+            return [[(f"GPU {self.index}: no data yet", LABEL)]]
         sample = next((g for g in snapshot.gpus if g.index == self.index), None)
-        lines = [self._title(info, sample)]
         columns = max(1, width - MARGIN)
         window = list(history)[-columns:]
         span = window[-1].timestamp - window[0].timestamp if window else 0.0
-        lines.append(Text(f"{span_label(len(window), span)}, one column per sample", style=LABEL))
-        block = max(2, (self.size.height - len(lines)) // len(CHARTS))
+        lines = [self._title(info, sample), [(f"{span_label(len(window), span)}, one column per sample", LABEL)]]
+        block = max(2, (self.known_height - len(lines)) // len(CHARTS))
         for chart in CHARTS:
             lines += self._chart(chart, info, history, columns, block - 1)
         return lines
 
-    def _title(self, info: GpuInfo, sample: GpuSample | None) -> Text:
-        line = Text.assemble((f"GPU {info.index}  ", "bold"), (info.name, "bold"))
+    def _title(self, info: GpuInfo, sample: GpuSample | None) -> Line:
+        line: Line = [(f"GPU {info.index}  ", "bold"), (info.name, "bold")]
         if sample is not None and sample.lost:
-            line.append("  LOST ", style="bold white on red")
-            line.append(f" {sample.error or ''}", style="red")
+            line += [("  ", ""), (" LOST ", "bold white on red"), (f" {sample.error or ''}", "red")]
         elif sample is not None:
-            line.append("  ")
-            line.append(t.fmt_pstate(sample.pstate))
+            line.append((f"  {t.fmt_pstate(sample.pstate)}", ""))
             for tag, style in t.reason_tags(sample.clock_event_reasons):
-                line.append(" ")
-                line.append(tag, style=f"{style} reverse")
+                line += [(" ", ""), (tag, f"{style} reverse")]
         for label, value in (("bus", info.pci_bus_id), ("uuid", info.uuid)):
-            line.append(f"  {label} ", style=LABEL)
-            line.append(value or t.NA)
+            line += [(f"  {label} ", LABEL), (value or t.NA, "")]
         return line
 
-    def _chart(self, chart: Chart, info: GpuInfo, history: History, columns: int, rows: int) -> list[Text]:
+    def _chart(self, chart: Chart, info: GpuInfo, history: History, columns: int, rows: int) -> list[Line]:
         raw = history.gpu_series(self.index, chart.value, last=columns)
         values: list[float | None] = [None if v is None else float(v) for v in raw]
         known = [v for v in values if v is not None]
         top = chart.top(info, known)
         now = values[-1] if values else None
-        head = Text.assemble(
+        head: Line = [
             (f"{chart.title:<9}", "bold"),
             ("now ", LABEL),
-            f"{chart.fmt(now):>10}",
+            (f"{chart.fmt(now):>10}", ""),
             ("  min ", LABEL),
-            f"{chart.fmt(min(known) if known else None):>10}",
+            (f"{chart.fmt(min(known) if known else None):>10}", ""),
             ("  max ", LABEL),
-            f"{chart.fmt(max(known) if known else None):>10}",
+            (f"{chart.fmt(max(known) if known else None):>10}", ""),
             ("  scale 0 to ", LABEL),
-            chart.fmt(top),
-        )
-        body = [Text.assemble(" " * MARGIN, (row, chart.style)) for row in t.chart_rows(values, columns, rows, top)]
+            (chart.fmt(top), ""),
+        ]
+        body: list[Line] = [
+            [(" " * MARGIN, ""), (row, chart.style)] for row in t.chart_rows(values, columns, rows, top)
+        ]
         return [head, *body]
 
 

@@ -5,10 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rich.text import Text
-
 from gputui.model import SystemInfo
-from gputui.ui.widgets.lines import LineView
+from gputui.ui.text import NA
+from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"
 
@@ -39,7 +38,10 @@ def badges(system: SystemInfo, paused: bool) -> list[tuple[str, str]]:
 
 
 class StatusHeader(LineView):
-    """One line of facts, plus a second line when there is a fallback reason, a notice or an error."""
+    """One line of facts, plus a second line when there is a fallback reason, a notice or an error.
+
+    The clock comes first: it changes every second, and Textual rewrites a line up to its last change.
+    """
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -54,42 +56,43 @@ class StatusHeader(LineView):
         return 2 if s is not None and (s.system.fallback_reason or s.notice or s.error) else 1
 
     @staticmethod
-    def _facts(s: HeaderState, wide: bool) -> Text:
+    def _facts(s: HeaderState, wide: bool) -> Line:
         """The facts line; narrow terminals get it without the labels, badges first so they always show."""
         sysinfo = s.system
-        line = Text()
+        line: Line = [(s.clock, ""), ("  ", "")]
         if wide:
-            line.append("gputui  ", style="bold")
+            line.append(("gputui  ", "bold"))
         for label, style in badges(sysinfo, s.paused):
-            line.append(f" {label} ", style=style)
-            line.append("  ")
-        line.append(sysinfo.hostname)
-        line.append("  driver " if wide else "  drv ", style=LABEL)
-        line.append(sysinfo.driver_version or "n/a")
-        line.append("  CUDA ", style=LABEL)
-        line.append(sysinfo.cuda_driver_version or "n/a")
-        line.append(f"  {sysinfo.gpu_count} GPU{'s' if sysinfo.gpu_count != 1 else ''}")
-        line.append("  every " if wide else "  ", style=LABEL)
-        line.append(f"{s.interval_s:g}s")
-        line.append(f"  {s.clock}")
+            line += [(f" {label} ", style), ("  ", "")]
+        line += [
+            (sysinfo.hostname, ""),
+            ("  driver " if wide else "  drv ", LABEL),
+            (sysinfo.driver_version or NA, ""),
+            ("  CUDA ", LABEL),
+            (sysinfo.cuda_driver_version or NA, ""),
+            (f"  {sysinfo.gpu_count} GPU{'s' if sysinfo.gpu_count != 1 else ''}", ""),
+            ("  every " if wide else "  ", LABEL),
+            (f"{s.interval_s:g}s", ""),
+        ]
         return line
 
-    def build_lines(self, width: int) -> Sequence[Text]:
+    def build_lines(self, width: int) -> Sequence[Line]:
         s = self.state
         if s is None:
-            return [Text.assemble(("gputui", "bold"), ("  starting...", LABEL))]
+            return [[("gputui", "bold"), ("  starting...", LABEL)]]
         sysinfo = s.system
         line = self._facts(s, wide=True)
-        if line.cell_len > width:
+        if line_len(line) > width:
             line = self._facts(s, wide=False)
         lines = [line]
         if sysinfo.fallback_reason or s.notice or s.error:
-            second = Text()
+            second: Line = []
             if s.error:
-                second.append(f"sampling failed: {s.error}  ", style="bold red")
+                second.append((f"sampling failed: {s.error}  ", "bold red"))
             if sysinfo.fallback_reason:
-                second.append(f"no live data ({sysinfo.fallback_reason}); showing a simulated machine  ", "yellow")
+                reason = f"no live data ({sysinfo.fallback_reason}); showing a simulated machine  "
+                second.append((reason, "yellow"))
             if s.notice:
-                second.append(s.notice, style=LABEL)
+                second.append((s.notice, LABEL))
             lines.append(second)
         return lines

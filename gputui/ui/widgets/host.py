@@ -8,41 +8,34 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.text import Text
-
 from gputui.model import HostSample
 from gputui.ui import text as t
-from gputui.ui.widgets.lines import LineView
+from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"
 PREFIX = "CPU  "
 NUMBER_CELL = 4  # " 42" plus a space, per core, when the cores are shown as numbers
 
 
-def core_style(pct: float) -> str:
-    return t.level_style(pct / 100.0)
+def core_lines(cores: Sequence[float], width: int) -> list[Line]:
+    """Per-core load as numbers when they fit on one line, else as a wrapped strip of one cell per core.
 
-
-def core_lines(cores: Sequence[float], width: int) -> list[Text]:
-    """Per-core load as numbers when they fit on one line, else as a wrapped heat strip."""
+    The strip is one colour (the block height is the load): a colour per cell would cost an escape
+    sequence per core on every redraw.
+    """
     room = max(1, width - len(PREFIX))
     if not cores:
-        return [Text.assemble((PREFIX, LABEL), ("n/a", LABEL))]
+        return [[(PREFIX, LABEL), (t.NA, LABEL)]]
     if len(cores) * NUMBER_CELL <= room:
-        line = Text(PREFIX, style=LABEL)
-        for pct in cores:
-            line.append(f"{pct:>3.0f} ", style=core_style(pct))
-        return [line]
-    lines: list[Text] = []
+        return [[(PREFIX, LABEL), *((f"{pct:>3.0f} ", t.level_style(pct / 100.0)) for pct in cores)]]
+    lines: list[Line] = []
     for start in range(0, len(cores), room):
-        line = Text(PREFIX if not lines else " " * len(PREFIX), style=LABEL)
-        for pct in cores[start : start + room]:
-            line.append(t.spark_char(pct / 100.0), style=core_style(pct))
-        lines.append(line)
+        strip = "".join(t.spark_char(pct / 100.0) for pct in cores[start : start + room])
+        lines.append([(PREFIX if not lines else " " * len(PREFIX), LABEL), (strip, "cyan")])
     return lines
 
 
-def stat_fields(host: HostSample) -> list[Text]:
+def stat_fields(host: HostSample) -> list[Line]:
     def used_of(used: int | None, total: int | None) -> str:
         return f"{t.fmt_bytes(used)}/{t.fmt_bytes(total)}"
 
@@ -50,42 +43,44 @@ def stat_fields(host: HostSample) -> list[Text]:
     if host.memory_used_bytes is not None and host.memory_total_bytes:
         mem_frac = host.memory_used_bytes / host.memory_total_bytes
     iowait = host.iowait_pct
+    cpu = host.cpu_pct
     return [
-        Text.assemble(("avg ", LABEL), (f"{t.fmt_pct(host.cpu_pct):>4}", core_style(host.cpu_pct or 0.0))),
-        Text.assemble(
+        [("avg ", LABEL), (f"{t.fmt_pct(cpu):>4}", t.level_style(None if cpu is None else cpu / 100.0))],
+        [
             ("iowait ", LABEL),
             (f"{t.fmt_num(iowait, '.1f', '%'):>5}", "yellow" if iowait is not None and iowait >= 10 else ""),
-        ),
-        Text.assemble(
-            ("MEM ", LABEL), (used_of(host.memory_used_bytes, host.memory_total_bytes), t.level_style(mem_frac))
-        ),
-        Text.assemble(("SWAP ", LABEL), used_of(host.swap_used_bytes, host.swap_total_bytes)),
-        Text.assemble(
+        ],
+        [
             ("DISK R ", LABEL),
-            f"{t.fmt_rate(host.disk_read_bytes_s):>9}",
+            (f"{t.fmt_rate(host.disk_read_bytes_s):>9}", ""),
             (" W ", LABEL),
-            f"{t.fmt_rate(host.disk_write_bytes_s):>9}",
-        ),
-        Text.assemble(
+            (f"{t.fmt_rate(host.disk_write_bytes_s):>9}", ""),
+        ],
+        [
             ("NET RX ", LABEL),
-            f"{t.fmt_rate(host.net_rx_bytes_s):>9}",
+            (f"{t.fmt_rate(host.net_rx_bytes_s):>9}", ""),
             (" TX ", LABEL),
-            f"{t.fmt_rate(host.net_tx_bytes_s):>9}",
-        ),
+            (f"{t.fmt_rate(host.net_tx_bytes_s):>9}", ""),
+        ],
+        [("MEM ", LABEL), (used_of(host.memory_used_bytes, host.memory_total_bytes), t.level_style(mem_frac))],
+        [("SWAP ", LABEL), (used_of(host.swap_used_bytes, host.swap_total_bytes), "")],
     ]
 
 
-def pack(fields: Sequence[Text], width: int, indent: str = "     ") -> list[Text]:
+def pack(fields: Sequence[Line], width: int, indent: str = "     ") -> list[Line]:
     """Fields two spaces apart, wrapped onto as few lines as the width allows."""
-    lines: list[Text] = [Text(indent)]
+    lines: list[Line] = [[(indent, "")]]
+    used = len(indent)
     for field in fields:
-        line = lines[-1]
-        if line.cell_len > len(indent) and line.cell_len + 2 + field.cell_len > width:
-            line = Text(indent)
-            lines.append(line)
-        elif line.cell_len > len(indent):
-            line.append("  ")
-        line.append_text(field)
+        size = line_len(field)
+        if used > len(indent) and used + 2 + size > width:
+            lines.append([(indent, "")])
+            used = len(indent)
+        elif used > len(indent):
+            lines[-1].append(("  ", ""))
+            used += 2
+        lines[-1].extend(field)
+        used += size
     return lines
 
 
@@ -99,9 +94,11 @@ class HostPanel(LineView):
         self.redraw()
 
     def line_count(self, width: int) -> int:
+        if width == self.known_width and self.lines:
+            return len(self.lines)
         return len(self.build_lines(width)) if self.host is not None else 1
 
-    def build_lines(self, width: int) -> Sequence[Text]:
+    def build_lines(self, width: int) -> Sequence[Line]:
         if self.host is None:
-            return [Text(PREFIX + "n/a", style=LABEL)]
+            return [[(PREFIX + t.NA, LABEL)]]
         return core_lines(self.host.cpu_pct_per_core, width) + pack(stat_fields(self.host), width)

@@ -1,0 +1,124 @@
+"""What the live monitor costs: CPU, bytes sent to the terminal, start-up time, memory.
+
+Runs `gputui --demo SCENARIO --demo-gpus N --interval S` under a real pty of COLSxROWS (TERM=xterm-256color,
+no COLORTERM: what an SSH session usually gets), waits for the first full frame, then measures over
+`--seconds`:
+  cpu_pct      CPU time of the whole app process (all threads, utime+stime from /proc) / wall time, in % of
+               one core; the budget is 1%
+  bytes_per_s  bytes the app wrote to the terminal per second; the budget is 5 KB/s (5000 B/s)
+  first_frame  seconds from the spawn to the first frame that shows GPU panels and processes
+  peak_rss     the process's peak resident memory (VmHWM)
+Usage: python benchmarks/bench_ui.py [--seconds 60] [--gpus 8] [--interval 1] [--size 120x40]
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
+from pathlib import Path
+
+# Both appear only once the first sample is drawn: a panel line and a process row.
+FIRST_FRAME_MARKERS = (b"UTIL", b"train.py")
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    utime, stime = int(fields[11]), int(fields[12])
+    return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
+def peak_rss_bytes(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmHWM in /proc status")
+
+
+def drain(fd: int, timeout: float) -> bytes:
+    """What the app wrote within `timeout` seconds (b'' when nothing)."""
+    ready, _, _ = select.select([fd], [], [], timeout)
+    if not ready:
+        return b""
+    try:
+        return os.read(fd, 65536)
+    except OSError:  # the app closed the terminal
+        return b""
+
+
+def run(args: argparse.Namespace) -> int:
+    cols, rows = (int(v) for v in args.size.lower().split("x"))
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    env = {k: v for k, v in os.environ.items() if k not in ("COLORTERM", "TEXTUAL", "NO_COLOR")}
+    env["TERM"] = args.term
+    command = [
+        sys.executable,
+        "-m",
+        "gputui",
+        "--demo",
+        args.scenario,
+        "--demo-gpus",
+        str(args.gpus),
+        "--interval",
+        str(args.interval),
+    ]
+    started = time.monotonic()
+    proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    seen = b""
+    try:
+        while not all(marker in seen for marker in FIRST_FRAME_MARKERS):
+            if time.monotonic() - started > 30 or proc.poll() is not None:
+                print(seen[-2000:].decode(errors="replace"), file=sys.stderr)
+                print("bench_ui: no first frame within 30 s", file=sys.stderr)
+                return 1
+            seen += drain(master, 0.05)
+        first_frame = time.monotonic() - started
+        # Let the start-up settle (imports, first layout) before the steady state is measured.
+        settle_end = time.monotonic() + 2.0
+        while time.monotonic() < settle_end:
+            drain(master, 0.1)
+        cpu_start, wall_start, written = cpu_seconds(proc.pid), time.monotonic(), 0
+        end = wall_start + args.seconds
+        while time.monotonic() < end:
+            written += len(drain(master, min(0.5, max(0.0, end - time.monotonic()))))
+        wall = time.monotonic() - wall_start
+        cpu = cpu_seconds(proc.pid) - cpu_start
+        rss = peak_rss_bytes(proc.pid)
+    finally:
+        os.write(master, b"q")
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        os.close(master)
+    label = f"{args.gpus} GPUs, {args.interval:g} s, {cols}x{rows}, TERM={args.term}, {wall:.0f} s"
+    print(f"cpu_pct      {100.0 * cpu / wall:.2f} % of one core   ({label})")
+    print(f"bytes_per_s  {written / wall:.0f} B/s   ({written} bytes)")
+    print(f"first_frame  {first_frame:.2f} s")
+    print(f"peak_rss     {rss / 2**20:.1f} MiB")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--scenario", default="healthy")
+    parser.add_argument("--size", default="120x40")
+    parser.add_argument("--term", default="xterm-256color")
+    return run(parser.parse_args())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,75 @@
+"""All GPU panels in one widget, with a cursor for the GPU that `enter` opens.
+
+One widget for all panels rather than one per GPU: every refreshed widget costs Textual a message, an
+idle pass and a compositor render each tick, which at 8 GPUs was a large share of the 1% CPU budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import ClassVar
+
+from textual import events
+from textual.binding import Binding, BindingType
+
+from gputui.model import Snapshot
+from gputui.ui.widgets.gpu_panel import GpuPanel
+from gputui.ui.widgets.lines import Line, LineView
+
+
+class GpuList(LineView):
+    """`mode` lines per GPU; up/down move the cursor; the view scrolls to keep it when GPUs overflow."""
+
+    can_focus = True
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up,k", "move(-1)", "Previous GPU", show=False),
+        Binding("down,j", "move(1)", "Next GPU", show=False),
+    ]
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.panels: list[GpuPanel] = []
+        self.mode = 3
+        self.cursor = 0
+        self._top = 0
+
+    @property
+    def selected(self) -> int | None:
+        """The GPU index under the cursor."""
+        return self.panels[self.cursor].gpu_index if self.panels else None
+
+    def add_snapshot(self, snapshot: Snapshot) -> bool:
+        """Keep each GPU's reading and history; True when the set of GPUs changed (a layout is due)."""
+        changed = [p.gpu_index for p in self.panels] != [info.index for info in snapshot.gpu_info]
+        if changed:
+            self.panels = [GpuPanel(info) for info in snapshot.gpu_info]
+            self.cursor = min(self.cursor, max(0, len(self.panels) - 1))
+        samples = {sample.index: sample for sample in snapshot.gpus}
+        for panel in self.panels:
+            panel.add_sample(snapshot.info(panel.gpu_index) or panel.info, samples.get(panel.gpu_index))
+        return changed
+
+    def build_lines(self, width: int) -> Sequence[Line]:
+        per = max(1, self.mode)
+        visible = max(1, self.known_height // per)
+        self._top = min(max(0, self._top, self.cursor - visible + 1), self.cursor)
+        lines: list[Line] = []
+        for n, panel in enumerate(self.panels[self._top : self._top + visible], start=self._top):
+            panel.selected = n == self.cursor and self.has_focus
+            lines += panel.build_lines(width, self.mode)
+        return lines
+
+    def action_move(self, delta: int) -> None:
+        if self.panels:
+            self.cursor = max(0, min(len(self.panels) - 1, self.cursor + delta))
+            self.redraw()
+
+    def on_click(self, event: events.Click) -> None:
+        self.cursor = min(len(self.panels) - 1, self._top + event.y // max(1, self.mode))
+        self.redraw()
+
+    def on_focus(self) -> None:
+        self.redraw()
+
+    def on_blur(self) -> None:
+        self.redraw()
