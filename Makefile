@@ -43,7 +43,7 @@ bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/run_all.py
 
 screenshots: $(VENV)/.installed-dev
-	$(BIN)/python benchmarks/../scripts/export_screenshots.py
+	$(BIN)/python scripts/export_screenshots.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,127 @@
+"""Apps for the monitor tests: simulated (seeded, with a clock the test moves) or fed hand-made snapshots."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
+from gputui.sources.simulated import SimulatedSource
+from gputui.ui.app import GpuTuiApp
+from gputui.ui.widgets.lines import Line
+
+FIXED_NOW = datetime(2026, 1, 1, 12, 0, 0)
+GIB = 1 << 30
+
+
+class Clock:
+    """Simulated seconds that only move when the test says so."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def simulated_app(scenario: str = "healthy", gpus: int = 8, interval: float = 1.0) -> tuple[GpuTuiApp, Clock]:
+    clock = Clock()
+    source = SimulatedSource(scenario=scenario, gpu_count=gpus, seed=0, clock=clock)
+    app = GpuTuiApp(source, source.open(), interval=interval, auto_sample=False, now=lambda: FIXED_NOW)
+    return app, clock
+
+
+async def run_ticks(app: GpuTuiApp, clock: Clock, count: int, step: float = 1.0) -> None:
+    for _ in range(count):
+        await app.tick()
+        clock.t += step
+
+
+def plain(lines: Sequence[Line]) -> str:
+    return "\n".join("".join(text for text, _ in line) for line in lines)
+
+
+SYSTEM = SystemInfo(
+    hostname="box",
+    source="nvml",
+    driver_version="570.133.20",
+    nvml_version="12.570.133.20",
+    cuda_driver_version="12.8",
+    gpu_count=2,
+    cpu_count=4,
+    kernel="6.8",
+)
+
+
+def gpu_info(index: int) -> GpuInfo:
+    return GpuInfo(
+        index=index,
+        name="NVIDIA H100 80GB HBM3",
+        memory_total_bytes=80 * GIB,
+        max_sm_clock_mhz=1980,
+        max_memory_clock_mhz=2619,
+        pcie_max_gen=5,
+        pcie_max_width=16,
+        power_default_limit_w=700.0,
+        temperature_slowdown_c=89,
+    )
+
+
+def busy_gpu(index: int, t: float, util: float = 90.0) -> GpuSample:
+    return GpuSample(
+        index=index,
+        timestamp=t,
+        utilization_gpu_pct=util,
+        sm_clock_mhz=1980,
+        memory_clock_mhz=2619,
+        temperature_c=60.0,
+        power_w=500.0,
+        power_limit_w=700.0,
+        memory_used_bytes=40 * GIB,
+        pcie_gen=5,
+        pcie_width=16,
+        pcie_tx_bytes_s=1e9,
+        pcie_rx_bytes_s=2e9,
+        fan_pct=None,
+        pstate=0,
+        clock_event_reasons_mask=0,
+        processes=(GpuProcess(pid=100 + index, used_memory_bytes=30 * GIB),),
+    )
+
+
+def host(t: float) -> HostSample:
+    procs = tuple(
+        ProcSample(pid=100 + i, name="python3", user="alice", cmdline=f"python train.py --rank {i}", cpu_pct=99.0)
+        for i in range(2)
+    )
+    return HostSample(timestamp=t, cpu_pct_per_core=(10.0, 20.0, 30.0, 40.0), processes=procs)
+
+
+def snapshot(t: float, gpus: Sequence[GpuSample], infos: Sequence[GpuInfo] | None = None) -> Snapshot:
+    infos = infos if infos is not None else [gpu_info(g.index) for g in gpus]
+    system = replace(SYSTEM, gpu_count=len(infos))
+    return Snapshot(timestamp=t, system=system, gpu_info=tuple(infos), gpus=tuple(gpus), host=host(t))
+
+
+class ScriptedSource:
+    """A Source that returns the given snapshots in turn (the last one again when they run out)."""
+
+    def __init__(self, snapshots: Sequence[Snapshot]) -> None:
+        self._snapshots = list(snapshots)
+        self._iter: Iterator[Snapshot] = iter(self._snapshots)
+        self.closed = False
+
+    def open(self) -> SystemInfo:
+        return self._snapshots[0].system
+
+    def sample(self) -> Snapshot:
+        return next(self._iter, self._snapshots[-1])
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def scripted_app(snapshots: Sequence[Snapshot]) -> tuple[GpuTuiApp, ScriptedSource]:
+    source = ScriptedSource(snapshots)
+    return GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW), source

@@ -1,0 +1,296 @@
+"""The live monitor driven by Pilot: every key, the layouts, a lost GPU, missing values, the badges."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from monitor_helpers import busy_gpu, plain, run_ticks, scripted_app, simulated_app, snapshot
+
+from gputui.model import GpuSample
+from gputui.ui.app import GpuTuiApp
+from gputui.ui.messages import SampleFailed
+from gputui.ui.screens.detail import DetailScreen, DetailView
+from gputui.ui.screens.help import HelpScreen
+from gputui.ui.widgets.diagnostics import DiagnosticsPane
+
+SIZE = (120, 40)
+
+
+def gpu_text(app: GpuTuiApp) -> str:
+    return plain(app.main.gpus.lines)
+
+
+def header_text(app: GpuTuiApp) -> str:
+    return plain(app.main.header.lines)
+
+
+async def test_the_simulated_badge_and_the_machine_facts_are_in_the_header() -> None:
+    app, clock = simulated_app("healthy", gpus=2)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.pause()
+        header = header_text(app)
+        assert "SIMULATED: healthy" in header
+        for fact in ("12:00:00", "570.133.20", "CUDA 12.8", "2 GPUs", "every 1s"):
+            assert fact in header
+
+
+async def test_live_data_has_no_badge() -> None:
+    app, _ = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0)])])
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        await pilot.pause()
+        assert "SIMULATED" not in header_text(app)
+        assert "PAUSED" not in header_text(app)
+
+
+async def test_a_fallback_says_why_there_is_no_live_data() -> None:
+    snap = snapshot(1.0, [busy_gpu(0, 1.0)])
+    snap = replace(snap, system=replace(snap.system, source="simulated", fallback_reason="NVML: driver not loaded"))
+    app, _ = scripted_app([snap])
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        await pilot.pause()
+        assert "NVML: driver not loaded" in header_text(app)
+        assert app.main.header.styles.height is not None and app.main.header.styles.height.value == 2
+
+
+async def test_eight_gpus_fit_80x24_one_line_each() -> None:
+    app, clock = simulated_app("healthy", gpus=8)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await run_ticks(app, clock, 3)
+        await pilot.pause()
+        assert app.main.gpus.mode == 1
+        assert app.main.gpus.size.height == 8
+        lines = gpu_text(app).splitlines()
+        assert [line[:2] for line in lines] == [f"{i:>2}" for i in range(8)]
+        assert all(len(line) <= 80 for line in lines)
+
+
+async def test_sixteen_gpus_fit_120x40() -> None:
+    app, clock = simulated_app("healthy", gpus=16)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 2)
+        await pilot.pause()
+        assert app.main.gpus.size.height == 16
+        assert len(gpu_text(app).splitlines()) == 16
+
+
+async def test_a_few_gpus_get_full_panels_at_120x40() -> None:
+    app, clock = simulated_app("healthy", gpus=4)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 2)
+        await pilot.pause()
+        assert app.main.gpus.mode == 3
+        text = gpu_text(app)
+        for label in ("UTIL [", "SM 1980/1980", "MEM 2619/2619", "TEMP", "/89C", "POWER", "/700W", "VRAM", "Gen5 x16"):
+            assert label in text
+
+
+async def test_the_layout_follows_a_resize() -> None:
+    app, clock = simulated_app("healthy", gpus=8)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.pause()
+        assert app.main.gpus.mode == 3
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert app.main.gpus.mode == 1
+
+
+async def test_a_lost_gpu_says_so_and_the_others_go_on() -> None:
+    lost = GpuSample(index=1, timestamp=2.0, lost=True, error="GPU is lost (NVML_ERROR_GPU_IS_LOST)")
+    app, _ = scripted_app(
+        [
+            snapshot(1.0, [busy_gpu(0, 1.0, util=50.0), busy_gpu(1, 1.0)]),
+            snapshot(2.0, [busy_gpu(0, 2.0, util=77.0), lost]),
+        ]
+    )
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        await app.tick()
+        await pilot.pause()
+        lines = gpu_text(app).splitlines()
+        gpu1 = next(line for line in lines if line.startswith(" 1 "))
+        assert "LOST" in gpu1 and "NVML_ERROR_GPU_IS_LOST" in gpu1
+        assert " 77%" in gpu_text(app)
+        assert all(row.startswith("0:") for row in app.main.table.order)  # the lost GPU's processes are gone
+
+
+async def test_values_not_reported_read_na_never_zero() -> None:
+    bare = GpuSample(index=0, timestamp=1.0)
+    app, _ = scripted_app([snapshot(1.0, [bare])])
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        await pilot.pause()
+        text = gpu_text(app)
+        assert "n/a" in text
+        for shown in ("n/a/89C", "n/a/n/aW", "SM  n/a/1980", "Fan  n/a", "TX       n/a", "n/a/80G", "UTIL [????"):
+            assert shown in text, shown
+        assert " 0%" not in text and " 0W" not in text
+
+
+async def test_pause_freezes_the_screen_and_resume_catches_up() -> None:
+    app, _ = scripted_app([snapshot(float(t), [busy_gpu(0, float(t), util=10.0 * t)]) for t in (1, 2, 3)])
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        await pilot.pause()
+        assert " 10%" in gpu_text(app)
+        await pilot.press("p")
+        assert "PAUSED" in header_text(app)
+        await app.tick()
+        await pilot.pause()
+        assert " 10%" in gpu_text(app) and " 20%" not in gpu_text(app)
+        assert len(app.history) == 2  # sampling goes on while paused
+        await pilot.press("p")
+        await pilot.pause()
+        assert " 20%" in gpu_text(app) and "PAUSED" not in header_text(app)
+
+
+async def test_plus_and_minus_step_the_interval_within_its_bounds() -> None:
+    app, clock = simulated_app("healthy", gpus=1, interval=1.0)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.press("plus")
+        assert app.interval == 2.0
+        await pilot.press(*["plus"] * 10)
+        assert app.interval == 10.0
+        assert "every 10s" in header_text(app)
+        await pilot.press(*["minus"] * 12)
+        assert app.interval == 0.25
+        assert "every 0.25s" in header_text(app)
+
+
+def test_an_interval_from_the_command_line_is_kept_within_bounds() -> None:
+    app, _ = simulated_app("healthy", gpus=1, interval=60.0)
+    assert app.interval == 10.0
+
+
+async def test_q_quits() -> None:
+    app, source = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0)])])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+        assert not app.is_running
+    assert source.closed
+
+
+async def test_d_toggles_the_diagnostics_pane_and_it_gets_the_findings() -> None:
+    app, clock = simulated_app("thermal", gpus=2)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 40)
+        await pilot.pause()
+        pane = app.main.query_one(DiagnosticsPane)
+        assert not app.main.diagnostics.display
+        await pilot.press("d")
+        await pilot.pause()
+        assert app.main.diagnostics.display and pane.region.height > 0
+        assert app.latest is not None and app.latest.active  # the thermal scenario has an open finding
+        assert pane.entries == app.latest.active + app.latest.closed
+        await pilot.press("d")
+        assert not app.main.diagnostics.display
+
+
+async def test_enter_opens_the_detail_view_of_the_selected_gpu_and_esc_returns() -> None:
+    app, clock = simulated_app("healthy", gpus=4)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 5)
+        await pilot.pause()
+        await pilot.press("down", "down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.index == 2
+        detail = plain(app.screen.query_one(DetailView).lines)
+        assert detail.startswith("GPU 2")
+        for chart in ("UTIL", "SM CLOCK", "TEMP", "POWER", "PCIe TX", "PCIe RX"):
+            assert f"\n{chart}" in detail
+        assert "SIMULATED" in plain(app.screen.header.lines)
+        await run_ticks(app, clock, 1)
+        await pilot.pause()
+        assert "6 samples" in plain(app.screen.query_one(DetailView).lines)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main
+
+
+async def test_the_main_view_is_not_drawn_while_covered_and_catches_up_after() -> None:
+    app, _ = scripted_app([snapshot(float(t), [busy_gpu(0, float(t), util=10.0 * t)]) for t in (1, 2)])
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        await pilot.press("enter")
+        await pilot.pause()
+        await app.tick()
+        await pilot.pause()
+        assert " 20%" not in gpu_text(app)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert " 20%" in gpu_text(app)
+
+
+async def test_slash_filters_the_processes() -> None:
+    app, _ = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0), busy_gpu(1, 1.0)])])
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        await pilot.pause()
+        assert app.main.table.order == ["0:100", "1:101"]
+        await pilot.press("slash")
+        assert app.main.filter_box.display and app.main.filter_box.has_focus
+        await pilot.press(*"rank 1")
+        await pilot.pause()
+        assert app.main.table.order == ["1:101"]
+        await pilot.press("enter")
+        assert not app.main.filter_box.display
+        await app.tick()
+        assert app.main.table.order == ["1:101"]  # the filter stays after the box closes
+
+
+async def test_o_sorts_the_processes_by_the_next_column() -> None:
+    app, _ = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0), busy_gpu(1, 1.0)])])
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        table = app.main.table
+        assert table.sort_column == 0
+        await pilot.press("o")
+        assert table.sort_column == 1
+        header = plain(table.lines).splitlines()[0]
+        assert "PID^" in header
+
+
+async def test_enter_on_a_process_opens_its_gpu() -> None:
+    app, _ = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0), busy_gpu(1, 1.0)])])
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        app.main.table.focus()
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.index == 1
+
+
+async def test_question_mark_shows_every_key() -> None:
+    app, _ = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0)])])
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main
+
+
+async def test_reserved_probe_keys_do_nothing_here() -> None:
+    app, _ = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0)])])
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        await pilot.press("s", "b", "m", "i")
+        await pilot.pause()
+        assert app.is_running and app.screen is app.main
+
+
+async def test_a_failing_sample_is_shown_and_the_next_good_one_clears_it() -> None:
+    app, _ = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0)])])
+    async with app.run_test(size=SIZE) as pilot:
+        app.post_message(SampleFailed("NVMLError: Unknown Error"))
+        await pilot.pause()
+        assert "sampling failed: NVMLError: Unknown Error" in header_text(app)
+        await app.tick()
+        await pilot.pause()
+        assert "sampling failed" not in header_text(app)

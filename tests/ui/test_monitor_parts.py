@@ -1,0 +1,149 @@
+"""The monitor's pure parts: text helpers, line diffs, the sampling loop, the command's errors."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from monitor_helpers import ScriptedSource, busy_gpu, plain, snapshot
+
+from gputui.cli import main
+from gputui.model import decode_clock_event_reasons
+from gputui.sources.base import SourceUnavailable
+from gputui.ui import text as t
+from gputui.ui.sampling import Sampler, SamplingLoop, Tick
+from gputui.ui.widgets.gpu_panel import UtilBuckets
+from gputui.ui.widgets.host import core_lines
+from gputui.ui.widgets.lines import changed_span
+
+
+def test_missing_values_are_na() -> None:
+    assert t.fmt_pct(None) == "n/a"
+    assert t.fmt_rate(None) == "n/a"
+    assert t.fmt_bytes(None) == "n/a"
+    assert t.fmt_pcie(None, None) == "n/a"
+    assert t.fmt_pstate(None) == "n/a"
+    assert t.bar(None, 4) == "????"
+
+
+def test_numbers_are_short() -> None:
+    assert t.fmt_rate(12.34e9) == "12.3 GB/s"
+    assert t.fmt_rate(512) == "512 B/s"
+    assert t.fmt_bytes(80 * 1024**3) == "80.0G"
+    assert t.fmt_pcie(5, 16) == "Gen5 x16"
+    assert t.fmt_pstate(0) == "P0"
+    assert t.bar(0.5, 4) == "||  "
+
+
+def test_idle_is_not_a_problem_tag_and_bad_reasons_come_first() -> None:
+    reasons = decode_clock_event_reasons(0x1 | 0x4 | 0x40 | 0x400)
+    assert [tag for tag, _ in t.reason_tags(reasons)] == ["HW-THERM", "PWR-CAP", "0x400"]
+    assert t.reason_tags(decode_clock_event_reasons(0x1)) == []
+
+
+def test_temperature_grades_against_the_slowdown_threshold() -> None:
+    assert t.temperature_style(60, 89) == "green"
+    assert t.temperature_style(76, 89) == "yellow"
+    assert t.temperature_style(82, 89) == "red"
+    assert t.temperature_style(87, 89) == "bold red"
+    assert t.temperature_style(80, 100) == "green"
+
+
+def test_sparklines_and_charts_use_only_block_characters_and_show_gaps() -> None:
+    line = t.sparkline([0.0, 50.0, None, 100.0], 6)
+    assert line == "  ▁▅ █"
+    rows = t.chart_rows([100.0, 50.0, None], 3, 2, 100.0)
+    assert rows == ["█  ", "██ "]
+    assert set("".join(rows)) <= set(t.SPARK_CHARS + " ")
+
+
+def test_util_buckets_average_within_a_bucket_and_leave_gaps() -> None:
+    buckets = UtilBuckets(bucket_s=5.0, cells=10)
+    buckets.add(0.0, 10.0)
+    buckets.add(1.0, 30.0)
+    buckets.add(12.0, 50.0)
+    assert buckets.values == [20.0, None, 50.0]
+
+
+def test_many_cores_become_a_wrapped_strip_and_few_are_numbers() -> None:
+    strip = core_lines([50.0] * 128, 120)
+    assert len(strip) == 2 and sum(len(part[1][0]) for part in strip) == 128
+    numbers = plain(core_lines([5.0, 95.0], 120))
+    assert numbers == "CPU    5  95 "
+
+
+def test_changed_span_covers_only_the_parts_that_differ() -> None:
+    old = [("UTIL ", "dim"), (" 50%", "green"), ("  SM ", "dim"), ("1980", "")]
+    new = [("UTIL ", "dim"), (" 51%", "green"), ("  SM ", "dim"), ("1980", "")]
+    assert changed_span(old, new) == (5, 9)
+    assert changed_span(old, list(old)) is None
+    assert changed_span(old, [*old, (" HOT", "red")]) == (18, 22)
+    assert changed_span(old, [("UTIL ", "dim"), (" 50%", "red"), *old[2:]]) == (5, 9)  # a style change counts
+
+
+class CountingSource(ScriptedSource):
+    def __init__(self, fail_first: bool = False) -> None:
+        super().__init__([snapshot(1.0, [busy_gpu(0, 1.0)])])
+        self.calls = 0
+        self.fail_first = fail_first
+
+    def sample(self):  # type: ignore[no-untyped-def]
+        self.calls += 1
+        if self.fail_first and self.calls == 1:
+            raise RuntimeError("driver hiccup")
+        return super().sample()
+
+
+def test_the_sampling_loop_delivers_ticks_and_errors_and_stops() -> None:
+    source = CountingSource(fail_first=True)
+    ticks: list[Tick] = []
+    errors: list[str] = []
+    got_two = threading.Event()
+
+    def deliver(tick: Tick) -> None:
+        ticks.append(tick)
+        if len(ticks) == 2:
+            got_two.set()
+
+    loop = SamplingLoop(Sampler(source), 0.01, deliver, errors.append)
+    loop.start()
+    assert got_two.wait(5.0)
+    assert loop.stop()
+    assert errors == ["RuntimeError: driver hiccup"]
+    assert ticks[0].snapshot.gpus[0].index == 0
+    calls = source.calls
+    assert loop.stop() and source.calls == calls  # nothing is sampled after stop
+
+
+def test_a_shorter_interval_cuts_a_long_wait_short() -> None:
+    source = CountingSource()
+    second = threading.Event()
+    loop = SamplingLoop(Sampler(source), 60.0, lambda tick: second.set() if source.calls >= 2 else None, print)
+    loop.start()
+    loop.set_interval(0.01)
+    assert second.wait(5.0)
+    assert loop.stop()
+
+
+@pytest.mark.parametrize("interval", ["0.1", "11"])
+def test_an_interval_outside_the_bounds_is_a_usage_error(interval: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--demo", "healthy", "--interval", interval]) == 2
+    err = capsys.readouterr().err
+    assert "--interval must be between 0.25 and 10 seconds" in err and err.count("\n") == 1
+
+
+def test_a_simulated_machine_needs_a_gpu(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--demo", "healthy", "--demo-gpus", "0"]) == 2
+    assert "at least one GPU" in capsys.readouterr().err
+
+
+def test_no_driver_exits_3_with_the_reason(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    from gputui.commands import common
+
+    def unavailable(*args: object, **kwargs: object) -> None:
+        raise SourceUnavailable("NVML library not found (libnvidia-ml.so.1)")
+
+    monkeypatch.setattr(common, "make_source", unavailable)
+    assert main([]) == 3
+    err = capsys.readouterr().err
+    assert "libnvidia-ml.so.1" in err and "--demo" in err

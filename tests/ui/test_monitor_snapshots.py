@@ -1,0 +1,36 @@
+"""Fixed frames of the monitor from a seeded simulated machine with a clock the test moves."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from monitor_helpers import run_ticks, simulated_app
+
+
+def frame(snap_compare: Any, scenario: str, gpus: int, size: tuple[int, int], keys: tuple[str, ...] = ()) -> bool:
+    app, clock = simulated_app(scenario, gpus=gpus)
+
+    async def before(pilot: Any) -> None:
+        await run_ticks(app, clock, 90)
+        await pilot.pause()
+        if keys:
+            await pilot.press(*keys)
+            await pilot.pause()
+
+    return bool(snap_compare(app, terminal_size=size, run_before=before))
+
+
+def test_healthy_120x40(snap_compare: Any) -> None:
+    assert frame(snap_compare, "healthy", 8, (120, 40))
+
+
+def test_thermal_120x40(snap_compare: Any) -> None:
+    assert frame(snap_compare, "thermal", 4, (120, 40))
+
+
+def test_eight_gpus_80x24(snap_compare: Any) -> None:
+    assert frame(snap_compare, "healthy", 8, (80, 24))
+
+
+def test_detail_view(snap_compare: Any) -> None:
+    assert frame(snap_compare, "powercap", 4, (120, 40), keys=("down", "enter"))
