@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sys
 from collections.abc import Callable
 from datetime import datetime
 from typing import ClassVar
@@ -28,6 +29,14 @@ from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.processes import ProcessTable, process_rows
+
+
+def terminal_fd() -> int | None:
+    """The terminal the app draws on, watched so that the app ends with it."""
+    for stream in (sys.__stdin__, sys.__stdout__):
+        if stream is not None and stream.isatty():
+            return stream.fileno()
+    return None
 
 
 def clamp_interval(seconds: float) -> float:
@@ -93,6 +102,8 @@ class GpuTuiApp(App[int]):
                 self.interval,
                 deliver=lambda tick: self.post_message(TickReady(tick)),
                 failed=lambda error: self.post_message(SampleFailed(error)),
+                terminal_fd=terminal_fd(),
+                hangup=lambda: self.call_from_thread(self.exit),
             )
             self._sampling.start()
         self.draw()

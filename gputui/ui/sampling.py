@@ -7,6 +7,7 @@ tick in Textual's machinery, a tenth of the app's CPU budget at 1 s; this loop c
 
 from __future__ import annotations
 
+import select
 import threading
 import time
 from collections.abc import Callable
@@ -45,9 +46,24 @@ class Sampler:
         return Tick(snapshot=snapshot, active=state.active, closed=state.closed)
 
 
+# How often, at most, the loop looks for a lost terminal while it waits for the next poll.
+HANGUP_CHECK_S = 1.0
+
+
+def hung_up(fd: int) -> bool:
+    """True when the terminal on `fd` has gone (SSH link dropped, tmux pane killed): it polls as HUP."""
+    poller = select.poll()
+    poller.register(fd, select.POLLHUP)
+    return any(events & (select.POLLHUP | select.POLLNVAL) for _, events in poller.poll(0))
+
+
 class SamplingLoop:
     """Calls `sampler.take()` every `interval` seconds (from the start of one poll to the next) on its own
-    thread and hands each Tick, or the error as text, to `deliver` / `failed` (both must be thread-safe)."""
+    thread and hands each Tick, or the error as text, to `deliver` / `failed` (both must be thread-safe).
+
+    With `terminal_fd`, it also calls `hangup` (and ends) once that terminal is gone: a closed pty sends
+    no SIGHUP to a process that is not its session's foreground, and the app must not outlive it.
+    """
 
     def __init__(
         self,
@@ -55,11 +71,15 @@ class SamplingLoop:
         interval: float,
         deliver: Callable[[Tick], object],
         failed: Callable[[str], object],
+        terminal_fd: int | None = None,
+        hangup: Callable[[], object] | None = None,
     ) -> None:
         self.sampler = sampler
         self.interval = interval
         self._deliver = deliver
         self._failed = failed
+        self._terminal_fd = terminal_fd
+        self._hangup = hangup
         self._wake = threading.Event()
         self._stopping = False
         self._thread = threading.Thread(target=self._run, name="gputui-sampler", daemon=True)
@@ -80,8 +100,16 @@ class SamplingLoop:
             self._thread.join(timeout)
         return not self._thread.is_alive()
 
+    def _terminal_lost(self) -> bool:
+        if self._terminal_fd is None or not hung_up(self._terminal_fd):
+            return False
+        self._stopping = True
+        if self._hangup is not None:
+            self._hangup()
+        return True
+
     def _run(self) -> None:
-        while not self._stopping:
+        while not self._stopping and not self._terminal_lost():
             started = time.monotonic()
             try:
                 tick = self.sampler.take()
@@ -91,7 +119,7 @@ class SamplingLoop:
                 self._deliver(tick)
             while not self._stopping:
                 remaining = self.interval - (time.monotonic() - started)
-                if remaining <= 0:
+                if remaining <= 0 or self._terminal_lost():
                     break
-                self._wake.wait(remaining)
+                self._wake.wait(min(remaining, HANGUP_CHECK_S))
                 self._wake.clear()
