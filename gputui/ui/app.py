@@ -19,6 +19,7 @@ from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
+from gputui.diagnostics.findings import Severity
 from gputui.history import History
 from gputui.model import SystemInfo
 from gputui.sources.base import Source
@@ -27,6 +28,7 @@ from gputui.ui.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, S
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.main import MainScreen
+from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.processes import ProcessTable, process_rows
 
@@ -142,7 +144,10 @@ class GpuTuiApp(App[int]):
     # -- drawing -----------------------------------------------------------------------------------------
 
     def _header_state(self) -> HeaderState:
+        active = self.latest.active if self.latest is not None else ()
         return HeaderState(
+            critical=sum(1 for f in active if f.severity == Severity.CRITICAL),
+            warnings=sum(1 for f in active if f.severity == Severity.WARNING),
             system=self.system,
             interval_s=self.interval,
             clock=self._now().strftime("%H:%M:%S"),
@@ -201,6 +206,9 @@ class GpuTuiApp(App[int]):
         if index is None:
             return
         self.push_screen(DetailScreen(index, on_shown=self.draw))
+
+    def on_diagnostics_pane_finding_selected(self, message: DiagnosticsPane.FindingSelected) -> None:
+        self.main.gpus.highlight(message.finding.gpus, message.finding.metric)
 
     def on_process_table_chosen(self, message: ProcessTable.Chosen) -> None:
         self.action_detail(message.gpu)

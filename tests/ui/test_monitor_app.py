@@ -294,3 +294,21 @@ async def test_a_failing_sample_is_shown_and_the_next_good_one_clears_it() -> No
         await app.tick()
         await pilot.pause()
         assert "sampling failed" not in header_text(app)
+
+
+async def test_open_findings_are_counted_in_the_header_and_a_chosen_one_is_marked_on_its_gpu() -> None:
+    app, clock = simulated_app("thermal", gpus=2)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 40)
+        await pilot.pause()
+        assert app.latest is not None
+        finding = app.latest.active[0]
+        assert "1 CRITICAL" in header_text(app) or "WARNING" in header_text(app)
+        await pilot.press("d")
+        app.main.findings.focus()
+        await pilot.press("enter")
+        await pilot.pause()
+        marked = {panel.gpu_index: panel.highlight for panel in app.main.gpus.panels}
+        assert finding.metric is not None
+        assert all((marked[i] is not None) == (i in finding.gpus) for i in marked)
+        assert any(style.endswith("reverse") for line in app.main.gpus.lines for _, style in line)

@@ -13,7 +13,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 
 from gputui.model import Snapshot
-from gputui.ui.widgets.gpu_panel import GpuPanel
+from gputui.ui.widgets.gpu_panel import METRIC_GROUPS, GpuPanel
 from gputui.ui.widgets.lines import Line, LineView
 
 
@@ -48,6 +48,13 @@ class GpuList(LineView):
         for panel in self.panels:
             panel.add_sample(snapshot.info(panel.gpu_index) or panel.info, samples.get(panel.gpu_index))
         return changed
+
+    def highlight(self, gpus: Sequence[int], metric: str | None) -> None:
+        """Reverse the value a chosen finding is about on the GPUs it names (and clear it elsewhere)."""
+        group = METRIC_GROUPS.get(metric or "")
+        for panel in self.panels:
+            panel.highlight = group if panel.gpu_index in gpus else None
+        self.redraw()
 
     def build_lines(self, width: int) -> Sequence[Line]:
         per = max(1, self.mode)

@@ -20,6 +20,29 @@ SPARK_CELLS = 240
 
 LABEL = "bright_black"
 
+# A finding names the GpuSample field it is about; these are the values on a panel that show each field.
+METRIC_GROUPS: dict[str, str] = {
+    "utilization_gpu_pct": "util",
+    "temperature_c": "temp",
+    "memory_temperature_c": "temp",
+    "thermal_violation_ns": "temp",
+    "power_w": "power",
+    "power_limit_w": "power",
+    "power_violation_ns": "power",
+    "energy_mj": "power",
+    "sm_clock_mhz": "clocks",
+    "graphics_clock_mhz": "clocks",
+    "memory_clock_mhz": "clocks",
+    "clock_event_reasons_mask": "clocks",
+    "pcie_gen": "pcie",
+    "pcie_width": "pcie",
+    "pcie_tx_bytes_s": "pcie",
+    "pcie_rx_bytes_s": "pcie",
+    "pcie_replay_count": "pcie",
+    "memory_used_bytes": "vram",
+    "memory_reserved_bytes": "vram",
+}
+
 
 class UtilBuckets:
     """Mean utilization per time bucket, newest last: the history behind a panel's sparkline."""
@@ -62,6 +85,7 @@ class GpuPanel:
         self.sample: GpuSample | None = None
         self.history = UtilBuckets()
         self.selected = False
+        self.highlight: str | None = None  # a METRIC_GROUPS value: shown reversed, the chosen finding's evidence
 
     @property
     def gpu_index(self) -> int:
@@ -86,6 +110,9 @@ class GpuPanel:
 
     # -- pieces ----------------------------------------------------------------------------------------
 
+    def _mark(self, group: str, style: str) -> str:
+        return f"{style} reverse" if self.highlight == group else style
+
     def _title(self, name_width: int) -> Line:
         style = "bold reverse" if self.selected else "bold"
         name = self.info.name if name_width >= 24 else t.short_gpu_name(self.info.name)
@@ -98,7 +125,7 @@ class GpuPanel:
         line: Line = []
         if bar_width:
             line += [("UTIL [", LABEL), (t.bar(frac, bar_width), style), ("] ", LABEL)]
-        return [*line, (f"{t.fmt_pct(util):>4}", style)]
+        return [*line, (f"{t.fmt_pct(util):>4}", self._mark("util", style))]
 
     def _spark(self, width: int) -> Line:
         return [(t.sparkline(self.history.values, width), "cyan")]
@@ -107,13 +134,13 @@ class GpuPanel:
         temp = None if s is None else s.temperature_c
         slowdown = self.info.temperature_slowdown_c
         value = f"{t.fmt_num(temp, '.0f')}/{t.fmt_num(slowdown, 'd')}C" if full else t.fmt_num(temp, ".0f", "C")
-        return [(f"{value:>4}", t.temperature_style(temp, slowdown))]
+        return [(f"{value:>4}", self._mark("temp", t.temperature_style(temp, slowdown)))]
 
     def _power(self, s: GpuSample | None, mark_default: bool) -> Line:
         power = None if s is None else s.power_w
         limit = None if s is None else s.power_limit_w
         frac = None if power is None or not limit else power / limit
-        line: Line = [(f"{t.fmt_num(power):>3}/{t.fmt_num(limit)}W", t.level_style(frac))]
+        line: Line = [(f"{t.fmt_num(power):>3}/{t.fmt_num(limit)}W", self._mark("power", t.level_style(frac)))]
         if mark_default and self._lowered_limit(s):
             line.append((f"<{self.info.power_default_limit_w:.0f}", "yellow"))
         return line
@@ -136,11 +163,12 @@ class GpuPanel:
         line: Line = []
         if bar_width:
             line += [("[", LABEL), (t.bar(frac, bar_width), t.level_style(frac)), ("] ", LABEL)]
-        return [*line, (f"{t.fmt_gib(used)}/{t.fmt_gib(total, 0)}G", "")]
+        return [*line, (f"{t.fmt_gib(used)}/{t.fmt_gib(total, 0)}G", self._mark("vram", ""))]
 
     def _clocks(self, s: GpuSample | None, memory: bool = True) -> Line:
         sm = None if s is None else s.sm_clock_mhz
-        line: Line = [("SM ", LABEL), (f"{t.fmt_num(sm):>4}/{t.fmt_num(self.info.max_sm_clock_mhz)}", "")]
+        sm_text = f"{t.fmt_num(sm):>4}/{t.fmt_num(self.info.max_sm_clock_mhz)}"
+        line: Line = [("SM ", LABEL), (sm_text, self._mark("clocks", ""))]
         if memory:
             mem = None if s is None else s.memory_clock_mhz
             line += [("  MEM ", LABEL), (f"{t.fmt_num(mem):>4}/{t.fmt_num(self.info.max_memory_clock_mhz)}", "")]
@@ -149,7 +177,7 @@ class GpuPanel:
     def _link(self, s: GpuSample | None) -> Line:
         current = t.fmt_pcie(None if s is None else s.pcie_gen, None if s is None else s.pcie_width)
         best = t.fmt_pcie(self.info.pcie_max_gen, self.info.pcie_max_width)
-        line: Line = [("PCIe ", LABEL), (current, "")]
+        line: Line = [("PCIe ", LABEL), (current, self._mark("pcie", ""))]
         if best != current:
             line.append((f" of {best}", LABEL))
         return line

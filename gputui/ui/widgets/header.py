@@ -20,6 +20,8 @@ class HeaderState:
     paused: bool = False
     notice: str | None = None  # the latest source event, e.g. the simulated tour changing scene
     error: str | None = None  # the last sampling error, until a sample succeeds
+    critical: int = 0  # open findings by severity, so they show even while the diagnostics pane is hidden
+    warnings: int = 0
 
 
 def badges(system: SystemInfo, paused: bool) -> list[tuple[str, str]]:
@@ -64,6 +66,10 @@ class StatusHeader(LineView):
             line.append(("gputui  ", "bold"))
         for label, style in badges(sysinfo, s.paused):
             line += [(f" {label} ", style), ("  ", "")]
+        if s.critical:
+            line += [(f" {s.critical} CRITICAL ", "bold white on red"), ("  ", "")]
+        if s.warnings:
+            line += [(f" {s.warnings} WARNING{'S' if s.warnings > 1 else ''} ", "bold black on yellow"), ("  ", "")]
         line += [
             (sysinfo.hostname, ""),
             ("  driver " if wide else "  drv ", LABEL),
