@@ -8,6 +8,9 @@ replayed or simulated session gives the same findings as it did live.
 
 from __future__ import annotations
 
+import dataclasses
+import heapq
+import threading
 from collections import deque
 from dataclasses import dataclass
 
@@ -60,6 +63,16 @@ class DiagnosticsEngine:
         self.history = History(HISTORY_CAPACITY)
         self._tracks: dict[TrackKey, _Track] = {}
         self._closed: deque[Finding] = deque(maxlen=self.config.history_size)
+        # Findings made outside the rules (probe results), newest first, with the time each stops being open.
+        self._external: deque[tuple[Finding, float]] = deque(maxlen=self.config.history_size)
+        self._external_lock = threading.Lock()
+
+    def add_external(self, finding: Finding, open_for_s: float = 0.0) -> None:
+        """Show a finding no rule made (a probe's result) from the next update on: open, in the counts and in
+        its severity's colour, for `open_for_s` seconds of snapshot time after its `started_at`, then kept in
+        the history for the session (rule closures do not push it out). Safe to call from any thread."""
+        with self._external_lock:
+            self._external.appendleft((finding, finding.started_at + open_for_s))
 
     def update(self, snapshot: Snapshot) -> DiagnosticsState:
         self.history.append(snapshot)
@@ -75,8 +88,17 @@ class DiagnosticsEngine:
         for key in [k for k in self._tracks if k not in seen]:
             self._lapse(key, now)
         active = [self._finding(track, window, now) for track in self._tracks.values() if track.opened]
+        with self._external_lock:
+            external = tuple(self._external)
+        active += [
+            dataclasses.replace(f, ended_at=None, duration_s=max(0.0, now - f.started_at))
+            for f, open_until in external
+            if now < open_until
+        ]
         active.sort(key=lambda f: (-f.severity, f.started_at, f.rule, f.gpus))
-        return DiagnosticsState(active=tuple(active), closed=tuple(self._closed))
+        kept = [f for f, open_until in external if now >= open_until]
+        closed = heapq.merge(kept, self._closed, key=lambda f: -(f.ended_at or f.started_at))
+        return DiagnosticsState(active=tuple(active), closed=tuple(closed))
 
     def _observe(self, key: TrackKey, rule: Rule, hit: Hit, now: float) -> None:
         severity = hit.severity if hit.severity is not None else rule.severity

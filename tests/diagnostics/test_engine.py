@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from gputui.diagnostics.config import DiagnosticsConfig, Thresholds
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState, unavailable_finding
-from gputui.diagnostics.findings import Severity, finding_to_dict
+from gputui.diagnostics.findings import Finding, Severity, finding_to_dict
 from gputui.model import Snapshot
 from tests.diagnostics.builders import T0, gpu, info, snap
 
@@ -158,3 +158,32 @@ def test_json_form_has_the_issues_keys() -> None:
         "unit": "C",
         "window": "now",
     }
+
+
+def probe_result(at: float, severity: Severity = Severity.WARNING) -> Finding:
+    return Finding("probe_stress", severity, "stress probe", "advice", gpus=(0,), started_at=at, ended_at=at)
+
+
+def test_an_external_finding_is_open_for_its_time_then_kept_in_the_history() -> None:
+    engine = DiagnosticsEngine(DiagnosticsConfig(history_size=2))
+    feed(engine, [warm(t, 40.0) for t in range(2)])
+    engine.add_external(probe_result(T0 + 1), open_for_s=5.0)
+    state = engine.update(warm(3, 40.0))
+    [shown] = state.active
+    assert shown.rule == "probe_stress" and shown.is_open and shown.duration_s == 2.0
+    assert state.worst == Severity.WARNING and state.closed == ()
+    state = engine.update(warm(6, 40.0))
+    assert state.active == () and [f.rule for f in state.closed] == ["probe_stress"]
+    assert not state.closed[0].is_open
+    # Rule closures come and go in the history; the probe result stays.
+    for start in (10, 30, 50):
+        feed(engine, [warm(t, 86.0) for t in range(start, start + 5)] + [warm(start + 17, 40.0)])
+    state = engine.update(warm(80, 40.0))
+    assert [f.rule for f in state.closed] == ["thermal_margin", "thermal_margin", "probe_stress"]
+
+
+def test_an_external_finding_with_no_open_time_goes_straight_to_the_history() -> None:
+    engine = DiagnosticsEngine()
+    engine.add_external(probe_result(T0, Severity.INFO))
+    state = engine.update(warm(0, 40.0))
+    assert state.active == () and [f.title for f in state.closed] == ["stress probe"]
