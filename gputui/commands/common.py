@@ -94,6 +94,9 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="with --demo: how many GPUs the simulated machine has (default 4)",
     )
+    from gputui.record.options import add_record_options
+
+    add_record_options(parser)
 
 
 def make_source(args: argparse.Namespace, *, fallback_demo: bool = False) -> tuple[Source, SystemInfo]:

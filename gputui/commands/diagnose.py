@@ -16,7 +16,7 @@ import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui.commands import common
 from gputui.diagnostics.catalog import LANGS, resolve_lang, text
@@ -31,6 +31,9 @@ from gputui.diagnostics.findings import (
 )
 from gputui.model import Snapshot, SystemInfo
 from gputui.sources.base import InvalidGpuSelection, Source, SourceUnavailable
+
+if TYPE_CHECKING:
+    from gputui.record.writer import RecordingWriter
 
 SCHEMA_VERSION = 1
 DEFAULT_SECONDS = 10.0
@@ -61,6 +64,9 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="thresholds file (default ~/.config/gputui/config.toml)",
     )
+    from gputui.record.options import add_record_options
+
+    add_record_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -74,14 +80,27 @@ def run(args: argparse.Namespace) -> int:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE
     engine = DiagnosticsEngine(config, lang)
+    from gputui.record.format import RecordingError
+    from gputui.record.options import open_writer
+
     try:
-        system, findings = _diagnose(args, engine)
+        recorder = open_writer(args, args.interval)
+    except RecordingError as exc:
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return common.EXIT_USAGE
+    try:
+        system, findings = _diagnose(args, engine, recorder)
     except InvalidGpuSelection as exc:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE
     except SourceUnavailable as exc:
         _emit(args, None, [unavailable_finding(str(exc), lang, time.time())], lang)
         return common.report_unavailable(exc)
+    finally:
+        if recorder is not None:
+            recorder.close()
+            if recorder.warning:
+                print(f"gputui: {recorder.warning}", file=sys.stderr)
     _emit(args, system, findings, lang)
     worst = max((f.severity for f in findings), default=None)
     if worst == Severity.CRITICAL:
@@ -103,8 +122,11 @@ def _open(args: argparse.Namespace) -> tuple[Source, SystemInfo, list[float]]:
     return demo, demo.open(), now
 
 
-def _diagnose(args: argparse.Namespace, engine: Any) -> tuple[SystemInfo, list[Finding]]:
-    """Feed the engine `--seconds` of samples; the open findings at the end are the answer."""
+def _diagnose(
+    args: argparse.Namespace, engine: Any, recorder: RecordingWriter | None = None
+) -> tuple[SystemInfo, list[Finding]]:
+    """Feed the engine `--seconds` of samples (and the recording, with --record); the open findings at the
+    end are the answer."""
     source, system, sim_clock = _open(args)
     count = math.floor(args.seconds / args.interval + 1e-9) + 1
     torch_cuda: str | None = None
@@ -125,6 +147,8 @@ def _diagnose(args: argparse.Namespace, engine: Any) -> tuple[SystemInfo, list[F
                 if torch_cuda is not None:
                     snapshot = _with_torch(snapshot, torch_cuda)
                 state = engine.update(snapshot)
+                if recorder is not None:
+                    recorder.record(snapshot, state.active)
                 system = snapshot.system
     finally:
         source.close()

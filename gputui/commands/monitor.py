@@ -25,8 +25,23 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:  # InvalidGpuSelection, or a simulated machine with no GPU
         print(f"gputui: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE
+    from gputui.record.format import RecordingError
+    from gputui.record.options import open_writer
+
+    try:
+        recorder = open_writer(args, args.interval)
+    except RecordingError as exc:
+        source.close()
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return common.EXIT_USAGE
     from gputui.ui.app import GpuTuiApp
 
-    app = GpuTuiApp(source, system, interval=args.interval)
-    app.run()
+    app = GpuTuiApp(source, system, interval=args.interval, recorder=recorder)
+    try:
+        app.run()
+    finally:
+        if recorder is not None:
+            recorder.close()
+            if recorder.warning:
+                print(f"gputui: {recorder.warning}", file=sys.stderr)
     return common.EXIT_OK if app.return_code is None else app.return_code

@@ -15,16 +15,17 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import ClassVar
 
-from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
 from gputui.diagnostics.findings import Severity
 from gputui.history import History
 from gputui.model import SystemInfo
+from gputui.record.writer import RecordingWriter
 from gputui.sources.base import Source
 from gputui.ui.messages import SampleFailed, TickReady
-from gputui.ui.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, SamplingLoop, Tick
+from gputui.ui.record_replay import RecordReplayApp
+from gputui.ui.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, SamplingLoop, Tick
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.main import MainScreen
@@ -45,7 +46,7 @@ def clamp_interval(seconds: float) -> float:
     return min(MAX_INTERVAL, max(MIN_INTERVAL, seconds))
 
 
-class GpuTuiApp(App[int]):
+class GpuTuiApp(RecordReplayApp):
     """The monitor. `auto_sample=False` leaves sampling to explicit `await app.tick()` calls (tests)."""
 
     CSS_PATH = "gputui.tcss"
@@ -73,10 +74,11 @@ class GpuTuiApp(App[int]):
         auto_sample: bool = True,
         now: Callable[[], datetime] = datetime.now,
         history_size: int = 600,
+        recorder: RecordingWriter | None = None,
     ) -> None:
         super().__init__(ansi_color=True)
         self.animation_level = "none"
-        self.sampler = Sampler(source)
+        self.sampler = self.make_sampler(source, recorder)
         self.system = system
         self.interval = clamp_interval(interval)
         self.auto_sample = auto_sample
@@ -115,6 +117,7 @@ class GpuTuiApp(App[int]):
         # The source is closed only once no poll can be running in it.
         if self._sampling is None or self._sampling.stop():
             self.sampler.source.close()
+        self.stop_recording()
 
     # -- sampling ----------------------------------------------------------------------------------------
 
@@ -133,11 +136,12 @@ class GpuTuiApp(App[int]):
         snapshot = tick.snapshot
         self.latest = tick
         self.system = snapshot.system
-        self.history.append(snapshot)
         self._error = None
         if snapshot.events:
             self._notice = snapshot.events[-1]
-        self.main.add_snapshot(snapshot)
+        for passed in self.passed_snapshots(tick):
+            self.history.append(passed)
+            self.main.add_snapshot(passed)
         if not self.paused:
             self.draw()
 
@@ -151,9 +155,12 @@ class GpuTuiApp(App[int]):
             system=self.system,
             interval_s=self.interval,
             clock=self._now().strftime("%H:%M:%S"),
-            paused=self.paused,
+            paused=self.paused or self.replay_paused,
             notice=self._notice,
             error=self._error,
+            recording=self.recording_badge,
+            recording_warning=self.recording_warning,
+            replay=self.replay_position,
         )
 
     def _show_header(self) -> None:
@@ -177,6 +184,9 @@ class GpuTuiApp(App[int]):
     # -- actions -----------------------------------------------------------------------------------------
 
     def action_toggle_pause(self) -> None:
+        if self.replay is not None:  # in replay, `p` pauses the playback, as space does
+            self.action_replay_pause()
+            return
         self.paused = not self.paused
         self.draw()
 
@@ -243,4 +253,4 @@ class GpuTuiApp(App[int]):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.BINDINGS))
+            self.push_screen(HelpScreen([*self.BINDINGS, *self.mode_bindings()]))

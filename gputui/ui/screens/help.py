@@ -29,6 +29,14 @@ DESCRIPTIONS: dict[str, str] = {
     "filter": "filter the processes by user, PID or command",
     "sort": "sort the processes by the next column",
     "help": "this help",
+    "mark": "while recording (--record): drop a labelled mark into the recording",
+    "replay_pause": "replay: pause / play (p too)",
+    "replay_seek(-10)": "replay: back 10 s",
+    "replay_seek(10)": "replay: forward 10 s",
+    "replay_seek(-60)": "replay: back 1 min",
+    "replay_seek(60)": "replay: forward 1 min",
+    "replay_slower": "replay: play slower (down to x0.25)",
+    "replay_faster": "replay: play faster (up to x64)",
 }
 
 

@@ -22,6 +22,9 @@ class HeaderState:
     error: str | None = None  # the last sampling error, until a sample succeeds
     critical: int = 0  # open findings by severity, so they show even while the diagnostics pane is hidden
     warnings: int = 0
+    recording: str | None = None  # the --record badge: "REC", or "REC STOPPED" once the writer gave up
+    recording_warning: str | None = None  # why the recording stopped or lags (full disk, size limit)
+    replay: str | None = None  # where a replay is and how fast: "01:12:30 / 08:00:00 x4"
 
 
 def badges(system: SystemInfo, paused: bool) -> list[tuple[str, str]]:
@@ -32,6 +35,8 @@ def badges(system: SystemInfo, paused: bool) -> list[tuple[str, str]]:
         out.append((label, "bold black on yellow"))
     elif system.source == "replay":
         out.append(("REPLAY", "bold black on magenta"))
+        if system.recorded_source == "simulated":
+            out.append(("SIMULATED" + (f": {system.scenario}" if system.scenario else ""), "bold black on yellow"))
     elif system.source == "remote":
         out.append(("REMOTE", "bold black on cyan"))
     if paused:
@@ -55,7 +60,7 @@ class StatusHeader(LineView):
 
     def line_count(self) -> int:
         s = self.state
-        return 2 if s is not None and (s.system.fallback_reason or s.notice or s.error) else 1
+        return 2 if s is not None and (s.system.fallback_reason or s.notice or s.error or s.recording_warning) else 1
 
     @staticmethod
     def _facts(s: HeaderState, wide: bool) -> Line:
@@ -66,6 +71,10 @@ class StatusHeader(LineView):
             line.append(("gputui  ", "bold"))
         for label, style in badges(sysinfo, s.paused):
             line += [(f" {label} ", style), ("  ", "")]
+            if label == "REPLAY" and s.replay:
+                line += [(s.replay, "bold"), ("  ", "")]
+        if s.recording:
+            line += [(f" {s.recording} ", "bold white on red"), ("  ", "")]
         if s.critical:
             line += [(f" {s.critical} CRITICAL ", "bold white on red"), ("  ", "")]
         if s.warnings:
@@ -91,8 +100,10 @@ class StatusHeader(LineView):
         if line_len(line) > width:
             line = self._facts(s, wide=False)
         lines = [line]
-        if sysinfo.fallback_reason or s.notice or s.error:
+        if sysinfo.fallback_reason or s.notice or s.error or s.recording_warning:
             second: Line = []
+            if s.recording_warning:
+                second.append((f"{s.recording_warning}  ", "bold red"))
             if s.error:
                 second.append((f"sampling failed: {s.error}  ", "bold red"))
             if sysinfo.fallback_reason:

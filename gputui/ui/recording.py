@@ -1,0 +1,26 @@
+"""`--record` in the monitor: each tick goes to the writer from the sampling thread, never the event loop."""
+
+from __future__ import annotations
+
+from gputui.diagnostics.engine import DiagnosticsEngine
+from gputui.record.writer import RecordingWriter
+from gputui.sources.base import Source
+from gputui.ui.sampling import Sampler, Tick
+
+
+class RecordingSampler(Sampler):
+    """A Sampler that hands each tick and its finding transitions to the writer (which only enqueues)."""
+
+    def __init__(self, source: Source, writer: RecordingWriter, engine: DiagnosticsEngine | None = None) -> None:
+        super().__init__(source, engine)
+        self.writer = writer
+
+    def take(self) -> Tick:
+        tick = super().take()
+        self.writer.record(tick.snapshot, tick.active)
+        return tick
+
+
+def record_badge(writer: RecordingWriter) -> tuple[str, str | None]:
+    """The header's badge ("REC", or "REC STOPPED" once the writer gave up) and its warning, if any."""
+    return ("REC STOPPED" if writer.stopped else "REC"), writer.warning

@@ -1,0 +1,187 @@
+"""--record in the monitor (ticks, findings, marks, a full disk) and replay in the monitor (keys, findings)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from monitor_helpers import FIXED_NOW, Clock, plain
+
+from gputui import cli
+from gputui.diagnostics.engine import DiagnosticsEngine
+from gputui.diagnostics.findings import Finding
+from gputui.probes.protocol import BadLine, Progress, Result
+from gputui.record.reader import load_recording
+from gputui.record.writer import RecordingWriter
+from gputui.sources.replay import ReplaySource
+from gputui.sources.simulated import SimulatedSource
+from gputui.ui.app import GpuTuiApp
+
+SIZE = (120, 40)
+
+
+def recording_app(path: str | Path, *, force: bool = False) -> tuple[GpuTuiApp, Clock, RecordingWriter]:
+    clock = Clock()
+    source = SimulatedSource(scenario="thermal", gpu_count=2, seed=0, clock=clock)
+    writer = RecordingWriter(path, interval_s=1.0, force=force, utc_offset_s=0)
+    app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, recorder=writer)
+    return app, clock, writer
+
+
+async def run_ticks(app: GpuTuiApp, clock: Clock, count: int) -> None:
+    for _ in range(count):
+        await app.tick()
+        clock.t += 1.0
+
+
+def header(app: GpuTuiApp) -> str:
+    return plain(app.main.header.build_lines(SIZE[0]))
+
+
+def key(finding: Finding) -> tuple[str, tuple[int, ...], int, float]:
+    return finding.rule, finding.gpus, finding.severity, finding.started_at
+
+
+async def test_the_monitor_records_every_tick_and_the_findings(tmp_path: Path) -> None:
+    app, clock, _ = recording_app(tmp_path / "run.jsonl")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 12)
+        await pilot.pause()
+        assert " REC " in header(app)
+    recording = load_recording(tmp_path / "run.jsonl")  # closed on unmount
+    assert len(recording.ticks) == 12 and recording.warnings == []
+    opened = [e.data["finding"] for e in recording.events if e.kind == "finding_opened"]
+    assert [(f["rule"], f["gpus"]) for f in opened] == [("thermal_throttle", [1])]
+
+
+async def test_m_drops_a_labelled_mark_at_the_latest_tick(tmp_path: Path) -> None:
+    app, clock, _ = recording_app(tmp_path / "run.jsonl.gz")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 3)
+        await pilot.press("M")
+        await pilot.press(*"workers 8", "enter")
+        await pilot.press("M", "x", "escape")  # cancelled: no mark
+        await pilot.pause()
+        assert app.latest is not None
+        last = app.latest.snapshot.timestamp
+        assert app.filter_text == ""  # the mark's text box is not the process filter
+    marks = [e for e in load_recording(tmp_path / "run.jsonl.gz").events if e.kind == "mark"]
+    assert [(m.data["label"], m.t) for m in marks] == [("workers 8", last)]
+
+
+async def test_a_failed_write_shows_in_the_header_and_the_monitor_goes_on(tmp_path: Path) -> None:
+    app, clock, writer = recording_app("/dev/full", force=True)  # every write: ENOSPC
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 2)
+        writer.drain()
+        await run_ticks(app, clock, 2)
+        await pilot.pause()
+        text = header(app)
+        assert " REC STOPPED " in text and "No space left on device" in text
+        assert app.latest is not None and len(app.history) == 4
+
+
+def test_an_existing_file_is_not_overwritten_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "run.jsonl"
+    target.write_text("keep me\n")
+    assert cli.main(["--demo", "--record", str(target)]) == 2
+    assert "already exists; choose another file or add --force" in capsys.readouterr().err
+    assert target.read_text() == "keep me\n"
+
+
+def test_a_missing_directory_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--demo", "--record", str(tmp_path / "no" / "run.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "does not exist" in err
+
+
+def test_diagnose_records_its_ticks_and_findings(tmp_path: Path) -> None:
+    target = tmp_path / "d.jsonl"
+    assert cli.main(["diagnose", "--demo", "thermal", "--seconds", "10", "--json", "--record", str(target)]) == 4
+    recording = load_recording(target)
+    assert len(recording.ticks) == 11
+    assert any(e.kind == "finding_opened" and e.data["finding"]["rule"] == "thermal_throttle" for e in recording.events)
+    assert cli.main(["diagnose", "--demo", "--record", str(target)]) == 2  # not overwritten
+
+
+def live_thermal(path: Path, ticks: int) -> list[tuple[Finding, ...]]:
+    """Record the thermal scenario as the monitor would, and what the engine found after each tick."""
+    source = SimulatedSource(scenario="thermal", gpu_count=2, seed=0, clock=lambda: len(found))
+    source.open()
+    engine = DiagnosticsEngine()
+    writer = RecordingWriter(path, interval_s=1.0, utc_offset_s=0)
+    found: list[tuple[Finding, ...]] = []
+    for _ in range(ticks):
+        snapshot = source.sample()
+        active = engine.update(snapshot).active
+        writer.record(snapshot, active)
+        found.append(active)
+    writer.close()
+    return found
+
+
+async def test_replay_keys_and_the_findings_recomputed(tmp_path: Path) -> None:
+    live = live_thermal(tmp_path / "r.jsonl", 60)
+    clock = Clock()
+    source = ReplaySource(tmp_path / "r.jsonl", clock=clock)
+    app = GpuTuiApp(source, source.open(), auto_sample=False, now=source.recording_now)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        text = header(app)
+        assert " REPLAY " in text and " SIMULATED: thermal " in text and "00:00:00 / 00:00:59 x1" in text
+        clock.t = 20.0
+        tick = await app.tick()
+        assert len(app.history) == 21  # every tick passed, none skipped
+        assert [key(f) for f in tick.active] == [key(f) for f in live[20]] != []
+        await pilot.press("d")
+        await pilot.pause()
+        assert [key(f) for f in app.main.findings.entries] == [key(f) for f in live[20]]
+
+        await pilot.press("space")
+        clock.t = 25.0
+        await app.tick()
+        assert source.position == 20.0 and len(app.history) == 21  # paused: nothing repeated
+        assert " PAUSED " in header(app)
+        await pilot.press("right")
+        tick = await app.tick()
+        assert source.position == 30.0 and tick.snapshot.timestamp - source.recording.start == 30.0
+        assert len(app.history) == 31
+        await pilot.press("greater_than_sign")
+        await app.tick()
+        assert source.speed == 2.0 and "00:00:30 / 00:00:59 x2" in header(app)
+        await pilot.press("left_square_bracket")  # back to the start: the views start over
+        tick = await app.tick()
+        assert source.position == 0.0 and len(app.history) == 1 and tick.active == ()
+        await pilot.press("p")  # `p` in replay plays again, as space does
+        assert not source.paused
+
+
+async def test_replay_keys_do_nothing_live(tmp_path: Path) -> None:
+    app, clock, _ = recording_app(tmp_path / "run.jsonl")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.press("space", "right", "greater_than_sign")
+        assert not app.paused and app.replay is None
+
+
+async def test_help_lists_the_replay_keys_only_in_replay(tmp_path: Path) -> None:
+    live_thermal(tmp_path / "r.jsonl", 3)
+    source = ReplaySource(tmp_path / "r.jsonl", clock=Clock())
+    replay = GpuTuiApp(source, source.open(), auto_sample=False)
+    live, _, _ = recording_app(tmp_path / "live.jsonl")
+    assert {b.action for b in replay.mode_bindings()} >= {"replay_pause", "replay_seek(60)", "replay_faster"}
+    assert [b.action for b in live.mode_bindings()] == ["mark"]
+    live.stop_recording()
+
+
+async def test_probe_progress_and_results_are_recorded(tmp_path: Path) -> None:
+    app, clock, _ = recording_app(tmp_path / "run.jsonl")
+    async with app.run_test(size=SIZE):
+        await run_ticks(app, clock, 2)
+        app.record_probe(Progress("stress", 0.5, 612.0, "TFLOP/s"))
+        app.record_probe(BadLine("stress", "garbage", "not JSON"))
+        app.record_probe(Result("stress", "cuda:0 H100", True, {"tflops": float("nan")}, "as expected"))
+    events = [(e.kind, e.data["probe"]) for e in load_recording(tmp_path / "run.jsonl").events]
+    probes = [(kind, probe["type"], probe["probe"]) for kind, probe in events if kind.startswith("probe")]
+    assert probes == [("probe_progress", "progress", "stress"), ("probe_result", "result", "stress")]
+    assert events[-1][1]["figures"] == {"tflops": None}  # JSON has no NaN
