@@ -79,6 +79,9 @@ def test_changed_span_covers_only_the_parts_that_differ() -> None:
     assert changed_span(old, list(old)) is None
     assert changed_span(old, [*old, (" HOT", "red")]) == (18, 22)
     assert changed_span(old, [("UTIL ", "dim"), (" 50%", "red"), *old[2:]]) == (5, 9)  # a style change counts
+    moved = [("UTIL ", "dim"), (" 100%", "green"), ("  SM ", "dim"), ("1980", "")]
+    assert changed_span(old, moved) == (5, 19)  # the equal parts after it moved right: repainted too
+    assert changed_span(moved, old) == (5, 19)  # and the cell they leave is blanked
 
 
 class CountingSource(ScriptedSource):

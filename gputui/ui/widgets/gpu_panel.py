@@ -53,6 +53,7 @@ class UtilBuckets:
         self._bucket: int | None = None
         self._sum = 0.0
         self._n = 0
+        self._drawn: tuple[int, int | None, str] = (0, None, "")  # (width, bucket, all cells but the newest)
 
     def add(self, timestamp: float, value: float | None) -> None:
         bucket = int(timestamp // self.bucket_s)
@@ -72,6 +73,19 @@ class UtilBuckets:
     def values(self) -> list[float | None]:
         return list(self._values)
 
+    def sparkline(self, width: int, top: float = 100.0) -> str:
+        """`t.sparkline` of the values, redrawn in full only when a new bucket starts (every few seconds);
+        in between only the newest cell can change."""
+        if width <= 0:
+            return ""
+        if not self._values:
+            return t.SPARK_GAP * width
+        if self._drawn[:2] != (width, self._bucket):
+            older = list(self._values)[-width:-1] if width > 1 else []
+            self._drawn = (width, self._bucket, t.sparkline(older, width - 1, top) if width > 1 else "")
+        newest = self._values[-1]
+        return self._drawn[2] + t.spark_char(None if newest is None else newest / top)
+
 
 class GpuPanel:
     """One GPU's latest reading and utilization history, drawn as three, two or one lines.
@@ -86,6 +100,7 @@ class GpuPanel:
         self.history = UtilBuckets()
         self.selected = False
         self.highlight: str | None = None  # a METRIC_GROUPS value: shown reversed, the chosen finding's evidence
+        self._head: tuple[object, Line] = (None, [])
 
     @property
     def gpu_index(self) -> int:
@@ -128,7 +143,7 @@ class GpuPanel:
         return [*line, (f"{t.fmt_pct(util):>4}", self._mark("util", style))]
 
     def _spark(self, width: int) -> Line:
-        return [(t.sparkline(self.history.values, width), "cyan")]
+        return [(self.history.sparkline(width), "cyan")]
 
     def _temp(self, s: GpuSample | None, full: bool) -> Line:
         temp = None if s is None else s.temperature_c
@@ -204,13 +219,26 @@ class GpuPanel:
 
     def _three_lines(self, s: GpuSample | None, width: int) -> list[Line]:
         gap: Line = [("  ", "")]
-        head = [*self._title(26), *gap, *self._fan_pstate(s), *gap, *self._link(s), *self._power_note()]
-        head += self._tags(s)
         line2: Line = [("   ", ""), *self._util(s, 20), *gap, *self._clocks(s), *gap]
         line2 += self._spark(max(0, width - line_len(line2)))
         line3: Line = [("   TEMP ", LABEL), *self._temp(s, True), ("  POWER ", LABEL), *self._power(s, True)]
         line3 += [*gap, *self._rates(s), ("  VRAM ", LABEL), *self._vram(s, 16)]
-        return [head, line2, line3]
+        return [self._slow_head(s), line2, line3]
+
+    def _slow_head(self, s: GpuSample | None) -> Line:
+        """The first line of a full panel: facts that change rarely, so it is rebuilt only when they do."""
+        key = (
+            self.info,
+            self.selected,
+            self.highlight,
+            None if s is None else (s.fan_pct, s.pstate, s.pcie_gen, s.pcie_width, s.power_limit_w),
+            None if s is None else (s.clock_event_reasons_mask, s.error),
+        )
+        if self._head[0] != key:
+            gap: Line = [("  ", "")]
+            head = [*self._title(26), *gap, *self._fan_pstate(s), *gap, *self._link(s), *self._power_note()]
+            self._head = (key, head + self._tags(s))
+        return self._head[1]
 
     def _two_lines(self, s: GpuSample | None, width: int) -> list[Line]:
         gap: Line = [("  ", "")]

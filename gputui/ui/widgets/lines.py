@@ -31,8 +31,13 @@ def line_len(line: Line) -> int:
     return sum(part_len(text) for text, _ in line)
 
 
-def changed_span(old: Line, new: Line) -> tuple[int, int] | None:
-    """The [start, end) cells that cover every part that differs between two lines; None if none does."""
+def changed_span(
+    old: Line, new: Line, old_len: int | None = None, new_len: int | None = None
+) -> tuple[int, int] | None:
+    """The [start, end) cells that cover every part that differs between two lines; None if none does.
+
+    The lines' lengths in cells may be given when the caller knows them already.
+    """
     if old == new:
         return None
     n = min(len(old), len(new))
@@ -41,10 +46,13 @@ def changed_span(old: Line, new: Line) -> tuple[int, int] | None:
     while head < n and old[head] == new[head]:
         start += part_len(new[head][0])
         head += 1
+    old_len = line_len(old) if old_len is None else old_len
+    new_len = line_len(new) if new_len is None else new_len
     tail = 0
-    while tail < n - head and old[-1 - tail] == new[-1 - tail]:
+    # Equal parts at the end are unchanged on screen only if they did not move: same line length.
+    while old_len == new_len and tail < n - head and old[-1 - tail] == new[-1 - tail]:
         tail += 1
-    end = max(line_len(old[: len(old) - tail]), line_len(new[: len(new) - tail]))
+    end = max(old_len, new_len) - (line_len(new[len(new) - tail :]) if tail else 0)
     return (start, end) if end > start else None
 
 
@@ -55,6 +63,7 @@ class LineView(Widget):
         super().__init__(id=id, classes=classes)
         self._lines: list[Line] = []
         self._strips: list[Strip] = []
+        self._lengths: list[int] = []  # cells of each line before padding
         self._width = 0
         self._base: Style | None = None
         self._styles: dict[str, Style] = {}
@@ -89,7 +98,10 @@ class LineView(Widget):
         if width != self._width or base != self._base or len(lines) != len(self._lines):
             self._width, self._base, self._styles = width, base, {}
             self._lines = list(lines)
-            self._strips = [self._to_strip(line) for line in self._lines]
+            self._lengths = [line_len(line) for line in self._lines]
+            self._strips = [
+                self._to_strip(line, length) for line, length in zip(self._lines, self._lengths, strict=True)
+            ]
             self.refresh()
             return
         dirty: list[Region] = []
@@ -97,9 +109,10 @@ class LineView(Widget):
             old = self._lines[y]
             if line == old:
                 continue
-            span = changed_span(old, line)
-            self._lines[y] = line
-            self._strips[y] = self._to_strip(line)
+            length = line_len(line)
+            span = changed_span(old, line, self._lengths[y], length)
+            self._lines[y], self._lengths[y] = line, length
+            self._strips[y] = self._to_strip(line, length)
             if span is not None and span[0] < width:
                 dirty.append(Region(span[0], y, min(span[1], width) - span[0], 1))
         if dirty:
@@ -112,7 +125,7 @@ class LineView(Widget):
             style = self._styles[definition] = base + Style.parse(definition) if definition else base
         return style
 
-    def _to_strip(self, line: Line) -> Strip:
+    def _to_strip(self, line: Line, length: int) -> Strip:
         """Parts to a strip of exactly the widget's width; neighbours of one style become one segment."""
         segments: list[Segment] = []
         texts: list[str] = []
@@ -125,7 +138,6 @@ class LineView(Widget):
             texts.append(text)
         if texts:
             segments.append(Segment("".join(texts), self._style(current)))
-        length = sum(part_len(segment.text) for segment in segments)
         if length > self._width:
             return Strip(segments).crop_extend(0, self._width, self._base)
         if length < self._width:
