@@ -21,9 +21,11 @@ from textual.widgets import Input
 from gputui.diagnostics.findings import Severity
 from gputui.history import History
 from gputui.model import SystemInfo
+from gputui.probes.protocol import ProbeName
 from gputui.record.writer import RecordingWriter
 from gputui.sources.base import Source
 from gputui.ui.messages import SampleFailed, TickReady
+from gputui.ui.probes import ProbeController
 from gputui.ui.record_replay import RecordReplayApp
 from gputui.ui.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, SamplingLoop, Tick
 from gputui.ui.screens.detail import DetailScreen
@@ -40,6 +42,10 @@ def terminal_fd() -> int | None:
         if stream is not None and stream.isatty():
             return stream.fileno()
     return None
+
+
+# The four probe keys share one footer entry ("s b m i Probe"), so the footer still fits 120 columns.
+PROBE_KEYS = Binding.Group("Probe")
 
 
 def clamp_interval(seconds: float) -> float:
@@ -62,6 +68,11 @@ class GpuTuiApp(RecordReplayApp):
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("o", "sort", "Sort"),
         Binding("escape", "close_filter", "Close filter", show=False),
+        Binding("s", "probe('stress')", "Stress probe", group=PROBE_KEYS),
+        Binding("b", "probe('pcie')", "PCIe probe", group=PROBE_KEYS),
+        Binding("m", "probe('membw')", "Memory bandwidth probe", group=PROBE_KEYS),
+        Binding("i", "probe('disk')", "Disk read probe", group=PROBE_KEYS),
+        Binding("x", "cancel_probe", "Stop"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -91,6 +102,7 @@ class GpuTuiApp(RecordReplayApp):
         self._error: str | None = None
         self._notice: str | None = None
         self._sampling: SamplingLoop | None = None
+        self.probes = ProbeController(self)
 
     def get_default_screen(self) -> MainScreen:
         return self.main
@@ -113,6 +125,7 @@ class GpuTuiApp(RecordReplayApp):
         self.draw()
 
     def on_unmount(self) -> None:
+        self.probes.kill_now()
         asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         # The source is closed only once no poll can be running in it.
         if self._sampling is None or self._sampling.stop():
@@ -142,6 +155,7 @@ class GpuTuiApp(RecordReplayApp):
         for passed in self.passed_snapshots(tick):
             self.history.append(passed)
             self.main.add_snapshot(passed)
+        self.probes.observe(snapshot)
         if not self.paused:
             self.draw()
 
@@ -250,6 +264,17 @@ class GpuTuiApp(RecordReplayApp):
     def action_sort(self) -> None:
         if self.screen is self.main:
             self.main.table.cycle_sort()
+
+    def action_probe(self, probe: ProbeName) -> None:
+        self.probes.start(probe)
+
+    def action_cancel_probe(self) -> None:
+        self.probes.cancel()
+
+    async def action_quit(self) -> None:
+        """A running probe's process group is stopped (SIGTERM, then SIGKILL) before the app ends."""
+        await self.probes.shutdown()
+        self.exit()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

@@ -276,13 +276,14 @@ async def test_question_mark_shows_every_key() -> None:
         assert app.screen is app.main
 
 
-async def test_reserved_probe_keys_do_nothing_here() -> None:
+async def test_probe_keys_on_a_busy_gpu_ask_first_and_escape_starts_nothing() -> None:
     app, _ = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0)])])
     async with app.run_test(size=SIZE) as pilot:
         await app.tick()
-        await pilot.press("s", "b", "m", "i")
-        await pilot.pause()
-        assert app.is_running and app.screen is app.main
+        for key in ("s", "b", "m", "i"):
+            await pilot.press(key, "escape")
+            await pilot.pause()
+            assert app.is_running and app.screen is app.main and not app.probes.running
 
 
 async def test_a_failing_sample_is_shown_and_the_next_good_one_clears_it() -> None:

@@ -37,6 +37,11 @@ DESCRIPTIONS: dict[str, str] = {
     "replay_seek(60)": "replay: forward 1 min",
     "replay_slower": "replay: play slower (down to x0.25)",
     "replay_faster": "replay: play faster (up to x64)",
+    "probe('stress')": "stress probe on the selected GPU: matmul TFLOP/s, clocks and heat under load",
+    "probe('pcie')": "PCIe probe: host<->device copy bandwidth against what the link can carry",
+    "probe('membw')": "memory bandwidth probe: device-to-device copies against the peak",
+    "probe('disk')": "disk read probe: sequential read of a directory (asks which), never writes",
+    "cancel_probe": "cancel the running probe",
 }
 
 

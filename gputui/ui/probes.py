@@ -1,0 +1,248 @@
+"""The monitor's side of the probes: one ProbeRunner at a time, on the app's event loop, never blocking it.
+
+The controller asks first where a probe would slow somebody down, starts the runner in an app worker, shows
+its progress on the status line, keeps the snapshots the monitor takes meanwhile (the GPU under the probe's
+load, for judge_run) and hands the result to the diagnostics engine as a finding. Quitting, a lost terminal or
+unmounting stops the worker's whole process group: no probe outlives the monitor.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+
+from gputui.diagnostics.findings import Finding, Severity
+from gputui.model import Snapshot
+from gputui.probes.findings import to_finding
+from gputui.probes.judge import RunJudgement, judge_run, link_under_load, other_users, pcie_link, rejudge_pcie
+from gputui.probes.protocol import INSTALL_HINT, Error, Final, ProbeName, Progress, Result
+from gputui.probes.runner import KILL_GRACE_S, ProbeRequest, ProbeRunner
+from gputui.ui.screens.confirm_probe import ConfirmProbe
+from gputui.ui.widgets.probe_status import ProbeStatus
+
+if TYPE_CHECKING:
+    from gputui.ui.app import GpuTuiApp
+
+# The worker's own default stress length, to show "12/30 s" before it says otherwise.
+STRESS_DEFAULT_S = 30.0
+# A result stays open (coloured, counted in the header) this long, then moves to the pane's history.
+RESULT_OPEN_S = 60.0
+# The status line keeps showing how the last probe ended for this long.
+RESULT_SHOWN_S = 30.0
+# Snapshots kept for judging a run: an hour at 1 s, enough for any probe within its timeout.
+MAX_RUN_SNAPSHOTS = 3600
+# Probes that load a GPU, and so ask before touching one that others use.
+GPU_PROBES: frozenset[ProbeName] = frozenset({"stress", "pcie", "membw"})
+CPU_RUN = "CPU RUN"
+
+
+def format_progress(request: ProbeRequest, progress: Progress) -> str:
+    """'stress 12/30 s 612 TFLOP/s' or 'membw 40% 12.3 GB/s (copy 8/20)': the line under the panels."""
+    figure = f" {progress.figure:.4g} {progress.unit}" if progress.figure is not None else ""
+    if request.probe == "stress":
+        seconds = request.seconds or STRESS_DEFAULT_S
+        where = f"{progress.fraction * seconds:.0f}/{seconds:.0f} s"
+    else:
+        where = f"{100 * progress.fraction:.0f}%"
+    note = f" ({progress.message})" if progress.message else ""
+    return f"{request.probe} {where}{figure}{note}"
+
+
+def describe_users(snapshot: Snapshot, pids: tuple[int, ...]) -> list[str]:
+    """'pid 4242  bob  python3': who a probe would slow down, as the host sees them."""
+    lines = []
+    for pid in pids:
+        host = snapshot.host.process(pid)
+        user = host.user if host and host.user else "n/a"
+        name = host.name if host else "n/a"
+        lines.append(f"pid {pid:<8} {user:<12} {name}")
+    return lines
+
+
+def result_finding(
+    final: Final, gpu: int | None, at: float, snapshots: list[Snapshot], started_at: float | None
+) -> Finding:
+    """The finding for a finished run: judged against the snapshots taken during it when it used a GPU."""
+    judgement: RunJudgement | None = None
+    if isinstance(final, Result) and not final.on_cpu and final.probe != "disk" and gpu is not None:
+        if final.probe == "pcie":
+            final = rejudge_pcie(final, link_under_load(snapshots, gpu))
+        if started_at is not None:
+            judgement = judge_run(snapshots, gpu, started_at)
+    finding = to_finding(final, gpu, at, judgement)
+    if isinstance(final, Result) and final.on_cpu:
+        finding = dataclasses.replace(finding, title=f"{CPU_RUN}: {finding.title}")
+    return finding
+
+
+class ProbeController:
+    """Owns the one running probe. `adjust` rewrites each request before it runs (tests: tiny CPU sizes) and
+    `env` is added to the worker's environment."""
+
+    def __init__(
+        self,
+        app: GpuTuiApp,
+        *,
+        adjust: Callable[[ProbeRequest], ProbeRequest] = lambda request: request,
+        env: Mapping[str, str] | None = None,
+        kill_grace_s: float = KILL_GRACE_S,
+    ) -> None:
+        self.app = app
+        self.adjust = adjust
+        self.env = dict(env or {})
+        self.kill_grace_s = kill_grace_s
+        self.status = ProbeStatus(id="probe-status")
+        self.runner: ProbeRunner | None = None
+        self.last: Finding | None = None
+        self._asking = False
+        self._gpu: int | None = None
+        self._started_at: float | None = None
+        self._snapshots: deque[Snapshot] = deque(maxlen=MAX_RUN_SNAPSHOTS)
+
+    @property
+    def running(self) -> bool:
+        return self.runner is not None
+
+    # -- starting ------------------------------------------------------------------------------------------
+
+    def start(self, probe: ProbeName) -> None:
+        """The key for `probe`: on the selected GPU (or GPU 0), after asking where it would slow others."""
+        if self._asking:
+            return
+        if self.runner is not None:
+            self.app.notify(f"a {self.runner.request.probe} probe is running; x cancels it", severity="warning")
+            return
+        gpu = self.app.main.gpus.selected
+        gpu = 0 if gpu is None else gpu
+        latest = self.app.latest.snapshot if self.app.latest is not None else None
+        if probe == "disk":
+            self._ask(
+                ProbeRequest("disk"), ConfirmProbe("Disk read probe: sequential read, never writes", path=os.getcwd())
+            )
+            return
+        link = pcie_link(latest, gpu) if latest is not None else None
+        request = ProbeRequest(probe, gpu=gpu, link=link)
+        others = other_users(latest, gpu, (os.getpid(),)) if latest is not None else ()
+        if not others:
+            self._launch(request)
+            return
+        title = (
+            f"GPU {gpu} is used by {len(others)} other process{'es' if len(others) > 1 else ''}: "
+            f"a {probe} probe would slow them down."
+        )
+        self._ask(request, ConfirmProbe(title, describe_users(latest, others) if latest else []))
+
+    def _ask(self, request: ProbeRequest, screen: ConfirmProbe) -> None:
+        self._asking = True
+
+        def answered(path: str | None) -> None:
+            self._asking = False
+            if path is not None:
+                self._launch(dataclasses.replace(request, path=path) if request.probe == "disk" else request)
+
+        self.app.push_screen(screen, answered)
+
+    def _launch(self, request: ProbeRequest) -> None:
+        request = self.adjust(request)
+        runner = ProbeRunner(request, env=self.env, kill_grace_s=self.kill_grace_s)
+        self.runner = runner
+        self._gpu = None if request.probe == "disk" else request.gpu
+        self._snapshots.clear()
+        latest = self.app.latest
+        if latest is not None:
+            self._snapshots.append(latest.snapshot)
+        self._started_at = latest.snapshot.timestamp if latest is not None else None
+        self._mount_status()
+        target = "" if self._gpu is None else f" on GPU {self._gpu}"
+        self.status.show(Text(f"{request.probe} starting{target}... (x cancels)", style="bold"))
+        self.app.run_worker(self._run(runner), name=f"probe-{request.probe}", group="probe", exit_on_error=False)
+
+    def _mount_status(self) -> None:
+        main = self.app.main
+        if not self.status.is_mounted and main.is_mounted:
+            main.mount(self.status, before=main.diagnostics)
+
+    # -- running -------------------------------------------------------------------------------------------
+
+    async def _run(self, runner: ProbeRunner) -> None:
+        request = runner.request
+        target = "" if self._gpu is None else f"GPU {self._gpu} "
+        async for message in runner:
+            self.app.record_probe(message)
+            if isinstance(message, Progress):
+                line = Text(f"probe {target}", style="bold")
+                line.append(format_progress(request, message))
+                line.append("   x cancels", style="dim")
+                self.status.show(line)
+        assert runner.final is not None, "the runner always ends with a final message"
+        self._finish(runner.final)
+
+    def observe(self, snapshot: Snapshot) -> None:
+        """Every snapshot the monitor takes; those taken while a probe runs judge its run."""
+        if self.runner is not None:
+            self._snapshots.append(snapshot)
+
+    def _finish(self, final: Final) -> None:
+        latest = self.app.latest
+        at = latest.snapshot.timestamp if latest is not None else self._started_at or 0.0
+        finding = result_finding(final, self._gpu, at, list(self._snapshots), self._started_at)
+        self.runner = None
+        self._snapshots.clear()
+        self.last = finding
+        self.app.sampler.engine.add_external(finding, open_for_s=RESULT_OPEN_S)
+        self._announce(final, finding)
+
+    def _announce(self, final: Final, finding: Finding) -> None:
+        style = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}[finding.severity]
+        line = Text("probe ", style="bold")
+        if isinstance(final, Error) and final.code == "no_torch":
+            message = f"the {final.probe} probe needs torch: {INSTALL_HINT}"
+            self.app.notify(message, title="probe", severity="error", timeout=10)
+            line.append(message, style=style)
+        elif isinstance(final, Error):
+            self.app.notify(
+                finding.title, title="probe", severity="information" if final.code == "cancelled" else "error"
+            )
+            line.append(finding.title, style=style)
+        else:
+            cpu = f"{CPU_RUN}: " if final.on_cpu else ""
+            self.app.notify(f"{cpu}{final.verdict}", title=f"{final.probe} probe", timeout=10)
+            if final.on_cpu:
+                line.append(f"{CPU_RUN} ", style="bold reverse")
+                line.append(finding.title.removeprefix(f"{CPU_RUN}: "), style=style)
+            else:
+                line.append(finding.title, style=style)
+        line.append("   details: d (diagnostics)", style="dim")
+        self.status.show(line)
+        self.app.set_timer(RESULT_SHOWN_S, self._expire_result)
+
+    def _expire_result(self) -> None:
+        if self.runner is None:
+            self.status.show(None)
+
+    # -- stopping ------------------------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        """The `x` key: SIGTERM to the worker's group, SIGKILL after the grace period; the run ends as an Error
+        with code `cancelled`, which _run turns into a finding like any other end."""
+        runner = self.runner
+        if runner is None:
+            self.app.notify("no probe is running")
+            return
+        self.status.show(Text(f"probe {runner.request.probe}: cancelling...", style="bold"))
+        self.app.run_worker(runner.cancel(), name="probe-cancel", group="probe-cancel", exit_on_error=False)
+
+    async def shutdown(self) -> None:
+        """Before quitting: stop the worker's group and wait until it is gone (at most twice the grace)."""
+        if self.runner is not None:
+            await self.runner.cancel()
+
+    def kill_now(self) -> None:
+        """The last resort on unmount and lost terminals: SIGKILL the worker's group without waiting."""
+        if self.runner is not None:
+            self.runner.kill_now()

@@ -1,0 +1,231 @@
+"""Probes from the live monitor: the real worker on the CPU with tiny sizes, through the real runner.
+
+Each probe that imports torch costs a child process a few seconds here, so only two tests wait for one.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import psutil
+import pytest
+from monitor_helpers import Clock, busy_gpu, run_ticks, simulated_app, snapshot
+from textual.pilot import Pilot
+from textual.widgets import Input
+
+from gputui.diagnostics.findings import Severity
+from gputui.probes.judge import other_users
+from gputui.probes.protocol import INSTALL_HINT, Progress, Result
+from gputui.probes.runner import ProbeRequest
+from gputui.probes.worker import FAULT_ENV
+from gputui.ui.app import GpuTuiApp
+from gputui.ui.probes import format_progress, result_finding
+from gputui.ui.screens.confirm_probe import ConfirmProbe
+from gputui.ui.screens.help import key_table
+
+SIZE = (120, 40)
+
+
+def tiny(request: ProbeRequest) -> ProbeRequest:
+    """CPU runs small enough for a test: a 1 MiB copy three times, a 30 s stress that tests cancel."""
+    return replace(request, cpu=True, max_bytes=1 << 20, reps=3, seconds=30.0, size=64, dtype="fp32")
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def wait_gone(pid: int, within_s: float = 8.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not alive(pid)
+
+
+async def wait_until(pilot: Pilot[int], condition: Callable[[], bool], within_s: float = 30.0) -> None:
+    deadline = time.monotonic() + within_s
+    while not condition():
+        assert time.monotonic() < deadline, "timed out waiting"
+        await pilot.pause(0.05)
+
+
+def probe_app(scenario: str = "idle", env: dict[str, str] | None = None) -> tuple[GpuTuiApp, Clock]:
+    app, clock = simulated_app(scenario, gpus=2)
+    app.probes.adjust = tiny
+    app.probes.env = env or {}
+    app.probes.kill_grace_s = 0.5
+    return app, clock
+
+
+def test_progress_reads_as_seconds_for_stress_and_percent_otherwise() -> None:
+    stress = ProbeRequest("stress")
+    assert format_progress(stress, Progress("stress", 0.4, 612.0, "TFLOP/s")) == "stress 12/30 s 612 TFLOP/s"
+    membw = ProbeRequest("membw")
+    line = format_progress(membw, Progress("membw", 0.4, 12.34, "GB/s", "copy 8/20"))
+    assert line == "membw 40% 12.34 GB/s (copy 8/20)"
+
+
+def test_the_help_lists_the_probe_keys() -> None:
+    table = key_table(GpuTuiApp.BINDINGS)
+    keys = [str(cell) for cell in table.columns[0].cells]
+    for key in ("s", "b", "m", "i", "x"):
+        assert key in keys
+    assert "cancel the running probe" in [str(cell) for cell in table.columns[1].cells]
+
+
+def test_a_gpu_run_is_judged_on_the_snapshots_taken_meanwhile() -> None:
+    hot = [
+        replace(busy_gpu(0, t, util=100.0), sm_clock_mhz=clock, clock_event_reasons_mask=mask)
+        for t, clock, mask in [
+            (0, 1980, 0),
+            (1, 1980, 0),
+            (2, 1980, 0),
+            (3, 1410, 0x20),
+            (4, 1410, 0x20),
+            (5, 1410, 0x20),
+        ]
+    ]
+    snapshots = [snapshot(float(s.timestamp), [s]) for s in hot]
+    result = Result("stress", "cuda:0 NVIDIA H100 80GB HBM3", True, {"tflops": 700.0}, "700 TFLOP/s = 71% of peak")
+    finding = result_finding(result, 0, 5.0, snapshots, 0.0)
+    assert finding.severity == Severity.WARNING and not finding.title.startswith("CPU RUN")
+    assert "thermal slowdown began after 3 s" in finding.advice and "SM clock 1980 -> 1410 MHz" in finding.advice
+    cpu = result_finding(replace(result, device="cpu"), 0, 5.0, snapshots, 0.0)
+    assert cpu.title.startswith("CPU RUN: ") and cpu.severity == Severity.INFO and "During" not in cpu.advice
+
+
+async def test_membw_runs_on_the_cpu_and_its_result_is_a_finding_labelled_cpu_run() -> None:
+    app, clock = probe_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.press("m")
+        assert app.probes.running and app.probes.status.display
+        await pilot.press("s")  # one probe at a time
+        assert app.probes.runner is not None and app.probes.runner.request.probe == "membw"
+        deadline = time.monotonic() + 30.0
+        while app.probes.running and time.monotonic() < deadline:
+            await run_ticks(app, clock, 1)  # the panels go on while it runs
+            await pilot.pause(0.1)
+        finding = app.probes.last
+        assert finding is not None and finding.rule == "probe_membw" and finding.severity == Severity.INFO
+        assert finding.title.startswith("CPU RUN: membw probe on cpu"), finding.title
+        assert "CPU RUN" in app.probes.status.plain
+        await pilot.press("d")
+        await run_ticks(app, clock, 1)
+        await pilot.pause()
+        [shown] = [f for f in app.main.findings.entries if f.rule == "probe_membw"]
+        assert shown.is_open and shown.title == finding.title
+        assert app.latest is not None and shown in app.latest.active
+
+
+async def test_x_cancels_a_running_stress_probe_and_its_process_is_gone() -> None:
+    app, clock = probe_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: "TFLOP/s" in app.probes.status.plain)
+        assert "stress" in app.probes.status.plain and "/30 s" in app.probes.status.plain
+        runner = app.probes.runner
+        assert runner is not None and runner.pid is not None
+        await pilot.press("x")
+        await wait_until(pilot, lambda: not app.probes.running, within_s=5.0)
+        assert wait_gone(runner.pid)
+        assert app.probes.last is not None and "cancelled" in app.probes.last.title
+        await run_ticks(app, clock, 1)
+        assert app.latest is not None  # the monitor goes on
+
+
+async def test_a_gpu_with_another_users_process_asks_first() -> None:
+    app, clock = probe_app("contention")
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 2)
+        assert app.latest is not None
+        others = other_users(app.latest.snapshot, 0)
+        assert len(others) >= 2
+        for abort in ("n", "escape"):
+            await pilot.press("s")
+            screen = app.screen
+            assert isinstance(screen, ConfirmProbe)
+            assert [line.split()[1] for line in screen.lines] == [str(pid) for pid in others]
+            await pilot.press(abort)
+            assert not isinstance(app.screen, ConfirmProbe) and not app.probes.running
+        await pilot.press("b")
+        assert isinstance(app.screen, ConfirmProbe)
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.probes.running)
+        assert app.probes.runner is not None
+        assert app.probes.runner.request.probe == "pcie" and app.probes.runner.request.gpu == 0
+        await pilot.press("x")
+        await wait_until(pilot, lambda: not app.probes.running, within_s=5.0)
+
+
+async def test_without_torch_the_key_says_how_to_install_it(tmp_path: Path) -> None:
+    shim = tmp_path / "shim" / "torch"
+    shim.mkdir(parents=True)
+    (shim / "__init__.py").write_text("raise ImportError(\"No module named 'torch'\")\n")
+    app, clock = probe_app(env={"PYTHONPATH": str(shim.parent)})
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.press("m")
+        await wait_until(pilot, lambda: not app.probes.running)
+        assert INSTALL_HINT in app.probes.status.plain
+        assert app.probes.last is not None and app.probes.last.advice == INSTALL_HINT
+        assert "no_torch" in app.probes.last.title
+
+
+async def test_a_crashing_probe_gives_a_finding_with_its_stderr_and_the_monitor_goes_on() -> None:
+    app, clock = probe_app(env={FAULT_ENV: "crash"})
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.press("m")
+        await wait_until(pilot, lambda: not app.probes.running)
+        finding = app.probes.last
+        assert finding is not None and finding.severity == Severity.WARNING and "crashed" in finding.title
+        assert "simulated crash in the probe worker" in finding.advice
+        await run_ticks(app, clock, 1)
+        assert app.latest is not None and [f.title for f in app.latest.active] == [finding.title]
+
+
+async def test_the_disk_probe_asks_for_the_directory_and_refuses_a_missing_one(tmp_path: Path) -> None:
+    (tmp_path / "data.bin").write_bytes(b"x" * 65536)
+    app, clock = probe_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.press("i")
+        screen = app.screen
+        assert isinstance(screen, ConfirmProbe)
+        box = screen.query_one(Input)
+        assert box.value == str(Path.cwd())
+        box.value = str(tmp_path / "missing")
+        await pilot.press("enter")
+        assert app.screen is screen and not app.probes.running
+        box.value = str(tmp_path)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.probes.last is not None)
+        assert app.filter_text == ""  # the path typed was not taken as a process filter
+        finding = app.probes.last
+        assert finding is not None and finding.rule == "probe_disk" and finding.gpus == ()
+        assert {e.label: e.value for e in finding.evidence}["bytes"] == 65536  # it read tmp_path
+
+
+@pytest.mark.parametrize("how", ["q", "exit"])
+async def test_quitting_while_a_probe_runs_leaves_no_child(how: str) -> None:
+    app, clock = probe_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: app.probes.runner is not None and app.probes.runner.pid is not None)
+        assert app.probes.runner is not None and app.probes.runner.pid is not None
+        pid = app.probes.runner.pid
+        assert alive(pid)
+        if how == "q":
+            await pilot.press("q")
+        else:
+            app.exit()  # what SIGHUP and a lost terminal do
+    assert wait_gone(pid, within_s=3.0)
