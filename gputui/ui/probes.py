@@ -36,8 +36,6 @@ RESULT_OPEN_S = 60.0
 RESULT_SHOWN_S = 30.0
 # Snapshots kept for judging a run: an hour at 1 s, enough for any probe within its timeout.
 MAX_RUN_SNAPSHOTS = 3600
-# Probes that load a GPU, and so ask before touching one that others use.
-GPU_PROBES: frozenset[ProbeName] = frozenset({"stress", "pcie", "membw"})
 CPU_RUN = "CPU RUN"
 
 
@@ -125,9 +123,11 @@ class ProbeController:
                 ProbeRequest("disk"), ConfirmProbe("Disk read probe: sequential read, never writes", path=os.getcwd())
             )
             return
-        link = pcie_link(latest, gpu) if latest is not None else None
-        request = ProbeRequest(probe, gpu=gpu, link=link)
-        others = other_users(latest, gpu, (os.getpid(),)) if latest is not None else ()
+        if latest is None:  # who else uses the GPU is not known yet
+            self.app.notify("no reading of the GPUs yet: try again in a moment")
+            return
+        request = ProbeRequest(probe, gpu=gpu, link=pcie_link(latest, gpu))
+        others = other_users(latest, gpu, (os.getpid(),))
         if not others:
             self._launch(request)
             return
@@ -135,7 +135,7 @@ class ProbeController:
             f"GPU {gpu} is used by {len(others)} other process{'es' if len(others) > 1 else ''}: "
             f"a {probe} probe would slow them down."
         )
-        self._ask(request, ConfirmProbe(title, describe_users(latest, others) if latest else []))
+        self._ask(request, ConfirmProbe(title, describe_users(latest, others)))
 
     def _ask(self, request: ProbeRequest, screen: ConfirmProbe) -> None:
         self._asking = True

@@ -165,6 +165,13 @@ async def test_a_gpu_with_another_users_process_asks_first() -> None:
         await wait_until(pilot, lambda: not app.probes.running, within_s=5.0)
 
 
+async def test_a_gpu_probe_waits_for_the_first_reading() -> None:
+    app, _ = probe_app()
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("s")
+        assert not app.probes.running and not isinstance(app.screen, ConfirmProbe)
+
+
 async def test_without_torch_the_key_says_how_to_install_it(tmp_path: Path) -> None:
     shim = tmp_path / "shim" / "torch"
     shim.mkdir(parents=True)
