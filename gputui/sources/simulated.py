@@ -14,7 +14,7 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from gputui.model import (
@@ -70,6 +70,9 @@ _MISMATCH_TORCH_CUDA = "12.8"
 # Timestamps of a source with an injected clock start here, so that tests get the same snapshots every run.
 FIXED_EPOCH = 1_767_225_600.0  # 2026-01-01 00:00 UTC
 
+# Scenarios whose plan moves with time; every other scene is built once and reused on each tick.
+_MOVING_SCENES = frozenset({"thermal", "vram"})
+
 
 @dataclass(frozen=True, slots=True)
 class _Job:
@@ -120,24 +123,37 @@ class _Scene:
     mismatch: bool = False
 
 
+_Sine = tuple[float, float, float]  # (angular frequency, phase, weight)
+
+
 class _Waves:
-    """Seeded smooth noise in [-1, 1]: a few slow sines per key, so values drift without jumping."""
+    """Seeded smooth noise in [-1, 1]: three slow sines per key, so values drift without jumping.
+
+    A tick asks for ~150 of them, so the three sines are spelled out rather than summed over a generator.
+    """
 
     def __init__(self, seed: int) -> None:
         self._seed = seed
-        self._params: dict[str, tuple[tuple[float, float, float], ...]] = {}
+        self._params: dict[str, tuple[_Sine, _Sine, _Sine]] = {}
 
     def __call__(self, key: str, t: float) -> float:
         params = self._params.get(key)
         if params is None:
-            rng = random.Random(f"{self._seed}/{key}")
-            raw = [(2 * math.pi / rng.uniform(6.0, 60.0), rng.uniform(0, 2 * math.pi), rng.uniform(0.3, 1.0))]
-            raw += [(2 * math.pi / rng.uniform(6.0, 60.0), rng.uniform(0, 2 * math.pi), rng.uniform(0.3, 1.0))]
-            raw += [(2 * math.pi / rng.uniform(6.0, 60.0), rng.uniform(0, 2 * math.pi), rng.uniform(0.3, 1.0))]
-            total = sum(weight for _, _, weight in raw)
-            params = tuple((omega, phase, weight / total) for omega, phase, weight in raw)
-            self._params[key] = params
-        return sum(weight * math.sin(omega * t + phase) for omega, phase, weight in params)
+            params = self._params[key] = self._draw(key)
+        (omega1, phase1, weight1), (omega2, phase2, weight2), (omega3, phase3, weight3) = params
+        sin = math.sin
+        return (
+            weight1 * sin(omega1 * t + phase1) + weight2 * sin(omega2 * t + phase2) + weight3 * sin(omega3 * t + phase3)
+        )
+
+    def _draw(self, key: str) -> tuple[_Sine, _Sine, _Sine]:
+        rng = random.Random(f"{self._seed}/{key}")
+        raw = [
+            (2 * math.pi / rng.uniform(6.0, 60.0), rng.uniform(0, 2 * math.pi), rng.uniform(0.3, 1.0)) for _ in range(3)
+        ]
+        total = sum(weight for _, _, weight in raw)
+        first, second, third = ((omega, phase, weight / total) for omega, phase, weight in raw)
+        return first, second, third
 
 
 def _clamp(value: float, low: float, high: float) -> float:
@@ -202,6 +218,8 @@ class SimulatedSource:
         self._started = 0.0
         self._last_t: float | None = None
         self._last_scenario: str | None = None
+        self._scenes: dict[str, _Scene] = {}
+        self._tour_systems: dict[bool, SystemInfo] = {}
         self._energy_mj: list[float] = []
         self._power_violation_ns: list[float] = []
         self._thermal_violation_ns: list[float] = []
@@ -217,6 +235,7 @@ class SimulatedSource:
         self._power_violation_ns = [float(c[1]) for c in self._start_counters]
         self._thermal_violation_ns = [float(c[2]) for c in self._start_counters]
         self._system = self._system_info(mismatch=self.scenario == "mismatch")
+        self._tour_systems = {mismatch: self._system_info(mismatch=mismatch) for mismatch in (False, True)}
         return self._system
 
     def sample(self) -> Snapshot:
@@ -236,7 +255,7 @@ class SimulatedSource:
         host = self._host_sample(scene, gpus, t, timestamp)
         system = self._system
         if self.scenario == "tour":
-            system = self._system_info(mismatch=scene.mismatch)
+            system = self._tour_systems[scene.mismatch]
         return Snapshot(
             timestamp=timestamp,
             system=system,
@@ -316,20 +335,27 @@ class SimulatedSource:
 
     def _ranks(self, cmdline: str, memory_gib: float, **overrides: Any) -> tuple[_Job, ...]:
         """One process per GPU, as torchrun starts them: the usual shape of a training job."""
-        jobs = []
-        for index in range(self._count):
-            job = _Job(
+        fields: dict[str, Any] = {"user": "alice", "cpu_pct": 72.0, **overrides}
+        return tuple(
+            _Job(
                 pid=self._pid_base + index,
-                user="alice",
                 cmdline=f"{cmdline} --local-rank {index}",
                 memory_gib=((index, memory_gib),),
-                cpu_pct=72.0,
+                **fields,
             )
-            jobs.append(replace(job, **overrides))
-        return tuple(jobs)
+            for index in range(self._count)
+        )
 
     def _scene(self, name: str, t: float) -> _Scene:
         """The plan for every GPU and the host, `t` seconds into scenario `name`."""
+        scene = self._scenes.get(name)
+        if scene is None:
+            scene = self._build_scene(name, t)
+            if name not in _MOVING_SCENES:
+                self._scenes[name] = scene
+        return scene
+
+    def _build_scene(self, name: str, t: float) -> _Scene:
         train = "python3 train.py --config configs/llama-7b.yaml"
         odd = self._selected[1] if len(self._selected) > 1 else self._selected[0]
         first = self._selected[0]
