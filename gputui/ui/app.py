@@ -218,6 +218,7 @@ class GpuTuiApp(RecordReplayApp):
 
     def action_toggle_diagnostics(self) -> None:
         slot = self.main.diagnostics
+        self.main.diagnostics_follow_size = False
         slot.display = not slot.display
         self.main.relayout()
         self.draw()

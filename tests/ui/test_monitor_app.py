@@ -92,10 +92,13 @@ async def test_the_layout_follows_a_resize() -> None:
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.pause()
-        assert app.main.gpus.mode == 3
+        assert app.main.gpus.mode == 2 and app.main.diagnostics.display  # room for the pane beside 8 GPUs
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
-        assert app.main.gpus.mode == 1
+        assert app.main.gpus.mode == 1 and not app.main.diagnostics.display  # the panels come first
+        await pilot.resize_terminal(120, 60)
+        await pilot.pause()
+        assert app.main.gpus.mode == 3 and app.main.diagnostics.display
 
 
 async def test_a_lost_gpu_says_so_and_the_others_go_on() -> None:
@@ -181,14 +184,18 @@ async def test_d_toggles_the_diagnostics_pane_and_it_gets_the_findings() -> None
         await run_ticks(app, clock, 40)
         await pilot.pause()
         pane = app.main.query_one(DiagnosticsPane)
-        assert not app.main.diagnostics.display
-        await pilot.press("d")
-        await pilot.pause()
-        assert app.main.diagnostics.display and pane.region.height > 0
+        assert app.main.diagnostics.display and pane.region.height > 0  # open by default when there is room
         assert app.latest is not None and app.latest.active  # the thermal scenario has an open finding
         assert pane.entries == app.latest.active + app.latest.closed
         await pilot.press("d")
+        await pilot.pause()
         assert not app.main.diagnostics.display
+        await pilot.resize_terminal(120, 50)
+        await pilot.pause()
+        assert not app.main.diagnostics.display  # the user's choice outlives a resize
+        await pilot.press("d")
+        await pilot.pause()
+        assert app.main.diagnostics.display
 
 
 async def test_enter_opens_the_detail_view_of_the_selected_gpu_and_esc_returns() -> None:
@@ -305,7 +312,6 @@ async def test_open_findings_are_counted_in_the_header_and_a_chosen_one_is_marke
         assert app.latest is not None
         finding = app.latest.active[0]
         assert "1 CRITICAL" in header_text(app) or "WARNING" in header_text(app)
-        await pilot.press("d")
         app.main.findings.focus()
         await pilot.press("enter")
         await pilot.pause()

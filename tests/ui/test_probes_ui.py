@@ -116,7 +116,6 @@ async def test_membw_runs_on_the_cpu_and_its_result_is_a_finding_labelled_cpu_ru
         assert finding is not None and finding.rule == "probe_membw" and finding.severity == Severity.INFO
         assert finding.title.startswith("CPU RUN: membw probe on cpu"), finding.title
         assert "CPU RUN" in app.probes.status.plain
-        await pilot.press("d")
         await run_ticks(app, clock, 1)
         await pilot.pause()
         [shown] = [f for f in app.main.findings.entries if f.rule == "probe_membw"]

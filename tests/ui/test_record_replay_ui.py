@@ -133,7 +133,6 @@ async def test_replay_keys_and_the_findings_recomputed(tmp_path: Path) -> None:
         tick = await app.tick()
         assert len(app.history) == 21  # every tick passed, none skipped
         assert [key(f) for f in tick.active] == [key(f) for f in live[20]] != []
-        await pilot.press("d")
         await pilot.pause()
         assert [key(f) for f in app.main.findings.entries] == [key(f) for f in live[20]]
 

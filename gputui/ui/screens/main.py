@@ -19,6 +19,8 @@ from gputui.ui.widgets.processes import ProcessTable, process_rows
 
 PROCESS_ROWS_MIN = 5  # the table's header and a few rows stay visible whatever the GPU count
 DIAGNOSTICS_HEIGHT = 10
+# The pane is why gputui exists: it opens by itself when the terminal has room for it beside the panels.
+DIAGNOSTICS_SHOWN_FROM_HEIGHT = 36
 
 
 def panel_mode(gpu_count: int, width: int, room: int) -> int:
@@ -42,6 +44,8 @@ class MainScreen(Screen[None]):
         super().__init__()
         self._on_shown = on_shown
         self._layout_key: tuple[object, ...] = ()
+        # Until the user toggles the pane with `d`, it is shown whenever the terminal is tall enough.
+        self.diagnostics_follow_size = True
         self.header = StatusHeader(id="header")
         self.gpus = GpuList(id="gpus")
         self.host = HostPanel(id="host")
@@ -78,6 +82,8 @@ class MainScreen(Screen[None]):
     def relayout(self) -> None:
         """Size the parts for the terminal; runs on resize and when a part changes height, never per tick."""
         width, height = self.size
+        if self.diagnostics_follow_size and height:
+            self.diagnostics.display = height >= DIAGNOSTICS_SHOWN_FROM_HEIGHT
         header_lines = self.header.line_count()
         host_lines = self.host.line_count(width)
         count = len(self.gpus.panels)
