@@ -9,9 +9,11 @@ replayed or simulated session gives the same findings as it did live.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import heapq
 import threading
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gputui.diagnostics.catalog import text
@@ -40,6 +42,27 @@ class DiagnosticsState:
         return max((f.severity for f in self.active), default=None)
 
 
+@dataclass(frozen=True, slots=True)
+class _Words:
+    """A finding's title and advice, and what they were made from: an open finding is rebuilt every tick,
+    and its title changes only when the rule's placeholders do."""
+
+    lang: str
+    variant: str
+    params: Mapping[str, object]
+    title: str
+    advice: str
+
+    def fits(self, hit: Hit, lang: str) -> bool:
+        # Types count too: 1 and 1.0 are equal but are written differently.
+        return (
+            self.params == hit.params
+            and all(type(value) is type(hit.params[name]) for name, value in self.params.items())
+            and self.variant == hit.variant
+            and self.lang == lang
+        )
+
+
 @dataclass(slots=True)
 class _Track:
     """One condition the engine follows, from its first sighting until its finding closes."""
@@ -51,6 +74,7 @@ class _Track:
     severity: Severity
     worst: float | None
     opened: bool = False
+    words: _Words | None = None
 
 
 class DiagnosticsEngine:
@@ -126,13 +150,22 @@ class DiagnosticsEngine:
 
     def _finding(self, track: _Track, window: Window | None, now: float, ended: bool = False) -> Finding:
         hit, rule, lang = track.hit, track.rule, self.lang
-        suffix = f".{hit.variant}" if hit.variant else ""
         span = window.span_s if window is not None else round(self.config.thresholds.window_s)
+        words = track.words
+        if words is None or not words.fits(hit, lang):
+            suffix = f".{hit.variant}" if hit.variant else ""
+            words = track.words = _Words(
+                lang=lang,
+                variant=hit.variant,
+                params=hit.params,
+                title=text(f"{rule.id}.title{suffix}", lang, **hit.params),
+                advice=text(f"{rule.id}.advice{suffix}", lang, **hit.params),
+            )
         return Finding(
             rule=rule.id,
             severity=track.severity,
-            title=text(f"{rule.id}.title{suffix}", lang, **hit.params),
-            advice=text(f"{rule.id}.advice{suffix}", lang, **hit.params),
+            title=words.title,
+            advice=words.advice,
             gpus=hit.gpus,
             pids=hit.pids,
             evidence=tuple(localize(e, lang, span) for e in hit.evidence),
@@ -152,14 +185,14 @@ def _worse(old: float | None, new: float | None, higher_is_worse: bool) -> float
 
 def localize(evidence: Evidence, lang: str, window_s: int) -> Evidence:
     """A rule's evidence (catalog keys) in words: the label and the window it was measured over."""
-    window = text(f"win.{evidence.window}", lang, seconds=window_s) if evidence.window else ""
-    return Evidence(
-        label=text(f"ev.{evidence.key}", lang),
-        value=evidence.value,
-        unit=evidence.unit,
-        window=window,
-        key=evidence.key,
-    )
+    label, window = _evidence_words(evidence.key, evidence.window, lang, window_s)
+    return Evidence(label=label, value=evidence.value, unit=evidence.unit, window=window, key=evidence.key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _evidence_words(key: str, window: str, lang: str, window_s: int) -> tuple[str, str]:
+    """The same few labels and windows are put into words for every open finding on every tick."""
+    return text(f"ev.{key}", lang), text(f"win.{window}", lang, seconds=window_s) if window else ""
 
 
 def unavailable_finding(reason: str, lang: str = "en", now: float = 0.0) -> Finding:

@@ -54,9 +54,13 @@ class Hit:
 
 
 class Window:
-    """The snapshots a rule looks at, oldest first, with per-GPU series computed once and shared by rules."""
+    """The snapshots a rule looks at, oldest first.
 
-    __slots__ = ("_info", "_series", "latest", "seconds", "snapshots")
+    Every rule runs on the same window each tick, so what several of them ask for (a GPU's series, the mean
+    of a field) is computed on first use and shared.
+    """
+
+    __slots__ = ("_host_means", "_info", "_means", "_readable", "_series", "latest", "seconds", "snapshots")
 
     def __init__(self, snapshots: Sequence[Snapshot], seconds: float) -> None:
         if not snapshots:
@@ -64,8 +68,11 @@ class Window:
         self.snapshots = snapshots
         self.latest = snapshots[-1]
         self.seconds = seconds
-        self._series: dict[int, list[GpuSample]] = {}
+        self._series: dict[int, list[GpuSample]] | None = None
+        self._means: dict[tuple[int, str], float | None] = {}
+        self._host_means: dict[str, float | None] = {}
         self._info = {info.index: info for info in self.latest.gpu_info}
+        self._readable = tuple(sample for sample in self.latest.gpus if not sample.lost and sample.error is None)
 
     @property
     def host(self) -> HostSample:
@@ -78,29 +85,41 @@ class Window:
 
     def gpus(self) -> Iterable[GpuSample]:
         """The latest sample of each GPU that is readable now."""
-        return (sample for sample in self.latest.gpus if not sample.lost and sample.error is None)
+        return self._readable
 
     def info(self, index: int) -> GpuInfo | None:
         return self._info.get(index)
 
     def series(self, index: int) -> list[GpuSample]:
-        """Readable samples of one GPU within the window, oldest first."""
-        cached = self._series.get(index)
-        if cached is None:
-            cached = [g for snap in self.snapshots for g in snap.gpus if g.index == index and not g.lost]
-            self._series[index] = cached
-        return cached
+        """Readable samples of one GPU within the window, oldest first (every GPU's in one pass)."""
+        if self._series is None:
+            self._series = {}
+            for snap in self.snapshots:
+                for sample in snap.gpus:
+                    if not sample.lost:
+                        self._series.setdefault(sample.index, []).append(sample)
+        return self._series.get(index, [])
 
-    def mean(self, index: int, value: Callable[[GpuSample], float | None]) -> float | None:
-        readings = [v for v in map(value, self.series(index)) if v is not None]
-        return sum(readings) / len(readings) if readings else None
+    def mean(self, index: int, field: str) -> float | None:
+        """Mean of a GpuSample field (e.g. "utilization_gpu_pct") of one GPU; None when never reported."""
+        key = (index, field)
+        if key not in self._means:
+            self._means[key] = _mean([getattr(sample, field) for sample in self.series(index)])
+        return self._means[key]
 
-    def host_mean(self, value: Callable[[HostSample], float | None]) -> float | None:
-        readings = [v for v in (value(snap.host) for snap in self.snapshots) if v is not None]
-        return sum(readings) / len(readings) if readings else None
+    def host_mean(self, field: str) -> float | None:
+        """Mean of a HostSample field or property (e.g. "cpu_pct"); None when never reported."""
+        if field not in self._host_means:
+            self._host_means[field] = _mean([getattr(snap.host, field) for snap in self.snapshots])
+        return self._host_means[field]
 
     def host_share(self, condition: Callable[[HostSample], bool]) -> float:
         return sum(1 for snap in self.snapshots if condition(snap.host)) / len(self.snapshots)
+
+
+def _mean(values: list[float | None]) -> float | None:
+    readings = [v for v in values if v is not None]
+    return sum(readings) / len(readings) if readings else None
 
 
 Check = Callable[[Window, Thresholds], Iterable[Hit]]

@@ -23,8 +23,8 @@ def host_swap(w: Window, th: Thresholds) -> Iterator[Hit]:
     share = w.host_share(lambda h: (_swap_rate(h) or 0.0) >= limit)
     if share < th.sustained_share:
         return
-    swap_in = w.host_mean(lambda h: h.swap_in_bytes_s)
-    swap_out = w.host_mean(lambda h: h.swap_out_bytes_s)
+    swap_in = w.host_mean("swap_in_bytes_s")
+    swap_out = w.host_mean("swap_out_bytes_s")
     rate = ((swap_in or 0.0) + (swap_out or 0.0)) / _MIB
     yield Hit(
         gpus=(),

@@ -89,8 +89,8 @@ def pcie_saturated(w: Window, th: Thresholds) -> Iterator[Hit]:
         if max(rx, tx) < th.sustained_share:
             continue
         directions = [name for name, share in (("RX", rx), ("TX", tx)) if share >= th.sustained_share]
-        mean_rx = w.mean(g.index, lambda s: s.pcie_rx_bytes_s)
-        mean_tx = w.mean(g.index, lambda s: s.pcie_tx_bytes_s)
+        mean_rx = w.mean(g.index, "pcie_rx_bytes_s")
+        mean_tx = w.mean(g.index, "pcie_tx_bytes_s")
         peak = max(mean_rx or 0.0, mean_tx or 0.0)
         yield Hit(
             gpus=(g.index,),

@@ -48,7 +48,7 @@ def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
     for gpus, pids in jobs.values():
         if len(gpus) < 2:
             continue
-        utils = {i: w.mean(i, lambda s: s.utilization_gpu_pct) for i in sorted(gpus)}
+        utils = {i: w.mean(i, "utilization_gpu_pct") for i in sorted(gpus)}
         known = {i: u for i, u in utils.items() if u is not None}
         if len(known) < 2:
             continue

@@ -20,7 +20,7 @@ def _starving(w: Window, th: Thresholds) -> Iterator[tuple[GpuSample, float, tup
         pids = compute_pids(g)
         if not pids:
             continue
-        util = w.mean(g.index, lambda s: s.utilization_gpu_pct)
+        util = w.mean(g.index, "utilization_gpu_pct")
         if util is not None and util < th.starved_util_pct:
             yield g, util, pids
 
@@ -35,7 +35,7 @@ def _util(util: float) -> Evidence:
 
 
 def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
-    host_cpu = w.host_mean(lambda h: h.cpu_pct)
+    host_cpu = w.host_mean("cpu_pct")
     saturated = host_cpu is not None and host_cpu >= th.host_cpu_saturated_pct
     for g, util, pids in _starving(w, th):
         proc = _busiest(w, pids)
@@ -60,11 +60,11 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
-    iowait = w.host_mean(lambda h: h.iowait_pct)
-    busy = w.host_mean(lambda h: h.disk_busy_pct)
+    iowait = w.host_mean("iowait_pct")
+    busy = w.host_mean("disk_busy_pct")
     if not ((iowait is not None and iowait >= th.iowait_pct) or (busy is not None and busy >= th.disk_busy_pct)):
         return
-    read = w.host_mean(lambda h: h.disk_read_bytes_s)
+    read = w.host_mean("disk_read_bytes_s")
     for g, util, pids in _starving(w, th):
         procs = [p for p in (w.host.process(pid) for pid in pids) if p is not None]
         proc_read = sum(p.read_bytes_s or 0.0 for p in procs) if procs else None
@@ -85,7 +85,7 @@ def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 def starvation_net(w: Window, th: Thresholds) -> Iterator[Hit]:
     link = w.host.net_link_bytes_s
-    rx = w.host_mean(lambda h: h.net_rx_bytes_s)
+    rx = w.host_mean("net_rx_bytes_s")
     if not link or rx is None or rx < th.net_saturated_pct / 100 * link:
         return
     for g, util, pids in _starving(w, th):
@@ -104,7 +104,7 @@ def starvation_net(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 def cpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
     """The host's CPUs are saturated and most of that is not the GPU jobs' own main processes."""
-    host_cpu = w.host_mean(lambda h: h.cpu_pct)
+    host_cpu = w.host_mean("cpu_pct")
     cores = len(w.host.cpu_pct_per_core)
     if host_cpu is None or not cores or host_cpu < th.host_cpu_saturated_pct:
         return
