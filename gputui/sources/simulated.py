@@ -136,6 +136,7 @@ class _Waves:
     def __init__(self, seed: int) -> None:
         self._seed = seed
         self._params: dict[str, tuple[_Sine, _Sine, _Sine]] = {}
+        self._groups: dict[tuple[str, ...], list[tuple[_Sine, _Sine, _Sine]]] = {}
 
     def __call__(self, key: str, t: float) -> float:
         (omega1, phase1, weight1), (omega2, phase2, weight2), (omega3, phase3, weight3) = self._get(key)
@@ -144,12 +145,15 @@ class _Waves:
             weight1 * sin(omega1 * t + phase1) + weight2 * sin(omega2 * t + phase2) + weight3 * sin(omega3 * t + phase3)
         )
 
-    def many(self, keys: Sequence[str], t: float) -> list[float]:
+    def many(self, keys: tuple[str, ...], t: float) -> list[float]:
         """The waves of many keys at `t` (a host's cores, a job's workers): the values one call each gives."""
+        group = self._groups.get(keys)
+        if group is None:
+            group = self._groups[keys] = [self._get(key) for key in keys]
         sin = math.sin
         return [
             weight1 * sin(omega1 * t + phase1) + weight2 * sin(omega2 * t + phase2) + weight3 * sin(omega3 * t + phase3)
-            for (omega1, phase1, weight1), (omega2, phase2, weight2), (omega3, phase3, weight3) in map(self._get, keys)
+            for (omega1, phase1, weight1), (omega2, phase2, weight2), (omega3, phase3, weight3) in group
         ]
 
     def _get(self, key: str) -> tuple[_Sine, _Sine, _Sine]:
