@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar, cast
 
 from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot
+
+T = TypeVar("T")
 
 # PCIe bandwidth per lane and direction in bytes/s (FACTS.md; Gen6 is the usable FLIT rate).
 PCIE_LANE_BYTES_S: Mapping[int, float] = {1: 0.25e9, 2: 0.5e9, 3: 0.985e9, 4: 1.969e9, 5: 3.938e9, 6: 7.4e9}
@@ -60,7 +63,18 @@ class Window:
     of a field) is computed on first use and shared.
     """
 
-    __slots__ = ("_host_means", "_info", "_means", "_readable", "_series", "latest", "seconds", "snapshots")
+    __slots__ = (
+        "_host_means",
+        "_info",
+        "_means",
+        "_pids",
+        "_readable",
+        "_series",
+        "_shared",
+        "latest",
+        "seconds",
+        "snapshots",
+    )
 
     def __init__(self, snapshots: Sequence[Snapshot], seconds: float) -> None:
         if not snapshots:
@@ -71,6 +85,8 @@ class Window:
         self._series: dict[int, list[GpuSample]] | None = None
         self._means: dict[tuple[int, str], float | None] = {}
         self._host_means: dict[str, float | None] = {}
+        self._shared: dict[str, object] = {}
+        self._pids: dict[int, tuple[int, ...]] = {}
         self._info = {info.index: info for info in self.latest.gpu_info}
         self._readable = tuple(sample for sample in self.latest.gpus if not sample.lost and sample.error is None)
 
@@ -86,6 +102,13 @@ class Window:
     def gpus(self) -> Iterable[GpuSample]:
         """The latest sample of each GPU that is readable now."""
         return self._readable
+
+    def pids(self, sample: GpuSample) -> tuple[int, ...]:
+        """compute_pids of one of `gpus()`, worked out once per window."""
+        pids = self._pids.get(sample.index)
+        if pids is None:
+            pids = self._pids[sample.index] = compute_pids(sample)
+        return pids
 
     def info(self, index: int) -> GpuInfo | None:
         return self._info.get(index)
@@ -112,6 +135,15 @@ class Window:
         if field not in self._host_means:
             self._host_means[field] = _mean([getattr(snap.host, field) for snap in self.snapshots])
         return self._host_means[field]
+
+    def shared(self, name: str, compute: Callable[[], T]) -> T:
+        """What several rules derive from this window alike (the starving GPUs), computed by the first.
+
+        The engine gives every rule of a tick the same window and thresholds, so `name` alone identifies it.
+        """
+        if name not in self._shared:
+            self._shared[name] = compute()
+        return cast(T, self._shared[name])
 
     def host_share(self, condition: Callable[[HostSample], bool]) -> float:
         return sum(1 for snap in self.snapshots if condition(snap.host)) / len(self.snapshots)

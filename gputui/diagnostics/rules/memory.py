@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
-from gputui.diagnostics.rules.base import Hit, Rule, Window, compute_pids, ev, fmt
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, fmt
 
 _MIB = 1 << 20
 _GIB = 1 << 30
@@ -28,7 +28,7 @@ def vram_pressure(w: Window, th: Thresholds) -> Iterator[Hit]:
             continue
         yield Hit(
             gpus=(g.index,),
-            pids=compute_pids(g),
+            pids=w.pids(g),
             value=used_pct,
             params={"gpu": g.index, "pct": f"{used_pct:.0f}%"},
             evidence=(

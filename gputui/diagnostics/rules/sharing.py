@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
 from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
-from gputui.diagnostics.rules.base import Hit, Rule, Window, compute_pids, ev
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 
 # Launchers pass each rank its own `--local-rank N`; without it the ranks of one job share a command line.
 _RANK_ARG = re.compile(r"\s--local[-_]rank[= ]\d+")
@@ -15,7 +16,7 @@ _RANK_ARG = re.compile(r"\s--local[-_]rank[= ]\d+")
 
 def gpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
     for g in w.gpus():
-        pids = compute_pids(g)
+        pids = w.pids(g)
         if len(pids) < 2:
             continue
         procs = [w.host.process(pid) for pid in pids]
@@ -35,13 +36,19 @@ def _job_key(w: Window, pid: int) -> tuple[str, ...]:
     proc = w.host.process(pid)
     if proc is None or proc.cmdline is None:
         return (str(pid),)
-    return (proc.user or "", _RANK_ARG.sub("", proc.cmdline))
+    return (proc.user or "", _without_rank(proc.cmdline))
+
+
+@functools.lru_cache(maxsize=256)
+def _without_rank(cmdline: str) -> str:
+    """The same few command lines come back every tick."""
+    return _RANK_ARG.sub("", cmdline)
 
 
 def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
     jobs: dict[tuple[str, ...], tuple[set[int], set[int]]] = {}
     for g in w.gpus():
-        for pid in compute_pids(g):
+        for pid in w.pids(g):
             gpus, pids = jobs.setdefault(_job_key(w, pid), (set(), set()))
             gpus.add(g.index)
             pids.add(pid)

@@ -10,19 +10,26 @@ from collections.abc import Iterator
 
 from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Evidence, Severity
-from gputui.diagnostics.rules.base import Hit, Rule, Window, compute_pids, ev, fmt
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, fmt
 from gputui.model import GpuSample, ProcSample
 
 
-def _starving(w: Window, th: Thresholds) -> Iterator[tuple[GpuSample, float, tuple[int, ...]]]:
-    """GPUs held by a process whose utilization averages low over the window, with that mean."""
-    for g in w.gpus():
-        pids = compute_pids(g)
-        if not pids:
-            continue
-        util = w.mean(g.index, "utilization_gpu_pct")
-        if util is not None and util < th.starved_util_pct:
-            yield g, util, pids
+def _starving(w: Window, th: Thresholds) -> list[tuple[GpuSample, float, tuple[int, ...]]]:
+    """GPUs held by a process whose utilization averages low over the window, with that mean (all four rules
+    start from them, so they are found once per window)."""
+
+    def find() -> list[tuple[GpuSample, float, tuple[int, ...]]]:
+        found = []
+        for g in w.gpus():
+            pids = w.pids(g)
+            if not pids:
+                continue
+            util = w.mean(g.index, "utilization_gpu_pct")
+            if util is not None and util < th.starved_util_pct:
+                found.append((g, util, pids))
+        return found
+
+    return w.shared("starving", find)
 
 
 def _busiest(w: Window, pids: tuple[int, ...]) -> ProcSample | None:
