@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 
 # Both appear only once the first sample is drawn: a panel line and a process row.
-FIRST_FRAME_MARKERS = (b"UTIL", b"train.py")
+FIRST_FRAME_MARKERS = (b"H100 80GB", b"train.py")  # shown in every panel layout
 
 
 def cpu_seconds(pid: int) -> float:
