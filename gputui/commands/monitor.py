@@ -11,6 +11,10 @@ from gputui.ui.sampling import MAX_INTERVAL, MIN_INTERVAL
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.remote is not None:
+        from gputui.ui.fleet import run_fleet
+
+        return run_fleet(args.remote, args.interval)
     if not MIN_INTERVAL <= args.interval <= MAX_INTERVAL:
         print(
             f"gputui: error: --interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds,"

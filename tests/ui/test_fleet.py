@@ -336,3 +336,15 @@ async def test_a_failed_poll_is_shown_and_the_app_goes_on() -> None:
         assert "connecting..." in block_text(app, 0)
         assert app.is_running
     assert poller.closed
+
+
+def test_remote_runs_the_fleet_view_on_the_given_exporters(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[tuple[str, ...], float]] = []
+
+    def fake_run_fleet(targets: tuple[str, ...], interval: float) -> int:
+        calls.append((targets, interval))
+        return 0
+
+    monkeypatch.setattr("gputui.ui.fleet.run_fleet", fake_run_fleet)
+    assert main(["--remote", "gpu01,gpu02:9500", "--interval", "3"]) == 0
+    assert calls == [(("http://gpu01:9400/metrics", "http://gpu02:9500/metrics"), 3.0)]
