@@ -85,7 +85,11 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
         help="if the NVIDIA driver cannot be read, run on the simulated machine and say why",
     )
     parser.add_argument(
-        "--interval", type=positive_seconds, default=1.0, metavar="S", help="seconds between samples (default 1)"
+        "--interval",
+        type=positive_seconds,
+        default=None,
+        metavar="S",
+        help="seconds between samples (default 1; 2 with --remote, where each scrape costs more)",
     )
     parser.add_argument(
         "--demo-gpus",

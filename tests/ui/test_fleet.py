@@ -348,3 +348,11 @@ def test_remote_runs_the_fleet_view_on_the_given_exporters(monkeypatch: pytest.M
     monkeypatch.setattr("gputui.ui.fleet.run_fleet", fake_run_fleet)
     assert main(["--remote", "gpu01,gpu02:9500", "--interval", "3"]) == 0
     assert calls == [(("http://gpu01:9400/metrics", "http://gpu02:9500/metrics"), 3.0)]
+
+
+def test_remote_polls_every_two_seconds_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    intervals: list[float] = []
+    monkeypatch.setattr("gputui.ui.fleet.run_fleet", lambda targets, interval: intervals.append(interval) or 0)
+    assert main(["--remote", "gpu01"]) == 0
+    assert main(["--remote", "gpu01", "--interval", "1"]) == 0
+    assert intervals == [2.0, 1.0]
