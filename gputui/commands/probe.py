@@ -15,7 +15,7 @@ from gputui.commands import common
 from gputui.model import Snapshot
 from gputui.probes.protocol import PROBES, BadLine, Error, Final, Progress, Result, to_dict
 from gputui.probes.reference import DTYPES, PcieLink
-from gputui.probes.units import parse_bytes
+from gputui.probes.units import byte_size_arg
 
 EXIT_PROBE_FAILED = 5
 
@@ -33,13 +33,6 @@ exit codes:
   4  the GPU computed wrong answers (FAULTY) or fell off the bus
   5  the probe could not run (no torch, crash, timeout); the reason is printed
 """
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_bytes(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _gpu_index(text: str) -> int:
@@ -80,7 +73,11 @@ def register(sub: Any) -> None:
     parser.add_argument("--dtype", choices=DTYPES, default="bf16", help="stress: matmul precision (default bf16)")
     parser.add_argument("--size", type=_matrix_size, default=None, metavar="N", help="stress: matrix side")
     parser.add_argument(
-        "--max-bytes", type=_size, default=None, metavar="SIZE", help="largest buffer (pcie, membw); disk budget"
+        "--max-bytes",
+        type=byte_size_arg,
+        default=None,
+        metavar="SIZE",
+        help="largest buffer (pcie, membw); disk budget",
     )
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")
     parser.add_argument(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 
 _UNITS = {
@@ -42,3 +43,11 @@ def format_bytes(value: float) -> str:
             scaled = value / factor
             return f"{scaled:.3g} {unit}" if scaled < 100 else f"{scaled:.0f} {unit}"
     return f"{value:.0f} B"
+
+
+def byte_size_arg(text: str) -> int:
+    """`parse_bytes` for argparse: a bad size becomes a usage error naming the value."""
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

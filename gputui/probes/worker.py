@@ -34,7 +34,7 @@ from gputui.probes.protocol import (
     to_line,
 )
 from gputui.probes.reference import DTYPES, PASS_FRACTION, PcieLink, gpu_peaks, judge_pcie
-from gputui.probes.units import format_bytes, parse_bytes
+from gputui.probes.units import byte_size_arg, format_bytes
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -89,13 +89,6 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"gputui.probes.worker: error: {message}\n")
 
 
-def _size(text: str) -> int:
-    try:
-        return parse_bytes(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -126,7 +119,9 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser.add_argument("--size", type=_positive_int, default=None, help="stress: side of the square matrices")
     parser.add_argument("--dtype", choices=DTYPES, default="bf16", help="stress: matmul precision (default bf16)")
     parser.add_argument("--path", type=Path, default=Path.cwd(), help="disk: directory to read (default: cwd)")
-    parser.add_argument("--max-bytes", type=_size, default=None, help="largest buffer (pcie, membw), disk budget")
+    parser.add_argument(
+        "--max-bytes", type=byte_size_arg, default=None, help="largest buffer (pcie, membw), disk budget"
+    )
     parser.add_argument("--reps", type=_positive_int, default=None, help="timed repetitions per measurement")
     parser.add_argument("--link-gen", type=int, default=None, help="pcie: the link's current generation")
     parser.add_argument("--link-width", type=int, default=None, help="pcie: the link's current width")
