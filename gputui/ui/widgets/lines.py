@@ -73,6 +73,7 @@ class LineView(Widget):
         # Set from the Resize event: `self.size` walks up to the screen on every read, too slow per line.
         self._known_width = 0
         self.known_height = 0  # the CSS style, cached: Textual recomputes it on each read
+        self._plain: bool | None = None  # no border, padding, outline or tint: see render_lines
 
     @property
     def known_width(self) -> int:
@@ -151,9 +152,48 @@ class LineView(Widget):
             return self._strips[y]
         return Strip.blank(self._known_width, self.rich_style)
 
+    def _is_plain(self) -> bool:
+        """True when Textual's CSS pass would only return our strips (and filter them) unchanged."""
+        if self._plain is None:
+            styles = self.styles
+            self._plain = (
+                not any(styles.gutter)
+                and not any(edge[0] for edge in (styles.outline_top, styles.outline_right))
+                and not any(edge[0] for edge in (styles.outline_bottom, styles.outline_left))
+                and styles.opacity == 1
+                and styles.text_opacity == 1
+                and styles.tint.a == 0
+                and styles.background_tint.a == 0
+                and not (styles.has_rule("hatch") and styles.hatch != "none")
+            )
+        return self._plain
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The strips for `crop`, without Textual's per-line CSS pass when the widget has nothing for it to do.
+
+        Textual renders every widget that overlaps the union of a frame's dirty regions, line by line through
+        its style cache; with the clock at the top and a process row near the bottom, that is every panel,
+        every tick. The strips here are already styled and padded, so only the app's line filters (colour
+        reduction, dimming) are applied, and Strip caches those per filter.
+        """
+        if not self._is_plain():
+            return super().render_lines(crop)
+        render_line = self.render_line
+        strips = [render_line(y) for y in crop.line_range]
+        filters = self.get_line_filters()
+        if filters:
+            background = self.background_colors[1]
+            for f in filters:
+                strips = [strip.apply_filter(f, background) for strip in strips]
+        x1, x2 = crop.column_span
+        if (x1, x2) != (0, self._known_width):
+            strips = [strip.crop(x1, x2) for strip in strips]
+        return strips
+
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._own_style = None
+        self._plain = None
 
     def on_resize(self, event: events.Resize) -> None:
         self._known_width = event.size.width
