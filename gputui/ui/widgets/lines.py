@@ -73,7 +73,6 @@ class LineView(Widget):
         # Set from the Resize event: `self.size` walks up to the screen on every read, too slow per line.
         self._known_width = 0
         self.known_height = 0  # the CSS style, cached: Textual recomputes it on each read
-        self._plain: bool | None = None  # no border, padding, outline or tint: see render_lines
 
     @property
     def known_width(self) -> int:
@@ -154,19 +153,17 @@ class LineView(Widget):
 
     def _is_plain(self) -> bool:
         """True when Textual's CSS pass would only return our strips (and filter them) unchanged."""
-        if self._plain is None:
-            styles = self.styles
-            self._plain = (
-                not any(styles.gutter)
-                and not any(edge[0] for edge in (styles.outline_top, styles.outline_right))
-                and not any(edge[0] for edge in (styles.outline_bottom, styles.outline_left))
-                and styles.opacity == 1
-                and styles.text_opacity == 1
-                and styles.tint.a == 0
-                and styles.background_tint.a == 0
-                and not (styles.has_rule("hatch") and styles.hatch != "none")
-            )
-        return self._plain
+        styles = self.styles
+        return bool(
+            not any(styles.gutter)
+            and not any(edge[0] for edge in (styles.outline_top, styles.outline_right))
+            and not any(edge[0] for edge in (styles.outline_bottom, styles.outline_left))
+            and styles.opacity == 1
+            and styles.text_opacity == 1
+            and styles.tint.a == 0
+            and styles.background_tint.a == 0
+            and not (styles.has_rule("hatch") and styles.hatch != "none")
+        )
 
     def render_lines(self, crop: Region) -> list[Strip]:
         """The strips for `crop`, without Textual's per-line CSS pass when the widget has nothing for it to do.
@@ -193,7 +190,6 @@ class LineView(Widget):
     def notify_style_update(self) -> None:
         super().notify_style_update()
         self._own_style = None
-        self._plain = None
 
     def on_resize(self, event: events.Resize) -> None:
         self._known_width = event.size.width
