@@ -154,10 +154,9 @@ class LineView(Widget):
     def _is_plain(self) -> bool:
         """True when Textual's CSS pass would only return our strips (and filter them) unchanged."""
         styles = self.styles
-        return bool(
+        return (
             not any(styles.gutter)
-            and not any(edge[0] for edge in (styles.outline_top, styles.outline_right))
-            and not any(edge[0] for edge in (styles.outline_bottom, styles.outline_left))
+            and not any(edge_type for edge_type, _ in styles.outline)
             and styles.opacity == 1
             and styles.text_opacity == 1
             and styles.tint.a == 0
