@@ -15,11 +15,10 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gputui.formatting import NA, fmt_bytes, fmt_bytes_pair, fmt_num, fmt_pct, fmt_rate
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
 
-NA = "n/a"
-_BINARY = (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10))
 T = TypeVar("T")
 
 
@@ -27,40 +26,12 @@ def _or_na(value: T | None, fmt: Callable[[T], str]) -> str:
     return NA if value is None else fmt(value)
 
 
-def fmt_bytes(value: float | None) -> str:
-    """Binary units, as memory sizes are usually read: 61.0 GiB."""
-    if value is None:
-        return NA
-    for unit, size in _BINARY:
-        if abs(value) >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value:.0f} B"
-
-
-def fmt_rate(value: float | None) -> str:
-    """Decimal units, as link and disk speeds are quoted: 2.1 GB/s."""
-    if value is None:
-        return NA
-    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
-        if abs(value) >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value:.0f} B/s"
-
-
-def fmt_pct(value: float | None) -> str:
-    return _or_na(value, lambda v: f"{v:.0f}%")
-
-
 def _pair(current: str, maximum: str, unit: str = "") -> str:
     return f"{current} / {maximum}{unit}"
 
 
-def _num(value: float | None, digits: int = 0) -> str:
-    return _or_na(value, lambda v: f"{v:.{digits}f}")
-
-
 def _link(gen: int | None, width: int | None) -> str:
-    return f"Gen{_num(gen)} x{_num(width)}"
+    return f"Gen{fmt_num(gen)} x{fmt_num(width)}"
 
 
 def banner(system: SystemInfo) -> Text | None:
@@ -98,14 +69,6 @@ def _system_line(snapshot: Snapshot) -> Text:
     )
 
 
-def _bytes_pair(used: float | None, total: float | None) -> str:
-    """`61.0 / 80.0 GiB`: both in the unit of the total, so they compare at a glance."""
-    if total is None:
-        return f"{fmt_bytes(used)} / {NA}"
-    unit, size = next(((u, s) for u, s in _BINARY if total >= s), ("B", 1))
-    return f"{_or_na(used, lambda v: f'{v / size:.1f}')} / {total / size:.1f} {unit}"
-
-
 def gpu_table(info: GpuInfo | None, gpu: GpuSample) -> Table:
     """One GPU: current values beside their limits, two metrics per row, clock event reasons below."""
     name = info.name if info is not None else NA
@@ -126,19 +89,19 @@ def gpu_table(info: GpuInfo | None, gpu: GpuSample) -> Table:
     max_link = _link(info.pcie_max_gen, info.pcie_max_width) if info else _link(None, None)
     rows = [
         ("util", f"{fmt_pct(gpu.utilization_gpu_pct)} (mem {fmt_pct(gpu.utilization_memory_pct)})"),
-        ("SM clock", _pair(_num(gpu.sm_clock_mhz), _num(info.max_sm_clock_mhz if info else None), " MHz")),
-        ("temp", f"{_num(gpu.temperature_c)} C (slowdown {_num(info.temperature_slowdown_c if info else None)})"),
+        ("SM clock", _pair(fmt_num(gpu.sm_clock_mhz), fmt_num(info.max_sm_clock_mhz if info else None), " MHz")),
+        ("temp", f"{fmt_num(gpu.temperature_c)} C (slowdown {fmt_num(info.temperature_slowdown_c if info else None)})"),
         (
             "power",
-            _pair(_num(gpu.power_w), _num(gpu.power_limit_w), " W")
-            + f", default {_num(info.power_default_limit_w if info else None)}",
+            _pair(fmt_num(gpu.power_w), fmt_num(gpu.power_limit_w), " W")
+            + f", default {fmt_num(info.power_default_limit_w if info else None)}",
         ),
-        ("VRAM", f"{_bytes_pair(gpu.memory_used_bytes, mem_total)} ({fmt_pct(mem_pct)})"),
+        ("VRAM", f"{fmt_bytes_pair(gpu.memory_used_bytes, mem_total)} ({fmt_pct(mem_pct)})"),
         ("PCIe", _pair(_link(gpu.pcie_gen, gpu.pcie_width), max_link)),
         ("PCIe tx/rx", f"{fmt_rate(gpu.pcie_tx_bytes_s)} / {fmt_rate(gpu.pcie_rx_bytes_s)}"),
         ("fan", fmt_pct(gpu.fan_pct)),
         ("P-state", _or_na(gpu.pstate, lambda p: f"P{p}")),
-        ("replays", _num(gpu.pcie_replay_count)),
+        ("replays", fmt_num(gpu.pcie_replay_count)),
     ]
     for left, right in zip(rows[0::2], rows[1::2], strict=True):
         table.add_row(*left, *right)
@@ -154,8 +117,8 @@ def host_lines(host: HostSample) -> list[str]:
     pad = " " * 6
     return [
         f"host  {cpu}  iowait {fmt_pct(host.iowait_pct)}  steal {fmt_pct(host.steal_pct)}",
-        f"{pad}load {load}  memory {_bytes_pair(host.memory_used_bytes, host.memory_total_bytes)}"
-        f"  swap {_bytes_pair(host.swap_used_bytes, host.swap_total_bytes)}",
+        f"{pad}load {load}  memory {fmt_bytes_pair(host.memory_used_bytes, host.memory_total_bytes)}"
+        f"  swap {fmt_bytes_pair(host.swap_used_bytes, host.swap_total_bytes)}",
         f"{pad}swap in {fmt_rate(host.swap_in_bytes_s)} out {fmt_rate(host.swap_out_bytes_s)}"
         f"  disk read {fmt_rate(host.disk_read_bytes_s)} write {fmt_rate(host.disk_write_bytes_s)}",
         f"{pad}disk busy {fmt_pct(host.disk_busy_pct)}  net rx {fmt_rate(host.net_rx_bytes_s)}"
@@ -185,8 +148,8 @@ def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
                 _shorten((host.user if host else None) or NA, 8),
                 fmt_bytes(proc.used_memory_bytes),
                 fmt_pct(host.cpu_pct if host else None),
-                _num(host.threads if host else None),
-                _num(host.children if host else None),
+                fmt_num(host.threads if host else None),
+                fmt_num(host.children if host else None),
                 fmt_rate(host.read_bytes_s if host else None),
                 _shorten((host.state if host else None) or NA, 5),
             ).rstrip()

@@ -8,16 +8,9 @@ import pytest
 from fake_psutil import FakeProcess, FakePsutil, netio, scputimes, sdiskio
 
 from gputui.sources.host import CHILDREN_EVERY, LINK_EVERY, HostSource, rate
+from tests.conftest import Clock
 
 GIB = 1024**3
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture
@@ -27,7 +20,7 @@ def ps() -> FakePsutil:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(now=1000.0)
 
 
 @pytest.fixture

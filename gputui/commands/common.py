@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from gputui.argtypes import gpu_list, positive_seconds
 from gputui.model import SystemInfo
 from gputui.sources.base import Source, SourceUnavailable
 
@@ -13,27 +14,6 @@ EXIT_WARNINGS = 1
 EXIT_USAGE = 2
 EXIT_NO_DRIVER = 3
 EXIT_CRITICAL = 4
-
-
-def gpu_list(text: str) -> tuple[int, ...]:
-    """`0,2` -> (0, 2); argparse turns the ValueError into a usage error."""
-    try:
-        indices = tuple(int(part) for part in text.split(",") if part.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a list of GPU indices: {text!r} (expected e.g. 0,2)") from None
-    if not indices or any(i < 0 for i in indices):
-        raise argparse.ArgumentTypeError(f"not a list of GPU indices: {text!r} (expected e.g. 0,2)")
-    return indices
-
-
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
-    return value
 
 
 def scenario_name(text: str) -> str:

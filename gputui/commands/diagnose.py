@@ -18,6 +18,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gputui.argtypes import positive_seconds
 from gputui.commands import common
 from gputui.diagnostics.catalog import LANGS, resolve_lang, text
 from gputui.diagnostics.config import ConfigError, load_config
@@ -47,14 +48,12 @@ def register(sub: Any) -> None:
     common.add_source_options(parser)
     parser.add_argument(
         "--seconds",
-        type=common.positive_seconds,
+        type=positive_seconds,
         default=DEFAULT_SECONDS,
         metavar="N",
         help=f"how long to sample (default {DEFAULT_SECONDS:g}); findings need a few seconds to confirm",
     )
-    parser.add_argument(
-        "--interval", type=common.positive_seconds, default=1.0, metavar="S", help="seconds between samples"
-    )
+    parser.add_argument("--interval", type=positive_seconds, default=1.0, metavar="S", help="seconds between samples")
     parser.add_argument("--json", action="store_true", help="print JSON: {schema, system, findings}")
     parser.add_argument("--lang", choices=LANGS, default=None, help="language of titles and advice (default: locale)")
     parser.add_argument(

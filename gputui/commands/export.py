@@ -10,6 +10,7 @@ import threading
 from types import FrameType
 from typing import Any
 
+from gputui.argtypes import positive_seconds
 from gputui.commands import common
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 
@@ -45,7 +46,7 @@ def register(sub: Any) -> None:
     )
     parser.add_argument(
         "--interval",
-        type=common.positive_seconds,
+        type=positive_seconds,
         default=1.0,
         metavar="S",
         help="seconds between readings; scrapes read the newest one (default 1)",

@@ -11,11 +11,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from gputui.argtypes import byte_size, positive_seconds
 from gputui.commands import common
 from gputui.model import Snapshot
 from gputui.probes.protocol import PROBES, BadLine, Error, Final, Progress, Result, to_dict
 from gputui.probes.reference import DTYPES, PcieLink
-from gputui.probes.units import byte_size_arg
 
 EXIT_PROBE_FAILED = 5
 
@@ -66,7 +66,7 @@ def register(sub: Any) -> None:
     parser.add_argument("probe", choices=PROBES, help="which probe to run")
     parser.add_argument("--gpu", type=_gpu_index, default=0, metavar="N", help="GPU index (default 0)")
     parser.add_argument(
-        "--seconds", type=common.positive_seconds, default=None, metavar="S", help="stress length (default 30)"
+        "--seconds", type=positive_seconds, default=None, metavar="S", help="stress length (default 30)"
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON (progress goes to stderr)")
     parser.add_argument("--path", type=Path, default=None, metavar="DIR", help="disk: directory to read (default .)")
@@ -74,14 +74,14 @@ def register(sub: Any) -> None:
     parser.add_argument("--size", type=_matrix_size, default=None, metavar="N", help="stress: matrix side")
     parser.add_argument(
         "--max-bytes",
-        type=byte_size_arg,
+        type=byte_size,
         default=None,
         metavar="SIZE",
         help="largest buffer (pcie, membw); disk budget",
     )
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even when a GPU is there")
     parser.add_argument(
-        "--timeout", type=common.positive_seconds, default=None, metavar="S", help="stop the probe after S seconds"
+        "--timeout", type=positive_seconds, default=None, metavar="S", help="stop the probe after S seconds"
     )
     parser.set_defaults(func=run)
 

@@ -15,8 +15,8 @@ import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from gputui.formatting import fmt_size
 from gputui.probes.protocol import Progress, Result
-from gputui.probes.units import format_bytes
 
 DEFAULT_MAX_BYTES = 1024**3
 DEFAULT_SECONDS = 30.0
@@ -144,7 +144,7 @@ def run_disk(
             last_progress = now
             fraction = max(total / max_bytes, (now - started) / seconds)
             mb_s = total / read_s / 1e6 if read_s > 0 else None
-            emit(Progress("disk", min(1.0, fraction), mb_s, "MB/s", f"{format_bytes(total)} from {files} files"))
+            emit(Progress("disk", min(1.0, fraction), mb_s, "MB/s", f"{fmt_size(total)} from {files} files"))
     if total == 0:
         raise DiskProbeError(f"no readable non-empty files under {root}")
     return _disk_result(root, total, read_s, cached, files, skipped)
@@ -153,7 +153,7 @@ def run_disk(
 def _disk_result(root: Path, total: int, read_s: float, cached: int | None, files: int, skipped: int) -> Result:
     mb_s = total / read_s / 1e6 if read_s > 0 else None
     speed = f"{mb_s:.0f} MB/s" if mb_s is not None else "too fast to time"
-    head = f"{speed} sequential read of {format_bytes(total)} from {files} files under {root}"
+    head = f"{speed} sequential read of {fmt_size(total)} from {files} files under {root}"
     cached_pct = 100.0 * cached / total if cached is not None else None
     if cached_pct is None:
         tail = "page-cache share unknown (mincore unavailable here)"

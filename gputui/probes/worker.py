@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from gputui.argtypes import byte_size, positive_float, positive_int
+from gputui.formatting import fmt_size
 from gputui.probes import disk
 from gputui.probes.protocol import (
     INSTALL_HINT,
@@ -34,7 +36,6 @@ from gputui.probes.protocol import (
     to_line,
 )
 from gputui.probes.reference import DTYPES, PASS_FRACTION, PcieLink, gpu_peaks, judge_pcie
-from gputui.probes.units import byte_size_arg, format_bytes
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -89,40 +90,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"gputui.probes.worker: error: {message}\n")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
-    return value
-
-
 def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m gputui.probes.worker", description="Run one probe; print JSON lines.")
     parser.probe_hint = next((probe for probe in PROBES if probe in argv), None)
     parser.add_argument("probe", choices=PROBES)
     parser.add_argument("--gpu", type=int, default=0, help="CUDA device index (PCI bus order, as NVML counts)")
     parser.add_argument("--cpu", action="store_true", help="run on the CPU even when CUDA is available")
-    parser.add_argument("--seconds", type=_positive_float, default=None, help="stress length; disk time cap")
-    parser.add_argument("--size", type=_positive_int, default=None, help="stress: side of the square matrices")
+    parser.add_argument("--seconds", type=positive_float, default=None, help="stress length; disk time cap")
+    parser.add_argument("--size", type=positive_int, default=None, help="stress: side of the square matrices")
     parser.add_argument("--dtype", choices=DTYPES, default="bf16", help="stress: matmul precision (default bf16)")
     parser.add_argument("--path", type=Path, default=Path.cwd(), help="disk: directory to read (default: cwd)")
-    parser.add_argument(
-        "--max-bytes", type=byte_size_arg, default=None, help="largest buffer (pcie, membw), disk budget"
-    )
-    parser.add_argument("--reps", type=_positive_int, default=None, help="timed repetitions per measurement")
+    parser.add_argument("--max-bytes", type=byte_size, default=None, help="largest buffer (pcie, membw), disk budget")
+    parser.add_argument("--reps", type=positive_int, default=None, help="timed repetitions per measurement")
     parser.add_argument("--link-gen", type=int, default=None, help="pcie: the link's current generation")
     parser.add_argument("--link-width", type=int, default=None, help="pcie: the link's current width")
     parser.add_argument("--link-max-gen", type=int, default=None, help="pcie: the slot's max generation")
@@ -254,7 +233,7 @@ def probe_pcie(dev: _Device, args: argparse.Namespace) -> Result:
                 figures[f"{key}_{size // MIB}mib_gb_s"] = gb_s
                 best[key] = max(best.get(key, 0.0), gb_s)
                 done += 1
-                label = f"{direction.upper()} {kind} {format_bytes(size)}"
+                label = f"{direction.upper()} {kind} {fmt_size(size)}"
                 emit(Progress("pcie", done / steps, gb_s, "GB/s", label))
         del on_gpu, host
     for key, value in best.items():
@@ -264,7 +243,7 @@ def probe_pcie(dev: _Device, args: argparse.Namespace) -> Result:
     figures.update(judged.figures)
     details = (
         f"pageable: H2D {best['h2d_pageable']:.1f} GB/s, D2H {best['d2h_pageable']:.1f} GB/s (staged by the driver)",
-        f"sizes {format_bytes(sizes[0])}..{format_bytes(sizes[-1])}, median of {reps} copies timed with CUDA events",
+        f"sizes {fmt_size(sizes[0])}..{fmt_size(sizes[-1])}, median of {reps} copies timed with CUDA events",
         "judged on the best pinned figure per direction; H2D and D2H apart",
     )
     return Result("pcie", dev.label, judged.ok, figures, judged.verdict, details)
@@ -281,10 +260,10 @@ def _pcie_cpu(dev: _Device, args: argparse.Namespace, reps: int) -> Result:
         gb_s = size / dev.time_copy(dst, src, reps) / 1e9
         figures[f"copy_{size // 1024}kib_gb_s"] = gb_s
         best = max(best, gb_s)
-        emit(Progress("pcie", done / len(sizes), gb_s, "GB/s", f"cpu copy {format_bytes(size)}"))
+        emit(Progress("pcie", done / len(sizes), gb_s, "GB/s", f"cpu copy {fmt_size(size)}"))
     figures["copy_gb_s"] = best
     verdict = f"cpu run: no CUDA device, so this timed a host memory copy ({best:.1f} GB/s), not a PCIe link"
-    details = (f"sizes {format_bytes(sizes[0])}..{format_bytes(sizes[-1])}, median of {reps} copies",)
+    details = (f"sizes {fmt_size(sizes[0])}..{fmt_size(sizes[-1])}, median of {reps} copies",)
     return Result("pcie", dev.label, True, figures, verdict, details)
 
 
@@ -403,7 +382,7 @@ def probe_membw(dev: _Device, args: argparse.Namespace) -> Result:
     peaks = gpu_peaks(dev.name) if dev.cuda else None
     peak = peaks.memory_gb_s if peaks else None
     pct = 100.0 * gb_s / peak if peak else None
-    figure = f"{gb_s:.0f} GB/s device copy (read + write) of {format_bytes(size)}"
+    figure = f"{gb_s:.0f} GB/s device copy (read + write) of {fmt_size(size)}"
     if not dev.cuda:
         verdict = f"cpu run: no CUDA device; {gb_s:.1f} GB/s host memory copy (read + write), no GPU memory measured"
     elif peaks is None or peak is None or pct is None:

@@ -9,17 +9,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from gputui.argtypes import positive_mb
 from gputui.record.writer import RecordingWriter
-
-
-def positive_mb(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a size in MB: {text!r}") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
-    return value
 
 
 def add_record_options(parser: argparse.ArgumentParser) -> None:

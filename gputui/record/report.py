@@ -7,14 +7,15 @@ reasons has no throttle share, not a share of 0.
 
 from __future__ import annotations
 
-import importlib
 import itertools
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol
 
+from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding
+from gputui.formatting import NA, fmt_num
 from gputui.model import CLOCK_EVENT_REASONS, GpuInfo, GpuSample, Snapshot
 from gputui.record.format import (
     RecordedEvent,
@@ -34,7 +35,7 @@ THROTTLING_REASONS: tuple[str, ...] = (
     "hw_power_brake",
 )
 
-FindingsOrigin = Literal["recorded", "recomputed", "unavailable"]
+FindingsOrigin = Literal["recorded", "recomputed"]
 
 
 class _EngineState(Protocol):
@@ -282,17 +283,7 @@ def _span(finding: Finding, start: float, end: float | None) -> FindingSpan:
     )
 
 
-def default_engine_factory() -> EngineFactory | None:
-    """The diagnostics engine, when this gputui has one."""
-    try:
-        module = importlib.import_module("gputui.diagnostics.engine")
-    except ImportError:
-        return None
-    factory: EngineFactory = module.DiagnosticsEngine
-    return factory
-
-
-def build_report(recording: Recording, *, engine_factory: EngineFactory | None = None) -> Report:
+def build_report(recording: Recording, *, engine_factory: EngineFactory = DiagnosticsEngine) -> Report:
     """The report of a recording, read in one pass; findings come from its events, or are recomputed by the
     diagnostics engine (`engine_factory`, default: this gputui's) when none were kept."""
     header = recording.header
@@ -304,9 +295,8 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory | None =
     origin: FindingsOrigin = "recorded"
     engine: _Engine | None = None
     if not spans:  # a recording made without the engine running: run it now, on the same samples
-        factory = engine_factory or default_engine_factory()
-        origin = "unavailable" if factory is None else "recomputed"
-        engine = None if factory is None else factory()
+        origin = "recomputed"
+        engine = engine_factory()
     tracker = FindingTracker()
     tallies = [_GpuTally(info) for info in header.gpu_info]
     cpu: list[float | None] = []
@@ -359,18 +349,12 @@ def report_to_dict(report: Report) -> dict[str, Any]:
 # ---- text ----------------------------------------------------------------------------------------------------
 
 
-def _num(value: float | None, digits: int = 0, unit: str = "") -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.{digits}f}{unit}"
-
-
 def _pct(share: float | None) -> str:
-    return "n/a" if share is None else f"{share * 100:.1f}%"
+    return NA if share is None else f"{share * 100:.1f}%"
 
 
 def _gbs(value: float | None) -> str:
-    return "n/a" if value is None else f"{value / 1e9:.2f} GB/s"
+    return NA if value is None else f"{value / 1e9:.2f} GB/s"
 
 
 def render_text(report: Report) -> str:
@@ -390,17 +374,17 @@ def render_text(report: Report) -> str:
         lines.append(f"GPU {gpu.index}  {gpu.name}  ({gpu.samples} samples, {gpu.lost_samples} lost)")
         u, p, c = gpu.utilization_pct, gpu.power_w, gpu.sm_clock_mhz
         lines.append(
-            f"  utilization  mean {_num(u.mean, 1, '%')}  p50 {_num(u.p50, 1, '%')}  p95 {_num(u.p95, 1, '%')}  "
-            f"min {_num(u.minimum, 1, '%')}"
+            f"  utilization  mean {fmt_num(u.mean, 1, '%')}  p50 {fmt_num(u.p50, 1, '%')}  "
+            f"p95 {fmt_num(u.p95, 1, '%')}  min {fmt_num(u.minimum, 1, '%')}"
         )
         lines.append(
-            f"  power        mean {_num(p.mean, 0, ' W')}  p95 {_num(p.p95, 0, ' W')}  max {_num(p.maximum, 0, ' W')}"
-            f"  energy {_num(gpu.energy_wh, 1, ' Wh')}"
+            f"  power        mean {fmt_num(p.mean, 0, ' W')}  p95 {fmt_num(p.p95, 0, ' W')}  "
+            f"max {fmt_num(p.maximum, 0, ' W')}  energy {fmt_num(gpu.energy_wh, 1, ' Wh')}"
         )
-        lines.append(f"  SM clock     mean {_num(c.mean, 0, ' MHz')}  min {_num(c.minimum, 0, ' MHz')}")
+        lines.append(f"  SM clock     mean {fmt_num(c.mean, 0, ' MHz')}  min {fmt_num(c.minimum, 0, ' MHz')}")
         lines.append(
-            f"  peak temp    GPU {_num(gpu.temperature_peak_c, 0, ' C')}  memory "
-            f"{_num(gpu.memory_temperature_peak_c, 0, ' C')}"
+            f"  peak temp    GPU {fmt_num(gpu.temperature_peak_c, 0, ' C')}  memory "
+            f"{fmt_num(gpu.memory_temperature_peak_c, 0, ' C')}"
         )
         lines.append(
             f"  PCIe         rx mean {_gbs(gpu.pcie_rx_bytes_s.mean)}  tx mean {_gbs(gpu.pcie_tx_bytes_s.mean)}"
@@ -413,17 +397,16 @@ def render_text(report: Report) -> str:
     cpu = report.host_cpu_pct
     lines.append("")
     lines.append(
-        f"host CPU     mean {_num(cpu.mean, 1, '%')}  p95 {_num(cpu.p95, 1, '%')}  iowait mean "
-        f"{_num(report.host_iowait_pct.mean, 1, '%')}"
+        f"host CPU     mean {fmt_num(cpu.mean, 1, '%')}  p95 {fmt_num(cpu.p95, 1, '%')}  iowait mean "
+        f"{fmt_num(report.host_iowait_pct.mean, 1, '%')}"
     )
     lines.append("")
     origin = {
         "recorded": "as recorded",
         "recomputed": "recomputed from the samples",
-        "unavailable": "none recorded, and this gputui has no diagnostics engine to recompute them",
     }[report.findings_origin]
     lines.append(f"findings ({origin}):")
-    if not report.findings and report.findings_origin != "unavailable":
+    if not report.findings:
         lines.append("  none")
     for span in report.findings:
         end = format_clock(span.end, clock) if span.end is not None else "end"

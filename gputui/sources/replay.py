@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Concatenate, ParamSpec, TypeVar
 
+from gputui.formatting import hms
 from gputui.model import Snapshot, SystemInfo
 from gputui.record.format import RecordedEvent, RecordingError, format_clock
 from gputui.record.reader import Recording, load_recording
@@ -240,7 +241,7 @@ class ReplaySource:
         tick = self.current
         utc_offset = self.recording.header.utc_offset_s
         clock = format_clock(tick.timestamp, utc_offset) if tick else "--:--:--"
-        text = f"{clock}  +{_hms(self.position)} / {_hms(self.duration)}  x{self._speed:g}"
+        text = f"{clock}  +{hms(self.position)} / {hms(self.duration)}  x{self._speed:g}"
         return text + ("  paused" if self._paused else "")
 
     # -- inside --------------------------------------------------------------------------------------------
@@ -289,7 +290,7 @@ def resolve_start(recording: Recording, text: str) -> float:
         offset = (seconds - start_of_day) % 86400
     if offset > recording.duration_s:
         span = f"{format_clock(first, utc_offset)} to {format_clock(recording.end, utc_offset)}"
-        raise ValueError(f"{text} is not in the recording: it runs from {span} (+{_hms(recording.duration_s)})")
+        raise ValueError(f"{text} is not in the recording: it runs from {span} (+{hms(recording.duration_s)})")
     return offset
 
 
@@ -297,8 +298,3 @@ def _check_speed(speed: float) -> float:
     if not SPEEDS[0] <= speed <= SPEEDS[-1]:
         raise ValueError(f"replay speed must be between {SPEEDS[0]:g} and {SPEEDS[-1]:g}, not {speed:g}")
     return speed
-
-
-def _hms(seconds: float) -> str:
-    whole = int(seconds)
-    return f"{whole // 3600}:{whole % 3600 // 60:02d}:{whole % 60:02d}"

@@ -12,6 +12,7 @@ import threading
 from collections import deque
 
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
+from gputui.formatting import hms
 from gputui.model import Snapshot
 from gputui.sources.replay import ReplaySource
 from gputui.ui.sampling import Sampler, Tick
@@ -58,11 +59,6 @@ class ReplaySampler(Sampler):
         return jumped, ticks
 
 
-def hms(seconds: float) -> str:
-    whole = int(seconds)
-    return f"{whole // 3600:02d}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
-
-
 def replay_status(source: ReplaySource) -> str:
     """Where the replay is and how fast, e.g. "01:12:30 / 08:00:00 x4"."""
-    return f"{hms(source.position)} / {hms(source.duration)} x{source.speed:g}"
+    return f"{hms(source.position, pad_hours=True)} / {hms(source.duration, pad_hours=True)} x{source.speed:g}"

@@ -1,4 +1,4 @@
-"""Pure text helpers for the views: numbers to short strings, bars, sparklines, throttle tags.
+"""Pure text helpers for the TUI: bars, sparklines, throttle tags, styles by level (numbers: gputui.formatting).
 
 Everything here is plain Python and Rich, so it is cheap to test. Characters are limited to ASCII and the
 eight block elements, which every PuTTY or tmux font draws. A value that was not reported is always "n/a".
@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-NA = "n/a"
+from gputui.formatting import NA
+
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
 # Sparkline cells for a missing reading: a space, so a gap never looks like a low value.
 SPARK_GAP = " "
-
-GIB = 1024**3
 
 # Clock event reason -> (tag, style). `gpu_idle` is left out: an idle GPU is not a problem.
 REASON_TAGS: dict[str, tuple[str, str]] = {
@@ -38,43 +37,6 @@ def reason_tags(reasons: Sequence[str] | None) -> list[tuple[str, str]]:
     tags = [REASON_TAGS[r] for r in known]
     tags += [(r, "magenta") for r in reasons if r not in REASON_TAGS and r not in HIDDEN_REASONS]
     return tags
-
-
-def fmt_num(value: float | None, fmt: str = ".0f", unit: str = "") -> str:
-    return NA if value is None else f"{value:{fmt}}{unit}"
-
-
-def fmt_pct(value: float | None) -> str:
-    return NA if value is None else f"{value:.0f}%"
-
-
-def fmt_gib(value: int | None, digits: int = 1) -> str:
-    return NA if value is None else f"{value / GIB:.{digits}f}"
-
-
-def fmt_bytes(value: float | None) -> str:
-    """A size in bytes with a binary unit, at most 4 digits: 0B, 512K, 80.0G."""
-    if value is None:
-        return NA
-    units = ("B", "K", "M", "G", "T", "P")
-    size = float(value)
-    for unit in units:
-        if abs(size) < 1024 or unit == units[-1]:
-            return f"{size:.0f}{unit}" if unit in ("B", "K") or size >= 100 else f"{size:.1f}{unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
-
-
-def fmt_rate(value: float | None) -> str:
-    """Bytes per second, decimal units as link speeds are quoted: 12.3 GB/s."""
-    if value is None:
-        return NA
-    rate = float(value)
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(rate) < 1000 or unit == "TB":
-            return f"{rate:.0f} {unit}/s" if unit == "B" or rate >= 100 else f"{rate:.1f} {unit}/s"
-        rate /= 1000
-    raise AssertionError("unreachable")
 
 
 def fmt_pcie(gen: int | None, width: int | None) -> str:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from gputui.argtypes import parse_bytes
+from gputui.formatting import fmt_size
 from gputui.probes.reference import PcieLink, gpu_peaks, judge_pcie, pcie_gb_s, pcie_verdict
-from gputui.probes.units import format_bytes, parse_bytes
 
 
 @pytest.mark.parametrize(
@@ -103,4 +104,4 @@ def test_parse_bytes_rejects_garbage_in_one_line(text: str) -> None:
 
 def test_format_bytes() -> None:
     values = (512, 1024**2, 1.5 * 1024**3, 1022.5 * 1024**2)
-    assert [format_bytes(v) for v in values] == ["512 B", "1 MiB", "1.5 GiB", "1022 MiB"]
+    assert [fmt_size(v) for v in values] == ["512 B", "1 MiB", "1.5 GiB", "1022 MiB"]

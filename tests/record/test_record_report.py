@@ -14,13 +14,13 @@ from recdata import T0, snapshot, system, write_recording
 
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.model import GpuSample, Snapshot
-from gputui.record import report as report_module
 from gputui.record.format import RecordingError, finding_event, mark_event, probe_event
 from gputui.record.reader import load_recording
 from gputui.record.report import Stats, build_report, render_text, report_to_dict
 from gputui.record.report_html import render_html, thin, write_html
 from gputui.record.writer import RecordingWriter
 from gputui.sources.simulated import SimulatedSource
+from tests.conftest import Clock
 
 
 def _ticks() -> list[Snapshot]:
@@ -129,20 +129,14 @@ def test_without_recorded_findings_the_engine_recomputes_them(tmp_path: Path) ->
     assert [(f.rule, f.start, f.end) for f in report.findings] == [("starved", T0, T0 + 3)]
 
 
-def test_without_an_engine_the_report_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(report_module, "default_engine_factory", lambda: None)
-    report = build_report(load_recording(write_recording(tmp_path / "r.jsonl", _ticks())))
-    assert report.findings_origin == "unavailable" and "no diagnostics engine" in render_text(report)
-
-
 def _simulated_recording(tmp_path: Path, scenario: str = "thermal", seconds: int = 120) -> Path:
-    clock = [0.0]
-    source = SimulatedSource(scenario, gpu_count=4, clock=lambda: clock[0])
+    clock = Clock()
+    source = SimulatedSource(scenario, gpu_count=4, clock=clock)
     source.open()
     path = tmp_path / "sim.jsonl.gz"
     writer = RecordingWriter(path, interval_s=1.0)
     for i in range(seconds):
-        clock[0] = float(i)
+        clock.now = float(i)
         writer.put(source.sample())
     writer.close()
     return path

@@ -12,14 +12,7 @@ from gputui.record.format import mark_event
 from gputui.record.reader import load_recording
 from gputui.sources.base import Source, SourceUnavailable
 from gputui.sources.replay import ReplaySource, resolve_start
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.conftest import Clock
 
 
 def _recording(tmp_path: Path, seconds: int = 300) -> Path:
@@ -33,7 +26,7 @@ def _utils(ticks: tuple[object, ...]) -> list[float]:
 
 @pytest.fixture
 def clock() -> Clock:
-    return Clock()
+    return Clock(now=100.0)
 
 
 @pytest.fixture

@@ -18,18 +18,12 @@ from gputui.ui.widgets.lines import changed_span
 
 
 def test_missing_values_are_na() -> None:
-    assert t.fmt_pct(None) == "n/a"
-    assert t.fmt_rate(None) == "n/a"
-    assert t.fmt_bytes(None) == "n/a"
     assert t.fmt_pcie(None, None) == "n/a"
     assert t.fmt_pstate(None) == "n/a"
     assert t.bar(None, 4) == "????"
 
 
 def test_numbers_are_short() -> None:
-    assert t.fmt_rate(12.34e9) == "12.3 GB/s"
-    assert t.fmt_rate(512) == "512 B/s"
-    assert t.fmt_bytes(80 * 1024**3) == "80.0G"
     assert t.fmt_pcie(5, 16) == "Gen5 x16"
     assert t.fmt_pstate(0) == "P0"
     assert t.bar(0.5, 4) == "||  "

@@ -11,6 +11,7 @@ from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import Footer
 
+from gputui import formatting as f
 from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, Snapshot
 from gputui.ui import text as t
@@ -36,13 +37,13 @@ def _max_or(values: list[float], floor: float) -> float:
 
 
 CHARTS: tuple[Chart, ...] = (
-    Chart("UTIL", "%", lambda s: s.utilization_gpu_pct, lambda i, v: 100.0, t.fmt_pct, "green"),
+    Chart("UTIL", "%", lambda s: s.utilization_gpu_pct, lambda i, v: 100.0, f.fmt_pct, "green"),
     Chart(
         "SM CLOCK",
         "MHz",
         lambda s: s.sm_clock_mhz,
         lambda i, v: float(i.max_sm_clock_mhz or _max_or(v, 1.0)),
-        lambda v: t.fmt_num(v, ".0f", " MHz"),
+        lambda v: f.fmt_num(v, 0, " MHz"),
         "cyan",
     ),
     Chart(
@@ -50,7 +51,7 @@ CHARTS: tuple[Chart, ...] = (
         "C",
         lambda s: s.temperature_c,
         lambda i, v: _max_or(v, float(i.temperature_shutdown_c or i.temperature_slowdown_c or 90)),
-        lambda v: t.fmt_num(v, ".0f", " C"),
+        lambda v: f.fmt_num(v, 0, " C"),
         "yellow",
     ),
     Chart(
@@ -58,11 +59,11 @@ CHARTS: tuple[Chart, ...] = (
         "W",
         lambda s: s.power_w,
         lambda i, v: _max_or(v, i.power_default_limit_w or 1.0),
-        lambda v: t.fmt_num(v, ".0f", " W"),
+        lambda v: f.fmt_num(v, 0, " W"),
         "magenta",
     ),
-    Chart("PCIe TX", "B/s", lambda s: s.pcie_tx_bytes_s, lambda i, v: _max_or(v, 1e9), t.fmt_rate, "blue"),
-    Chart("PCIe RX", "B/s", lambda s: s.pcie_rx_bytes_s, lambda i, v: _max_or(v, 1e9), t.fmt_rate, "blue"),
+    Chart("PCIe TX", "B/s", lambda s: s.pcie_tx_bytes_s, lambda i, v: _max_or(v, 1e9), f.fmt_rate_short, "blue"),
+    Chart("PCIe RX", "B/s", lambda s: s.pcie_rx_bytes_s, lambda i, v: _max_or(v, 1e9), f.fmt_rate_short, "blue"),
 )
 
 
@@ -106,7 +107,7 @@ class DetailView(LineView):
             for tag, style in t.reason_tags(sample.clock_event_reasons):
                 line += [(" ", ""), (tag, f"{style} reverse")]
         for label, value in (("bus", info.pci_bus_id), ("uuid", info.uuid)):
-            line += [(f"  {label} ", LABEL), (value or t.NA, "")]
+            line += [(f"  {label} ", LABEL), (value or f.NA, "")]
         return line
 
     def _chart(self, chart: Chart, info: GpuInfo, history: History, columns: int, rows: int) -> list[Line]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
+from gputui import formatting as f
 from gputui.diagnostics.findings import Finding, format_duration, severity_label
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.sources.remote import HostState
@@ -42,9 +43,9 @@ def host_parts(host: HostSample) -> Line:
     cpu, iowait = host.cpu_pct, host.iowait_pct
     return [
         ("CPU ", LABEL),
-        (f"{t.fmt_pct(cpu):>4}", t.level_style(None if cpu is None else cpu / 100.0)),
+        (f"{f.fmt_pct(cpu):>4}", t.level_style(None if cpu is None else cpu / 100.0)),
         ("  iowait ", LABEL),
-        (f"{t.fmt_num(iowait, '.1f', '%'):>5}", "yellow" if iowait is not None and iowait >= 10 else ""),
+        (f"{f.fmt_num(iowait, 1, '%'):>5}", "yellow" if iowait is not None and iowait >= 10 else ""),
     ]
 
 
@@ -75,28 +76,28 @@ def gpu_line(info: GpuInfo, sample: GpuSample | None, bar: bool = True) -> Line:
         line += [(" [", LABEL), (t.bar(frac, UTIL_BAR), t.level_style(frac)), ("]", LABEL)]
     line += [
         (" ", ""),
-        (f"{t.fmt_pct(util):>4}", t.level_style(frac)),
+        (f"{f.fmt_pct(util):>4}", t.level_style(frac)),
         ("  SM ", LABEL),
-        (f"{t.fmt_num(sm):>4}/{t.fmt_num(info.max_sm_clock_mhz):<4}", ""),
+        (f"{f.fmt_num(sm):>4}/{f.fmt_num(info.max_sm_clock_mhz):<4}", ""),
         ("  ", ""),
         (
-            f"{t.fmt_num(temp) + '/' + t.fmt_num(info.temperature_slowdown_c) + 'C':>7}",
+            f"{f.fmt_num(temp) + '/' + f.fmt_num(info.temperature_slowdown_c) + 'C':>7}",
             t.temperature_style(temp, info.temperature_slowdown_c),
         ),
         ("  ", ""),
         (
-            f"{t.fmt_num(power) + '/' + t.fmt_num(limit) + 'W':>9}",
+            f"{f.fmt_num(power) + '/' + f.fmt_num(limit) + 'W':>9}",
             t.level_style(None if power is None or not limit else power / limit),
         ),
         ("  VRAM ", LABEL),
         (
-            f"{t.fmt_gib(used) + '/' + t.fmt_gib(total, 0) + 'G':>10}",
+            f"{f.fmt_gib(used) + '/' + f.fmt_gib(total, 0) + 'G':>10}",
             t.level_style(None if used is None or not total else used / total),
         ),
         ("  ", ""),
         (link, ""),
     ]
-    if best not in (link, t.NA):
+    if best not in (link, f.NA):
         line.append((f" of {best}", LABEL))
     for tag, style in t.reason_tags(None if s is None else s.clock_event_reasons):
         line += [(" ", ""), (tag, f"{style} reverse")]
@@ -148,8 +149,8 @@ def title_line(state: HostState, name: str, now: float) -> Line:
     gpus = len(snapshot.gpus)
     line += [("  ", ""), *host_parts(snapshot.host)]
     line += [(f"  {gpus} GPU{'s' if gpus != 1 else ''}", "")]
-    line += [("  drv ", LABEL), (system.driver_version or t.NA, ""), ("  CUDA ", LABEL)]
-    line += [(system.cuda_driver_version or t.NA, ""), (f"  {_address(state)}", LABEL)]
+    line += [("  drv ", LABEL), (system.driver_version or f.NA, ""), ("  CUDA ", LABEL)]
+    line += [(system.cuda_driver_version or f.NA, ""), (f"  {_address(state)}", LABEL)]
     return line
 
 

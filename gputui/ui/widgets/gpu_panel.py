@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from gputui import formatting as f
 from gputui.model import GpuInfo, GpuSample
 from gputui.ui import text as t
 from gputui.ui.widgets.lines import Line, line_len
@@ -140,7 +141,7 @@ class GpuPanel:
         line: Line = []
         if bar_width:
             line += [("UTIL [", LABEL), (t.bar(frac, bar_width), style), ("] ", LABEL)]
-        return [*line, (f"{t.fmt_pct(util):>4}", self._mark("util", style))]
+        return [*line, (f"{f.fmt_pct(util):>4}", self._mark("util", style))]
 
     def _spark(self, width: int) -> Line:
         return [(self.history.sparkline(width), "cyan")]
@@ -148,14 +149,14 @@ class GpuPanel:
     def _temp(self, s: GpuSample | None, full: bool) -> Line:
         temp = None if s is None else s.temperature_c
         slowdown = self.info.temperature_slowdown_c
-        value = f"{t.fmt_num(temp, '.0f')}/{t.fmt_num(slowdown, 'd')}C" if full else t.fmt_num(temp, ".0f", "C")
+        value = f"{f.fmt_num(temp, 0)}/{f.fmt_num(slowdown, 0)}C" if full else f.fmt_num(temp, 0, "C")
         return [(f"{value:>4}", self._mark("temp", t.temperature_style(temp, slowdown)))]
 
     def _power(self, s: GpuSample | None, mark_default: bool) -> Line:
         power = None if s is None else s.power_w
         limit = None if s is None else s.power_limit_w
         frac = None if power is None or not limit else power / limit
-        line: Line = [(f"{t.fmt_num(power):>3}/{t.fmt_num(limit)}W", self._mark("power", t.level_style(frac)))]
+        line: Line = [(f"{f.fmt_num(power):>3}/{f.fmt_num(limit)}W", self._mark("power", t.level_style(frac)))]
         if mark_default and self._lowered_limit(s):
             line.append((f"<{self.info.power_default_limit_w:.0f}", "yellow"))
         return line
@@ -178,15 +179,15 @@ class GpuPanel:
         line: Line = []
         if bar_width:
             line += [("[", LABEL), (t.bar(frac, bar_width), t.level_style(frac)), ("] ", LABEL)]
-        return [*line, (f"{t.fmt_gib(used)}/{t.fmt_gib(total, 0)}G", self._mark("vram", ""))]
+        return [*line, (f"{f.fmt_gib(used)}/{f.fmt_gib(total, 0)}G", self._mark("vram", ""))]
 
     def _clocks(self, s: GpuSample | None, memory: bool = True) -> Line:
         sm = None if s is None else s.sm_clock_mhz
-        sm_text = f"{t.fmt_num(sm):>4}/{t.fmt_num(self.info.max_sm_clock_mhz)}"
+        sm_text = f"{f.fmt_num(sm):>4}/{f.fmt_num(self.info.max_sm_clock_mhz)}"
         line: Line = [("SM ", LABEL), (sm_text, self._mark("clocks", ""))]
         if memory:
             mem = None if s is None else s.memory_clock_mhz
-            line += [("  MEM ", LABEL), (f"{t.fmt_num(mem):>4}/{t.fmt_num(self.info.max_memory_clock_mhz)}", "")]
+            line += [("  MEM ", LABEL), (f"{f.fmt_num(mem):>4}/{f.fmt_num(self.info.max_memory_clock_mhz)}", "")]
         return [*line, (" MHz", LABEL)]
 
     def _link(self, s: GpuSample | None) -> Line:
@@ -200,12 +201,12 @@ class GpuPanel:
     def _rates(self, s: GpuSample | None) -> Line:
         tx = None if s is None else s.pcie_tx_bytes_s
         rx = None if s is None else s.pcie_rx_bytes_s
-        return [("TX ", LABEL), (f"{t.fmt_rate(tx):>9}", ""), (" RX ", LABEL), (f"{t.fmt_rate(rx):>9}", "")]
+        return [("TX ", LABEL), (f"{f.fmt_rate_short(tx):>9}", ""), (" RX ", LABEL), (f"{f.fmt_rate_short(rx):>9}", "")]
 
     def _fan_pstate(self, s: GpuSample | None) -> Line:
         fan = None if s is None else s.fan_pct
         pstate = t.fmt_pstate(None if s is None else s.pstate)
-        return [("Fan ", LABEL), (f"{t.fmt_pct(fan):>4}", ""), ("  ", ""), (f"{pstate:<3}", "")]
+        return [("Fan ", LABEL), (f"{f.fmt_pct(fan):>4}", ""), ("  ", ""), (f"{pstate:<3}", "")]
 
     def _tags(self, s: GpuSample | None) -> Line:
         line: Line = []

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from gputui.formatting import NA
 from gputui.model import SystemInfo
-from gputui.ui.text import NA
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gputui import formatting as f
 from gputui.model import HostSample
 from gputui.ui import text as t
 from gputui.ui.widgets.lines import Line, LineView, line_len
@@ -25,7 +26,7 @@ def core_lines(cores: Sequence[float], width: int) -> list[Line]:
     """
     room = max(1, width - len(PREFIX))
     if not cores:
-        return [[(PREFIX, LABEL), (t.NA, LABEL)]]
+        return [[(PREFIX, LABEL), (f.NA, LABEL)]]
     if len(cores) * NUMBER_CELL <= room:
         return [[(PREFIX, LABEL), *((f"{pct:>3.0f} ", t.level_style(pct / 100.0)) for pct in cores)]]
     lines: list[Line] = []
@@ -37,7 +38,7 @@ def core_lines(cores: Sequence[float], width: int) -> list[Line]:
 
 def stat_fields(host: HostSample) -> list[Line]:
     def used_of(used: int | None, total: int | None) -> str:
-        return f"{t.fmt_bytes(used)}/{t.fmt_bytes(total)}"
+        return f"{f.fmt_bytes_short(used)}/{f.fmt_bytes_short(total)}"
 
     mem_frac = None
     if host.memory_used_bytes is not None and host.memory_total_bytes:
@@ -45,22 +46,22 @@ def stat_fields(host: HostSample) -> list[Line]:
     iowait = host.iowait_pct
     cpu = host.cpu_pct
     return [
-        [("avg ", LABEL), (f"{t.fmt_pct(cpu):>4}", t.level_style(None if cpu is None else cpu / 100.0))],
+        [("avg ", LABEL), (f"{f.fmt_pct(cpu):>4}", t.level_style(None if cpu is None else cpu / 100.0))],
         [
             ("iowait ", LABEL),
-            (f"{t.fmt_num(iowait, '.1f', '%'):>5}", "yellow" if iowait is not None and iowait >= 10 else ""),
+            (f"{f.fmt_num(iowait, 1, '%'):>5}", "yellow" if iowait is not None and iowait >= 10 else ""),
         ],
         [
             ("DISK R ", LABEL),
-            (f"{t.fmt_rate(host.disk_read_bytes_s):>9}", ""),
+            (f"{f.fmt_rate_short(host.disk_read_bytes_s):>9}", ""),
             (" W ", LABEL),
-            (f"{t.fmt_rate(host.disk_write_bytes_s):>9}", ""),
+            (f"{f.fmt_rate_short(host.disk_write_bytes_s):>9}", ""),
         ],
         [
             ("NET RX ", LABEL),
-            (f"{t.fmt_rate(host.net_rx_bytes_s):>9}", ""),
+            (f"{f.fmt_rate_short(host.net_rx_bytes_s):>9}", ""),
             (" TX ", LABEL),
-            (f"{t.fmt_rate(host.net_tx_bytes_s):>9}", ""),
+            (f"{f.fmt_rate_short(host.net_tx_bytes_s):>9}", ""),
         ],
         [("MEM ", LABEL), (used_of(host.memory_used_bytes, host.memory_total_bytes), t.level_style(mem_frac))],
         [("SWAP ", LABEL), (used_of(host.swap_used_bytes, host.swap_total_bytes), "")],
@@ -100,5 +101,5 @@ class HostPanel(LineView):
 
     def build_lines(self, width: int) -> Sequence[Line]:
         if self.host is None:
-            return [[(PREFIX + t.NA, LABEL)]]
+            return [[(PREFIX + f.NA, LABEL)]]
         return core_lines(self.host.cpu_pct_per_core, width) + pack(stat_fields(self.host), width)

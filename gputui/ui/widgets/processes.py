@@ -17,8 +17,8 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
+from gputui import formatting as f
 from gputui.model import Snapshot
-from gputui.ui import text as t
 from gputui.ui.widgets.lines import Line, LineView
 
 LABEL = "bright_black"
@@ -80,12 +80,12 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
             rows[f"{gpu.index}:{proc.pid}"] = (
                 Cell(str(gpu.index), gpu.index),
                 Cell(str(proc.pid), proc.pid),
-                Cell(t.fmt_num(cpu, ".0f"), cpu),
-                Cell(t.fmt_bytes(proc.used_memory_bytes), proc.used_memory_bytes),
-                Cell(t.fmt_num(threads, "d"), threads),
-                Cell(t.fmt_num(children, "d"), children),
-                Cell(user or t.NA, user),
-                Cell(command or t.NA, command),
+                Cell(f.fmt_num(cpu, 0), cpu),
+                Cell(f.fmt_bytes_short(proc.used_memory_bytes), proc.used_memory_bytes),
+                Cell(f.fmt_num(threads, 0), threads),
+                Cell(f.fmt_num(children, 0), children),
+                Cell(user or f.NA, user),
+                Cell(command or f.NA, command),
             )
     return rows
 

@@ -1,0 +1,84 @@
+"""The argparse types every command shares: a bad value becomes a one-line usage error that names it.
+
+Byte sizes are read as people type them ("64MiB", "1G", "4096"): K/M/G/T and KiB/MiB/... are binary, KB/MB/...
+decimal, as `dd` and data sheets use them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Callable
+from typing import TypeVar
+
+N = TypeVar("N", int, float)
+
+_BYTE_UNITS = {
+    "": 1,
+    "B": 1,
+    "K": 1024,
+    "KB": 1000,
+    "KIB": 1024,
+    "M": 1024**2,
+    "MB": 1000**2,
+    "MIB": 1024**2,
+    "G": 1024**3,
+    "GB": 1000**3,
+    "GIB": 1024**3,
+    "T": 1024**4,
+    "TB": 1000**4,
+    "TIB": 1024**4,
+}
+_SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*")
+
+
+def positive(convert: Callable[[str], N], what: str) -> Callable[[str], N]:
+    """An argparse type that reads `convert(text)` and refuses anything not above 0; `what` names the kind."""
+
+    def parse(text: str) -> N:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
+        return value
+
+    return parse
+
+
+positive_int = positive(int, "a whole number")
+positive_float = positive(float, "a number")
+positive_seconds = positive(float, "a number of seconds")
+positive_mb = positive(float, "a size in MB")
+
+
+def parse_bytes(text: str) -> int:
+    """`"64MiB"` -> 67108864; ValueError with a one-line reason for anything that is not a positive size."""
+    match = _SIZE.fullmatch(text)
+    unit = match.group(2).upper() if match else ""
+    if match is None or unit not in _BYTE_UNITS:
+        raise ValueError(f"not a size: {text!r} (expected e.g. 4096, 64MiB, 1GiB, 500MB)")
+    value = int(float(match.group(1)) * _BYTE_UNITS[unit])
+    if value <= 0:
+        raise ValueError(f"size must be greater than 0: {text!r}")
+    return value
+
+
+def byte_size(text: str) -> int:
+    """`parse_bytes` for argparse."""
+    try:
+        return parse_bytes(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def gpu_list(text: str) -> tuple[int, ...]:
+    """`0,2` -> (0, 2)."""
+    try:
+        indices = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of GPU indices: {text!r} (expected e.g. 0,2)") from None
+    if not indices or any(i < 0 for i in indices):
+        raise argparse.ArgumentTypeError(f"not a list of GPU indices: {text!r} (expected e.g. 0,2)")
+    return indices

@@ -1,0 +1,100 @@
+"""Numbers to short strings for every view: the TUI, the text tables, the report and the probes.
+
+A value that was not reported is always "n/a", never 0. Sizes come in three widths because they are read in
+three places: a TUI cell has room for about five characters ("80.0G"), a text table lines up one decimal
+("61.0 GiB"), and a buffer size is printed as it was chosen ("1 MiB", "1.5 GiB"). Rates are decimal, as link
+and disk speeds are quoted.
+"""
+
+from __future__ import annotations
+
+NA = "n/a"
+
+_BINARY_UNITS = (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
+# Tables stop at GiB: a host's 1.5 TiB reads as 1536.0 GiB beside GPUs counted in GiB.
+_TABLE_UNITS = _BINARY_UNITS[1:]
+
+
+def _table_unit(value: float) -> tuple[str, int]:
+    return next(((unit, size) for unit, size in _TABLE_UNITS if abs(value) >= size), ("B", 1))
+
+
+def fmt_num(value: float | None, digits: int = 0, unit: str = "") -> str:
+    return NA if value is None else f"{value:.{digits}f}{unit}"
+
+
+def fmt_pct(value: float | None) -> str:
+    """A percentage already on the 0-100 scale: 37%."""
+    return NA if value is None else f"{value:.0f}%"
+
+
+def fmt_gib(value: int | None, digits: int = 1) -> str:
+    """GiB without the unit, for "used/total" pairs that carry it once: 61.0/80G."""
+    return NA if value is None else f"{value / 1024**3:.{digits}f}"
+
+
+def fmt_bytes(value: float | None) -> str:
+    """Binary units with one decimal, so table columns line up: 61.0 GiB."""
+    if value is None:
+        return NA
+    unit, size = _table_unit(value)
+    return f"{value:.0f} B" if size == 1 else f"{value / size:.1f} {unit}"
+
+
+def fmt_bytes_pair(used: float | None, total: float | None) -> str:
+    """`61.0 / 80.0 GiB`: both in the unit of the total, so they compare at a glance."""
+    if total is None:
+        return f"{fmt_bytes(used)} / {NA}"
+    unit, size = _table_unit(total)
+    return f"{fmt_num(None if used is None else used / size, 1)} / {total / size:.1f} {unit}"
+
+
+def fmt_bytes_short(value: float | None) -> str:
+    """Binary units in at most four digits and a letter, for a TUI cell: 0B, 512K, 80.0G."""
+    if value is None:
+        return NA
+    units = ("B", "K", "M", "G", "T", "P")
+    size = float(value)
+    for unit in units:
+        if abs(size) < 1024 or unit == units[-1]:
+            return f"{size:.0f}{unit}" if unit in ("B", "K") or size >= 100 else f"{size:.1f}{unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+def fmt_size(value: float) -> str:
+    """A buffer size as it was chosen, three significant digits: 1048576 -> "1 MiB", 1.5 GiB -> "1.5 GiB"."""
+    for unit, factor in _BINARY_UNITS:
+        if value >= factor:
+            scaled = value / factor
+            return f"{scaled:.3g} {unit}" if scaled < 100 else f"{scaled:.0f} {unit}"
+    return f"{value:.0f} B"
+
+
+def fmt_rate(value: float | None) -> str:
+    """Bytes per second with one decimal, for text tables: 2.1 GB/s."""
+    if value is None:
+        return NA
+    for unit, size in (("GB/s", 1e9), ("MB/s", 1e6), ("kB/s", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B/s"
+
+
+def fmt_rate_short(value: float | None) -> str:
+    """Bytes per second in at most four digits, for a TUI cell: 12.3 GB/s, 150 MB/s."""
+    if value is None:
+        return NA
+    rate = float(value)
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(rate) < 1000 or unit == "TB":
+            return f"{rate:.0f} {unit}/s" if unit == "B" or rate >= 100 else f"{rate:.1f} {unit}/s"
+        rate /= 1000
+    raise AssertionError("unreachable")
+
+
+def hms(seconds: float, *, pad_hours: bool = False) -> str:
+    """Whole seconds as H:MM:SS; `pad_hours` gives HH:MM:SS, as the replay header shows a tape position."""
+    whole = int(seconds)
+    hours = f"{whole // 3600:02d}" if pad_hours else f"{whole // 3600}"
+    return f"{hours}:{whole % 3600 // 60:02d}:{whole % 60:02d}"

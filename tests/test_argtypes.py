@@ -1,0 +1,56 @@
+"""The shared argparse types: every bad value is a one-line usage error that names it."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+import pytest
+
+from gputui import argtypes
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "value"),
+    [
+        (argtypes.positive_int, "3", 3),
+        (argtypes.positive_float, "0.5", 0.5),
+        (argtypes.positive_seconds, "2", 2.0),
+        (argtypes.positive_mb, "64", 64.0),
+        (argtypes.byte_size, "64MiB", 64 * 1024**2),
+        (argtypes.byte_size, "500MB", 500 * 1000**2),
+        (argtypes.gpu_list, "0,2", (0, 2)),
+    ],
+)
+def test_good_values(parse: Callable[[str], object], text: str, value: object) -> None:
+    assert parse(text) == value
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "message"),
+    [
+        (argtypes.positive_int, "1.5", "not a whole number: '1.5'"),
+        (argtypes.positive_int, "0", "must be greater than 0: '0'"),
+        (argtypes.positive_float, "x", "not a number: 'x'"),
+        (argtypes.positive_seconds, "soon", "not a number of seconds: 'soon'"),
+        (argtypes.positive_seconds, "-1", "must be greater than 0: '-1'"),
+        (argtypes.positive_mb, "big", "not a size in MB: 'big'"),
+        (argtypes.byte_size, "64XB", "not a size: '64XB' (expected e.g. 4096, 64MiB, 1GiB, 500MB)"),
+        (argtypes.byte_size, "0", "size must be greater than 0: '0'"),
+        (argtypes.gpu_list, "a,b", "not a list of GPU indices: 'a,b' (expected e.g. 0,2)"),
+        (argtypes.gpu_list, "-1", "not a list of GPU indices: '-1' (expected e.g. 0,2)"),
+    ],
+)
+def test_bad_values_name_themselves(parse: Callable[[str], object], text: str, message: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as raised:
+        parse(text)
+    assert str(raised.value) == message
+
+
+def test_argparse_turns_them_into_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    parser = argparse.ArgumentParser(prog="gputui")
+    parser.add_argument("--interval", type=argtypes.positive_seconds)
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["--interval", "0"])
+    assert exited.value.code == 2
+    assert "argument --interval: must be greater than 0: '0'" in capsys.readouterr().err

@@ -1,0 +1,80 @@
+"""One formatting module for every view: each width of a number is pinned, so no view drifts from the others."""
+
+from __future__ import annotations
+
+import pytest
+
+from gputui import formatting as f
+
+GIB = 1024**3
+
+
+@pytest.mark.parametrize(
+    "formatter",
+    [f.fmt_num, f.fmt_pct, f.fmt_gib, f.fmt_bytes, f.fmt_bytes_short, f.fmt_rate, f.fmt_rate_short],
+)
+def test_a_missing_value_is_na_never_zero(formatter: object) -> None:
+    assert formatter(None) == "n/a"  # type: ignore[operator]
+
+
+def test_numbers_and_shares() -> None:
+    assert f.fmt_num(1410.4) == "1410"
+    assert f.fmt_num(3.14159, 1, " W") == "3.1 W"
+    assert f.fmt_pct(37.4) == "37%"
+    assert f.fmt_gib(61 * GIB) == "61.0"
+    assert f.fmt_gib(80 * GIB, 0) == "80"
+
+
+@pytest.mark.parametrize(
+    ("value", "table", "cell"),
+    [
+        (0, "0 B", "0B"),
+        (512, "512 B", "512B"),
+        (512 * 1024, "512.0 KiB", "512K"),
+        (1.5 * 1024**2, "1.5 MiB", "1.5M"),
+        (80 * GIB, "80.0 GiB", "80.0G"),
+        (150 * GIB, "150.0 GiB", "150G"),
+        (1536 * GIB, "1536.0 GiB", "1.5T"),
+    ],
+)
+def test_sizes_in_a_table_and_in_a_cell(value: float, table: str, cell: str) -> None:
+    assert f.fmt_bytes(value) == table
+    assert f.fmt_bytes_short(value) == cell
+
+
+def test_a_pair_is_in_the_unit_of_its_total() -> None:
+    assert f.fmt_bytes_pair(61 * GIB, 80 * GIB) == "61.0 / 80.0 GiB"
+    assert f.fmt_bytes_pair(512 * 1024**2, 80 * GIB) == "0.5 / 80.0 GiB"
+    assert f.fmt_bytes_pair(None, 80 * GIB) == "n/a / 80.0 GiB"
+    assert f.fmt_bytes_pair(61 * GIB, None) == "61.0 GiB / n/a"
+    assert f.fmt_bytes_pair(100, 1000) == "100.0 / 1000.0 B"
+
+
+def test_buffer_sizes_read_as_chosen() -> None:
+    assert [f.fmt_size(v) for v in (512, 1024**2, 1.5 * GIB, 1022 * 1024**2)] == [
+        "512 B",
+        "1 MiB",
+        "1.5 GiB",
+        "1022 MiB",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "table", "cell"),
+    [
+        (512, "512 B/s", "512 B/s"),
+        (1500, "1.5 kB/s", "1.5 KB/s"),
+        (150e6, "150.0 MB/s", "150 MB/s"),
+        (12.34e9, "12.3 GB/s", "12.3 GB/s"),
+    ],
+)
+def test_rates_are_decimal(value: float, table: str, cell: str) -> None:
+    assert f.fmt_rate(value) == table
+    assert f.fmt_rate_short(value) == cell
+
+
+def test_hms_as_an_offset_and_as_a_tape_position() -> None:
+    assert f.hms(3725.9) == "1:02:05"
+    assert f.hms(65) == "0:01:05"
+    assert f.hms(65, pad_hours=True) == "00:01:05"
+    assert f.hms(8 * 3600, pad_hours=True) == "08:00:00"
