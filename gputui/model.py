@@ -49,6 +49,29 @@ def encode_clock_event_reasons(names: tuple[str, ...] | list[str]) -> int:
 
 
 @dataclass(frozen=True, slots=True)
+class ContainerInfo:
+    """The cgroup gputui runs in and its limits, read once: a container's, or a systemd slice's with a quota.
+
+    Inside a container psutil and `os.cpu_count()` report the host; these are what the job may really use.
+    Every limit is None when unlimited or unreadable.
+    """
+
+    runtime: str | None  # docker, podman, kubernetes, containerd, lxc; None outside a container
+    recognised_by: str | None  # what gave the runtime away, e.g. "/.dockerenv"
+    cgroup_version: int | None  # 1 or 2; None when /proc/self/cgroup cannot be read
+    cpu_quota_cores: float | None = None  # CFS quota / period
+    cpuset_cpus: tuple[int, ...] | None = None  # the CPUs the group may run on
+    memory_limit_bytes: int | None = None
+    shm_bytes: int | None = None  # the size of /dev/shm
+
+    @property
+    def cpu_limit(self) -> float | None:
+        """The CPUs the group can keep busy: the quota, or the cpuset when smaller; None when neither limits."""
+        limits = [x for x in (self.cpu_quota_cores, len(self.cpuset_cpus) if self.cpuset_cpus else None) if x]
+        return min(limits) if limits else None
+
+
+@dataclass(frozen=True, slots=True)
 class SystemInfo:
     """What the machine is; read once when a source opens."""
 
@@ -69,6 +92,8 @@ class SystemInfo:
     remote_source: SourceKind | None = None
     # For source == "replay": the source the recording was made from ("simulated" must be labelled here too).
     recorded_source: SourceKind | None = None
+    # The cgroup and limits of the process that read this machine; None when not read (older recordings).
+    container: ContainerInfo | None = None
 
     @property
     def is_live(self) -> bool:
@@ -85,6 +110,7 @@ class GpuInfo:
     uuid: str | None = None
     serial: str | None = None
     pci_bus_id: str | None = None
+    minor_number: int | None = None  # N in /dev/nvidiaN, the device file a CUDA process holds open
     memory_total_bytes: int | None = None
     max_sm_clock_mhz: int | None = None
     max_memory_clock_mhz: int | None = None
@@ -107,13 +133,22 @@ class GpuInfo:
     ecc_mode: bool | None = None
 
 
+# How a GPU process was matched with a process in this PID namespace. NVML lists host PIDs, which inside a
+# container are missing or name another process: "pid" - NVML's PID is this process here (it holds the device
+# file, or its files cannot be read to check); "device" - found here through its open /dev/nvidiaN, NVML's PID
+# beside it; "hidden" - NVML's PID is no process here that holds the GPU: it lives in another PID namespace.
+ProcessSeen = Literal["pid", "device", "hidden"]
+
+
 @dataclass(frozen=True, slots=True)
 class GpuProcess:
-    """A process that holds a context on a GPU, as the driver lists it."""
+    """A process that holds a context on a GPU, as the driver lists it, matched with this PID namespace."""
 
-    pid: int
-    used_memory_bytes: int | None
+    pid: int  # the PID here; NVML's own when `seen` is "hidden"
+    used_memory_bytes: int | None  # None when the driver does not say, or when NVML's figure is not this one's
     kind: Literal["compute", "graphics"] = "compute"
+    seen: ProcessSeen = "pid"
+    host_pid: int | None = None  # NVML's PID, when `seen` is "device"; None where it cannot be told apart
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +208,33 @@ class ProcSample:
     read_bytes_s: float | None = None
     rss_bytes: int | None = None
     state: str | None = None
+    # Share of wall time the main thread waited on a run queue (/proc/PID/schedstat): runnable but not running.
+    run_queue_wait_pct: float | None = None
+    container: str | None = None  # the container or pod it runs in, seen from the host: short id or pod uid
+    container_pid: int | None = None  # its PID inside that container (the last of NSpid)
+
+
+@dataclass(frozen=True, slots=True)
+class ContainerSample:
+    """The cgroup's own figures over the last interval: what the kernel allowed, not what the host had."""
+
+    cpu_pct_of_quota: float | None = None  # CPU used as % of the quota
+    cpu_throttled_pct: float | None = None  # % of CFS periods in which the group was throttled
+    cpu_throttled_s: float | None = None  # time throttled in the interval
+    memory_used_bytes: int | None = None
+    memory_limit_bytes: int | None = None
+    oom_kills: int | None = None  # the cgroup's OOM-kill counter, cumulative
+
+
+@dataclass(frozen=True, slots=True)
+class PsiSample:
+    """Pressure stall information: % of the interval in which some (or all) runnable tasks waited for it."""
+
+    cpu_some_pct: float | None = None
+    io_some_pct: float | None = None
+    io_full_pct: float | None = None
+    memory_some_pct: float | None = None
+    memory_full_pct: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,6 +258,10 @@ class HostSample:
     net_rx_bytes_s: float | None = None
     net_tx_bytes_s: float | None = None
     net_link_bytes_s: float | None = None  # the fastest up interface's link speed
+    shm_used_bytes: int | None = None  # used in /dev/shm, where data-loader workers hand over batches
+    oom_kills: int | None = None  # the host's OOM-kill counter (/proc/vmstat oom_kill), cumulative
+    container: ContainerSample | None = None  # the cgroup gputui runs in; None when it cannot be read
+    psi: PsiSample | None = None  # the cgroup's pressure (v2), else the host's; None where PSI is off
     processes: tuple[ProcSample, ...] = ()
 
     @property

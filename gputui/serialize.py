@@ -7,15 +7,18 @@ not know, so newer writers can add keys without breaking older readers.
 
 from __future__ import annotations
 
-from dataclasses import fields
-from typing import Any
+from dataclasses import asdict, fields
+from typing import Any, TypeVar
 
 from gputui.model import (
+    ContainerInfo,
+    ContainerSample,
     GpuInfo,
     GpuProcess,
     GpuSample,
     HostSample,
     ProcSample,
+    PsiSample,
     Snapshot,
     SystemInfo,
     encode_clock_event_reasons,
@@ -25,9 +28,13 @@ SCHEMA_VERSION = 1
 
 _INFO_KEYS = tuple(f.name for f in fields(GpuInfo))
 _SAMPLE_KEYS = tuple(f.name for f in fields(GpuSample) if f.name not in ("processes", "index"))
-_HOST_KEYS = tuple(f.name for f in fields(HostSample) if f.name != "processes")
-_SYSTEM_KEYS = tuple(f.name for f in fields(SystemInfo))
+# Nested groups are objects of their own in JSON (`host.container`, `host.psi`, `system.container`).
+_HOST_GROUPS = ("container", "psi")
+_HOST_KEYS = tuple(f.name for f in fields(HostSample) if f.name not in ("processes", *_HOST_GROUPS))
+_SYSTEM_KEYS = tuple(f.name for f in fields(SystemInfo) if f.name != "container")
 _PROC_KEYS = tuple(f.name for f in fields(ProcSample))
+_CONTAINER_KEYS = tuple(f.name for f in fields(ContainerInfo))
+G = TypeVar("G", ContainerSample, PsiSample)
 
 
 class SnapshotFormatError(ValueError):
@@ -35,7 +42,12 @@ class SnapshotFormatError(ValueError):
 
 
 def system_to_dict(system: SystemInfo) -> dict[str, Any]:
-    return {key: getattr(system, key) for key in _SYSTEM_KEYS}
+    out = {key: getattr(system, key) for key in _SYSTEM_KEYS}
+    container = system.container
+    out["container"] = None if container is None else asdict(container)
+    if container is not None and container.cpuset_cpus is not None:
+        out["container"]["cpuset_cpus"] = list(container.cpuset_cpus)
+    return out
 
 
 def gpu_info_to_dict(info: GpuInfo) -> dict[str, Any]:
@@ -55,13 +67,21 @@ def gpu_to_dict(info: GpuInfo | None, sample: GpuSample, host: HostSample | None
 
 
 def _gpu_process_to_dict(proc: GpuProcess, host: HostSample | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"pid": proc.pid, "used_memory_bytes": proc.used_memory_bytes, "kind": proc.kind}
+    out: dict[str, Any] = {
+        "pid": proc.pid,
+        "used_memory_bytes": proc.used_memory_bytes,
+        "kind": proc.kind,
+        "seen": proc.seen,
+        "host_pid": proc.host_pid,
+    }
     host_proc = host.process(proc.pid) if host is not None else None
     out["name"] = host_proc.name if host_proc else None
     out["user"] = host_proc.user if host_proc else None
     out["cpu_pct"] = host_proc.cpu_pct if host_proc else None
     out["threads"] = host_proc.threads if host_proc else None
     out["children"] = host_proc.children if host_proc else None
+    out["container"] = host_proc.container if host_proc else None
+    out["container_pid"] = host_proc.container_pid if host_proc else None
     return out
 
 
@@ -70,6 +90,9 @@ def host_to_dict(host: HostSample) -> dict[str, Any]:
     out["cpu_pct_per_core"] = list(host.cpu_pct_per_core)
     out["load_avg"] = list(host.load_avg) if host.load_avg is not None else None
     out["cpu_pct"] = host.cpu_pct
+    for key in _HOST_GROUPS:
+        group = getattr(host, key)
+        out[key] = None if group is None else asdict(group)
     out["processes"] = [{key: getattr(p, key) for key in _PROC_KEYS} for p in host.processes]
     return out
 
@@ -94,9 +117,22 @@ def _pick(cls_keys: tuple[str, ...], data: dict[str, Any]) -> dict[str, Any]:
     return {key: data[key] for key in cls_keys if key in data}
 
 
+def _container_info(data: Any) -> ContainerInfo | None:
+    if not isinstance(data, dict):
+        return None
+    values = _pick(_CONTAINER_KEYS, data)
+    if values.get("cpuset_cpus") is not None:
+        values["cpuset_cpus"] = tuple(values["cpuset_cpus"])
+    return ContainerInfo(**{"runtime": None, "recognised_by": None, "cgroup_version": None, **values})
+
+
+def _group(cls: type[G], data: Any) -> G | None:
+    return cls(**_pick(tuple(f.name for f in fields(cls)), data)) if isinstance(data, dict) else None
+
+
 def system_from_dict(data: dict[str, Any]) -> SystemInfo:
     try:
-        return SystemInfo(**_pick(_SYSTEM_KEYS, data))
+        return SystemInfo(container=_container_info(data.get("container")), **_pick(_SYSTEM_KEYS, data))
     except TypeError as exc:
         raise SnapshotFormatError(f"system: {exc}") from exc
 
@@ -115,7 +151,13 @@ def gpu_sample_from_dict(data: dict[str, Any]) -> GpuSample:
     if "xid_events" in values:
         values["xid_events"] = tuple(values["xid_events"] or ())
     procs = tuple(
-        GpuProcess(pid=int(p["pid"]), used_memory_bytes=p.get("used_memory_bytes"), kind=p.get("kind", "compute"))
+        GpuProcess(
+            pid=int(p["pid"]),
+            used_memory_bytes=p.get("used_memory_bytes"),
+            kind=p.get("kind", "compute"),
+            seen=p.get("seen", "pid"),
+            host_pid=p.get("host_pid"),
+        )
         for p in data.get("processes") or ()
     )
     try:
@@ -131,7 +173,8 @@ def host_from_dict(data: dict[str, Any]) -> HostSample:
         values["load_avg"] = tuple(values["load_avg"])
     try:
         procs = tuple(ProcSample(**_pick(_PROC_KEYS, p)) for p in data.get("processes") or ())
-        return HostSample(processes=procs, **values)
+        container = _group(ContainerSample, data.get("container"))
+        return HostSample(processes=procs, container=container, psi=_group(PsiSample, data.get("psi")), **values)
     except TypeError as exc:
         raise SnapshotFormatError(f"host: {exc}") from exc
 
