@@ -53,6 +53,7 @@ class FakeGpu:
     uuid: str = ""  # "" gets one made from the GPU's index
     serial: str | None = "1654922001234"
     pci_bus_id: str = ""  # likewise
+    minor_number: int | None = -1  # -1 gets the GPU's index, as /dev/nvidiaN is numbered; None: not supported
     memory_total: int = 81559 * MIB
     memory_used: int = 61_000 * MIB  # excluding `memory_reserved`, as memory info v2 reports it
     memory_reserved: int = 519 * MIB
@@ -177,6 +178,7 @@ class FakeNvml(types.ModuleType):
         for index, gpu in enumerate(self.gpus):
             gpu.uuid = gpu.uuid or f"GPU-6f2a1c3e-0000-4b1e-9a57-{index:012x}"
             gpu.pci_bus_id = gpu.pci_bus_id or f"00000000:{0x18 + index * 0x10:02X}:00.0"
+            gpu.minor_number = index if gpu.minor_number == -1 else gpu.minor_number
         self.driver_version = driver_version
         self.nvml_version = nvml_version
         self.cuda_driver_version = cuda_driver_version
@@ -247,6 +249,9 @@ class FakeNvml(types.ModuleType):
 
     def nvmlDeviceGetUUID(self, handle: FakeHandle) -> str:
         return self._enter(handle, "nvmlDeviceGetUUID").uuid
+
+    def nvmlDeviceGetMinorNumber(self, handle: FakeHandle) -> int:
+        return int(_supported(self._enter(handle, "nvmlDeviceGetMinorNumber").minor_number))
 
     def nvmlDeviceGetSerial(self, handle: FakeHandle) -> str:
         return _supported(self._enter(handle, "nvmlDeviceGetSerial").serial)

@@ -56,6 +56,7 @@ def test_datacenter_h100_reports_every_field() -> None:
     assert info.uuid == "GPU-6f2a1c3e-0000-4b1e-9a57-000000000000"
     assert info.serial == "1654922001234"
     assert info.pci_bus_id == "00000000:18:00.0"
+    assert info.minor_number == 0
     assert info.memory_total_bytes == 81559 * MIB
     assert (info.max_sm_clock_mhz, info.max_memory_clock_mhz, info.max_graphics_clock_mhz) == (1980, 2619, 1980)
     assert (info.default_app_sm_clock_mhz, info.default_app_memory_clock_mhz) == (1755, 2619)
