@@ -7,7 +7,6 @@ from dataclasses import replace
 
 import pytest
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules import ALL_RULES, RULE_IDS
 from gputui.diagnostics.rules.base import Check, Hit, Window, link_bytes_s
@@ -20,6 +19,7 @@ from gputui.diagnostics.rules.sharing import gpu_contention, imbalance
 from gputui.diagnostics.rules.software import cuda_mismatch, parse_cuda
 from gputui.diagnostics.rules.starvation import cpu_contention, starvation_cpu, starvation_io, starvation_net
 from gputui.diagnostics.rules.thermal import thermal_margin, thermal_throttle
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import GpuProcess, GpuSample, Snapshot
 from tests.diagnostics.builders import GIB, SYSTEM, gpu, host, info, proc, series
 

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar, cast
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Evidence, Severity
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot
 
 T = TypeVar("T")

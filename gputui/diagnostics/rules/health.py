@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules.base import Hit, Rule, Window, at_once, ev
+from gputui.diagnostics.thresholds import Thresholds
 
 
 def ecc_errors(w: Window, th: Thresholds) -> Iterator[Hit]:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, is_busy, link_bytes_s
+from gputui.diagnostics.thresholds import Thresholds
 
 
 def _link(gen: int | None, width: int | None) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules.base import (
     CLOCK_HW_POWER_BRAKE,
@@ -20,6 +19,7 @@ from gputui.diagnostics.rules.base import (
     is_busy,
 )
 from gputui.diagnostics.rules.thermal import throttled_pct
+from gputui.diagnostics.thresholds import Thresholds
 
 
 def power_cap(w: Window, th: Thresholds) -> Iterator[Hit]:

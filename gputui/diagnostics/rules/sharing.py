@@ -6,9 +6,9 @@ import functools
 import re
 from collections.abc import Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.diagnostics.thresholds import Thresholds
 
 # Launchers pass each rank its own `--local-rank N`; without it the ranks of one job share a command line.
 _RANK_ARG = re.compile(r"\s--local[-_]rank[= ]\d+")

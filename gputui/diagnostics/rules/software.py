@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules.base import Hit, Rule, Window, at_once, ev
+from gputui.diagnostics.thresholds import Thresholds
 
 
 def parse_cuda(version: str | None) -> tuple[int, int] | None:

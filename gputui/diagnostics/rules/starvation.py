@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, fmt
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import GpuSample, ProcSample
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules.base import CLOCK_THERMAL, Hit, Rule, Window, ev, fmt, has_bits, is_busy
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import GpuSample
 
 
