@@ -8,12 +8,7 @@ own words all come from here. Keys are `<rule>.title[.<variant>]`, `<rule>.advic
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
-from typing import Literal
-
-Lang = Literal["en", "zh"]
-LANGS: tuple[Lang, ...] = ("en", "zh")
 
 _EN: dict[str, str] = {
     # -- rules ---------------------------------------------------------------------------------------------
@@ -425,17 +420,3 @@ def text(key: str, lang: str = "en", **params: object) -> str:
     table = MESSAGES.get(lang, _EN)
     template = table.get(key) or _EN[key]
     return template.format(**params) if params else template
-
-
-def resolve_lang(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> Lang:
-    """`--lang` when given, else Chinese when the locale (LC_ALL, LC_MESSAGES, LANG) starts with `zh`."""
-    if explicit is not None:
-        if explicit not in LANGS:
-            raise ValueError(f"unknown language {explicit!r} (choose from {', '.join(LANGS)})")
-        return "zh" if explicit == "zh" else "en"
-    env = os.environ if environ is None else environ
-    for name in ("LC_ALL", "LC_MESSAGES", "LANG"):
-        value = env.get(name)
-        if value:
-            return "zh" if value.lower().startswith("zh") else "en"
-    return "en"

@@ -1,4 +1,4 @@
-"""The message catalog: Chinese covers every English key with the same placeholders; the language choice."""
+"""The message catalog: Chinese covers every English key with the same placeholders."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import string
 
 import pytest
 
-from gputui.diagnostics.catalog import MESSAGES, resolve_lang, text
+from gputui.diagnostics.catalog import MESSAGES, text
 from gputui.diagnostics.rules import RULE_IDS
 
 
@@ -32,23 +32,3 @@ def test_every_rule_has_a_title_and_advice() -> None:
 def test_text_fills_placeholders() -> None:
     assert text("xid.title", "en", gpu=3, codes="79") == "GPU 3: XID error 79"
     assert text("xid.title", "zh", gpu=3, codes="79") == "GPU 3：XID 错误 79"
-
-
-@pytest.mark.parametrize(
-    ("explicit", "env", "lang"),
-    [
-        ("zh", {"LANG": "en_US.UTF-8"}, "zh"),
-        ("en", {"LANG": "zh_CN.UTF-8"}, "en"),
-        (None, {"LANG": "zh_CN.UTF-8"}, "zh"),
-        (None, {"LC_ALL": "zh_TW.UTF-8", "LANG": "en_US.UTF-8"}, "zh"),
-        (None, {"LC_ALL": "C", "LANG": "zh_CN.UTF-8"}, "en"),
-        (None, {}, "en"),
-    ],
-)
-def test_language_from_the_flag_then_the_locale(explicit: str | None, env: dict[str, str], lang: str) -> None:
-    assert resolve_lang(explicit, env) == lang
-
-
-def test_unknown_language_is_an_error() -> None:
-    with pytest.raises(ValueError, match="unknown language 'fr'"):
-        resolve_lang("fr", {})
