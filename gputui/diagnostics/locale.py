@@ -1,4 +1,4 @@
-"""Which language the diagnostics speak: `--lang` when given, else the user's locale.
+"""The languages the diagnostics speak, and which one to use: `--lang` when given, else the user's locale.
 
 Apart from the catalog because choosing a language reads the environment, while looking a message up does not.
 """
@@ -11,6 +11,9 @@ from typing import Literal
 
 Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
+
+# Messages by key, in every language: the shape of the catalog's shared words and of each rule family's.
+Texts = Mapping[Lang, Mapping[str, str]]
 
 
 def resolve_lang(explicit: str | None = None, environ: Mapping[str, str] | None = None) -> Lang:
