@@ -216,7 +216,7 @@ def test_pcie_saturated_for_most_of_the_window() -> None:
     assert run(pcie_saturated, bursts) == []
 
 
-def test_link_bandwidth_follows_the_facts_table() -> None:
+def test_link_bandwidth_follows_the_pcie_specification() -> None:
     assert link_bytes_s(4, 16) == pytest.approx(31.5e9, rel=1e-3)
     assert link_bytes_s(5, 16) == pytest.approx(63.0e9, rel=1e-3)
     assert link_bytes_s(None, 16) is None

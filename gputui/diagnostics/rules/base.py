@@ -16,7 +16,8 @@ from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, encode_clock_
 
 T = TypeVar("T")
 
-# PCIe bandwidth per lane and direction in bytes/s (FACTS.md; Gen6 is the usable FLIT rate).
+# PCIe bandwidth per lane and direction in bytes/s: the PCI Express Base Specification's transfer rates after
+# 8b/10b (Gen1-2) and 128b/130b (Gen3-5) encoding; Gen6 is the usable FLIT-mode rate (~118 GB/s on x16).
 PCIE_LANE_BYTES_S: Mapping[int, float] = {1: 0.25e9, 2: 0.5e9, 3: 0.985e9, 4: 1.969e9, 5: 3.938e9, 6: 7.4e9}
 
 # Clock event ("throttle") reasons by the names model.py gives nvidia-ml-py's nvmlClocksEventReason* bits.

@@ -23,7 +23,8 @@ def parse_cuda(version: str | None) -> tuple[int, int] | None:
 
 
 def cuda_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
-    """FACTS: a newer major fails outright; the same major with a newer minor runs with a limited feature set."""
+    """A newer major fails outright; the same major with a newer minor runs with a limited feature set (NVIDIA's
+    CUDA Compatibility guide, "Minor Version Compatibility")."""
     system = w.latest.system
     torch, driver = parse_cuda(system.torch_cuda_version), parse_cuda(system.cuda_driver_version)
     if torch is None or driver is None or torch <= driver:

@@ -1,7 +1,8 @@
 """A GPU that waits for its input: on the CPU, the disk or the network; and CPUs taken by other work.
 
-All four start from the same sign (FACTS: a process holds the GPU and utilization averages below ~50%) and
-differ in what the host shows at the same time.
+All four start from the same sign, a process holds the GPU and utilization averages below ~50% (the DCGM User
+Guide's profiling metrics read SM activity below 0.5 as "likely indicates ineffective GPU usage"), and differ
+in what the host shows at the same time.
 """
 
 from __future__ import annotations
