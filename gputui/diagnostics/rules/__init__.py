@@ -2,7 +2,8 @@
 
 A family module holds its rules (`RULES`) and their words (`TEXTS`: each rule's title and advice, and the
 evidence labels no other family uses, in every language). Listing the module in `FAMILIES` registers both;
-the engine evaluates the rules in this order.
+the engine evaluates the rules in this order. A new rule goes into its family module alone: its check, its
+`Rule` in `RULES`, and its title and advice (per variant) and any new evidence label in `TEXTS`, en and zh.
 """
 
 from __future__ import annotations
