@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputui.argtypes import positive_seconds
 from gputui.commands import common
-from gputui.diagnostics.catalog import LANGS, resolve_lang, text
+from gputui.diagnostics.catalog import text
 from gputui.diagnostics.config import ConfigError, load_config
 from gputui.diagnostics.findings import (
     Finding,
@@ -30,6 +30,7 @@ from gputui.diagnostics.findings import (
     format_evidence,
     severity_label,
 )
+from gputui.diagnostics.locale import LANGS, resolve_lang
 from gputui.model import Snapshot, SystemInfo
 from gputui.sources.base import InvalidGpuSelection, Source, SourceUnavailable
 

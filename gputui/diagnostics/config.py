@@ -1,4 +1,4 @@
-"""Every diagnostic threshold in one place, with defaults from FACTS.md, and the TOML file that overrides them.
+"""The diagnostics config: the TOML file that overrides the thresholds, switches rules off and sets hysteresis.
 
 The file is `~/.config/gputui/config.toml` (or `--config PATH`); the diagnostics read its `[diagnostics]`
 table and leave the other tables to the parts of gputui that own them:
@@ -19,6 +19,9 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from gputui.diagnostics.rules import RULE_IDS
+from gputui.diagnostics.thresholds import Thresholds
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:
@@ -29,31 +32,6 @@ DEFAULT_CONFIG_PATH = Path("~/.config/gputui/config.toml")
 
 class ConfigError(ValueError):
     """The config file cannot be used; the message names the file and the key."""
-
-
-@dataclass(frozen=True, slots=True)
-class Thresholds:
-    """The numbers the rules compare against. Units are in the names; shares are fractions of the window."""
-
-    window_s: float = 10.0  # the rules look at this much history
-    busy_util_pct: float = 50.0  # at or above: the GPU is busy (PCIe downshift, power cap are judged only then)
-    thermal_margin_c: float = 5.0  # FACTS: warn within 5 C of the slowdown threshold
-    power_cap_lowered_pct: float = 2.0  # enforced limit this far below the default: an admin or out-of-band cap
-    clocks_low_ratio: float = 0.75  # busy, no reason, SM clock below this share of max
-    vram_pressure_pct: float = 95.0
-    vram_rise_mib: float = 32.0  # growth over the window that counts as "rising"
-    pcie_saturated_pct: float = 80.0  # of the link's theoretical bandwidth (FACTS table)
-    sustained_share: float = 0.6  # "most of the window"
-    starved_util_pct: float = 50.0  # FACTS/DCGM: below ~50% while a process holds the GPU
-    starved_proc_cpu_pct: float = 85.0  # "~100% of one core"
-    host_cpu_saturated_pct: float = 90.0
-    iowait_pct: float = 20.0
-    disk_busy_pct: float = 90.0
-    net_saturated_pct: float = 80.0
-    imbalance_points: float = 30.0
-    swap_mib_s: float = 1.0
-    idle_allocation_s: float = 180.0  # "for minutes"
-    xid_hold_s: float = 300.0  # an XID finding stays open this long after the last event
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +80,6 @@ def load_config(path: Path | None = None, *, known_rules: frozenset[str] | None 
 def parse_config(table: Any, *, known_rules: frozenset[str] | None = None) -> DiagnosticsConfig:
     """The `[diagnostics]` table as a config; every unknown key or wrong type is an error naming it."""
     if known_rules is None:
-        from gputui.diagnostics.rules import RULE_IDS
-
         known_rules = RULE_IDS
     if not isinstance(table, Mapping):
         raise ConfigError("'diagnostics' must be a table")

@@ -21,6 +21,7 @@ from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
 from gputui.history import History
 from gputui.model import Snapshot
 
@@ -199,10 +200,10 @@ def unavailable_finding(reason: str, lang: str = "en", now: float = 0.0) -> Find
     """`nvml_unavailable`: the driver cannot be read, with why; built where there is no snapshot to judge."""
     reason = reason.strip()
     return Finding(
-        rule="nvml_unavailable",
+        rule=NVML_UNAVAILABLE,
         severity=Severity.CRITICAL,
-        title=text("nvml_unavailable.title", lang),
-        advice=text("nvml_unavailable.advice", lang),
+        title=text(f"{NVML_UNAVAILABLE}.title", lang),
+        advice=text(f"{NVML_UNAVAILABLE}.advice", lang),
         evidence=(localize(ev("reason", reason, window=""), lang, 0),),
         started_at=now,
     )

@@ -1,17 +1,26 @@
-"""The message catalog: Chinese covers every English key with the same placeholders; the language choice."""
+"""The message catalog: Chinese covers every English key with the same placeholders; every rule has its
+title and advice in every language; the lookup falls back to English."""
 
 from __future__ import annotations
 
 import string
+from collections.abc import Mapping
 
 import pytest
 
-from gputui.diagnostics.catalog import MESSAGES, resolve_lang, text
+from gputui.diagnostics.catalog import MESSAGES, text
+from gputui.diagnostics.locale import LANGS
 from gputui.diagnostics.rules import RULE_IDS
 
 
 def fields(template: str) -> set[str]:
     return {name for _, name, _, _ in string.Formatter().parse(template) if name}
+
+
+def variants(table: Mapping[str, str], rule: str, part: str) -> set[str]:
+    """The variants of a rule's title or advice in `table`: "" for `<rule>.<part>`, "x" for `<rule>.<part>.x`."""
+    prefix = f"{rule}.{part}"
+    return {key[len(prefix) + 1 :] for key in table if key == prefix or key.startswith(f"{prefix}.")}
 
 
 def test_chinese_has_every_english_key_and_no_other() -> None:
@@ -23,10 +32,12 @@ def test_both_languages_use_the_same_placeholders(key: str) -> None:
     assert fields(MESSAGES["zh"][key]) == fields(MESSAGES["en"][key])
 
 
-def test_every_rule_has_a_title_and_advice() -> None:
-    for rule in RULE_IDS:
-        assert any(key.startswith(f"{rule}.title") for key in MESSAGES["en"]), rule
-        assert any(key.startswith(f"{rule}.advice") for key in MESSAGES["en"]), rule
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("rule", sorted(RULE_IDS))
+def test_every_rule_has_a_title_and_advice_for_each_variant_in_every_language(rule: str, lang: str) -> None:
+    titles = variants(MESSAGES[lang], rule, "title")
+    assert titles, (rule, lang)
+    assert variants(MESSAGES[lang], rule, "advice") == titles, (rule, lang)
 
 
 def test_text_fills_placeholders() -> None:
@@ -34,21 +45,19 @@ def test_text_fills_placeholders() -> None:
     assert text("xid.title", "zh", gpu=3, codes="79") == "GPU 3：XID 错误 79"
 
 
-@pytest.mark.parametrize(
-    ("explicit", "env", "lang"),
-    [
-        ("zh", {"LANG": "en_US.UTF-8"}, "zh"),
-        ("en", {"LANG": "zh_CN.UTF-8"}, "en"),
-        (None, {"LANG": "zh_CN.UTF-8"}, "zh"),
-        (None, {"LC_ALL": "zh_TW.UTF-8", "LANG": "en_US.UTF-8"}, "zh"),
-        (None, {"LC_ALL": "C", "LANG": "zh_CN.UTF-8"}, "en"),
-        (None, {}, "en"),
-    ],
-)
-def test_language_from_the_flag_then_the_locale(explicit: str | None, env: dict[str, str], lang: str) -> None:
-    assert resolve_lang(explicit, env) == lang
+def test_an_unknown_language_falls_back_to_english() -> None:
+    assert text("xid.title", "fr", gpu=3, codes="79") == "GPU 3: XID error 79"
 
 
-def test_unknown_language_is_an_error() -> None:
-    with pytest.raises(ValueError, match="unknown language 'fr'"):
-        resolve_lang("fr", {})
+@pytest.mark.parametrize("missing", ["deleted", "empty"])
+def test_a_message_a_language_lacks_falls_back_to_english(monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
+    if missing == "deleted":
+        monkeypatch.delitem(MESSAGES["zh"], "xid.title")
+    else:
+        monkeypatch.setitem(MESSAGES["zh"], "xid.title", "")
+    assert text("xid.title", "zh", gpu=3, codes="79") == "GPU 3: XID error 79"
+
+
+def test_an_unknown_key_is_an_error() -> None:
+    with pytest.raises(KeyError):
+        text("no_such_rule.title", "zh")

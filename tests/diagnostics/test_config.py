@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gputui.diagnostics.config import ConfigError, DiagnosticsConfig, Thresholds, load_config
+from gputui.diagnostics.config import ConfigError, DiagnosticsConfig, load_config
+from gputui.diagnostics.thresholds import Thresholds
 
 
 def write(tmp_path: Path, body: str) -> Path:

@@ -5,12 +5,21 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+import pynvml
 import pytest
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules import ALL_RULES, RULE_IDS
-from gputui.diagnostics.rules.base import Check, Hit, Window, link_bytes_s
+from gputui.diagnostics.rules.base import (
+    CLOCK_HW_POWER_BRAKE,
+    CLOCK_HW_SLOWDOWN,
+    CLOCK_SW_POWER_CAP,
+    CLOCK_THERMAL,
+    Check,
+    Hit,
+    Window,
+    link_bytes_s,
+)
 from gputui.diagnostics.rules.health import ecc_errors, gpu_lost, xid
 from gputui.diagnostics.rules.host import host_swap
 from gputui.diagnostics.rules.memory import idle_allocation, vram_pressure
@@ -20,6 +29,7 @@ from gputui.diagnostics.rules.sharing import gpu_contention, imbalance
 from gputui.diagnostics.rules.software import cuda_mismatch, parse_cuda
 from gputui.diagnostics.rules.starvation import cpu_contention, starvation_cpu, starvation_io, starvation_net
 from gputui.diagnostics.rules.thermal import thermal_margin, thermal_throttle
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import GpuProcess, GpuSample, Snapshot
 from tests.diagnostics.builders import GIB, SYSTEM, gpu, host, info, proc, series
 
@@ -206,10 +216,25 @@ def test_pcie_saturated_for_most_of_the_window() -> None:
     assert run(pcie_saturated, bursts) == []
 
 
-def test_link_bandwidth_follows_the_facts_table() -> None:
+def test_link_bandwidth_follows_the_pcie_specification() -> None:
     assert link_bytes_s(4, 16) == pytest.approx(31.5e9, rel=1e-3)
     assert link_bytes_s(5, 16) == pytest.approx(63.0e9, rel=1e-3)
     assert link_bytes_s(None, 16) is None
+
+
+def test_clock_reason_masks_are_the_nvml_bits() -> None:
+    masks = {
+        "thermal": CLOCK_THERMAL,
+        "sw_power_cap": CLOCK_SW_POWER_CAP,
+        "hw_slowdown": CLOCK_HW_SLOWDOWN,
+        "hw_power_brake": CLOCK_HW_POWER_BRAKE,
+    }
+    assert masks == {
+        "thermal": pynvml.nvmlClocksEventReasonSwThermalSlowdown | pynvml.nvmlClocksEventReasonHwThermalSlowdown,
+        "sw_power_cap": pynvml.nvmlClocksEventReasonSwPowerCap,
+        "hw_slowdown": pynvml.nvmlClocksEventReasonHwSlowdown,
+        "hw_power_brake": pynvml.nvmlClocksEventReasonHwPowerBrakeSlowdown,
+    }
 
 
 # -- starvation --------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""The reference tables and the words of the pcie verdict: pure math, checked against FACTS.md."""
+"""The reference tables and the words of the pcie verdict: pure math, checked against the PCIe specification's
+rates and NVIDIA's data sheets."""
 
 from __future__ import annotations
 

@@ -1,21 +1,33 @@
-"""All diagnostic rules, one module per family; their ids are part of gputui's interface."""
+"""All diagnostic rules, one module per family; their ids are part of gputui's interface.
+
+A family module holds its rules (`RULES`) and their words (`TEXTS`: each rule's title and advice, and the
+evidence labels no other family uses, in every language). Listing the module in `FAMILIES` registers both;
+the engine evaluates the rules in this order. A new rule goes into its family module alone: its check, its
+`Rule` in `RULES`, and its title and advice (per variant) and any new evidence label in `TEXTS`, en and zh.
+"""
 
 from __future__ import annotations
 
+from typing import Protocol
+
+from gputui.diagnostics.locale import LANGS, Texts
 from gputui.diagnostics.rules import health, host, memory, pcie, power, sharing, software, starvation, thermal
 from gputui.diagnostics.rules.base import Rule
 
-ALL_RULES: tuple[Rule, ...] = (
-    *thermal.RULES,
-    *power.RULES,
-    *memory.RULES,
-    *pcie.RULES,
-    *starvation.RULES,
-    *sharing.RULES,
-    *host.RULES,
-    *software.RULES,
-    *health.RULES,
-)
 
-# `nvml_unavailable` is not evaluated on snapshots: it is built when there are none (engine.unavailable_finding).
-RULE_IDS: frozenset[str] = frozenset(rule.id for rule in ALL_RULES) | {"nvml_unavailable"}
+class Family(Protocol):
+    """What a family module provides (mypy checks each module in FAMILIES against it)."""
+
+    RULES: tuple[Rule, ...]
+    TEXTS: Texts
+
+
+FAMILIES: tuple[Family, ...] = (thermal, power, memory, pcie, starvation, sharing, host, software, health)
+
+ALL_RULES: tuple[Rule, ...] = tuple(rule for family in FAMILIES for rule in family.RULES)
+
+RULE_IDS: frozenset[str] = frozenset(rule.id for rule in ALL_RULES) | {software.NVML_UNAVAILABLE}
+
+RULE_TEXTS: Texts = {
+    lang: {key: words for family in FAMILIES for key, words in family.TEXTS[lang].items()} for lang in LANGS
+}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import HostSample
 
 _MIB = 1 << 20
@@ -37,4 +38,24 @@ def host_swap(w: Window, th: Thresholds) -> Iterator[Hit]:
     )
 
 
-RULES = (Rule("host_swap", Severity.WARNING, host_swap),)
+RULES: tuple[Rule, ...] = (Rule("host_swap", Severity.WARNING, host_swap),)
+
+TEXTS: Texts = {
+    "en": {
+        "host_swap.title": "Host is swapping",
+        "host_swap.advice": (
+            "The host ran out of memory and pages to disk. Use fewer DataLoader workers or a smaller prefetch, "
+            "cache less data in RAM, or add memory."
+        ),
+        "ev.swap_in": "swap in",
+        "ev.swap_out": "swap out",
+    },
+    "zh": {
+        "host_swap.title": "主机正在使用交换分区",
+        "host_swap.advice": (
+            "主机内存不足，正在换页到磁盘。请减少 DataLoader worker 或预取量，少在内存中缓存数据，或增加内存。"
+        ),
+        "ev.swap_in": "换入",
+        "ev.swap_out": "换出",
+    },
+}

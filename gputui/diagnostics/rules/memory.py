@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, fmt
+from gputui.diagnostics.thresholds import Thresholds
 
 _MIB = 1 << 20
 _GIB = 1 << 30
@@ -60,7 +61,7 @@ def idle_allocation(w: Window, th: Thresholds) -> Iterator[Hit]:
         )
 
 
-RULES = (
+RULES: tuple[Rule, ...] = (
     Rule("vram_pressure", Severity.WARNING, vram_pressure, metric="memory_used_bytes"),
     Rule(
         "idle_allocation",
@@ -70,3 +71,37 @@ RULES = (
         open_after=lambda th: th.idle_allocation_s,
     ),
 )
+
+TEXTS: Texts = {
+    "en": {
+        "vram_pressure.title": "GPU {gpu}: memory {pct} full and rising",
+        "vram_pressure.advice": (
+            "Close to running out of GPU memory. Caching allocators (PyTorch) keep freed memory, so a full "
+            "reading alone is normal; growth is not. Use a smaller batch, mixed precision (FP16/BF16), "
+            "gradient accumulation or activation checkpointing."
+        ),
+        "idle_allocation.title": "GPU {gpu}: {name} holds {memory} and does nothing",
+        "idle_allocation.advice": (
+            "A process has held GPU memory at 0% utilization for minutes: a forgotten notebook or a job that "
+            "did not exit. Stop it or restart its kernel to free the GPU."
+        ),
+        "ev.memory_used": "memory used",
+        "ev.memory_growth": "memory growth",
+        "ev.process_memory": "process GPU memory",
+    },
+    "zh": {
+        "vram_pressure.title": "GPU {gpu}：显存已用 {pct} 且仍在增长",
+        "vram_pressure.advice": (
+            "显存快要耗尽。缓存分配器（PyTorch）会保留已释放的显存，所以单看占满是正常的，但持续增长不正常。"
+            "请减小 batch size，使用混合精度（FP16/BF16）、梯度累积或激活检查点（activation checkpointing）。"
+        ),
+        "idle_allocation.title": "GPU {gpu}：{name} 占用 {memory} 显存却没有在计算",
+        "idle_allocation.advice": (
+            "有进程占用显存且利用率为 0% 已持续数分钟：可能是遗忘的 notebook 或没有退出的任务。"
+            "请结束它或重启其内核以释放 GPU。"
+        ),
+        "ev.memory_used": "显存已用",
+        "ev.memory_growth": "显存增长",
+        "ev.process_memory": "进程显存",
+    },
+}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, is_busy, link_bytes_s
+from gputui.diagnostics.thresholds import Thresholds
 
 
 def _link(gen: int | None, width: int | None) -> str:
@@ -105,9 +106,72 @@ def pcie_saturated(w: Window, th: Thresholds) -> Iterator[Hit]:
         )
 
 
-RULES = (
+RULES: tuple[Rule, ...] = (
     Rule("pcie_downgrade", Severity.CRITICAL, pcie_downgrade, metric="pcie_gen", higher_is_worse=False),
     Rule("pcie_slot_limited", Severity.WARNING, pcie_slot_limited, metric="pcie_gen", higher_is_worse=False),
     Rule("pcie_errors", Severity.WARNING, pcie_errors, metric="pcie_replay_count"),
     Rule("pcie_saturated", Severity.WARNING, pcie_saturated, metric="pcie_rx_bytes_s"),
 )
+
+TEXTS: Texts = {
+    "en": {
+        "pcie_downgrade.title": "GPU {gpu}: PCIe link at {current} under load (max {max})",
+        "pcie_downgrade.advice": (
+            "The link trained below its maximum while the GPU is busy (at idle this is normal). Reseat the "
+            "GPU, try another slot, replace or remove the riser, check the BIOS PCIe settings, and compare "
+            "with `nvidia-smi topo -m`."
+        ),
+        "pcie_slot_limited.title": "GPU {gpu}: the slot allows PCIe Gen{system}, the GPU supports Gen{gpu_max}",
+        "pcie_slot_limited.advice": (
+            "The slot, riser or BIOS setting limits the link below what the GPU can do. Try another slot, "
+            "a riser of the right generation, or the BIOS PCIe speed setting; see `nvidia-smi topo -m`."
+        ),
+        "pcie_errors.title": "GPU {gpu}: PCIe link errors (+{count} replays)",
+        "pcie_errors.advice": (
+            "The link keeps retrying transfers. Reseat the GPU, check the riser and the slot, update the BIOS; "
+            "steady growth points to a bad slot or riser."
+        ),
+        "pcie_saturated.title": "GPU {gpu}: PCIe {direction} saturated",
+        "pcie_saturated.advice": (
+            "Host-GPU copies run at the link's limit. Keep data on the GPU, use pinned memory and larger "
+            "transfers, overlap copies with compute, and check the link runs at its full generation and width."
+        ),
+        "ev.pcie_link": "PCIe link",
+        "ev.pcie_max_link": "max PCIe link",
+        "ev.pcie_gpu_max_gen": "GPU's own max PCIe generation",
+        "ev.link_bandwidth": "link bandwidth (theory)",
+        "ev.pcie_replays": "PCIe replays",
+        "ev.pcie_tx": "PCIe TX",
+        "ev.pcie_rx": "PCIe RX",
+        "ev.saturated_share": "time above the limit",
+    },
+    "zh": {
+        "pcie_downgrade.title": "GPU {gpu}：负载下 PCIe 链路只有 {current}（最大 {max}）",
+        "pcie_downgrade.advice": (
+            "GPU 忙碌时链路低于最大速率（空闲时降速是正常的）。请重新插拔 GPU、换一个插槽、更换或去掉转接卡（riser），"
+            "检查 BIOS 中的 PCIe 设置，并用 `nvidia-smi topo -m` 对比。"
+        ),
+        "pcie_slot_limited.title": "GPU {gpu}：插槽只支持 PCIe Gen{system}，GPU 支持 Gen{gpu_max}",
+        "pcie_slot_limited.advice": (
+            "插槽、转接卡或 BIOS 设置限制了链路速率。请换插槽、使用对应代数的转接卡或调整 BIOS 的 PCIe 速率；"
+            "参见 `nvidia-smi topo -m`。"
+        ),
+        "pcie_errors.title": "GPU {gpu}：PCIe 链路错误（重传 +{count}）",
+        "pcie_errors.advice": (
+            "链路在不断重传。请重新插拔 GPU，检查转接卡和插槽，更新 BIOS；持续增长说明插槽或转接卡有问题。"
+        ),
+        "pcie_saturated.title": "GPU {gpu}：PCIe {direction} 饱和",
+        "pcie_saturated.advice": (
+            "主机与 GPU 之间的拷贝已达到链路上限。请尽量把数据留在 GPU 上，使用锁页内存（pinned memory）和更大的传输，"
+            "让拷贝与计算重叠，并确认链路运行在满代数和满宽度。"
+        ),
+        "ev.pcie_link": "PCIe 链路",
+        "ev.pcie_max_link": "PCIe 最大链路",
+        "ev.pcie_gpu_max_gen": "GPU 自身支持的 PCIe 代数",
+        "ev.link_bandwidth": "链路带宽（理论值）",
+        "ev.pcie_replays": "PCIe 重传次数",
+        "ev.pcie_tx": "PCIe 发送",
+        "ev.pcie_rx": "PCIe 接收",
+        "ev.saturated_share": "超过上限的时间",
+    },
+}

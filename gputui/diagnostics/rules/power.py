@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import (
     CLOCK_HW_POWER_BRAKE,
     CLOCK_HW_SLOWDOWN,
@@ -20,6 +20,7 @@ from gputui.diagnostics.rules.base import (
     is_busy,
 )
 from gputui.diagnostics.rules.thermal import throttled_pct
+from gputui.diagnostics.thresholds import Thresholds
 
 
 def power_cap(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -100,9 +101,69 @@ def clocks_low(w: Window, th: Thresholds) -> Iterator[Hit]:
         )
 
 
-RULES = (
+RULES: tuple[Rule, ...] = (
     Rule("power_cap", Severity.CRITICAL, power_cap, metric="power_limit_w", higher_is_worse=False),
     Rule("hw_slowdown", Severity.CRITICAL, hw_slowdown, metric="sm_clock_mhz", higher_is_worse=False),
     Rule("power_brake", Severity.CRITICAL, power_brake, metric="sm_clock_mhz", higher_is_worse=False),
     Rule("clocks_low", Severity.WARNING, clocks_low, metric="sm_clock_mhz", higher_is_worse=False),
 )
+
+TEXTS: Texts = {
+    "en": {
+        "power_cap.title.default": "GPU {gpu}: at its default power limit ({limit} W)",
+        "power_cap.advice.default": (
+            "Normal at full load: the GPU runs as fast as its default power limit allows. Nothing to fix."
+        ),
+        "power_cap.title.lowered": "GPU {gpu}: power capped at {limit} W, below its default {default} W",
+        "power_cap.advice.lowered": (
+            "Someone lowered the power limit (an admin, a start-up script or out-of-band management), so the "
+            "clocks drop under load. Restore it with `sudo nvidia-smi -i {gpu} -pl {default}`, or ask the "
+            "administrator why it was lowered."
+        ),
+        "hw_slowdown.title": "GPU {gpu}: hardware slowdown",
+        "hw_slowdown.advice": (
+            "The board itself forces the clocks down: a power supply problem or an external signal. Check the "
+            "power supply and the GPU's power cables, and the server's BMC/IPMI event log; report it to the host."
+        ),
+        "power_brake.title": "GPU {gpu}: hardware power brake",
+        "power_brake.advice": (
+            "An external power brake signal holds the clocks down: the power supply or the chassis management "
+            "asked for it. Check that every PSU works and is plugged in, and the BMC/IPMI event log."
+        ),
+        "clocks_low.title": "GPU {gpu}: SM clock far below its max {max} MHz, no throttle reason",
+        "clocks_low.advice": (
+            "Busy, yet far below its max clock with no power or thermal reason: the clocks were locked or set "
+            "as application clocks. Check `nvidia-smi -q -d CLOCK`; reset with `sudo nvidia-smi -rgc` and "
+            "`sudo nvidia-smi -rac`."
+        ),
+        "ev.power": "power draw",
+        "ev.power_limit": "enforced power limit",
+        "ev.default_power_limit": "default power limit",
+    },
+    "zh": {
+        "power_cap.title.default": "GPU {gpu}：达到默认功耗上限（{limit} W）",
+        "power_cap.advice.default": "满载时属于正常现象：GPU 在默认功耗上限内全速运行，无需处理。",
+        "power_cap.title.lowered": "GPU {gpu}：功耗被限制在 {limit} W，低于默认的 {default} W",
+        "power_cap.advice.lowered": (
+            "功耗上限被调低了（管理员、开机脚本或带外管理），负载下频率会下降。可用 "
+            "`sudo nvidia-smi -i {gpu} -pl {default}` 恢复，或询问管理员为何调低。"
+        ),
+        "hw_slowdown.title": "GPU {gpu}：硬件强制降频",
+        "hw_slowdown.advice": (
+            "板卡本身在强制降频：电源问题或外部信号。请检查电源和 GPU 供电线，以及服务器 BMC/IPMI 事件日志，"
+            "并报告给机房或服务商。"
+        ),
+        "power_brake.title": "GPU {gpu}：硬件功率制动",
+        "power_brake.advice": (
+            "外部功率制动信号压低了频率：由电源或机箱管理发出。请检查每个电源是否正常并已接好，以及 BMC/IPMI 事件日志。"
+        ),
+        "clocks_low.title": "GPU {gpu}：SM 频率远低于最大值 {max} MHz，且没有降频原因",
+        "clocks_low.advice": (
+            "GPU 正忙，但频率远低于最大值，又没有功耗或温度原因：频率被锁定或设置了应用频率。请查看 "
+            "`nvidia-smi -q -d CLOCK`，用 `sudo nvidia-smi -rgc` 和 `sudo nvidia-smi -rac` 复位。"
+        ),
+        "ev.power": "功耗",
+        "ev.power_limit": "当前功耗上限",
+        "ev.default_power_limit": "默认功耗上限",
+    },
+}

@@ -6,9 +6,10 @@ import functools
 import re
 from collections.abc import Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.diagnostics.thresholds import Thresholds
 
 # Launchers pass each rank its own `--local-rank N`; without it the ranks of one job share a command line.
 _RANK_ARG = re.compile(r"\s--local[-_]rank[= ]\d+")
@@ -75,7 +76,40 @@ def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
         )
 
 
-RULES = (
+RULES: tuple[Rule, ...] = (
     Rule("gpu_contention", Severity.WARNING, gpu_contention),
     Rule("imbalance", Severity.WARNING, imbalance, metric="utilization_gpu_pct"),
 )
+
+TEXTS: Texts = {
+    "en": {
+        "gpu_contention.title": "GPU {gpu}: shared by {count} processes ({users})",
+        "gpu_contention.advice": (
+            "Processes compete for this GPU's time and memory. Move one to a free GPU (CUDA_VISIBLE_DEVICES), "
+            "agree with the other user, or stop a forgotten notebook."
+        ),
+        "imbalance.title": "GPUs {gpus}: one job, uneven load",
+        "imbalance.advice": (
+            "One job uses its GPUs unevenly. With DataParallel the first GPU gathers the outputs: switch to "
+            "DistributedDataParallel; otherwise balance the batch or the model split across the GPUs."
+        ),
+        "ev.users": "users",
+        "ev.util_spread": "utilization spread",
+        "ev.gpu_utils": "utilization per GPU",
+    },
+    "zh": {
+        "gpu_contention.title": "GPU {gpu}：被 {count} 个进程共用（{users}）",
+        "gpu_contention.advice": (
+            "多个进程在争用这块 GPU 的算力和显存。请把其中一个移到空闲的 GPU（CUDA_VISIBLE_DEVICES），"
+            "与其他用户协商，或关掉遗忘的 notebook。"
+        ),
+        "imbalance.title": "GPU {gpus}：同一任务负载不均",
+        "imbalance.advice": (
+            "同一个任务的各 GPU 负载不均。使用 DataParallel 时第一块 GPU 负责汇总输出：请改用 "
+            "DistributedDataParallel；否则请在各 GPU 间平衡 batch 或模型切分。"
+        ),
+        "ev.users": "用户",
+        "ev.util_spread": "利用率差距",
+        "ev.gpu_utils": "各 GPU 利用率",
+    },
+}

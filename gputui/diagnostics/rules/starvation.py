@@ -1,16 +1,18 @@
 """A GPU that waits for its input: on the CPU, the disk or the network; and CPUs taken by other work.
 
-All four start from the same sign (FACTS: a process holds the GPU and utilization averages below ~50%) and
-differ in what the host shows at the same time.
+All four start from the same sign, a process holds the GPU and utilization averages below ~50% (the DCGM User
+Guide's profiling metrics read SM activity below 0.5 as "likely indicates ineffective GPU usage"), and differ
+in what the host shows at the same time.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Evidence, Severity
+from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, fmt
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import GpuSample, ProcSample
 
 
@@ -134,9 +136,79 @@ def cpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
         )
 
 
-RULES = (
+RULES: tuple[Rule, ...] = (
     Rule("starvation_cpu", Severity.WARNING, starvation_cpu, metric="utilization_gpu_pct", higher_is_worse=False),
     Rule("starvation_io", Severity.WARNING, starvation_io, metric="utilization_gpu_pct", higher_is_worse=False),
     Rule("starvation_net", Severity.WARNING, starvation_net, metric="utilization_gpu_pct", higher_is_worse=False),
     Rule("cpu_contention", Severity.INFO, cpu_contention, metric="utilization_gpu_pct"),
 )
+
+TEXTS: Texts = {
+    "en": {
+        "starvation_cpu.title": "GPU {gpu}: starved by the CPU ({name})",
+        "starvation_cpu.advice": (
+            "The GPU waits for input the CPU cannot prepare fast enough ({children} data-loader workers). Raise "
+            "DataLoader num_workers, set pin_memory=True, prefetch (prefetch_factor), and move preprocessing "
+            "and augmentation to the GPU."
+        ),
+        "starvation_io.title": "GPU {gpu}: starved by disk I/O",
+        "starvation_io.advice": (
+            "The GPU waits for data the disk cannot deliver fast enough. Copy the dataset to a local SSD, cache "
+            "it in memory, use more DataLoader workers, and read larger sequential files instead of many small "
+            "ones (WebDataset, LMDB, TFRecord)."
+        ),
+        "starvation_net.title": "GPU {gpu}: starved by the network",
+        "starvation_net.advice": (
+            "Network receive runs near the link speed while the GPU waits. Stage the data on a local disk, "
+            "cache it, compress it, or use a faster link."
+        ),
+        "cpu_contention.title": "GPU {gpu}: waits while other processes fill the host CPUs",
+        "cpu_contention.advice": (
+            "The host's CPUs are busy with other work while this GPU waits. Find the busy processes with `top`, "
+            "lower their priority (nice) or give the training job its own cores (taskset)."
+        ),
+        "ev.process": "process",
+        "ev.process_cpu": "process CPU (100 = one core)",
+        "ev.workers": "data-loader workers",
+        "ev.host_cpu": "host CPU",
+        "ev.others_cpu": "CPU used by other processes",
+        "ev.iowait": "iowait",
+        "ev.disk_busy": "disk busy",
+        "ev.disk_read": "disk read",
+        "ev.process_read": "process read",
+        "ev.net_rx": "network receive",
+        "ev.net_link": "link speed",
+    },
+    "zh": {
+        "starvation_cpu.title": "GPU {gpu}：被 CPU 拖慢（{name}）",
+        "starvation_cpu.advice": (
+            "GPU 在等 CPU 准备数据（数据加载 worker 数：{children}）。请增大 DataLoader 的 num_workers，"
+            "设置 pin_memory=True，开启预取（prefetch_factor），并把预处理和数据增强移到 GPU 上。"
+        ),
+        "starvation_io.title": "GPU {gpu}：被磁盘 I/O 拖慢",
+        "starvation_io.advice": (
+            "GPU 在等磁盘读数据。请把数据集拷到本地 SSD，缓存到内存，增加 DataLoader worker，"
+            "并改用大的顺序读文件代替大量小文件（WebDataset、LMDB、TFRecord）。"
+        ),
+        "starvation_net.title": "GPU {gpu}：被网络拖慢",
+        "starvation_net.advice": (
+            "GPU 等待时网络接收接近链路速率。请先把数据放到本地磁盘、做缓存、压缩，或使用更快的网络。"
+        ),
+        "cpu_contention.title": "GPU {gpu}：主机 CPU 被其他进程占满",
+        "cpu_contention.advice": (
+            "GPU 等待时主机 CPU 被其他任务占满。请用 `top` 找出这些进程，降低其优先级（nice），"
+            "或为训练任务绑定专用核心（taskset）。"
+        ),
+        "ev.process": "进程",
+        "ev.process_cpu": "进程 CPU（100 = 一个核心）",
+        "ev.workers": "数据加载 worker 数",
+        "ev.host_cpu": "主机 CPU",
+        "ev.others_cpu": "其他进程的 CPU",
+        "ev.iowait": "iowait",
+        "ev.disk_busy": "磁盘繁忙",
+        "ev.disk_read": "磁盘读取",
+        "ev.process_read": "进程读取",
+        "ev.net_rx": "网络接收",
+        "ev.net_link": "链路速率",
+    },
+}

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from gputui.diagnostics.config import Thresholds
 from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import CLOCK_THERMAL, Hit, Rule, Window, ev, fmt, has_bits, is_busy
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import GpuSample
 
 
@@ -71,7 +72,36 @@ def thermal_margin(w: Window, th: Thresholds) -> Iterator[Hit]:
         )
 
 
-RULES = (
+RULES: tuple[Rule, ...] = (
     Rule("thermal_throttle", Severity.CRITICAL, thermal_throttle, metric="temperature_c"),
     Rule("thermal_margin", Severity.WARNING, thermal_margin, metric="temperature_c"),
 )
+
+TEXTS: Texts = {
+    "en": {
+        "thermal_throttle.title": "GPU {gpu}: thermal throttling",
+        "thermal_throttle.advice": (
+            "The GPU slows itself down to stay under its temperature limit. Improve the airflow (fans running, "
+            "nothing blocking intake or exhaust), lower the room temperature, leave a slot free between GPUs, "
+            "clean out dust; if one GPU runs much hotter than its neighbours, have its thermal paste redone."
+        ),
+        "thermal_margin.title": "GPU {gpu}: within {margin} C of thermal slowdown ({slowdown} C)",
+        "thermal_margin.advice": (
+            "Not throttling yet, but a little more heat will slow it down. Check the airflow and fans, the room "
+            "temperature and the space between GPUs before a long run."
+        ),
+        "ev.slowdown_threshold": "slowdown threshold",
+    },
+    "zh": {
+        "thermal_throttle.title": "GPU {gpu}：过热降频",
+        "thermal_throttle.advice": (
+            "GPU 为了不超过温度上限而主动降低频率。请改善风道（风扇正常运转，进出风口无遮挡），降低机房温度，"
+            "GPU 之间留出空槽，清理灰尘；如果某一块 GPU 明显比相邻的更热，请重新涂抹导热硅脂。"
+        ),
+        "thermal_margin.title": "GPU {gpu}：距离过热降频（{slowdown} C）不到 {margin} C",
+        "thermal_margin.advice": (
+            "还没有降频，但再热一点就会降频。长时间训练前请检查风道和风扇、机房温度以及 GPU 间距。"
+        ),
+        "ev.slowdown_threshold": "降频温度阈值",
+    },
+}

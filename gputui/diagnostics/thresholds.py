@@ -1,0 +1,34 @@
+"""Every diagnostic threshold and its default, in one place; `config.py` reads the file that overrides them.
+
+Apart from the config reader because the rules need these numbers and the reader needs the rule ids: with
+both in one module, each side imported the other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """The numbers the rules compare against. Units are in the names; shares are fractions of the window."""
+
+    window_s: float = 10.0  # the rules look at this much history
+    busy_util_pct: float = 50.0  # at or above: the GPU is busy (PCIe downshift, power cap are judged only then)
+    thermal_margin_c: float = 5.0  # ours: warn within 5 C of NVML_TEMPERATURE_THRESHOLD_SLOWDOWN (nvml.h)
+    power_cap_lowered_pct: float = 2.0  # enforced limit this far below the default: an admin or out-of-band cap
+    clocks_low_ratio: float = 0.75  # busy, no reason, SM clock below this share of max
+    vram_pressure_pct: float = 95.0
+    vram_rise_mib: float = 32.0  # growth over the window that counts as "rising"
+    pcie_saturated_pct: float = 80.0  # of the link's theoretical bandwidth (rules/base.py, PCIe spec rates)
+    sustained_share: float = 0.6  # "most of the window"
+    starved_util_pct: float = 50.0  # DCGM User Guide, profiling metrics: SM activity < 0.5 "likely ineffective"
+    starved_proc_cpu_pct: float = 85.0  # "~100% of one core"
+    host_cpu_saturated_pct: float = 90.0
+    iowait_pct: float = 20.0
+    disk_busy_pct: float = 90.0
+    net_saturated_pct: float = 80.0
+    imbalance_points: float = 30.0
+    swap_mib_s: float = 1.0
+    idle_allocation_s: float = 180.0  # "for minutes"
+    xid_hold_s: float = 300.0  # an XID finding stays open this long after the last event

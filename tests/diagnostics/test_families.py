@@ -1,0 +1,98 @@
+"""A rule is one place: each family module holds its rules and their words, so adding a rule touches only its
+family module (and its tests and the README)."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import pkgutil
+from collections.abc import Mapping
+from types import ModuleType
+
+import pytest
+
+from gputui.diagnostics import catalog, engine, rules
+from gputui.diagnostics.locale import LANGS
+from gputui.diagnostics.rules import FAMILIES, Family, software
+from tests.diagnostics.test_catalog import variants
+
+
+def name(family: Family) -> str:
+    return str(family.__name__).rsplit(".", 1)[1]
+
+
+def own_ids(family: Family) -> set[str]:
+    """The rule ids a family speaks for: its rules, and for software the `nvml_unavailable` the engine builds."""
+    ids = {rule.id for rule in family.RULES}
+    return ids | {software.NVML_UNAVAILABLE} if family is software else ids
+
+
+def stated_evidence(module: ModuleType) -> set[str]:
+    """The evidence keys a module's code states: the literal first argument of every `ev(...)` call."""
+    tree = ast.parse(inspect.getsource(module))
+    return {
+        node.args[0].value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "ev"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
+
+
+def stated(family: Family) -> set[str]:
+    """Evidence a family's findings carry; `nvml_unavailable`'s is stated where the engine builds it."""
+    keys = stated_evidence(family)
+    return keys | stated_evidence(engine) if family is software else keys
+
+
+def labels(table: Mapping[str, str]) -> set[str]:
+    return {key.removeprefix("ev.") for key in table if key.startswith("ev.")}
+
+
+def test_every_module_of_the_rules_package_is_a_registered_family() -> None:
+    modules = {info.name for info in pkgutil.iter_modules(rules.__path__)} - {"base"}
+    assert {name(family) for family in FAMILIES} == modules
+
+
+@pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("family", FAMILIES, ids=name)
+def test_a_familys_rules_have_their_title_and_advice_in_its_own_module(family: Family, lang: str) -> None:
+    texts = family.TEXTS[lang]
+    for rule in sorted(own_ids(family)):
+        titles = variants(texts, rule, "title")
+        assert titles, f"{name(family)}.TEXTS[{lang!r}] has no title for {rule}"
+        assert variants(texts, rule, "advice") == titles, f"{name(family)}.TEXTS[{lang!r}]: advice of {rule}"
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=name)
+def test_a_family_speaks_only_of_its_own_rules_and_evidence(family: Family) -> None:
+    for lang in LANGS:
+        for key in family.TEXTS[lang]:
+            head = key.split(".")[0]
+            assert head == "ev" or head in own_ids(family), f"{name(family)}.TEXTS[{lang!r}] names {key}"
+
+
+def test_no_message_is_defined_twice() -> None:
+    for lang in LANGS:
+        tables = [catalog.SHARED[lang], *(family.TEXTS[lang] for family in FAMILIES)]
+        assert sum(len(table) for table in tables) == len(catalog.MESSAGES[lang]), lang
+
+
+@pytest.mark.parametrize("family", FAMILIES, ids=name)
+def test_every_evidence_a_family_states_has_its_label(family: Family) -> None:
+    for lang in LANGS:
+        known = labels(family.TEXTS[lang]) | labels(catalog.SHARED[lang])
+        assert stated(family) - known == set(), (name(family), lang)
+
+
+def test_an_evidence_label_lives_with_the_one_family_that_states_it_or_in_the_catalog_when_shared() -> None:
+    for family in FAMILIES:
+        others = set().union(*(stated(other) for other in FAMILIES if other is not family))
+        own = labels(family.TEXTS["en"])
+        assert own - stated(family) == set(), f"{name(family)} has labels it never states"
+        assert own & others == set(), f"{name(family)} has labels other families state too: move them to the catalog"
+    for key in labels(catalog.SHARED["en"]):
+        users = [name(family) for family in FAMILIES if key in stated(family)]
+        assert len(users) >= 2, f"ev.{key} is stated by {users} only: move it to that family"
