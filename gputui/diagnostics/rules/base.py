@@ -41,10 +41,6 @@ def ev(key: str, value: float | str | None, unit: str = "", window: str = "now")
     return Evidence(label=key, value=value, unit=unit, window=window, key=key)
 
 
-def fmt(value: float | None, digits: int = 0) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
 @dataclass(frozen=True, slots=True)
 class Hit:
     """A rule's condition holds now for these GPUs (and processes); `value` is its key metric."""

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
-from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, fmt
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.formatting import fmt_num
 
 _MIB = 1 << 20
 _GIB = 1 << 30
@@ -52,7 +53,7 @@ def idle_allocation(w: Window, th: Thresholds) -> Iterator[Hit]:
         yield Hit(
             gpus=(g.index,),
             pids=tuple(p.pid for p in g.processes),
-            params={"gpu": g.index, "name": ", ".join(names), "memory": f"{fmt(held / _GIB, 1)} GiB"},
+            params={"gpu": g.index, "name": ", ".join(names), "memory": f"{fmt_num(held / _GIB, 1)} GiB"},
             evidence=(
                 ev("processes", ", ".join(names)),
                 ev("process_memory", round(held / _GIB, 1), "GiB"),

@@ -15,12 +15,12 @@ from gputui.diagnostics.rules.base import (
     Rule,
     Window,
     ev,
-    fmt,
     has_bits,
     is_busy,
 )
 from gputui.diagnostics.rules.thermal import throttled_pct
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.formatting import fmt_num
 
 
 def power_cap(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -38,7 +38,7 @@ def power_cap(w: Window, th: Thresholds) -> Iterator[Hit]:
             value=limit,
             severity=Severity.CRITICAL if lowered else Severity.INFO,
             variant="lowered" if lowered else "default",
-            params={"gpu": g.index, "limit": fmt(limit), "default": fmt(default)},
+            params={"gpu": g.index, "limit": fmt_num(limit), "default": fmt_num(default)},
             evidence=(
                 ev("power", g.power_w, "W"),
                 ev("power_limit", limit, "W"),

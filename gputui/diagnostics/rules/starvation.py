@@ -11,8 +11,9 @@ from collections.abc import Iterator
 
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
-from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, fmt
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.formatting import fmt_num
 from gputui.model import GpuSample, ProcSample
 
 
@@ -57,7 +58,7 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
             gpus=(g.index,),
             pids=(proc.pid,) if proc else pids,
             value=round(util, 1),
-            params={"gpu": g.index, "name": name, "children": fmt(children)},
+            params={"gpu": g.index, "name": name, "children": fmt_num(children)},
             evidence=(
                 _util(util),
                 ev("process", name),

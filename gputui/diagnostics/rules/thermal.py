@@ -6,8 +6,9 @@ from collections.abc import Callable, Iterator
 
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
-from gputui.diagnostics.rules.base import CLOCK_THERMAL, Hit, Rule, Window, ev, fmt, has_bits, is_busy
+from gputui.diagnostics.rules.base import CLOCK_THERMAL, Hit, Rule, Window, ev, has_bits, is_busy
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.formatting import fmt_num
 from gputui.model import GpuSample
 
 
@@ -64,7 +65,7 @@ def thermal_margin(w: Window, th: Thresholds) -> Iterator[Hit]:
         yield Hit(
             gpus=(g.index,),
             value=g.temperature_c,
-            params={"gpu": g.index, "margin": fmt(th.thermal_margin_c), "slowdown": slowdown},
+            params={"gpu": g.index, "margin": fmt_num(th.thermal_margin_c), "slowdown": slowdown},
             evidence=(
                 ev("temperature", g.temperature_c, "C"),
                 ev("slowdown_threshold", slowdown, "C", "static"),
