@@ -32,3 +32,12 @@ class Thresholds:
     swap_mib_s: float = 1.0
     idle_allocation_s: float = 180.0  # "for minutes"
     xid_hold_s: float = 300.0  # an XID finding stays open this long after the last event
+    # Containers and cgroups (kernel: Documentation/scheduler/sched-bwc.rst, admin-guide/cgroup-v2.rst).
+    cpu_throttled_pct: float = 20.0  # share of CFS periods in which the quota ran out
+    cpu_throttled_critical_pct: float = 50.0
+    psi_cpu_some_pct: float = 20.0  # kernel accounting/psi.rst: runnable tasks waited for a CPU this share
+    psi_io_full_pct: float = 10.0  # every task waited on I/O this share of the time
+    memory_limit_pct: float = 90.0  # of the cgroup's memory limit
+    shm_small_gib: float = 1.0  # Docker's /dev/shm is 64 MiB unless --shm-size or --ipc=host
+    shm_used_pct: float = 80.0
+    oom_hold_s: float = 300.0  # an OOM kill, like an XID, is an event: its finding stays open this long

@@ -57,6 +57,7 @@ def test_ids_are_the_interface() -> None:
         "vram_pressure", "pcie_downgrade", "pcie_slot_limited", "pcie_errors", "pcie_saturated",
         "starvation_cpu", "starvation_io", "starvation_net", "gpu_contention", "cpu_contention", "imbalance",
         "host_swap", "cuda_mismatch", "nvml_unavailable", "ecc_errors", "xid", "idle_allocation", "gpu_lost",
+        "cpu_throttled", "workers_oversubscribed", "shm_small", "oom_kill", "memory_limit",
     } == RULE_IDS  # fmt: skip
 
 

@@ -11,7 +11,18 @@ from __future__ import annotations
 from typing import Protocol
 
 from gputui.diagnostics.locale import LANGS, Texts
-from gputui.diagnostics.rules import health, host, memory, pcie, power, sharing, software, starvation, thermal
+from gputui.diagnostics.rules import (
+    container,
+    health,
+    host,
+    memory,
+    pcie,
+    power,
+    sharing,
+    software,
+    starvation,
+    thermal,
+)
 from gputui.diagnostics.rules.base import Rule
 
 
@@ -22,7 +33,18 @@ class Family(Protocol):
     TEXTS: Texts
 
 
-FAMILIES: tuple[Family, ...] = (thermal, power, memory, pcie, starvation, sharing, host, software, health)
+FAMILIES: tuple[Family, ...] = (
+    thermal,
+    power,
+    memory,
+    pcie,
+    starvation,
+    container,
+    sharing,
+    host,
+    software,
+    health,
+)
 
 ALL_RULES: tuple[Rule, ...] = tuple(rule for family in FAMILIES for rule in family.RULES)
 

@@ -129,9 +129,13 @@ class Window:
         return self._means[key]
 
     def host_mean(self, field: str) -> float | None:
-        """Mean of a HostSample field or property (e.g. "cpu_pct"); None when never reported."""
+        """Mean of a HostSample field or property (e.g. "cpu_pct"), or of a group's field with a dot
+        ("container.cpu_throttled_pct", "psi.cpu_some_pct"); None when never reported."""
         if field not in self._host_means:
-            self._host_means[field] = _mean([getattr(snap.host, field) for snap in self.snapshots])
+            group, _, name = field.rpartition(".")
+            hosts = [snap.host for snap in self.snapshots]
+            parts = [getattr(host, group) for host in hosts] if group else hosts
+            self._host_means[field] = _mean([None if part is None else getattr(part, name) for part in parts])
         return self._host_means[field]
 
     def shared(self, name: str, compute: Callable[[], T]) -> T:

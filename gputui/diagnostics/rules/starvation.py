@@ -44,13 +44,52 @@ def _util(util: float) -> Evidence:
     return ev("gpu_util", round(util, 1), "%", "mean")
 
 
+def _cpu_bound(proc: ProcSample | None, th: Thresholds) -> bool:
+    """About one core, or runnable that much of the time: on a CPU plus waiting on a run queue (schedstat),
+    which is how a CPU-bound process looks when the CPUs it may use are all taken."""
+    if proc is None or proc.cpu_pct is None:
+        return False
+    return proc.cpu_pct + (proc.run_queue_wait_pct or 0.0) >= th.starved_proc_cpu_pct
+
+
+def _cpu_evidence(w: Window, host_cpu: float | None) -> tuple[Evidence, ...]:
+    """The host's CPU and, inside a cgroup with a quota, the quota's: the host's is not what the job may use."""
+    limits = w.latest.system.container
+    quota = limits.cpu_quota_cores if limits else None
+    cgroup = (
+        ev("cpu_quota", quota, "CPUs"),
+        ev("quota_used", _rounded(w.host_mean("container.cpu_pct_of_quota")), "%", "mean"),
+        ev("throttled_periods", _rounded(w.host_mean("container.cpu_throttled_pct")), "%", "mean"),
+        ev("psi_cpu", _rounded(w.host_mean("psi.cpu_some_pct")), "%", "mean"),
+    )
+    # Without a quota or PSI these say nothing: left out rather than shown as n/a on every host.
+    return (ev("host_cpu", _rounded(host_cpu), "%", "mean"), *(e for e in cgroup if e.value is not None))
+
+
+def _cpu_saturated(w: Window, th: Thresholds, host_cpu: float | None) -> bool:
+    """The CPUs the job may use are all busy: the host's, the cgroup's quota, or tasks waiting for a CPU."""
+    quota_used = w.host_mean("container.cpu_pct_of_quota")
+    throttled = w.host_mean("container.cpu_throttled_pct")
+    waiting = w.host_mean("psi.cpu_some_pct")
+    return (
+        (host_cpu is not None and host_cpu >= th.host_cpu_saturated_pct)
+        or (quota_used is not None and quota_used >= th.host_cpu_saturated_pct)
+        or (throttled is not None and throttled >= th.cpu_throttled_pct)
+        or (waiting is not None and waiting >= th.psi_cpu_some_pct)
+    )
+
+
 def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
     host_cpu = w.host_mean("cpu_pct")
-    saturated = host_cpu is not None and host_cpu >= th.host_cpu_saturated_pct
+    saturated = _cpu_saturated(w, th, host_cpu)
     for g, util, pids in _starving(w, th):
+        hidden = [p.pid for p in g.processes if p.kind == "compute" and p.seen == "hidden"]
+        if hidden and len(hidden) == len(pids):
+            yield _hidden_job(w, g, util, hidden, host_cpu)
+            continue
         proc = _busiest(w, pids)
-        one_core = proc is not None and proc.cpu_pct is not None and proc.cpu_pct >= th.starved_proc_cpu_pct
-        if not (one_core or saturated):
+        run_queue = proc.run_queue_wait_pct if proc else None
+        if not (_cpu_bound(proc, th) or saturated):
             continue
         name = f"{proc.name} ({proc.pid})" if proc else "?"
         children = proc.children if proc else None
@@ -63,16 +102,40 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
                 _util(util),
                 ev("process", name),
                 ev("process_cpu", proc.cpu_pct if proc else None, "%"),
+                *((ev("run_queue_wait", _rounded(run_queue), "%"),) if run_queue is not None else ()),
                 ev("workers", children),
-                ev("host_cpu", None if host_cpu is None else round(host_cpu, 1), "%", "mean"),
+                *_cpu_evidence(w, host_cpu),
             ),
         )
+
+
+def _hidden_job(w: Window, g: GpuSample, util: float, hidden: list[int], host_cpu: float | None) -> Hit:
+    """A GPU whose process lives in another PID namespace: its low use is reported from the GPU's side, with
+    what the host and the cgroup show, rather than not at all."""
+    pid = ", ".join(str(p) for p in hidden)
+    return Hit(
+        gpus=(g.index,),
+        pids=tuple(hidden),
+        value=round(util, 1),
+        variant="hidden",
+        params={"gpu": g.index, "pid": pid},
+        evidence=(_util(util), ev("hidden_pid", pid), *_cpu_evidence(w, host_cpu)),
+    )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
     iowait = w.host_mean("iowait_pct")
     busy = w.host_mean("disk_busy_pct")
-    if not ((iowait is not None and iowait >= th.iowait_pct) or (busy is not None and busy >= th.disk_busy_pct)):
+    stalled = w.host_mean("psi.io_full_pct")
+    if not (
+        (iowait is not None and iowait >= th.iowait_pct)
+        or (busy is not None and busy >= th.disk_busy_pct)
+        or (stalled is not None and stalled >= th.psi_io_full_pct)
+    ):
         return
     read = w.host_mean("disk_read_bytes_s")
     for g, util, pids in _starving(w, th):
@@ -89,6 +152,7 @@ def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
                 ev("disk_busy", None if busy is None else round(busy, 1), "%", "mean"),
                 ev("disk_read", None if read is None else round(read / 1e6, 1), "MB/s", "mean"),
                 ev("process_read", None if proc_read is None else round(proc_read / 1e6, 1), "MB/s"),
+                *((ev("psi_io_full", _rounded(stalled), "%", "mean"),) if stalled is not None else ()),
             ),
         )
 
@@ -152,6 +216,14 @@ TEXTS: Texts = {
             "DataLoader num_workers, set pin_memory=True, prefetch (prefetch_factor), and move preprocessing "
             "and augmentation to the GPU."
         ),
+        "starvation_cpu.title.hidden": "GPU {gpu}: waits for input; its process (host PID {pid}) is outside this "
+        "PID namespace",
+        "starvation_cpu.advice.hidden": (
+            "A process holds this GPU but uses it little, and it cannot be seen from here: the driver names it "
+            "by its host PID, which this container's PID namespace does not show. Run gputui in the job's own "
+            "container (or on the host) to see its CPU and data-loader workers; the host and quota figures "
+            "below are this container's."
+        ),
         "starvation_io.title": "GPU {gpu}: starved by disk I/O",
         "starvation_io.advice": (
             "The GPU waits for data the disk cannot deliver fast enough. Copy the dataset to a local SSD, cache "
@@ -170,7 +242,9 @@ TEXTS: Texts = {
         ),
         "ev.process": "process",
         "ev.process_cpu": "process CPU (100 = one core)",
-        "ev.workers": "data-loader workers",
+        "ev.run_queue_wait": "waiting for a CPU (100 = all the time)",
+        "ev.hidden_pid": "host PID, not visible here",
+        "ev.psi_io_full": "I/O pressure (full)",
         "ev.host_cpu": "host CPU",
         "ev.others_cpu": "CPU used by other processes",
         "ev.iowait": "iowait",
@@ -185,6 +259,11 @@ TEXTS: Texts = {
         "starvation_cpu.advice": (
             "GPU 在等 CPU 准备数据（数据加载 worker 数：{children}）。请增大 DataLoader 的 num_workers，"
             "设置 pin_memory=True，开启预取（prefetch_factor），并把预处理和数据增强移到 GPU 上。"
+        ),
+        "starvation_cpu.title.hidden": "GPU {gpu}：在等待输入；其进程（宿主机 PID {pid}）不在本 PID 命名空间内",
+        "starvation_cpu.advice.hidden": (
+            "有进程占用这块 GPU 但利用率很低，而且从这里看不到它：驱动给出的是宿主机 PID，本容器的 PID 命名空间里没有它。"
+            "请在任务所在的容器（或宿主机）上运行 gputui，以查看它的 CPU 和数据加载 worker；下面的主机和配额数据是本容器的。"
         ),
         "starvation_io.title": "GPU {gpu}：被磁盘 I/O 拖慢",
         "starvation_io.advice": (
@@ -202,7 +281,9 @@ TEXTS: Texts = {
         ),
         "ev.process": "进程",
         "ev.process_cpu": "进程 CPU（100 = 一个核心）",
-        "ev.workers": "数据加载 worker 数",
+        "ev.run_queue_wait": "等待 CPU（100 = 一直在等）",
+        "ev.hidden_pid": "宿主机 PID（此处不可见）",
+        "ev.psi_io_full": "I/O 压力（full）",
         "ev.host_cpu": "主机 CPU",
         "ev.others_cpu": "其他进程的 CPU",
         "ev.iowait": "iowait",

@@ -1,0 +1,278 @@
+"""The cgroup the job runs in: its CPU quota, memory limit, OOM kills and /dev/shm, judged against the limits
+the kernel enforces rather than the host's (inside a container psutil and `os.cpu_count()` see the host).
+
+Sources: kernel Documentation/scheduler/sched-bwc.rst (CFS bandwidth: nr_periods, nr_throttled),
+admin-guide/cgroup-v2.rst (cpu.max, memory.max, memory.events oom_kill), accounting/psi.rst; Docker's
+`--shm-size` default of 64 MiB and PyTorch's DataLoader notes on shared memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.locale import Texts
+from gputui.diagnostics.rules.base import Hit, Rule, Window, at_once, compute_pids, ev
+from gputui.diagnostics.thresholds import Thresholds
+from gputui.formatting import fmt_bytes, fmt_num
+from gputui.model import ContainerInfo, ProcSample
+
+_GIB = 1 << 30
+_MIB = 1 << 20
+
+
+def _limits(w: Window) -> ContainerInfo | None:
+    return w.latest.system.container
+
+
+def _jobs(w: Window) -> list[tuple[int, ProcSample]]:
+    """The GPU jobs seen here, each once, with the GPU it was found on (a rank may hold several)."""
+    seen: dict[int, tuple[int, ProcSample]] = {}
+    for g in w.gpus():
+        for pid in compute_pids(g):
+            proc = w.host.process(pid)
+            if proc is not None and pid not in seen:
+                seen[pid] = (g.index, proc)
+    return list(seen.values())
+
+
+def cpu_throttled(w: Window, th: Thresholds) -> Iterator[Hit]:
+    """The quota ran out in many CFS periods: every runnable thread of the group waited for the next period."""
+    throttled = w.host_mean("container.cpu_throttled_pct")
+    if throttled is None or throttled < th.cpu_throttled_pct:
+        return
+    limits = _limits(w)
+    quota = limits.cpu_quota_cores if limits else None
+    used = w.host_mean("container.cpu_pct_of_quota")
+    workers = max(1, int(quota) - 1) if quota else None
+    yield Hit(
+        gpus=(),
+        value=round(throttled, 1),
+        severity=Severity.CRITICAL if throttled >= th.cpu_throttled_critical_pct else None,
+        params={"pct": f"{throttled:.0f}%", "quota": fmt_num(quota, 1), "workers": fmt_num(workers)},
+        evidence=(
+            ev("cpu_quota", quota, "CPUs"),
+            ev("quota_used", None if used is None else round(used, 1), "%", "mean"),
+            ev("throttled_periods", round(throttled, 1), "%", "mean"),
+            ev("psi_cpu", _rounded(w.host_mean("psi.cpu_some_pct")), "%", "mean"),
+        ),
+    )
+
+
+def workers_oversubscribed(w: Window, th: Thresholds) -> Iterator[Hit]:
+    """More busy processes than CPUs to run them: `num_workers=os.cpu_count()` counts the host's CPUs."""
+    limits = _limits(w)
+    limit = limits.cpu_limit if limits else None
+    jobs = [(gpu, proc) for gpu, proc in _jobs(w) if proc.children is not None]
+    if limit is None or not jobs:
+        return
+    processes = sum(1 + (proc.children or 0) for _, proc in jobs)
+    if processes <= limit:
+        return
+    workers = sum(proc.children or 0 for _, proc in jobs)
+    yield Hit(
+        gpus=tuple(sorted({gpu for gpu, _ in jobs})),
+        pids=tuple(proc.pid for _, proc in jobs),
+        value=float(processes),
+        params={
+            "processes": processes,
+            "limit": fmt_num(limit, 1 if limit % 1 else 0),
+            "per_job": fmt_num(max(0, limit / len(jobs) - 1)),
+        },
+        evidence=(
+            ev("workers", workers),
+            ev("jobs", len(jobs)),
+            ev("cpu_limit", round(limit, 1), "CPUs"),
+            ev("host_cpus", w.latest.system.cpu_count or None),
+        ),
+    )
+
+
+def shm_small(w: Window, th: Thresholds) -> Iterator[Hit]:
+    """Data-loader workers hand batches over through /dev/shm; too small, they die with a bus error."""
+    limits = _limits(w)
+    size = limits.shm_bytes if limits else None
+    workers = sum(proc.children or 0 for _, proc in _jobs(w))
+    if not size or workers == 0:
+        return
+    used = w.host.shm_used_bytes
+    used_pct = None if used is None else 100.0 * used / size
+    small = size < th.shm_small_gib * _GIB
+    if not small and (used_pct is None or used_pct < th.shm_used_pct):
+        return
+    yield Hit(
+        gpus=(),
+        value=size / _MIB,
+        variant="" if small else "full",
+        params={"size": fmt_bytes(size), "pct": fmt_num(used_pct, 0, "%")},
+        evidence=(
+            ev("shm_size", round(size / _MIB), "MiB"),
+            ev("shm_used", _rounded(used_pct), "%"),
+            ev("workers", workers),
+        ),
+    )
+
+
+def oom_kill(w: Window, th: Thresholds) -> Iterator[Hit]:
+    """The OOM killer took a process in the window: the cgroup's counter, or the host's where there is none."""
+    first, last = w.snapshots[0].host, w.host
+    before: int | None = first.oom_kills
+    now: int | None = last.oom_kills
+    scope = "host"
+    if last.container is not None and last.container.oom_kills is not None and first.container is not None:
+        before, now, scope = first.container.oom_kills, last.container.oom_kills, "cgroup"
+    if before is None or now is None or now <= before:
+        return
+    container = last.container
+    limit = container.memory_limit_bytes if container else None
+    used = container.memory_used_bytes if container else last.memory_used_bytes
+    yield Hit(
+        gpus=(),
+        value=float(now - before),
+        variant=scope,
+        params={"kills": now - before, "limit": fmt_bytes(limit)},
+        evidence=(
+            ev("oom_kills", now - before, "", "change"),
+            ev("memory_limit", None if limit is None else round(limit / _GIB, 1), "GiB"),
+            ev("cgroup_memory", None if used is None else round(used / _GIB, 1), "GiB"),
+        ),
+    )
+
+
+def memory_limit(w: Window, th: Thresholds) -> Iterator[Hit]:
+    """Near its memory limit the cgroup reclaims its own page cache first, then the OOM killer picks a worker."""
+    container = w.host.container
+    if container is None or not container.memory_limit_bytes or container.memory_used_bytes is None:
+        return
+    pct = 100.0 * container.memory_used_bytes / container.memory_limit_bytes
+    if pct < th.memory_limit_pct:
+        return
+    yield Hit(
+        gpus=(),
+        value=round(pct, 1),
+        params={"pct": f"{pct:.0f}%", "limit": fmt_bytes(container.memory_limit_bytes)},
+        evidence=(
+            ev("cgroup_memory", round(container.memory_used_bytes / _GIB, 1), "GiB"),
+            ev("memory_limit", round(container.memory_limit_bytes / _GIB, 1), "GiB"),
+            ev("psi_memory", _rounded(w.host_mean("psi.memory_some_pct")), "%", "mean"),
+        ),
+    )
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("cpu_throttled", Severity.WARNING, cpu_throttled),
+    Rule("workers_oversubscribed", Severity.WARNING, workers_oversubscribed),
+    Rule("shm_small", Severity.WARNING, shm_small, higher_is_worse=False),
+    Rule("oom_kill", Severity.CRITICAL, oom_kill, open_after=at_once, close_after=lambda th: th.oom_hold_s),
+    Rule("memory_limit", Severity.WARNING, memory_limit),
+)
+
+TEXTS: Texts = {
+    "en": {
+        "cpu_throttled.title": "CPU quota of {quota} CPUs ran out in {pct} of periods",
+        "cpu_throttled.advice": (
+            "The kernel stops every thread of this container until the next period once its CPU quota is "
+            "spent, so data loading stalls in bursts. Raise the quota (docker --cpus, Kubernetes "
+            "resources.limits.cpu), or use fewer data-loader workers: num_workers <= {workers}."
+        ),
+        "workers_oversubscribed.title": "{processes} job processes and data-loader workers share {limit} CPUs",
+        "workers_oversubscribed.advice": (
+            "More processes want a CPU than this container may use, so they take turns. os.cpu_count() "
+            "reports the host's CPUs inside a container; size num_workers by the quota instead: about "
+            "{per_job} per job here (len(os.sched_getaffinity(0)) honours a cpuset, not a quota)."
+        ),
+        "shm_small.title": "/dev/shm is only {size} while data-loader workers use it",
+        "shm_small.title.full": "/dev/shm is {pct} full while data-loader workers use it",
+        "shm_small.advice": (
+            "DataLoader workers hand batches over through shared memory; when it is too small they fail with "
+            "'bus error' or 'insufficient shared memory'. Start the container with --shm-size=16g or "
+            "--ipc=host; in Kubernetes mount an emptyDir with medium: Memory at /dev/shm."
+        ),
+        "shm_small.advice.full": (
+            "DataLoader workers hand batches over through shared memory; when it fills up they fail with "
+            "'bus error'. Look for leftovers of killed workers (`du -sh /dev/shm/*`), and give the container "
+            "more with --shm-size=16g or --ipc=host (Kubernetes: an emptyDir with medium: Memory)."
+        ),
+        "oom_kill.title.cgroup": "The container's memory limit ({limit}) killed {kills} process(es)",
+        "oom_kill.title.host": "The kernel's OOM killer killed {kills} process(es)",
+        "oom_kill.advice.cgroup": (
+            "A process, often a data-loader worker ('DataLoader worker (pid N) is killed by signal: Killed'), "
+            "was killed for memory. Raise the container's memory limit, lower num_workers or prefetch_factor, "
+            "or keep datasets out of each worker's memory (memory-map them)."
+        ),
+        "oom_kill.advice.host": (
+            "A process was killed for lack of memory. Find it with `dmesg | grep -i oom`, then lower the "
+            "job's memory (fewer data-loader workers, smaller prefetch) or add memory."
+        ),
+        "memory_limit.title": "Container memory at {pct} of its {limit} limit",
+        "memory_limit.advice": (
+            "Near its limit the container reclaims its own page cache, then the OOM killer takes a process. "
+            "Raise the limit (docker --memory, Kubernetes resources.limits.memory) or lower the job's memory: "
+            "fewer data-loader workers, smaller prefetch_factor, memory-mapped datasets."
+        ),
+        "ev.jobs": "GPU jobs",
+        "ev.cpu_limit": "CPUs it may use",
+        "ev.host_cpus": "host CPUs",
+        "ev.shm_size": "/dev/shm size",
+        "ev.shm_used": "/dev/shm used",
+        "ev.oom_kills": "OOM kills",
+        "ev.memory_limit": "memory limit",
+        "ev.cgroup_memory": "memory used",
+        "ev.psi_memory": "memory pressure (some)",
+    },
+    "zh": {
+        "cpu_throttled.title": "{quota} 核的 CPU 配额在 {pct} 的周期内被用完",
+        "cpu_throttled.advice": (
+            "配额用完后，内核会让容器内所有线程停到下一个周期，数据加载因此一阵一阵地卡住。请提高配额"
+            "（docker --cpus，Kubernetes resources.limits.cpu），或减少数据加载 worker：num_workers <= {workers}。"
+        ),
+        "workers_oversubscribed.title": "{processes} 个任务进程和数据加载 worker 挤在 {limit} 个 CPU 上",
+        "workers_oversubscribed.advice": (
+            "想用 CPU 的进程多于容器能用的 CPU，只能轮流运行。容器内 os.cpu_count() 返回的是宿主机的 CPU 数；"
+            "请按配额设置 num_workers：这里每个任务约 {per_job} 个（len(os.sched_getaffinity(0)) 只考虑 cpuset，"
+            "不考虑配额）。"
+        ),
+        "shm_small.title": "/dev/shm 只有 {size}，而数据加载 worker 正在使用它",
+        "shm_small.title.full": "/dev/shm 已用 {pct}，而数据加载 worker 正在使用它",
+        "shm_small.advice": (
+            "DataLoader worker 通过共享内存传递 batch；共享内存太小时会报 'bus error' 或 'insufficient shared "
+            "memory'。请用 --shm-size=16g 或 --ipc=host 启动容器；Kubernetes 中在 /dev/shm 挂载 medium: Memory "
+            "的 emptyDir。"
+        ),
+        "shm_small.advice.full": (
+            "DataLoader worker 通过共享内存传递 batch；共享内存用满时会报 'bus error'。请查看被杀 worker 留下的文件"
+            "（`du -sh /dev/shm/*`），并用 --shm-size=16g 或 --ipc=host 给容器更多共享内存"
+            "（Kubernetes：medium: Memory 的 emptyDir）。"
+        ),
+        "oom_kill.title.cgroup": "容器内存上限（{limit}）杀死了 {kills} 个进程",
+        "oom_kill.title.host": "内核 OOM killer 杀死了 {kills} 个进程",
+        "oom_kill.advice.cgroup": (
+            "有进程因内存不足被杀，常见的是数据加载 worker（'DataLoader worker (pid N) is killed by signal: "
+            "Killed'）。请提高容器内存上限，减少 num_workers 或 prefetch_factor，或让数据集不占每个 worker 的内存"
+            "（用内存映射）。"
+        ),
+        "oom_kill.advice.host": (
+            "有进程因内存不足被杀。用 `dmesg | grep -i oom` 找到它，然后降低任务内存（更少的数据加载 worker、"
+            "更小的预取）或增加内存。"
+        ),
+        "memory_limit.title": "容器内存已达上限 {limit} 的 {pct}",
+        "memory_limit.advice": (
+            "接近上限时容器会先回收自己的页缓存，然后 OOM killer 会杀掉一个进程。请提高上限（docker --memory，"
+            "Kubernetes resources.limits.memory），或降低任务内存：更少的数据加载 worker、更小的 prefetch_factor、"
+            "内存映射的数据集。"
+        ),
+        "ev.jobs": "GPU 任务数",
+        "ev.cpu_limit": "可用 CPU",
+        "ev.host_cpus": "宿主机 CPU",
+        "ev.shm_size": "/dev/shm 大小",
+        "ev.shm_used": "/dev/shm 已用",
+        "ev.oom_kills": "OOM 次数",
+        "ev.memory_limit": "内存上限",
+        "ev.cgroup_memory": "已用内存",
+        "ev.psi_memory": "内存压力（some）",
+    },
+}
