@@ -262,8 +262,9 @@ TEXTS: Texts = {
         ),
         "starvation_cpu.title.hidden": "GPU {gpu}：在等待输入；其进程（宿主机 PID {pid}）不在本 PID 命名空间内",
         "starvation_cpu.advice.hidden": (
-            "有进程占用这块 GPU 但利用率很低，而且从这里看不到它：驱动给出的是宿主机 PID，本容器的 PID 命名空间里没有它。"
-            "请在任务所在的容器（或宿主机）上运行 gputui，以查看它的 CPU 和数据加载 worker；下面的主机和配额数据是本容器的。"
+            "有进程占用这块 GPU 但利用率很低，而且从这里看不到它：驱动给出的是宿主机 PID，"
+            "本容器的 PID 命名空间里没有它。请在任务所在的容器（或宿主机）上运行 gputui，"
+            "以查看它的 CPU 和数据加载 worker；下面的主机和配额数据是本容器的。"
         ),
         "starvation_io.title": "GPU {gpu}：被磁盘 I/O 拖慢",
         "starvation_io.advice": (
