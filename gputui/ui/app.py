@@ -1,6 +1,6 @@
 """The live monitor app: sampling off the event loop, and the keys.
 
-The async boundary of the TUI lives here. One sampling thread (sampling.SamplingLoop) takes one sample at
+The async boundary of the TUI lives here. One sampling thread (gputui.session.sampling.SamplingLoop) takes one sample at
 a time, so polls never overlap and a slow driver only slows the refresh, never the keyboard. Each sample
 arrives as one TickReady message that replaces any still queued. Drawing is skipped while paused and for
 views that are hidden; what is drawn goes through LineView, which sends the terminal only what changed.
@@ -23,11 +23,11 @@ from gputui.history import History
 from gputui.model import SystemInfo
 from gputui.probes.protocol import ProbeName
 from gputui.record.writer import RecordingWriter
+from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, SamplingLoop, Tick
 from gputui.sources.base import Source
 from gputui.ui.messages import SampleFailed, TickReady
 from gputui.ui.probes import ProbeController
 from gputui.ui.record_replay import RecordReplayApp
-from gputui.ui.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, SamplingLoop, Tick
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.main import MainScreen

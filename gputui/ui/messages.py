@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from gputui.ui.sampling import Tick
+from gputui.session.sampling import Tick
 
 
 class TickReady(Message):

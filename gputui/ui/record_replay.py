@@ -21,11 +21,11 @@ from gputui.model import Snapshot
 from gputui.probes.protocol import BadLine, Message, Progress, to_line
 from gputui.record.format import probe_event
 from gputui.record.writer import RecordingWriter
+from gputui.session.recording import RecordingSampler, record_badge
+from gputui.session.replay import ReplaySampler, replay_status
+from gputui.session.sampling import Sampler, Tick
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
-from gputui.ui.recording import RecordingSampler, record_badge
-from gputui.ui.replay_controls import ReplaySampler, replay_status
-from gputui.ui.sampling import Sampler, Tick
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.mark import MarkScreen
 

@@ -12,12 +12,12 @@ import pytest
 from export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot
 
 from gputui.diagnostics.findings import Finding
-from gputui.export.diagnose import new_diagnose
 from gputui.export.server import Exporter
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot
+from gputui.session.diagnose import new_diagnose
+from gputui.session.fleet import FleetPoller
 from gputui.sources.base import Source, SourceUnavailable
 from gputui.sources.remote import (
-    FleetPoller,
     RemoteFormatError,
     RemoteSource,
     RemoteUnreachable,

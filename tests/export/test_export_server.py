@@ -11,7 +11,7 @@ import pytest
 from export_helpers import FINDINGS, SYSTEM, FakeSource, fetch, make_snapshot, one, parse
 
 from gputui.diagnostics.findings import Finding
-from gputui.export.server import ExportBindError, Exporter, Sampler, _bind_error_message
+from gputui.export.server import ExportBindError, Exporter, ExportSampler, _bind_error_message
 from gputui.model import Snapshot
 
 
@@ -77,7 +77,7 @@ def test_other_bind_errors_are_one_line(code: int, expected: str) -> None:
 def test_failed_reading_is_served_as_up_zero_then_recovers() -> None:
     source = FakeSource()
     source.snapshots = [make_snapshot(), RuntimeError("GPU is lost"), make_snapshot()]
-    sampler = Sampler(source, SYSTEM, interval=1)
+    sampler = ExportSampler(source, SYSTEM, interval=1)
     assert sampler.sample_once().snapshot is not None
     failed = sampler.sample_once()
     assert failed.snapshot is None
@@ -103,7 +103,7 @@ def test_broken_diagnostics_still_serve_gpu_metrics(source: FakeSource) -> None:
     def diagnose(snapshot: Snapshot) -> Sequence[Finding]:
         raise ZeroDivisionError("a rule broke")
 
-    state = Sampler(source, SYSTEM, interval=1, diagnose=diagnose).sample_once()
+    state = ExportSampler(source, SYSTEM, interval=1, diagnose=diagnose).sample_once()
     assert state.snapshot is not None
     assert state.findings == ()
 
@@ -112,6 +112,6 @@ def test_last_xid_is_remembered_across_readings() -> None:
     source = FakeSource()
     first = make_snapshot()
     source.snapshots = [first, replace(first, gpus=tuple(replace(g, xid_events=()) for g in first.gpus))]
-    sampler = Sampler(source, SYSTEM, interval=1)
+    sampler = ExportSampler(source, SYSTEM, interval=1)
     sampler.sample_once()
     assert sampler.sample_once().last_xid == {0: 79}
