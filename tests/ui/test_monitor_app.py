@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
 from monitor_helpers import busy_gpu, plain, run_ticks, scripted_app, simulated_app, snapshot
+from textual.worker import WorkerFailed
 
 from gputui.model import GpuSample
 from gputui.ui.app import GpuTuiApp
@@ -319,3 +321,20 @@ async def test_open_findings_are_counted_in_the_header_and_a_chosen_one_is_marke
         assert finding.metric is not None
         assert all((marked[i] is not None) == (i in finding.gpus) for i in marked)
         assert any(style.endswith("reverse") for line in app.main.gpus.lines for _, style in line)
+
+
+async def test_a_worker_that_raises_is_shown_on_screen_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    app, _ = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0)])])
+
+    async def broken() -> None:
+        raise RuntimeError("the replay refresh broke")
+
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        worker = app.run_worker(broken(), name="refresh", exit_on_error=False)
+        with pytest.raises(WorkerFailed):
+            await worker.wait()
+        await pilot.pause()
+        toasts = [str(toast.render()) for toast in app.screen.query("Toast")]
+        assert any("RuntimeError: the replay refresh broke" in text for text in toasts), toasts
+        assert app.is_running
+    assert "worker refresh failed" in caplog.text and "RuntimeError: the replay refresh broke" in caplog.text
