@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -39,14 +40,19 @@ def test_scrapes_never_sample(served: tuple[Exporter, FakeSource]) -> None:
     assert source.calls == calls == 1
 
 
-def test_background_thread_samples_at_the_interval(source: FakeSource) -> None:
+def test_background_thread_samples_at_the_interval_until_stopped(source: FakeSource) -> None:
+    before = set(threading.enumerate())
     with Exporter(source, source.system, port=0, interval=0.01) as exporter:
         source.sampled.clear()
         assert source.sampled.wait(5), "the sampler thread never read the source"
         assert exporter.sampler.state.snapshot is not None
     calls = source.calls
     assert calls >= 2
-    assert source.calls == calls  # stop() ended the thread
+    started = [t for t in threading.enumerate() if t not in before and t.name == "gputui-export-sampler"]
+    assert started == [], "stop() left the sampling thread running"
+    source.sampled.clear()
+    assert not source.sampled.wait(0.1), "the source was read after stop() (ten intervals)"
+    assert source.calls == calls
 
 
 def test_port_in_use_is_a_clear_error(source: FakeSource) -> None:
