@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import pytest
 from monitor_helpers import busy_gpu, plain, run_ticks, scripted_app, simulated_app, snapshot
@@ -18,6 +19,9 @@ from gputui.ui.screens.detail import DetailScreen, DetailView
 from gputui.ui.screens.help import EXTRA_KEYS, HelpScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 
+if TYPE_CHECKING:
+    from conftest import Clock
+
 SIZE = (120, 40)
 
 
@@ -29,8 +33,8 @@ def header_text(app: GpuTuiApp) -> str:
     return plain(app.main.header.lines)
 
 
-async def test_the_simulated_badge_and_the_machine_facts_are_in_the_header() -> None:
-    app, clock = simulated_app("healthy", gpus=2)
+async def test_the_simulated_badge_and_the_machine_facts_are_in_the_header(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=2, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.pause()
@@ -60,8 +64,8 @@ async def test_a_fallback_says_why_there_is_no_live_data() -> None:
         assert app.main.header.styles.height is not None and app.main.header.styles.height.value == 2
 
 
-async def test_eight_gpus_fit_80x24_one_line_each() -> None:
-    app, clock = simulated_app("healthy", gpus=8)
+async def test_eight_gpus_fit_80x24_one_line_each(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=8, clock=clock)
     async with app.run_test(size=(80, 24)) as pilot:
         await run_ticks(app, clock, 3)
         await pilot.pause()
@@ -72,8 +76,8 @@ async def test_eight_gpus_fit_80x24_one_line_each() -> None:
         assert all(len(line) <= 80 for line in lines)
 
 
-async def test_sixteen_gpus_fit_120x40() -> None:
-    app, clock = simulated_app("healthy", gpus=16)
+async def test_sixteen_gpus_fit_120x40(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=16, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 2)
         await pilot.pause()
@@ -81,8 +85,8 @@ async def test_sixteen_gpus_fit_120x40() -> None:
         assert len(gpu_text(app).splitlines()) == 16
 
 
-async def test_a_few_gpus_get_full_panels_at_120x40() -> None:
-    app, clock = simulated_app("healthy", gpus=4)
+async def test_a_few_gpus_get_full_panels_at_120x40(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=4, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 2)
         await pilot.pause()
@@ -92,8 +96,8 @@ async def test_a_few_gpus_get_full_panels_at_120x40() -> None:
             assert label in text
 
 
-async def test_the_layout_follows_a_resize() -> None:
-    app, clock = simulated_app("healthy", gpus=8)
+async def test_the_layout_follows_a_resize(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=8, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.pause()
@@ -155,8 +159,8 @@ async def test_pause_freezes_the_screen_and_resume_catches_up() -> None:
         assert " 20%" in gpu_text(app) and "PAUSED" not in header_text(app)
 
 
-async def test_plus_and_minus_step_the_interval_within_its_bounds() -> None:
-    app, clock = simulated_app("healthy", gpus=1, interval=1.0)
+async def test_plus_and_minus_step_the_interval_within_its_bounds(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=1, interval=1.0, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("plus")
@@ -178,8 +182,8 @@ async def test_q_quits() -> None:
     assert source.closed
 
 
-async def test_d_toggles_the_diagnostics_pane_and_it_gets_the_findings() -> None:
-    app, clock = simulated_app("thermal", gpus=2)
+async def test_d_toggles_the_diagnostics_pane_and_it_gets_the_findings(clock: Clock) -> None:
+    app = simulated_app("thermal", gpus=2, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 40)
         await pilot.pause()
@@ -198,8 +202,8 @@ async def test_d_toggles_the_diagnostics_pane_and_it_gets_the_findings() -> None
         assert app.main.diagnostics.display
 
 
-async def test_enter_opens_the_detail_view_of_the_selected_gpu_and_esc_returns() -> None:
-    app, clock = simulated_app("healthy", gpus=4)
+async def test_enter_opens_the_detail_view_of_the_selected_gpu_and_esc_returns(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=4, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 5)
         await pilot.pause()
@@ -312,8 +316,8 @@ async def test_a_failing_sample_is_shown_and_the_next_good_one_clears_it() -> No
         assert "sampling failed" not in header_text(app)
 
 
-async def test_open_findings_are_counted_in_the_header_and_a_chosen_one_is_marked_on_its_gpu() -> None:
-    app, clock = simulated_app("thermal", gpus=2)
+async def test_open_findings_are_counted_in_the_header_and_a_chosen_one_is_marked_on_its_gpu(clock: Clock) -> None:
+    app = simulated_app("thermal", gpus=2, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 40)
         await pilot.pause()

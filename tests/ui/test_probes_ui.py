@@ -9,10 +9,11 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import pytest
-from monitor_helpers import Clock, busy_gpu, run_ticks, simulated_app, snapshot
+from monitor_helpers import busy_gpu, run_ticks, simulated_app, snapshot
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -25,6 +26,9 @@ from gputui.ui.app import GpuTuiApp
 from gputui.ui.probes import format_progress, result_finding
 from gputui.ui.screens.confirm_probe import ConfirmProbe
 from gputui.ui.screens.help import key_table
+
+if TYPE_CHECKING:
+    from conftest import Clock
 
 SIZE = (120, 40)
 
@@ -55,12 +59,12 @@ async def wait_until(pilot: Pilot[int], condition: Callable[[], bool], within_s:
         await pilot.pause(0.05)
 
 
-def probe_app(scenario: str = "idle", env: dict[str, str] | None = None) -> tuple[GpuTuiApp, Clock]:
-    app, clock = simulated_app(scenario, gpus=2)
+def probe_app(scenario: str = "idle", env: dict[str, str] | None = None, *, clock: Clock) -> GpuTuiApp:
+    app = simulated_app(scenario, gpus=2, clock=clock)
     app.probes.adjust = tiny
     app.probes.env = env or {}
     app.probes.kill_grace_s = 0.5
-    return app, clock
+    return app
 
 
 def test_progress_reads_as_seconds_for_stress_and_percent_otherwise() -> None:
@@ -100,8 +104,8 @@ def test_a_gpu_run_is_judged_on_the_snapshots_taken_meanwhile() -> None:
     assert cpu.title.startswith("CPU RUN: ") and cpu.severity == Severity.INFO and "During" not in cpu.advice
 
 
-async def test_membw_runs_on_the_cpu_and_its_result_is_a_finding_labelled_cpu_run() -> None:
-    app, clock = probe_app()
+async def test_membw_runs_on_the_cpu_and_its_result_is_a_finding_labelled_cpu_run(clock: Clock) -> None:
+    app = probe_app(clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("m")
@@ -123,8 +127,8 @@ async def test_membw_runs_on_the_cpu_and_its_result_is_a_finding_labelled_cpu_ru
         assert app.latest is not None and shown in app.latest.active
 
 
-async def test_x_cancels_a_running_stress_probe_and_its_process_is_gone() -> None:
-    app, clock = probe_app()
+async def test_x_cancels_a_running_stress_probe_and_its_process_is_gone(clock: Clock) -> None:
+    app = probe_app(clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("s")
@@ -140,8 +144,8 @@ async def test_x_cancels_a_running_stress_probe_and_its_process_is_gone() -> Non
         assert app.latest is not None  # the monitor goes on
 
 
-async def test_a_gpu_with_another_users_process_asks_first() -> None:
-    app, clock = probe_app("contention")
+async def test_a_gpu_with_another_users_process_asks_first(clock: Clock) -> None:
+    app = probe_app("contention", clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 2)
         assert app.latest is not None
@@ -164,18 +168,18 @@ async def test_a_gpu_with_another_users_process_asks_first() -> None:
         await wait_until(pilot, lambda: not app.probes.running, within_s=5.0)
 
 
-async def test_a_gpu_probe_waits_for_the_first_reading() -> None:
-    app, _ = probe_app()
+async def test_a_gpu_probe_waits_for_the_first_reading(clock: Clock) -> None:
+    app = probe_app(clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("s")
         assert not app.probes.running and not isinstance(app.screen, ConfirmProbe)
 
 
-async def test_without_torch_the_key_says_how_to_install_it(tmp_path: Path) -> None:
+async def test_without_torch_the_key_says_how_to_install_it(tmp_path: Path, clock: Clock) -> None:
     shim = tmp_path / "shim" / "torch"
     shim.mkdir(parents=True)
     (shim / "__init__.py").write_text("raise ImportError(\"No module named 'torch'\")\n")
-    app, clock = probe_app(env={"PYTHONPATH": str(shim.parent)})
+    app = probe_app(env={"PYTHONPATH": str(shim.parent)}, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("m")
@@ -185,8 +189,8 @@ async def test_without_torch_the_key_says_how_to_install_it(tmp_path: Path) -> N
         assert "no_torch" in app.probes.last.title
 
 
-async def test_a_crashing_probe_gives_a_finding_with_its_stderr_and_the_monitor_goes_on() -> None:
-    app, clock = probe_app(env={FAULT_ENV: "crash"})
+async def test_a_crashing_probe_gives_a_finding_with_its_stderr_and_the_monitor_goes_on(clock: Clock) -> None:
+    app = probe_app(env={FAULT_ENV: "crash"}, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("m")
@@ -198,9 +202,9 @@ async def test_a_crashing_probe_gives_a_finding_with_its_stderr_and_the_monitor_
         assert app.latest is not None and [f.title for f in app.latest.active] == [finding.title]
 
 
-async def test_the_disk_probe_asks_for_the_directory_and_refuses_a_missing_one(tmp_path: Path) -> None:
+async def test_the_disk_probe_asks_for_the_directory_and_refuses_a_missing_one(tmp_path: Path, clock: Clock) -> None:
     (tmp_path / "data.bin").write_bytes(b"x" * 65536)
-    app, clock = probe_app()
+    app = probe_app(clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("i")
@@ -221,8 +225,8 @@ async def test_the_disk_probe_asks_for_the_directory_and_refuses_a_missing_one(t
 
 
 @pytest.mark.parametrize("how", ["q", "exit"])
-async def test_quitting_while_a_probe_runs_leaves_no_child(how: str) -> None:
-    app, clock = probe_app()
+async def test_quitting_while_a_probe_runs_leaves_no_child(how: str, clock: Clock) -> None:
+    app = probe_app(clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("s")
