@@ -151,6 +151,20 @@ async def test_replay_keys_and_the_findings_recomputed(tmp_path: Path, clock: Cl
         assert not source.paused
 
 
+async def test_a_replay_key_shows_the_new_position_at_once_not_at_the_next_poll(tmp_path: Path, clock: Clock) -> None:
+    live_thermal(tmp_path / "r.jsonl", 30)
+    source = ReplaySource(tmp_path / "r.jsonl", clock=clock)
+    app = GpuTuiApp(source, source.open(), interval=10.0, now=source.recording_now)  # sampled by its own thread
+    async with app.run_test(size=SIZE) as pilot:
+        while app.latest is None:  # the sampling thread's first poll; the next is 10 s away
+            await pilot.pause(0.01)
+        source.pause()
+        before = app.latest.snapshot.timestamp
+        await pilot.press("right")
+        await app.workers.wait_for_complete()
+        assert app.latest.snapshot.timestamp == before + 10.0 and source.position == 10.0
+
+
 async def test_replay_keys_do_nothing_live(tmp_path: Path, clock: Clock) -> None:
     app, _ = recording_app(tmp_path / "run.jsonl", clock=clock)
     async with app.run_test(size=SIZE) as pilot:
