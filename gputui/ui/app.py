@@ -1,7 +1,7 @@
 """The live monitor app: sampling off the event loop, and the keys.
 
-The async boundary of the TUI lives here. One sampling thread (gputui.session.sampling.SamplingLoop) takes one sample at
-a time, so polls never overlap and a slow driver only slows the refresh, never the keyboard. Each sample
+The async boundary of the TUI lives here. One sampling thread (gputui.session.sampling.SamplingLoop) takes one
+sample at a time, so polls never overlap and a slow driver only slows the refresh, never the keyboard. Each sample
 arrives as one TickReady message that replaces any still queued. Drawing is skipped while paused and for
 views that are hidden; what is drawn goes through LineView, which sends the terminal only what changed.
 """
