@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 from prometheus_client import generate_latest
 
-from gputui.export.diagnose import new_diagnose
 from gputui.export.metrics import metric_families
 from gputui.export.server import Exporter
+from gputui.session.diagnose import new_diagnose
 from gputui.sources.remote import parse_exposition
 from gputui.sources.simulated import SimulatedSource
 

@@ -55,8 +55,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gputui.export.diagnose import new_diagnose
     from gputui.export.server import ExportBindError, Exporter
+    from gputui.session.diagnose import new_diagnose
 
     logging.basicConfig(format="gputui: %(message)s", level=logging.WARNING)
     try:

@@ -6,17 +6,18 @@ import argparse
 import sys
 
 from gputui.commands import common
+from gputui.session.sampling import MAX_INTERVAL, MIN_INTERVAL
 from gputui.sources.base import SourceUnavailable
-from gputui.ui.sampling import MAX_INTERVAL, MIN_INTERVAL
 
 DEFAULT_INTERVAL_S = 1.0
 
 
 def run(args: argparse.Namespace) -> int:
     if args.remote is not None:
-        from gputui.ui.fleet import DEFAULT_INTERVAL, run_fleet
+        from gputui.session.fleet import FLEET_DEFAULT_INTERVAL
+        from gputui.ui.fleet import run_fleet
 
-        return run_fleet(args.remote, DEFAULT_INTERVAL if args.interval is None else args.interval)
+        return run_fleet(args.remote, FLEET_DEFAULT_INTERVAL if args.interval is None else args.interval)
     if args.interval is None:
         args.interval = DEFAULT_INTERVAL_S
     if not MIN_INTERVAL <= args.interval <= MAX_INTERVAL:

@@ -61,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
     except SourceUnavailable as exc:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE
+    from gputui.session.sampling import MAX_INTERVAL, MIN_INTERVAL
     from gputui.ui.app import GpuTuiApp
-    from gputui.ui.sampling import MAX_INTERVAL, MIN_INTERVAL
 
     interval = min(MAX_INTERVAL, max(MIN_INTERVAL, recording.header.interval_s))
     app = GpuTuiApp(source, system, interval=interval, now=source.recording_now)

@@ -3,8 +3,8 @@
 Users who outgrow one server run Prometheus and Grafana with NVIDIA's dcgm-exporter dashboards; exporting the same
 names (`DCGM_FI_DEV_*`), units (framebuffer in MiB, energy in mJ, violation time in µs) and labels (`gpu`, `UUID`,
 `pci_bus_id`, `device`, `modelName`, `Hostname`) lets those dashboards read gputui unchanged. What dcgm-exporter
-does not have lives under `gputui_`. The field tables below also drive the way back (gputui/sources/remote.py), so
-what is written and what is read cannot drift apart.
+does not have lives under `gputui_`. The names and field tables live in gputui/metric_schema.py, which also drives
+the way back (gputui/sources/remote.py), so what is written and what is read cannot drift apart.
 
 A value that is None is left out, never written as 0. dcgm's cumulative fields (energy, PCIe replays, violation
 time) keep their exact names and are typed `untyped`: prometheus-client appends `_total` to every counter it
@@ -20,182 +20,31 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric, UnknownMet
 
 from gputui import __version__
 from gputui.diagnostics.findings import Finding
+from gputui.metric_schema import (
+    CPU_CORE_METRIC,
+    CPU_COUNT_METRIC,
+    CPU_MEAN_METRIC,
+    FINDING_METRIC,
+    GPU_COUNT_METRIC,
+    GPU_INFO_FIELDS,
+    GPU_INFO_METRIC,
+    GPU_LOST_METRIC,
+    GPU_PROCESS_MEMORY_METRIC,
+    GPU_PROCESS_METRIC,
+    GPU_SAMPLE_FIELDS,
+    HOST_FIELDS,
+    HOSTNAME_LABEL,
+    LOAD_METRICS,
+    PROC_FIELDS,
+    PROCESS_INFO_METRIC,
+    SOURCE_INFO_METRIC,
+    SOURCE_LABEL,
+    TIMESTAMP_METRIC,
+    UP_METRIC,
+    XID_METRIC,
+    MetricField,
+)
 from gputui.model import GpuInfo, GpuSample, Snapshot, SystemInfo
-
-MIB = 1024 * 1024
-
-# dcgm-exporter's labels on every GPU series, in its order.
-GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
-HOSTNAME_LABEL = "Hostname"
-# Added to every series when the data does not come from this machine's driver, so no chart shows it unmarked.
-SOURCE_LABEL = "gputui_source"
-
-
-@dataclass(frozen=True, slots=True)
-class MetricField:
-    """One exported metric and the model attribute it carries: metric value = attribute value x `scale`."""
-
-    name: str
-    attr: str
-    help: str
-    kind: type = float  # the attribute's type, for reading the value back: float, int or bool
-    scale: float = 1.0
-    cumulative: bool = False
-
-
-def _field(
-    name: str, attr: str, help: str, kind: type = float, scale: float = 1.0, cumulative: bool = False
-) -> MetricField:
-    return MetricField(name, attr, help, kind, scale, cumulative)
-
-
-GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
-    _field("DCGM_FI_DEV_GPU_UTIL", "utilization_gpu_pct", "GPU utilization (in %)."),
-    _field("DCGM_FI_DEV_MEM_COPY_UTIL", "utilization_memory_pct", "Memory utilization (in %)."),
-    _field("DCGM_FI_DEV_ENC_UTIL", "encoder_pct", "Encoder utilization (in %)."),
-    _field("DCGM_FI_DEV_DEC_UTIL", "decoder_pct", "Decoder utilization (in %)."),
-    _field("DCGM_FI_DEV_SM_CLOCK", "sm_clock_mhz", "SM clock frequency (in MHz).", int),
-    _field("DCGM_FI_DEV_MEM_CLOCK", "memory_clock_mhz", "Memory clock frequency (in MHz).", int),
-    _field("gputui_graphics_clock_mhz", "graphics_clock_mhz", "Graphics clock frequency (in MHz).", int),
-    _field("DCGM_FI_DEV_GPU_TEMP", "temperature_c", "GPU temperature (in C)."),
-    _field("DCGM_FI_DEV_MEMORY_TEMP", "memory_temperature_c", "Memory temperature (in C)."),
-    _field("DCGM_FI_DEV_POWER_USAGE", "power_w", "Power draw (in W)."),
-    _field("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "power_limit_w", "Power limit the driver enforces (in W)."),
-    _field(
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
-        "energy_mj",
-        "Total energy consumption since boot (in mJ).",
-        int,
-        cumulative=True,
-    ),
-    _field("DCGM_FI_DEV_FB_USED", "memory_used_bytes", "Framebuffer memory used (in MiB).", int, 1 / MIB),
-    _field("DCGM_FI_DEV_FB_FREE", "memory_free_bytes", "Framebuffer memory free (in MiB).", int, 1 / MIB),
-    _field("DCGM_FI_DEV_FB_RESERVED", "memory_reserved_bytes", "Framebuffer memory reserved (in MiB).", int, 1 / MIB),
-    _field("DCGM_FI_DEV_PCIE_LINK_GEN", "pcie_gen", "PCIe current link generation.", int),
-    _field("DCGM_FI_DEV_PCIE_LINK_WIDTH", "pcie_width", "PCIe current link width (lanes).", int),
-    _field("gputui_pcie_tx_bytes_per_second", "pcie_tx_bytes_s", "PCIe transmit throughput (bytes/s)."),
-    _field("gputui_pcie_rx_bytes_per_second", "pcie_rx_bytes_s", "PCIe receive throughput (bytes/s)."),
-    _field(
-        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "pcie_replay_count", "Total number of PCIe retries.", int, cumulative=True
-    ),
-    _field("DCGM_FI_DEV_FAN_SPEED", "fan_pct", "Fan speed (in %).", int),
-    _field("DCGM_FI_DEV_PSTATE", "pstate", "Performance state (P-State) 0-15; 0 is the highest.", int),
-    _field(
-        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
-        "clock_event_reasons_mask",
-        "Current clock event (throttle) reasons, a bitmask of NVML's nvmlClocksEventReason* bits.",
-        int,
-    ),
-    _field(
-        "DCGM_FI_DEV_POWER_VIOLATION",
-        "power_violation_ns",
-        "Throttling duration due to power constraints (in us).",
-        int,
-        1e-3,
-        cumulative=True,
-    ),
-    _field(
-        "DCGM_FI_DEV_THERMAL_VIOLATION",
-        "thermal_violation_ns",
-        "Throttling duration due to thermal constraints (in us).",
-        int,
-        1e-3,
-        cumulative=True,
-    ),
-    _field("gputui_ecc_uncorrected_errors", "ecc_uncorrected", "Uncorrected ECC errors the driver counts.", int),
-    _field(
-        "gputui_retired_pages_pending",
-        "retired_pages_pending",
-        "1 when a page retirement or row remap is pending (a reset is due).",
-        bool,
-    ),
-)
-
-GPU_INFO_FIELDS: tuple[MetricField, ...] = (
-    _field("DCGM_FI_DEV_FB_TOTAL", "memory_total_bytes", "Total framebuffer memory (in MiB).", int, 1 / MIB),
-    _field("DCGM_FI_DEV_MAX_SM_CLOCK", "max_sm_clock_mhz", "Maximum supported SM clock (in MHz).", int),
-    _field("DCGM_FI_DEV_MAX_MEM_CLOCK", "max_memory_clock_mhz", "Maximum supported memory clock (in MHz).", int),
-    _field(
-        "gputui_max_graphics_clock_mhz", "max_graphics_clock_mhz", "Maximum supported graphics clock (in MHz).", int
-    ),
-    _field(
-        "gputui_default_app_sm_clock_mhz", "default_app_sm_clock_mhz", "Default application SM clock (in MHz).", int
-    ),
-    _field(
-        "gputui_default_app_memory_clock_mhz",
-        "default_app_memory_clock_mhz",
-        "Default application memory clock (in MHz).",
-        int,
-    ),
-    _field("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "pcie_max_gen", "PCIe max link generation in this system.", int),
-    _field("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "pcie_max_width", "PCIe max link width in this system (lanes).", int),
-    _field(
-        "gputui_pcie_gpu_max_link_gen",
-        "pcie_gpu_max_gen",
-        "PCIe generation the GPU itself supports (above the system max: slot or riser limited).",
-        int,
-    ),
-    _field("DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF", "power_default_limit_w", "Default power management limit (in W)."),
-    _field("DCGM_FI_DEV_POWER_MGMT_LIMIT_MIN", "power_min_limit_w", "Minimum power management limit (in W)."),
-    _field("DCGM_FI_DEV_POWER_MGMT_LIMIT_MAX", "power_max_limit_w", "Maximum power management limit (in W)."),
-    _field("DCGM_FI_DEV_SLOWDOWN_TEMP", "temperature_slowdown_c", "Slowdown temperature (in C).", int),
-    _field("DCGM_FI_DEV_SHUTDOWN_TEMP", "temperature_shutdown_c", "Shutdown temperature (in C).", int),
-    _field("gputui_temperature_gpu_max_c", "temperature_gpu_max_c", "Maximum operating GPU temperature (in C).", int),
-    _field(
-        "gputui_temperature_memory_max_c",
-        "temperature_memory_max_c",
-        "Maximum operating memory temperature (in C).",
-        int,
-    ),
-    _field("gputui_persistence_mode", "persistence_mode", "1 when persistence mode is on.", bool),
-    _field("gputui_mig_mode", "mig_mode", "1 when MIG mode is on.", bool),
-    _field("DCGM_FI_DEV_ECC_CURRENT", "ecc_mode", "Current ECC mode (1 = enabled).", bool),
-)
-
-HOST_FIELDS: tuple[MetricField, ...] = (
-    _field("gputui_host_iowait_percent", "iowait_pct", "CPU time waiting for I/O (in %)."),
-    _field("gputui_host_steal_percent", "steal_pct", "CPU time stolen by the hypervisor (in %)."),
-    _field("gputui_host_memory_used_bytes", "memory_used_bytes", "Host memory used (bytes).", int),
-    _field("gputui_host_memory_total_bytes", "memory_total_bytes", "Host memory installed (bytes).", int),
-    _field("gputui_host_swap_used_bytes", "swap_used_bytes", "Swap used (bytes).", int),
-    _field("gputui_host_swap_total_bytes", "swap_total_bytes", "Swap size (bytes).", int),
-    _field("gputui_host_swap_in_bytes_per_second", "swap_in_bytes_s", "Swap-in rate (bytes/s)."),
-    _field("gputui_host_swap_out_bytes_per_second", "swap_out_bytes_s", "Swap-out rate (bytes/s)."),
-    _field("gputui_host_disk_read_bytes_per_second", "disk_read_bytes_s", "Disk read rate, all disks (bytes/s)."),
-    _field("gputui_host_disk_write_bytes_per_second", "disk_write_bytes_s", "Disk write rate, all disks (bytes/s)."),
-    _field("gputui_host_disk_busy_percent", "disk_busy_pct", "Busiest disk's busy time (in %)."),
-    _field("gputui_host_network_receive_bytes_per_second", "net_rx_bytes_s", "Network receive rate (bytes/s)."),
-    _field("gputui_host_network_transmit_bytes_per_second", "net_tx_bytes_s", "Network transmit rate (bytes/s)."),
-    _field(
-        "gputui_host_network_link_bytes_per_second",
-        "net_link_bytes_s",
-        "Link speed of the fastest up interface (bytes/s).",
-    ),
-)
-
-PROC_FIELDS: tuple[MetricField, ...] = (
-    _field("gputui_process_cpu_percent", "cpu_pct", "CPU use of a GPU process (100 = one full core)."),
-    _field("gputui_process_threads", "threads", "Threads of a GPU process.", int),
-    _field("gputui_process_children", "children", "Direct child processes (data-loader workers, mostly).", int),
-    _field("gputui_process_read_bytes_per_second", "read_bytes_s", "Read rate of a GPU process (bytes/s)."),
-    _field("gputui_process_rss_bytes", "rss_bytes", "Resident memory of a GPU process (bytes).", int),
-)
-
-CPU_CORE_METRIC = "gputui_host_cpu_core_percent"
-CPU_MEAN_METRIC = "gputui_host_cpu_percent"
-CPU_COUNT_METRIC = "gputui_host_cpu_count"
-LOAD_METRICS = ("gputui_host_load1", "gputui_host_load5", "gputui_host_load15")
-GPU_COUNT_METRIC = "gputui_gpu_count"
-GPU_INFO_METRIC = "gputui_gpu_info"
-GPU_LOST_METRIC = "gputui_gpu_lost"
-GPU_PROCESS_METRIC = "gputui_gpu_process_info"
-GPU_PROCESS_MEMORY_METRIC = "gputui_gpu_process_memory_bytes"
-PROCESS_INFO_METRIC = "gputui_process_info"
-XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
-UP_METRIC = "gputui_up"
-SOURCE_INFO_METRIC = "gputui_source_info"
-TIMESTAMP_METRIC = "gputui_sample_timestamp_seconds"
-FINDING_METRIC = "gputui_finding"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,9 +20,9 @@ from prometheus_client.exposition import start_http_server
 from prometheus_client.metrics_core import Metric
 
 from gputui.diagnostics.findings import Finding
-from gputui.export.diagnose import Diagnose
 from gputui.export.metrics import ExportState, metric_families
 from gputui.model import Snapshot, SystemInfo
+from gputui.session.diagnose import Diagnose
 from gputui.sources.base import Source
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,7 @@ class ExportBindError(Exception):
     """The HTTP port could not be opened; the message says which and why, in one line."""
 
 
-class Sampler:
+class ExportSampler:
     """Reads the source every `interval` seconds on its own thread and keeps the newest ExportState."""
 
     def __init__(
@@ -121,7 +121,7 @@ class SnapshotCollector:
 
 
 class Exporter:
-    """Sampler + HTTP server: `start()` reads once, opens the port, then samples in the background."""
+    """ExportSampler + HTTP server: `start()` reads once, opens the port, then samples in the background."""
 
     def __init__(
         self,
@@ -133,7 +133,7 @@ class Exporter:
         interval: float = 1.0,
         diagnose: Diagnose | None = None,
     ) -> None:
-        self.sampler = Sampler(source, system, interval=interval, diagnose=diagnose)
+        self.sampler = ExportSampler(source, system, interval=interval, diagnose=diagnose)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SnapshotCollector(lambda: self.sampler.state))
         self._bind = bind

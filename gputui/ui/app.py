@@ -1,7 +1,7 @@
 """The live monitor app: sampling off the event loop, and the keys.
 
-The async boundary of the TUI lives here. One sampling thread (sampling.SamplingLoop) takes one sample at
-a time, so polls never overlap and a slow driver only slows the refresh, never the keyboard. Each sample
+The async boundary of the TUI lives here. One sampling thread (gputui.session.sampling.SamplingLoop) takes one
+sample at a time, so polls never overlap and a slow driver only slows the refresh, never the keyboard. Each sample
 arrives as one TickReady message that replaces any still queued. Drawing is skipped while paused and for
 views that are hidden; what is drawn goes through LineView, which sends the terminal only what changed.
 """
@@ -9,31 +9,39 @@ views that are hidden; what is drawn goes through LineView, which sends the term
 from __future__ import annotations
 
 import asyncio
+import logging
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
+from textual.worker import Worker, WorkerState
 
-from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.findings import Finding, Severity
 from gputui.history import History
-from gputui.model import SystemInfo
+from gputui.model import Snapshot, SystemInfo
 from gputui.probes.protocol import ProbeName
 from gputui.record.writer import RecordingWriter
+from gputui.session.recording import RecordingSampler
+from gputui.session.replay import ReplaySampler
+from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, SamplingLoop, Tick
 from gputui.sources.base import Source
+from gputui.sources.replay import ReplaySource
 from gputui.ui.messages import SampleFailed, TickReady
 from gputui.ui.probes import ProbeController
 from gputui.ui.record_replay import RecordReplayApp
-from gputui.ui.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, SamplingLoop, Tick
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.header import HeaderState
+from gputui.ui.widgets.probe_status import ProbeStatus
 from gputui.ui.widgets.processes import ProcessTable, process_rows
+
+log = logging.getLogger(__name__)
 
 
 def terminal_fd() -> int | None:
@@ -50,6 +58,15 @@ PROBE_KEYS = Binding.Group("Probe")
 
 def clamp_interval(seconds: float) -> float:
     return min(MAX_INTERVAL, max(MIN_INTERVAL, seconds))
+
+
+def sampler_for(source: Source, recorder: RecordingWriter | None) -> Sampler:
+    """A replay is played tick by tick through its own sampler; with a recorder, each tick is written."""
+    if isinstance(source, ReplaySource):
+        return ReplaySampler(source)
+    if recorder is not None:
+        return RecordingSampler(source, recorder)
+    return Sampler(source)
 
 
 class GpuTuiApp(RecordReplayApp):
@@ -87,9 +104,14 @@ class GpuTuiApp(RecordReplayApp):
         history_size: int = 600,
         recorder: RecordingWriter | None = None,
     ) -> None:
-        super().__init__(ansi_color=True)
+        super().__init__(
+            recorder=recorder,
+            replay=source if isinstance(source, ReplaySource) else None,
+            timeline=self._recording_time,
+            ansi_color=True,
+        )
         self.animation_level = "none"
-        self.sampler = self.make_sampler(source, recorder)
+        self.sampler = sampler_for(source, recorder)
         self.system = system
         self.interval = clamp_interval(interval)
         self.auto_sample = auto_sample
@@ -152,12 +174,58 @@ class GpuTuiApp(RecordReplayApp):
         self._error = None
         if snapshot.events:
             self._notice = snapshot.events[-1]
-        for passed in self.passed_snapshots(tick):
+        for passed in self._passed_snapshots(tick):
             self.history.append(passed)
             self.main.add_snapshot(passed)
         self.probes.observe(snapshot)
         if not self.paused:
             self.draw()
+
+    def _passed_snapshots(self, tick: Tick) -> Sequence[Snapshot]:
+        """The snapshots a tick adds to the history: live, its own; in replay, every recorded tick passed
+        (after a seek the views start over from the minute before the new position)."""
+        if not isinstance(self.sampler, ReplaySampler):
+            return (tick.snapshot,)
+        jumped, ticks = self.sampler.drain()
+        if jumped:
+            self.history.clear()
+            self.main.gpus.panels = []  # their sparklines start over too; the next snapshot builds them anew
+        return ticks
+
+    def _recording_time(self) -> float | None:
+        """The recording's time now: the newest reading's own timestamp."""
+        return self.latest.snapshot.timestamp if self.latest is not None else None
+
+    def on_replay_moved(self) -> None:
+        """Show the new position now rather than at the next poll (tests drive their ticks themselves)."""
+        if self.auto_sample:
+            self.run_worker(self.tick(), group="replay", exit_on_error=False)
+
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        """A worker that raised (a replay refresh, a probe's run) is shown and logged, never dropped."""
+        if event.state != WorkerState.ERROR:
+            return
+        worker, error = event.worker, event.worker.error
+        what = worker.name or worker.group
+        log.error("worker %s failed", what, exc_info=error)
+        self.notify(f"{type(error).__name__}: {error}", title=f"{what} failed", severity="error", timeout=10)
+
+    # -- what the probe controller needs (ProbeHost) -------------------------------------------------------
+
+    def selected_gpu(self) -> int | None:
+        return self.main.gpus.selected
+
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.latest.snapshot if self.latest is not None else None
+
+    def add_finding(self, finding: Finding, open_for_s: float) -> None:
+        self.sampler.engine.add_external(finding, open_for_s=open_for_s)
+
+    def mount_probe_status(self, status: ProbeStatus) -> None:
+        """Under the panels, above the diagnostics; once the main view is there."""
+        main = self.main
+        if not status.is_mounted and main.is_mounted:
+            main.mount(status, before=main.diagnostics)
 
     # -- drawing -----------------------------------------------------------------------------------------
 

@@ -3,7 +3,7 @@
 Polling runs in a thread worker: one FleetPoller.poll() scrapes every server in parallel (bounded by its
 timeout), then the next poll is armed with `set_timer`, so polls never overlap and a dead server only slows
 its own block. Parsing one scrape costs ~30 ms of CPU, hence 2 s between polls by default and never under 1 s.
-Each server's readings go through its own diagnostics engine inside the poller.
+Each server's readings go through its own diagnostics engine inside the poller (gputui/session/fleet.py).
 """
 
 from __future__ import annotations
@@ -26,18 +26,11 @@ from textual.screen import ModalScreen
 from textual.timer import Timer
 from textual.widgets import Footer, Static
 
-from gputui.sources.remote import FleetPoller, HostState
+from gputui.session.fleet import FLEET_DEFAULT_INTERVAL, FleetPoller, HostState, fleet_interval
 from gputui.ui.widgets.fleet_block import FleetBlock, data_badge
 from gputui.ui.widgets.lines import Line, LineView
 
-DEFAULT_INTERVAL = 2.0
-MIN_INTERVAL = 1.0
 LABEL = "bright_black"
-
-
-def fleet_interval(requested: float) -> float:
-    """The poll period for a fleet: what was asked, but at least MIN_INTERVAL (reading a scrape costs CPU)."""
-    return max(MIN_INTERVAL, requested)
 
 
 class Poller(Protocol):
@@ -139,7 +132,7 @@ class FleetApp(App[int]):
         self,
         poller: Poller,
         *,
-        interval: float = DEFAULT_INTERVAL,
+        interval: float = FLEET_DEFAULT_INTERVAL,
         auto_poll: bool = True,
         clock: Callable[[], float] = time.time,
         now: Callable[[], datetime] = datetime.now,

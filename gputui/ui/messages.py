@@ -1,10 +1,10 @@
-"""Messages from the sampling thread to the app: one per finished poll."""
+"""Messages to the app: from the sampling thread, one per finished poll; from the replay keys, one per move."""
 
 from __future__ import annotations
 
 from textual.message import Message
 
-from gputui.ui.sampling import Tick
+from gputui.session.sampling import Tick
 
 
 class TickReady(Message):
@@ -25,3 +25,8 @@ class SampleFailed(Message):
     def __init__(self, error: str) -> None:
         super().__init__()
         self.error = error
+
+
+class ReplayMoved(Message):
+    """A replay key paused, moved or sped up the playback: the app shows the new position now, not at the next
+    poll."""

@@ -11,22 +11,20 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections import deque
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Coroutine, Mapping
+from typing import Any, Protocol
 
 from rich.text import Text
+from textual.notifications import SeverityLevel
 
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.model import Snapshot
 from gputui.probes.findings import to_finding
 from gputui.probes.judge import RunJudgement, judge_run, link_under_load, other_users, pcie_link, rejudge_pcie
-from gputui.probes.protocol import INSTALL_HINT, Error, Final, ProbeName, Progress, Result
+from gputui.probes.protocol import INSTALL_HINT, BadLine, Error, Final, Message, ProbeName, Progress, Result
 from gputui.probes.runner import KILL_GRACE_S, ProbeRequest, ProbeRunner
 from gputui.ui.screens.confirm_probe import ConfirmProbe
 from gputui.ui.widgets.probe_status import ProbeStatus
-
-if TYPE_CHECKING:
-    from gputui.ui.app import GpuTuiApp
 
 # The worker's own default stress length, to show "12/30 s" before it says otherwise.
 STRESS_DEFAULT_S = 30.0
@@ -78,19 +76,44 @@ def result_finding(
     return finding
 
 
+class ProbeHost(Protocol):
+    """What the probe controller needs of the monitor, and nothing more: the GPU the user chose, the newest
+    reading, a place for findings, the recording, and Textual's services. GpuTuiApp is one."""
+
+    def selected_gpu(self) -> int | None: ...
+
+    def latest_snapshot(self) -> Snapshot | None: ...
+
+    def add_finding(self, finding: Finding, open_for_s: float) -> None: ...
+
+    def record_probe(self, message: Message | BadLine) -> None: ...
+
+    def mount_probe_status(self, status: ProbeStatus) -> None: ...
+
+    def notify(
+        self, message: str, *, title: str = ..., severity: SeverityLevel = ..., timeout: float | None = ...
+    ) -> None: ...
+
+    def push_screen(self, screen: ConfirmProbe, callback: Callable[[str | None], None]) -> object: ...
+
+    def run_worker(self, work: Coroutine[Any, Any, None], *, name: str, group: str, exit_on_error: bool) -> object: ...
+
+    def set_timer(self, delay: float, callback: Callable[[], None]) -> object: ...
+
+
 class ProbeController:
     """Owns the one running probe. `adjust` rewrites each request before it runs (tests: tiny CPU sizes) and
     `env` is added to the worker's environment."""
 
     def __init__(
         self,
-        app: GpuTuiApp,
+        host: ProbeHost,
         *,
         adjust: Callable[[ProbeRequest], ProbeRequest] = lambda request: request,
         env: Mapping[str, str] | None = None,
         kill_grace_s: float = KILL_GRACE_S,
     ) -> None:
-        self.app = app
+        self.host = host
         self.adjust = adjust
         self.env = dict(env or {})
         self.kill_grace_s = kill_grace_s
@@ -113,18 +136,18 @@ class ProbeController:
         if self._asking:
             return
         if self.runner is not None:
-            self.app.notify(f"a {self.runner.request.probe} probe is running; x cancels it", severity="warning")
+            self.host.notify(f"a {self.runner.request.probe} probe is running; x cancels it", severity="warning")
             return
-        gpu = self.app.main.gpus.selected
+        gpu = self.host.selected_gpu()
         gpu = 0 if gpu is None else gpu
-        latest = self.app.latest.snapshot if self.app.latest is not None else None
+        latest = self.host.latest_snapshot()
         if probe == "disk":
             self._ask(
                 ProbeRequest("disk"), ConfirmProbe("Disk read probe: sequential read, never writes", path=os.getcwd())
             )
             return
         if latest is None:  # who else uses the GPU is not known yet
-            self.app.notify("no reading of the GPUs yet: try again in a moment")
+            self.host.notify("no reading of the GPUs yet: try again in a moment")
             return
         request = ProbeRequest(probe, gpu=gpu, link=pcie_link(latest, gpu))
         others = other_users(latest, gpu, (os.getpid(),))
@@ -145,7 +168,7 @@ class ProbeController:
             if path is not None:
                 self._launch(dataclasses.replace(request, path=path) if request.probe == "disk" else request)
 
-        self.app.push_screen(screen, answered)
+        self.host.push_screen(screen, answered)
 
     def _launch(self, request: ProbeRequest) -> None:
         request = self.adjust(request)
@@ -153,19 +176,14 @@ class ProbeController:
         self.runner = runner
         self._gpu = None if request.probe == "disk" else request.gpu
         self._snapshots.clear()
-        latest = self.app.latest
+        latest = self.host.latest_snapshot()
         if latest is not None:
-            self._snapshots.append(latest.snapshot)
-        self._started_at = latest.snapshot.timestamp if latest is not None else None
-        self._mount_status()
+            self._snapshots.append(latest)
+        self._started_at = latest.timestamp if latest is not None else None
+        self.host.mount_probe_status(self.status)
         target = "" if self._gpu is None else f" on GPU {self._gpu}"
         self.status.show(Text(f"{request.probe} starting{target}... (x cancels)", style="bold"))
-        self.app.run_worker(self._run(runner), name=f"probe-{request.probe}", group="probe", exit_on_error=False)
-
-    def _mount_status(self) -> None:
-        main = self.app.main
-        if not self.status.is_mounted and main.is_mounted:
-            main.mount(self.status, before=main.diagnostics)
+        self.host.run_worker(self._run(runner), name=f"probe-{request.probe}", group="probe", exit_on_error=False)
 
     # -- running -------------------------------------------------------------------------------------------
 
@@ -173,7 +191,7 @@ class ProbeController:
         request = runner.request
         target = "" if self._gpu is None else f"GPU {self._gpu} "
         async for message in runner:
-            self.app.record_probe(message)
+            self.host.record_probe(message)
             if isinstance(message, Progress):
                 line = Text(f"probe {target}", style="bold")
                 line.append(format_progress(request, message))
@@ -188,13 +206,13 @@ class ProbeController:
             self._snapshots.append(snapshot)
 
     def _finish(self, final: Final) -> None:
-        latest = self.app.latest
-        at = latest.snapshot.timestamp if latest is not None else self._started_at or 0.0
+        latest = self.host.latest_snapshot()
+        at = latest.timestamp if latest is not None else self._started_at or 0.0
         finding = result_finding(final, self._gpu, at, list(self._snapshots), self._started_at)
         self.runner = None
         self._snapshots.clear()
         self.last = finding
-        self.app.sampler.engine.add_external(finding, open_for_s=RESULT_OPEN_S)
+        self.host.add_finding(finding, open_for_s=RESULT_OPEN_S)
         self._announce(final, finding)
 
     def _announce(self, final: Final, finding: Finding) -> None:
@@ -202,16 +220,16 @@ class ProbeController:
         line = Text("probe ", style="bold")
         if isinstance(final, Error) and final.code == "no_torch":
             message = f"the {final.probe} probe needs torch: {INSTALL_HINT}"
-            self.app.notify(message, title="probe", severity="error", timeout=10)
+            self.host.notify(message, title="probe", severity="error", timeout=10)
             line.append(message, style=style)
         elif isinstance(final, Error):
-            self.app.notify(
+            self.host.notify(
                 finding.title, title="probe", severity="information" if final.code == "cancelled" else "error"
             )
             line.append(finding.title, style=style)
         else:
             cpu = f"{CPU_RUN}: " if final.on_cpu else ""
-            self.app.notify(f"{cpu}{final.verdict}", title=f"{final.probe} probe", timeout=10)
+            self.host.notify(f"{cpu}{final.verdict}", title=f"{final.probe} probe", timeout=10)
             if final.on_cpu:
                 line.append(f"{CPU_RUN} ", style="bold reverse")
                 line.append(finding.title.removeprefix(f"{CPU_RUN}: "), style=style)
@@ -219,7 +237,7 @@ class ProbeController:
                 line.append(finding.title, style=style)
         line.append("   details: d (diagnostics)", style="dim")
         self.status.show(line)
-        self.app.set_timer(RESULT_SHOWN_S, self._expire_result)
+        self.host.set_timer(RESULT_SHOWN_S, self._expire_result)
 
     def _expire_result(self) -> None:
         if self.runner is None:
@@ -232,10 +250,10 @@ class ProbeController:
         with code `cancelled`, which _run turns into a finding like any other end."""
         runner = self.runner
         if runner is None:
-            self.app.notify("no probe is running")
+            self.host.notify("no probe is running")
             return
         self.status.show(Text(f"probe {runner.request.probe}: cancelling...", style="bold"))
-        self.app.run_worker(runner.cancel(), name="probe-cancel", group="probe-cancel", exit_on_error=False)
+        self.host.run_worker(runner.cancel(), name="probe-cancel", group="probe-cancel", exit_on_error=False)
 
     async def shutdown(self) -> None:
         """Before quitting: stop the worker's group and wait until it is gone (at most twice the grace)."""

@@ -1,32 +1,29 @@
-"""What recording and replay add to the monitor app: their keys, the samplers, and the header's parts.
+"""What recording and replay add to the monitor app: their keys and the header's parts.
 
-GpuTuiApp inherits this. Replay keys work only in replay, `M` only while recording; the footer shows only the
-keys that work. Replay keys are priority bindings (the process table would take left/right), so they step
-aside while a text box has the focus.
+GpuTuiApp inherits this and hands it, when built, the recorder, the replay and the recording's clock; nothing else
+of the app is read here. Replay keys work only in replay, `M` only while recording; the footer shows only the keys
+that work. Replay keys are priority bindings (the process table would take left/right), so they step aside while a
+text box has the focus. A replay key posts ReplayMoved, so that the app shows the new position at once.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from typing import ClassVar, Literal
 
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
-from gputui.history import History
-from gputui.model import Snapshot
 from gputui.probes.protocol import BadLine, Message, Progress, to_line
 from gputui.record.format import probe_event
 from gputui.record.writer import RecordingWriter
-from gputui.sources.base import Source
+from gputui.session.recording import record_badge
+from gputui.session.replay import replay_status
 from gputui.sources.replay import ReplaySource
-from gputui.ui.recording import RecordingSampler, record_badge
-from gputui.ui.replay_controls import ReplaySampler, replay_status
-from gputui.ui.sampling import Sampler, Tick
-from gputui.ui.screens.main import MainScreen
+from gputui.ui.messages import ReplayMoved
 from gputui.ui.screens.mark import MarkScreen
 
 
@@ -42,26 +39,20 @@ class RecordReplayApp(App[int]):
         Binding("greater_than_sign", "replay_faster", "Faster play", key_display=">", priority=True, show=False),
     ]
 
-    # Set by GpuTuiApp.
-    auto_sample: bool
-    history: History
-    latest: Tick | None
-    main: MainScreen
-    sampler: Sampler
-    tick: Callable[[], Awaitable[Tick]]
-
-    recorder: RecordingWriter | None = None
-    replay: ReplaySource | None = None
-
-    def make_sampler(self, source: Source, recorder: RecordingWriter | None) -> Sampler:
-        """The sampler for this source: a replay is played tick by tick; a recording writes each tick."""
+    def __init__(
+        self,
+        *,
+        recorder: RecordingWriter | None,
+        replay: ReplaySource | None,
+        timeline: Callable[[], float | None],
+        ansi_color: bool = False,
+    ) -> None:
+        """`timeline()` is the recording's time now (the newest reading's timestamp, None before the first): a
+        simulated or replayed source's clock is not the wall clock."""
+        super().__init__(ansi_color=ansi_color)
         self.recorder = recorder
-        if isinstance(source, ReplaySource):
-            self.replay = source
-            return ReplaySampler(source)
-        if recorder is not None:
-            return RecordingSampler(source, recorder)
-        return Sampler(source)
+        self.replay = replay
+        self._timeline = timeline
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action.startswith("replay_"):
@@ -78,19 +69,6 @@ class RecordReplayApp(App[int]):
             if isinstance(b, Binding)
             and (self.replay is not None if b.action.startswith("replay_") else self.recorder is not None)
         ]
-
-    # -- what a tick adds ----------------------------------------------------------------------------------
-
-    def passed_snapshots(self, tick: Tick) -> Sequence[Snapshot]:
-        """The snapshots a tick adds to the history: live, its own; in replay, every recorded tick passed
-        (after a seek the views start over from the minute before the new position)."""
-        if not isinstance(self.sampler, ReplaySampler):
-            return (tick.snapshot,)
-        jumped, ticks = self.sampler.drain()
-        if jumped:
-            self.history.clear()
-            self.main.gpus.panels = []  # their sparklines start over too; the next snapshot builds them anew
-        return ticks
 
     # -- header --------------------------------------------------------------------------------------------
 
@@ -123,8 +101,8 @@ class RecordReplayApp(App[int]):
         kind: Literal["probe_progress", "probe_result"] = (
             "probe_progress" if isinstance(message, Progress) else "probe_result"
         )
-        t = self.latest.snapshot.timestamp if self.latest is not None else time.time()
-        self.recorder.put_event(probe_event(kind, json.loads(to_line(message)), t))
+        t = self._timeline()
+        self.recorder.put_event(probe_event(kind, json.loads(to_line(message)), time.time() if t is None else t))
 
     # -- keys ----------------------------------------------------------------------------------------------
 
@@ -135,8 +113,7 @@ class RecordReplayApp(App[int]):
     def _drop_mark(self, label: str | None) -> None:
         if label is None or self.recorder is None:
             return
-        # On the recording's timeline: a simulated source's clock is not the wall clock.
-        self.recorder.mark(label, self.latest.snapshot.timestamp if self.latest is not None else None)
+        self.recorder.mark(label, self._timeline())
         self.notify(f"mark recorded: {label}", timeout=3)
 
     def action_replay_pause(self) -> None:
@@ -160,6 +137,4 @@ class RecordReplayApp(App[int]):
             self._replay_moved()
 
     def _replay_moved(self) -> None:
-        """Show the new position now rather than at the next poll (tests drive their ticks themselves)."""
-        if self.auto_sample:
-            self.run_worker(self.tick(), group="replay", exit_on_error=False)
+        self.post_message(ReplayMoved())

@@ -7,8 +7,9 @@ from dataclasses import replace
 from export_helpers import FINDINGS, MIB, SYSTEM, Series, make_snapshot, one, parse
 from prometheus_client import CollectorRegistry, generate_latest
 
-from gputui.export.metrics import GPU_LABELS, ExportState, metric_families
+from gputui.export.metrics import ExportState, metric_families
 from gputui.export.server import SnapshotCollector
+from gputui.metric_schema import GPU_LABELS
 
 
 def render(state: ExportState) -> str:

@@ -12,12 +12,13 @@ import pytest
 from export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot
 
 from gputui.diagnostics.findings import Finding
-from gputui.export.diagnose import new_diagnose
 from gputui.export.server import Exporter
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot
+from gputui.session.diagnose import new_diagnose
+from gputui.session.fleet import FleetPoller
+from gputui.session.sampling import Sampler
 from gputui.sources.base import Source, SourceUnavailable
 from gputui.sources.remote import (
-    FleetPoller,
     RemoteFormatError,
     RemoteSource,
     RemoteUnreachable,
@@ -35,8 +36,19 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def test_remote_source_is_a_source() -> None:
-    assert isinstance(RemoteSource("127.0.0.1:9400"), Source)
+def test_remote_source_feeds_the_monitors_sampling_like_any_source(served: tuple[Exporter, FakeSource]) -> None:
+    exporter, _ = served
+    source: Source = RemoteSource(exporter.url)
+    system = source.open()
+    assert (system.hostname, system.source, system.gpu_count) == ("gpu01", "remote", 3)
+    sampler = Sampler(source)
+    first = sampler.take().snapshot
+    exporter.sampler.sample_once()
+    second = sampler.take().snapshot
+    assert second.timestamp > first.timestamp  # each sample() is a new scrape, never a cached one
+    assert [g.index for g in second.gpus] == [0, 1, 2]
+    source.close()
+    assert source.sample().system.hostname == "gpu01"  # close() holds nothing: the next scrape works
 
 
 def test_round_trip_keeps_every_value(served: tuple[Exporter, FakeSource]) -> None:

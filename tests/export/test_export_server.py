@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import errno
 import socket
+import threading
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -11,7 +12,7 @@ import pytest
 from export_helpers import FINDINGS, SYSTEM, FakeSource, fetch, make_snapshot, one, parse
 
 from gputui.diagnostics.findings import Finding
-from gputui.export.server import ExportBindError, Exporter, Sampler, _bind_error_message
+from gputui.export.server import ExportBindError, Exporter, ExportSampler, _bind_error_message
 from gputui.model import Snapshot
 
 
@@ -39,14 +40,19 @@ def test_scrapes_never_sample(served: tuple[Exporter, FakeSource]) -> None:
     assert source.calls == calls == 1
 
 
-def test_background_thread_samples_at_the_interval(source: FakeSource) -> None:
+def test_background_thread_samples_at_the_interval_until_stopped(source: FakeSource) -> None:
+    before = set(threading.enumerate())
     with Exporter(source, source.system, port=0, interval=0.01) as exporter:
         source.sampled.clear()
         assert source.sampled.wait(5), "the sampler thread never read the source"
         assert exporter.sampler.state.snapshot is not None
     calls = source.calls
     assert calls >= 2
-    assert source.calls == calls  # stop() ended the thread
+    started = [t for t in threading.enumerate() if t not in before and t.name == "gputui-export-sampler"]
+    assert started == [], "stop() left the sampling thread running"
+    source.sampled.clear()
+    assert not source.sampled.wait(0.1), "the source was read after stop() (ten intervals)"
+    assert source.calls == calls
 
 
 def test_port_in_use_is_a_clear_error(source: FakeSource) -> None:
@@ -77,7 +83,7 @@ def test_other_bind_errors_are_one_line(code: int, expected: str) -> None:
 def test_failed_reading_is_served_as_up_zero_then_recovers() -> None:
     source = FakeSource()
     source.snapshots = [make_snapshot(), RuntimeError("GPU is lost"), make_snapshot()]
-    sampler = Sampler(source, SYSTEM, interval=1)
+    sampler = ExportSampler(source, SYSTEM, interval=1)
     assert sampler.sample_once().snapshot is not None
     failed = sampler.sample_once()
     assert failed.snapshot is None
@@ -103,7 +109,7 @@ def test_broken_diagnostics_still_serve_gpu_metrics(source: FakeSource) -> None:
     def diagnose(snapshot: Snapshot) -> Sequence[Finding]:
         raise ZeroDivisionError("a rule broke")
 
-    state = Sampler(source, SYSTEM, interval=1, diagnose=diagnose).sample_once()
+    state = ExportSampler(source, SYSTEM, interval=1, diagnose=diagnose).sample_once()
     assert state.snapshot is not None
     assert state.findings == ()
 
@@ -112,6 +118,6 @@ def test_last_xid_is_remembered_across_readings() -> None:
     source = FakeSource()
     first = make_snapshot()
     source.snapshots = [first, replace(first, gpus=tuple(replace(g, xid_events=()) for g in first.gpus))]
-    sampler = Sampler(source, SYSTEM, interval=1)
+    sampler = ExportSampler(source, SYSTEM, interval=1)
     sampler.sample_once()
     assert sampler.sample_once().last_xid == {0: 79}

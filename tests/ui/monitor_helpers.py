@@ -5,37 +5,30 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
 from gputui.sources.simulated import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.widgets.lines import Line
 
+if TYPE_CHECKING:  # the instance comes from the `clock` fixture: tests/conftest.py cannot be imported by name
+    from conftest import Clock
+
 FIXED_NOW = datetime(2026, 1, 1, 12, 0, 0)
 GIB = 1 << 30
 
 
-class Clock:
-    """Simulated seconds that only move when the test says so."""
-
-    def __init__(self) -> None:
-        self.t = 0.0
-
-    def __call__(self) -> float:
-        return self.t
-
-
-def simulated_app(scenario: str = "healthy", gpus: int = 8, interval: float = 1.0) -> tuple[GpuTuiApp, Clock]:
-    clock = Clock()
+def simulated_app(scenario: str = "healthy", gpus: int = 8, interval: float = 1.0, *, clock: Clock) -> GpuTuiApp:
+    """A seeded simulated machine on the test's clock (the `clock` fixture), sampled only by `app.tick()`."""
     source = SimulatedSource(scenario=scenario, gpu_count=gpus, seed=0, clock=clock)
-    app = GpuTuiApp(source, source.open(), interval=interval, auto_sample=False, now=lambda: FIXED_NOW)
-    return app, clock
+    return GpuTuiApp(source, source.open(), interval=interval, auto_sample=False, now=lambda: FIXED_NOW)
 
 
 async def run_ticks(app: GpuTuiApp, clock: Clock, count: int, step: float = 1.0) -> None:
     for _ in range(count):
         await app.tick()
-        clock.t += step
+        clock.advance(step)
 
 
 def plain(lines: Sequence[Line]) -> str:

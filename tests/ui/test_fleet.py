@@ -6,19 +6,23 @@ import itertools
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 import pytest
 
 from gputui.cli import main
 from gputui.diagnostics.findings import Finding, Severity
-from gputui.export.diagnose import new_diagnose
 from gputui.export.server import Exporter
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
-from gputui.sources.remote import FleetPoller, HostState
+from gputui.session.diagnose import new_diagnose
+from gputui.session.fleet import FleetPoller, HostState, fleet_interval
 from gputui.sources.simulated import SimulatedSource
-from gputui.ui.fleet import FleetApp, fleet_interval, header_parts
+from gputui.ui.fleet import FleetApp, header_parts
 from gputui.ui.widgets.fleet_block import FleetBlock, block_lines, findings_line
 from gputui.ui.widgets.lines import Line
+
+if TYPE_CHECKING:
+    from conftest import Clock
 
 SIZE = (120, 40)
 FIXED_NOW = datetime(2026, 1, 1, 12, 0, 0)
@@ -33,22 +37,14 @@ def block_text(app: FleetApp, i: int) -> str:
     return plain(list(app.query(FleetBlock)[i].lines))
 
 
-class Clock:
-    """A simulated machine's clock that the test moves on, so every exporter reading is a new one."""
-
-    def __init__(self, start: float = 1000.0, step: float = 2.0) -> None:
-        self._ticks = itertools.count(start, step)
-
-    def __call__(self) -> float:
-        return float(next(self._ticks))
-
-
 @pytest.fixture
-def exporters() -> Iterator[list[Exporter]]:
-    """Two simulated servers on free loopback ports; the long interval leaves every reading to the test."""
+def exporters(clock: Clock) -> Iterator[list[Exporter]]:
+    """Two simulated servers on free loopback ports; the long interval leaves every reading to the test. Each
+    machine has its own clock that moves 2 s on every read, so every exporter reading is a new one (the shared
+    Clock's class, reached through its fixture: conftest modules cannot be imported by name)."""
     started = []
     for scenario in ("healthy", "thermal"):
-        source = SimulatedSource(scenario=scenario, gpu_count=2, clock=Clock())
+        source = SimulatedSource(scenario=scenario, gpu_count=2, clock=type(clock)(now=1000.0, step=2.0))
         exporter = Exporter(source, source.open(), port=0, interval=3600, diagnose=new_diagnose())
         exporter.start()
         started.append(exporter)

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from monitor_helpers import run_ticks, simulated_app
 from textual.geometry import Region
 from textual.widget import Widget
 
 from gputui.ui.widgets.lines import LineView
+
+if TYPE_CHECKING:
+    from conftest import Clock
 
 
 def textual_render(view: LineView, crop: Region) -> list[list[object]]:
@@ -15,8 +20,8 @@ def textual_render(view: LineView, crop: Region) -> list[list[object]]:
     return [list(strip) for strip in Widget.render_lines(view, crop)]
 
 
-async def test_plain_views_render_as_textual_would() -> None:
-    app, clock = simulated_app("thermal", gpus=8)
+async def test_plain_views_render_as_textual_would(clock: Clock) -> None:
+    app = simulated_app("thermal", gpus=8, clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:
         await run_ticks(app, clock, 3)
         await pilot.pause()
@@ -29,8 +34,8 @@ async def test_plain_views_render_as_textual_would() -> None:
                 assert [list(strip) for strip in view.render_lines(crop)] == textual_render(view, crop)
 
 
-async def test_a_view_with_padding_goes_through_textual() -> None:
-    app, clock = simulated_app("healthy", gpus=2)
+async def test_a_view_with_padding_goes_through_textual(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=2, clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:
         await run_ticks(app, clock, 2)
         host = app.main.host

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
+import pytest
 from monitor_helpers import busy_gpu, plain, run_ticks, scripted_app, simulated_app, snapshot
+from rich.table import Table
+from textual.binding import Binding
+from textual.widgets import Static
+from textual.worker import WorkerFailed
 
 from gputui.model import GpuSample
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.messages import SampleFailed
 from gputui.ui.screens.detail import DetailScreen, DetailView
-from gputui.ui.screens.help import HelpScreen
+from gputui.ui.screens.help import EXTRA_KEYS, HelpScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
+
+if TYPE_CHECKING:
+    from conftest import Clock
 
 SIZE = (120, 40)
 
@@ -24,8 +33,8 @@ def header_text(app: GpuTuiApp) -> str:
     return plain(app.main.header.lines)
 
 
-async def test_the_simulated_badge_and_the_machine_facts_are_in_the_header() -> None:
-    app, clock = simulated_app("healthy", gpus=2)
+async def test_the_simulated_badge_and_the_machine_facts_are_in_the_header(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=2, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.pause()
@@ -55,8 +64,8 @@ async def test_a_fallback_says_why_there_is_no_live_data() -> None:
         assert app.main.header.styles.height is not None and app.main.header.styles.height.value == 2
 
 
-async def test_eight_gpus_fit_80x24_one_line_each() -> None:
-    app, clock = simulated_app("healthy", gpus=8)
+async def test_eight_gpus_fit_80x24_one_line_each(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=8, clock=clock)
     async with app.run_test(size=(80, 24)) as pilot:
         await run_ticks(app, clock, 3)
         await pilot.pause()
@@ -67,8 +76,8 @@ async def test_eight_gpus_fit_80x24_one_line_each() -> None:
         assert all(len(line) <= 80 for line in lines)
 
 
-async def test_sixteen_gpus_fit_120x40() -> None:
-    app, clock = simulated_app("healthy", gpus=16)
+async def test_sixteen_gpus_fit_120x40(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=16, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 2)
         await pilot.pause()
@@ -76,8 +85,8 @@ async def test_sixteen_gpus_fit_120x40() -> None:
         assert len(gpu_text(app).splitlines()) == 16
 
 
-async def test_a_few_gpus_get_full_panels_at_120x40() -> None:
-    app, clock = simulated_app("healthy", gpus=4)
+async def test_a_few_gpus_get_full_panels_at_120x40(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=4, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 2)
         await pilot.pause()
@@ -87,8 +96,8 @@ async def test_a_few_gpus_get_full_panels_at_120x40() -> None:
             assert label in text
 
 
-async def test_the_layout_follows_a_resize() -> None:
-    app, clock = simulated_app("healthy", gpus=8)
+async def test_the_layout_follows_a_resize(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=8, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.pause()
@@ -150,8 +159,8 @@ async def test_pause_freezes_the_screen_and_resume_catches_up() -> None:
         assert " 20%" in gpu_text(app) and "PAUSED" not in header_text(app)
 
 
-async def test_plus_and_minus_step_the_interval_within_its_bounds() -> None:
-    app, clock = simulated_app("healthy", gpus=1, interval=1.0)
+async def test_plus_and_minus_step_the_interval_within_its_bounds(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=1, interval=1.0, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("plus")
@@ -164,11 +173,6 @@ async def test_plus_and_minus_step_the_interval_within_its_bounds() -> None:
         assert "every 0.25s" in header_text(app)
 
 
-def test_an_interval_from_the_command_line_is_kept_within_bounds() -> None:
-    app, _ = simulated_app("healthy", gpus=1, interval=60.0)
-    assert app.interval == 10.0
-
-
 async def test_q_quits() -> None:
     app, source = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0)])])
     async with app.run_test(size=SIZE) as pilot:
@@ -178,8 +182,8 @@ async def test_q_quits() -> None:
     assert source.closed
 
 
-async def test_d_toggles_the_diagnostics_pane_and_it_gets_the_findings() -> None:
-    app, clock = simulated_app("thermal", gpus=2)
+async def test_d_toggles_the_diagnostics_pane_and_it_gets_the_findings(clock: Clock) -> None:
+    app = simulated_app("thermal", gpus=2, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 40)
         await pilot.pause()
@@ -198,8 +202,8 @@ async def test_d_toggles_the_diagnostics_pane_and_it_gets_the_findings() -> None
         assert app.main.diagnostics.display
 
 
-async def test_enter_opens_the_detail_view_of_the_selected_gpu_and_esc_returns() -> None:
-    app, clock = simulated_app("healthy", gpus=4)
+async def test_enter_opens_the_detail_view_of_the_selected_gpu_and_esc_returns(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=4, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 5)
         await pilot.pause()
@@ -278,6 +282,14 @@ async def test_question_mark_shows_every_key() -> None:
         await pilot.press("question_mark")
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
+        (table,) = [s.content for s in app.screen.query(Static) if isinstance(s.content, Table)]
+        shown = [str(cell) for cell in table.columns[0].cells]
+        what = [str(cell) for cell in table.columns[1].cells]
+        # Every key of the live monitor, in the footer's order (esc, which closes things, is among the extras);
+        # the record and replay keys only in those sessions.
+        keys = [b.key_display or b.key for b in GpuTuiApp.BINDINGS if isinstance(b, Binding) and b.key != "escape"]
+        assert shown == [*keys, *(key for key, _ in EXTRA_KEYS)]
+        assert all(what) and "M" not in shown and "space" not in shown
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is app.main
@@ -304,8 +316,8 @@ async def test_a_failing_sample_is_shown_and_the_next_good_one_clears_it() -> No
         assert "sampling failed" not in header_text(app)
 
 
-async def test_open_findings_are_counted_in_the_header_and_a_chosen_one_is_marked_on_its_gpu() -> None:
-    app, clock = simulated_app("thermal", gpus=2)
+async def test_open_findings_are_counted_in_the_header_and_a_chosen_one_is_marked_on_its_gpu(clock: Clock) -> None:
+    app = simulated_app("thermal", gpus=2, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 40)
         await pilot.pause()
@@ -319,3 +331,20 @@ async def test_open_findings_are_counted_in_the_header_and_a_chosen_one_is_marke
         assert finding.metric is not None
         assert all((marked[i] is not None) == (i in finding.gpus) for i in marked)
         assert any(style.endswith("reverse") for line in app.main.gpus.lines for _, style in line)
+
+
+async def test_a_worker_that_raises_is_shown_on_screen_and_logged(caplog: pytest.LogCaptureFixture) -> None:
+    app, _ = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0)])])
+
+    async def broken() -> None:
+        raise RuntimeError("the replay refresh broke")
+
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        worker = app.run_worker(broken(), name="refresh", exit_on_error=False)
+        with pytest.raises(WorkerFailed):
+            await worker.wait()
+        await pilot.pause()
+        toasts = [str(toast.render()) for toast in app.screen.query("Toast")]
+        assert any("RuntimeError: the replay refresh broke" in text for text in toasts), toasts
+        assert app.is_running
+    assert "worker refresh failed" in caplog.text and "RuntimeError: the replay refresh broke" in caplog.text

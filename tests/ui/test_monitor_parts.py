@@ -9,9 +9,9 @@ from monitor_helpers import ScriptedSource, busy_gpu, plain, snapshot
 
 from gputui.cli import main
 from gputui.model import decode_clock_event_reasons
+from gputui.session.sampling import Sampler, SamplingLoop, Tick
 from gputui.sources.base import SourceUnavailable
 from gputui.ui import text as t
-from gputui.ui.sampling import Sampler, SamplingLoop, Tick
 from gputui.ui.widgets.gpu_panel import UtilBuckets
 from gputui.ui.widgets.host import core_lines
 from gputui.ui.widgets.lines import changed_span

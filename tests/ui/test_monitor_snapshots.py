@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from monitor_helpers import run_ticks, simulated_app
 
+if TYPE_CHECKING:
+    from conftest import Clock
 
-def frame(snap_compare: Any, scenario: str, gpus: int, size: tuple[int, int], keys: tuple[str, ...] = ()) -> bool:
-    app, clock = simulated_app(scenario, gpus=gpus)
+
+def frame(
+    snap_compare: Any, clock: Clock, scenario: str, gpus: int, size: tuple[int, int], keys: tuple[str, ...] = ()
+) -> bool:
+    app = simulated_app(scenario, gpus=gpus, clock=clock)
 
     async def before(pilot: Any) -> None:
         await run_ticks(app, clock, 90)
@@ -20,17 +25,17 @@ def frame(snap_compare: Any, scenario: str, gpus: int, size: tuple[int, int], ke
     return bool(snap_compare(app, terminal_size=size, run_before=before))
 
 
-def test_healthy_120x40(snap_compare: Any) -> None:
-    assert frame(snap_compare, "healthy", 8, (120, 40))
+def test_healthy_120x40(snap_compare: Any, clock: Clock) -> None:
+    assert frame(snap_compare, clock, "healthy", 8, (120, 40))
 
 
-def test_thermal_120x40(snap_compare: Any) -> None:
-    assert frame(snap_compare, "thermal", 4, (120, 40))
+def test_thermal_120x40(snap_compare: Any, clock: Clock) -> None:
+    assert frame(snap_compare, clock, "thermal", 4, (120, 40))
 
 
-def test_eight_gpus_80x24(snap_compare: Any) -> None:
-    assert frame(snap_compare, "healthy", 8, (80, 24))
+def test_eight_gpus_80x24(snap_compare: Any, clock: Clock) -> None:
+    assert frame(snap_compare, clock, "healthy", 8, (80, 24))
 
 
-def test_detail_view(snap_compare: Any) -> None:
-    assert frame(snap_compare, "powercap", 4, (120, 40), keys=("down", "enter"))
+def test_detail_view(snap_compare: Any, clock: Clock) -> None:
+    assert frame(snap_compare, clock, "powercap", 4, (120, 40), keys=("down", "enter"))

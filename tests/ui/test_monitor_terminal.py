@@ -16,7 +16,7 @@ import time
 import pytest
 from monitor_helpers import ScriptedSource, busy_gpu, snapshot
 
-from gputui.ui.sampling import Sampler, SamplingLoop, hung_up
+from gputui.session.sampling import Sampler, SamplingLoop, hung_up
 
 
 def test_a_closed_pty_reads_as_hung_up() -> None:

@@ -5,14 +5,16 @@ Each probe that imports torch costs a child process a few seconds here, so only 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psutil
 import pytest
-from monitor_helpers import Clock, busy_gpu, run_ticks, simulated_app, snapshot
+from monitor_helpers import busy_gpu, run_ticks, simulated_app, snapshot
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -25,6 +27,9 @@ from gputui.ui.app import GpuTuiApp
 from gputui.ui.probes import format_progress, result_finding
 from gputui.ui.screens.confirm_probe import ConfirmProbe
 from gputui.ui.screens.help import key_table
+
+if TYPE_CHECKING:
+    from conftest import Clock
 
 SIZE = (120, 40)
 
@@ -49,18 +54,27 @@ def wait_gone(pid: int, within_s: float = 8.0) -> bool:
 
 
 async def wait_until(pilot: Pilot[int], condition: Callable[[], bool], within_s: float = 30.0) -> None:
+    """For what only the child process decides (its start, its first progress line): poll the screen."""
     deadline = time.monotonic() + within_s
     while not condition():
         assert time.monotonic() < deadline, "timed out waiting"
         await pilot.pause(0.05)
 
 
-def probe_app(scenario: str = "idle", env: dict[str, str] | None = None) -> tuple[GpuTuiApp, Clock]:
-    app, clock = simulated_app(scenario, gpus=2)
+async def probe_done(app: GpuTuiApp, within_s: float = 30.0) -> None:
+    """Until the probe's worker has handed in its finding and reaped its child: awaited, not polled; the limit
+    only turns a hung child into a failure rather than a hung test."""
+    running = [worker.wait() for worker in app.workers if worker.group == "probe"]  # a finished one has left
+    await asyncio.wait_for(asyncio.gather(*running), within_s)
+    assert not app.probes.running and app.probes.last is not None
+
+
+def probe_app(scenario: str = "idle", env: dict[str, str] | None = None, *, clock: Clock) -> GpuTuiApp:
+    app = simulated_app(scenario, gpus=2, clock=clock)
     app.probes.adjust = tiny
     app.probes.env = env or {}
     app.probes.kill_grace_s = 0.5
-    return app, clock
+    return app
 
 
 def test_progress_reads_as_seconds_for_stress_and_percent_otherwise() -> None:
@@ -100,18 +114,16 @@ def test_a_gpu_run_is_judged_on_the_snapshots_taken_meanwhile() -> None:
     assert cpu.title.startswith("CPU RUN: ") and cpu.severity == Severity.INFO and "During" not in cpu.advice
 
 
-async def test_membw_runs_on_the_cpu_and_its_result_is_a_finding_labelled_cpu_run() -> None:
-    app, clock = probe_app()
+async def test_membw_runs_on_the_cpu_and_its_result_is_a_finding_labelled_cpu_run(clock: Clock) -> None:
+    app = probe_app(clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("m")
         assert app.probes.running and app.probes.status.display
         await pilot.press("s")  # one probe at a time
         assert app.probes.runner is not None and app.probes.runner.request.probe == "membw"
-        deadline = time.monotonic() + 30.0
-        while app.probes.running and time.monotonic() < deadline:
-            await run_ticks(app, clock, 1)  # the panels go on while it runs
-            await pilot.pause(0.1)
+        await run_ticks(app, clock, 2)  # the panels go on while it runs
+        await probe_done(app)
         finding = app.probes.last
         assert finding is not None and finding.rule == "probe_membw" and finding.severity == Severity.INFO
         assert finding.title.startswith("CPU RUN: membw probe on cpu"), finding.title
@@ -123,8 +135,8 @@ async def test_membw_runs_on_the_cpu_and_its_result_is_a_finding_labelled_cpu_ru
         assert app.latest is not None and shown in app.latest.active
 
 
-async def test_x_cancels_a_running_stress_probe_and_its_process_is_gone() -> None:
-    app, clock = probe_app()
+async def test_x_cancels_a_running_stress_probe_and_its_process_is_gone(clock: Clock) -> None:
+    app = probe_app(clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("s")
@@ -133,15 +145,15 @@ async def test_x_cancels_a_running_stress_probe_and_its_process_is_gone() -> Non
         runner = app.probes.runner
         assert runner is not None and runner.pid is not None
         await pilot.press("x")
-        await wait_until(pilot, lambda: not app.probes.running, within_s=5.0)
-        assert wait_gone(runner.pid)
+        await probe_done(app, within_s=5.0)
+        assert not alive(runner.pid)
         assert app.probes.last is not None and "cancelled" in app.probes.last.title
         await run_ticks(app, clock, 1)
         assert app.latest is not None  # the monitor goes on
 
 
-async def test_a_gpu_with_another_users_process_asks_first() -> None:
-    app, clock = probe_app("contention")
+async def test_a_gpu_with_another_users_process_asks_first(clock: Clock) -> None:
+    app = probe_app("contention", clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 2)
         assert app.latest is not None
@@ -157,40 +169,39 @@ async def test_a_gpu_with_another_users_process_asks_first() -> None:
         await pilot.press("b")
         assert isinstance(app.screen, ConfirmProbe)
         await pilot.press("y")
-        await wait_until(pilot, lambda: app.probes.running)
         assert app.probes.runner is not None
         assert app.probes.runner.request.probe == "pcie" and app.probes.runner.request.gpu == 0
         await pilot.press("x")
-        await wait_until(pilot, lambda: not app.probes.running, within_s=5.0)
+        await probe_done(app, within_s=5.0)
 
 
-async def test_a_gpu_probe_waits_for_the_first_reading() -> None:
-    app, _ = probe_app()
+async def test_a_gpu_probe_waits_for_the_first_reading(clock: Clock) -> None:
+    app = probe_app(clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("s")
         assert not app.probes.running and not isinstance(app.screen, ConfirmProbe)
 
 
-async def test_without_torch_the_key_says_how_to_install_it(tmp_path: Path) -> None:
+async def test_without_torch_the_key_says_how_to_install_it(tmp_path: Path, clock: Clock) -> None:
     shim = tmp_path / "shim" / "torch"
     shim.mkdir(parents=True)
     (shim / "__init__.py").write_text("raise ImportError(\"No module named 'torch'\")\n")
-    app, clock = probe_app(env={"PYTHONPATH": str(shim.parent)})
+    app = probe_app(env={"PYTHONPATH": str(shim.parent)}, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("m")
-        await wait_until(pilot, lambda: not app.probes.running)
+        await probe_done(app)
         assert INSTALL_HINT in app.probes.status.plain
         assert app.probes.last is not None and app.probes.last.advice == INSTALL_HINT
         assert "no_torch" in app.probes.last.title
 
 
-async def test_a_crashing_probe_gives_a_finding_with_its_stderr_and_the_monitor_goes_on() -> None:
-    app, clock = probe_app(env={FAULT_ENV: "crash"})
+async def test_a_crashing_probe_gives_a_finding_with_its_stderr_and_the_monitor_goes_on(clock: Clock) -> None:
+    app = probe_app(env={FAULT_ENV: "crash"}, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("m")
-        await wait_until(pilot, lambda: not app.probes.running)
+        await probe_done(app)
         finding = app.probes.last
         assert finding is not None and finding.severity == Severity.WARNING and "crashed" in finding.title
         assert "simulated crash in the probe worker" in finding.advice
@@ -198,9 +209,9 @@ async def test_a_crashing_probe_gives_a_finding_with_its_stderr_and_the_monitor_
         assert app.latest is not None and [f.title for f in app.latest.active] == [finding.title]
 
 
-async def test_the_disk_probe_asks_for_the_directory_and_refuses_a_missing_one(tmp_path: Path) -> None:
+async def test_the_disk_probe_asks_for_the_directory_and_refuses_a_missing_one(tmp_path: Path, clock: Clock) -> None:
     (tmp_path / "data.bin").write_bytes(b"x" * 65536)
-    app, clock = probe_app()
+    app = probe_app(clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("i")
@@ -213,7 +224,7 @@ async def test_the_disk_probe_asks_for_the_directory_and_refuses_a_missing_one(t
         assert app.screen is screen and not app.probes.running
         box.value = str(tmp_path)
         await pilot.press("enter")
-        await wait_until(pilot, lambda: app.probes.last is not None)
+        await probe_done(app)
         assert app.filter_text == ""  # the path typed was not taken as a process filter
         finding = app.probes.last
         assert finding is not None and finding.rule == "probe_disk" and finding.gpus == ()
@@ -221,8 +232,8 @@ async def test_the_disk_probe_asks_for_the_directory_and_refuses_a_missing_one(t
 
 
 @pytest.mark.parametrize("how", ["q", "exit"])
-async def test_quitting_while_a_probe_runs_leaves_no_child(how: str) -> None:
-    app, clock = probe_app()
+async def test_quitting_while_a_probe_runs_leaves_no_child(how: str, clock: Clock) -> None:
+    app = probe_app(clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("s")

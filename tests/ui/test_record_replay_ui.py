@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
-from monitor_helpers import FIXED_NOW, Clock, plain
+from monitor_helpers import FIXED_NOW, plain, run_ticks
 
 from gputui import cli
 from gputui.diagnostics.engine import DiagnosticsEngine
@@ -17,21 +18,17 @@ from gputui.sources.replay import ReplaySource
 from gputui.sources.simulated import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 
+if TYPE_CHECKING:
+    from conftest import Clock
+
 SIZE = (120, 40)
 
 
-def recording_app(path: str | Path, *, force: bool = False) -> tuple[GpuTuiApp, Clock, RecordingWriter]:
-    clock = Clock()
+def recording_app(path: str | Path, *, clock: Clock, force: bool = False) -> tuple[GpuTuiApp, RecordingWriter]:
     source = SimulatedSource(scenario="thermal", gpu_count=2, seed=0, clock=clock)
     writer = RecordingWriter(path, interval_s=1.0, force=force, utc_offset_s=0)
     app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, recorder=writer)
-    return app, clock, writer
-
-
-async def run_ticks(app: GpuTuiApp, clock: Clock, count: int) -> None:
-    for _ in range(count):
-        await app.tick()
-        clock.t += 1.0
+    return app, writer
 
 
 def header(app: GpuTuiApp) -> str:
@@ -42,8 +39,8 @@ def key(finding: Finding) -> tuple[str, tuple[int, ...], int, float]:
     return finding.rule, finding.gpus, finding.severity, finding.started_at
 
 
-async def test_the_monitor_records_every_tick_and_the_findings(tmp_path: Path) -> None:
-    app, clock, _ = recording_app(tmp_path / "run.jsonl")
+async def test_the_monitor_records_every_tick_and_the_findings(tmp_path: Path, clock: Clock) -> None:
+    app, _ = recording_app(tmp_path / "run.jsonl", clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 12)
         await pilot.pause()
@@ -54,8 +51,8 @@ async def test_the_monitor_records_every_tick_and_the_findings(tmp_path: Path) -
     assert [(f["rule"], f["gpus"]) for f in opened] == [("thermal_throttle", [1])]
 
 
-async def test_m_drops_a_labelled_mark_at_the_latest_tick(tmp_path: Path) -> None:
-    app, clock, _ = recording_app(tmp_path / "run.jsonl.gz")
+async def test_m_drops_a_labelled_mark_at_the_latest_tick(tmp_path: Path, clock: Clock) -> None:
+    app, _ = recording_app(tmp_path / "run.jsonl.gz", clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 3)
         await pilot.press("M")
@@ -69,8 +66,8 @@ async def test_m_drops_a_labelled_mark_at_the_latest_tick(tmp_path: Path) -> Non
     assert [(m.data["label"], m.t) for m in marks] == [("workers 8", last)]
 
 
-async def test_a_failed_write_shows_in_the_header_and_the_monitor_goes_on(tmp_path: Path) -> None:
-    app, clock, writer = recording_app("/dev/full", force=True)  # every write: ENOSPC
+async def test_a_failed_write_shows_in_the_header_and_the_monitor_goes_on(tmp_path: Path, clock: Clock) -> None:
+    app, writer = recording_app("/dev/full", force=True, clock=clock)  # every write: ENOSPC
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 2)
         writer.drain()
@@ -120,16 +117,15 @@ def live_thermal(path: Path, ticks: int) -> list[tuple[Finding, ...]]:
     return found
 
 
-async def test_replay_keys_and_the_findings_recomputed(tmp_path: Path) -> None:
+async def test_replay_keys_and_the_findings_recomputed(tmp_path: Path, clock: Clock) -> None:
     live = live_thermal(tmp_path / "r.jsonl", 60)
-    clock = Clock()
     source = ReplaySource(tmp_path / "r.jsonl", clock=clock)
     app = GpuTuiApp(source, source.open(), auto_sample=False, now=source.recording_now)
     async with app.run_test(size=SIZE) as pilot:
         await app.tick()
         text = header(app)
         assert " REPLAY " in text and " SIMULATED: thermal " in text and "00:00:00 / 00:00:59 x1" in text
-        clock.t = 20.0
+        clock.now = 20.0
         tick = await app.tick()
         assert len(app.history) == 21  # every tick passed, none skipped
         assert [key(f) for f in tick.active] == [key(f) for f in live[20]] != []
@@ -137,7 +133,7 @@ async def test_replay_keys_and_the_findings_recomputed(tmp_path: Path) -> None:
         assert [key(f) for f in app.main.findings.entries] == [key(f) for f in live[20]]
 
         await pilot.press("space")
-        clock.t = 25.0
+        clock.now = 25.0
         await app.tick()
         assert source.position == 20.0 and len(app.history) == 21  # paused: nothing repeated
         assert " PAUSED " in header(app)
@@ -155,26 +151,40 @@ async def test_replay_keys_and_the_findings_recomputed(tmp_path: Path) -> None:
         assert not source.paused
 
 
-async def test_replay_keys_do_nothing_live(tmp_path: Path) -> None:
-    app, clock, _ = recording_app(tmp_path / "run.jsonl")
+async def test_a_replay_key_shows_the_new_position_at_once_not_at_the_next_poll(tmp_path: Path, clock: Clock) -> None:
+    live_thermal(tmp_path / "r.jsonl", 30)
+    source = ReplaySource(tmp_path / "r.jsonl", clock=clock)
+    app = GpuTuiApp(source, source.open(), interval=10.0, now=source.recording_now)  # sampled by its own thread
+    async with app.run_test(size=SIZE) as pilot:
+        while app.latest is None:  # the sampling thread's first poll; the next is 10 s away
+            await pilot.pause(0.01)
+        source.pause()
+        before = app.latest.snapshot.timestamp
+        await pilot.press("right")
+        await app.workers.wait_for_complete()
+        assert app.latest.snapshot.timestamp == before + 10.0 and source.position == 10.0
+
+
+async def test_replay_keys_do_nothing_live(tmp_path: Path, clock: Clock) -> None:
+    app, _ = recording_app(tmp_path / "run.jsonl", clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await pilot.press("space", "right", "greater_than_sign")
         assert not app.paused and app.replay is None
 
 
-async def test_help_lists_the_replay_keys_only_in_replay(tmp_path: Path) -> None:
+async def test_help_lists_the_replay_keys_only_in_replay(tmp_path: Path, clock: Clock) -> None:
     live_thermal(tmp_path / "r.jsonl", 3)
-    source = ReplaySource(tmp_path / "r.jsonl", clock=Clock())
+    source = ReplaySource(tmp_path / "r.jsonl", clock=clock)
     replay = GpuTuiApp(source, source.open(), auto_sample=False)
-    live, _, _ = recording_app(tmp_path / "live.jsonl")
+    live, _ = recording_app(tmp_path / "live.jsonl", clock=clock)
     assert {b.action for b in replay.mode_bindings()} >= {"replay_pause", "replay_seek(60)", "replay_faster"}
     assert [b.action for b in live.mode_bindings()] == ["mark"]
     live.stop_recording()
 
 
-async def test_probe_progress_and_results_are_recorded(tmp_path: Path) -> None:
-    app, clock, _ = recording_app(tmp_path / "run.jsonl")
+async def test_probe_progress_and_results_are_recorded(tmp_path: Path, clock: Clock) -> None:
+    app, _ = recording_app(tmp_path / "run.jsonl", clock=clock)
     async with app.run_test(size=SIZE):
         await run_ticks(app, clock, 2)
         app.record_probe(Progress("stress", 0.5, 612.0, "TFLOP/s"))

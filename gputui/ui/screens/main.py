@@ -10,7 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from gputui.model import Snapshot
-from gputui.ui.sampling import Tick
+from gputui.session.sampling import Tick
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.gpu_list import GpuList
 from gputui.ui.widgets.header import HeaderState, StatusHeader

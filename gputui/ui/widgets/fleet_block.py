@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from gputui import formatting as f
 from gputui.diagnostics.findings import Finding, format_duration, severity_label
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
-from gputui.sources.remote import HostState
+from gputui.session.fleet import HostState
 from gputui.ui import text as t
 from gputui.ui.widgets.diagnostics import SEVERITY_STYLES
 from gputui.ui.widgets.lines import Line, LineView, line_len

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.record.writer import RecordingWriter
+from gputui.session.sampling import Sampler, Tick
 from gputui.sources.base import Source
-from gputui.ui.sampling import Sampler, Tick
 
 
 class RecordingSampler(Sampler):

@@ -14,8 +14,8 @@ from collections import deque
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.formatting import hms
 from gputui.model import Snapshot
+from gputui.session.sampling import Sampler, Tick
 from gputui.sources.replay import ReplaySource
-from gputui.ui.sampling import Sampler, Tick
 
 # Ticks kept for a UI that has not taken them; beyond this the oldest go (its history holds fewer anyway).
 BACKLOG = 3600
