@@ -93,6 +93,16 @@ def fmt_rate_short(value: float | None) -> str:
     raise AssertionError("unreachable")
 
 
+def fmt_duration(seconds: float) -> str:
+    """45s, 2m05s, 1h02m: how long a finding has been open, short enough for a narrow pane."""
+    total = max(0, int(seconds))
+    if total < 60:
+        return f"{total}s"
+    if total < 3600:
+        return f"{total // 60}m{total % 60:02d}s"
+    return f"{total // 3600}h{total % 3600 // 60:02d}m"
+
+
 def hms(seconds: float, *, pad_hours: bool = False) -> str:
     """Whole seconds as H:MM:SS; `pad_hours` gives HH:MM:SS, as the replay header shows a tape position."""
     whole = int(seconds)

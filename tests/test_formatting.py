@@ -78,3 +78,7 @@ def test_hms_as_an_offset_and_as_a_tape_position() -> None:
     assert f.hms(65) == "0:01:05"
     assert f.hms(65, pad_hours=True) == "00:01:05"
     assert f.hms(8 * 3600, pad_hours=True) == "08:00:00"
+
+
+def test_durations_are_short() -> None:
+    assert [f.fmt_duration(s) for s in (0, 45.9, 125, 3725)] == ["0s", "45s", "2m05s", "1h02m"]

@@ -26,11 +26,11 @@ from gputui.diagnostics.findings import (
     Finding,
     Severity,
     finding_to_dict,
-    format_duration,
     format_evidence,
     severity_label,
 )
 from gputui.diagnostics.locale import LANGS, resolve_lang
+from gputui.formatting import fmt_duration
 from gputui.model import Snapshot, SystemInfo
 from gputui.sources.base import InvalidGpuSelection, Source, SourceUnavailable
 
@@ -187,7 +187,7 @@ def _emit(args: argparse.Namespace, system: SystemInfo | None, findings: list[Fi
     for finding in findings:
         where = finding.rule
         if finding.duration_s >= 1:
-            where += ", " + text("cli.since", lang, duration=format_duration(finding.duration_s))
+            where += ", " + text("cli.since", lang, duration=fmt_duration(finding.duration_s))
         out.append(f"{severity_label(finding.severity, lang)}  {finding.title}  [{where}]")
         if finding.evidence:
             out.append("      " + " | ".join(format_evidence(ev) for ev in finding.evidence))

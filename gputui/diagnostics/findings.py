@@ -77,16 +77,6 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
     }
 
 
-def format_duration(seconds: float) -> str:
-    """45s, 2m05s, 1h02m: short enough for a narrow pane."""
-    total = max(0, int(seconds))
-    if total < 60:
-        return f"{total}s"
-    if total < 3600:
-        return f"{total // 60}m{total % 60:02d}s"
-    return f"{total // 3600}h{total % 3600 // 60:02d}m"
-
-
 def format_value(value: float | str | None) -> str:
     if value is None:
         return "n/a"

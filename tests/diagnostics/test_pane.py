@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.containers import Container
 
-from gputui.diagnostics.findings import Evidence, Finding, Severity, format_duration
+from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 
 HOT = Finding(
@@ -152,10 +152,6 @@ async def test_chinese_pane_uses_the_catalog() -> None:
         pane.show_findings([HOT], [])
         text = plain(pane)
         assert "诊断" in text and "严重" in text
-
-
-def test_durations_are_short() -> None:
-    assert [format_duration(s) for s in (0, 45.9, 125, 3725)] == ["0s", "45s", "2m05s", "1h02m"]
 
 
 def many(count: int) -> list[Finding]:

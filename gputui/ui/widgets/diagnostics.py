@@ -18,7 +18,8 @@ from textual.message import Message
 from textual.widget import Widget
 
 from gputui.diagnostics.catalog import text
-from gputui.diagnostics.findings import Finding, Severity, format_duration, format_evidence, severity_label
+from gputui.diagnostics.findings import Finding, Severity, format_evidence, severity_label
+from gputui.formatting import fmt_duration
 
 SEVERITY_STYLES = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 HISTORY_STYLE = "dim"
@@ -195,7 +196,7 @@ class DiagnosticsPane(Widget, can_focus=True):
         head = Text("> " if index == self._cursor else "  ", style=CURSOR_STYLE if self.has_focus else "")
         head.append(severity_label(finding.severity, lang) + " ", style=style)
         head.append(finding.title, style=HISTORY_STYLE if history else "")
-        duration = format_duration(finding.duration_s)
+        duration = fmt_duration(finding.duration_s)
         head.append("  " + (text("ui.lasted", lang, duration=duration) if history else duration), style=HISTORY_STYLE)
         lines.add(head, index)
         if not history and finding.evidence:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from gputui import formatting as f
-from gputui.diagnostics.findings import Finding, format_duration, severity_label
+from gputui.diagnostics.findings import Finding, severity_label
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.session.fleet import HostState
 from gputui.ui import text as t
@@ -139,7 +139,7 @@ def title_line(state: HostState, name: str, now: float) -> Line:
             return [*line, ("  connecting...", LABEL)]
         seen = "never reached"
         if state.last_ok is not None:
-            seen = f"last seen {format_duration(now - state.last_ok)} ago"
+            seen = f"last seen {f.fmt_duration(now - state.last_ok)} ago"
         line += [("  ", ""), (" UNREACHABLE ", "bold white on red"), (f"  {seen}", "red")]
         return line if name == state.target else [*line, (f"  {_address(state)}", LABEL)]
     badge = data_badge(snapshot.system)
