@@ -160,6 +160,36 @@ HOST_FIELDS: tuple[MetricField, ...] = (
     ),
 )
 
+# The cgroup gputui runs in (HostSample.container) and pressure stall information (HostSample.psi); shares are
+# exported as 0-1 ratios, as Prometheus names them. PSI has no "cpu full" here: the model does not read it.
+CONTAINER_FIELDS: tuple[MetricField, ...] = (
+    _field(
+        "gputui_container_cpu_throttled_ratio",
+        "cpu_throttled_pct",
+        "Share of CFS periods in which the cgroup's CPU quota ran out (0-1).",
+        scale=0.01,
+    ),
+    _field("gputui_container_memory_limit_bytes", "memory_limit_bytes", "The cgroup's memory limit (bytes).", int),
+    _field("gputui_container_memory_used_bytes", "memory_used_bytes", "Memory the cgroup uses (bytes).", int),
+    _field(
+        "gputui_container_oom_kills_total",
+        "oom_kills",
+        "Processes the OOM killer took in this cgroup.",
+        int,
+        cumulative=True,
+    ),
+)
+
+PSI_FIELDS: tuple[MetricField, ...] = tuple(
+    _field(
+        f"gputui_psi_{resource}_{kind}_ratio",
+        f"{resource}_{kind}_pct",
+        f"Share of time {'some' if kind == 'some' else 'all'} runnable tasks waited for {resource} (0-1, PSI).",
+        scale=0.01,
+    )
+    for resource, kind in (("cpu", "some"), ("io", "some"), ("io", "full"), ("memory", "some"), ("memory", "full"))
+)
+
 PROC_FIELDS: tuple[MetricField, ...] = (
     _field("gputui_process_cpu_percent", "cpu_pct", "CPU use of a GPU process (100 = one full core)."),
     _field("gputui_process_threads", "threads", "Threads of a GPU process.", int),
@@ -171,6 +201,7 @@ PROC_FIELDS: tuple[MetricField, ...] = (
 CPU_CORE_METRIC = "gputui_host_cpu_core_percent"
 CPU_MEAN_METRIC = "gputui_host_cpu_percent"
 CPU_COUNT_METRIC = "gputui_host_cpu_count"
+CONTAINER_QUOTA_METRIC = "gputui_container_cpu_quota_cores"
 LOAD_METRICS = ("gputui_host_load1", "gputui_host_load5", "gputui_host_load15")
 GPU_COUNT_METRIC = "gputui_gpu_count"
 GPU_INFO_METRIC = "gputui_gpu_info"

@@ -21,6 +21,8 @@ from prometheus_client.metrics_core import GaugeMetricFamily, Metric, UnknownMet
 from gputui import __version__
 from gputui.diagnostics.findings import Finding
 from gputui.metric_schema import (
+    CONTAINER_FIELDS,
+    CONTAINER_QUOTA_METRIC,
     CPU_CORE_METRIC,
     CPU_COUNT_METRIC,
     CPU_MEAN_METRIC,
@@ -37,6 +39,7 @@ from gputui.metric_schema import (
     LOAD_METRICS,
     PROC_FIELDS,
     PROCESS_INFO_METRIC,
+    PSI_FIELDS,
     SOURCE_INFO_METRIC,
     SOURCE_LABEL,
     TIMESTAMP_METRIC,
@@ -179,6 +182,13 @@ def _add_host(out: _Families, snapshot: Snapshot, host: Mapping[str, str]) -> No
             out.add(name, "Load average.", host, value)
     for spec in HOST_FIELDS:
         out.add_field(spec, host, sample)
+    limits = snapshot.system.container
+    if limits is not None:
+        out.add(CONTAINER_QUOTA_METRIC, "The cgroup's CPU quota (in CPUs).", host, limits.cpu_quota_cores)
+    for specs, group in ((CONTAINER_FIELDS, sample.container), (PSI_FIELDS, sample.psi)):
+        if group is not None:
+            for spec in specs:
+                out.add_field(spec, host, group)
     for proc in sample.processes:
         labels = {**host, "pid": str(proc.pid), "name": proc.name}
         out.add(

@@ -19,7 +19,18 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from gputui import metric_schema as m
-from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SourceKind, SystemInfo
+from gputui.model import (
+    ContainerSample,
+    GpuInfo,
+    GpuProcess,
+    GpuSample,
+    HostSample,
+    ProcSample,
+    PsiSample,
+    Snapshot,
+    SourceKind,
+    SystemInfo,
+)
 from gputui.sources.base import SourceUnavailable
 
 DEFAULT_PORT = 9400
@@ -257,18 +268,26 @@ class _Reader:
             if (core := _int_label(labels, "cpu")) is not None
         )
         load1, load5, load15 = (self.value(name) for name in m.LOAD_METRICS)
-        values: dict[str, Any] = {}
-        for spec in m.HOST_FIELDS:
-            found = self.value(spec.name)
-            if found is not None:
-                values[spec.attr] = _from_metric(spec, found)
+        values = self._host_fields(m.HOST_FIELDS)
+        container, psi = self._host_fields(m.CONTAINER_FIELDS), self._host_fields(m.PSI_FIELDS)
         return HostSample(
             timestamp=timestamp,
+            container=ContainerSample(**container) if container else None,
+            psi=PsiSample(**psi) if psi else None,
             cpu_pct_per_core=tuple(value for _, value in cores),
             load_avg=(load1, load5, load15) if load1 is not None and load5 is not None and load15 is not None else None,
             processes=self._processes(),
             **values,
         )
+
+    def _host_fields(self, specs: Sequence[m.MetricField]) -> dict[str, Any]:
+        """The host-wide series of these fields that the exporter wrote, as model values."""
+        out: dict[str, Any] = {}
+        for spec in specs:
+            value = self.value(spec.name)
+            if value is not None:
+                out[spec.attr] = _from_metric(spec, value)
+        return out
 
     def _processes(self) -> tuple[ProcSample, ...]:
         per_pid: dict[int, dict[str, Any]] = {}

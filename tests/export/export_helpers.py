@@ -9,7 +9,17 @@ from dataclasses import replace
 from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.diagnostics.findings import Finding, Severity
-from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
+from gputui.model import (
+    ContainerSample,
+    GpuInfo,
+    GpuProcess,
+    GpuSample,
+    HostSample,
+    ProcSample,
+    PsiSample,
+    Snapshot,
+    SystemInfo,
+)
 
 MIB = 1 << 20
 T0 = 1_767_225_600.0
@@ -113,6 +123,10 @@ def make_snapshot(system: SystemInfo = SYSTEM, t: float = T0) -> Snapshot:
         net_rx_bytes_s=1e8,
         net_tx_bytes_s=2e7,
         net_link_bytes_s=3.125e9,
+        container=ContainerSample(
+            cpu_throttled_pct=25.0, memory_used_bytes=60 << 30, memory_limit_bytes=64 << 30, oom_kills=2
+        ),
+        psi=PsiSample(cpu_some_pct=50.0, io_some_pct=12.5, io_full_pct=None, memory_some_pct=0.0, memory_full_pct=0.0),
         processes=(
             ProcSample(
                 pid=4242,

@@ -7,9 +7,11 @@ from dataclasses import replace
 from export_helpers import FINDINGS, MIB, SYSTEM, Series, make_snapshot, one, parse
 from prometheus_client import CollectorRegistry, generate_latest
 
+from gputui import metric_schema as schema
 from gputui.export.metrics import ExportState, metric_families
 from gputui.export.server import SnapshotCollector
 from gputui.metric_schema import GPU_LABELS
+from gputui.model import ContainerInfo
 
 
 def render(state: ExportState) -> str:
@@ -63,7 +65,17 @@ def test_counters_keep_dcgm_names_without_total_suffix() -> None:
     text = render(live_state())
     assert "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{" in text
     series, types = parse(text)
-    assert not [name for name in series if name.endswith("_total")]
+    fields = (
+        schema.GPU_SAMPLE_FIELDS,
+        schema.GPU_INFO_FIELDS,
+        schema.HOST_FIELDS,
+        schema.CONTAINER_FIELDS,
+        schema.PSI_FIELDS,
+        schema.PROC_FIELDS,
+    )
+    declared = {spec.name for group in fields for spec in group} | set(schema.LOAD_METRICS)
+    declared |= {value for key, value in vars(schema).items() if key.endswith("_METRIC")}
+    assert set(series) <= declared  # no suffix (_total, _created) added to a declared name
     assert types["DCGM_FI_DEV_GPU_UTIL"] == "gauge"
     assert types["DCGM_FI_DEV_PCIE_REPLAY_COUNTER"] == "unknown"  # untyped: rate() works, the name is dcgm's
 
@@ -151,3 +163,24 @@ def test_failed_reading_shows_up_zero_and_no_stale_values() -> None:
 def test_families_are_built_without_a_server() -> None:
     names = {family.name for family in metric_families(live_state())}
     assert {"DCGM_FI_DEV_GPU_TEMP", "gputui_up", "gputui_finding", "gputui_sample_timestamp_seconds"} <= names
+
+
+def test_container_and_pressure_are_exported_as_ratios_only_where_known() -> None:
+    limits = ContainerInfo("docker", "/.dockerenv", 2, cpu_quota_cores=8.0)
+    state = replace(live_state(), snapshot=make_snapshot(replace(SYSTEM, container=limits)))
+    series, _ = scrape_state(state)
+    assert one(series, "gputui_container_cpu_quota_cores") == 8.0
+    assert one(series, "gputui_container_cpu_throttled_ratio") == 0.25
+    assert one(series, "gputui_container_memory_limit_bytes") == 64 << 30
+    assert one(series, "gputui_container_memory_used_bytes") == 60 << 30
+    assert one(series, "gputui_container_oom_kills_total") == 2
+    assert one(series, "gputui_psi_cpu_some_ratio") == 0.5
+    assert one(series, "gputui_psi_io_some_ratio") == 0.125
+    assert "gputui_psi_io_full_ratio" not in series  # not reported: left out, never 0
+
+
+def test_without_a_cgroup_there_are_no_container_series() -> None:
+    snapshot = make_snapshot()
+    bare = replace(snapshot, host=replace(snapshot.host, container=None, psi=None))
+    series, _ = scrape_state(replace(live_state(), snapshot=bare))
+    assert not [name for name in series if name.startswith(("gputui_container_", "gputui_psi_"))]
