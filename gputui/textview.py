@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gputui.formatting import NA, fmt_bytes, fmt_bytes_pair, fmt_num, fmt_pct, fmt_rate
-from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
+from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
 from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
 
 T = TypeVar("T")
@@ -126,6 +126,46 @@ def host_lines(host: HostSample) -> list[str]:
     ]
 
 
+def container_lines(snapshot: Snapshot) -> list[str]:
+    """The cgroup gputui runs in, its limits and its figures now, and PSI; nothing where none is known."""
+    limits, group, psi = snapshot.system.container, snapshot.host.container, snapshot.host.psi
+    lines: list[str] = []
+    if limits is not None:
+        where = limits.runtime or "no container"
+        if limits.recognised_by:
+            where += f" ({limits.recognised_by})"
+        cpuset = _cpu_ranges(limits.cpuset_cpus) if limits.cpuset_cpus else NA
+        lines.append(
+            f"cgroup  {where}, v{fmt_num(limits.cgroup_version)}, CPU quota {fmt_num(limits.cpu_quota_cores, 1)}, "
+            f"cpuset {cpuset}, memory limit {fmt_bytes(limits.memory_limit_bytes)}, "
+            f"/dev/shm {fmt_bytes(limits.shm_bytes)} (used {fmt_bytes(snapshot.host.shm_used_bytes)})"
+        )
+    if group is not None:
+        lines.append(
+            f"        CPU {fmt_pct(group.cpu_pct_of_quota)} of quota, throttled {fmt_pct(group.cpu_throttled_pct)} "
+            f"of periods, memory {fmt_bytes_pair(group.memory_used_bytes, group.memory_limit_bytes)}, "
+            f"OOM kills {fmt_num(group.oom_kills)}"
+        )
+    if psi is not None:
+        lines.append(
+            f"PSI     cpu some {fmt_pct(psi.cpu_some_pct)}  io some {fmt_pct(psi.io_some_pct)} "
+            f"full {fmt_pct(psi.io_full_pct)}  memory some {fmt_pct(psi.memory_some_pct)} "
+            f"full {fmt_pct(psi.memory_full_pct)}"
+        )
+    return lines
+
+
+def _cpu_ranges(cpus: tuple[int, ...]) -> str:
+    """(0, 1, 2, 3, 8) -> "0-3,8", as cpuset files write them."""
+    runs: list[list[int]] = []
+    for cpu in sorted(cpus):
+        if runs and cpu == runs[-1][-1] + 1:
+            runs[-1].append(cpu)
+        else:
+            runs.append([cpu])
+    return ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
 def _shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
@@ -141,10 +181,10 @@ def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
     lines = ["GPU processes", f"{header}  command" if inline else header.rstrip()]
     for gpu in snapshot.gpus:
         for proc in gpu.processes:
-            host = snapshot.host.process(proc.pid)
+            host = snapshot.host.process(proc.pid) if proc.seen != "hidden" else None
             row = layout.format(
                 gpu.index,
-                proc.pid,
+                f"{proc.pid}*" if proc.seen == "device" else proc.pid,
                 _shorten((host.user if host else None) or NA, 8),
                 fmt_bytes(proc.used_memory_bytes),
                 fmt_pct(host.cpu_pct if host else None),
@@ -154,11 +194,26 @@ def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
                 _shorten((host.state if host else None) or NA, 5),
             ).rstrip()
             command = (host.cmdline or host.name) if host else NA
+            command = _joined(proc, host, command)
             if inline:
                 lines.append(f"{row}  {_shorten(command, width - len(row) - 3)}")
             else:
                 lines.extend((row, f"    {_shorten(command, width - 5)}"))
     return lines if len(lines) > 2 else []
+
+
+def _joined(proc: GpuProcess, host: ProcSample | None, command: str) -> str:
+    """The command, with how the process was matched when that is not by NVML's own PID here."""
+    if proc.seen == "hidden":
+        return "(host PID: outside this PID namespace)"
+    notes = []
+    if proc.seen == "device":
+        host_pid = f"host PID {proc.host_pid}" if proc.host_pid is not None else "host PID n/a"
+        notes.append(f"found through /dev/nvidia*, {host_pid}")
+    if host is not None and host.container:
+        inner = f" PID {host.container_pid}" if host.container_pid is not None else ""
+        notes.append(f"container {host.container}{inner}")
+    return f"[{'; '.join(notes)}] {command}" if notes else command
 
 
 def print_snapshot(snapshot: Snapshot, console: Console | None = None) -> None:
@@ -174,7 +229,7 @@ def print_snapshot(snapshot: Snapshot, console: Console | None = None) -> None:
         console.print(Text(f"notice: {event}"))
     for gpu in snapshot.gpus:
         console.print(gpu_table(snapshot.info(gpu.index), gpu))
-    for line in host_lines(snapshot.host):
+    for line in host_lines(snapshot.host) + container_lines(snapshot):
         console.print(Text(line))
     for line in process_lines(snapshot, console.width):
         console.print(Text(line))

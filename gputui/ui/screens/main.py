@@ -106,7 +106,7 @@ class MainScreen(Screen[None]):
     def draw(self, tick: Tick, header: HeaderState, filter_text: str) -> None:
         self.header.show(header)
         self.gpus.redraw()
-        self.host.show(tick.snapshot.host)
+        self.host.show(tick.snapshot.host, tick.snapshot.system.container)
         self.table.show_rows(process_rows(tick.snapshot, filter_text))
         if self.diagnostics.display:
             self.findings.show_findings(tick.active, tick.closed)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputui.formatting import NA
-from gputui.model import SystemInfo
+from gputui.formatting import NA, fmt_bytes
+from gputui.model import ContainerInfo, SystemInfo
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"
@@ -44,6 +44,26 @@ def badges(system: SystemInfo, paused: bool) -> list[tuple[str, str]]:
     return out
 
 
+def container_brief(container: ContainerInfo | None) -> str | None:
+    """ "docker · 8 CPUs quota · 64.0 GiB": where gputui runs and what it may use; None on an unlimited host.
+
+    A cgroup with a quota but no container runtime (a systemd slice) reads "cgroup · ...".
+    """
+    if container is None:
+        return None
+    parts: list[str] = []
+    if container.cpu_quota_cores is not None:
+        parts.append(f"{container.cpu_quota_cores:g} CPUs quota")
+    elif container.cpuset_cpus:
+        parts.append(f"{len(container.cpuset_cpus)} CPUs")
+    if container.memory_limit_bytes is not None:
+        parts.append(fmt_bytes(container.memory_limit_bytes))
+    if container.runtime is None and not parts:
+        return None
+    name = container.runtime or "cgroup"
+    return f"{name}: {', '.join(parts)}" if parts else name
+
+
 class StatusHeader(LineView):
     """One line of facts, plus a second line when there is a fallback reason, a notice or an error.
 
@@ -79,8 +99,11 @@ class StatusHeader(LineView):
             line += [(f" {s.critical} CRITICAL ", "bold white on red"), ("  ", "")]
         if s.warnings:
             line += [(f" {s.warnings} WARNING{'S' if s.warnings > 1 else ''} ", "bold black on yellow"), ("  ", "")]
+        line.append((sysinfo.hostname, ""))
+        brief = container_brief(sysinfo.container)
+        if brief:
+            line.append((f"  {brief}", "cyan"))
         line += [
-            (sysinfo.hostname, ""),
             ("  driver " if wide else "  drv ", LABEL),
             (sysinfo.driver_version or NA, ""),
             ("  CUDA ", LABEL),

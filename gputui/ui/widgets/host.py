@@ -1,4 +1,6 @@
-"""The host under the GPUs: per-core CPU, iowait, memory and swap, disk and network rates.
+"""The host under the GPUs: per-core CPU, iowait, memory and swap, disk and network rates; inside a cgroup
+with a quota or a memory limit, the CPU and memory measured against those limits, and the pressure the kernel
+reports (PSI), since the host's figures say little about what the job may use.
 
 Few cores are shown as numbers; many as a heat strip of one block character per core, wrapped over as
 many lines as the width needs, so 128 cores fit in two lines of a 120-column terminal.
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gputui import formatting as f
-from gputui.model import HostSample
+from gputui.model import ContainerInfo, HostSample
 from gputui.ui import text as t
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
@@ -68,6 +70,47 @@ def stat_fields(host: HostSample) -> list[Line]:
     ]
 
 
+def container_fields(host: HostSample, limits: ContainerInfo | None) -> list[Line]:
+    """The cgroup's own figures: CPU against the quota, periods throttled, memory against its limit, /dev/shm
+    and PSI. Nothing when there is no cgroup limit to measure against and no pressure reported."""
+    out: list[Line] = []
+    group = host.container
+    quota = limits.cpu_quota_cores if limits else None
+    if group is not None and quota is not None:
+        used = group.cpu_pct_of_quota
+        out.append(
+            [
+                ("QUOTA ", LABEL),
+                (f"{f.fmt_pct(used)} of {quota:g} CPUs", t.level_style(None if used is None else used / 100.0)),
+            ]
+        )
+        throttled = group.cpu_throttled_pct
+        style = "bold red" if throttled is not None and throttled >= 20 else ""
+        out.append([("throttled ", LABEL), (f.fmt_pct(throttled), style)])
+    if group is not None and group.memory_limit_bytes is not None:
+        frac = None if group.memory_used_bytes is None else group.memory_used_bytes / group.memory_limit_bytes
+        limit_text = f"{f.fmt_bytes_short(group.memory_used_bytes)}/{f.fmt_bytes_short(group.memory_limit_bytes)}"
+        out.append([("CGROUP MEM ", LABEL), (limit_text, t.level_style(frac))])
+    shm = limits.shm_bytes if limits else None
+    if shm is not None and ((limits is not None and limits.runtime is not None) or shm < 1 << 30):
+        shm_frac = None if host.shm_used_bytes is None else host.shm_used_bytes / shm
+        shm_text = f"{f.fmt_bytes_short(host.shm_used_bytes)}/{f.fmt_bytes_short(shm)}"
+        out.append([("SHM ", LABEL), (shm_text, "yellow" if shm < 1 << 30 else t.level_style(shm_frac))])
+    psi = host.psi
+    if psi is not None:
+        out.append(
+            [
+                ("PSI cpu ", LABEL),
+                (f.fmt_pct(psi.cpu_some_pct), ""),
+                (" io ", LABEL),
+                (f.fmt_pct(psi.io_full_pct), ""),
+                (" mem ", LABEL),
+                (f.fmt_pct(psi.memory_full_pct), ""),
+            ]
+        )
+    return out
+
+
 def pack(fields: Sequence[Line], width: int, indent: str = "     ") -> list[Line]:
     """Fields two spaces apart, wrapped onto as few lines as the width allows."""
     lines: list[Line] = [[(indent, "")]]
@@ -89,9 +132,11 @@ class HostPanel(LineView):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.host: HostSample | None = None
+        self.limits: ContainerInfo | None = None
 
-    def show(self, host: HostSample) -> None:
+    def show(self, host: HostSample, limits: ContainerInfo | None = None) -> None:
         self.host = host
+        self.limits = limits
         self.redraw()
 
     def line_count(self, width: int) -> int:
@@ -102,4 +147,5 @@ class HostPanel(LineView):
     def build_lines(self, width: int) -> Sequence[Line]:
         if self.host is None:
             return [[(PREFIX + f.NA, LABEL)]]
-        return core_lines(self.host.cpu_pct_per_core, width) + pack(stat_fields(self.host), width)
+        fields = stat_fields(self.host) + container_fields(self.host, self.limits)
+        return core_lines(self.host.cpu_pct_per_core, width) + pack(fields, width)

@@ -44,18 +44,26 @@ class Column:
     label: str
     width: int  # 0: whatever is left (the command)
     right: bool = True
+    optional: bool = False  # shown only while some row has a value in it
 
 
 COLUMNS: tuple[Column, ...] = (
     Column("gpu", "GPU", 3),
     Column("pid", "PID", 8),
+    # NVML's PID where it is not the PID here: a process found in this container through its device file.
+    Column("host_pid", "HOST PID", 8, optional=True),
     Column("cpu", "CPU%", 5),
     Column("mem", "GPU MEM", 8),
     Column("threads", "THR", 4),
     Column("workers", "WORKERS", 7),
+    # Seen from the host: the container or pod a GPU process runs in, and its PID in there.
+    Column("container", "CONTAINER", 12, right=False, optional=True),
     Column("user", "USER", 10, right=False),
     Column("command", "COMMAND", 0, right=False),
 )
+# The PID column's mark for a process matched through its open /dev/nvidiaN rather than by NVML's PID.
+DEVICE_MARK = "*"
+HIDDEN_COMMAND = "(host PID: outside this PID namespace)"
 GAP = "  "
 
 Row = tuple[Cell, ...]
@@ -69,25 +77,47 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
         if gpu.lost:
             continue
         for proc in gpu.processes:
-            host = snapshot.host.process(proc.pid)
+            host = snapshot.host.process(proc.pid) if proc.seen != "hidden" else None
             user = host.user if host else None
             command = (host.cmdline or host.name) if host else None
+            if proc.seen == "hidden":
+                command = HIDDEN_COMMAND
             if needle and not any(needle in text.lower() for text in (str(proc.pid), user or "", command or "")):
                 continue
             cpu = host.cpu_pct if host else None
             threads = host.threads if host else None
             children = host.children if host else None
+            container = _container(host.container, host.container_pid) if host else None
+            pid_text = f"{proc.pid}{DEVICE_MARK}" if proc.seen == "device" else str(proc.pid)
             rows[f"{gpu.index}:{proc.pid}"] = (
                 Cell(str(gpu.index), gpu.index),
-                Cell(str(proc.pid), proc.pid),
+                Cell(pid_text, proc.pid),
+                Cell("" if proc.host_pid is None else str(proc.host_pid), proc.host_pid),
                 Cell(f.fmt_num(cpu, 0), cpu),
                 Cell(f.fmt_bytes_short(proc.used_memory_bytes), proc.used_memory_bytes),
                 Cell(f.fmt_num(threads, 0), threads),
                 Cell(f.fmt_num(children, 0), children),
+                Cell(container or "", container),
                 Cell(user or f.NA, user),
                 Cell(command or f.NA, command),
             )
     return rows
+
+
+def _container(name: str | None, pid: int | None) -> str | None:
+    """'3f2a9c1b7d0e:1': the container and the process's PID inside it, as `docker top` would name them."""
+    if name is None:
+        return None
+    return name if pid is None else f"{name}:{pid}"
+
+
+def shown_columns(rows: dict[str, Row]) -> list[int]:
+    """Indices of the columns to draw: every column but an optional one that no row fills."""
+    return [
+        n
+        for n, column in enumerate(COLUMNS)
+        if not column.optional or any(row[n].value is not None for row in rows.values())
+    ]
 
 
 def fit(text: str, width: int, right: bool) -> str:
@@ -119,6 +149,7 @@ class ProcessTable(LineView):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rows: dict[str, Row] = {}
+        self.shown: list[int] = shown_columns({})
         self.order: list[str] = []
         self.sort_column = 0
         self.sort_reverse = False
@@ -129,6 +160,9 @@ class ProcessTable(LineView):
 
     def show_rows(self, rows: dict[str, Row]) -> None:
         self.rows = rows
+        self.shown = shown_columns(rows)
+        if self.sort_column not in self.shown:
+            self.sort_column = 0
         self._sort()
         self.redraw()
 
@@ -144,11 +178,12 @@ class ProcessTable(LineView):
             self.cursor = self.order[0] if self.order else None
 
     def cycle_sort(self) -> None:
-        """Next column; after the last one, the same columns again in reverse order."""
-        self.sort_column += 1
-        if self.sort_column >= len(COLUMNS):
-            self.sort_column = 0
+        """Next column shown; after the last one, the same columns again in reverse order."""
+        position = self.shown.index(self.sort_column) + 1
+        if position >= len(self.shown):
+            position = 0
             self.sort_reverse = not self.sort_reverse
+        self.sort_column = self.shown[position]
         self._sort()
         self.redraw()
 
@@ -163,16 +198,19 @@ class ProcessTable(LineView):
     # -- drawing ---------------------------------------------------------------------------------------
 
     def widths(self, width: int) -> list[int]:
-        fixed = sum(c.width + len(GAP) for c in COLUMNS[:-1])
-        return [c.width or max(10, width - fixed) for c in COLUMNS]
+        """The widths of the columns shown, in order; the last (the command) takes what is left."""
+        columns = [COLUMNS[n] for n in self.shown]
+        fixed = sum(c.width + len(GAP) for c in columns[:-1])
+        return [c.width or max(10, width - fixed) for c in columns]
 
     def build_lines(self, width: int) -> Sequence[Line]:
         widths = self.widths(width)
         header: Line = []
-        for n, (column, w) in enumerate(zip(COLUMNS, widths, strict=True)):
+        for n, (index, w) in enumerate(zip(self.shown, widths, strict=True)):
+            column = COLUMNS[index]
             if n:
                 header.append((GAP, ""))
-            if n == self.sort_column:
+            if index == self.sort_column:
                 label = column.label + ("v" if self.sort_reverse else "^")
                 header.append((fit(label, w, column.right), "bold underline"))
             else:
@@ -185,10 +223,10 @@ class ProcessTable(LineView):
             cells = self.rows[row_key]
             style = "reverse" if row_key == self.cursor and self.has_focus else ""
             line: Line = []
-            for n, (cell, column, w) in enumerate(zip(cells, COLUMNS, widths, strict=True)):
+            for n, (index, w) in enumerate(zip(self.shown, widths, strict=True)):
                 if n:
                     line.append((GAP, style))
-                line.append((fit(cell.shown, w, column.right), style))
+                line.append((fit(cells[index].shown, w, COLUMNS[index].right), style))
             lines.append(line)
         if not self.order:
             lines.append([("no processes", LABEL)])
@@ -204,9 +242,9 @@ class ProcessTable(LineView):
         if event.y != 0:
             return
         x = 0
-        for n, w in enumerate(self.widths(self.known_width)):
+        for index, w in zip(self.shown, self.widths(self.known_width), strict=True):
             if event.x < x + w + len(GAP):
-                self.sort_by(n)
+                self.sort_by(index)
                 return
             x += w + len(GAP)
 
