@@ -11,6 +11,7 @@ import types
 from collections import Counter, namedtuple
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psutil as real
@@ -180,3 +181,8 @@ class FakePsutil(types.ModuleType):
         """Add CPU seconds to one core's counters, e.g. advance_cpu(0, user=0.5, idle=0.5)."""
         times = self.cores[core]
         self.cores[core] = times._replace(**{k: getattr(times, k) + v for k, v in seconds.items()})
+
+
+# A root with nothing to read: HostSource and NvmlSource over this fake psutil must not pick up this machine's
+# /proc, cgroup or /dev/shm files for the fake's PIDs.
+NO_PROC = Path("/nonexistent/gputui-test-root")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
-from fake_psutil import FakeProcess, FakePsutil, netio, scputimes, sdiskio
+from fake_psutil import NO_PROC, FakeProcess, FakePsutil, netio, scputimes, sdiskio
 
 from gputui.sources.host import CHILDREN_EVERY, LINK_EVERY, HostSource, rate
 from tests.conftest import Clock
@@ -25,7 +25,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def host(ps: FakePsutil, clock: Clock) -> HostSource:
-    source = HostSource(clock=clock, psutil_module=ps)
+    source = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
     source.open()
     return source
 
@@ -117,7 +117,7 @@ def test_platform_without_iowait_or_steal_reports_none(clock: Clock) -> None:
 
     mac_times = namedtuple("scputimes", "user nice system idle")
     ps.cores = [mac_times(1.0, 0.0, 1.0, 10.0)]
-    host = HostSource(clock=clock, psutil_module=ps)
+    host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
     host.open()
     clock.now += 1.0
     ps.cores = [mac_times(1.5, 0.0, 1.0, 10.5)]
@@ -129,7 +129,7 @@ def test_platform_without_iowait_or_steal_reports_none(clock: Clock) -> None:
 
 def test_disk_busy_is_the_busiest_disk(ps: FakePsutil, clock: Clock) -> None:
     ps.disks = {"sda": sdiskio(busy_time=0), "nvme0n1": sdiskio(busy_time=0)}
-    host = HostSource(clock=clock, psutil_module=ps)
+    host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
     host.open()
     idle_tick(ps, clock)
     ps.disks = {"sda": sdiskio(busy_time=100), "nvme0n1": sdiskio(busy_time=990)}
@@ -141,7 +141,7 @@ def test_disk_busy_is_none_where_the_platform_has_no_busy_time(ps: FakePsutil, c
 
     bsd_disk = namedtuple("sdiskio", "read_count write_count read_bytes write_bytes read_time write_time")
     ps.disks = {"ada0": bsd_disk(0, 0, 0, 0, 0, 0)}
-    host = HostSource(clock=clock, psutil_module=ps)
+    host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
     host.open()
     idle_tick(ps, clock)
     assert host.sample([], 1.0).disk_busy_pct is None
@@ -152,7 +152,7 @@ def test_link_speed_is_the_fastest_up_interface_in_bytes(ps: FakePsutil, clock: 
 
     ps.nic_stats["ib0"] = snicstats(True, 2, 200_000, 4092, "up")
     ps.nic_stats["eth1"] = snicstats(False, 2, 400_000, 9000, "")  # down: does not count
-    host = HostSource(clock=clock, psutil_module=ps)
+    host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
     host.open()
     assert host.sample([], 1.0).net_link_bytes_s == 200_000 * 1_000_000 / 8
 
@@ -161,7 +161,7 @@ def test_link_speed_unknown_when_no_interface_reports_one(ps: FakePsutil, clock:
     from fake_psutil import snicstats
 
     ps.nic_stats = {"lo": snicstats(True, 0, 0, 65536, ""), "veth0": snicstats(True, 0, 0, 1500, "")}
-    host = HostSource(clock=clock, psutil_module=ps)
+    host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
     host.open()
     assert host.sample([], 1.0).net_link_bytes_s is None
 
@@ -196,7 +196,7 @@ def test_gpu_process_fields_and_primed_cpu_percent(ps: FakePsutil, clock: Clock,
 
 def test_access_denied_fields_are_none(clock: Clock) -> None:
     ps = FakePsutil(ppid_map=False)
-    host = HostSource(clock=clock, psutil_module=ps)
+    host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
     host.open()
     ps.processes[7] = FakeProcess(7, denied={"username", "io_counters", "cmdline", "children"})
     host.sample([7], 1.0)
@@ -264,7 +264,7 @@ def test_children_of_all_gpu_processes_come_from_one_scan_on_a_cadence(
 
 def test_children_fall_back_to_psutil_children_without_the_scan(clock: Clock) -> None:
     ps = FakePsutil(ppid_map=False)
-    host = HostSource(clock=clock, psutil_module=ps)
+    host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
     host.open()
     proc = FakeProcess(3, children_=2)
     ps.processes[3] = proc
@@ -312,7 +312,7 @@ def test_real_psutil_reads_this_process() -> None:
 
 def test_swap_rates_are_unknown_on_windows(ps: FakePsutil, clock: Clock) -> None:
     ps.WINDOWS = True  # type: ignore[attr-defined]
-    host = HostSource(clock=clock, psutil_module=ps)
+    host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
     host.open()
     idle_tick(ps, clock)
     sample = host.sample([], 1.0)

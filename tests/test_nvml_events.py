@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 
 import pynvml
 import pytest
-from fake_psutil import FakePsutil
+from fake_psutil import NO_PROC, FakePsutil
 from fake_pynvml import FakeGpu, FakeNvml
 
 from gputui.diagnostics.engine import DiagnosticsEngine
@@ -32,8 +32,8 @@ def sources() -> Iterator[list[NvmlSource]]:
 
 def open_source(sources: list[NvmlSource], nvml: FakeNvml, **kwargs: bool) -> NvmlSource:
     nvml.wait_cap_ms = 10
-    host = HostSource(clock=lambda: 0.0, psutil_module=FakePsutil())
-    source = NvmlSource(nvml=nvml, host=host, clock=lambda: WALL, **kwargs)
+    host = HostSource(clock=lambda: 0.0, psutil_module=FakePsutil(), root=NO_PROC)
+    source = NvmlSource(nvml=nvml, host=host, clock=lambda: WALL, root=NO_PROC, **kwargs)
     sources.append(source)
     source.open()
     return source

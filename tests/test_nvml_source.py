@@ -6,7 +6,7 @@ import inspect
 
 import pynvml
 import pytest
-from fake_psutil import FakeProcess, FakePsutil
+from fake_psutil import NO_PROC, FakeProcess, FakePsutil
 from fake_pynvml import MIB, NEW_FUNCTIONS, FakeGpu, FakeNvml, consumer_gpu
 
 from gputui.sources.base import InvalidGpuSelection, Source, SourceUnavailable
@@ -18,8 +18,9 @@ WALL = 1_750_000_000.0
 
 def make_source(nvml: FakeNvml, ps: FakePsutil | None = None, **kwargs: object) -> tuple[NvmlSource, FakePsutil]:
     ps = ps if ps is not None else FakePsutil()
-    host = HostSource(clock=lambda: 0.0, psutil_module=ps)
-    source = NvmlSource(nvml=nvml, host=host, clock=lambda: WALL, **kwargs)  # type: ignore[arg-type]
+    root = kwargs.pop("root", NO_PROC)
+    host = HostSource(clock=lambda: 0.0, psutil_module=ps, root=root)  # type: ignore[arg-type]
+    source = NvmlSource(nvml=nvml, host=host, clock=lambda: WALL, root=root, **kwargs)  # type: ignore[arg-type]
     return source, ps
 
 

@@ -1,4 +1,6 @@
-"""The host the GPUs sit in, read with psutil: CPU, memory, swap, disk, network and the GPU processes.
+"""The host the GPUs sit in, read with psutil: CPU, memory, swap, disk, network and the GPU processes; and
+the cgroup this process runs in (gputui.sources.cgroup), with the per-process facts psutil lacks from /proc
+(gputui.sources.procfs): the container a GPU process runs in, and how long it waited for a CPU.
 
 Every rate is a difference of two counter readings over the time between them. A counter that went
 backwards (a reset, a wrap, a disk that was removed) gives no rate for that tick rather than a negative one.
@@ -10,12 +12,15 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import psutil
 
-from gputui.model import HostSample, ProcSample
+from gputui.model import ContainerInfo, HostSample, ProcSample
+from gputui.sources import procfs
+from gputui.sources.cgroup import CgroupReader, host_oom_kills, read_cgroup, shm_bytes
 
 # Counting children scans every process on the machine (~5-40 µs each), so the counts of all GPU processes
 # are refreshed together, in one scan, every CHILDREN_EVERY ticks (and for a process when it first appears).
@@ -62,14 +67,26 @@ class _Tracked:
     read_at: float = 0.0
     children: int | None = None
     threads: int | None = None
+    container: str | None = None  # seen from the host: the container it runs in, and its PID there
+    container_pid: int | None = None
+    sched: tuple[int, int] | None = None  # ns on a CPU and waiting for one, at `sched_at`
+    sched_at: float = 0.0
 
 
 class HostSource:
     """Reads the host once per tick; `sample()` is given the pids of the GPU processes to look at."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic, psutil_module: ModuleType = psutil):
+    def __init__(
+        self,
+        clock: Callable[[], float] = time.monotonic,
+        psutil_module: ModuleType = psutil,
+        root: Path = Path("/"),
+    ):
         self._clock = clock
         self._ps = psutil_module
+        self._root = root  # where /proc, /sys/fs/cgroup and /dev/shm are read: tests point it at a fake tree
+        self._cgroup: CgroupReader | None = None
+        self.container: ContainerInfo | None = None  # this process's cgroup and limits, read by open()
         self._errors: tuple[type[BaseException], ...] = (OSError, NotImplementedError, psutil_module.Error)
         # psutil reports swap-in/out as 0 on Windows, which would read as "no swapping"
         self._swap_io = not getattr(psutil_module, "WINDOWS", False)
@@ -89,6 +106,10 @@ class HostSource:
         self._tick = 0
         self._procs = {}
         self._last = self._read_counters()
+        cgroup = read_cgroup(self._root)
+        self.container = cgroup.info
+        self._cgroup = CgroupReader(cgroup, self._root, self._clock)
+        self._cgroup.sample()  # the first counters, so the first sample has rates
 
     def close(self) -> None:
         self._procs = {}
@@ -103,6 +124,7 @@ class HostSource:
         if self._tick % LINK_EVERY == 0:
             self._link_bytes_s = self._read_link_speed()
         per_core, iowait, steal = _cpu_percentages(last.cpu, counters.cpu)
+        container, psi = self._cgroup.sample() if self._cgroup is not None else (None, None)
         memory = self._call(self._ps.virtual_memory)
         swap = counters.swap
         sample = HostSample(
@@ -123,6 +145,10 @@ class HostSource:
             net_rx_bytes_s=rate(counters.net_rx, last.net_rx, seconds),
             net_tx_bytes_s=rate(counters.net_tx, last.net_tx, seconds),
             net_link_bytes_s=self._link_bytes_s,
+            shm_used_bytes=shm_bytes(self._root)[1],
+            oom_kills=host_oom_kills(self._root),
+            container=container,
+            psi=psi,
             processes=self._sample_processes(gpu_pids),
         )
         self._tick += 1
@@ -202,6 +228,7 @@ class HostSource:
                 read_rate = rate(read_bytes, tracked.read_bytes, now - tracked.read_at)
                 tracked.read_bytes, tracked.read_at = read_bytes, now
                 memory = self._denied_as_none(process.memory_info)
+                waiting = self._run_queue_wait_pct(tracked, now)
                 return ProcSample(
                     pid=pid,
                     name=tracked.name,
@@ -213,6 +240,9 @@ class HostSource:
                     read_bytes_s=read_rate,
                     rss_bytes=memory.rss if memory is not None else None,
                     state=self._denied_as_none(process.status),
+                    run_queue_wait_pct=waiting,
+                    container=tracked.container,
+                    container_pid=tracked.container_pid,
                 )
         except ps.NoSuchProcess:
             return None
@@ -230,6 +260,8 @@ class HostSource:
                 user=self._denied_as_none(process.username),
                 cmdline=" ".join(cmdline) if cmdline else None,
                 threads=self._denied_as_none(process.num_threads),
+                container=procfs.container_of(pid, self._root),
+                container_pid=procfs.inner_pid(pid, self._root),
             )
         tracked.children = self._count_children(tracked)
         self._procs[pid] = tracked
@@ -250,6 +282,16 @@ class HostSource:
             return self._parents[tracked.process.pid]
         children = self._denied_as_none(tracked.process.children)
         return len(children) if children is not None else None
+
+    def _run_queue_wait_pct(self, tracked: _Tracked, now: float) -> float | None:
+        """Share of the interval the main thread was runnable but waiting for a CPU (from /proc/PID/schedstat):
+        near 100% minus its CPU share, it is CPU-bound and short of CPUs."""
+        sched = procfs.schedstat(tracked.process.pid, self._root)
+        before, before_at = tracked.sched, tracked.sched_at
+        tracked.sched, tracked.sched_at = sched, now
+        if sched is None or before is None or now <= before_at or sched[1] < before[1]:
+            return None
+        return min(100.0, 100.0 * (sched[1] - before[1]) / 1e9 / (now - before_at))
 
     def _denied_as_none(self, fn: Callable[[], Any]) -> Any:
         """A process field another user's process may hide; NoSuchProcess still propagates."""

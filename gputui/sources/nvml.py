@@ -17,13 +17,16 @@ import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
 from gputui.model import GpuInfo, GpuProcess, GpuSample, Snapshot, SystemInfo
+from gputui.sources import procfs
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 from gputui.sources.host import HostSource
 from gputui.sources.nvml_events import XidWatcher
+from gputui.sources.process_join import ProcessJoin
 
 Query = Callable[[Any], Any]
 
@@ -201,15 +204,19 @@ class NvmlSource:
         clock: Callable[[], float] = time.time,
         slow_every: int = 5,
         watch_xid: bool = True,
+        root: Path = Path("/"),
     ):
         if slow_every < 1:
             raise ValueError(f"slow_every must be at least 1, not {slow_every}")
         self._wanted = tuple(dict.fromkeys(gpu_indices)) if gpu_indices is not None else None
         self._host = host
+        self._root = root  # where /proc is read to match GPU processes: tests point it at a fake tree
+        self._join = ProcessJoin(lambda pid, minor: procfs.holds_device(pid, minor, root), procfs.GpuUsers(root).scan)
         self._nvml = nvml
         self._clock = clock
         self._slow_every = slow_every
         self._gpus: list[_Gpu] = []
+        self._minors: dict[int, int | None] = {}  # GPU index -> N of /dev/nvidiaN
         self._system: SystemInfo | None = None
         self._started = False
         self._tick = 0
@@ -256,8 +263,9 @@ class NvmlSource:
         except SourceUnavailable:
             self.close()
             raise
+        self._minors = {gpu.index: gpu.info.minor_number if gpu.info else None for gpu in self._gpus}
         if self._host is None:
-            self._host = HostSource()
+            self._host = HostSource(root=self._root)
         self._host.open()
         self._tick = 0
         if self._watch_xid:
@@ -273,6 +281,7 @@ class NvmlSource:
             gpu_count=count,
             cpu_count=os.cpu_count() or 0,
             kernel=platform.release(),
+            container=self._host.container,
         )
         return self._system
 
@@ -297,7 +306,8 @@ class NvmlSource:
         self._tick += 1
         xids = self._watcher.drain() if self._watcher is not None else {}
         gpus = tuple(self._sample_gpu(gpu, now, slow, xids.get(gpu.index, ())) for gpu in self._gpus)
-        pids = {proc.pid for gpu in gpus for proc in gpu.processes}
+        gpus = self._join.join(gpus, self._minors, slow)
+        pids = {proc.pid for gpu in gpus for proc in gpu.processes if proc.seen != "hidden"}
         events: list[str] = []
         if self._watcher is not None and self._watcher.error is not None and not self._xid_error_reported:
             self._xid_error_reported = True

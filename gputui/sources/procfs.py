@@ -1,0 +1,138 @@
+"""Per-process facts psutil does not give, read from /proc (kernel Documentation/filesystems/proc.rst): which
+processes hold a GPU's device file open, the container a process runs in and its PID there, and how long it
+waited for a CPU. Every read is under `root` (tests point it at a fake tree) and gives None when the file is
+missing or unreadable: another user's process without root, a process that just exited.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from gputui.sources.cgroup import read_text
+
+# A GPU's device node, /dev/nvidia<minor>; /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia-modeset are shared
+# by every CUDA process and say nothing about which GPU it uses.
+_DEVICE = re.compile(r"/dev/nvidia(\d+)")
+NVIDIA_MAJOR = 195  # the character device major of /dev/nvidia* (Documentation/admin-guide/devices.txt)
+# Docker and containerd name a container by a 64-hex id (12 shown); Kubernetes names the pod by its uid.
+_CONTAINER_ID = re.compile(r"[0-9a-f]{64}")
+_POD_UID = re.compile(r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
+
+
+def device_minors(pid: int, root: Path = Path("/")) -> frozenset[int] | None:
+    """The /dev/nvidia<minor> files process `pid` holds open; None when its fds cannot be read (or it is gone).
+
+    A link that names another path but is the NVIDIA character device itself (a node created elsewhere, as
+    some container runtimes do) counts too.
+    """
+    fd_dir = root / f"proc/{pid}/fd"
+    try:
+        names = os.listdir(fd_dir)
+    except OSError:
+        return None
+    minors: set[int] = set()
+    for name in names:
+        try:
+            target = os.readlink(fd_dir / name)
+        except OSError:
+            continue
+        match = _DEVICE.fullmatch(target)
+        if match:
+            minors.add(int(match.group(1)))
+        elif target.startswith("/dev/"):
+            minor = _nvidia_minor(fd_dir / name)
+            if minor is not None:
+                minors.add(minor)
+    return frozenset(minors)
+
+
+def _nvidia_minor(path: Path) -> int | None:
+    try:
+        rdev = os.stat(path).st_rdev
+    except OSError:
+        return None
+    return os.minor(rdev) if rdev and os.major(rdev) == NVIDIA_MAJOR and os.minor(rdev) < 255 else None
+
+
+def holds_device(pid: int, minor: int, root: Path = Path("/")) -> bool | None:
+    """True when `pid` holds /dev/nvidia<minor> open; False when not, or no such process; None: cannot tell
+    (its fds are another user's, or there is no /proc to look in)."""
+    if not (root / f"proc/{pid}").exists():
+        return False if (root / "proc/self").exists() else None
+    minors = device_minors(pid, root)
+    return None if minors is None else minor in minors
+
+
+class GpuUsers:
+    """The processes here that hold a GPU's device file open, found by walking /proc/*/fd.
+
+    Reading every fd of every process is the cost (2,000 processes of ~20 fds each), so a process that held
+    no GPU device is not read again for `recheck_s`; one that did is read on every scan, since it may close
+    it. A PID that disappears is forgotten; one that reappears is read anew.
+    """
+
+    def __init__(
+        self, root: Path = Path("/"), clock: Callable[[], float] = time.monotonic, recheck_s: float = 30.0
+    ) -> None:
+        self._root = root
+        self._clock = clock
+        self._recheck_s = recheck_s
+        self._idle_until: dict[int, float] = {}  # PIDs that held no GPU, and when to read them again
+
+    def scan(self) -> Mapping[int, tuple[int, ...]]:
+        """{minor: PIDs holding /dev/nvidia<minor>} among the processes whose fds can be read."""
+        now = self._clock()
+        try:
+            pids = [int(name) for name in os.listdir(self._root / "proc") if name.isdigit()]
+        except OSError:
+            return {}
+        live = set(pids)
+        for pid in [pid for pid in self._idle_until if pid not in live]:
+            del self._idle_until[pid]
+        users: dict[int, list[int]] = {}
+        for pid in sorted(pids):
+            if self._idle_until.get(pid, 0.0) > now:
+                continue
+            minors = device_minors(pid, self._root)
+            if not minors:
+                self._idle_until[pid] = now + self._recheck_s
+                continue
+            self._idle_until.pop(pid, None)
+            for minor in minors:
+                users.setdefault(minor, []).append(pid)
+        return {minor: tuple(found) for minor, found in users.items()}
+
+
+def container_of(pid: int, root: Path = Path("/")) -> str | None:
+    """The container a process runs in, from its cgroup path: a 12-hex docker/containerd id or a pod uid;
+    None on the host (or unreadable)."""
+    text = read_text(root / f"proc/{pid}/cgroup")
+    if not text:
+        return None
+    pod = _POD_UID.search(text)
+    if pod:
+        return "pod " + pod.group(1).replace("_", "-")
+    found = _CONTAINER_ID.search(text)
+    return found.group(0)[:12] if found else None
+
+
+def inner_pid(pid: int, root: Path = Path("/")) -> int | None:
+    """The PID in the innermost PID namespace (the last of `NSpid:`); None when it is the same or unknown."""
+    for line in (read_text(root / f"proc/{pid}/status") or "").splitlines():
+        if line.startswith("NSpid:"):
+            ids = line.split()[1:]
+            return int(ids[-1]) if len(ids) > 1 and ids[-1].isdigit() else None
+    return None
+
+
+def schedstat(pid: int, root: Path = Path("/")) -> tuple[int, int] | None:
+    """(ns on a CPU, ns waiting on a run queue) of the process's main thread, from /proc/PID/schedstat."""
+    fields = (read_text(root / f"proc/{pid}/schedstat") or "").split()
+    try:
+        return int(fields[0]), int(fields[1])
+    except (IndexError, ValueError):
+        return None
