@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from fake_psutil import NO_PROC, FakeProcess, FakePsutil, netio, scputimes, sdiskio
@@ -318,3 +319,70 @@ def test_swap_rates_are_unknown_on_windows(ps: FakePsutil, clock: Clock) -> None
     sample = host.sample([], 1.0)
     assert sample.swap_in_bytes_s is None and sample.swap_out_bytes_s is None
     assert sample.swap_used_bytes == GIB
+
+
+def _v2_container(root: Path, usage_usec: int, periods: int, throttled: int, cpu_some_us: int) -> None:
+    """A cgroup v2 container with a 4-CPU quota and a 16 GiB limit, at the given counter values."""
+    (root / "proc/self").mkdir(parents=True, exist_ok=True)
+    (root / "proc/self/cgroup").write_text("0::/job\n")
+    (root / "proc/self/mountinfo").write_text("30 23 0:26 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n")
+    group = root / "sys/fs/cgroup/job"
+    group.mkdir(parents=True, exist_ok=True)
+    for path in (group, group.parent):
+        (path / "cgroup.procs").write_text("")
+    (group / "cpu.max").write_text("400000 100000\n")
+    (group / "memory.max").write_text(f"{16 * GIB}\n")
+    (group / "memory.current").write_text(f"{12 * GIB}\n")
+    (group / "memory.events").write_text("low 0\nhigh 0\nmax 3\noom 1\noom_kill 1\n")
+    (group / "cpu.stat").write_text(
+        f"usage_usec {usage_usec}\nnr_periods {periods}\nnr_throttled {throttled}\nthrottled_usec {throttled * 1000}\n"
+    )
+    (group / "cpu.pressure").write_text(
+        f"some avg10=12.00 avg60=0 avg300=0 total={cpu_some_us}\nfull avg10=0 avg60=0 avg300=0 total=0\n"
+    )
+
+
+def test_inside_a_container_the_cgroup_is_read_against_its_limits(ps: FakePsutil, clock: Clock, tmp_path: Path) -> None:
+    _v2_container(tmp_path, usage_usec=0, periods=0, throttled=0, cpu_some_us=0)
+    host = HostSource(clock=clock, psutil_module=ps, root=tmp_path)
+    host.open()
+    assert host.container is not None
+    assert (host.container.cgroup_version, host.container.cpu_quota_cores) == (2, 4.0)
+    assert host.container.memory_limit_bytes == 16 * GIB
+    # Two seconds at the full quota of 4 CPUs, throttled in 8 of 20 periods; tasks waited for a CPU 0.5 s of 2.
+    _v2_container(tmp_path, usage_usec=8_000_000, periods=20, throttled=8, cpu_some_us=500_000)
+    idle_tick(ps, clock, 2.0)
+    sample = host.sample([], 1.0)
+    assert sample.container is not None and sample.psi is not None
+    assert sample.container.cpu_pct_of_quota == 100.0
+    assert sample.container.cpu_throttled_pct == 40.0
+    assert sample.container.cpu_throttled_s == 0.008
+    assert (sample.container.memory_used_bytes, sample.container.oom_kills) == (12 * GIB, 1)
+    assert sample.psi.cpu_some_pct == 25.0
+
+
+def test_a_gpu_process_gets_its_run_queue_wait_and_container(ps: FakePsutil, clock: Clock, tmp_path: Path) -> None:
+    proc_dir = tmp_path / "proc/4242"
+    proc_dir.mkdir(parents=True)
+    (proc_dir / "cgroup").write_text("0::/system.slice/docker-" + "3f2a9c1b7d0e" * 5 + "abcd.scope\n")
+    (proc_dir / "status").write_text("Name:\tpython\nNSpid:\t4242\t7\n")
+    (proc_dir / "schedstat").write_text("1000000000 0 10\n")
+    ps.processes[4242] = FakeProcess(4242)
+    host = HostSource(clock=clock, psutil_module=ps, root=tmp_path)
+    host.open()
+    host.sample([4242], 1.0)
+    (proc_dir / "schedstat").write_text("1600000000 350000000 20\n")  # 0.6 s on a CPU, 0.35 s waiting for one
+    idle_tick(ps, clock)
+    proc = host.sample([4242], 2.0).process(4242)
+    assert proc is not None
+    assert proc.run_queue_wait_pct == 35.0
+    assert (proc.container, proc.container_pid) == ("3f2a9c1b7d0e", 7)
+
+
+def test_without_cgroup_files_the_container_reads_unknown(ps: FakePsutil, clock: Clock) -> None:
+    host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
+    host.open()
+    idle_tick(ps, clock)
+    sample = host.sample([], 1.0)
+    assert host.container is not None and host.container.cgroup_version is None
+    assert (sample.container, sample.psi, sample.shm_used_bytes, sample.oom_kills) == (None, None, None, None)

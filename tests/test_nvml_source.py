@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 import pynvml
 import pytest
@@ -331,3 +332,49 @@ def test_cuda_driver_version_is_decoded() -> None:
 def test_slow_every_must_be_positive() -> None:
     with pytest.raises(ValueError, match="slow_every"):
         NvmlSource(slow_every=0)
+
+
+def _fake_proc(root: Path, holders: dict[int, str]) -> Path:
+    """A /proc with `pid -> device file it holds open` (the link target need not exist: readlink is enough)."""
+    (root / "proc/self").mkdir(parents=True)
+    for pid, device in holders.items():
+        fd = root / f"proc/{pid}/fd"
+        fd.mkdir(parents=True)
+        (fd / "0").symlink_to("/dev/null")
+        (fd / "7").symlink_to(device)
+    return root
+
+
+def test_in_a_container_nvmls_host_pid_is_replaced_by_the_process_holding_the_device(tmp_path: Path) -> None:
+    """NVML says 81234 (a host PID, no process here); PID 41 holds /dev/nvidia0: the table shows 41 and the
+    host side is read for 41, not for a stranger that might have PID 81234 here."""
+    root = _fake_proc(tmp_path, {41: "/dev/nvidia0"})
+    nvml = FakeNvml([FakeGpu(compute_processes=[(81234, 30_000 * MIB)])])
+    ps = FakePsutil()
+    ps.processes[41] = FakeProcess(41, cpu_percent_=99.0)
+    source, _ = make_source(nvml, ps, root=root)
+    source.open()
+    source.sample()
+    snap = source.sample()
+    [proc] = snap.gpus[0].processes
+    assert (proc.pid, proc.seen, proc.host_pid, proc.used_memory_bytes) == (41, "device", 81234, 30_000 * MIB)
+    assert snap.host.process(41) is not None and snap.host.process(81234) is None
+
+
+def test_a_gpu_process_outside_this_namespace_is_kept_as_hidden(tmp_path: Path) -> None:
+    nvml = FakeNvml([FakeGpu(compute_processes=[(81234, 30_000 * MIB)])])
+    source, ps = make_source(nvml, root=_fake_proc(tmp_path, {}))
+    ps.processes[81234] = FakeProcess(81234)  # psutil must not even be asked: the PID is not this process
+    source.open()
+    [proc] = source.sample().gpus[0].processes
+    assert (proc.pid, proc.seen) == (81234, "hidden")
+    assert ps.processes[81234].calls["name"] == 0
+
+
+def test_on_the_host_a_process_holding_its_device_keeps_nvmls_pid(tmp_path: Path) -> None:
+    root = _fake_proc(tmp_path, {4242: "/dev/nvidia0"})
+    source, ps = make_source(FakeNvml([FakeGpu()]), root=root)
+    ps.processes[4242] = FakeProcess(4242)
+    source.open()
+    [proc] = source.sample().gpus[0].processes
+    assert (proc.pid, proc.seen, proc.host_pid) == (4242, "pid", None)
