@@ -23,15 +23,16 @@ _CONTAINER_ID = re.compile(r"[0-9a-f]{64}")
 _POD_UID = re.compile(r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
 
 
-def device_minors(pid: int, root: Path = Path("/")) -> frozenset[int] | None:
+def device_minors(pid: int, root: Path = Path("/"), *, stop_at: int | None = None) -> frozenset[int] | None:
     """The /dev/nvidia<minor> files process `pid` holds open; None when its fds cannot be read (or it is gone).
 
     A link that names another path but is the NVIDIA character device itself (a node created elsewhere, as
-    some container runtimes do) counts too.
+    some container runtimes do) counts too. With `stop_at`, reading stops once that minor is found: a
+    training process holds hundreds of files, and CUDA opens the device early.
     """
     fd_dir = root / f"proc/{pid}/fd"
     try:
-        names = os.listdir(fd_dir)
+        names = sorted(os.listdir(fd_dir), key=lambda name: (len(name), name))
     except OSError:
         return None
     minors: set[int] = set()
@@ -41,12 +42,11 @@ def device_minors(pid: int, root: Path = Path("/")) -> frozenset[int] | None:
         except OSError:
             continue
         match = _DEVICE.fullmatch(target)
-        if match:
-            minors.add(int(match.group(1)))
-        elif target.startswith("/dev/"):
-            minor = _nvidia_minor(fd_dir / name)
-            if minor is not None:
-                minors.add(minor)
+        minor = int(match.group(1)) if match else _nvidia_minor(fd_dir / name) if target.startswith("/dev/") else None
+        if minor is not None:
+            minors.add(minor)
+            if minor == stop_at:
+                break
     return frozenset(minors)
 
 
@@ -63,7 +63,7 @@ def holds_device(pid: int, minor: int, root: Path = Path("/")) -> bool | None:
     (its fds are another user's, or there is no /proc to look in)."""
     if not (root / f"proc/{pid}").exists():
         return False if (root / "proc/self").exists() else None
-    minors = device_minors(pid, root)
+    minors = device_minors(pid, root, stop_at=minor)
     return None if minors is None else minor in minors
 
 
