@@ -3,7 +3,9 @@
 The NVML side measures our own per-tick work (guards, fallbacks, building the frozen samples) over a fake
 whose calls build the same ctypes structures the real pynvml returns; the driver's own time is not in it.
 The host side is the real psutil on this machine, following 8 real processes (this one and 7 children,
-standing in for 8 training ranks). Target: under 5 ms of CPU per tick.
+standing in for 8 training ranks). Matching NVML's PIDs with their device files reads a fake /proc in which
+each rank holds 50 files, one of them its GPU's /dev/nvidiaN (no real one exists here). Target: under 5 ms
+of CPU per tick.
 
 Run: .venv/bin/python benchmarks/bench_sampling.py [--ticks N]
 """
@@ -15,6 +17,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,10 +33,24 @@ GPUS = 8
 WARMUP = 10
 
 
-def measure(ticks: int, pids: list[int]) -> list[float]:
+FDS_PER_RANK = 50
+
+
+def fake_proc(root: Path, pids: list[int]) -> Path:
+    """A /proc where rank i holds /dev/nvidia<i> among its files, as a CUDA process does."""
+    (root / "proc/self").mkdir(parents=True)
+    for minor, pid in enumerate(pids):
+        fd = root / f"proc/{pid}/fd"
+        fd.mkdir(parents=True)
+        for n in range(FDS_PER_RANK):
+            (fd / str(n)).symlink_to(f"/dev/nvidia{minor}" if n == 10 else f"socket:[{1000 + n}]")
+    return root
+
+
+def measure(ticks: int, pids: list[int], root: Path) -> list[float]:
     """CPU seconds of each of `ticks` samples, after a short warm-up."""
     gpus = [FakeGpu(compute_processes=[(pid, 60_000 * 1024 * 1024)]) for pid in pids]
-    source = NvmlSource(nvml=FakeNvml(gpus), host=HostSource(), slow_every=5)
+    source = NvmlSource(nvml=FakeNvml(gpus), host=HostSource(), slow_every=5, root=fake_proc(root, pids))
     source.open()
     try:
         for _ in range(WARMUP):
@@ -57,7 +74,8 @@ def main() -> int:
         parser.error("--ticks must be at least 1")
     ranks = [subprocess.Popen(["sleep", "600"]) for _ in range(GPUS - 1)]
     try:
-        costs = measure(args.ticks, [os.getpid(), *(rank.pid for rank in ranks)])
+        with tempfile.TemporaryDirectory() as root:
+            costs = measure(args.ticks, [os.getpid(), *(rank.pid for rank in ranks)], Path(root))
     finally:
         for rank in ranks:
             rank.terminate()
