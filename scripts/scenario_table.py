@@ -1,16 +1,19 @@
-"""Print the README's table of simulated scenarios and the findings the diagnostics raise on each.
+"""Print the README's tables of the simulated scenarios, both read from the one table in scenarios.py.
 
-Produced by running the engine, not typed by hand: each scenario runs 30 simulated seconds (4 GPUs) on an
-injected clock, and the table lists the findings open at the end and those that opened and cleared before.
+The findings table is produced by running the engine, not typed by hand: each scenario runs 30 simulated
+seconds (4 GPUs) on an injected clock, and the table lists the findings open at the end and those that opened
+and cleared before. `--descriptions` prints the table of what each scenario shows instead.
 
-Run: .venv/bin/python scripts/scenario_table.py
+Run: .venv/bin/python scripts/scenario_table.py [--descriptions]
 """
 
 from __future__ import annotations
 
+import argparse
+
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding
-from gputui.sources.scenarios import SCENARIOS
+from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS, SCENARIO_TABLE
 from gputui.sources.simulated import SimulatedSource
 
 SECONDS = 30
@@ -41,15 +44,29 @@ def describe(findings: tuple[Finding, ...]) -> str:
     return ", ".join(parts) or "nothing"
 
 
-def main() -> int:
+def findings_table() -> None:
     print(f"| scenario | findings open after {SECONDS} s | raised, then cleared |")
     print("|---|---|---|")
-    for scenario in SCENARIOS:
-        if scenario == "tour":
-            continue
-        state = run(scenario)
+    for scenario in SCENARIO_TABLE:
+        state = run(scenario.name)
         cleared = describe(state.closed) if state.closed else ""
-        print(f"| `{scenario}` | {describe(state.active)} | {cleared} |")
+        print(f"| `{scenario.name}` | {describe(state.active)} | {cleared} |")
+
+
+def descriptions_table() -> None:
+    print("| scenario | what it shows |")
+    print("|---|---|")
+    for name, description in SCENARIO_DESCRIPTIONS.items():
+        print(f"| `{name}` | {description} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--descriptions", action="store_true", help="print what each scenario shows instead")
+    if parser.parse_args().descriptions:
+        descriptions_table()
+    else:
+        findings_table()
     return 0
 
 

@@ -1,36 +1,309 @@
-"""Names of the simulated scenarios, each a real situation from the field (see simulated.py)."""
+"""The simulated scenarios, one entry each: the one table the simulator, the tests, `--demo` and the README read.
+
+Each scenario is a situation from the field that shows its own problem and no other, so the diagnostics can be
+tested for what must fire and for what must not. An entry names the scenario, says in one line what it shows,
+builds the plan for every GPU and the host (the physics in sim_physics.py fills in the rest), and lists what
+it must produce: the raw signs in the values and the findings the diagnostics hold open after 30 s on the
+default four GPUs. A new scenario is one builder and one entry in SCENARIO_TABLE; the tests run over the table.
+"""
 
 from __future__ import annotations
 
-SCENARIOS: tuple[str, ...] = (
-    "healthy",
-    "idle",
-    "thermal",
-    "powercap",
-    "hwslowdown",
-    "pcie",
-    "vram",
-    "starved-cpu",
-    "starved-io",
-    "contention",
-    "imbalance",
-    "mismatch",
-    "tour",
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from gputui.sources.sim_physics import (
+    BIT,
+    DEFAULT_GPU_COUNT,
+    GIB,
+    MEMORY_RESERVED_BYTES,
+    MEMORY_TOTAL_BYTES,
+    SLOWDOWN_C,
+    GpuPlan,
+    HostPlan,
+    Job,
+    Scene,
 )
+
+
+@dataclass(frozen=True, slots=True)
+class Stage:
+    """The machine a scene is built for: its GPUs, its first PID, and which GPUs a one-GPU problem hits.
+
+    Problems that hit one GPU hit one of the selected GPUs (`odd`: the second, or the first when only one is
+    selected; `first` in `contention` and `imbalance`), so every `--gpus` selection shows its scenario.
+    """
+
+    count: int
+    pid_base: int
+    first: int
+    odd: int
+
+    def busy(self) -> dict[int, GpuPlan]:
+        """Every GPU busy at full clocks: the usual plan, which a scene then changes where its problem is."""
+        return {index: GpuPlan() for index in range(self.count)}
+
+    def ranks(self, cmdline: str, memory_gib: float, **overrides: Any) -> tuple[Job, ...]:
+        """One process per GPU, as torchrun starts them: the usual shape of a training job."""
+        fields: dict[str, Any] = {"user": "alice", "cpu_pct": 72.0, **overrides}
+        return tuple(
+            Job(
+                pid=self.pid_base + index,
+                cmdline=f"{cmdline} --local-rank {index}",
+                memory_gib=((index, memory_gib),),
+                **fields,
+            )
+            for index in range(self.count)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ExpectedFinding:
+    """A finding the diagnostics must hold open after 30 s of a scenario on the default four GPUs.
+
+    The severity is the label (`warning`, `critical`), so that the sources need not import the diagnostics.
+    """
+
+    rule: str
+    severity: str
+    gpus: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """One simulated scenario and what it must produce.
+
+    `build(stage, t)` is the plan `t` seconds into the scenario; a scenario whose plan does not move with
+    time (`moves=False`) is built once and reused on each tick. `signs` are the raw signs of trouble the
+    values show (the vocabulary of tests/test_simulated.py); `findings` are what the diagnostics raise.
+    """
+
+    name: str
+    description: str
+    build: Callable[[Stage, float], Scene]
+    signs: frozenset[str]
+    findings: tuple[ExpectedFinding, ...]
+    moves: bool = False
+
+
+def _each_gpu(rule: str, severity: str) -> tuple[ExpectedFinding, ...]:
+    """One finding per GPU of the default machine, as a per-GPU problem on every GPU raises."""
+    return tuple(ExpectedFinding(rule, severity, (index,)) for index in range(DEFAULT_GPU_COUNT))
+
+
+_TRAIN = "python3 train.py --config configs/llama-7b.yaml"
+
+
+def _healthy(stage: Stage, t: float) -> Scene:
+    return Scene(stage.busy(), stage.ranks(_TRAIN, 61.0), HostPlan())
+
+
+def _idle(stage: Stage, t: float) -> Scene:
+    return Scene(
+        {i: GpuPlan(idle=True, pcie_gen=1) for i in range(stage.count)},
+        (),
+        HostPlan(iowait_pct=0.1, disk_write_bytes_s=0.4e6, net_rx_bytes_s=30e3),
+    )
+
+
+def _thermal(stage: Stage, t: float) -> Scene:
+    # Bad airflow on one GPU: it climbs from just below the margin past its slowdown threshold within a few
+    # seconds, so a default 10 s `diagnose` sees the throttling.
+    busy = stage.busy()
+    busy[stage.odd] = GpuPlan(temperature_c=SLOWDOWN_C + 1.6 - 3.4 * math.exp(-t / 3.0))
+    return Scene(busy, stage.ranks(_TRAIN, 61.0), HostPlan())
+
+
+def _powercap(stage: Stage, t: float) -> Scene:
+    return Scene({i: GpuPlan(power_limit_w=400.0) for i in range(stage.count)}, stage.ranks(_TRAIN, 61.0), HostPlan())
+
+
+def _hwslowdown(stage: Stage, t: float) -> Scene:
+    reasons = BIT["hw_slowdown"] | BIT["hw_power_brake"]
+    plans = {i: GpuPlan(sm_clock_mhz=990.0, reasons=reasons) for i in range(stage.count)}
+    return Scene(plans, stage.ranks(_TRAIN, 61.0), HostPlan())
+
+
+def _pcie(stage: Stage, t: float) -> Scene:
+    busy = stage.busy()
+    busy[stage.odd] = GpuPlan(pcie_gen=3, pcie_width=8)
+    return Scene(busy, stage.ranks(_TRAIN, 61.0), HostPlan())
+
+
+def _vram(stage: Stage, t: float) -> Scene:
+    # A caching allocator that keeps growing: ~97.5% at the start, creeping towards 99.5%.
+    used = MEMORY_TOTAL_BYTES * (0.995 - 0.02 * math.exp(-t / 200.0))
+    gib = (used - MEMORY_RESERVED_BYTES) / GIB
+    return Scene(stage.busy(), stage.ranks(f"{_TRAIN} --batch-size 64", gib), HostPlan())
+
+
+def _starved_cpu(stage: Stage, t: float) -> Scene:
+    jobs = stage.ranks(
+        "python3 train_resnet50.py --data /data/imagenet --num-workers 0",
+        21.0,
+        cpu_pct=99.2,
+        cpu_swing=0.6,
+        children=0,
+        threads=14,
+        read_bytes_s=30e6,
+        state="R",
+    )
+    plans = {i: GpuPlan(util=22.0, util_swing=10.0) for i in range(stage.count)}
+    return Scene(plans, jobs, HostPlan(worker_cpu_pct=0.0))
+
+
+def _starved_io(stage: Stage, t: float) -> Scene:
+    jobs = stage.ranks(
+        "python3 train_resnet50.py --data /mnt/hdd/imagenet --num-workers 8",
+        21.0,
+        cpu_pct=38.0,
+        read_bytes_s=127e6,
+    )
+    plans = {i: GpuPlan(util=26.0, util_swing=10.0) for i in range(stage.count)}
+    return Scene(plans, jobs, HostPlan(iowait_pct=36.0, disk_busy_pct=98.6, worker_cpu_pct=6.0))
+
+
+def _contention(stage: Stage, t: float) -> Scene:
+    notebook = Job(
+        pid=stage.pid_base + 3217,
+        user="bob",
+        cmdline="python3 -m ipykernel_launcher -f /home/bob/.local/share/jupyter/runtime/kernel-7f3.json",
+        memory_gib=((stage.first, 16.0),),
+        cpu_pct=9.0,
+        cpu_swing=4.0,
+        children=0,
+        threads=31,
+        read_bytes_s=0.3e6,
+        rss_gib=5.0,
+    )
+    return Scene(stage.busy(), (*stage.ranks(_TRAIN, 52.0), notebook), HostPlan())
+
+
+def _imbalance(stage: Stage, t: float) -> Scene:
+    first = stage.first
+    memory = tuple((i, 70.0 if i == first else 38.0) for i in range(stage.count))
+    job = Job(
+        pid=stage.pid_base,
+        user="alice",
+        cmdline="python3 train_dataparallel.py --model resnet152 --batch-size 512",
+        memory_gib=memory,
+        cpu_pct=64.0,
+        children=6,
+        threads=40,
+        read_bytes_s=160e6,
+        rss_gib=14.0,
+    )
+    plans = {
+        i: GpuPlan(util=96.0 if i == first else 42.0, util_swing=3.0 if i == first else 7.0) for i in range(stage.count)
+    }
+    return Scene(plans, (job,), HostPlan())
+
+
+def _mismatch(stage: Stage, t: float) -> Scene:
+    return Scene(stage.busy(), stage.ranks(_TRAIN, 61.0), HostPlan(), mismatch=True)
+
+
+SCENARIO_TABLE: tuple[Scenario, ...] = (
+    Scenario(
+        "healthy",
+        "busy training job, cool GPUs at full clocks, one process per GPU: nothing to fix",
+        _healthy,
+        signs=frozenset(),
+        findings=(),
+    ),
+    Scenario(
+        "idle",
+        "no jobs: P8, PCIe downshifted to Gen1 (normal at idle)",
+        _idle,
+        signs=frozenset({"idle"}),
+        findings=(),
+    ),
+    Scenario(
+        "thermal",
+        "one GPU heats past its slowdown threshold; SW/HW thermal slowdown; SM clock falls",
+        _thermal,
+        signs=frozenset({"hot", "thermal_bits"}),
+        findings=(ExpectedFinding("thermal_throttle", "critical", (1,)),),
+        moves=True,
+    ),
+    Scenario(
+        "powercap",
+        "power limit lowered to 400 W (default 700 W); SW power cap; clocks reduced",
+        _powercap,
+        signs=frozenset({"limit_lowered", "sw_power_cap"}),
+        findings=_each_gpu("power_cap", "critical"),
+    ),
+    Scenario(
+        "hwslowdown",
+        "HW slowdown and HW power brake asserted (power supply or external signal)",
+        _hwslowdown,
+        signs=frozenset({"hw_bits"}),
+        findings=(*_each_gpu("hw_slowdown", "critical"), *_each_gpu("power_brake", "critical")),
+    ),
+    Scenario(
+        "pcie",
+        "one busy GPU's link trained at Gen3 x8 on a Gen5 x16 part",
+        _pcie,
+        signs=frozenset({"pcie_low_busy"}),
+        findings=(ExpectedFinding("pcie_downgrade", "critical", (1,)),),
+    ),
+    Scenario(
+        "vram",
+        "GPU memory ~98% full and still growing",
+        _vram,
+        signs=frozenset({"vram_high"}),
+        findings=_each_gpu("vram_pressure", "warning"),
+        moves=True,
+    ),
+    Scenario(
+        "starved-cpu",
+        "training process at ~100% of one core, no data-loader workers; GPU utilization 10-35%",
+        _starved_cpu,
+        signs=frozenset({"low_util", "cpu_bound"}),
+        findings=_each_gpu("starvation_cpu", "warning"),
+    ),
+    Scenario(
+        "starved-io",
+        "data read from a saturated disk: high iowait, disk ~100% busy, GPU utilization low",
+        _starved_io,
+        signs=frozenset({"low_util", "iowait", "disk_busy"}),
+        findings=_each_gpu("starvation_io", "warning"),
+    ),
+    Scenario(
+        "contention",
+        "a second user's process shares the first GPU with the training job",
+        _contention,
+        signs=frozenset({"shared_gpu"}),
+        findings=(ExpectedFinding("gpu_contention", "warning", (0,)),),
+    ),
+    Scenario(
+        "imbalance",
+        "one process drives all GPUs (nn.DataParallel): the first GPU far busier than the rest",
+        _imbalance,
+        signs=frozenset({"imbalance"}),
+        findings=(ExpectedFinding("imbalance", "warning", tuple(range(DEFAULT_GPU_COUNT))),),
+    ),
+    Scenario(
+        "mismatch",
+        "driver supports CUDA 12.2, the job's torch was built for CUDA 12.8",
+        _mismatch,
+        signs=frozenset({"mismatch"}),
+        findings=(ExpectedFinding("cuda_mismatch", "warning"),),
+    ),
+)
+
+BY_NAME: dict[str, Scenario] = {scenario.name: scenario for scenario in SCENARIO_TABLE}
+
+# The tour is no scene of its own: it plays every scenario of the table in turn.
+TOUR = "tour"
+TOUR_DESCRIPTION = "cycles through all the scenarios above, 30 s each"
+
+SCENARIOS: tuple[str, ...] = (*BY_NAME, TOUR)
 
 # One line each, for `--help`, the README and the SIMULATED banner.
 SCENARIO_DESCRIPTIONS: dict[str, str] = {
-    "healthy": "busy training job, cool GPUs at full clocks, one process per GPU: nothing to fix",
-    "idle": "no jobs: P8, PCIe downshifted to Gen1 (normal at idle)",
-    "thermal": "one GPU heats past its slowdown threshold; SW/HW thermal slowdown; SM clock falls",
-    "powercap": "power limit lowered to 400 W (default 700 W); SW power cap; clocks reduced",
-    "hwslowdown": "HW slowdown and HW power brake asserted (power supply or external signal)",
-    "pcie": "one busy GPU's link trained at Gen3 x8 on a Gen5 x16 part",
-    "vram": "GPU memory ~98% full and still growing",
-    "starved-cpu": "training process at ~100% of one core, no data-loader workers; GPU utilization 10-35%",
-    "starved-io": "data read from a saturated disk: high iowait, disk ~100% busy, GPU utilization low",
-    "contention": "a second user's process shares the first GPU with the training job",
-    "imbalance": "one process drives all GPUs (nn.DataParallel): the first GPU far busier than the rest",
-    "mismatch": "driver supports CUDA 12.2, the job's torch was built for CUDA 12.8",
-    "tour": "cycles through all the scenarios above, 30 s each",
+    **{scenario.name: scenario.description for scenario in SCENARIO_TABLE},
+    TOUR: TOUR_DESCRIPTION,
 }

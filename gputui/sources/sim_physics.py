@@ -1,0 +1,311 @@
+"""The simulated machine's physics: what an H100 and its host report when asked to do what a scene plans.
+
+A scene says what each GPU and the host are asked to do (busy or idle, a lowered power limit, a forced
+temperature, a narrow link); the physics fills in the rest so that both sides tell one story: a busy GPU draws
+power and heats, and the process that drives it shows on the host with its CPU %, threads, data-loader
+children and read rate.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import random
+import uuid
+from dataclasses import dataclass
+
+from gputui.model import CLOCK_EVENT_REASONS, GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample
+from gputui.sources.sim_waves import Waves, clamp, smoothstep
+
+BIT = {name: bit for bit, name in CLOCK_EVENT_REASONS}
+GIB = 1 << 30
+MIB = 1 << 20
+
+DEFAULT_GPU_COUNT = 4
+
+# Static facts of an H100 SXM5 80GB, as its driver reports them.
+GPU_NAME = "simulated H100 80GB HBM3"
+MAX_SM_CLOCK_MHZ = 1980
+MAX_MEMORY_CLOCK_MHZ = 2619
+IDLE_SM_CLOCK_MHZ = 345
+DEFAULT_POWER_LIMIT_W = 700.0
+MIN_POWER_LIMIT_W = 200.0
+SLOWDOWN_C = 89
+SHUTDOWN_C = 92
+GPU_MAX_C = 87
+MEMORY_MAX_C = 95
+MEMORY_TOTAL_BYTES = 80 * GIB
+MEMORY_RESERVED_BYTES = 512 * MIB
+PCIE_MAX_GEN = 5
+PCIE_MAX_WIDTH = 16
+_BUS_IDS = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
+
+# The host: a 32-core server with 512 GiB of memory and a 25 Gbit/s link.
+CPU_COUNT = 32
+HOST_MEMORY_BYTES = 512 * GIB
+SWAP_TOTAL_BYTES = 8 * GIB
+NET_LINK_BYTES_S = 25e9 / 8
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A process of the simulated workload, as both the driver and the host see it."""
+
+    pid: int
+    user: str
+    cmdline: str
+    memory_gib: tuple[tuple[int, float], ...]  # (GPU index, GiB held there)
+    cpu_pct: float
+    cpu_swing: float = 6.0
+    children: int = 8
+    threads: int = 26
+    read_bytes_s: float = 45e6
+    rss_gib: float = 9.0
+    state: str = "S"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuPlan:
+    """What one GPU is asked to do at one instant; `MachinePhysics.gpu_sample` fills in the rest."""
+
+    idle: bool = False
+    util: float = 96.0
+    util_swing: float = 3.0
+    power_limit_w: float = DEFAULT_POWER_LIMIT_W
+    sm_clock_mhz: float | None = None  # forced (HW slowdown); None: full clocks unless power or heat says no
+    temperature_c: float | None = None  # forced (bad cooling); None: follows the power draw
+    pcie_gen: int = PCIE_MAX_GEN
+    pcie_width: int = PCIE_MAX_WIDTH
+    reasons: int = 0  # clock event bits asserted from outside (HW slowdown, power brake)
+
+
+@dataclass(frozen=True, slots=True)
+class HostPlan:
+    iowait_pct: float = 0.4
+    disk_busy_pct: float | None = None  # None: follows the read rate
+    disk_write_bytes_s: float = 22e6
+    worker_cpu_pct: float = 30.0  # CPU % of each data-loader child
+    net_rx_bytes_s: float = 4e6
+
+
+@dataclass(frozen=True, slots=True)
+class Scene:
+    """The plan for every GPU and the host at one instant of a scenario."""
+
+    gpus: dict[int, GpuPlan]
+    jobs: tuple[Job, ...]
+    host: HostPlan
+    mismatch: bool = False
+
+
+_CORE_KEYS = tuple(f"core{c}" for c in range(CPU_COUNT))
+
+
+@functools.lru_cache(maxsize=256)
+def _worker_keys(pid: int, children: int) -> tuple[str, ...]:
+    """Wave keys of a job's data-loader workers, made once rather than formatted on every tick."""
+    return tuple(f"pid{pid}/w{w}" for w in range(children))
+
+
+def gpu_info(index: int, rng: random.Random) -> GpuInfo:
+    """The static facts of simulated GPU `index`; its UUID and serial are drawn from `rng`."""
+    bus = _BUS_IDS[index] if index < len(_BUS_IDS) else 0xE0 + index
+    return GpuInfo(
+        index=index,
+        name=GPU_NAME,
+        uuid=f"GPU-{uuid.UUID(int=rng.getrandbits(128), version=4)}",
+        serial=str(rng.randrange(1_650_000_000_000, 1_660_000_000_000)),
+        pci_bus_id=f"00000000:{bus:02X}:00.0",
+        memory_total_bytes=MEMORY_TOTAL_BYTES,
+        max_sm_clock_mhz=MAX_SM_CLOCK_MHZ,
+        max_memory_clock_mhz=MAX_MEMORY_CLOCK_MHZ,
+        max_graphics_clock_mhz=MAX_SM_CLOCK_MHZ,
+        default_app_sm_clock_mhz=1755,
+        default_app_memory_clock_mhz=MAX_MEMORY_CLOCK_MHZ,
+        pcie_max_gen=PCIE_MAX_GEN,
+        pcie_max_width=PCIE_MAX_WIDTH,
+        pcie_gpu_max_gen=PCIE_MAX_GEN,
+        power_default_limit_w=DEFAULT_POWER_LIMIT_W,
+        power_min_limit_w=MIN_POWER_LIMIT_W,
+        power_max_limit_w=DEFAULT_POWER_LIMIT_W,
+        temperature_slowdown_c=SLOWDOWN_C,
+        temperature_shutdown_c=SHUTDOWN_C,
+        temperature_gpu_max_c=GPU_MAX_C,
+        temperature_memory_max_c=MEMORY_MAX_C,
+        persistence_mode=True,
+        compute_mode="Default",
+        mig_mode=False,
+        ecc_mode=True,
+    )
+
+
+class MachinePhysics:
+    """Turns scenes into samples, and keeps the counters that only grow (energy, throttled time) per GPU."""
+
+    def __init__(
+        self, waves: Waves, temp_offset: tuple[float, ...], start_counters: tuple[tuple[float, int, int], ...]
+    ) -> None:
+        self._waves = waves
+        self._temp_offset = temp_offset
+        self._start_counters = start_counters
+        self._energy_mj: list[float] = []
+        self._power_violation_ns: list[float] = []
+        self._thermal_violation_ns: list[float] = []
+
+    def reset(self) -> None:
+        """Back to the counters the machine had when it was made, as on each open()."""
+        self._energy_mj = [c[0] for c in self._start_counters]
+        self._power_violation_ns = [float(c[1]) for c in self._start_counters]
+        self._thermal_violation_ns = [float(c[2]) for c in self._start_counters]
+
+    def gpu_sample(self, index: int, scene: Scene, t: float, timestamp: float, dt: float) -> GpuSample:
+        plan = scene.gpus[index]
+        wave = self._waves
+        key = f"gpu{index}"
+        procs = tuple(
+            GpuProcess(pid=job.pid, used_memory_bytes=int(gib * GIB) // MIB * MIB)
+            for job in scene.jobs
+            for gpu, gib in job.memory_gib
+            if gpu == index
+        )
+        used = sum(p.used_memory_bytes or 0 for p in procs)
+        power_throttled = thermal_throttled = False
+        if plan.idle:
+            util = mem_util = 0.0
+            clock = float(IDLE_SM_CLOCK_MHZ)
+            power = 69.0 + 2.0 * wave(f"{key}/power", t)
+            temp = 31.0 + self._temp_offset[index] + 0.8 * wave(f"{key}/temp", t)
+            rx = 18e3 + 6e3 * wave(f"{key}/rx", t)
+            tx = 12e3 + 4e3 * wave(f"{key}/tx", t)
+            reasons = BIT["gpu_idle"]
+            pstate = 8
+            used = MIB
+        else:
+            util = clamp(plan.util + plan.util_swing * wave(f"{key}/util", t), 0.0, 100.0)
+            mem_util = clamp(util * 0.45 + 4.0 * wave(f"{key}/memutil", t), 0.0, 100.0)
+            reasons = plan.reasons
+            pstate = 0
+            clock = float(MAX_SM_CLOCK_MHZ)
+            if plan.sm_clock_mhz is not None:
+                clock = plan.sm_clock_mhz + 15.0 * wave(f"{key}/clock", t)
+            temp = 0.0
+            if plan.temperature_c is not None:
+                temp = plan.temperature_c + 0.3 * wave(f"{key}/temp", t)
+                clock -= 420.0 * smoothstep((temp - SLOWDOWN_C) / 1.5)
+                if temp >= SLOWDOWN_C:
+                    reasons |= BIT["sw_thermal_slowdown"]
+                    thermal_throttled = True
+                if temp >= SLOWDOWN_C + 1:
+                    reasons |= BIT["hw_thermal_slowdown"]
+            dynamic = util / 100.0 * 520.0
+            power = 90.0 + dynamic * (clock / MAX_SM_CLOCK_MHZ) ** 2 + 12.0 * wave(f"{key}/power", t)
+            if power > plan.power_limit_w - 6.0:
+                # The power policy holds the draw just under the enforced limit by lowering the clock.
+                power = plan.power_limit_w - 4.0 + 2.0 * wave(f"{key}/power", t)
+                clock = min(clock, MAX_SM_CLOCK_MHZ * math.sqrt(max(0.0, power - 90.0) / max(dynamic, 1.0)))
+                reasons |= BIT["sw_power_cap"]
+                power_throttled = True
+            if plan.temperature_c is None:
+                temp = 28.0 + self._temp_offset[index] + power * 0.058 + 0.6 * wave(f"{key}/temp", t)
+            load = util / 100.0
+            rx = 2.2e9 * load + 0.3e9 * load * wave(f"{key}/rx", t)
+            tx = 0.6e9 * load + 0.1e9 * load * wave(f"{key}/tx", t)
+        self._energy_mj[index] += power * dt * 1000.0
+        if power_throttled:
+            self._power_violation_ns[index] += dt * 1e9
+        if thermal_throttled:
+            self._thermal_violation_ns[index] += dt * 1e9
+        return GpuSample(
+            index=index,
+            timestamp=timestamp,
+            utilization_gpu_pct=round(util, 1),
+            utilization_memory_pct=round(mem_util, 1),
+            sm_clock_mhz=round(clock),
+            memory_clock_mhz=MAX_MEMORY_CLOCK_MHZ,
+            graphics_clock_mhz=round(clock),
+            temperature_c=round(temp, 1),
+            memory_temperature_c=round(temp + 6.0, 1),
+            power_w=round(power, 1),
+            power_limit_w=plan.power_limit_w,
+            memory_used_bytes=used,
+            memory_reserved_bytes=MEMORY_RESERVED_BYTES,
+            memory_free_bytes=MEMORY_TOTAL_BYTES - MEMORY_RESERVED_BYTES - used,
+            pcie_gen=plan.pcie_gen,
+            pcie_width=plan.pcie_width,
+            pcie_tx_bytes_s=round(tx),
+            pcie_rx_bytes_s=round(rx),
+            pcie_replay_count=0,
+            fan_pct=None,  # passively cooled SXM boards report no fan (NotSupported)
+            pstate=pstate,
+            clock_event_reasons_mask=reasons,
+            power_violation_ns=int(self._power_violation_ns[index]),
+            thermal_violation_ns=int(self._thermal_violation_ns[index]),
+            energy_mj=int(self._energy_mj[index]),
+            ecc_uncorrected=0,
+            retired_pages_pending=False,
+            encoder_pct=0.0,
+            decoder_pct=0.0,
+            processes=procs,
+        )
+
+    def host_sample(self, scene: Scene, gpus: tuple[GpuSample, ...], t: float, timestamp: float) -> HostSample:
+        wave = self._waves
+        plan = scene.host
+        shown = {sample.index for sample in gpus}
+        listed = {job.pid for job in scene.jobs if any(gpu in shown for gpu, _ in job.memory_gib)}
+        # Every process of the workload runs, whether or not its GPU is shown: the host sees them all.
+        procs = []
+        loads: list[float] = []
+        for job in scene.jobs:
+            cpu = clamp(job.cpu_pct + job.cpu_swing * wave(f"pid{job.pid}/cpu", t), 0.0, 100.0 * CPU_COUNT)
+            loads.append(cpu)
+            if plan.worker_cpu_pct > 0:
+                workers = wave.many(_worker_keys(job.pid, job.children), t)
+                loads.extend(clamp(plan.worker_cpu_pct + 8.0 * w, 0.0, 100.0) for w in workers)
+            if job.pid in listed:
+                procs.append(
+                    ProcSample(
+                        pid=job.pid,
+                        name="python3",
+                        user=job.user,
+                        cmdline=job.cmdline,
+                        cpu_pct=round(cpu, 1),
+                        threads=job.threads,
+                        children=job.children,
+                        read_bytes_s=round(job.read_bytes_s * (1.0 + 0.03 * wave(f"pid{job.pid}/read", t))),
+                        rss_bytes=int(job.rss_gib * GIB),
+                        state=job.state,
+                    )
+                )
+        cores = [1.5 + 1.2 * c for c in wave.many(_CORE_KEYS, t)]
+        for n, load in enumerate(loads):
+            core = (n * 5) % CPU_COUNT
+            cores[core] = clamp(cores[core] + load, 0.0, 100.0)
+        iowait = clamp(plan.iowait_pct * (1.0 + 0.1 * wave("iowait", t)), 0.0, 100.0)
+        read = sum(job.read_bytes_s for job in scene.jobs) * (1.0 + 0.03 * wave("disk/read", t)) + 1.5e6
+        busy = plan.disk_busy_pct
+        if busy is None:
+            busy = 3.0 + read / 2.5e9 * 100.0
+        busy = clamp(busy + 1.2 * wave("disk/busy", t), 0.0, 100.0)
+        running = sum(cores) / 100.0 + (iowait / 100.0) * CPU_COUNT
+        rss = sum(job.rss_gib for job in scene.jobs) * GIB
+        return HostSample(
+            timestamp=timestamp,
+            cpu_pct_per_core=tuple(round(c, 1) for c in cores),
+            iowait_pct=round(iowait, 1),
+            steal_pct=0.0,
+            load_avg=(round(running, 2), round(running * 0.97, 2), round(running * 0.93, 2)),
+            memory_used_bytes=int(38 * GIB + rss + 2 * GIB * wave("host/mem", t)),
+            memory_total_bytes=HOST_MEMORY_BYTES,
+            swap_used_bytes=300 * MIB,
+            swap_total_bytes=SWAP_TOTAL_BYTES,
+            swap_in_bytes_s=0.0,
+            swap_out_bytes_s=0.0,
+            disk_read_bytes_s=round(read),
+            disk_write_bytes_s=round(plan.disk_write_bytes_s * (1.0 + 0.2 * wave("disk/write", t))),
+            disk_busy_pct=round(busy, 1),
+            net_rx_bytes_s=round(plan.net_rx_bytes_s * (1.0 + 0.2 * wave("net/rx", t))),
+            net_tx_bytes_s=round(3e6 * (1.0 + 0.2 * wave("net/tx", t))),
+            net_link_bytes_s=NET_LINK_BYTES_S,
+            processes=tuple(procs),
+        )
