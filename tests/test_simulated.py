@@ -90,6 +90,11 @@ def symptoms(snapshots: list[Snapshot]) -> set[str]:
             found.add("net_busy")
         if snap.system.torch_cuda_version != "12.4" or snap.system.cuda_driver_version != "12.8":
             found.add("mismatch")
+        if host.container is not None and (host.container.cpu_throttled_pct or 0) >= 20:
+            found.add("throttled")
+        first, last = snapshots[0].host.container, host.container
+        if first is not None and last is not None and (last.oom_kills or 0) > (first.oom_kills or 0):
+            found.add("oom")
     return found
 
 

@@ -14,13 +14,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gputui.model import ContainerInfo
 from gputui.sources.sim_physics import (
     BIT,
     DEFAULT_GPU_COUNT,
     GIB,
     MEMORY_RESERVED_BYTES,
     MEMORY_TOTAL_BYTES,
+    MIB,
     SLOWDOWN_C,
+    ContainerPlan,
     GpuPlan,
     HostPlan,
     Job,
@@ -205,6 +208,46 @@ def _mismatch(stage: Stage, t: float) -> Scene:
     return Scene(stage.busy(), stage.ranks(_TRAIN, 61.0), HostPlan(), mismatch=True)
 
 
+# A rented container on a 128-core host: 8 CPUs of quota, 64 GiB, and Docker's default 64 MiB of /dev/shm.
+_SMALL_CONTAINER = ContainerInfo(
+    "docker", "/.dockerenv", 2, cpu_quota_cores=8.0, memory_limit_bytes=64 * GIB, shm_bytes=64 * MIB
+)
+# A roomier one: 32 CPUs, 128 GiB, --shm-size=16g.
+_LARGE_CONTAINER = ContainerInfo(
+    "docker", "/.dockerenv", 2, cpu_quota_cores=32.0, memory_limit_bytes=128 * GIB, shm_bytes=16 * GIB
+)
+_OOM_EVERY_S = 150.0
+
+
+def _container(stage: Stage, t: float) -> Scene:
+    # num_workers=16 per rank, sized by os.cpu_count() on the 128-core host: 68 processes share 8 CPUs of
+    # quota, the kernel throttles the group in ~40% of its periods, and the GPUs wait for batches. The host
+    # itself reads ~6% busy.
+    jobs = stage.ranks(
+        "python3 train.py --config configs/vit-b16.yaml --num-workers 16", 21.0, cpu_pct=62.0, children=16, threads=40
+    )
+    plans = {i: GpuPlan(util=28.0, util_swing=8.0) for i in range(stage.count)}
+    limits = ContainerPlan(
+        _SMALL_CONTAINER,
+        quota_used_pct=98.0,
+        throttled_pct=41.0,
+        memory_used_gib=38.0,
+        shm_used_bytes=41 * MIB,
+        psi_cpu_some_pct=35.0,
+    )
+    return Scene(plans, jobs, HostPlan(worker_cpu_pct=8.0), container=limits)
+
+
+def _oom(stage: Stage, t: float) -> Scene:
+    # A healthy job whose data-loader workers outgrow the container's memory: the kernel kills one 20 s in,
+    # then every 150 s, and the job restarts it.
+    kills = int((t + _OOM_EVERY_S - 20.0) // _OOM_EVERY_S)
+    limits = ContainerPlan(
+        _LARGE_CONTAINER, quota_used_pct=55.0, memory_used_gib=104.0, shm_used_bytes=2 * GIB, oom_kills=kills
+    )
+    return Scene(stage.busy(), stage.ranks(_TRAIN, 61.0, children=6), HostPlan(), container=limits)
+
+
 SCENARIO_TABLE: tuple[Scenario, ...] = (
     Scenario(
         "healthy",
@@ -291,6 +334,26 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _mismatch,
         signs=frozenset({"mismatch"}),
         findings=(ExpectedFinding("cuda_mismatch", "warning"),),
+    ),
+    Scenario(
+        "container",
+        "8-CPU quota on a 128-core host, throttled ~40%; 16 workers per rank; 64 MiB /dev/shm",
+        _container,
+        signs=frozenset({"low_util", "throttled"}),
+        findings=(
+            *_each_gpu("starvation_cpu", "warning"),
+            ExpectedFinding("cpu_throttled", "warning"),
+            ExpectedFinding("workers_oversubscribed", "warning", tuple(range(DEFAULT_GPU_COUNT))),
+            ExpectedFinding("shm_small", "warning"),
+        ),
+    ),
+    Scenario(
+        "oom",
+        "a data-loader worker OOM-killed by the container's memory limit every few minutes",
+        _oom,
+        signs=frozenset({"oom"}),
+        findings=(ExpectedFinding("oom_kill", "critical"),),
+        moves=True,
     ),
 )
 

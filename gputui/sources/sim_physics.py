@@ -12,9 +12,19 @@ import functools
 import math
 import random
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from gputui.model import CLOCK_EVENT_REASONS, GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample
+from gputui.model import (
+    CLOCK_EVENT_REASONS,
+    ContainerInfo,
+    ContainerSample,
+    GpuInfo,
+    GpuProcess,
+    GpuSample,
+    HostSample,
+    ProcSample,
+    PsiSample,
+)
 from gputui.sources.sim_waves import Waves, clamp, smoothstep
 
 BIT = {name: bit for bit, name in CLOCK_EVENT_REASONS}
@@ -89,6 +99,24 @@ class HostPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class ContainerPlan:
+    """The container the workload runs in: its limits, the host it sits on, and how hard the kernel holds it.
+
+    The jobs' CPU then adds up to what the quota allows, spread over a host of `host_cpus` cores that reads
+    nearly idle, as it does from inside a real container.
+    """
+
+    info: ContainerInfo
+    host_cpus: int = 128
+    quota_used_pct: float = 60.0
+    throttled_pct: float = 1.0
+    memory_used_gib: float = 20.0
+    shm_used_bytes: int = 0
+    oom_kills: int = 0  # the cgroup's counter so far
+    psi_cpu_some_pct: float = 2.0
+
+
+@dataclass(frozen=True, slots=True)
 class Scene:
     """The plan for every GPU and the host at one instant of a scenario."""
 
@@ -96,9 +124,16 @@ class Scene:
     jobs: tuple[Job, ...]
     host: HostPlan
     mismatch: bool = False
+    container: ContainerPlan | None = None
+
+    @property
+    def cpu_count(self) -> int:
+        return self.container.host_cpus if self.container is not None else CPU_COUNT
 
 
-_CORE_KEYS = tuple(f"core{c}" for c in range(CPU_COUNT))
+@functools.lru_cache(maxsize=4)
+def _core_keys(count: int) -> tuple[str, ...]:
+    return tuple(f"core{c}" for c in range(count))
 
 
 @functools.lru_cache(maxsize=256)
@@ -277,9 +312,9 @@ class MachinePhysics:
                         state=job.state,
                     )
                 )
-        cores = [1.5 + 1.2 * c for c in wave.many(_CORE_KEYS, t)]
+        cores = [1.5 + 1.2 * c for c in wave.many(_core_keys(scene.cpu_count), t)]
         for n, load in enumerate(loads):
-            core = (n * 5) % CPU_COUNT
+            core = (n * 5) % len(cores)
             cores[core] = clamp(cores[core] + load, 0.0, 100.0)
         iowait = clamp(plan.iowait_pct * (1.0 + 0.1 * wave("iowait", t)), 0.0, 100.0)
         read = sum(job.read_bytes_s for job in scene.jobs) * (1.0 + 0.03 * wave("disk/read", t)) + 1.5e6
@@ -287,9 +322,9 @@ class MachinePhysics:
         if busy is None:
             busy = 3.0 + read / 2.5e9 * 100.0
         busy = clamp(busy + 1.2 * wave("disk/busy", t), 0.0, 100.0)
-        running = sum(cores) / 100.0 + (iowait / 100.0) * CPU_COUNT
+        running = sum(cores) / 100.0 + (iowait / 100.0) * len(cores)
         rss = sum(job.rss_gib for job in scene.jobs) * GIB
-        return HostSample(
+        host = HostSample(
             timestamp=timestamp,
             cpu_pct_per_core=tuple(round(c, 1) for c in cores),
             iowait_pct=round(iowait, 1),
@@ -308,4 +343,30 @@ class MachinePhysics:
             net_tx_bytes_s=round(3e6 * (1.0 + 0.2 * wave("net/tx", t))),
             net_link_bytes_s=NET_LINK_BYTES_S,
             processes=tuple(procs),
+        )
+        return host if scene.container is None else self._in_container(host, scene.container, t)
+
+    def _in_container(self, host: HostSample, plan: ContainerPlan, t: float) -> HostSample:
+        """The cgroup's figures and PSI of a containerised scene."""
+        wave = self._waves
+        used = clamp(plan.quota_used_pct + 2.0 * wave("cgroup/cpu", t), 0.0, 100.0)
+        throttled = clamp(plan.throttled_pct + 3.0 * wave("cgroup/throttled", t), 0.0, 100.0)
+        return replace(
+            host,
+            shm_used_bytes=plan.shm_used_bytes,
+            container=ContainerSample(
+                cpu_pct_of_quota=round(used, 1),
+                cpu_throttled_pct=round(throttled, 1),
+                cpu_throttled_s=round(throttled / 100.0 * 0.8, 3),
+                memory_used_bytes=int((plan.memory_used_gib + 0.5 * wave("cgroup/mem", t)) * GIB),
+                memory_limit_bytes=plan.info.memory_limit_bytes,
+                oom_kills=plan.oom_kills,
+            ),
+            psi=PsiSample(
+                cpu_some_pct=round(clamp(plan.psi_cpu_some_pct + 2.0 * wave("psi/cpu", t), 0.0, 100.0), 1),
+                io_some_pct=round(clamp(1.0 + 0.5 * wave("psi/io", t), 0.0, 100.0), 1),
+                io_full_pct=round(clamp(0.4 + 0.2 * wave("psi/io", t), 0.0, 100.0), 1),
+                memory_some_pct=0.0,
+                memory_full_pct=0.0,
+            ),
         )

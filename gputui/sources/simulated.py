@@ -11,10 +11,10 @@ import random
 import time
 from collections.abc import Callable, Sequence
 
-from gputui.model import Snapshot, SystemInfo
+from gputui.model import ContainerInfo, Snapshot, SystemInfo
 from gputui.sources.base import InvalidGpuSelection
 from gputui.sources.scenarios import BY_NAME, SCENARIO_DESCRIPTIONS, SCENARIOS, TOUR, Stage
-from gputui.sources.sim_physics import CPU_COUNT, DEFAULT_GPU_COUNT, MachinePhysics, Scene, gpu_info
+from gputui.sources.sim_physics import DEFAULT_GPU_COUNT, MachinePhysics, Scene, gpu_info
 from gputui.sources.sim_waves import Waves
 
 TOUR_SEGMENT_S = 30.0
@@ -85,7 +85,8 @@ class SimulatedSource:
         self._last_t: float | None = None
         self._last_scenario: str | None = None
         self._scenes: dict[str, Scene] = {}
-        self._tour_systems: dict[bool, SystemInfo] = {}
+        # What a scene says of the machine (driver versions, a container's limits), built once per kind of scene.
+        self._systems: dict[tuple[bool, ContainerInfo | None, int], SystemInfo] = {}
 
     # -- Source protocol ---------------------------------------------------------------------------------
 
@@ -95,8 +96,9 @@ class SimulatedSource:
         self._last_t = None
         self._last_scenario = None
         self._physics.reset()
-        self._system = self._system_info(mismatch=self.scenario != TOUR and self._scene(self.scenario, 0.0).mismatch)
-        self._tour_systems = {mismatch: self._system_info(mismatch=mismatch) for mismatch in (False, True)}
+        self._systems = {}
+        first = self.scenario_at(0.0)[0]
+        self._system = self._system_info(self._scene(first, 0.0))
         return self._system
 
     def sample(self) -> Snapshot:
@@ -115,12 +117,9 @@ class SimulatedSource:
         physics = self._physics
         gpus = tuple(physics.gpu_sample(index, scene, t, timestamp, dt) for index in self._selected)
         host = physics.host_sample(scene, gpus, t, timestamp)
-        system = self._system
-        if self.scenario == TOUR:
-            system = self._tour_systems[scene.mismatch]
         return Snapshot(
             timestamp=timestamp,
-            system=system,
+            system=self._system_info(scene),
             gpu_info=tuple(self._info[index] for index in self._selected),
             gpus=gpus,
             host=host,
@@ -156,7 +155,15 @@ class SimulatedSource:
 
     # -- static facts --------------------------------------------------------------------------------------
 
-    def _system_info(self, *, mismatch: bool) -> SystemInfo:
+    def _system_info(self, scene: Scene) -> SystemInfo:
+        container = scene.container.info if scene.container is not None else None
+        key = (scene.mismatch, container, scene.cpu_count)
+        system = self._systems.get(key)
+        if system is None:
+            system = self._systems[key] = self._make_system_info(*key)
+        return system
+
+    def _make_system_info(self, mismatch: bool, container: ContainerInfo | None, cpu_count: int) -> SystemInfo:
         driver, nvml, cuda = _OLD_DRIVER if mismatch else _DRIVER
         return SystemInfo(
             hostname=f"sim-{self.scenario}",
@@ -165,9 +172,10 @@ class SimulatedSource:
             nvml_version=nvml,
             cuda_driver_version=cuda,
             gpu_count=self._count,
-            cpu_count=CPU_COUNT,
+            cpu_count=cpu_count,
             kernel="5.15.0-simulated",
             scenario=self.scenario,
             torch_cuda_version=_MISMATCH_TORCH_CUDA if mismatch else _TORCH_CUDA,
             fallback_reason=self._fallback_reason,
+            container=container,
         )
