@@ -96,6 +96,7 @@ def test_starvation_cpu_is_judged_against_the_quota_not_the_host() -> None:
     busy_quota = host([proc(cpu_pct=60.0)], cpu_pct_per_core=HOST_IDLE, container=throttled(40.0))
     [hit] = run(starvation_cpu, steady(system=IN_CONTAINER, gpus=[starved()], host_sample=busy_quota))
     assert evidence(hit)["host_cpu"] == 6.0 and evidence(hit)["throttled_periods"] == 40.0
+    assert hit.variant == "quota"  # "raise num_workers" would make it worse: the advice says so
     idle_quota = host([proc(cpu_pct=60.0)], cpu_pct_per_core=HOST_IDLE, container=throttled(0.0, used=30.0))
     assert run(starvation_cpu, steady(system=IN_CONTAINER, gpus=[starved()], host_sample=idle_quota)) == []
 
@@ -109,7 +110,7 @@ def test_a_main_process_that_waits_for_a_cpu_is_cpu_bound() -> None:
     """60% on a CPU and 35% waiting on a run queue: it would use a whole core if it got one."""
     contended = host([proc(cpu_pct=60.0, run_queue_wait_pct=35.0)])
     [hit] = run(starvation_cpu, steady(gpus=[starved()], host_sample=contended))
-    assert evidence(hit)["run_queue_wait"] == 35.0
+    assert evidence(hit)["run_queue_wait"] == 35.0 and hit.variant == ""
     not_waiting = host([proc(cpu_pct=60.0, run_queue_wait_pct=2.0)])
     assert run(starvation_cpu, steady(gpus=[starved()], host_sample=not_waiting)) == []
 

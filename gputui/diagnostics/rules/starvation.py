@@ -66,14 +66,17 @@ def _cpu_evidence(w: Window, host_cpu: float | None) -> tuple[Evidence, ...]:
     return (ev("host_cpu", _rounded(host_cpu), "%", "mean"), *(e for e in cgroup if e.value is not None))
 
 
-def _cpu_saturated(w: Window, th: Thresholds, host_cpu: float | None) -> bool:
-    """The CPUs the job may use are all busy: the host's, the cgroup's quota, or tasks waiting for a CPU."""
+def _host_saturated(host_cpu: float | None, th: Thresholds) -> bool:
+    return host_cpu is not None and host_cpu >= th.host_cpu_saturated_pct
+
+
+def _quota_saturated(w: Window, th: Thresholds) -> bool:
+    """The CPUs the cgroup may use are all busy: its quota spent, its periods throttled, tasks waiting."""
     quota_used = w.host_mean("container.cpu_pct_of_quota")
     throttled = w.host_mean("container.cpu_throttled_pct")
     waiting = w.host_mean("psi.cpu_some_pct")
     return (
-        (host_cpu is not None and host_cpu >= th.host_cpu_saturated_pct)
-        or (quota_used is not None and quota_used >= th.host_cpu_saturated_pct)
+        (quota_used is not None and quota_used >= th.host_cpu_saturated_pct)
         or (throttled is not None and throttled >= th.cpu_throttled_pct)
         or (waiting is not None and waiting >= th.psi_cpu_some_pct)
     )
@@ -81,7 +84,8 @@ def _cpu_saturated(w: Window, th: Thresholds, host_cpu: float | None) -> bool:
 
 def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
     host_cpu = w.host_mean("cpu_pct")
-    saturated = _cpu_saturated(w, th, host_cpu)
+    quota_full = _quota_saturated(w, th)
+    saturated = quota_full or _host_saturated(host_cpu, th)
     for g, util, pids in _starving(w, th):
         hidden = [p.pid for p in g.processes if p.kind == "compute" and p.seen == "hidden"]
         if hidden and len(hidden) == len(pids):
@@ -89,7 +93,8 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
             continue
         proc = _busiest(w, pids)
         run_queue = proc.run_queue_wait_pct if proc else None
-        if not (_cpu_bound(proc, th) or saturated):
+        cpu_bound = _cpu_bound(proc, th)
+        if not (cpu_bound or saturated):
             continue
         name = f"{proc.name} ({proc.pid})" if proc else "?"
         children = proc.children if proc else None
@@ -97,6 +102,8 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
             gpus=(g.index,),
             pids=(proc.pid,) if proc else pids,
             value=round(util, 1),
+            # Where the cgroup's CPUs are what is full, more data-loader workers only queue for them.
+            variant="quota" if quota_full and not cpu_bound else "",
             params={"gpu": g.index, "name": name, "children": fmt_num(children)},
             evidence=(
                 _util(util),
@@ -216,6 +223,12 @@ TEXTS: Texts = {
             "DataLoader num_workers, set pin_memory=True, prefetch (prefetch_factor), and move preprocessing "
             "and augmentation to the GPU."
         ),
+        "starvation_cpu.title.quota": "GPU {gpu}: starved by the container's CPU quota ({name})",
+        "starvation_cpu.advice.quota": (
+            "The GPU waits for input while the CPUs this container may use are all busy ({children} data-loader "
+            "workers per job share them). More workers will not help: raise the CPU quota, or do less per "
+            "sample on the CPU (decode and augment on the GPU, e.g. NVIDIA DALI; pre-process the dataset once)."
+        ),
         "starvation_cpu.title.hidden": "GPU {gpu}: waits for input; its process (host PID {pid}) is outside this "
         "PID namespace",
         "starvation_cpu.advice.hidden": (
@@ -259,6 +272,12 @@ TEXTS: Texts = {
         "starvation_cpu.advice": (
             "GPU 在等 CPU 准备数据（数据加载 worker 数：{children}）。请增大 DataLoader 的 num_workers，"
             "设置 pin_memory=True，开启预取（prefetch_factor），并把预处理和数据增强移到 GPU 上。"
+        ),
+        "starvation_cpu.title.quota": "GPU {gpu}：被容器的 CPU 配额拖慢（{name}）",
+        "starvation_cpu.advice.quota": (
+            "GPU 在等待输入，而容器可用的 CPU 已全部占满（每个任务有 {children} 个数据加载 worker 在争用）。"
+            "增加 worker 没有用：请提高 CPU 配额，或减少每个样本在 CPU 上的工作（在 GPU 上解码和增强，"
+            "如 NVIDIA DALI；预先处理好数据集）。"
         ),
         "starvation_cpu.title.hidden": "GPU {gpu}：在等待输入；其进程（宿主机 PID {pid}）不在本 PID 命名空间内",
         "starvation_cpu.advice.hidden": (
