@@ -33,6 +33,7 @@ def _snapshot(processes: tuple[GpuProcess, ...], procs: tuple[ProcSample, ...], 
 
 def test_the_header_says_where_gputui_runs_and_what_it_may_use() -> None:
     assert container_brief(DOCKER) == "docker: 8 CPUs quota, 64.0 GiB"
+    assert container_brief(DOCKER, wide=False) == "docker 8cpu 64.0G"
     assert container_brief(ContainerInfo(None, None, 1, 2.5)) == "cgroup: 2.5 CPUs quota"
     assert container_brief(ContainerInfo("kubernetes", "env", 2, None, (0, 1, 2, 3))) == "kubernetes: 4 CPUs"
     assert container_brief(ContainerInfo(None, None, 2)) is None  # a plain host: nothing to say

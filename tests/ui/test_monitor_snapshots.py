@@ -39,3 +39,12 @@ def test_eight_gpus_80x24(snap_compare: Any, clock: Clock) -> None:
 
 def test_detail_view(snap_compare: Any, clock: Clock) -> None:
     assert frame(snap_compare, clock, "powercap", 4, (120, 40), keys=("down", "enter"))
+
+
+def test_container_120x40(snap_compare: Any, clock: Clock) -> None:
+    """The header names the container and its limits; the host panel measures CPU against the quota."""
+    assert frame(snap_compare, clock, "container", 4, (120, 40))
+
+
+def test_container_80x24(snap_compare: Any, clock: Clock) -> None:
+    assert frame(snap_compare, clock, "container", 4, (80, 24))

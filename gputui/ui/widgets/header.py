@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputui.formatting import NA, fmt_bytes
+from gputui.formatting import NA, fmt_bytes, fmt_bytes_short
 from gputui.model import ContainerInfo, SystemInfo
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
@@ -44,24 +44,31 @@ def badges(system: SystemInfo, paused: bool) -> list[tuple[str, str]]:
     return out
 
 
-def container_brief(container: ContainerInfo | None) -> str | None:
-    """ "docker · 8 CPUs quota · 64.0 GiB": where gputui runs and what it may use; None on an unlimited host.
+def container_brief(container: ContainerInfo | None, *, wide: bool = True) -> str | None:
+    """Where gputui runs and what it may use: "docker: 8 CPUs quota, 64.0 GiB", or "docker 8cpu 64.0G" when
+    narrow; None on an unlimited host.
 
-    A cgroup with a quota but no container runtime (a systemd slice) reads "cgroup · ...".
+    A cgroup with a quota but no container runtime (a systemd slice) reads "cgroup: ...". ASCII only, as the
+    rest of the screen, for the fonts of PuTTY and tmux.
     """
     if container is None:
         return None
     parts: list[str] = []
-    if container.cpu_quota_cores is not None:
-        parts.append(f"{container.cpu_quota_cores:g} CPUs quota")
-    elif container.cpuset_cpus:
-        parts.append(f"{len(container.cpuset_cpus)} CPUs")
+    cpus = container.cpu_quota_cores
+    if cpus is None and container.cpuset_cpus:
+        cpus = len(container.cpuset_cpus)
+    if cpus is not None:
+        quota = " quota" if container.cpu_quota_cores is not None else ""
+        parts.append(f"{cpus:g} CPUs{quota}" if wide else f"{cpus:g}cpu")
     if container.memory_limit_bytes is not None:
-        parts.append(fmt_bytes(container.memory_limit_bytes))
+        limit = container.memory_limit_bytes
+        parts.append(fmt_bytes(limit) if wide else fmt_bytes_short(limit))
     if container.runtime is None and not parts:
         return None
     name = container.runtime or "cgroup"
-    return f"{name}: {', '.join(parts)}" if parts else name
+    if not parts:
+        return name
+    return f"{name}: {', '.join(parts)}" if wide else " ".join([name, *parts])
 
 
 class StatusHeader(LineView):
@@ -100,7 +107,7 @@ class StatusHeader(LineView):
         if s.warnings:
             line += [(f" {s.warnings} WARNING{'S' if s.warnings > 1 else ''} ", "bold black on yellow"), ("  ", "")]
         line.append((sysinfo.hostname, ""))
-        brief = container_brief(sysinfo.container)
+        brief = container_brief(sysinfo.container, wide=wide)
         if brief:
             line.append((f"  {brief}", "cyan"))
         line += [
