@@ -10,9 +10,11 @@ import pytest
 from fake_psutil import NO_PROC, FakeProcess, FakePsutil
 from fake_pynvml import MIB, NEW_FUNCTIONS, FakeGpu, FakeNvml, consumer_gpu
 
+from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.sources.base import InvalidGpuSelection, Source, SourceUnavailable
 from gputui.sources.host import HostSource
 from gputui.sources.nvml import NvmlSource, cuda_version
+from tests.conftest import Clock
 
 WALL = 1_750_000_000.0
 
@@ -378,3 +380,23 @@ def test_on_the_host_a_process_holding_its_device_keeps_nvmls_pid(tmp_path: Path
     source.open()
     [proc] = source.sample().gpus[0].processes
     assert (proc.pid, proc.seen, proc.host_pid) == (4242, "pid", None)
+
+
+def test_a_cpu_bound_job_in_a_pid_namespace_is_not_reported_healthy(tmp_path: Path) -> None:
+    """The report that started the container work: a training process at 100% of one core, no data-loader
+    workers, inside a PID namespace, its GPU at 20%. NVML names it by its host PID; it must still be found
+    (through its open /dev/nvidia0), joined with its CPU, and diagnosed as starved by the CPU."""
+    root = _fake_proc(tmp_path, {7: "/dev/nvidia0"})
+    nvml = FakeNvml([FakeGpu(utilization_gpu=20, compute_processes=[(81234, 30_000 * MIB)])])
+    ps = FakePsutil()
+    ps.processes[7] = FakeProcess(7, cpu_percent_=100.0, children_=0)
+    clock = Clock(now=WALL)
+    host = HostSource(clock=clock, psutil_module=ps, root=root)
+    source = NvmlSource(nvml=nvml, host=host, clock=clock, root=root, slow_every=1)
+    source.open()
+    engine = DiagnosticsEngine()
+    for _ in range(15):
+        clock.advance(1.0)
+        state = engine.update(source.sample())
+    assert [(f.rule, f.gpus) for f in state.active] == [("starvation_cpu", (0,))]
+    assert "python (7)" in state.active[0].title
