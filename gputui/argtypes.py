@@ -32,14 +32,16 @@ _BYTE_UNITS = {
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*")
 
 
-def positive(convert: Callable[[str], N], what: str) -> Callable[[str], N]:
-    """An argparse type that reads `convert(text)` and refuses anything not above 0; `what` names the kind."""
+def positive(convert: Callable[[str], N], what: str, example: str = "") -> Callable[[str], N]:
+    """An argparse type that reads `convert(text)` and refuses anything not above 0; `what` names the kind,
+    `example` shows one."""
+    hint = f" (expected e.g. {example})" if example else ""
 
     def parse(text: str) -> N:
         try:
             value = convert(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}{hint}") from None
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
         return value
@@ -51,6 +53,18 @@ positive_int = positive(int, "a whole number")
 positive_float = positive(float, "a number")
 positive_seconds = positive(float, "a number of seconds")
 positive_mb = positive(float, "a size in MB")
+matrix_size = positive(int, "a matrix size", "8192")
+
+
+def gpu_index(text: str) -> int:
+    """A GPU's index: a whole number from 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a GPU index: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"not a GPU index: {text!r}")
+    return value
 
 
 def parse_bytes(text: str) -> int:

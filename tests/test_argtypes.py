@@ -20,6 +20,8 @@ from gputui import argtypes
         (argtypes.byte_size, "64MiB", 64 * 1024**2),
         (argtypes.byte_size, "500MB", 500 * 1000**2),
         (argtypes.gpu_list, "0,2", (0, 2)),
+        (argtypes.gpu_index, "0", 0),
+        (argtypes.matrix_size, "8192", 8192),
     ],
 )
 def test_good_values(parse: Callable[[str], object], text: str, value: object) -> None:
@@ -39,6 +41,10 @@ def test_good_values(parse: Callable[[str], object], text: str, value: object) -
         (argtypes.byte_size, "0", "size must be greater than 0: '0'"),
         (argtypes.gpu_list, "a,b", "not a list of GPU indices: 'a,b' (expected e.g. 0,2)"),
         (argtypes.gpu_list, "-1", "not a list of GPU indices: '-1' (expected e.g. 0,2)"),
+        (argtypes.gpu_index, "-1", "not a GPU index: '-1'"),
+        (argtypes.gpu_index, "one", "not a GPU index: 'one'"),
+        (argtypes.matrix_size, "big", "not a matrix size: 'big' (expected e.g. 8192)"),
+        (argtypes.matrix_size, "0", "must be greater than 0: '0'"),
     ],
 )
 def test_bad_values_name_themselves(parse: Callable[[str], object], text: str, message: str) -> None:

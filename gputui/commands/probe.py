@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gputui.argtypes import byte_size, positive_seconds
+from gputui.argtypes import byte_size, gpu_index, matrix_size, positive_seconds
 from gputui.commands import common
 from gputui.model import Snapshot
 from gputui.probes.protocol import PROBES, BadLine, Error, Final, Progress, Result, to_dict
@@ -35,26 +35,6 @@ exit codes:
 """
 
 
-def _gpu_index(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a GPU index: {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"not a GPU index: {text!r}")
-    return value
-
-
-def _matrix_size(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a matrix size: {text!r} (expected e.g. 8192)") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
-    return value
-
-
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "probe",
@@ -64,14 +44,14 @@ def register(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("probe", choices=PROBES, help="which probe to run")
-    parser.add_argument("--gpu", type=_gpu_index, default=0, metavar="N", help="GPU index (default 0)")
+    parser.add_argument("--gpu", type=gpu_index, default=0, metavar="N", help="GPU index (default 0)")
     parser.add_argument(
         "--seconds", type=positive_seconds, default=None, metavar="S", help="stress length (default 30)"
     )
     parser.add_argument("--json", action="store_true", help="print the result as JSON (progress goes to stderr)")
     parser.add_argument("--path", type=Path, default=None, metavar="DIR", help="disk: directory to read (default .)")
     parser.add_argument("--dtype", choices=DTYPES, default="bf16", help="stress: matmul precision (default bf16)")
-    parser.add_argument("--size", type=_matrix_size, default=None, metavar="N", help="stress: matrix side")
+    parser.add_argument("--size", type=matrix_size, default=None, metavar="N", help="stress: matrix side")
     parser.add_argument(
         "--max-bytes",
         type=byte_size,
