@@ -87,6 +87,17 @@ def byte_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def port_number(text: str) -> int:
+    """A TCP port to listen on; 0 lets the kernel pick a free one."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r} (0-65535; 0 picks a free one)")
+    return port
+
+
 def gpu_list(text: str) -> tuple[int, ...]:
     """`0,2` -> (0, 2)."""
     try:

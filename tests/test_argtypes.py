@@ -22,6 +22,7 @@ from gputui import argtypes
         (argtypes.gpu_list, "0,2", (0, 2)),
         (argtypes.gpu_index, "0", 0),
         (argtypes.matrix_size, "8192", 8192),
+        (argtypes.port_number, "0", 0),
     ],
 )
 def test_good_values(parse: Callable[[str], object], text: str, value: object) -> None:
@@ -45,6 +46,8 @@ def test_good_values(parse: Callable[[str], object], text: str, value: object) -
         (argtypes.gpu_index, "one", "not a GPU index: 'one'"),
         (argtypes.matrix_size, "big", "not a matrix size: 'big' (expected e.g. 8192)"),
         (argtypes.matrix_size, "0", "must be greater than 0: '0'"),
+        (argtypes.port_number, "http", "not a port number: 'http'"),
+        (argtypes.port_number, "70000", "not a port number: '70000' (0-65535; 0 picks a free one)"),
     ],
 )
 def test_bad_values_name_themselves(parse: Callable[[str], object], text: str, message: str) -> None:

@@ -10,21 +10,11 @@ import threading
 from types import FrameType
 from typing import Any
 
-from gputui.argtypes import positive_seconds
+from gputui.argtypes import port_number, positive_seconds
 from gputui.commands import common
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 
 DEFAULT_PORT = 9400  # dcgm-exporter's port: a scrape config written for it works unchanged
-
-
-def port_number(text: str) -> int:
-    try:
-        port = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
-    if not 0 <= port <= 65535:
-        raise argparse.ArgumentTypeError(f"not a port number: {text!r} (0-65535; 0 picks a free one)")
-    return port
 
 
 def register(sub: Any) -> None:
