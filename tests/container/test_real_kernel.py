@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from gputui.sources.cgroup import CgroupReader, read_cgroup
-from gputui.sources.procfs import GpuUsers, holds_device, inner_pid
+from gputui.sources.procfs import GpuUsers, device_minors, holds_device, inner_pid
 from tests.container.fake_tree import write
 
 QUOTA_US, PERIOD_US = 50_000, 100_000
@@ -148,43 +148,40 @@ def test_a_real_quota_throttles_and_is_read(quota_group: QuotaGroup, tmp_path: P
         assert psi is not None and psi.cpu_some_pct is not None and 0 <= psi.cpu_some_pct <= 100
 
 
-def _ppid(pid: int) -> int | None:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("PPid:"):
-            return int(line.split()[1])
-    return None
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is `pid` (CONFIG_PROC_CHILDREN is not everywhere, so from each status)."""
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError):
+                status = Path(f"/proc/{name}/status").read_text()
+                if f"\nPPid:\t{pid}\n" in status:
+                    out.append(int(name))
+    return out
 
 
-def test_a_gpu_user_in_its_own_pid_namespace_is_found(tmp_path: Path) -> None:
-    """A process in a new PID namespace holds /dev/nvidia250 open; the scan finds it under its host PID, and
-    inner_pid gives its PID in the namespace.
+@contextlib.contextmanager
+def _namespaced(setup: str, holder: str) -> Iterator[tuple[int, int]]:
+    """Run Python `holder` as the first process of a new PID and mount namespace, after shell `setup` ran there;
+    yields (its PID here, its PID there) once it prints "ready <pid>". Skips when unshare is refused.
 
-    Nothing outside the test changes: the child gets its own mount namespace (`unshare --mount`, private
-    propagation) and mounts a tmpfs over /dev there, so /dev/nvidia250 is created in that tmpfs alone and the
-    real /dev is never written; the mount goes when the namespace's last process exits. The kernel writes the
-    fd's link as the path inside the child's mount namespace, so from here it reads "/dev/nvidia250" too.
-    `--kill-child` ends the child when unshare dies; the child also exits by itself after a minute.
+    Nothing outside changes: the mount namespace is private (`--propagation private`), so what `setup` mounts
+    (a tmpfs over /dev) exists there alone and goes when the namespace's last process exits. `--kill-child`
+    ends the child when unshare dies; the child is also killed here, and sleeps no more than a minute anyway.
     """
     _require_root()
     if shutil.which("unshare") is None or shutil.which("mount") is None:
         pytest.skip("unshare or mount is not installed")
-    holder = (
-        "import os, time\n"
-        f"device = open('/dev/nvidia{FAKE_MINOR}', 'w')\n"
-        "print('ready', os.getpid(), flush=True)\n"
-        "time.sleep(60)\n"
-    )
-    script = f'mount -t tmpfs gputui-test /dev && exec {sys.executable} -c "$0"'
     command = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc", "--kill-child"]
-    existed = Path(f"/dev/nvidia{FAKE_MINOR}").exists()
-    host_pid: int | None = None
+    script = f'{setup} && exec {sys.executable} -c "$0"'
     unshare = subprocess.Popen(
-        [*command, "sh", "-c", script, holder],
+        [*command, "sh", "-c", script, holder + "\nprint('ready', os.getpid(), flush=True)\ntime.sleep(60)\n"],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={**os.environ, "PYTHONHASHSEED": "0"},  # no /dev/urandom needed at start-up
     )
+    host_pids: list[int] = []
     try:
         assert unshare.stdout is not None and unshare.stderr is not None
         ready, _, _ = select.select([unshare.stdout], [], [], 20)
@@ -193,20 +190,51 @@ def test_a_gpu_user_in_its_own_pid_namespace_is_found(tmp_path: Path) -> None:
             unshare.kill()
             error = unshare.stderr.read().decode().strip()
             pytest.skip(f"unshare is not permitted here: {error or 'no answer from the child'}")
-        pid_inside = int(line.split()[1])
-        assert pid_inside == 1  # sh was the namespace's first process and exec'd python
+        host_pids = _children(unshare.pid)
+        assert len(host_pids) == 1, host_pids
+        yield host_pids[0], int(line.split()[1])
+    finally:
+        for pid in host_pids:  # the namespace's init: the namespace ends with it
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        unshare.kill()  # unshare ignores SIGTERM while it waits
+        unshare.wait(timeout=10)
 
-        users = GpuUsers(Path("/")).scan()
-        ours = [pid for pid in users.get(FAKE_MINOR, ()) if _ppid(pid) == unshare.pid]
-        assert len(ours) == 1, users
-        host_pid = ours[0]
+
+HOLD_PREAMBLE = "import os, time\n"
+
+
+def test_a_gpu_user_in_its_own_pid_namespace_is_found() -> None:
+    """A process in a new PID namespace holds /dev/nvidia250 open; the scan finds it under its PID here, and
+    inner_pid gives its PID in the namespace.
+
+    /dev/nvidia250 is a plain file made in the namespace's own tmpfs over /dev, never in the real /dev. The
+    kernel writes an fd's link as the path in the holder's mount namespace, so from here it reads
+    "/dev/nvidia250" as a real device file's would.
+    """
+    existed = Path(f"/dev/nvidia{FAKE_MINOR}").exists()
+    holder = HOLD_PREAMBLE + f"device = open('/dev/nvidia{FAKE_MINOR}', 'w')"
+    with _namespaced("mount -t tmpfs gputui-test /dev", holder) as (host_pid, pid_inside):
+        assert pid_inside == 1  # sh was the namespace's first process and exec'd python
         assert host_pid != pid_inside
+        users = GpuUsers(Path("/")).scan()
+        assert host_pid in users.get(FAKE_MINOR, ()), users
         assert inner_pid(host_pid) == pid_inside
         assert holds_device(host_pid, FAKE_MINOR) is True
-        assert Path(f"/dev/nvidia{FAKE_MINOR}").exists() == existed  # the real /dev is untouched
-    finally:
-        if host_pid is not None:  # the namespace's init: the namespace ends with it
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(host_pid, signal.SIGKILL)
-        unshare.kill()  # unshare ignores SIGTERM while it waits; --kill-child takes the child with it
-        unshare.wait(timeout=10)
+    assert Path(f"/dev/nvidia{FAKE_MINOR}").exists() == existed  # the real /dev is untouched
+
+
+def test_a_device_node_counts_by_its_numbers_not_its_name() -> None:
+    """A runtime may create a GPU's node under another name: 195:3 as /dev/gpu3 is GPU 3. The shared nodes
+    with the same major, /dev/nvidia-modeset (195:254) and /dev/nvidiactl (195:255), are no GPU.
+
+    The nodes are made in the namespace's own tmpfs over /dev and held with O_PATH, which opens no driver (there
+    is none for major 195 without an NVIDIA GPU); the kernel still reports their numbers through the fd.
+    """
+    nodes = {"/dev/gpu3": 3, "/dev/nvidia-modeset": 254, "/dev/nvidiactl": 255}
+    setup = " && ".join(["mount -t tmpfs gputui-test /dev"] + [f"mknod {path} c 195 {n}" for path, n in nodes.items()])
+    holder = HOLD_PREAMBLE + f"held = [os.open(path, os.O_PATH) for path in {sorted(nodes)!r}]"
+    with _namespaced(setup, holder) as (host_pid, _):
+        assert device_minors(host_pid) == frozenset({3})
+        assert holds_device(host_pid, 254) is False
+        assert host_pid in GpuUsers(Path("/")).scan().get(3, ())
