@@ -18,6 +18,8 @@ from gputui.sources.cgroup import read_text
 # by every CUDA process and say nothing about which GPU it uses.
 _DEVICE = re.compile(r"/dev/nvidia(\d+)")
 NVIDIA_MAJOR = 195  # the character device major of /dev/nvidia* (Documentation/admin-guide/devices.txt)
+# /dev/nvidia-modeset (254) and /dev/nvidiactl (255) share the major but are no GPU: GPUs are minors 0-253.
+NVIDIA_MODESET_MINOR = 254
 # Docker and containerd name a container by a 64-hex id (12 shown); Kubernetes names the pod by its uid.
 _CONTAINER_ID = re.compile(r"[0-9a-f]{64}")
 _POD_UID = re.compile(r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
@@ -55,7 +57,7 @@ def _nvidia_minor(path: Path) -> int | None:
         rdev = os.stat(path).st_rdev
     except OSError:
         return None
-    return os.minor(rdev) if rdev and os.major(rdev) == NVIDIA_MAJOR and os.minor(rdev) < 255 else None
+    return os.minor(rdev) if rdev and os.major(rdev) == NVIDIA_MAJOR and os.minor(rdev) < NVIDIA_MODESET_MINOR else None
 
 
 def holds_device(pid: int, minor: int, root: Path = Path("/")) -> bool | None:
