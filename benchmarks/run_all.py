@@ -13,6 +13,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 BENCHMARKS = (
     "bench_sampling.py",
+    "bench_container.py",
     "bench_simulated.py",
     "bench_diagnostics.py",
     "bench_record.py",

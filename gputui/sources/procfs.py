@@ -30,21 +30,23 @@ def device_minors(pid: int, root: Path = Path("/"), *, stop_at: int | None = Non
 
     A link that names another path but is the NVIDIA character device itself (a node created elsewhere, as
     some container runtimes do) counts too. With `stop_at`, reading stops once that minor is found: a
-    training process holds hundreds of files, and CUDA opens the device early.
+    training process holds hundreds of files, and CUDA opens the device early. Paths are plain strings here:
+    this runs for every fd of every process a scan reads.
     """
-    fd_dir = root / f"proc/{pid}/fd"
+    fd_dir = f"{root}/proc/{pid}/fd"
     try:
         names = sorted(os.listdir(fd_dir), key=lambda name: (len(name), name))
     except OSError:
         return None
     minors: set[int] = set()
     for name in names:
+        link = f"{fd_dir}/{name}"
         try:
-            target = os.readlink(fd_dir / name)
+            target = os.readlink(link)
         except OSError:
             continue
         match = _DEVICE.fullmatch(target)
-        minor = int(match.group(1)) if match else _nvidia_minor(fd_dir / name) if target.startswith("/dev/") else None
+        minor = int(match.group(1)) if match else _nvidia_minor(link) if target.startswith("/dev/") else None
         if minor is not None:
             minors.add(minor)
             if minor == stop_at:
@@ -52,7 +54,7 @@ def device_minors(pid: int, root: Path = Path("/"), *, stop_at: int | None = Non
     return frozenset(minors)
 
 
-def _nvidia_minor(path: Path) -> int | None:
+def _nvidia_minor(path: str) -> int | None:
     try:
         rdev = os.stat(path).st_rdev
     except OSError:
@@ -72,41 +74,62 @@ def holds_device(pid: int, minor: int, root: Path = Path("/")) -> bool | None:
 class GpuUsers:
     """The processes here that hold a GPU's device file open, found by walking /proc/*/fd.
 
-    Reading every fd of every process is the cost (2,000 processes of ~20 fds each), so a process that held
-    no GPU device is not read again for `recheck_s`; one that did is read on every scan, since it may close
-    it. A PID that disappears is forgotten; one that reappears is read anew.
+    Reading every fd of every process is the cost (2,000 processes of ~20 fds each), so each scan is bounded:
+    - a process that held a GPU is read on every scan, since it may close it;
+    - others are read when new (newest PID first) or when `recheck_s` has passed since their last read, at
+      most `batch` of them per scan, the longest-waiting first;
+    - a process is known by its PID and the inode of its /proc directory (free from the listing), so a reused
+      PID is a new process, read at once;
+    - data-loader workers forked from a CUDA process inherit its open device file: a user whose parent holds
+      the same device is left out, so a job is one process, as NVML lists it.
     """
 
     def __init__(
-        self, root: Path = Path("/"), clock: Callable[[], float] = time.monotonic, recheck_s: float = 30.0
+        self,
+        root: Path = Path("/"),
+        clock: Callable[[], float] = time.monotonic,
+        recheck_s: float = 30.0,
+        batch: int = 100,
     ) -> None:
         self._root = root
         self._clock = clock
         self._recheck_s = recheck_s
-        self._idle_until: dict[int, float] = {}  # PIDs that held no GPU, and when to read them again
+        self.batch = batch
+        self._known: dict[int, tuple[int, float, bool]] = {}  # pid -> (inode, when to read again, a user?)
 
     def scan(self) -> Mapping[int, tuple[int, ...]]:
         """{minor: PIDs holding /dev/nvidia<minor>} among the processes whose fds can be read."""
         now = self._clock()
         try:
-            pids = [int(name) for name in os.listdir(self._root / "proc") if name.isdigit()]
+            with os.scandir(f"{self._root}/proc") as listing:
+                live = {int(entry.name): entry.inode() for entry in listing if entry.name.isdigit()}
         except OSError:
             return {}
-        live = set(pids)
-        for pid in [pid for pid in self._idle_until if pid not in live]:
-            del self._idle_until[pid]
-        users: dict[int, list[int]] = {}
-        for pid in sorted(pids):
-            if self._idle_until.get(pid, 0.0) > now:
-                continue
-            minors = device_minors(pid, self._root)
-            if not minors:
-                self._idle_until[pid] = now + self._recheck_s
-                continue
-            self._idle_until.pop(pid, None)
+        known = self._known
+        for pid in [pid for pid, (inode, _, _) in known.items() if live.get(pid) != inode]:
+            del known[pid]  # gone, or its PID now names another process
+        users = [pid for pid, (_, _, user) in known.items() if user]
+        new = sorted((pid for pid in live if pid not in known), reverse=True)
+        due = [pid for _, pid in sorted((at, pid) for pid, (_, at, user) in known.items() if not user and at <= now)]
+        found: dict[int, list[int]] = {}
+        for pid in users + (new + due)[: self.batch]:
+            minors = device_minors(pid, self._root) or frozenset()
+            known[pid] = (live[pid], now + self._recheck_s, bool(minors))
             for minor in minors:
-                users.setdefault(minor, []).append(pid)
-        return {minor: tuple(found) for minor, found in users.items()}
+                found.setdefault(minor, []).append(pid)
+        return {minor: self._leaders(pids) for minor, pids in found.items()}
+
+    def _leaders(self, pids: list[int]) -> tuple[int, ...]:
+        """The users whose parent does not hold the same device: the job, not its forked workers."""
+        holders = set(pids)
+        return tuple(sorted(pid for pid in pids if parent_pid(pid, self._root) not in holders))
+
+
+def parent_pid(pid: int, root: Path = Path("/")) -> int | None:
+    """The parent's PID from /proc/PID/stat (field 4, after the command in parentheses, which may hold spaces)."""
+    text = read_text(root / f"proc/{pid}/stat") or ""
+    fields = text[text.rfind(")") + 1 :].split()
+    return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
 
 
 def container_of(pid: int, root: Path = Path("/")) -> str | None:

@@ -3,8 +3,10 @@ a process's container, its PID inside its namespace, and its run-queue wait."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -213,3 +215,52 @@ def test_schedstat(root: Path) -> None:
     process(root, 101, schedstat="garbage\n")
     assert schedstat(101, root) is None
     assert schedstat(102, root) is None
+
+
+def test_forked_data_loader_workers_are_not_counted_as_gpu_users(root: Path, clock: Clock) -> None:
+    """Workers forked from a CUDA process inherit its open /dev/nvidia0: the job is its main process."""
+    process(root, 100, {**CUDA_COMMON, 5: "/dev/nvidia0"})
+    write(root, "proc/100/stat", "100 (python3 train.py) S 1 100 100 0 -1\n")
+    for worker in (101, 102):
+        process(root, worker, {**CUDA_COMMON, 5: "/dev/nvidia0"})
+        write(root, f"proc/{worker}/stat", f"{worker} (pt_data_worker) S 100 100 100 0 -1\n")
+    assert GpuUsers(root, clock).scan() == {0: (100,)}
+
+
+def test_a_scan_reads_at_most_a_batch_of_processes_besides_the_users(root: Path, clock: Clock) -> None:
+    for pid in range(1000, 1010):
+        process(root, pid, CUDA_COMMON)
+    process(root, 5, {5: "/dev/nvidia0"})  # the oldest PID: read last
+    users = GpuUsers(root, clock, batch=4)
+    seen = [users.scan() for _ in range(3)]
+    assert seen == [{}, {}, {0: (5,)}]  # 4 + 4 + 3 processes read: the newest first
+
+
+def test_a_reused_pid_is_read_at_once_even_between_two_scans(
+    root: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No scan saw PID 300 gone; /proc gives the new process's directory a new inode, which tells them apart.
+    (A fake tree on disk may hand the old inode number back, so the listing's inodes are set here.)"""
+    inodes = {"300": 1}
+    real_scandir = os.scandir
+
+    class Entry:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def inode(self) -> int:
+            return inodes.get(self.name, 0)
+
+    @contextlib.contextmanager
+    def listing(path: str) -> Iterator[list[Entry]]:
+        with real_scandir(path) as entries:
+            yield [Entry(entry.name) for entry in entries]
+
+    monkeypatch.setattr(os, "scandir", listing)
+    process(root, 300, CUDA_COMMON)
+    users = GpuUsers(root, clock, recheck_s=60.0)
+    assert users.scan() == {}
+    add_fd(root, 300, 5, "/dev/nvidia0")  # the same PID, now another process that holds a GPU
+    assert users.scan() == {}  # same inode: the same process, not read again before recheck_s
+    inodes["300"] = 2
+    assert users.scan() == {0: (300,)}
