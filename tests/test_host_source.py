@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fake_psutil import NO_PROC, FakeProcess, FakePsutil, netio, scputimes, sdiskio
 
-from gputui.sources.host import CHILDREN_EVERY, LINK_EVERY, HostSource, rate
+from gputui.sources.host import CHILDREN_EVERY, LINK_EVERY, SCHED_EVERY, HostSource, rate
 from tests.conftest import Clock
 
 GIB = 1024**3
@@ -371,11 +371,15 @@ def test_a_gpu_process_gets_its_run_queue_wait_and_container(ps: FakePsutil, clo
     host = HostSource(clock=clock, psutil_module=ps, root=tmp_path)
     host.open()
     host.sample([4242], 1.0)
-    (proc_dir / "schedstat").write_text("1600000000 350000000 20\n")  # 0.6 s on a CPU, 0.35 s waiting for one
-    idle_tick(ps, clock)
-    proc = host.sample([4242], 2.0).process(4242)
-    assert proc is not None
-    assert proc.run_queue_wait_pct == 35.0
+    (proc_dir / "schedstat").write_text("4000000000 1750000000 20\n")  # 3 s on a CPU, 1.75 s waiting, of 5
+    waits = []
+    for tick in range(SCHED_EVERY):
+        idle_tick(ps, clock)
+        sample = host.sample([4242], 2.0 + tick).process(4242)
+        assert sample is not None
+        waits.append(sample.run_queue_wait_pct)
+    assert waits == [None] * (SCHED_EVERY - 1) + [35.0]  # measured over SCHED_EVERY ticks
+    proc = sample
     assert (proc.container, proc.container_pid) == ("3f2a9c1b7d0e", 7)
 
 

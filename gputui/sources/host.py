@@ -28,6 +28,9 @@ from gputui.sources.cgroup import CgroupReader, host_oom_kills, read_cgroup, shm
 CHILDREN_EVERY = 10
 # Link speeds change only when a cable or a driver does; asking costs an ioctl per interface.
 LINK_EVERY = 30
+# A process's wait for a CPU is a share over an interval: measured over 5 ticks and held in between, it costs
+# one /proc/PID/schedstat read per GPU process every 5 ticks rather than every tick.
+SCHED_EVERY = 5
 
 
 def rate(new: float | None, old: float | None, seconds: float) -> float | None:
@@ -71,6 +74,7 @@ class _Tracked:
     container_pid: int | None = None
     sched: tuple[int, int] | None = None  # ns on a CPU and waiting for one, at `sched_at`
     sched_at: float = 0.0
+    run_queue_wait_pct: float | None = None  # over the last SCHED_EVERY ticks
 
 
 class HostSource:
@@ -228,7 +232,8 @@ class HostSource:
                 read_rate = rate(read_bytes, tracked.read_bytes, now - tracked.read_at)
                 tracked.read_bytes, tracked.read_at = read_bytes, now
                 memory = self._denied_as_none(process.memory_info)
-                waiting = self._run_queue_wait_pct(tracked, now)
+                if self._tick % SCHED_EVERY == 0:
+                    tracked.run_queue_wait_pct = self._run_queue_wait_pct(tracked, now)
                 return ProcSample(
                     pid=pid,
                     name=tracked.name,
@@ -240,7 +245,7 @@ class HostSource:
                     read_bytes_s=read_rate,
                     rss_bytes=memory.rss if memory is not None else None,
                     state=self._denied_as_none(process.status),
-                    run_queue_wait_pct=waiting,
+                    run_queue_wait_pct=tracked.run_queue_wait_pct,
                     container=tracked.container,
                     container_pid=tracked.container_pid,
                 )

@@ -211,7 +211,7 @@ class NvmlSource:
         self._wanted = tuple(dict.fromkeys(gpu_indices)) if gpu_indices is not None else None
         self._host = host
         self._root = root  # where /proc is read to match GPU processes: tests point it at a fake tree
-        self._join = ProcessJoin(lambda pid, minor: procfs.holds_device(pid, minor, root), procfs.GpuUsers(root).scan)
+        self._join = ProcessJoin(procfs.DeviceCheck(root), procfs.GpuUsers(root).scan)
         self._nvml = nvml
         self._clock = clock
         self._slow_every = slow_every

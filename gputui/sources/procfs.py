@@ -71,6 +71,29 @@ def holds_device(pid: int, minor: int, root: Path = Path("/")) -> bool | None:
     return None if minors is None else minor in minors
 
 
+class DeviceCheck:
+    """`holds_device`, with a yes kept while /proc/PID is the same process (the same inode): a CUDA process
+    keeps its device open while NVML lists it, so a repeat check is one stat rather than a read of its fds."""
+
+    def __init__(self, root: Path = Path("/")) -> None:
+        self._root = root
+        self._holding: dict[tuple[int, int], int] = {}  # (pid, minor) -> inode of /proc/PID when it held it
+
+    def __call__(self, pid: int, minor: int) -> bool | None:
+        try:
+            inode = os.stat(f"{self._root}/proc/{pid}").st_ino
+        except OSError:
+            return holds_device(pid, minor, self._root)  # gone, or no /proc: it says which
+        if self._holding.get((pid, minor)) == inode:
+            return True
+        answer = holds_device(pid, minor, self._root)
+        if answer:
+            if len(self._holding) > 4096:
+                self._holding.clear()  # PIDs of long-gone jobs: start over rather than grow
+            self._holding[(pid, minor)] = inode
+        return answer
+
+
 class GpuUsers:
     """The processes here that hold a GPU's device file open, found by walking /proc/*/fd.
 

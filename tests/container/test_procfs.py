@@ -11,7 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from gputui.sources.procfs import GpuUsers, container_of, device_minors, holds_device, inner_pid, schedstat
+from gputui.sources.procfs import (
+    DeviceCheck,
+    GpuUsers,
+    container_of,
+    device_minors,
+    holds_device,
+    inner_pid,
+    schedstat,
+)
 from tests.conftest import Clock
 from tests.container.fake_tree import add_fd, proc_root, process, write
 
@@ -264,3 +272,17 @@ def test_a_reused_pid_is_read_at_once_even_between_two_scans(
     assert users.scan() == {}  # same inode: the same process, not read again before recheck_s
     inodes["300"] = 2
     assert users.scan() == {0: (300,)}
+
+
+def test_a_device_check_is_kept_while_the_process_is_the_same(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    process(root, 100, {**CUDA_COMMON, 5: "/dev/nvidia0"})
+    process(root, 200, CUDA_COMMON)
+    check = DeviceCheck(root)
+    assert (check(100, 0), check(200, 0), check(999, 0)) == (True, False, False)
+    reads: list[str] = []
+    real_listdir = os.listdir
+    monkeypatch.setattr(os, "listdir", lambda path: reads.append(os.fspath(path)) or real_listdir(path))
+    assert (check(100, 0), check(200, 0)) == (True, False)
+    assert reads == [os.fspath(root / "proc/200/fd")]  # the holder is not read again; the other one is
+    shutil.rmtree(root / "proc/100")
+    assert check(100, 0) is False
