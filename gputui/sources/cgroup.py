@@ -256,6 +256,7 @@ class _Counters:
     throttled: int | None
     throttled_s: float | None
     psi_total_us: dict[str, int]
+    psi_avg10_pct: dict[str, float]  # the kernel's 10 s averages, for a first reading with nothing to diff
 
 
 def _psi(text: str | None) -> tuple[dict[str, int], dict[str, float]]:
@@ -285,7 +286,6 @@ class CgroupReader:
         self._root = root
         self._clock = clock
         self._last: _Counters | None = None
-        self._avg10: dict[str, float] = {}
         # The group's own files on v2 (cpu.pressure, ...); the whole machine's otherwise (/proc/pressure/cpu, ...).
         group = self._dirs.pressure
         self._pressure = {
@@ -313,13 +313,14 @@ class CgroupReader:
             throttled = stat.get("throttled_time")
             throttled_s = throttled / 1e9 if throttled is not None else None
         totals: dict[str, int] = {}
-        self._avg10 = {}
+        avg10: dict[str, float] = {}
         for resource, path in self._pressure.items():
             resource_totals, resource_avg10 = _psi(read_text(path))
             for kind, total in resource_totals.items():
                 totals[f"{resource}_{kind}"] = total
-                self._avg10[f"{resource}_{kind}"] = resource_avg10[kind]
-        return _Counters(self._clock(), usage_s, stat.get("nr_periods"), stat.get("nr_throttled"), throttled_s, totals)
+                avg10[f"{resource}_{kind}"] = resource_avg10[kind]
+        periods, throttled_periods = stat.get("nr_periods"), stat.get("nr_throttled")
+        return _Counters(self._clock(), usage_s, periods, throttled_periods, throttled_s, totals, avg10)
 
     def _container(self, now: _Counters, last: _Counters | None) -> ContainerSample | None:
         d = self._dirs
@@ -356,7 +357,7 @@ class CgroupReader:
             if stalled is not None and seconds > 0:
                 values[f"{key}_pct"] = min(100.0, 100.0 * stalled / 1e6 / seconds)
             else:
-                values[f"{key}_pct"] = self._avg10.get(key)  # the first reading: the kernel's 10 s average
+                values[f"{key}_pct"] = now.psi_avg10_pct.get(key)  # the first reading: the kernel's 10 s average
         return PsiSample(**values)
 
 
