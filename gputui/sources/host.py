@@ -72,8 +72,8 @@ class _Tracked:
     threads: int | None = None
     container: str | None = None  # seen from the host: the container it runs in, and its PID there
     container_pid: int | None = None
-    sched: tuple[int, int] | None = None  # ns on a CPU and waiting for one, at `sched_at`
-    sched_at: float = 0.0
+    waited_ns: int | None = None  # time its main thread waited for a CPU, cumulative, as read at `waited_at`
+    waited_at: float = 0.0
     run_queue_wait_pct: float | None = None  # over the last SCHED_EVERY ticks
 
 
@@ -292,11 +292,11 @@ class HostSource:
         """Share of the interval the main thread was runnable but waiting for a CPU (from /proc/PID/schedstat):
         near 100% minus its CPU share, it is CPU-bound and short of CPUs."""
         sched = procfs.schedstat(tracked.process.pid, self._root)
-        before, before_at = tracked.sched, tracked.sched_at
-        tracked.sched, tracked.sched_at = sched, now
-        if sched is None or before is None or now <= before_at or sched[1] < before[1]:
-            return None
-        return min(100.0, 100.0 * (sched[1] - before[1]) / 1e9 / (now - before_at))
+        waited = sched[1] if sched is not None else None
+        before, before_at = tracked.waited_ns, tracked.waited_at
+        tracked.waited_ns, tracked.waited_at = waited, now
+        wait_ns = rate(waited, before, now - before_at)  # ns waited per second; None on a reset
+        return None if wait_ns is None else min(100.0, 100.0 * wait_ns / 1e9)
 
     def _denied_as_none(self, fn: Callable[[], Any]) -> Any:
         """A process field another user's process may hide; NoSuchProcess still propagates."""
