@@ -41,6 +41,11 @@ def ev(key: str, value: float | str | None, unit: str = "", window: str = "now")
     return Evidence(label=key, value=value, unit=unit, window=window, key=key)
 
 
+def rounded(value: float | None, scale: float = 1.0) -> float | None:
+    """`value / scale` to one decimal, as evidence states a figure; None stays None (not reported)."""
+    return None if value is None else round(value / scale, 1)
+
+
 @dataclass(frozen=True, slots=True)
 class Hit:
     """A rule's condition holds now for these GPUs (and processes); `value` is its key metric."""

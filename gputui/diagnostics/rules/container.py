@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
-from gputui.diagnostics.rules.base import Hit, Rule, Window, at_once, compute_pids, ev
+from gputui.diagnostics.rules.base import Hit, Rule, Window, at_once, compute_pids, ev, rounded
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_bytes, fmt_num
 from gputui.model import ContainerInfo, ProcSample
@@ -52,9 +52,9 @@ def cpu_throttled(w: Window, th: Thresholds) -> Iterator[Hit]:
         params={"pct": f"{throttled:.0f}%", "quota": fmt_num(quota, 1), "workers": fmt_num(workers)},
         evidence=(
             ev("cpu_quota", quota, "CPUs"),
-            ev("quota_used", None if used is None else round(used, 1), "%", "mean"),
+            ev("quota_used", rounded(used), "%", "mean"),
             ev("throttled_periods", round(throttled, 1), "%", "mean"),
-            ev("psi_cpu", _rounded(w.host_mean("psi.cpu_some_pct")), "%", "mean"),
+            ev("psi_cpu", rounded(w.host_mean("psi.cpu_some_pct")), "%", "mean"),
         ),
     )
 
@@ -107,7 +107,7 @@ def shm_small(w: Window, th: Thresholds) -> Iterator[Hit]:
         params={"size": fmt_bytes(size), "pct": fmt_num(used_pct, 0, "%")},
         evidence=(
             ev("shm_size", round(size / _MIB), "MiB"),
-            ev("shm_used", _rounded(used_pct), "%"),
+            ev("shm_used", rounded(used_pct), "%"),
             ev("workers", workers),
         ),
     )
@@ -133,8 +133,8 @@ def oom_kill(w: Window, th: Thresholds) -> Iterator[Hit]:
         params={"kills": now - before, "limit": fmt_bytes(limit)},
         evidence=(
             ev("oom_kills", now - before, "", "change"),
-            ev("memory_limit", None if limit is None else round(limit / _GIB, 1), "GiB"),
-            ev("cgroup_memory", None if used is None else round(used / _GIB, 1), "GiB"),
+            ev("memory_limit", rounded(limit, _GIB), "GiB"),
+            ev("cgroup_memory", rounded(used, _GIB), "GiB"),
         ),
     )
 
@@ -154,13 +154,9 @@ def memory_limit(w: Window, th: Thresholds) -> Iterator[Hit]:
         evidence=(
             ev("cgroup_memory", round(container.memory_used_bytes / _GIB, 1), "GiB"),
             ev("memory_limit", round(container.memory_limit_bytes / _GIB, 1), "GiB"),
-            ev("psi_memory", _rounded(w.host_mean("psi.memory_some_pct")), "%", "mean"),
+            ev("psi_memory", rounded(w.host_mean("psi.memory_some_pct")), "%", "mean"),
         ),
     )
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 1)
 
 
 RULES: tuple[Rule, ...] = (

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
-from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import HostSample
 
@@ -32,8 +32,8 @@ def host_swap(w: Window, th: Thresholds) -> Iterator[Hit]:
         value=round(rate, 1),
         params={},
         evidence=(
-            ev("swap_in", None if swap_in is None else round(swap_in / _MIB, 1), "MiB/s", "mean"),
-            ev("swap_out", None if swap_out is None else round(swap_out / _MIB, 1), "MiB/s", "mean"),
+            ev("swap_in", rounded(swap_in, _MIB), "MiB/s", "mean"),
+            ev("swap_out", rounded(swap_out, _MIB), "MiB/s", "mean"),
         ),
     )
 

@@ -6,16 +6,12 @@ from collections.abc import Iterator
 
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
-from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, is_busy, link_bytes_s
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, is_busy, link_bytes_s, rounded
 from gputui.diagnostics.thresholds import Thresholds
 
 
 def _link(gen: int | None, width: int | None) -> str:
     return f"Gen{gen if gen is not None else '?'} x{width if width is not None else '?'}"
-
-
-def _gb(value: float | None) -> float | None:
-    return None if value is None else round(value / 1e9, 1)
 
 
 def pcie_downgrade(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -31,7 +27,7 @@ def pcie_downgrade(w: Window, th: Thresholds) -> Iterator[Hit]:
         current = link_bytes_s(g.pcie_gen, g.pcie_width)
         yield Hit(
             gpus=(g.index,),
-            value=_gb(current),
+            value=rounded(current, 1e9),
             params={
                 "gpu": g.index,
                 "current": _link(g.pcie_gen, g.pcie_width),
@@ -40,7 +36,7 @@ def pcie_downgrade(w: Window, th: Thresholds) -> Iterator[Hit]:
             evidence=(
                 ev("pcie_link", _link(g.pcie_gen, g.pcie_width)),
                 ev("pcie_max_link", _link(info.pcie_max_gen, info.pcie_max_width), "", "static"),
-                ev("link_bandwidth", _gb(current), "GB/s"),
+                ev("link_bandwidth", rounded(current, 1e9), "GB/s"),
                 ev("gpu_util", g.utilization_gpu_pct, "%"),
             ),
         )
@@ -98,9 +94,9 @@ def pcie_saturated(w: Window, th: Thresholds) -> Iterator[Hit]:
             value=round(100 * peak / link),
             params={"gpu": g.index, "direction": "+".join(directions)},
             evidence=(
-                ev("pcie_rx", _gb(mean_rx), "GB/s", "mean"),
-                ev("pcie_tx", _gb(mean_tx), "GB/s", "mean"),
-                ev("link_bandwidth", _gb(link), "GB/s"),
+                ev("pcie_rx", rounded(mean_rx, 1e9), "GB/s", "mean"),
+                ev("pcie_tx", rounded(mean_tx, 1e9), "GB/s", "mean"),
+                ev("link_bandwidth", rounded(link, 1e9), "GB/s"),
                 ev("saturated_share", round(100 * max(rx, tx)), "%", "share"),
             ),
         )

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
-from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
 from gputui.model import GpuSample, ProcSample
@@ -58,12 +58,12 @@ def _cpu_evidence(w: Window, host_cpu: float | None) -> tuple[Evidence, ...]:
     quota = limits.cpu_quota_cores if limits else None
     cgroup = (
         ev("cpu_quota", quota, "CPUs"),
-        ev("quota_used", _rounded(w.host_mean("container.cpu_pct_of_quota")), "%", "mean"),
-        ev("throttled_periods", _rounded(w.host_mean("container.cpu_throttled_pct")), "%", "mean"),
-        ev("psi_cpu", _rounded(w.host_mean("psi.cpu_some_pct")), "%", "mean"),
+        ev("quota_used", rounded(w.host_mean("container.cpu_pct_of_quota")), "%", "mean"),
+        ev("throttled_periods", rounded(w.host_mean("container.cpu_throttled_pct")), "%", "mean"),
+        ev("psi_cpu", rounded(w.host_mean("psi.cpu_some_pct")), "%", "mean"),
     )
     # Without a quota or PSI these say nothing: left out rather than shown as n/a on every host.
-    return (ev("host_cpu", _rounded(host_cpu), "%", "mean"), *(e for e in cgroup if e.value is not None))
+    return (ev("host_cpu", rounded(host_cpu), "%", "mean"), *(e for e in cgroup if e.value is not None))
 
 
 def _host_saturated(host_cpu: float | None, th: Thresholds) -> bool:
@@ -109,7 +109,7 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
                 _util(util),
                 ev("process", name),
                 ev("process_cpu", proc.cpu_pct if proc else None, "%"),
-                *((ev("run_queue_wait", _rounded(run_queue), "%"),) if run_queue is not None else ()),
+                *((ev("run_queue_wait", rounded(run_queue), "%"),) if run_queue is not None else ()),
                 ev("workers", children),
                 *_cpu_evidence(w, host_cpu),
             ),
@@ -128,10 +128,6 @@ def _hidden_job(w: Window, g: GpuSample, util: float, hidden: list[int], host_cp
         params={"gpu": g.index, "pid": pid},
         evidence=(_util(util), ev("hidden_pid", pid), *_cpu_evidence(w, host_cpu)),
     )
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 1)
 
 
 def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -155,11 +151,11 @@ def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
             params={"gpu": g.index},
             evidence=(
                 _util(util),
-                ev("iowait", None if iowait is None else round(iowait, 1), "%", "mean"),
-                ev("disk_busy", None if busy is None else round(busy, 1), "%", "mean"),
-                ev("disk_read", None if read is None else round(read / 1e6, 1), "MB/s", "mean"),
-                ev("process_read", None if proc_read is None else round(proc_read / 1e6, 1), "MB/s"),
-                *((ev("psi_io_full", _rounded(stalled), "%", "mean"),) if stalled is not None else ()),
+                ev("iowait", rounded(iowait), "%", "mean"),
+                ev("disk_busy", rounded(busy), "%", "mean"),
+                ev("disk_read", rounded(read, 1e6), "MB/s", "mean"),
+                ev("process_read", rounded(proc_read, 1e6), "MB/s"),
+                *((ev("psi_io_full", rounded(stalled), "%", "mean"),) if stalled is not None else ()),
             ),
         )
 
