@@ -44,8 +44,10 @@ class ProcessJoin:
     def _join_gpu(self, gpu: GpuSample, minor: int | None) -> GpuSample:
         if minor is None or not gpu.processes:
             return gpu  # without the device number nothing can be checked: NVML's PIDs as they are
-        here = [p for p in gpu.processes if self._verdict(p.pid, minor) is not False]
-        missing = [p for p in gpu.processes if self._verdict(p.pid, minor) is False]
+        here: list[GpuProcess] = []
+        missing: list[GpuProcess] = []
+        for proc in gpu.processes:
+            (missing if self._verdict(proc.pid, minor) is False else here).append(proc)
         if not missing:
             return gpu
         taken = {p.pid for p in here}
