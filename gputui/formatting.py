@@ -9,6 +9,8 @@ and disk speeds are quoted.
 from __future__ import annotations
 
 NA = "n/a"
+# What a view shows for a GPU process NVML lists by a host PID that is no process here (GpuProcess.seen "hidden").
+HIDDEN_PROCESS = "(host PID: outside this PID namespace)"
 
 _BINARY_UNITS = (("TiB", 1024**4), ("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024))
 # Tables stop at GiB: a host's 1.5 TiB reads as 1536.0 GiB beside GPUs counted in GiB.

@@ -15,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gputui.formatting import NA, fmt_bytes, fmt_bytes_pair, fmt_num, fmt_pct, fmt_rate
+from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes, fmt_bytes_pair, fmt_num, fmt_pct, fmt_rate
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
 from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
 
@@ -205,7 +205,7 @@ def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
 def _joined(proc: GpuProcess, host: ProcSample | None, command: str) -> str:
     """The command, with how the process was matched when that is not by NVML's own PID here."""
     if proc.seen == "hidden":
-        return "(host PID: outside this PID namespace)"
+        return HIDDEN_PROCESS
     notes = []
     if proc.seen == "device":
         host_pid = f"host PID {proc.host_pid}" if proc.host_pid is not None else "host PID n/a"

@@ -63,7 +63,6 @@ COLUMNS: tuple[Column, ...] = (
 )
 # The PID column's mark for a process matched through its open /dev/nvidiaN rather than by NVML's PID.
 DEVICE_MARK = "*"
-HIDDEN_COMMAND = "(host PID: outside this PID namespace)"
 GAP = "  "
 
 Row = tuple[Cell, ...]
@@ -81,7 +80,7 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
             user = host.user if host else None
             command = (host.cmdline or host.name) if host else None
             if proc.seen == "hidden":
-                command = HIDDEN_COMMAND
+                command = f.HIDDEN_PROCESS
             if needle and not any(needle in text.lower() for text in (str(proc.pid), user or "", command or "")):
                 continue
             cpu = host.cpu_pct if host else None
