@@ -149,6 +149,9 @@ class GpuProcess:
     kind: Literal["compute", "graphics"] = "compute"
     seen: ProcessSeen = "pid"
     host_pid: int | None = None  # NVML's PID, when `seen` is "device"; None where it cannot be told apart
+    # Its share of the GPU in the driver's last process-utilization sample; None when unsupported or not sampled.
+    sm_pct: float | None = None  # % of time its kernels ran on the SMs
+    mem_pct: float | None = None  # % of time it used the memory controller
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,6 +190,18 @@ class GpuSample:
     xid_events: tuple[int, ...] = ()  # XID error codes seen since the previous sample
     encoder_pct: float | None = None
     decoder_pct: float | None = None
+    # GPM (Hopper and newer) between this sample and the previous one, in % of 0-100; None where the GPU, the
+    # driver or MIG mode gives no GPM. Unlike utilization_gpu_pct (a kernel ran at all), these say how full.
+    gr_engine_active_pct: float | None = None  # time the graphics/compute engine was active
+    sm_active_pct: float | None = None  # share of SMs busy
+    sm_occupancy_pct: float | None = None  # resident warps against the maximum
+    tensor_active_pct: float | None = None  # SMs doing any tensor-core work
+    dram_bw_pct: float | None = None  # DRAM bandwidth used against the peak
+    fp32_active_pct: float | None = None  # SMs doing non-tensor FP32 math
+    fp16_active_pct: float | None = None
+    fp64_active_pct: float | None = None
+    nvlink_rx_bytes_s: float | None = None  # all NVLinks together
+    nvlink_tx_bytes_s: float | None = None
     processes: tuple[GpuProcess, ...] = ()
 
     @property

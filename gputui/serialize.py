@@ -73,6 +73,8 @@ def _gpu_process_to_dict(proc: GpuProcess, host: HostSample | None) -> dict[str,
         "kind": proc.kind,
         "seen": proc.seen,
         "host_pid": proc.host_pid,
+        "sm_pct": proc.sm_pct,
+        "mem_pct": proc.mem_pct,
     }
     host_proc = host.process(proc.pid) if host is not None else None
     out["name"] = host_proc.name if host_proc else None
@@ -157,6 +159,8 @@ def gpu_sample_from_dict(data: dict[str, Any]) -> GpuSample:
             kind=p.get("kind", "compute"),
             seen=p.get("seen", "pid"),
             host_pid=p.get("host_pid"),
+            sm_pct=p.get("sm_pct"),
+            mem_pct=p.get("mem_pct"),
         )
         for p in data.get("processes") or ()
     )

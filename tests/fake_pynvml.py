@@ -7,13 +7,19 @@ hold nvmlFriendlyObjects whose `usedGpuMemory` may be None, PCIe throughput is i
 
 A FakeGpu field set to None makes its function raise NotSupported, as the driver does on boards without it;
 `errors` makes a function raise any other NVML error; `lost = True` makes every call raise GpuIsLost.
+GPM: `gpm` holds each metric's value by NVML_GPM_METRIC_* id (None: `isSupportedDevice` is 0, as on
+pre-Hopper boards), `gpm_returns` a metric's own return code; sample buffers are real c_nvmlGpmSample_t
+pointers, and metrics are refused for buffers not filled, freed, or from another GPU. Process utilization
+returns the `process_samples` newer than the timestamp asked, else NotFound, as the driver does.
 Events: `push_xid` delivers an XID to the event sets a GPU is registered on, `fail_wait` makes the next wait
 raise, and `settle` waits until the waiting thread has taken everything pushed.
 """
 
 from __future__ import annotations
 
+import ctypes
 import inspect
+import itertools
 import threading
 import types
 from collections import Counter, deque
@@ -36,6 +42,22 @@ NEW_FUNCTIONS = frozenset(
         "nvmlDeviceGetGraphicsRunningProcesses_v3",
     }
 )
+# GPM arrived in R520: an old driver's answer to the first is FunctionNotFound, and the rest are never called.
+GPM_FUNCTIONS = frozenset({"nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleGet", "nvmlGpmMetricsGet"})
+
+# An H100 SXM in a busy bf16 training step, as `nvidia-smi dmon --gpm-metrics` reads it.
+H100_GPM: dict[int, float] = {
+    real.NVML_GPM_METRIC_GRAPHICS_UTIL: 97.0,
+    real.NVML_GPM_METRIC_SM_UTIL: 86.0,
+    real.NVML_GPM_METRIC_SM_OCCUPANCY: 41.0,
+    real.NVML_GPM_METRIC_ANY_TENSOR_UTIL: 48.0,
+    real.NVML_GPM_METRIC_DRAM_BW_UTIL: 55.0,
+    real.NVML_GPM_METRIC_FP32_UTIL: 12.0,
+    real.NVML_GPM_METRIC_FP16_UTIL: 3.0,
+    real.NVML_GPM_METRIC_FP64_UTIL: 0.0,
+    real.NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC: 20_480.0,
+    real.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC: 19_456.0,
+}
 
 
 @dataclass
@@ -107,6 +129,12 @@ class FakeGpu:
     ecc_mode: tuple[int, int] | None = (real.NVML_FEATURE_ENABLED, real.NVML_FEATURE_ENABLED)
     compute_processes: list[tuple[int, int | None]] = field(default_factory=lambda: [(4242, 60_000 * MIB)])
     graphics_processes: list[tuple[int, int | None]] = field(default_factory=list)
+    # (pid, timeStamp µs, smUtil, memUtil) in the driver's buffer; None: NotSupported
+    process_samples: list[tuple[int, int, int, int]] | None = field(
+        default_factory=lambda: [(4242, 1_700_000_000_000_000, 83, 41)]
+    )
+    gpm: dict[int, float] | None = field(default_factory=lambda: dict(H100_GPM))
+    gpm_returns: dict[int, int] = field(default_factory=dict)  # metric id -> NVML_ERROR_* for that metric
     event_types: int | None = (  # what nvmlDeviceGetSupportedEventTypes reports; None: NotSupported
         real.nvmlEventTypeSingleBitEccError
         | real.nvmlEventTypeDoubleBitEccError
@@ -150,6 +178,8 @@ def consumer_gpu(**overrides: Any) -> FakeGpu:
         "ecc_mode": None,
         "persistence_mode": real.NVML_FEATURE_DISABLED,
         "compute_processes": [(5151, None)],
+        "process_samples": [(5151, 1_700_000_000_000_000, 64, 22)],
+        "gpm": None,
     }
     values.update(overrides)
     return FakeGpu(**values)
@@ -184,7 +214,7 @@ class FakeNvml(types.ModuleType):
         self.cuda_driver_version = cuda_driver_version
         self.init_error = init_error
         self.count_error = count_error
-        self.absent = NEW_FUNCTIONS if old_driver else frozenset()
+        self.absent = NEW_FUNCTIONS | GPM_FUNCTIONS if old_driver else frozenset()
         missing = frozenset(missing)
         if missing:
             # A subclass whose missing names raise AttributeError, as in an nvidia-ml-py that predates them.
@@ -194,6 +224,8 @@ class FakeNvml(types.ModuleType):
         self.calls: Counter[tuple[str, int | None]] = Counter()
         self.event_sets: list[FakeEventSet] = []
         self.wait_cap_ms: int | None = None  # shortens every event wait, so tests need not sit it out
+        self.gpm_buffers: dict[int, tuple[Any, tuple[int, int] | None]] = {}  # address -> (memory, (GPU, order))
+        self._gpm_order = itertools.count(1)
 
     # --- what tests read -------------------------------------------------------------------------------
 
@@ -423,6 +455,64 @@ class FakeNvml(types.ModuleType):
     def nvmlDeviceGetGraphicsRunningProcesses_v2(self, handle: FakeHandle) -> list[Any]:
         return _processes(self._enter(handle, "nvmlDeviceGetGraphicsRunningProcesses_v2").graphics_processes)
 
+    def nvmlDeviceGetProcessUtilization(self, handle: FakeHandle, timeStamp: int) -> list[Any]:
+        samples = _supported(self._enter(handle, "nvmlDeviceGetProcessUtilization").process_samples)
+        newer = [s for s in samples if s[1] > timeStamp]
+        if not newer:
+            raise real.NVMLError(real.NVML_ERROR_NOT_FOUND)
+        return [
+            real.c_nvmlProcessUtilizationSample_t(pid=pid, timeStamp=stamp, smUtil=sm, memUtil=mem)
+            for pid, stamp, sm, mem in newer
+        ]
+
+    # --- GPM -------------------------------------------------------------------------------------------
+
+    def nvmlGpmQueryDeviceSupport(self, handle: FakeHandle) -> Any:
+        gpu = self._enter(handle, "nvmlGpmQueryDeviceSupport")
+        return real.c_nvmlGpmSupport_t(version=real.NVML_GPM_SUPPORT_VERSION, isSupportedDevice=int(gpu.gpm is not None))
+
+    def nvmlGpmSampleAlloc(self) -> Any:
+        self._count_library("nvmlGpmSampleAlloc")
+        memory = ctypes.create_string_buffer(16)
+        sample = ctypes.cast(memory, real.c_nvmlGpmSample_t)
+        self.gpm_buffers[_address(sample)] = (memory, None)
+        return sample
+
+    def nvmlGpmSampleFree(self, sample: Any) -> None:
+        self._count_library("nvmlGpmSampleFree")
+        if self.gpm_buffers.pop(_address(sample), None) is None:
+            raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
+
+    def nvmlGpmSampleGet(self, handle: FakeHandle, sample: Any) -> Any:
+        self._enter(handle, "nvmlGpmSampleGet")
+        memory, _ = self._gpm_buffer(sample)
+        self.gpm_buffers[_address(sample)] = (memory, (handle.index, next(self._gpm_order)))
+        return sample
+
+    def nvmlGpmMetricsGet(self, request: Any) -> Any:
+        if request.version != real.NVML_GPM_METRICS_GET_VERSION:
+            raise real.NVMLError(real.NVML_ERROR_ARGUMENT_VERSION_MISMATCH)
+        _, first = self._gpm_buffer(request.sample1)
+        _, second = self._gpm_buffer(request.sample2)
+        if first is None or second is None or first[0] != second[0] or first[1] >= second[1]:
+            raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
+        gpu = self._enter(FakeHandle(first[0]), "nvmlGpmMetricsGet")
+        values = _supported(gpu.gpm)
+        for i in range(request.numMetrics):
+            metric = request.metrics[i]
+            code = gpu.gpm_returns.get(metric.metricId, real.NVML_SUCCESS)
+            if code == real.NVML_SUCCESS and metric.metricId not in values:
+                code = real.NVML_ERROR_NOT_SUPPORTED
+            metric.nvmlReturn = code
+            metric.value = values[metric.metricId] if code == real.NVML_SUCCESS else 0.0
+        return request
+
+    def _gpm_buffer(self, sample: Any) -> tuple[Any, tuple[int, int] | None]:
+        buffer = self.gpm_buffers.get(_address(sample))
+        if buffer is None:
+            raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
+        return buffer
+
     # --- events --------------------------------------------------------------------------------------------
 
     def nvmlEventSetCreate(self) -> FakeEventSet:
@@ -497,6 +587,13 @@ class FakeNvml(types.ModuleType):
 
     # --- plumbing --------------------------------------------------------------------------------------
 
+    def _count_library(self, symbol: str) -> None:
+        """A call that names no GPU: counted, and refused before init or by an old driver."""
+        self.calls[(symbol, None)] += 1
+        self._require_init()
+        if symbol in self.absent:
+            raise real.NVMLError(real.NVML_ERROR_FUNCTION_NOT_FOUND)
+
     def _require_init(self) -> None:
         if self.initialized <= 0:
             raise real.NVMLError(real.NVML_ERROR_UNINITIALIZED)
@@ -547,6 +644,10 @@ class FakeEventSet:
 class _Missing:
     def __get__(self, obj: object, owner: type | None = None) -> Any:
         raise AttributeError("not in this pynvml")
+
+
+def _address(sample: Any) -> int:
+    return ctypes.cast(sample, ctypes.c_void_p).value or 0
 
 
 def _supported(value: Any) -> Any:

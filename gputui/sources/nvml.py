@@ -25,6 +25,7 @@ from gputui.model import GpuInfo, GpuProcess, GpuSample, Snapshot, SystemInfo
 from gputui.sources import procfs
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 from gputui.sources.host import HostSource
+from gputui.sources.nvml_efficiency import GpmReader, ProcessUtilization
 from gputui.sources.nvml_events import XidWatcher
 from gputui.sources.process_join import ProcessJoin
 
@@ -190,6 +191,8 @@ class _Gpu:
     pcie_rx_bytes_s: float | None = None
     ecc_uncorrected: int | None = None
     retired_pages_pending: bool | None = None
+    gpm: GpmReader | None = None
+    process_utilization: ProcessUtilization | None = None
     events: list[str] = field(default_factory=list)
 
 
@@ -259,7 +262,8 @@ class NvmlSource:
             )
         table = _query_table(n)
         try:
-            self._gpus = [self._open_gpu(n, index, table) for index in indices]
+            for index in indices:  # one by one, so close() frees the GPM buffers of those opened if one fails
+                self._gpus.append(self._open_gpu(n, index, table))
         except SourceUnavailable:
             self.close()
             raise
@@ -286,10 +290,13 @@ class NvmlSource:
         return self._system
 
     def close(self) -> None:
-        """Stop the XID thread first (it waits inside NVML), shut NVML down once, release the host."""
+        """Stop the XID thread first (it waits inside NVML), free GPM buffers, shut NVML down once, release the host."""
         if self._watcher is not None:
             self._watcher.stop()
             self._watcher = None
+        for gpu in self._gpus:
+            if gpu.gpm is not None:
+                gpu.gpm.close()
         if self._started and self._nvml is not None:
             self._started = False
             with contextlib.suppress(self._nvml.NVMLError):
@@ -353,6 +360,8 @@ class NvmlSource:
         try:
             gpu.handle = n.nvmlDeviceGetHandleByIndex(index)
             gpu.info = self._read_info(gpu)
+            gpu.gpm = GpmReader(n, gpu.handle, gpu.info.mig_mode)
+            gpu.process_utilization = ProcessUtilization(n, gpu.handle)
         except n.NVMLError_NoPermission as exc:
             raise SourceUnavailable(_init_message(exc)) from None
         except n.NVMLError_GpuIsLost:
@@ -423,6 +432,7 @@ class NvmlSource:
         thermal_violation = r(gpu, "thermal_violation")
         encoder = r(gpu, "encoder")
         decoder = r(gpu, "decoder")
+        gpm = gpu.gpm.read(now) if gpu.gpm is not None else {}
         return GpuSample(
             index=gpu.index,
             timestamp=now,
@@ -455,11 +465,13 @@ class NvmlSource:
             encoder_pct=float(encoder[0]) if encoder is not None else None,
             decoder_pct=float(decoder[0]) if decoder is not None else None,
             processes=gpu.processes,
+            **gpm,
         )
 
     def _read_slow(self, gpu: _Gpu) -> None:
         r = self._read
-        gpu.processes = _merge_processes(r(gpu, "compute_processes"), r(gpu, "graphics_processes"))
+        shares = gpu.process_utilization.read() if gpu.process_utilization is not None else {}
+        gpu.processes = _merge_processes(r(gpu, "compute_processes"), r(gpu, "graphics_processes"), shares)
         tx = r(gpu, "pcie_tx")
         rx = r(gpu, "pcie_rx")
         gpu.pcie_tx_bytes_s = float(tx * KIB) if tx is not None else None
@@ -501,8 +513,11 @@ def _watts(milliwatts: int | None) -> float | None:
     return milliwatts / 1000.0 if milliwatts is not None else None
 
 
-def _merge_processes(compute: list[Any] | None, graphics: list[Any] | None) -> tuple[GpuProcess, ...]:
-    """One entry per pid; a process with both a compute and a graphics context is counted once."""
+def _merge_processes(
+    compute: list[Any] | None, graphics: list[Any] | None, shares: dict[int, tuple[float, float]]
+) -> tuple[GpuProcess, ...]:
+    """One entry per pid, with its SM and memory share where sampled; a process with both a compute and a
+    graphics context is counted once."""
     merged: dict[int, GpuProcess] = {}
     lists: tuple[tuple[Literal["compute", "graphics"], list[Any] | None], ...] = (
         ("compute", compute),
@@ -513,8 +528,9 @@ def _merge_processes(compute: list[Any] | None, graphics: list[Any] | None) -> t
             pid = int(proc.pid)
             used = proc.usedGpuMemory
             known = merged.get(pid)
+            sm, mem = shares.get(pid, (None, None))
             if known is None:
-                merged[pid] = GpuProcess(pid=pid, used_memory_bytes=used, kind=kind)
+                merged[pid] = GpuProcess(pid=pid, used_memory_bytes=used, kind=kind, sm_pct=sm, mem_pct=mem)
             elif known.used_memory_bytes is None and used is not None:
-                merged[pid] = GpuProcess(pid=pid, used_memory_bytes=used, kind=known.kind)
+                merged[pid] = GpuProcess(pid=pid, used_memory_bytes=used, kind=known.kind, sm_pct=sm, mem_pct=mem)
     return tuple(merged[pid] for pid in sorted(merged))

@@ -1,0 +1,165 @@
+"""How fully a GPU is used, beyond "a kernel ran": GPM metrics and each process's share, through NVML.
+
+NVML's utilization is the share of time any kernel ran; a job whose kernels fill a tenth of the SMs reads
+100%. GPM (GPU Performance Monitoring, Hopper and newer) says how full: SM activity, tensor-core activity,
+DRAM bandwidth. Metrics come from two GPM samples taken more than 100 ms apart, so each GPU keeps two
+buffers that alternate: every tick fills one and compares it with the other. Per-process utilization says
+whose kernels they were. Whether a GPU answers either is found out once: a GPU without it (pre-Hopper,
+MIG mode, an old driver or pynvml, no permission) reads None and is never asked again. GpuIsLost propagates
+so the source marks the whole GPU lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from types import ModuleType
+from typing import Any
+
+MIB = 1024 * 1024
+# nvml.h: "the two samples must be more than 100 ms apart"; closer ticks keep the last metrics.
+MIN_GPM_INTERVAL_S = 0.1
+
+# GpuSample field -> the pynvml name of its GPM metric id (all 0-100 %, NVLink in MiB/s).
+GPM_METRICS: tuple[tuple[str, str], ...] = (
+    ("gr_engine_active_pct", "NVML_GPM_METRIC_GRAPHICS_UTIL"),
+    ("sm_active_pct", "NVML_GPM_METRIC_SM_UTIL"),
+    ("sm_occupancy_pct", "NVML_GPM_METRIC_SM_OCCUPANCY"),
+    ("tensor_active_pct", "NVML_GPM_METRIC_ANY_TENSOR_UTIL"),
+    ("dram_bw_pct", "NVML_GPM_METRIC_DRAM_BW_UTIL"),
+    ("fp32_active_pct", "NVML_GPM_METRIC_FP32_UTIL"),
+    ("fp16_active_pct", "NVML_GPM_METRIC_FP16_UTIL"),
+    ("fp64_active_pct", "NVML_GPM_METRIC_FP64_UTIL"),
+    ("nvlink_rx_bytes_s", "NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC"),
+    ("nvlink_tx_bytes_s", "NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC"),
+)
+_PER_SECOND = frozenset({"nvlink_rx_bytes_s", "nvlink_tx_bytes_s"})
+
+GpmValues = dict[str, float | None]
+
+
+class GpmReader:
+    """One GPU's GPM: support found once, two sample buffers, metrics between consecutive samples."""
+
+    def __init__(self, n: ModuleType, handle: Any, mig_mode: bool | None) -> None:
+        self._n = n
+        self._handle = handle
+        self._buffers: list[Any] = []
+        self._taken: float | None = None  # when the buffer last filled was taken; None: no usable sample
+        self._next = 0  # the buffer the next sample goes into
+        self._values: GpmValues = {}
+        self._request: Any = None
+        self.supported = False
+        self.reason: str | None = None  # why not, for the curious; never shown as an error
+        if mig_mode:
+            self.reason = "MIG mode: GPM is read per GPU instance"
+            return
+        self._open()
+
+    def _open(self) -> None:
+        n = self._n
+        try:
+            ids = [getattr(n, name) for _, name in GPM_METRICS]
+            support = n.nvmlGpmQueryDeviceSupport(self._handle)
+            if not support.isSupportedDevice:
+                self.reason = "this GPU has no GPM (Hopper and newer have it)"
+                return
+            self._buffers = [n.nvmlGpmSampleAlloc(), n.nvmlGpmSampleAlloc()]
+            request = n.c_nvmlGpmMetricsGet_t()
+            request.version = n.NVML_GPM_METRICS_GET_VERSION
+            request.numMetrics = len(ids)  # only these are filled and read, whatever NVML_GPM_METRIC_MAX is
+            for slot, metric_id in zip(request.metrics, ids, strict=False):
+                slot.metricId = metric_id
+        except AttributeError:
+            self.reason = "this nvidia-ml-py has no GPM"
+            self.close()
+            return
+        except n.NVMLError_GpuIsLost:
+            self.close()
+            raise
+        except n.NVMLError as exc:
+            self.reason = f"the driver gives no GPM: {exc}"
+            self.close()
+            return
+        self._request = request
+        self.supported = True
+
+    def read(self, now: float) -> GpmValues:
+        """The metrics since the previous sample; {} where unsupported or no two samples exist yet."""
+        if not self.supported:
+            return {}
+        if self._taken is not None and now - self._taken <= MIN_GPM_INTERVAL_S:
+            return self._values
+        n = self._n
+        current = self._buffers[self._next]
+        try:
+            n.nvmlGpmSampleGet(self._handle, current)
+            if self._taken is not None:
+                self._request.sample1 = self._buffers[1 - self._next]
+                self._request.sample2 = current
+                n.nvmlGpmMetricsGet(self._request)
+                self._values = self._decode()
+        except n.NVMLError_GpuIsLost:
+            raise
+        except (n.NVMLError_NotSupported, n.NVMLError_NoPermission, n.NVMLError_FunctionNotFound) as exc:
+            self.reason = f"the driver stopped giving GPM: {exc}"
+            self.close()
+            return {}
+        except n.NVMLError:
+            self._taken = None  # a passing error: start a fresh pair next tick
+            self._values = {}
+            return {}
+        self._taken = now
+        self._next = 1 - self._next
+        return self._values
+
+    def _decode(self) -> GpmValues:
+        ok = self._n.NVML_SUCCESS
+        values: GpmValues = {}
+        for (key, _), metric in zip(GPM_METRICS, self._request.metrics, strict=False):
+            if metric.nvmlReturn != ok:
+                values[key] = None
+            elif key in _PER_SECOND:
+                values[key] = float(metric.value) * MIB
+            else:
+                values[key] = float(metric.value)
+        return values
+
+    def close(self) -> None:
+        """Free the sample buffers (before nvmlShutdown); reading stops."""
+        self.supported = False
+        buffers, self._buffers = self._buffers, []
+        for buffer in buffers:
+            with contextlib.suppress(self._n.NVMLError):
+                self._n.nvmlGpmSampleFree(buffer)
+
+
+class ProcessUtilization:
+    """Each process's SM and memory-controller share from the driver's samples newer than the last seen."""
+
+    def __init__(self, n: ModuleType, handle: Any) -> None:
+        self._n = n
+        self._handle = handle
+        self._last_seen_us = 0
+        self.supported = hasattr(n, "nvmlDeviceGetProcessUtilization")
+
+    def read(self) -> dict[int, tuple[float, float]]:
+        """pid -> (SM %, memory %) from the newest sample of each; {} when none arrived or unsupported."""
+        if not self.supported:
+            return {}
+        n = self._n
+        try:
+            samples = n.nvmlDeviceGetProcessUtilization(self._handle, self._last_seen_us)
+        except n.NVMLError_GpuIsLost:
+            raise
+        except (n.NVMLError_NotSupported, n.NVMLError_NoPermission, n.NVMLError_FunctionNotFound):
+            self.supported = False
+            return {}
+        except n.NVMLError:  # NotFound: no sample newer than the last seen, so no figure to give
+            return {}
+        newest: dict[int, tuple[int, float, float]] = {}
+        for sample in samples:
+            pid, stamp = int(sample.pid), int(sample.timeStamp)
+            if pid not in newest or stamp >= newest[pid][0]:
+                newest[pid] = (stamp, float(sample.smUtil), float(sample.memUtil))
+            self._last_seen_us = max(self._last_seen_us, stamp)
+        return {pid: (sm, mem) for pid, (_, sm, mem) in newest.items()}
