@@ -7,7 +7,7 @@ All classes are frozen: a Snapshot is a fact about one instant and is shared bet
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypedDict
 
 SourceKind = Literal["nvml", "simulated", "replay", "remote"]
 
@@ -152,6 +152,21 @@ class GpuProcess:
     # Its share of the GPU in the driver's last process-utilization sample; None when unsupported or not sampled.
     sm_pct: float | None = None  # % of time its kernels ran on the SMs
     mem_pct: float | None = None  # % of time it used the memory controller
+
+
+class GpmValues(TypedDict, total=False):
+    """GpuSample's GPM fields, as a source reads them apart from the rest of the sample (see GpuSample)."""
+
+    gr_engine_active_pct: float | None
+    sm_active_pct: float | None
+    sm_occupancy_pct: float | None
+    tensor_active_pct: float | None
+    dram_bw_pct: float | None
+    fp32_active_pct: float | None
+    fp16_active_pct: float | None
+    fp64_active_pct: float | None
+    nvlink_rx_bytes_s: float | None
+    nvlink_tx_bytes_s: float | None
 
 
 @dataclass(frozen=True, slots=True)

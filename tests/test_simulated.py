@@ -74,6 +74,11 @@ def symptoms(snapshots: list[Snapshot]) -> set[str]:
                 found.add("pcie_saturated")
             if gpu.ecc_uncorrected or gpu.retired_pages_pending or gpu.xid_events:
                 found.add("ecc")
+            sm, tensor = gpu.sm_active_pct, gpu.tensor_active_pct
+            if busy and sm is not None and tensor is not None and sm >= 50 and tensor < 5:
+                found.add("tensor_idle")
+            if (gpu.utilization_gpu_pct or 0) >= 80 and sm is not None and sm < 50:
+                found.add("sm_low_busy")
         if snap.gpus[0].processes and sum(utils) / len(utils) < 50:
             found.add("low_util")
         if max(utils) - min(utils) > 30:

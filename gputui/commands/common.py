@@ -8,6 +8,7 @@ import sys
 from gputui.argtypes import gpu_list, positive_seconds
 from gputui.model import SystemInfo
 from gputui.sources.base import Source, SourceUnavailable
+from gputui.sources.sim_physics import BOARDS, DEFAULT_BOARD
 
 EXIT_OK = 0
 EXIT_WARNINGS = 1
@@ -33,6 +34,13 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         type=scenario_name,
         metavar="SCENARIO",
         help="use the simulated machine (labelled SIMULATED everywhere); default scenario: tour",
+    )
+    parser.add_argument(
+        "--demo-gpu",
+        choices=tuple(BOARDS),
+        default=DEFAULT_BOARD,
+        help=f"with --demo: the simulated GPU model (default {DEFAULT_BOARD}; a100 has no GPM, so SM and tensor "
+        "activity read n/a)",
     )
     parser.add_argument("--gpus", type=gpu_list, default=None, metavar="LIST", help="only these GPUs, e.g. 0,2")
 
@@ -95,7 +103,8 @@ def make_source(args: argparse.Namespace, *, fallback_demo: bool = False) -> tup
     gpus = getattr(args, "gpus", None)
     if args.demo is not None:
         count = getattr(args, "demo_gpus", None)
-        source: Source = SimulatedSource(scenario=args.demo, gpu_count=count, gpu_indices=gpus)
+        board = getattr(args, "demo_gpu", DEFAULT_BOARD)
+        source: Source = SimulatedSource(scenario=args.demo, gpu_count=count, gpu_indices=gpus, board=board)
         return source, source.open()
     source = NvmlSource(gpu_indices=gpus)
     try:

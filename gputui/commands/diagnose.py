@@ -118,7 +118,7 @@ def _open(args: argparse.Namespace) -> tuple[Source, SystemInfo, list[float]]:
     from gputui.sources.simulated import SimulatedSource
 
     now = [0.0]
-    demo = SimulatedSource(scenario=args.demo, gpu_indices=args.gpus, clock=lambda: now[0])
+    demo = SimulatedSource(scenario=args.demo, gpu_indices=args.gpus, clock=lambda: now[0], board=args.demo_gpu)
     return demo, demo.open(), now
 
 

@@ -41,3 +41,9 @@ class Thresholds:
     shm_small_gib: float = 1.0  # Docker's /dev/shm is 64 MiB unless --shm-size or --ipc=host
     shm_used_pct: float = 80.0
     oom_hold_s: float = 300.0  # an OOM kill, like an XID, is an event: its finding stays open this long
+    # GPM efficiency (DCGM User Guide, profiling metrics: SM activity < 0.5 "likely indicates ineffective GPU use").
+    efficiency_busy_util_pct: float = 80.0  # utilization this high over the window claims a busy GPU
+    sm_active_low_pct: float = 50.0  # ... while its SMs are busy less than this
+    tensor_idle_pct: float = 5.0  # tensor activity below this while the SMs are busy ...
+    tensor_idle_fp32_pct: float = 30.0  # ... doing plain FP32 at least this much
+    memory_bound_dram_pct: float = 80.0  # DRAM bandwidth against the peak

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import contextlib
 from types import ModuleType
-from typing import Any
+from typing import Any, cast
+
+from gputui.model import GpmValues
 
 MIB = 1024 * 1024
 # nvml.h: "the two samples must be more than 100 ms apart"; closer ticks keep the last metrics.
@@ -33,8 +35,6 @@ GPM_METRICS: tuple[tuple[str, str], ...] = (
     ("nvlink_tx_bytes_s", "NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC"),
 )
 _PER_SECOND = frozenset({"nvlink_rx_bytes_s", "nvlink_tx_bytes_s"})
-
-GpmValues = dict[str, float | None]
 
 
 class GpmReader:
@@ -114,7 +114,7 @@ class GpmReader:
 
     def _decode(self) -> GpmValues:
         ok = self._n.NVML_SUCCESS
-        values: GpmValues = {}
+        values: dict[str, float | None] = {}
         for (key, _), metric in zip(GPM_METRICS, self._request.metrics, strict=False):
             if metric.nvmlReturn != ok:
                 values[key] = None
@@ -122,7 +122,7 @@ class GpmReader:
                 values[key] = float(metric.value) * MIB
             else:
                 values[key] = float(metric.value)
-        return values
+        return cast(GpmValues, values)  # the keys are GPM_METRICS', which name GpmValues' fields
 
     def close(self) -> None:
         """Free the sample buffers (before nvmlShutdown); reading stops."""

@@ -180,6 +180,7 @@ def _contention(stage: Stage, t: float) -> Scene:
         threads=31,
         read_bytes_s=0.3e6,
         rss_gib=5.0,
+        gpu_weight=0.65,
     )
     return Scene(stage.busy(), (*stage.ranks(_TRAIN, 52.0), notebook), HostPlan())
 
@@ -202,6 +203,20 @@ def _imbalance(stage: Stage, t: float) -> Scene:
         i: GpuPlan(util=96.0 if i == first else 42.0, util_swing=3.0 if i == first else 7.0) for i in range(stage.count)
     }
     return Scene(plans, (job,), HostPlan())
+
+
+def _fp32(stage: Stage, t: float) -> Scene:
+    # Training in plain FP32 with TF32 off: the GPU is busy and its SMs are full, but the math runs on the CUDA
+    # cores; the tensor cores, where an H100 has ~15x the FP32 throughput, stay idle.
+    plans = {i: GpuPlan(sm_fill=0.86, tensor_share=0.01, fp32_share=0.55, dram_fill=0.42) for i in range(stage.count)}
+    return Scene(plans, stage.ranks(f"{_TRAIN} --precision fp32", 61.0), HostPlan())
+
+
+def _launchbound(stage: Stage, t: float) -> Scene:
+    # Batch size 4 and many small ops: a kernel is nearly always running, so utilization reads ~100%, but each
+    # fills a fifth of the SMs and the CPU spends its time launching them.
+    plans = {i: GpuPlan(util=99.0, util_swing=0.8, sm_fill=0.22, dram_fill=0.12) for i in range(stage.count)}
+    return Scene(plans, stage.ranks(f"{_TRAIN} --batch-size 4", 18.0, cpu_pct=96.0, cpu_swing=2.0), HostPlan())
 
 
 def _mismatch(stage: Stage, t: float) -> Scene:
@@ -327,6 +342,20 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _imbalance,
         signs=frozenset({"imbalance"}),
         findings=(ExpectedFinding("imbalance", "warning", tuple(range(DEFAULT_GPU_COUNT))),),
+    ),
+    Scenario(
+        "fp32",
+        "busy GPUs doing the math in FP32 on CUDA cores: SM activity high, tensor cores idle",
+        _fp32,
+        signs=frozenset({"tensor_idle"}),
+        findings=_each_gpu("tensor_cores_idle", "warning"),
+    ),
+    Scenario(
+        "launchbound",
+        "utilization ~100% but SM activity 15-30%: kernels too small to fill the GPU",
+        _launchbound,
+        signs=frozenset({"sm_low_busy"}),
+        findings=_each_gpu("low_sm_activity", "warning"),
     ),
     Scenario(
         "mismatch",

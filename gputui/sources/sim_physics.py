@@ -18,6 +18,7 @@ from gputui.model import (
     CLOCK_EVENT_REASONS,
     ContainerInfo,
     ContainerSample,
+    GpmValues,
     GpuInfo,
     GpuProcess,
     GpuSample,
@@ -33,13 +34,7 @@ MIB = 1 << 20
 
 DEFAULT_GPU_COUNT = 4
 
-# Static facts of an H100 SXM5 80GB, as its driver reports them.
-GPU_NAME = "simulated H100 80GB HBM3"
-MAX_SM_CLOCK_MHZ = 1980
-MAX_MEMORY_CLOCK_MHZ = 2619
-IDLE_SM_CLOCK_MHZ = 345
 DEFAULT_POWER_LIMIT_W = 700.0
-MIN_POWER_LIMIT_W = 200.0
 SLOWDOWN_C = 89
 SHUTDOWN_C = 92
 GPU_MAX_C = 87
@@ -48,6 +43,33 @@ MEMORY_TOTAL_BYTES = 80 * GIB
 MEMORY_RESERVED_BYTES = 512 * MIB
 PCIE_MAX_GEN = 5
 PCIE_MAX_WIDTH = 16
+
+
+@dataclass(frozen=True, slots=True)
+class Board:
+    """The GPU model the simulated machine has: its static facts and how its power follows its load."""
+
+    name: str
+    max_sm_clock_mhz: int
+    max_memory_clock_mhz: int
+    idle_sm_clock_mhz: int
+    power_limit_w: float
+    min_power_limit_w: float
+    idle_power_w: float
+    base_power_w: float  # drawn by a busy board before its clocks and load add theirs
+    load_power_w: float  # added at 100% utilization and full clocks
+    pcie_gen: int
+    gpm: bool  # Hopper and newer report GPM (SM, tensor, DRAM activity); older boards answer not supported
+
+
+# An H100 SXM5 80GB and an A100 SXM4 80GB, as their drivers report them.
+BOARDS: dict[str, Board] = {
+    "h100": Board(
+        "simulated H100 80GB HBM3", 1980, 2619, 345, DEFAULT_POWER_LIMIT_W, 200.0, 69.0, 90.0, 520.0, 5, True
+    ),
+    "a100": Board("simulated A100-SXM4-80GB", 1410, 1593, 210, 400.0, 100.0, 52.0, 70.0, 280.0, 4, False),
+}
+DEFAULT_BOARD = "h100"
 _BUS_IDS = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 
 # The host: a 32-core server with 512 GiB of memory and a 25 Gbit/s link.
@@ -72,6 +94,7 @@ class Job:
     read_bytes_s: float = 45e6
     rss_gib: float = 9.0
     state: str = "S"
+    gpu_weight: float = 1.0  # its part of a shared GPU's time, against the other processes' weights
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +110,13 @@ class GpuPlan:
     pcie_gen: int = PCIE_MAX_GEN
     pcie_width: int = PCIE_MAX_WIDTH
     reasons: int = 0  # clock event bits asserted from outside (HW slowdown, power brake)
+    # How the busy time is spent, as GPM reads it: SM activity per unit of utilization (small kernels leave
+    # SMs empty), tensor-core and plain-FP32 activity as shares of SM activity, DRAM bandwidth per unit of
+    # utilization. The defaults are a bf16 training step that keeps the GPU well fed.
+    sm_fill: float = 0.89
+    tensor_share: float = 0.56
+    fp32_share: float = 0.14
+    dram_fill: float = 0.55
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,27 +172,27 @@ def _worker_keys(pid: int, children: int) -> tuple[str, ...]:
     return tuple(f"pid{pid}/w{w}" for w in range(children))
 
 
-def gpu_info(index: int, rng: random.Random) -> GpuInfo:
+def gpu_info(index: int, rng: random.Random, board: Board) -> GpuInfo:
     """The static facts of simulated GPU `index`; its UUID and serial are drawn from `rng`."""
     bus = _BUS_IDS[index] if index < len(_BUS_IDS) else 0xE0 + index
     return GpuInfo(
         index=index,
-        name=GPU_NAME,
+        name=board.name,
         uuid=f"GPU-{uuid.UUID(int=rng.getrandbits(128), version=4)}",
         serial=str(rng.randrange(1_650_000_000_000, 1_660_000_000_000)),
         pci_bus_id=f"00000000:{bus:02X}:00.0",
         memory_total_bytes=MEMORY_TOTAL_BYTES,
-        max_sm_clock_mhz=MAX_SM_CLOCK_MHZ,
-        max_memory_clock_mhz=MAX_MEMORY_CLOCK_MHZ,
-        max_graphics_clock_mhz=MAX_SM_CLOCK_MHZ,
-        default_app_sm_clock_mhz=1755,
-        default_app_memory_clock_mhz=MAX_MEMORY_CLOCK_MHZ,
-        pcie_max_gen=PCIE_MAX_GEN,
+        max_sm_clock_mhz=board.max_sm_clock_mhz,
+        max_memory_clock_mhz=board.max_memory_clock_mhz,
+        max_graphics_clock_mhz=board.max_sm_clock_mhz,
+        default_app_sm_clock_mhz=round(board.max_sm_clock_mhz * 0.886),
+        default_app_memory_clock_mhz=board.max_memory_clock_mhz,
+        pcie_max_gen=board.pcie_gen,
         pcie_max_width=PCIE_MAX_WIDTH,
-        pcie_gpu_max_gen=PCIE_MAX_GEN,
-        power_default_limit_w=DEFAULT_POWER_LIMIT_W,
-        power_min_limit_w=MIN_POWER_LIMIT_W,
-        power_max_limit_w=DEFAULT_POWER_LIMIT_W,
+        pcie_gpu_max_gen=board.pcie_gen,
+        power_default_limit_w=board.power_limit_w,
+        power_min_limit_w=board.min_power_limit_w,
+        power_max_limit_w=board.power_limit_w,
         temperature_slowdown_c=SLOWDOWN_C,
         temperature_shutdown_c=SHUTDOWN_C,
         temperature_gpu_max_c=GPU_MAX_C,
@@ -178,9 +208,14 @@ class MachinePhysics:
     """Turns scenes into samples, and keeps the counters that only grow (energy, throttled time) per GPU."""
 
     def __init__(
-        self, waves: Waves, temp_offset: tuple[float, ...], start_counters: tuple[tuple[float, int, int], ...]
+        self,
+        waves: Waves,
+        temp_offset: tuple[float, ...],
+        start_counters: tuple[tuple[float, int, int], ...],
+        board: Board = BOARDS[DEFAULT_BOARD],
     ) -> None:
         self._waves = waves
+        self._board = board
         self._temp_offset = temp_offset
         self._start_counters = start_counters
         self._energy_mj: list[float] = []
@@ -195,20 +230,17 @@ class MachinePhysics:
 
     def gpu_sample(self, index: int, scene: Scene, t: float, timestamp: float, dt: float) -> GpuSample:
         plan = scene.gpus[index]
+        board = self._board
         wave = self._waves
         key = f"gpu{index}"
-        procs = tuple(
-            GpuProcess(pid=job.pid, used_memory_bytes=int(gib * GIB) // MIB * MIB)
-            for job in scene.jobs
-            for gpu, gib in job.memory_gib
-            if gpu == index
-        )
-        used = sum(p.used_memory_bytes or 0 for p in procs)
+        jobs = [(job, gib) for job in scene.jobs for gpu, gib in job.memory_gib if gpu == index]
+        used = sum(int(gib * GIB) // MIB * MIB for _, gib in jobs)
+        power_limit = min(plan.power_limit_w, board.power_limit_w)
         power_throttled = thermal_throttled = False
         if plan.idle:
             util = mem_util = 0.0
-            clock = float(IDLE_SM_CLOCK_MHZ)
-            power = 69.0 + 2.0 * wave(f"{key}/power", t)
+            clock = float(board.idle_sm_clock_mhz)
+            power = board.idle_power_w + 2.0 * wave(f"{key}/power", t)
             temp = 31.0 + self._temp_offset[index] + 0.8 * wave(f"{key}/temp", t)
             rx = 18e3 + 6e3 * wave(f"{key}/rx", t)
             tx = 12e3 + 4e3 * wave(f"{key}/tx", t)
@@ -220,7 +252,7 @@ class MachinePhysics:
             mem_util = clamp(util * 0.45 + 4.0 * wave(f"{key}/memutil", t), 0.0, 100.0)
             reasons = plan.reasons
             pstate = 0
-            clock = float(MAX_SM_CLOCK_MHZ)
+            clock = float(board.max_sm_clock_mhz)
             if plan.sm_clock_mhz is not None:
                 clock = plan.sm_clock_mhz + 15.0 * wave(f"{key}/clock", t)
             temp = 0.0
@@ -232,12 +264,15 @@ class MachinePhysics:
                     thermal_throttled = True
                 if temp >= SLOWDOWN_C + 1:
                     reasons |= BIT["hw_thermal_slowdown"]
-            dynamic = util / 100.0 * 520.0
-            power = 90.0 + dynamic * (clock / MAX_SM_CLOCK_MHZ) ** 2 + 12.0 * wave(f"{key}/power", t)
-            if power > plan.power_limit_w - 6.0:
+            dynamic = util / 100.0 * board.load_power_w
+            power = (
+                board.base_power_w + dynamic * (clock / board.max_sm_clock_mhz) ** 2 + 12.0 * wave(f"{key}/power", t)
+            )
+            if power > power_limit - 6.0:
                 # The power policy holds the draw just under the enforced limit by lowering the clock.
-                power = plan.power_limit_w - 4.0 + 2.0 * wave(f"{key}/power", t)
-                clock = min(clock, MAX_SM_CLOCK_MHZ * math.sqrt(max(0.0, power - 90.0) / max(dynamic, 1.0)))
+                power = power_limit - 4.0 + 2.0 * wave(f"{key}/power", t)
+                headroom = max(0.0, power - board.base_power_w) / max(dynamic, 1.0)
+                clock = min(clock, board.max_sm_clock_mhz * math.sqrt(headroom))
                 reasons |= BIT["sw_power_cap"]
                 power_throttled = True
             if plan.temperature_c is None:
@@ -245,6 +280,16 @@ class MachinePhysics:
             load = util / 100.0
             rx = 2.2e9 * load + 0.3e9 * load * wave(f"{key}/rx", t)
             tx = 0.6e9 * load + 0.1e9 * load * wave(f"{key}/tx", t)
+        weights = sum(job.gpu_weight for job, _ in jobs) or 1.0
+        procs = tuple(
+            GpuProcess(
+                pid=job.pid,
+                used_memory_bytes=int(gib * GIB) // MIB * MIB,
+                sm_pct=round(util * job.gpu_weight / weights),
+                mem_pct=round(mem_util * job.gpu_weight / weights),
+            )
+            for job, gib in jobs
+        )
         self._energy_mj[index] += power * dt * 1000.0
         if power_throttled:
             self._power_violation_ns[index] += dt * 1e9
@@ -256,16 +301,16 @@ class MachinePhysics:
             utilization_gpu_pct=round(util, 1),
             utilization_memory_pct=round(mem_util, 1),
             sm_clock_mhz=round(clock),
-            memory_clock_mhz=MAX_MEMORY_CLOCK_MHZ,
+            memory_clock_mhz=board.max_memory_clock_mhz,
             graphics_clock_mhz=round(clock),
             temperature_c=round(temp, 1),
             memory_temperature_c=round(temp + 6.0, 1),
             power_w=round(power, 1),
-            power_limit_w=plan.power_limit_w,
+            power_limit_w=power_limit,
             memory_used_bytes=used,
             memory_reserved_bytes=MEMORY_RESERVED_BYTES,
             memory_free_bytes=MEMORY_TOTAL_BYTES - MEMORY_RESERVED_BYTES - used,
-            pcie_gen=plan.pcie_gen,
+            pcie_gen=min(plan.pcie_gen, board.pcie_gen),
             pcie_width=plan.pcie_width,
             pcie_tx_bytes_s=round(tx),
             pcie_rx_bytes_s=round(rx),
@@ -281,7 +326,29 @@ class MachinePhysics:
             encoder_pct=0.0,
             decoder_pct=0.0,
             processes=procs,
+            **(self._gpm(plan, key, util, t) if board.gpm else GpmValues()),
         )
+
+    def _gpm(self, plan: GpuPlan, key: str, util: float, t: float) -> GpmValues:
+        """What GPM reads for a GPU at `util` % under `plan`: how full its SMs, tensor cores and DRAM are."""
+        wave = self._waves
+        load = 0.0 if plan.idle else util / 100.0
+        sm = 0.0 if plan.idle else clamp(util * plan.sm_fill + 2.0 * wave(f"{key}/sm", t), 0.0, 100.0)
+        tensor = 0.0 if plan.idle else clamp(sm * plan.tensor_share + 3.0 * wave(f"{key}/tensor", t), 0.0, 100.0)
+        dram = 0.0 if plan.idle else clamp(util * plan.dram_fill + 4.0 * wave(f"{key}/dram", t), 0.0, 100.0)
+        nvlink = 21e9 * load + 1.5e9 * load * wave(f"{key}/nvlink", t)
+        return {
+            "gr_engine_active_pct": round(util, 1),
+            "sm_active_pct": round(sm, 1),
+            "sm_occupancy_pct": round(sm * 0.48, 1),
+            "tensor_active_pct": round(tensor, 1),
+            "dram_bw_pct": round(dram, 1),
+            "fp32_active_pct": round(sm * plan.fp32_share, 1),
+            "fp16_active_pct": round(sm * 0.03, 1),
+            "fp64_active_pct": 0.0,
+            "nvlink_rx_bytes_s": round(nvlink),
+            "nvlink_tx_bytes_s": round(nvlink * 0.97),
+        }
 
     def host_sample(self, scene: Scene, gpus: tuple[GpuSample, ...], t: float, timestamp: float) -> HostSample:
         wave = self._waves

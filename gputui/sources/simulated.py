@@ -1,4 +1,5 @@
-"""A simulated H100 machine: real-looking data for demos, tests and machines without an NVIDIA driver.
+"""A simulated H100 machine (or A100, a board without GPM): real-looking data for demos, tests and machines
+without an NVIDIA driver.
 
 The scenarios and their scenes are in scenarios.py, what the GPUs and the host report for a scene in
 sim_physics.py, and the noise in sim_waves.py; this module is the Source over them. Every value is a smooth
@@ -14,7 +15,7 @@ from collections.abc import Callable, Sequence
 from gputui.model import ContainerInfo, Snapshot, SystemInfo
 from gputui.sources.base import InvalidGpuSelection
 from gputui.sources.scenarios import BY_NAME, SCENARIO_DESCRIPTIONS, SCENARIOS, TOUR, Stage
-from gputui.sources.sim_physics import DEFAULT_GPU_COUNT, MachinePhysics, Scene, gpu_info
+from gputui.sources.sim_physics import BOARDS, DEFAULT_BOARD, DEFAULT_GPU_COUNT, MachinePhysics, Scene, gpu_info
 from gputui.sources.sim_waves import Waves
 
 TOUR_SEGMENT_S = 30.0
@@ -47,7 +48,10 @@ class SimulatedSource:
         seed: int = 0,
         clock: Callable[[], float] | None = None,
         fallback_reason: str | None = None,
+        board: str = DEFAULT_BOARD,
     ) -> None:
+        if board not in BOARDS:
+            raise ValueError(f"unknown board {board!r} (choose from {', '.join(BOARDS)})")
         if scenario not in SCENARIOS:
             raise ValueError(f"unknown scenario {scenario!r} (choose from {', '.join(SCENARIOS)})")
         count = DEFAULT_GPU_COUNT if gpu_count is None else gpu_count
@@ -71,12 +75,12 @@ class SimulatedSource:
         self._fallback_reason = fallback_reason
         rng = random.Random(f"{seed}/machine")
         pid_base = rng.randrange(18_000, 60_000)
-        self._info = tuple(gpu_info(index, rng) for index in range(count))
+        self._info = tuple(gpu_info(index, rng, BOARDS[board]) for index in range(count))
         temp_offset = tuple(rng.uniform(-2.5, 2.5) for _ in range(count))
         start_counters = tuple(
             (rng.uniform(2e9, 9e9), rng.randrange(10**12, 10**13), rng.randrange(10**9, 10**10)) for _ in range(count)
         )
-        self._physics = MachinePhysics(Waves(seed), temp_offset, start_counters)
+        self._physics = MachinePhysics(Waves(seed), temp_offset, start_counters, BOARDS[board])
         odd = selected[1] if len(selected) > 1 else selected[0]
         self._stage = Stage(count=count, pid_base=pid_base, first=selected[0], odd=odd)
         self._system: SystemInfo | None = None

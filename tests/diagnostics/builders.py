@@ -60,6 +60,11 @@ def gpu(index: int = 0, pids: Sequence[int] = (100,), **changes: Any) -> GpuSamp
         power_violation_ns=0,
         ecc_uncorrected=0,
         retired_pages_pending=False,
+        sm_active_pct=86.0,  # GPM: a bf16 step that fills the GPU
+        sm_occupancy_pct=41.0,
+        tensor_active_pct=48.0,
+        dram_bw_pct=55.0,
+        fp32_active_pct=12.0,
         processes=tuple(GpuProcess(pid=pid, used_memory_bytes=30 * GIB) for pid in pids),
     )
     return replace(base, **changes)

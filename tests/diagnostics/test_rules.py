@@ -58,6 +58,7 @@ def test_ids_are_the_interface() -> None:
         "starvation_cpu", "starvation_io", "starvation_net", "gpu_contention", "cpu_contention", "imbalance",
         "host_swap", "cuda_mismatch", "nvml_unavailable", "ecc_errors", "xid", "idle_allocation", "gpu_lost",
         "cpu_throttled", "workers_oversubscribed", "shm_small", "oom_kill", "memory_limit",
+        "low_sm_activity", "tensor_cores_idle", "memory_bound",
     } == RULE_IDS  # fmt: skip
 
 

@@ -13,6 +13,7 @@ from typing import Protocol
 from gputui.diagnostics.locale import LANGS, Texts
 from gputui.diagnostics.rules import (
     container,
+    efficiency,
     health,
     host,
     memory,
@@ -40,6 +41,7 @@ FAMILIES: tuple[Family, ...] = (
     pcie,
     starvation,
     container,
+    efficiency,
     sharing,
     host,
     software,

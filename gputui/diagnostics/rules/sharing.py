@@ -10,6 +10,7 @@ from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.model import GpuSample
 
 # Launchers pass each rank its own `--local-rank N`; without it the ranks of one job share a command line.
 _RANK_ARG = re.compile(r"\s--local[-_]rank[= ]\d+")
@@ -23,13 +24,30 @@ def gpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
         procs = [w.host.process(pid) for pid in pids]
         users = sorted({p.user for p in procs if p is not None and p.user})
         names = ", ".join(f"{p.name if p else '?'} ({pid})" for pid, p in zip(pids, procs, strict=True))
+        params: dict[str, object] = {"gpu": g.index, "count": len(pids), "users": ", ".join(users) or "?"}
+        shares = _sm_shares(w, g)
+        variant = ""
+        if len(shares) >= 2:
+            # The biggest SM user is taken for the job the GPU is there for; the next one is who competes.
+            (_, _), (pid, share) = shares[:2]
+            proc = w.host.process(pid)
+            params |= {"pid": pid, "who": proc.user if proc and proc.user else "?", "share": f"{share:.0f}%"}
+            variant = "shares"
+        listed = ", ".join(f"{pid}: {share:.0f}%" for pid, share in shares) or None
         yield Hit(
             gpus=(g.index,),
             pids=pids,
             value=len(pids),
-            params={"gpu": g.index, "count": len(pids), "users": ", ".join(users) or "?"},
-            evidence=(ev("processes", names), ev("users", ", ".join(users) or None)),
+            params=params,
+            variant=variant,
+            evidence=(ev("processes", names), ev("users", ", ".join(users) or None), ev("sm_shares", listed)),
         )
+
+
+def _sm_shares(w: Window, sample: GpuSample) -> list[tuple[int, float]]:
+    """(pid, SM %) of the compute processes whose share the driver sampled, biggest first."""
+    known = [(p.pid, p.sm_pct) for p in sample.processes if p.kind == "compute" and p.sm_pct is not None]
+    return sorted(known, key=lambda item: -item[1])
 
 
 def _job_key(w: Window, pid: int) -> tuple[str, ...]:
@@ -84,9 +102,16 @@ RULES: tuple[Rule, ...] = (
 TEXTS: Texts = {
     "en": {
         "gpu_contention.title": "GPU {gpu}: shared by {count} processes ({users})",
+        "gpu_contention.title.shares": (
+            "GPU {gpu}: shared by {count} processes; pid {pid} ({who}) takes {share} of the SMs"
+        ),
         "gpu_contention.advice": (
             "Processes compete for this GPU's time and memory. Move one to a free GPU (CUDA_VISIBLE_DEVICES), "
             "agree with the other user, or stop a forgotten notebook."
+        ),
+        "gpu_contention.advice.shares": (
+            "Pid {pid} ({who}) takes {share} of this GPU's SMs, time your job does not get. Move one to a free "
+            "GPU (CUDA_VISIBLE_DEVICES), agree with the other user, or stop a forgotten notebook."
         ),
         "imbalance.title": "GPUs {gpus}: one job, uneven load",
         "imbalance.advice": (
@@ -94,14 +119,20 @@ TEXTS: Texts = {
             "DistributedDataParallel; otherwise balance the batch or the model split across the GPUs."
         ),
         "ev.users": "users",
+        "ev.sm_shares": "SM share per process",
         "ev.util_spread": "utilization spread",
         "ev.gpu_utils": "utilization per GPU",
     },
     "zh": {
         "gpu_contention.title": "GPU {gpu}：被 {count} 个进程共用（{users}）",
+        "gpu_contention.title.shares": "GPU {gpu}：被 {count} 个进程共用；pid {pid}（{who}）占用了 {share} 的 SM",
         "gpu_contention.advice": (
             "多个进程在争用这块 GPU 的算力和显存。请把其中一个移到空闲的 GPU（CUDA_VISIBLE_DEVICES），"
             "与其他用户协商，或关掉遗忘的 notebook。"
+        ),
+        "gpu_contention.advice.shares": (
+            "pid {pid}（{who}）占用了这块 GPU {share} 的 SM，这些时间你的任务用不上。请把其中一个移到空闲的 GPU"
+            "（CUDA_VISIBLE_DEVICES），与其他用户协商，或关掉遗忘的 notebook。"
         ),
         "imbalance.title": "GPU {gpus}：同一任务负载不均",
         "imbalance.advice": (
@@ -109,6 +140,7 @@ TEXTS: Texts = {
             "DistributedDataParallel；否则请在各 GPU 间平衡 batch 或模型切分。"
         ),
         "ev.users": "用户",
+        "ev.sm_shares": "各进程 SM 占比",
         "ev.util_spread": "利用率差距",
         "ev.gpu_utils": "各 GPU 利用率",
     },

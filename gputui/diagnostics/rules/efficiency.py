@@ -1,0 +1,132 @@
+"""Busy is not efficient (GPM, Hopper and newer): SMs left empty (`low_sm_activity`), tensor cores idle while
+FP32 runs on CUDA cores (`tensor_cores_idle`), bound by DRAM bandwidth (`memory_bound`).
+
+NVML's utilization counts the time any kernel ran; GPM says how full the GPU was meanwhile. Each rule judges
+window means, so one short phase (an evaluation step, a checkpoint) does not open a finding. GPUs without
+GPM report None and these rules stay silent about them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.locale import Texts
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
+from gputui.diagnostics.thresholds import Thresholds
+
+
+def low_sm_activity(w: Window, th: Thresholds) -> Iterator[Hit]:
+    for g in w.gpus():
+        util = w.mean(g.index, "utilization_gpu_pct")
+        sm = w.mean(g.index, "sm_active_pct")
+        if util is None or sm is None or util < th.efficiency_busy_util_pct or sm >= th.sm_active_low_pct:
+            continue
+        yield Hit(
+            gpus=(g.index,),
+            pids=w.pids(g),
+            value=round(sm, 1),
+            params={"gpu": g.index, "util": f"{util:.0f}%", "sm": f"{sm:.0f}%"},
+            evidence=(
+                ev("gpu_util", rounded(util), "%", "mean"),
+                ev("sm_active", rounded(sm), "%", "mean"),
+                ev("sm_occupancy", rounded(w.mean(g.index, "sm_occupancy_pct")), "%", "mean"),
+            ),
+        )
+
+
+def tensor_cores_idle(w: Window, th: Thresholds) -> Iterator[Hit]:
+    for g in w.gpus():
+        sm = w.mean(g.index, "sm_active_pct")
+        tensor = w.mean(g.index, "tensor_active_pct")
+        fp32 = w.mean(g.index, "fp32_active_pct")
+        if sm is None or tensor is None or fp32 is None:
+            continue
+        if sm < th.sm_active_low_pct or tensor >= th.tensor_idle_pct or fp32 < th.tensor_idle_fp32_pct:
+            continue
+        yield Hit(
+            gpus=(g.index,),
+            pids=w.pids(g),
+            value=round(tensor, 1),
+            params={"gpu": g.index, "tensor": f"{tensor:.1f}%", "fp32": f"{fp32:.0f}%"},
+            evidence=(
+                ev("sm_active", rounded(sm), "%", "mean"),
+                ev("tensor_active", rounded(tensor), "%", "mean"),
+                ev("fp32_active", rounded(fp32), "%", "mean"),
+            ),
+        )
+
+
+def memory_bound(w: Window, th: Thresholds) -> Iterator[Hit]:
+    for g in w.gpus():
+        dram = w.mean(g.index, "dram_bw_pct")
+        if dram is None or dram < th.memory_bound_dram_pct:
+            continue
+        yield Hit(
+            gpus=(g.index,),
+            pids=w.pids(g),
+            value=round(dram, 1),
+            params={"gpu": g.index, "dram": f"{dram:.0f}%"},
+            evidence=(
+                ev("dram_bw", rounded(dram), "%", "mean"),
+                ev("sm_active", rounded(w.mean(g.index, "sm_active_pct")), "%", "mean"),
+                ev("tensor_active", rounded(w.mean(g.index, "tensor_active_pct")), "%", "mean"),
+            ),
+        )
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("low_sm_activity", Severity.WARNING, low_sm_activity, metric="sm_active_pct", higher_is_worse=False),
+    Rule("tensor_cores_idle", Severity.WARNING, tensor_cores_idle, metric="tensor_active_pct", higher_is_worse=False),
+    Rule("memory_bound", Severity.INFO, memory_bound, metric="dram_bw_pct"),
+)
+
+TEXTS: Texts = {
+    "en": {
+        "low_sm_activity.title": "GPU {gpu}: {util} busy, but only {sm} of its SMs at work",
+        "low_sm_activity.advice": (
+            "A kernel is nearly always running, but each fills few SMs: the kernels are too small for this GPU "
+            "(tiny batch, many small ops, the CPU busy launching them). Use a bigger batch, capture the step in "
+            "CUDA graphs, try torch.compile, or fuse small ops."
+        ),
+        "tensor_cores_idle.title": "GPU {gpu}: tensor cores idle ({tensor}), math in FP32 on CUDA cores ({fp32})",
+        "tensor_cores_idle.advice": (
+            "The math runs in plain FP32, which tensor cores do not take. Train with bf16/fp16 autocast "
+            "(torch.autocast), or allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True, "
+            "torch.backends.cudnn.allow_tf32 = True)."
+        ),
+        "memory_bound.title": "GPU {gpu}: bound by memory bandwidth (DRAM {dram} of peak)",
+        "memory_bound.advice": (
+            "The GPU waits on its memory more than on its math. Fused kernels, FlashAttention (scaled_dot_"
+            "product_attention), larger tiles and fewer element-wise passes move less data per step."
+        ),
+        "ev.sm_active": "SM activity",
+        "ev.sm_occupancy": "SM occupancy",
+        "ev.tensor_active": "tensor-core activity",
+        "ev.fp32_active": "FP32 pipe activity",
+        "ev.dram_bw": "DRAM bandwidth",
+    },
+    "zh": {
+        "low_sm_activity.title": "GPU {gpu}：利用率 {util}，但只有 {sm} 的 SM 在工作",
+        "low_sm_activity.advice": (
+            "几乎一直有 kernel 在运行，但每个 kernel 只占用很少的 SM：kernel 太小，填不满这块 GPU"
+            "（batch 太小、小算子太多、CPU 忙于发射 kernel）。请加大 batch，用 CUDA graphs 捕获训练步，"
+            "尝试 torch.compile，或融合小算子。"
+        ),
+        "tensor_cores_idle.title": "GPU {gpu}：Tensor Core 空闲（{tensor}），计算以 FP32 跑在 CUDA core 上（{fp32}）",
+        "tensor_cores_idle.advice": (
+            "计算使用普通 FP32，Tensor Core 用不上。请用 bf16/fp16 autocast（torch.autocast）训练，"
+            "或开启 TF32（torch.backends.cuda.matmul.allow_tf32 = True，torch.backends.cudnn.allow_tf32 = True）。"
+        ),
+        "memory_bound.title": "GPU {gpu}：受显存带宽限制（DRAM 达峰值的 {dram}）",
+        "memory_bound.advice": (
+            "GPU 等显存多于等计算。融合 kernel、FlashAttention（scaled_dot_product_attention）、"
+            "更大的分块和更少的逐元素操作，都能减少每步搬运的数据量。"
+        ),
+        "ev.sm_active": "SM 活跃度",
+        "ev.sm_occupancy": "SM 占用率",
+        "ev.tensor_active": "Tensor Core 活跃度",
+        "ev.fp32_active": "FP32 流水线活跃度",
+        "ev.dram_bw": "显存带宽",
+    },
+}
