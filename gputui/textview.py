@@ -102,6 +102,13 @@ def gpu_table(info: GpuInfo | None, gpu: GpuSample) -> Table:
         ("fan", fmt_pct(gpu.fan_pct)),
         ("P-state", _or_na(gpu.pstate, lambda p: f"P{p}")),
         ("replays", fmt_num(gpu.pcie_replay_count)),
+        ("SM active", f"{fmt_pct(gpu.sm_active_pct)} (occupancy {fmt_pct(gpu.sm_occupancy_pct)})"),
+        ("tensor", fmt_pct(gpu.tensor_active_pct)),
+        ("DRAM bw", fmt_pct(gpu.dram_bw_pct)),
+        (
+            "FP32/16/64",
+            " / ".join(fmt_pct(v) for v in (gpu.fp32_active_pct, gpu.fp16_active_pct, gpu.fp64_active_pct)),
+        ),
     ]
     for left, right in zip(rows[0::2], rows[1::2], strict=True):
         table.add_row(*left, *right)
@@ -175,8 +182,8 @@ def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
 
     Each command goes at the end of its row when the terminal is wide enough, else on a line of its own.
     """
-    layout = "{:>3} {:>7} {:<8} {:>9} {:>5} {:>7} {:>8} {:>10} {:<5}"
-    header = layout.format("GPU", "PID", "user", "GPU mem", "CPU", "threads", "children", "read", "state")
+    layout = "{:>3} {:>7} {:<8} {:>9} {:>4} {:>5} {:>7} {:>8} {:>10} {:<5}"
+    header = layout.format("GPU", "PID", "user", "GPU mem", "SM", "CPU", "threads", "children", "read", "state")
     inline = width - len(header) - 2 >= 30
     lines = ["GPU processes", f"{header}  command" if inline else header.rstrip()]
     for gpu in snapshot.gpus:
@@ -187,6 +194,7 @@ def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
                 f"{proc.pid}*" if proc.seen == "device" else proc.pid,
                 _shorten((host.user if host else None) or NA, 8),
                 fmt_bytes(proc.used_memory_bytes),
+                fmt_pct(proc.sm_pct),
                 fmt_pct(host.cpu_pct if host else None),
                 fmt_num(host.threads if host else None),
                 fmt_num(host.children if host else None),

@@ -97,6 +97,7 @@ def test_plain_processes_keep_the_columns_they_always_had() -> None:
         "GPU",
         "PID",
         "CPU%",
+        "SM%",
         "GPU MEM",
         "THR",
         "WORKERS",

@@ -1,4 +1,5 @@
-"""`enter` on a GPU: its history as charts (utilization, SM clock, temperature, power, PCIe), `esc` back."""
+"""`enter` on a GPU: its history as charts (utilization, SM clock, temperature, power, PCIe, and on GPUs with
+GPM SM activity, tensor activity and DRAM bandwidth), `esc` back."""
 
 from __future__ import annotations
 
@@ -66,6 +67,14 @@ CHARTS: tuple[Chart, ...] = (
     Chart("PCIe RX", "B/s", lambda s: s.pcie_rx_bytes_s, lambda i, v: _max_or(v, 1e9), f.fmt_rate_short, "blue"),
 )
 
+# GPM (Hopper and newer): how full the GPU was while utilization said busy. Drawn only where reported.
+GPM_CHARTS: tuple[Chart, ...] = (
+    Chart("SM ACT", "%", lambda s: s.sm_active_pct, lambda i, v: 100.0, f.fmt_pct, "green"),
+    Chart("TENSOR", "%", lambda s: s.tensor_active_pct, lambda i, v: 100.0, f.fmt_pct, "bright_green"),
+    Chart("DRAM BW", "%", lambda s: s.dram_bw_pct, lambda i, v: 100.0, f.fmt_pct, "magenta"),
+)
+NO_GPM = "SM activity, tensor activity, DRAM bandwidth: n/a (no GPM on this GPU; Hopper and newer report it)"
+
 
 def span_label(snapshots: int, seconds: float) -> str:
     minutes, secs = divmod(round(seconds), 60)
@@ -93,8 +102,12 @@ class DetailView(LineView):
         window = list(history)[-columns:]
         span = window[-1].timestamp - window[0].timestamp if window else 0.0
         lines = [self._title(info, sample), [(f"{span_label(len(window), span)}, one column per sample", LABEL)]]
-        block = max(2, (self.known_height - len(lines)) // len(CHARTS))
-        for chart in CHARTS:
+        gpm = any(g.sm_active_pct is not None for snap in window for g in snap.gpus if g.index == self.index)
+        charts = CHARTS + GPM_CHARTS if gpm else CHARTS
+        if not gpm:
+            lines.append([(NO_GPM, LABEL)])
+        block = max(2, (self.known_height - len(lines)) // len(charts))
+        for chart in charts:
             lines += self._chart(chart, info, history, columns, block - 1)
         return lines
 

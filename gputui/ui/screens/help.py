@@ -45,6 +45,13 @@ DESCRIPTIONS: dict[str, str] = {
 }
 
 
+# Why a GPU can read 100% busy and still be slow: the two lines the panels' "SM act" needs.
+UTIL_VS_SM = (
+    "UTIL: time any kernel ran. SM act: share of the SMs at work meanwhile (GPM).\n"
+    "Full UTIL, low SM act: kernels too small. Low tensor: math not on tensor cores."
+)
+
+
 def key_table(bindings: Sequence[BindingType]) -> Table:
     table = Table(box=None, show_header=False, padding=(0, 2))
     table.add_column(style="bold")
@@ -68,3 +75,4 @@ class HelpScreen(ModalScreen[None]):
         with Vertical(id="help"):
             yield Static("gputui keys", id="help-title")
             yield Static(key_table(self._keys))
+            yield Static(UTIL_VS_SM, id="help-gpm")

@@ -42,6 +42,10 @@ METRIC_GROUPS: dict[str, str] = {
     "pcie_replay_count": "pcie",
     "memory_used_bytes": "vram",
     "memory_reserved_bytes": "vram",
+    "sm_active_pct": "gpm",
+    "tensor_active_pct": "gpm",
+    "fp32_active_pct": "gpm",
+    "dram_bw_pct": "gpm",
 }
 
 
@@ -143,6 +147,19 @@ class GpuPanel:
             line += [("UTIL [", LABEL), (t.bar(frac, bar_width), style), ("] ", LABEL)]
         return [*line, (f"{f.fmt_pct(util):>4}", self._mark("util", style))]
 
+    def _gpm(self, s: GpuSample | None, labels: tuple[str, str, str | None], sep: str) -> Line:
+        """How full the GPU is beside how often it is busy: SM and tensor-core activity, DRAM bandwidth (GPM)."""
+        sm = None if s is None else s.sm_active_pct
+        tensor = None if s is None else s.tensor_active_pct
+        parts = [(labels[0], sm), (labels[1], tensor)]
+        if labels[2] is not None:
+            parts.append((labels[2], None if s is None else s.dram_bw_pct))
+        style = self._mark("gpm", "")
+        line: Line = []
+        for n, (label, value) in enumerate(parts):
+            line += [(sep if n else "", LABEL), (label, LABEL), (f"{f.fmt_pct(value):>4}", style)]
+        return line
+
     def _spark(self, width: int) -> Line:
         return [(self.history.sparkline(width), "cyan")]
 
@@ -220,7 +237,8 @@ class GpuPanel:
 
     def _three_lines(self, s: GpuSample | None, width: int) -> list[Line]:
         gap: Line = [("  ", "")]
-        line2: Line = [("   ", ""), *self._util(s, 20), *gap, *self._clocks(s), *gap]
+        line2: Line = [("   ", ""), *self._util(s, 12), *gap]
+        line2 += [*self._gpm(s, ("SM act ", "tensor ", "DRAM "), " · "), *gap, *self._clocks(s), *gap]
         line2 += self._spark(max(0, width - line_len(line2)))
         line3: Line = [("   TEMP ", LABEL), *self._temp(s, True), ("  POWER ", LABEL), *self._power(s, True)]
         line3 += [*gap, *self._rates(s), ("  VRAM ", LABEL), *self._vram(s, 16)]
@@ -243,7 +261,10 @@ class GpuPanel:
 
     def _two_lines(self, s: GpuSample | None, width: int) -> list[Line]:
         gap: Line = [("  ", "")]
-        head = [*self._title(18), (" ", ""), *self._util(s, 0), *gap, *self._temp(s, False), *gap]
+        head = [*self._title(18), (" ", ""), *self._util(s, 0), *gap]
+        if self._has_gpm(s):
+            head += [*self._gpm(s, ("SM act ", "tensor ", None), " "), *gap]
+        head += [*self._temp(s, False), *gap]
         head += [*self._power(s, True), *gap, *self._vram(s, 0), *gap]
         head += self._spark(max(4, min(30, width - line_len(head) - 20)))
         head += self._tags(s)
@@ -255,13 +276,20 @@ class GpuPanel:
 
     def _one_line(self, s: GpuSample | None, width: int) -> Line:
         gap: Line = [(" ", "")]
-        line = [*self._title(14), *gap, *self._util(s, 0), *gap, *self._temp(s, False), *gap]
+        line = [*self._title(14), *gap, *self._util(s, 0), *gap]
+        if self._has_gpm(s):
+            line += [*self._gpm(s, ("SM ", "TC ", None), " "), *gap]
+        line += [*self._temp(s, False), *gap]
         line += [*self._power(s, True), *gap, *self._vram(s, 0), *gap]
         gen = None if s is None else s.pcie_gen
         lanes = None if s is None else s.pcie_width
         line += [(t.fmt_pcie(gen, lanes).replace(" ", ""), LABEL), *gap]
         line += self._spark(max(4, min(30, width - line_len(line) - 18)))
         return line + self._tags(s)
+
+    def _has_gpm(self, s: GpuSample | None) -> bool:
+        """Compact layouts give GPM room only on GPUs that report it (Hopper and newer); the full one says n/a."""
+        return s is not None and (s.sm_active_pct is not None or s.tensor_active_pct is not None)
 
     def _lost_lines(self, s: GpuSample, mode: int) -> list[Line]:
         line = self._title(26 if mode >= 3 else 14)

@@ -53,6 +53,8 @@ COLUMNS: tuple[Column, ...] = (
     # NVML's PID where it is not the PID here: a process found in this container through its device file.
     Column("host_pid", "HOST PID", 8, optional=True),
     Column("cpu", "CPU%", 5),
+    # Its share of the GPU's SM time in the driver's last process-utilization sample.
+    Column("sm", "SM%", 4),
     Column("mem", "GPU MEM", 8),
     Column("threads", "THR", 4),
     Column("workers", "WORKERS", 7),
@@ -93,6 +95,7 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
                 Cell(pid_text, proc.pid),
                 Cell("" if proc.host_pid is None else str(proc.host_pid), proc.host_pid),
                 Cell(f.fmt_num(cpu, 0), cpu),
+                Cell(f.fmt_num(proc.sm_pct, 0), proc.sm_pct),
                 Cell(f.fmt_bytes_short(proc.used_memory_bytes), proc.used_memory_bytes),
                 Cell(f.fmt_num(threads, 0), threads),
                 Cell(f.fmt_num(children, 0), children),
