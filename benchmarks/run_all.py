@@ -14,6 +14,7 @@ HERE = Path(__file__).resolve().parent
 BENCHMARKS = (
     "bench_sampling.py",
     "bench_container.py",
+    "bench_gpm.py",
     "bench_simulated.py",
     "bench_diagnostics.py",
     "bench_record.py",
