@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from recdata import T0, snapshot, system, write_recording
+from recdata import T0, snapshot, system, with_gpm, write_recording
 
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.model import GpuSample, Snapshot
@@ -199,3 +199,53 @@ def test_simulated_label_in_text(tmp_path: Path) -> None:
     snaps = [snapshot(T0 + i, 1, sys_info=system(1, source="simulated")) for i in range(3)]
     report = build_report(load_recording(write_recording(tmp_path / "s.jsonl", snaps)), engine_factory=lambda: _Quiet())
     assert render_text(report).startswith("SIMULATED (scenario healthy)")
+
+
+def _gpm_ticks() -> list[Snapshot]:
+    """10 s on 2 H100s: GPU 0's SM activity climbs 80-89% after a first tick without GPM (it needs two
+    samples); GPU 1 reports SM activity and DRAM bandwidth but never its tensor activity."""
+    out = []
+    for i in range(10):
+        snap = with_gpm(snapshot(T0 + i, 2), sm_active_pct=80.0 + i)
+        first = dataclasses.replace(snap.gpus[0], sm_active_pct=None, tensor_active_pct=None, dram_bw_pct=None)
+        gpu0 = first if i == 0 else snap.gpus[0]
+        gpu1 = dataclasses.replace(snap.gpus[1], sm_active_pct=86.0, tensor_active_pct=None)
+        out.append(dataclasses.replace(snap, gpus=(gpu0, gpu1)))
+    return out
+
+
+def test_gpm_means_in_text_and_json(tmp_path: Path) -> None:
+    recording = load_recording(write_recording(tmp_path / "r.jsonl", _gpm_ticks()))
+    report = build_report(recording, engine_factory=lambda: _Quiet())
+    gpu0, gpu1 = report.gpus
+    assert gpu0.sm_active_pct.count == 9 and gpu0.sm_active_pct.mean == 85.0 and gpu0.sm_active_pct.minimum == 81.0
+    assert gpu0.tensor_active_pct.mean == 48.0 and gpu0.dram_bw_pct.mean == 55.0
+    assert gpu1.tensor_active_pct == Stats() and gpu1.gpm_reported
+    text = render_text(report)
+    assert "  efficiency   SM active mean 85.0%  tensor mean 48.0%  DRAM bw mean 55.0%\n" in text
+    assert "  efficiency   SM active mean 86.0%  tensor mean n/a  DRAM bw mean 55.0%\n" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    data = json.loads(json.dumps(report_to_dict(report)))
+    assert data["gpus"][0]["sm_active_pct"] == {
+        "count": 9,
+        "mean": 85.0,
+        "minimum": 81.0,
+        "p50": 85.0,
+        "p95": 88.6,
+        "maximum": 89.0,
+    }
+    assert data["gpus"][0]["tensor_active_pct"]["mean"] == 48.0 and data["gpus"][0]["dram_bw_pct"]["mean"] == 55.0
+    assert data["gpus"][1]["tensor_active_pct"] == {
+        "count": 0,
+        **dict.fromkeys(("mean", "minimum", "p50", "p95", "maximum")),
+    }
+
+
+def test_without_gpm_one_n_a(tmp_path: Path) -> None:
+    recording = load_recording(write_recording(tmp_path / "r.jsonl", _ticks()))
+    report = build_report(recording, engine_factory=lambda: _Quiet())
+    assert not any(gpu.gpm_reported for gpu in report.gpus)
+    text = render_text(report)
+    assert text.count("  efficiency   n/a (no GPM on this GPU)\n") == 2 and "SM active" not in text
+    data = json.loads(json.dumps(report_to_dict(report)))
+    assert data["gpus"][0]["sm_active_pct"]["mean"] is None and data["gpus"][0]["sm_active_pct"]["count"] == 0
