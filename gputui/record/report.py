@@ -97,6 +97,15 @@ class GpuReport:
     memory_temperature_peak_c: float | None
     pcie_rx_bytes_s: Stats
     pcie_tx_bytes_s: Stats
+    # GPM (Hopper and newer): how full the GPU was while busy; no counts where the GPU gives no GPM.
+    sm_active_pct: Stats
+    tensor_active_pct: Stats
+    dram_bw_pct: Stats
+
+    @property
+    def gpm_reported(self) -> bool:
+        """True when the GPU reported any of SM, tensor or DRAM activity at least once."""
+        return any(s.count for s in (self.sm_active_pct, self.tensor_active_pct, self.dram_bw_pct))
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +173,9 @@ class _GpuTally:
         self.sm_clock: list[float | None] = []
         self.rx: list[float | None] = []
         self.tx: list[float | None] = []
+        self.sm_active: list[float | None] = []
+        self.tensor_active: list[float | None] = []
+        self.dram_bw: list[float | None] = []
         self.temp_peak: float | None = None
         self.memory_temp_peak: float | None = None
 
@@ -187,6 +199,9 @@ class _GpuTally:
         self.sm_clock.append(None if sample.sm_clock_mhz is None else float(sample.sm_clock_mhz))
         self.rx.append(sample.pcie_rx_bytes_s)
         self.tx.append(sample.pcie_tx_bytes_s)
+        self.sm_active.append(sample.sm_active_pct)
+        self.tensor_active.append(sample.tensor_active_pct)
+        self.dram_bw.append(sample.dram_bw_pct)
         self.temp_peak = _peak(self.temp_peak, sample.temperature_c)
         self.memory_temp_peak = _peak(self.memory_temp_peak, sample.memory_temperature_c)
 
@@ -209,6 +224,9 @@ class _GpuTally:
             memory_temperature_peak_c=self.memory_temp_peak,
             pcie_rx_bytes_s=Stats.of(self.rx),
             pcie_tx_bytes_s=Stats.of(self.tx),
+            sm_active_pct=Stats.of(self.sm_active),
+            tensor_active_pct=Stats.of(self.tensor_active),
+            dram_bw_pct=Stats.of(self.dram_bw),
         )
 
 
@@ -357,6 +375,17 @@ def _gbs(value: float | None) -> str:
     return NA if value is None else f"{value / 1e9:.2f} GB/s"
 
 
+def _efficiency_line(gpu: GpuReport) -> str:
+    """How full the GPU was while busy; one n/a for a GPU without GPM rather than three."""
+    if not gpu.gpm_reported:
+        return f"  efficiency   {NA} (no GPM on this GPU)"
+    return (
+        f"  efficiency   SM active mean {fmt_num(gpu.sm_active_pct.mean, 1, '%')}  "
+        f"tensor mean {fmt_num(gpu.tensor_active_pct.mean, 1, '%')}  "
+        f"DRAM bw mean {fmt_num(gpu.dram_bw_pct.mean, 1, '%')}"
+    )
+
+
 def render_text(report: Report) -> str:
     """The plain-text report: fits an 100-column terminal, greps well, pastes into a support ticket."""
     clock = report.utc_offset_s
@@ -377,6 +406,7 @@ def render_text(report: Report) -> str:
             f"  utilization  mean {fmt_num(u.mean, 1, '%')}  p50 {fmt_num(u.p50, 1, '%')}  "
             f"p95 {fmt_num(u.p95, 1, '%')}  min {fmt_num(u.minimum, 1, '%')}"
         )
+        lines.append(_efficiency_line(gpu))
         lines.append(
             f"  power        mean {fmt_num(p.mean, 0, ' W')}  p95 {fmt_num(p.p95, 0, ' W')}  "
             f"max {fmt_num(p.maximum, 0, ' W')}  energy {fmt_num(gpu.energy_wh, 1, ' Wh')}"

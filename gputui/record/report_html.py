@@ -3,7 +3,8 @@
 Charts share one time axis in the recording machine's local time. Shaded: orange where any GPU's clocks were
 held back (power cap, thermal, HW slowdown, power brake), red or yellow where a finding was open. Long
 recordings are thinned to at most MAX_POINTS per line, keeping each bucket's lowest and highest value so that
-a dip or a spike still shows.
+a dip or a spike still shows. The efficiency row (SM, tensor and DRAM activity from GPM) is drawn only when
+some GPU reported GPM, so a recording of pre-Hopper GPUs has no empty chart.
 """
 
 from __future__ import annotations
@@ -29,14 +30,38 @@ _SEVERITY_COLOURS = {
     "info": "rgba(80,80,80,0.1)",
 }
 
-# (row title, unit, value of a GPU sample); host CPU is the last row, apart.
-_GPU_ROWS: tuple[tuple[str, Callable[[GpuSample], float | None]], ...] = (
-    ("GPU utilization (%)", lambda g: g.utilization_gpu_pct),
-    ("SM clock (MHz)", lambda g: None if g.sm_clock_mhz is None else float(g.sm_clock_mhz)),
-    ("GPU temperature (°C)", lambda g: g.temperature_c),
-    ("Power (W)", lambda g: g.power_w),
-    ("PCIe rx (GB/s)", lambda g: None if g.pcie_rx_bytes_s is None else g.pcie_rx_bytes_s / 1e9),
-    ("PCIe tx (GB/s)", lambda g: None if g.pcie_tx_bytes_s is None else g.pcie_tx_bytes_s / 1e9),
+_Value = Callable[[GpuSample], float | None]
+# (name after "GPU n" in the hover, dash, value of a GPU sample)
+_Line = tuple[str, str, _Value]
+# (row title, its lines per GPU); host CPU is the last row, apart.
+_Row = tuple[str, tuple[_Line, ...]]
+_Points = list[tuple[float, float | None]]
+
+EFFICIENCY_TITLE = "Efficiency (%): SM active solid, tensor dashed, DRAM bandwidth dotted"
+# GPM says how full a busy GPU is; it sits under utilization, and is left out when no GPU reported GPM.
+_EFFICIENCY_ROW: _Row = (
+    EFFICIENCY_TITLE,
+    (
+        ("SM active", "solid", lambda g: g.sm_active_pct),
+        ("tensor", "dash", lambda g: g.tensor_active_pct),
+        ("DRAM bw", "dot", lambda g: g.dram_bw_pct),
+    ),
+)
+
+
+def _one(title: str, value: _Value) -> _Row:
+    """A row of one line per GPU, as most rows are."""
+    return title, (("", "solid", value),)
+
+
+_GPU_ROWS: tuple[_Row, ...] = (
+    _one("GPU utilization (%)", lambda g: g.utilization_gpu_pct),
+    _EFFICIENCY_ROW,
+    _one("SM clock (MHz)", lambda g: None if g.sm_clock_mhz is None else float(g.sm_clock_mhz)),
+    _one("GPU temperature (°C)", lambda g: g.temperature_c),
+    _one("Power (W)", lambda g: g.power_w),
+    _one("PCIe rx (GB/s)", lambda g: None if g.pcie_rx_bytes_s is None else g.pcie_rx_bytes_s / 1e9),
+    _one("PCIe tx (GB/s)", lambda g: None if g.pcie_tx_bytes_s is None else g.pcie_tx_bytes_s / 1e9),
 )
 
 
@@ -83,21 +108,25 @@ def intervals(
 
 
 def _series(
-    recording: Recording,
-) -> tuple[dict[tuple[int, int], list[tuple[float, float | None]]], list[tuple[float, float | None]], list[bool]]:
-    """Every chart line, read in one pass: (GPU index, row) -> points; host CPU points; throttled per tick."""
-    lines: dict[tuple[int, int], list[tuple[float, float | None]]] = {
-        (info.index, row): [] for info in recording.header.gpu_info for row in range(len(_GPU_ROWS))
+    recording: Recording, rows: Sequence[_Row]
+) -> tuple[dict[tuple[int, int, int], _Points], _Points, list[bool]]:
+    """Every chart line, read in one pass: (GPU index, row, line) -> points; host CPU points; throttled per tick."""
+    lines: dict[tuple[int, int, int], _Points] = {
+        (info.index, row, n): []
+        for info in recording.header.gpu_info
+        for row, (_, row_lines) in enumerate(rows)
+        for n in range(len(row_lines))
     }
-    host: list[tuple[float, float | None]] = []
+    host: _Points = []
     throttled: list[bool] = []
     for tick in recording.ticks:
         samples = {g.index: g for g in tick.gpus}
         for info in recording.header.gpu_info:
             sample = samples.get(info.index)
-            for row, (_, value) in enumerate(_GPU_ROWS):
-                shown = value(sample) if sample is not None and not sample.lost else None
-                lines[(info.index, row)].append((tick.timestamp, shown))
+            for row, (_, row_lines) in enumerate(rows):
+                for n, (_, _, value) in enumerate(row_lines):
+                    shown = value(sample) if sample is not None and not sample.lost else None
+                    lines[(info.index, row, n)].append((tick.timestamp, shown))
         host.append((tick.timestamp, tick.host.cpu_pct))
         throttled.append(
             any(
@@ -115,27 +144,32 @@ def build_figure(recording: Recording, report: Report) -> Any:
     def when(t: float) -> str:
         return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t + offset))
 
-    titles = [title for title, _ in _GPU_ROWS] + ["Host CPU, all cores (%)"]
+    gpm = any(gpu.gpm_reported for gpu in report.gpus)
+    rows = [r for r in _GPU_ROWS if gpm or r is not _EFFICIENCY_ROW]  # no empty chart for pre-Hopper GPUs
+    titles = [title for title, _ in rows] + ["Host CPU, all cores (%)"]
     fig = subplots.make_subplots(
         rows=len(titles), cols=1, shared_xaxes=True, subplot_titles=titles, vertical_spacing=0.03
     )
-    lines, host, throttled = _series(recording)
+    lines, host, throttled = _series(recording, rows)
     for gpu_no, info in enumerate(recording.header.gpu_info):
-        for row in range(len(_GPU_ROWS)):
-            shown = thin(lines[(info.index, row)])
-            fig.add_trace(
-                go.Scatter(
-                    x=[when(t) for t, _ in shown],
-                    y=[v for _, v in shown],
-                    mode="lines",
-                    name=f"GPU {info.index}",
-                    legendgroup=f"gpu{info.index}",
-                    showlegend=row == 0,
-                    line={"width": 1.2, "color": _colour(gpu_no)},
-                ),
-                row=row + 1,
-                col=1,
-            )
+        for row, (_, row_lines) in enumerate(rows):
+            for n, (label, dash, _) in enumerate(row_lines):
+                shown = thin(lines[(info.index, row, n)])
+                fig.add_trace(
+                    go.Scatter(
+                        x=[when(t) for t, _ in shown],
+                        y=[v for _, v in shown],
+                        mode="lines",
+                        name=f"GPU {info.index} {label}".rstrip(),
+                        legendgroup=f"gpu{info.index}",
+                        showlegend=row == 0,
+                        line={"width": 1.2, "color": _colour(gpu_no), "dash": dash},
+                    ),
+                    row=row + 1,
+                    col=1,
+                )
+    if gpm:
+        fig.update_yaxes(range=[0, 100], row=rows.index(_EFFICIENCY_ROW) + 1, col=1)
     shown_host = thin(host)
     fig.add_trace(
         go.Scatter(x=[when(t) for t, _ in shown_host], y=[v for _, v in shown_host], mode="lines", name="host CPU"),

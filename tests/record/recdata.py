@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
@@ -9,6 +10,20 @@ from gputui.record.format import RecordedEvent, event_to_dict, header_to_dict, t
 from gputui.record.writer import RecordingFile
 
 T0 = 1_780_000_000.0
+
+# GPM of an H100 in a busy bf16 training step; pre-Hopper boards, MIG and old drivers leave all of it None.
+H100_GPM: dict[str, float] = {
+    "gr_engine_active_pct": 97.0,
+    "sm_active_pct": 86.0,
+    "sm_occupancy_pct": 41.5,
+    "tensor_active_pct": 48.0,
+    "dram_bw_pct": 55.0,
+    "fp32_active_pct": 12.25,
+    "fp16_active_pct": 3.5,
+    "fp64_active_pct": 0.0,
+    "nvlink_rx_bytes_s": 118_000_000_000.0,
+    "nvlink_tx_bytes_s": 117_500_000_000.0,
+}
 
 
 def system(gpu_count: int = 2, source: str = "nvml", hostname: str = "train-07") -> SystemInfo:
@@ -132,6 +147,12 @@ def snapshot(t: float, n_gpus: int = 2, sys_info: SystemInfo | None = None, **gp
         gpus=tuple(gpu_sample(i, t, **gpu_kwargs) for i in range(n_gpus)),  # type: ignore[arg-type]
         host=host_sample(t, n_gpus),
     )
+
+
+def with_gpm(snap: Snapshot, **overrides: float | None) -> Snapshot:
+    """The snapshot with every GPU reporting H100_GPM, as a Hopper board does; `overrides` change some fields."""
+    values = {**H100_GPM, **overrides}
+    return dataclasses.replace(snap, gpus=tuple(dataclasses.replace(g, **values) for g in snap.gpus))  # type: ignore[arg-type]
 
 
 def write_recording(path: Path, snapshots: list[Snapshot], events: tuple[RecordedEvent, ...] = ()) -> Path:

@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from recdata import T0, snapshot, system, write_recording
+from recdata import T0, snapshot, system, with_gpm, write_recording
 
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.model import GpuSample, Snapshot
 from gputui.record.format import RecordingError, finding_event, mark_event, probe_event
 from gputui.record.reader import load_recording
 from gputui.record.report import Stats, build_report, render_text, report_to_dict
-from gputui.record.report_html import render_html, thin, write_html
+from gputui.record.report_html import EFFICIENCY_TITLE, render_html, thin, write_html
 from gputui.record.writer import RecordingWriter
 from gputui.sources.simulated import SimulatedSource
 from tests.conftest import Clock
@@ -199,3 +199,93 @@ def test_simulated_label_in_text(tmp_path: Path) -> None:
     snaps = [snapshot(T0 + i, 1, sys_info=system(1, source="simulated")) for i in range(3)]
     report = build_report(load_recording(write_recording(tmp_path / "s.jsonl", snaps)), engine_factory=lambda: _Quiet())
     assert render_text(report).startswith("SIMULATED (scenario healthy)")
+
+
+def _gpm_ticks() -> list[Snapshot]:
+    """10 s on 2 H100s: GPU 0's SM activity climbs 80-89% after a first tick without GPM (it needs two
+    samples); GPU 1 reports SM activity and DRAM bandwidth but never its tensor activity."""
+    out = []
+    for i in range(10):
+        snap = with_gpm(snapshot(T0 + i, 2), sm_active_pct=80.0 + i)
+        first = dataclasses.replace(snap.gpus[0], sm_active_pct=None, tensor_active_pct=None, dram_bw_pct=None)
+        gpu0 = first if i == 0 else snap.gpus[0]
+        gpu1 = dataclasses.replace(snap.gpus[1], sm_active_pct=86.0, tensor_active_pct=None)
+        out.append(dataclasses.replace(snap, gpus=(gpu0, gpu1)))
+    return out
+
+
+def _plot(page: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The traces and the layout the page hands to Plotly.newPlot."""
+    decoder = json.JSONDecoder()
+    rest = page[page.index("Plotly.newPlot(") + len("Plotly.newPlot(") :]
+    args = []
+    for _ in range(3):  # the div's id, the traces, the layout
+        value, end = decoder.raw_decode(rest.lstrip(" \n,"))
+        args.append(value)
+        rest = rest.lstrip(" \n,")[end:]
+    return args[1], args[2]
+
+
+def _row_axis(layout: dict[str, Any], title: str) -> str:
+    """The y axis ("y3") of the chart row under the subplot title `title`."""
+    note = next(a for a in layout["annotations"] if a["text"] == title)
+    for name, axis in layout.items():
+        if name.startswith("yaxis") and axis["domain"][0] <= note["y"] - 0.01 <= axis["domain"][1]:
+            return "y" + name.removeprefix("yaxis")
+    raise AssertionError(f"no chart under {title!r}")
+
+
+def test_gpm_means_in_text_and_json(tmp_path: Path) -> None:
+    recording = load_recording(write_recording(tmp_path / "r.jsonl", _gpm_ticks()))
+    report = build_report(recording, engine_factory=lambda: _Quiet())
+    gpu0, gpu1 = report.gpus
+    assert gpu0.sm_active_pct.count == 9 and gpu0.sm_active_pct.mean == 85.0 and gpu0.sm_active_pct.minimum == 81.0
+    assert gpu0.tensor_active_pct.mean == 48.0 and gpu0.dram_bw_pct.mean == 55.0
+    assert gpu1.tensor_active_pct == Stats() and gpu1.gpm_reported
+    text = render_text(report)
+    assert "  efficiency   SM active mean 85.0%  tensor mean 48.0%  DRAM bw mean 55.0%\n" in text
+    assert "  efficiency   SM active mean 86.0%  tensor mean n/a  DRAM bw mean 55.0%\n" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    data = json.loads(json.dumps(report_to_dict(report)))
+    assert data["gpus"][0]["sm_active_pct"] == {
+        "count": 9,
+        "mean": 85.0,
+        "minimum": 81.0,
+        "p50": 85.0,
+        "p95": 88.6,
+        "maximum": 89.0,
+    }
+    assert data["gpus"][0]["tensor_active_pct"]["mean"] == 48.0 and data["gpus"][0]["dram_bw_pct"]["mean"] == 55.0
+    assert data["gpus"][1]["tensor_active_pct"] == {
+        "count": 0,
+        **dict.fromkeys(("mean", "minimum", "p50", "p95", "maximum")),
+    }
+
+
+def test_gpm_chart_in_the_html(tmp_path: Path) -> None:
+    recording = load_recording(write_recording(tmp_path / "r.jsonl", _gpm_ticks()))
+    traces, layout = _plot(render_html(recording, build_report(recording, engine_factory=lambda: _Quiet())))
+    axis = _row_axis(layout, EFFICIENCY_TITLE)
+    titles = [a["text"] for a in layout["annotations"]]
+    assert titles[:3] == ["GPU utilization (%)", EFFICIENCY_TITLE, "SM clock (MHz)"]  # under utilization
+    efficiency = {t["name"]: t for t in traces if t["yaxis"] == axis}
+    assert sorted(efficiency) == [f"GPU {i} {m}" for i in (0, 1) for m in ("DRAM bw", "SM active", "tensor")]
+    assert efficiency["GPU 0 SM active"]["y"] == [None, *(80.0 + i for i in range(1, 10))]
+    assert efficiency["GPU 1 tensor"]["y"] == [None] * 10  # a gap, not a line at 0
+    assert efficiency["GPU 0 tensor"]["line"]["dash"] == "dash" and efficiency["GPU 0 DRAM bw"]["line"]["dash"] == "dot"
+    assert layout["yaxis" + axis.removeprefix("y")]["range"] == [0, 100]
+
+
+def test_without_gpm_one_n_a_and_no_efficiency_chart(tmp_path: Path) -> None:
+    recording = load_recording(write_recording(tmp_path / "r.jsonl", _ticks()))
+    report = build_report(recording, engine_factory=lambda: _Quiet())
+    assert not any(gpu.gpm_reported for gpu in report.gpus)
+    text = render_text(report)
+    assert text.count("  efficiency   n/a (no GPM on this GPU)\n") == 2 and "SM active" not in text
+    data = json.loads(json.dumps(report_to_dict(report)))
+    assert data["gpus"][0]["sm_active_pct"]["mean"] is None and data["gpus"][0]["sm_active_pct"]["count"] == 0
+    page = render_html(recording, report)
+    traces, layout = _plot(page)
+    assert EFFICIENCY_TITLE not in page
+    assert not any("SM active" in t["name"] for t in traces)
+    assert [a["text"] for a in layout["annotations"]][:2] == ["GPU utilization (%)", "SM clock (MHz)"]

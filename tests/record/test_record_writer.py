@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import os
@@ -13,7 +14,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from recdata import T0, snapshot
+from recdata import H100_GPM, T0, snapshot, with_gpm
 
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.record import writer as writer_module
@@ -38,6 +39,24 @@ def test_header_then_ticks_then_events_in_order(tmp_path: Path) -> None:
     types = [json.loads(line)["type"] for line in rec_path.read_text().splitlines()]
     assert types == ["header", "tick", "tick", "tick", "event", "tick"]
     assert writer.ticks_written == 4 and writer.warning is None
+
+
+def test_gpm_fields_survive_a_record_and_read(tmp_path: Path) -> None:
+    """GPU 0 reports GPM (partly: no FP64 pipe figure), GPU 1 none: the values come back, None stays None."""
+    snaps = []
+    for i in range(3):
+        snap = with_gpm(snapshot(T0 + i, 2), sm_active_pct=80.0 + i, fp64_active_pct=None)
+        snaps.append(dataclasses.replace(snap, gpus=(snap.gpus[0], snapshot(T0 + i, 2).gpus[1])))
+    writer = RecordingWriter(tmp_path / "gpm.jsonl.gz", interval_s=1.0)
+    for snap in snaps:
+        writer.put(snap)
+    writer.close()
+    ticks = list(load_recording(tmp_path / "gpm.jsonl.gz").ticks)
+    assert ticks == snaps
+    hopper, older = ticks[2].gpus
+    assert hopper.sm_active_pct == 82.0 and hopper.nvlink_tx_bytes_s == H100_GPM["nvlink_tx_bytes_s"]
+    assert hopper.fp64_active_pct is None
+    assert all(getattr(older, name) is None for name in H100_GPM)
 
 
 def test_events_before_the_first_tick_follow_the_header(tmp_path: Path) -> None:
