@@ -469,7 +469,9 @@ class FakeNvml(types.ModuleType):
 
     def nvmlGpmQueryDeviceSupport(self, handle: FakeHandle) -> Any:
         gpu = self._enter(handle, "nvmlGpmQueryDeviceSupport")
-        return real.c_nvmlGpmSupport_t(version=real.NVML_GPM_SUPPORT_VERSION, isSupportedDevice=int(gpu.gpm is not None))
+        return real.c_nvmlGpmSupport_t(
+            version=real.NVML_GPM_SUPPORT_VERSION, isSupportedDevice=int(gpu.gpm is not None)
+        )
 
     def nvmlGpmSampleAlloc(self) -> Any:
         self._count_library("nvmlGpmSampleAlloc")
