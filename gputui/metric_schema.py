@@ -2,7 +2,8 @@
 
 `gputui export` writes them (gputui/export/metrics.py) and `--remote` reads them back (gputui/sources/remote.py);
 one table for both means what is written and what is read cannot drift apart, and sources never import the
-exporter. dcgm-exporter's names (`DCGM_FI_DEV_*`), units and labels where one exists; `gputui_` for the rest.
+exporter. dcgm-exporter's names (`DCGM_FI_DEV_*`, `DCGM_FI_PROF_*`), units and labels where one exists; `gputui_` for
+the rest.
 """
 
 from __future__ import annotations
@@ -95,6 +96,48 @@ GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
         "retired_pages_pending",
         "1 when a page retirement or row remap is pending (a reset is due).",
         bool,
+    ),
+    # GPM (Hopper and newer) under DCGM's profiling names, as 0-1 ratios like DCGM writes them, so dashboards that
+    # chart DCGM_FI_PROF_* (tensor-core activity, SM occupancy) read gputui unchanged.
+    _field(
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "gr_engine_active_pct",
+        "Ratio of time the graphics engine is active.",
+        scale=0.01,
+    ),
+    _field(
+        "DCGM_FI_PROF_SM_ACTIVE", "sm_active_pct", "The ratio of cycles an SM has at least 1 warp assigned.", scale=0.01
+    ),
+    _field(
+        "DCGM_FI_PROF_SM_OCCUPANCY", "sm_occupancy_pct", "The ratio of number of warps resident on an SM.", scale=0.01
+    ),
+    _field(
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor_active_pct", "Ratio of cycles any tensor pipe is active.", scale=0.01
+    ),
+    _field(
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "dram_bw_pct",
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+        scale=0.01,
+    ),
+    _field(
+        "DCGM_FI_PROF_PIPE_FP32_ACTIVE", "fp32_active_pct", "Ratio of cycles the fp32 pipes are active.", scale=0.01
+    ),
+    _field(
+        "DCGM_FI_PROF_PIPE_FP16_ACTIVE", "fp16_active_pct", "Ratio of cycles the fp16 pipes are active.", scale=0.01
+    ),
+    _field(
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "fp64_active_pct", "Ratio of cycles the fp64 pipes are active.", scale=0.01
+    ),
+    _field(
+        "DCGM_FI_PROF_NVLINK_RX_BYTES",
+        "nvlink_rx_bytes_s",
+        "The rate of data received over NVLink, all links, in bytes per second.",
+    ),
+    _field(
+        "DCGM_FI_PROF_NVLINK_TX_BYTES",
+        "nvlink_tx_bytes_s",
+        "The rate of data transmitted over NVLink, all links, in bytes per second.",
     ),
 )
 

@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from export_helpers import FINDINGS, MIB, SYSTEM, Series, make_snapshot, one, parse
-from prometheus_client import CollectorRegistry, generate_latest
+import pytest
+from export_helpers import FINDINGS, MIB, SYSTEM, Series, make_snapshot, one, parse, render
 
 from gputui import metric_schema as schema
 from gputui.export.metrics import ExportState, metric_families
-from gputui.export.server import SnapshotCollector
 from gputui.metric_schema import GPU_LABELS
 from gputui.model import ContainerInfo
-
-
-def render(state: ExportState) -> str:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(lambda: state))
-    return generate_latest(registry).decode()
 
 
 def scrape_state(state: ExportState) -> tuple[Series, dict[str, str]]:
@@ -184,3 +177,28 @@ def test_without_a_cgroup_there_are_no_container_series() -> None:
     bare = replace(snapshot, host=replace(snapshot.host, container=None, psi=None))
     series, _ = scrape_state(replace(live_state(), snapshot=bare))
     assert not [name for name in series if name.startswith(("gputui_container_", "gputui_psi_"))]
+
+
+def test_gpm_is_exported_under_dcgm_profiling_names_as_ratios() -> None:
+    series, types = scrape_state(live_state())
+    ratios = {
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.96,
+        "DCGM_FI_PROF_SM_ACTIVE": 0.815,
+        "DCGM_FI_PROF_SM_OCCUPANCY": 0.375,
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.625,
+        "DCGM_FI_PROF_DRAM_ACTIVE": 0.44,
+        "DCGM_FI_PROF_PIPE_FP32_ACTIVE": 0.125,
+        "DCGM_FI_PROF_PIPE_FP16_ACTIVE": 0.03,
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE": 0.0,  # zero is a reading, kept
+    }
+    assert {name: one(series, name, gpu="0") for name in ratios} == pytest.approx(ratios, rel=1e-12)
+    assert one(series, "DCGM_FI_PROF_NVLINK_RX_BYTES", gpu="0") == 2.5e10  # bytes/s, as DCGM gives it
+    assert one(series, "DCGM_FI_PROF_NVLINK_TX_BYTES", gpu="0") == 1.25e10
+    assert types["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"] == "gauge"
+
+
+def test_gpu_without_gpm_has_no_profiling_series() -> None:
+    series, _ = scrape_state(live_state())
+    profiling = [name for name in series if name.startswith("DCGM_FI_PROF_")]
+    assert len(profiling) == 10
+    assert all({lab["gpu"] for lab, _ in series[name]} == {"0"} for name in profiling)  # GPU 1 has no GPM

@@ -9,9 +9,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import fields, replace
 
 import pytest
-from export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot
+from export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot, render
 
 from gputui.diagnostics.findings import Finding
+from gputui.export.metrics import ExportState
 from gputui.export.server import Exporter
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot
 from gputui.session.diagnose import new_diagnose
@@ -80,6 +81,40 @@ def test_round_trip_keeps_every_value(served: tuple[Exporter, FakeSource]) -> No
     assert remote.host == want_host, [
         f.name for f in fields(HostSample) if getattr(remote.host, f.name) != getattr(want_host, f.name)
     ]
+
+
+GPM_FIELDS = (
+    "gr_engine_active_pct",
+    "sm_active_pct",
+    "sm_occupancy_pct",
+    "tensor_active_pct",
+    "dram_bw_pct",
+    "fp32_active_pct",
+    "fp16_active_pct",
+    "fp64_active_pct",
+    "nvlink_rx_bytes_s",
+    "nvlink_tx_bytes_s",
+)
+
+
+def _gpm_read_back(gpm: dict[str, float | None]) -> GpuSample:
+    snapshot = make_snapshot()
+    gpu0 = replace(snapshot.gpus[0], **gpm)
+    snapshot = replace(snapshot, gpus=(gpu0, *snapshot.gpus[1:]))
+    text = render(ExportState(system=SYSTEM, snapshot=snapshot))
+    return parse_exposition(text, fallback_hostname="x:9400", now=0.0).gpus[0]
+
+
+def test_gpm_percentages_come_back_from_the_exported_ratios() -> None:
+    gpm = dict(zip(GPM_FIELDS, (99.9, 73.3, 41.7, 66.6, 8.1, 0.3, 17.9, 0.0, 3.3e10, 123.4), strict=True))
+    got = _gpm_read_back(gpm)
+    assert {name: getattr(got, name) for name in GPM_FIELDS} == pytest.approx(gpm, rel=1e-12)
+
+
+def test_gpm_not_reported_stays_none_remotely() -> None:
+    got = _gpm_read_back(dict.fromkeys(GPM_FIELDS))
+    assert all(getattr(got, name) is None for name in GPM_FIELDS)
+    assert got.utilization_gpu_pct == 97.0  # the rest of the GPU is still read
 
 
 def test_simulated_exporter_stays_labelled_simulated_remotely() -> None:
