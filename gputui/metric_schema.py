@@ -241,6 +241,17 @@ PROC_FIELDS: tuple[MetricField, ...] = (
     _field("gputui_process_rss_bytes", "rss_bytes", "Resident memory of a GPU process (bytes).", int),
 )
 
+# Per process on a GPU, labelled like the GPU plus `pid` and `kind` (gputui_gpu_process_info lists them all).
+GPU_PROCESS_FIELDS: tuple[MetricField, ...] = (
+    _field("gputui_gpu_process_memory_bytes", "used_memory_bytes", "GPU memory a process uses (bytes).", int),
+    _field(
+        "gputui_process_sm_ratio",
+        "sm_pct",
+        "Share of time a process's kernels ran on the GPU's SMs (0-1), from the driver's process utilization.",
+        scale=0.01,
+    ),
+)
+
 CPU_CORE_METRIC = "gputui_host_cpu_core_percent"
 CPU_MEAN_METRIC = "gputui_host_cpu_percent"
 CPU_COUNT_METRIC = "gputui_host_cpu_count"
@@ -250,7 +261,6 @@ GPU_COUNT_METRIC = "gputui_gpu_count"
 GPU_INFO_METRIC = "gputui_gpu_info"
 GPU_LOST_METRIC = "gputui_gpu_lost"
 GPU_PROCESS_METRIC = "gputui_gpu_process_info"
-GPU_PROCESS_MEMORY_METRIC = "gputui_gpu_process_memory_bytes"
 PROCESS_INFO_METRIC = "gputui_process_info"
 XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
 UP_METRIC = "gputui_up"

@@ -31,7 +31,7 @@ from gputui.metric_schema import (
     GPU_INFO_FIELDS,
     GPU_INFO_METRIC,
     GPU_LOST_METRIC,
-    GPU_PROCESS_MEMORY_METRIC,
+    GPU_PROCESS_FIELDS,
     GPU_PROCESS_METRIC,
     GPU_SAMPLE_FIELDS,
     HOST_FIELDS,
@@ -169,7 +169,8 @@ def _add_gpu_processes(out: _Families, sample: GpuSample, labels: Mapping[str, s
     for proc in sample.processes:
         proc_labels = {**labels, "pid": str(proc.pid), "kind": proc.kind}
         out.add(GPU_PROCESS_METRIC, "A process that holds a context on the GPU.", proc_labels, 1)
-        out.add(GPU_PROCESS_MEMORY_METRIC, "GPU memory a process uses (bytes).", proc_labels, proc.used_memory_bytes)
+        for spec in GPU_PROCESS_FIELDS:
+            out.add_field(spec, proc_labels, proc)
 
 
 def _add_host(out: _Families, snapshot: Snapshot, host: Mapping[str, str]) -> None:

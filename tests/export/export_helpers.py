@@ -112,7 +112,7 @@ def make_snapshot(system: SystemInfo = SYSTEM, t: float = T0) -> Snapshot:
         nvlink_rx_bytes_s=2.5e10,
         nvlink_tx_bytes_s=1.25e10,
         processes=(
-            GpuProcess(pid=4242, used_memory_bytes=69000 * MIB),
+            GpuProcess(pid=4242, used_memory_bytes=69000 * MIB, sm_pct=88.0, mem_pct=40.0),
             GpuProcess(pid=4300, used_memory_bytes=None),
         ),
     )

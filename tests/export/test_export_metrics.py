@@ -65,6 +65,7 @@ def test_counters_keep_dcgm_names_without_total_suffix() -> None:
         schema.CONTAINER_FIELDS,
         schema.PSI_FIELDS,
         schema.PROC_FIELDS,
+        schema.GPU_PROCESS_FIELDS,
     )
     declared = {spec.name for group in fields for spec in group} | set(schema.LOAD_METRICS)
     declared |= {value for key, value in vars(schema).items() if key.endswith("_METRIC")}
@@ -202,3 +203,12 @@ def test_gpu_without_gpm_has_no_profiling_series() -> None:
     profiling = [name for name in series if name.startswith("DCGM_FI_PROF_")]
     assert len(profiling) == 10
     assert all({lab["gpu"] for lab, _ in series[name]} == {"0"} for name in profiling)  # GPU 1 has no GPM
+
+
+def test_process_sm_share_is_a_ratio_labelled_like_its_memory() -> None:
+    series, _ = scrape_state(live_state())
+    ((sm_labels, sm),) = series["gputui_process_sm_ratio"]  # pid 4300 has no share: left out
+    ((memory_labels, _),) = series["gputui_gpu_process_memory_bytes"]
+    assert sm == 0.88
+    assert sm_labels == memory_labels
+    assert (sm_labels["pid"], sm_labels["gpu"], sm_labels["kind"]) == ("4242", "0", "compute")

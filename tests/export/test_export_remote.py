@@ -69,7 +69,13 @@ def test_round_trip_keeps_every_value(served: tuple[Exporter, FakeSource]) -> No
     for want, got in zip(original.gpu_info, remote.gpu_info, strict=True):
         assert got == want, [f.name for f in fields(GpuInfo) if getattr(got, f.name) != getattr(want, f.name)]
     for want_sample, got_sample in zip(original.gpus, remote.gpus, strict=True):
-        expected = replace(want_sample, timestamp=original.timestamp, xid_events=(), error=None)
+        expected = replace(
+            want_sample,
+            timestamp=original.timestamp,
+            xid_events=(),
+            error=None,
+            processes=tuple(replace(p, mem_pct=None) for p in want_sample.processes),  # not exported
+        )
         assert got_sample == expected, [
             f.name for f in fields(GpuSample) if getattr(got_sample, f.name) != getattr(expected, f.name)
         ]
@@ -115,6 +121,15 @@ def test_gpm_not_reported_stays_none_remotely() -> None:
     got = _gpm_read_back(dict.fromkeys(GPM_FIELDS))
     assert all(getattr(got, name) is None for name in GPM_FIELDS)
     assert got.utilization_gpu_pct == 97.0  # the rest of the GPU is still read
+
+
+def test_process_sm_share_comes_back_and_unknown_stays_none() -> None:
+    text = render(ExportState(system=SYSTEM, snapshot=make_snapshot()))
+    processes = parse_exposition(text, fallback_hostname="x:9400", now=0.0).gpus[0].processes
+    assert [(p.pid, p.sm_pct, p.used_memory_bytes) for p in processes] == [
+        (4242, 88.0, 69000 << 20),
+        (4300, None, None),
+    ]
 
 
 def test_simulated_exporter_stays_labelled_simulated_remotely() -> None:
