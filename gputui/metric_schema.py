@@ -9,12 +9,17 @@ the rest.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 MIB = 1024 * 1024
 
+# The label naming the machine. dcgm-exporter spelled it `Hostname` until 2026; the old spelling is still written
+# on request (`gputui export --legacy-hostname-label`) for dashboards and alerts that use it, and always read.
+HostnameLabel = Literal["hostname", "Hostname"]
+HOSTNAME_LABEL: HostnameLabel = "hostname"
+LEGACY_HOSTNAME_LABEL: HostnameLabel = "Hostname"
 # dcgm-exporter's labels on every GPU series, in its order.
-GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
-HOSTNAME_LABEL = "Hostname"
+GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", HOSTNAME_LABEL)
 # Added to every series when the data does not come from this machine's driver, so no chart shows it unmarked.
 SOURCE_LABEL = "gputui_source"
 

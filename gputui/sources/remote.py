@@ -211,9 +211,12 @@ class _Reader:
         return out
 
     def _hostname(self, info_labels: Labels, gpu_labels: Mapping[int, Labels]) -> str | None:
-        if info_labels.get(m.HOSTNAME_LABEL):
-            return info_labels[m.HOSTNAME_LABEL]
-        return next((lab[m.HOSTNAME_LABEL] for lab in gpu_labels.values() if lab.get(m.HOSTNAME_LABEL)), None)
+        """The host label in either spelling: older gputui and dcgm-exporter versions write `Hostname`."""
+        for labels in (info_labels, *gpu_labels.values()):
+            for key in (m.HOSTNAME_LABEL, m.LEGACY_HOSTNAME_LABEL):
+                if labels.get(key):
+                    return labels[key]
+        return None
 
     def _gpu_info(self, index: int, labels: Labels) -> GpuInfo:
         values = self._fields(m.GPU_INFO_FIELDS, index)

@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.export.metrics import ExportState
 from gputui.export.server import SnapshotCollector
+from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
 from gputui.model import (
     ContainerSample,
     GpuInfo,
@@ -201,8 +202,12 @@ Series = dict[str, list[tuple[dict[str, str], float]]]
 
 def render(state: ExportState) -> str:
     """The exposition text one scrape of `state` gets, without a server."""
+    return render_with(state, HOSTNAME_LABEL)
+
+
+def render_with(state: ExportState, hostname_label: HostnameLabel) -> str:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(lambda: state))
+    registry.register(SnapshotCollector(lambda: state, hostname_label=hostname_label))
     return generate_latest(registry).decode()
 
 

@@ -9,7 +9,7 @@ from export_helpers import FINDINGS, MIB, SYSTEM, Series, make_snapshot, one, pa
 
 from gputui import metric_schema as schema
 from gputui.export.metrics import ExportState, metric_families
-from gputui.metric_schema import GPU_LABELS
+from gputui.metric_schema import GPU_LABELS, HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL, HostnameLabel
 from gputui.model import ContainerInfo
 
 
@@ -31,9 +31,21 @@ def test_gpu_metrics_carry_dcgm_exporter_labels() -> None:
         "pci_bus_id": "00000000:18:00.0",
         "device": "nvidia0",
         "modelName": "NVIDIA H100 80GB HBM3",
-        "Hostname": "gpu01",
+        "hostname": "gpu01",
     }
     assert set(labels) == set(GPU_LABELS)
+
+
+def test_legacy_hostname_label_is_written_everywhere_on_request() -> None:
+    def series(hostname_label: HostnameLabel) -> list[tuple[str, dict[str, str]]]:
+        families = metric_families(live_state(), hostname_label=hostname_label)
+        return [(sample.name, sample.labels) for family in families for sample in family.samples]
+
+    default, legacy = series(HOSTNAME_LABEL), series(LEGACY_HOSTNAME_LABEL)
+    assert len([1 for _, labels in default if "hostname" in labels]) > 50  # GPU and host-wide series alike
+    assert not [1 for _, labels in legacy if "hostname" in labels]
+    renamed = [(name, {"hostname" if k == "Hostname" else k: v for k, v in labels.items()}) for name, labels in legacy]
+    assert renamed == default  # the same series; only the label's name differs
 
 
 def test_units_follow_dcgm_exporter() -> None:

@@ -9,11 +9,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import fields, replace
 
 import pytest
-from export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot, render
+from export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot, render, render_with
 
 from gputui.diagnostics.findings import Finding
 from gputui.export.metrics import ExportState
 from gputui.export.server import Exporter
+from gputui.metric_schema import HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL, HostnameLabel
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot
 from gputui.session.diagnose import new_diagnose
 from gputui.session.fleet import FleetPoller
@@ -221,6 +222,14 @@ Hostname="ip-172-31-16-106"} 1024
 DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-a",pci_bus_id="00000000:00:1B.0",device="nvidia0",\
 modelName="Tesla T4",Hostname="ip-172-31-16-106"} 9876543
 """
+
+
+@pytest.mark.parametrize("label", [HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL])
+def test_either_spelling_of_the_host_label_is_read(label: HostnameLabel) -> None:
+    gputui_text = render_with(ExportState(system=SYSTEM, snapshot=make_snapshot()), label)
+    dcgm_text = DCGM_TEXT.replace("Hostname=", f"{label}=")
+    assert parse_exposition(gputui_text, fallback_hostname="x:9400", now=0.0).system.hostname == "gpu01"
+    assert parse_exposition(dcgm_text, fallback_hostname="x:9400", now=0.0).system.hostname == "ip-172-31-16-106"
 
 
 def test_a_plain_dcgm_exporter_is_read_too() -> None:
