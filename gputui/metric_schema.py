@@ -2,18 +2,24 @@
 
 `gputui export` writes them (gputui/export/metrics.py) and `--remote` reads them back (gputui/sources/remote.py);
 one table for both means what is written and what is read cannot drift apart, and sources never import the
-exporter. dcgm-exporter's names (`DCGM_FI_DEV_*`), units and labels where one exists; `gputui_` for the rest.
+exporter. dcgm-exporter's names (`DCGM_FI_DEV_*`, `DCGM_FI_PROF_*`), units and labels where one exists; `gputui_` for
+the rest.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 MIB = 1024 * 1024
 
+# The label naming the machine. dcgm-exporter spelled it `Hostname` until 2026; the old spelling is still written
+# on request (`gputui export --legacy-hostname-label`) for dashboards and alerts that use it, and always read.
+HostnameLabel = Literal["hostname", "Hostname"]
+HOSTNAME_LABEL: HostnameLabel = "hostname"
+LEGACY_HOSTNAME_LABEL: HostnameLabel = "Hostname"
 # dcgm-exporter's labels on every GPU series, in its order.
-GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", "Hostname")
-HOSTNAME_LABEL = "Hostname"
+GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", HOSTNAME_LABEL)
 # Added to every series when the data does not come from this machine's driver, so no chart shows it unmarked.
 SOURCE_LABEL = "gputui_source"
 
@@ -95,6 +101,48 @@ GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
         "retired_pages_pending",
         "1 when a page retirement or row remap is pending (a reset is due).",
         bool,
+    ),
+    # GPM (Hopper and newer) under DCGM's profiling names, as 0-1 ratios like DCGM writes them, so dashboards that
+    # chart DCGM_FI_PROF_* (tensor-core activity, SM occupancy) read gputui unchanged.
+    _field(
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+        "gr_engine_active_pct",
+        "Ratio of time the graphics engine is active.",
+        scale=0.01,
+    ),
+    _field(
+        "DCGM_FI_PROF_SM_ACTIVE", "sm_active_pct", "The ratio of cycles an SM has at least 1 warp assigned.", scale=0.01
+    ),
+    _field(
+        "DCGM_FI_PROF_SM_OCCUPANCY", "sm_occupancy_pct", "The ratio of number of warps resident on an SM.", scale=0.01
+    ),
+    _field(
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor_active_pct", "Ratio of cycles any tensor pipe is active.", scale=0.01
+    ),
+    _field(
+        "DCGM_FI_PROF_DRAM_ACTIVE",
+        "dram_bw_pct",
+        "Ratio of cycles the device memory interface is active sending or receiving data.",
+        scale=0.01,
+    ),
+    _field(
+        "DCGM_FI_PROF_PIPE_FP32_ACTIVE", "fp32_active_pct", "Ratio of cycles the fp32 pipes are active.", scale=0.01
+    ),
+    _field(
+        "DCGM_FI_PROF_PIPE_FP16_ACTIVE", "fp16_active_pct", "Ratio of cycles the fp16 pipes are active.", scale=0.01
+    ),
+    _field(
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "fp64_active_pct", "Ratio of cycles the fp64 pipes are active.", scale=0.01
+    ),
+    _field(
+        "DCGM_FI_PROF_NVLINK_RX_BYTES",
+        "nvlink_rx_bytes_s",
+        "The rate of data received over NVLink, all links, in bytes per second.",
+    ),
+    _field(
+        "DCGM_FI_PROF_NVLINK_TX_BYTES",
+        "nvlink_tx_bytes_s",
+        "The rate of data transmitted over NVLink, all links, in bytes per second.",
     ),
 )
 
@@ -198,6 +246,17 @@ PROC_FIELDS: tuple[MetricField, ...] = (
     _field("gputui_process_rss_bytes", "rss_bytes", "Resident memory of a GPU process (bytes).", int),
 )
 
+# Per process on a GPU, labelled like the GPU plus `pid` and `kind` (gputui_gpu_process_info lists them all).
+GPU_PROCESS_FIELDS: tuple[MetricField, ...] = (
+    _field("gputui_gpu_process_memory_bytes", "used_memory_bytes", "GPU memory a process uses (bytes).", int),
+    _field(
+        "gputui_process_sm_ratio",
+        "sm_pct",
+        "Share of time a process's kernels ran on the GPU's SMs (0-1), from the driver's process utilization.",
+        scale=0.01,
+    ),
+)
+
 CPU_CORE_METRIC = "gputui_host_cpu_core_percent"
 CPU_MEAN_METRIC = "gputui_host_cpu_percent"
 CPU_COUNT_METRIC = "gputui_host_cpu_count"
@@ -207,7 +266,6 @@ GPU_COUNT_METRIC = "gputui_gpu_count"
 GPU_INFO_METRIC = "gputui_gpu_info"
 GPU_LOST_METRIC = "gputui_gpu_lost"
 GPU_PROCESS_METRIC = "gputui_gpu_process_info"
-GPU_PROCESS_MEMORY_METRIC = "gputui_gpu_process_memory_bytes"
 PROCESS_INFO_METRIC = "gputui_process_info"
 XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
 UP_METRIC = "gputui_up"

@@ -41,11 +41,18 @@ def register(sub: Any) -> None:
         metavar="S",
         help="seconds between readings; scrapes read the newest one (default 1)",
     )
+    parser.add_argument(
+        "--legacy-hostname-label",
+        action="store_true",
+        help="name the host label Hostname, as dcgm-exporter did before 2026, for dashboards and alerts that "
+        "still use it (default: hostname)",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from gputui.export.server import ExportBindError, Exporter
+    from gputui.metric_schema import HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL
     from gputui.session.diagnose import new_diagnose
 
     logging.basicConfig(format="gputui: %(message)s", level=logging.WARNING)
@@ -56,7 +63,15 @@ def run(args: argparse.Namespace) -> int:
         return common.EXIT_USAGE
     except SourceUnavailable as exc:
         return common.report_unavailable(exc)
-    exporter = Exporter(source, system, bind=args.bind, port=args.port, interval=args.interval, diagnose=new_diagnose())
+    exporter = Exporter(
+        source,
+        system,
+        bind=args.bind,
+        port=args.port,
+        interval=args.interval,
+        diagnose=new_diagnose(),
+        hostname_label=LEGACY_HOSTNAME_LABEL if args.legacy_hostname_label else HOSTNAME_LABEL,
+    )
     stop = threading.Event()
     try:
         try:

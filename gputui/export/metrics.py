@@ -1,8 +1,9 @@
 """Snapshot -> Prometheus metric families, under dcgm-exporter's names, units and labels where one exists.
 
 Users who outgrow one server run Prometheus and Grafana with NVIDIA's dcgm-exporter dashboards; exporting the same
-names (`DCGM_FI_DEV_*`), units (framebuffer in MiB, energy in mJ, violation time in µs) and labels (`gpu`, `UUID`,
-`pci_bus_id`, `device`, `modelName`, `Hostname`) lets those dashboards read gputui unchanged. What dcgm-exporter
+names (`DCGM_FI_DEV_*`, `DCGM_FI_PROF_*`), units (framebuffer in MiB, energy in mJ, violation time in µs, GPM as
+0-1 ratios) and labels (`gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`, `hostname`, or dcgm-exporter's older
+`Hostname` on request) lets those dashboards read gputui unchanged. What dcgm-exporter
 does not have lives under `gputui_`. The names and field tables live in gputui/metric_schema.py, which also drives
 the way back (gputui/sources/remote.py), so what is written and what is read cannot drift apart.
 
@@ -31,7 +32,7 @@ from gputui.metric_schema import (
     GPU_INFO_FIELDS,
     GPU_INFO_METRIC,
     GPU_LOST_METRIC,
-    GPU_PROCESS_MEMORY_METRIC,
+    GPU_PROCESS_FIELDS,
     GPU_PROCESS_METRIC,
     GPU_SAMPLE_FIELDS,
     HOST_FIELDS,
@@ -45,6 +46,7 @@ from gputui.metric_schema import (
     TIMESTAMP_METRIC,
     UP_METRIC,
     XID_METRIC,
+    HostnameLabel,
     MetricField,
 )
 from gputui.model import GpuInfo, GpuSample, Snapshot, SystemInfo
@@ -91,7 +93,9 @@ class _Families:
         return list(self._families.values())
 
 
-def gpu_labels(info: GpuInfo | None, index: int, hostname: str) -> dict[str, str]:
+def gpu_labels(
+    info: GpuInfo | None, index: int, hostname: str, hostname_label: HostnameLabel = HOSTNAME_LABEL
+) -> dict[str, str]:
     """dcgm-exporter's label set for one GPU; `device` is the /dev node name dcgm would give it."""
     return {
         "gpu": str(index),
@@ -99,7 +103,7 @@ def gpu_labels(info: GpuInfo | None, index: int, hostname: str) -> dict[str, str
         "pci_bus_id": (info.pci_bus_id or "") if info else "",
         "device": f"nvidia{index}",
         "modelName": info.name if info else "",
-        HOSTNAME_LABEL: hostname,
+        hostname_label: hostname,
     }
 
 
@@ -108,10 +112,10 @@ def source_labels(system: SystemInfo) -> dict[str, str]:
     return {} if system.is_live else {SOURCE_LABEL: system.source}
 
 
-def metric_families(state: ExportState) -> list[Metric]:
+def metric_families(state: ExportState, *, hostname_label: HostnameLabel = HOSTNAME_LABEL) -> list[Metric]:
     """Everything a scrape shows, from one ExportState; pure, so it is tested without a server."""
     system = state.system
-    host = {HOSTNAME_LABEL: system.hostname}
+    host: dict[str, str] = {hostname_label: system.hostname}
     out = _Families(source_labels(system))
     out.add(UP_METRIC, "1 when the last reading of the GPUs succeeded.", host, 0 if state.snapshot is None else 1)
     out.add(
@@ -136,17 +140,17 @@ def metric_families(state: ExportState) -> list[Metric]:
     snapshot = state.snapshot
     if snapshot is not None:
         out.add(TIMESTAMP_METRIC, "Unix time of the reading shown.", host, snapshot.timestamp)
-        _add_gpus(out, snapshot, state.last_xid)
+        _add_gpus(out, snapshot, state.last_xid, hostname_label)
         _add_host(out, snapshot, host)
     _add_findings(out, state.findings, host)
     return out.families()
 
 
-def _add_gpus(out: _Families, snapshot: Snapshot, last_xid: Mapping[int, int]) -> None:
+def _add_gpus(out: _Families, snapshot: Snapshot, last_xid: Mapping[int, int], hostname_label: HostnameLabel) -> None:
     hostname = snapshot.system.hostname
     for sample in snapshot.gpus:
         info = snapshot.info(sample.index)
-        labels = gpu_labels(info, sample.index, hostname)
+        labels = gpu_labels(info, sample.index, hostname, hostname_label)
         if info is not None:
             out.add(
                 GPU_INFO_METRIC,
@@ -169,7 +173,8 @@ def _add_gpu_processes(out: _Families, sample: GpuSample, labels: Mapping[str, s
     for proc in sample.processes:
         proc_labels = {**labels, "pid": str(proc.pid), "kind": proc.kind}
         out.add(GPU_PROCESS_METRIC, "A process that holds a context on the GPU.", proc_labels, 1)
-        out.add(GPU_PROCESS_MEMORY_METRIC, "GPU memory a process uses (bytes).", proc_labels, proc.used_memory_bytes)
+        for spec in GPU_PROCESS_FIELDS:
+            out.add_field(spec, proc_labels, proc)
 
 
 def _add_host(out: _Families, snapshot: Snapshot, host: Mapping[str, str]) -> None:

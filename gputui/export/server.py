@@ -21,6 +21,7 @@ from prometheus_client.metrics_core import Metric
 
 from gputui.diagnostics.findings import Finding
 from gputui.export.metrics import ExportState, metric_families
+from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
 from gputui.model import Snapshot, SystemInfo
 from gputui.session.diagnose import Diagnose
 from gputui.sources.base import Source
@@ -109,11 +110,12 @@ class ExportSampler:
 class SnapshotCollector:
     """A prometheus-client collector that renders the sampler's latest state, and does nothing else."""
 
-    def __init__(self, state: Callable[[], ExportState]) -> None:
+    def __init__(self, state: Callable[[], ExportState], *, hostname_label: HostnameLabel = HOSTNAME_LABEL) -> None:
         self._state = state
+        self._hostname_label = hostname_label
 
     def collect(self) -> Iterable[Metric]:
-        return metric_families(self._state())
+        return metric_families(self._state(), hostname_label=self._hostname_label)
 
     def describe(self) -> list[Metric]:
         # Without describe(), registering would call collect(); the names vary with the machine anyway.
@@ -132,10 +134,11 @@ class Exporter:
         port: int = 9400,
         interval: float = 1.0,
         diagnose: Diagnose | None = None,
+        hostname_label: HostnameLabel = HOSTNAME_LABEL,
     ) -> None:
         self.sampler = ExportSampler(source, system, interval=interval, diagnose=diagnose)
         self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(SnapshotCollector(lambda: self.sampler.state))
+        self.registry.register(SnapshotCollector(lambda: self.sampler.state, hostname_label=hostname_label))
         self._bind = bind
         self._port = port
         self._server: WSGIServer | None = None

@@ -13,7 +13,7 @@ import urllib.request
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from http.client import HTTPException
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from prometheus_client.metrics_core import Metric
 from prometheus_client.parser import text_string_to_metric_families
@@ -211,9 +211,12 @@ class _Reader:
         return out
 
     def _hostname(self, info_labels: Labels, gpu_labels: Mapping[int, Labels]) -> str | None:
-        if info_labels.get(m.HOSTNAME_LABEL):
-            return info_labels[m.HOSTNAME_LABEL]
-        return next((lab[m.HOSTNAME_LABEL] for lab in gpu_labels.values() if lab.get(m.HOSTNAME_LABEL)), None)
+        """The host label in either spelling: older gputui and dcgm-exporter versions write `Hostname`."""
+        for labels in (info_labels, *gpu_labels.values()):
+            for key in (m.HOSTNAME_LABEL, m.LEGACY_HOSTNAME_LABEL):
+                if labels.get(key):
+                    return labels[key]
+        return None
 
     def _gpu_info(self, index: int, labels: Labels) -> GpuInfo:
         values = self._fields(m.GPU_INFO_FIELDS, index)
@@ -233,25 +236,30 @@ class _Reader:
     def _gpu_sample(self, index: int, timestamp: float) -> GpuSample:
         if index in self.per_gpu(m.GPU_LOST_METRIC):
             return GpuSample(index=index, timestamp=timestamp, lost=True)
-        memory = {}
-        for labels, value in self.by_name.get(m.GPU_PROCESS_MEMORY_METRIC, ()):
-            if _int_label(labels, "gpu") == index:
-                memory[labels.get("pid", "")] = round(value)
+        return GpuSample(
+            index=index,
+            timestamp=timestamp,
+            processes=self._gpu_processes(index),
+            **self._fields(m.GPU_SAMPLE_FIELDS, index),
+        )
+
+    def _gpu_processes(self, index: int) -> tuple[GpuProcess, ...]:
+        """The processes gputui_gpu_process_info lists on this GPU, with the per-process values written for them."""
+        per_pid: dict[int, dict[str, Any]] = defaultdict(dict)
+        for spec in m.GPU_PROCESS_FIELDS:
+            for labels, value in self.by_name.get(spec.name, ()):
+                pid = _int_label(labels, "pid")
+                if _int_label(labels, "gpu") == index and pid is not None:
+                    per_pid[pid][spec.attr] = _from_metric(spec, value)
         processes = []
         for labels, _ in self.by_name.get(m.GPU_PROCESS_METRIC, ()):
             pid = _int_label(labels, "pid")
             if _int_label(labels, "gpu") != index or pid is None:
                 continue
-            graphics = labels.get("kind") == "graphics"
-            processes.append(
-                GpuProcess(pid=pid, used_memory_bytes=memory.get(str(pid)), kind="graphics" if graphics else "compute")
-            )
-        return GpuSample(
-            index=index,
-            timestamp=timestamp,
-            processes=tuple(processes),
-            **self._fields(m.GPU_SAMPLE_FIELDS, index),
-        )
+            kind: Literal["compute", "graphics"] = "graphics" if labels.get("kind") == "graphics" else "compute"
+            values = {"used_memory_bytes": None, **per_pid.get(pid, {})}
+            processes.append(GpuProcess(pid=pid, kind=kind, **values))
+        return tuple(processes)
 
     def _fields(self, specs: Sequence[m.MetricField], index: int) -> dict[str, Any]:
         out: dict[str, Any] = {}

@@ -6,9 +6,13 @@ import threading
 import urllib.request
 from dataclasses import replace
 
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.diagnostics.findings import Finding, Severity
+from gputui.export.metrics import ExportState
+from gputui.export.server import SnapshotCollector
+from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
 from gputui.model import (
     ContainerSample,
     GpuInfo,
@@ -37,7 +41,7 @@ SYSTEM = SystemInfo(
 
 
 def make_snapshot(system: SystemInfo = SYSTEM, t: float = T0) -> Snapshot:
-    """GPU 0 reports everything, GPU 1 reports little (None must stay None), GPU 2 fell off the bus."""
+    """GPU 0 reports everything (GPM too), GPU 1 reports little (None must stay None), GPU 2 fell off the bus."""
     info0 = GpuInfo(
         index=0,
         name="NVIDIA H100 80GB HBM3",
@@ -98,8 +102,18 @@ def make_snapshot(system: SystemInfo = SYSTEM, t: float = T0) -> Snapshot:
         xid_events=(13, 79),
         encoder_pct=0.0,
         decoder_pct=0.0,
+        gr_engine_active_pct=96.0,
+        sm_active_pct=81.5,
+        sm_occupancy_pct=37.5,
+        tensor_active_pct=62.5,
+        dram_bw_pct=44.0,
+        fp32_active_pct=12.5,
+        fp16_active_pct=3.0,
+        fp64_active_pct=0.0,
+        nvlink_rx_bytes_s=2.5e10,
+        nvlink_tx_bytes_s=1.25e10,
         processes=(
-            GpuProcess(pid=4242, used_memory_bytes=69000 * MIB),
+            GpuProcess(pid=4242, used_memory_bytes=69000 * MIB, sm_pct=88.0, mem_pct=40.0),
             GpuProcess(pid=4300, used_memory_bytes=None),
         ),
     )
@@ -184,6 +198,17 @@ class FakeSource:
 
 
 Series = dict[str, list[tuple[dict[str, str], float]]]
+
+
+def render(state: ExportState) -> str:
+    """The exposition text one scrape of `state` gets, without a server."""
+    return render_with(state, HOSTNAME_LABEL)
+
+
+def render_with(state: ExportState, hostname_label: HostnameLabel) -> str:
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SnapshotCollector(lambda: state, hostname_label=hostname_label))
+    return generate_latest(registry).decode()
 
 
 def parse(text: str) -> tuple[Series, dict[str, str]]:

@@ -54,6 +54,13 @@ def test_gpu_outside_the_machine_is_a_usage_error(capsys: pytest.CaptureFixture[
     assert "GPU 9 does not exist" in capsys.readouterr().err
 
 
+def test_help_lists_the_legacy_hostname_label(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(["export", "--help"])
+    assert exit_info.value.code == 0
+    assert "--legacy-hostname-label" in capsys.readouterr().out
+
+
 def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
     """Run `gputui export` in a child process and wait for the URL it prints."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -94,3 +101,15 @@ def test_serves_simulated_data_labelled_then_stops_cleanly(stop_signal: signal.S
             child.wait()
     assert child.stderr is not None
     assert "Traceback" not in child.stderr.read()
+
+
+def test_legacy_hostname_label_reaches_the_served_metrics() -> None:
+    child, url = _start("--demo", "healthy", "--gpus", "0", "--legacy-hostname-label")
+    try:
+        series, _ = parse(fetch(url)[0])
+    finally:
+        child.terminate()
+        child.wait(timeout=10)
+    ((labels, _),) = series["DCGM_FI_DEV_GPU_TEMP"]
+    assert "Hostname" in labels and "hostname" not in labels
+    assert "Hostname" in next(iter(series["gputui_up"]))[0]

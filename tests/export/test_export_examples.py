@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 from export_helpers import FINDINGS, SYSTEM, make_snapshot
+from prometheus_client.metrics_core import Metric
 
 from gputui.export.metrics import ExportState, metric_families
 
@@ -13,9 +14,13 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 METRIC_NAME = re.compile(r"\b(?:DCGM_FI_\w+|gputui_\w+)")
 
 
-def exported_names() -> set[str]:
+def exported_families() -> list[Metric]:
     state = ExportState(system=SYSTEM, snapshot=make_snapshot(), findings=FINDINGS, last_xid={0: 79})
-    return {family.name for family in metric_families(state)}
+    return metric_families(state)
+
+
+def exported_names() -> set[str]:
+    return {family.name for family in exported_families()}
 
 
 def test_alert_rules_name_only_exported_metrics() -> None:
@@ -24,6 +29,16 @@ def test_alert_rules_name_only_exported_metrics() -> None:
     used = set(METRIC_NAME.findall(expressions))
     assert {"gputui_finding", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_GPU_TEMP"} <= used
     assert used <= exported_names(), used - exported_names()
+
+
+def test_alert_rules_use_only_labels_the_exporter_writes() -> None:
+    """A label misspelt (or the pre-2026 `Hostname`) would leave summaries empty and `on(...)` matching nothing."""
+    text = (EXAMPLES / "gputui-alerts.yml").read_text()
+    used = set(re.findall(r"\$labels\.(\w+)", text))
+    used |= {name.strip() for group in re.findall(r"\bon\(([^)]*)\)", text) for name in group.split(",")}
+    written = {key for family in exported_families() for sample in family.samples for key in sample.labels}
+    assert {"hostname", "gpu", "rule"} <= used
+    assert used <= written | {"instance", "job"}, used - written  # Prometheus adds instance and job
 
 
 def test_alert_rules_cover_critical_findings() -> None:

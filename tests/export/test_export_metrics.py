@@ -4,20 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from export_helpers import FINDINGS, MIB, SYSTEM, Series, make_snapshot, one, parse
-from prometheus_client import CollectorRegistry, generate_latest
+import pytest
+from export_helpers import FINDINGS, MIB, SYSTEM, Series, make_snapshot, one, parse, render
 
 from gputui import metric_schema as schema
 from gputui.export.metrics import ExportState, metric_families
-from gputui.export.server import SnapshotCollector
-from gputui.metric_schema import GPU_LABELS
+from gputui.metric_schema import GPU_LABELS, HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL, HostnameLabel
 from gputui.model import ContainerInfo
-
-
-def render(state: ExportState) -> str:
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(lambda: state))
-    return generate_latest(registry).decode()
 
 
 def scrape_state(state: ExportState) -> tuple[Series, dict[str, str]]:
@@ -38,9 +31,21 @@ def test_gpu_metrics_carry_dcgm_exporter_labels() -> None:
         "pci_bus_id": "00000000:18:00.0",
         "device": "nvidia0",
         "modelName": "NVIDIA H100 80GB HBM3",
-        "Hostname": "gpu01",
+        "hostname": "gpu01",
     }
     assert set(labels) == set(GPU_LABELS)
+
+
+def test_legacy_hostname_label_is_written_everywhere_on_request() -> None:
+    def series(hostname_label: HostnameLabel) -> list[tuple[str, dict[str, str]]]:
+        families = metric_families(live_state(), hostname_label=hostname_label)
+        return [(sample.name, sample.labels) for family in families for sample in family.samples]
+
+    default, legacy = series(HOSTNAME_LABEL), series(LEGACY_HOSTNAME_LABEL)
+    assert len([1 for _, labels in default if "hostname" in labels]) > 50  # GPU and host-wide series alike
+    assert not [1 for _, labels in legacy if "hostname" in labels]
+    renamed = [(name, {"hostname" if k == "Hostname" else k: v for k, v in labels.items()}) for name, labels in legacy]
+    assert renamed == default  # the same series; only the label's name differs
 
 
 def test_units_follow_dcgm_exporter() -> None:
@@ -72,6 +77,7 @@ def test_counters_keep_dcgm_names_without_total_suffix() -> None:
         schema.CONTAINER_FIELDS,
         schema.PSI_FIELDS,
         schema.PROC_FIELDS,
+        schema.GPU_PROCESS_FIELDS,
     )
     declared = {spec.name for group in fields for spec in group} | set(schema.LOAD_METRICS)
     declared |= {value for key, value in vars(schema).items() if key.endswith("_METRIC")}
@@ -184,3 +190,37 @@ def test_without_a_cgroup_there_are_no_container_series() -> None:
     bare = replace(snapshot, host=replace(snapshot.host, container=None, psi=None))
     series, _ = scrape_state(replace(live_state(), snapshot=bare))
     assert not [name for name in series if name.startswith(("gputui_container_", "gputui_psi_"))]
+
+
+def test_gpm_is_exported_under_dcgm_profiling_names_as_ratios() -> None:
+    series, types = scrape_state(live_state())
+    ratios = {
+        "DCGM_FI_PROF_GR_ENGINE_ACTIVE": 0.96,
+        "DCGM_FI_PROF_SM_ACTIVE": 0.815,
+        "DCGM_FI_PROF_SM_OCCUPANCY": 0.375,
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": 0.625,
+        "DCGM_FI_PROF_DRAM_ACTIVE": 0.44,
+        "DCGM_FI_PROF_PIPE_FP32_ACTIVE": 0.125,
+        "DCGM_FI_PROF_PIPE_FP16_ACTIVE": 0.03,
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE": 0.0,  # zero is a reading, kept
+    }
+    assert {name: one(series, name, gpu="0") for name in ratios} == pytest.approx(ratios, rel=1e-12)
+    assert one(series, "DCGM_FI_PROF_NVLINK_RX_BYTES", gpu="0") == 2.5e10  # bytes/s, as DCGM gives it
+    assert one(series, "DCGM_FI_PROF_NVLINK_TX_BYTES", gpu="0") == 1.25e10
+    assert types["DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"] == "gauge"
+
+
+def test_gpu_without_gpm_has_no_profiling_series() -> None:
+    series, _ = scrape_state(live_state())
+    profiling = [name for name in series if name.startswith("DCGM_FI_PROF_")]
+    assert len(profiling) == 10
+    assert all({lab["gpu"] for lab, _ in series[name]} == {"0"} for name in profiling)  # GPU 1 has no GPM
+
+
+def test_process_sm_share_is_a_ratio_labelled_like_its_memory() -> None:
+    series, _ = scrape_state(live_state())
+    ((sm_labels, sm),) = series["gputui_process_sm_ratio"]  # pid 4300 has no share: left out
+    ((memory_labels, _),) = series["gputui_gpu_process_memory_bytes"]
+    assert sm == 0.88
+    assert sm_labels == memory_labels
+    assert (sm_labels["pid"], sm_labels["gpu"], sm_labels["kind"]) == ("4242", "0", "compute")

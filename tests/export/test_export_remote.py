@@ -9,10 +9,12 @@ from collections.abc import Iterator, Sequence
 from dataclasses import fields, replace
 
 import pytest
-from export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot
+from export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot, render, render_with
 
 from gputui.diagnostics.findings import Finding
+from gputui.export.metrics import ExportState
 from gputui.export.server import Exporter
+from gputui.metric_schema import HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL, HostnameLabel
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot
 from gputui.session.diagnose import new_diagnose
 from gputui.session.fleet import FleetPoller
@@ -68,7 +70,13 @@ def test_round_trip_keeps_every_value(served: tuple[Exporter, FakeSource]) -> No
     for want, got in zip(original.gpu_info, remote.gpu_info, strict=True):
         assert got == want, [f.name for f in fields(GpuInfo) if getattr(got, f.name) != getattr(want, f.name)]
     for want_sample, got_sample in zip(original.gpus, remote.gpus, strict=True):
-        expected = replace(want_sample, timestamp=original.timestamp, xid_events=(), error=None)
+        expected = replace(
+            want_sample,
+            timestamp=original.timestamp,
+            xid_events=(),
+            error=None,
+            processes=tuple(replace(p, mem_pct=None) for p in want_sample.processes),  # not exported
+        )
         assert got_sample == expected, [
             f.name for f in fields(GpuSample) if getattr(got_sample, f.name) != getattr(expected, f.name)
         ]
@@ -79,6 +87,49 @@ def test_round_trip_keeps_every_value(served: tuple[Exporter, FakeSource]) -> No
     )
     assert remote.host == want_host, [
         f.name for f in fields(HostSample) if getattr(remote.host, f.name) != getattr(want_host, f.name)
+    ]
+
+
+GPM_FIELDS = (
+    "gr_engine_active_pct",
+    "sm_active_pct",
+    "sm_occupancy_pct",
+    "tensor_active_pct",
+    "dram_bw_pct",
+    "fp32_active_pct",
+    "fp16_active_pct",
+    "fp64_active_pct",
+    "nvlink_rx_bytes_s",
+    "nvlink_tx_bytes_s",
+)
+
+
+def _gpm_read_back(gpm: dict[str, float | None]) -> GpuSample:
+    snapshot = make_snapshot()
+    gpu0 = replace(snapshot.gpus[0], **gpm)
+    snapshot = replace(snapshot, gpus=(gpu0, *snapshot.gpus[1:]))
+    text = render(ExportState(system=SYSTEM, snapshot=snapshot))
+    return parse_exposition(text, fallback_hostname="x:9400", now=0.0).gpus[0]
+
+
+def test_gpm_percentages_come_back_from_the_exported_ratios() -> None:
+    gpm = dict(zip(GPM_FIELDS, (99.9, 73.3, 41.7, 66.6, 8.1, 0.3, 17.9, 0.0, 3.3e10, 123.4), strict=True))
+    got = _gpm_read_back(gpm)
+    assert {name: getattr(got, name) for name in GPM_FIELDS} == pytest.approx(gpm, rel=1e-12)
+
+
+def test_gpm_not_reported_stays_none_remotely() -> None:
+    got = _gpm_read_back(dict.fromkeys(GPM_FIELDS))
+    assert all(getattr(got, name) is None for name in GPM_FIELDS)
+    assert got.utilization_gpu_pct == 97.0  # the rest of the GPU is still read
+
+
+def test_process_sm_share_comes_back_and_unknown_stays_none() -> None:
+    text = render(ExportState(system=SYSTEM, snapshot=make_snapshot()))
+    processes = parse_exposition(text, fallback_hostname="x:9400", now=0.0).gpus[0].processes
+    assert [(p.pid, p.sm_pct, p.used_memory_bytes) for p in processes] == [
+        (4242, 88.0, 69000 << 20),
+        (4300, None, None),
     ]
 
 
@@ -171,6 +222,14 @@ Hostname="ip-172-31-16-106"} 1024
 DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu="0",UUID="GPU-a",pci_bus_id="00000000:00:1B.0",device="nvidia0",\
 modelName="Tesla T4",Hostname="ip-172-31-16-106"} 9876543
 """
+
+
+@pytest.mark.parametrize("label", [HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL])
+def test_either_spelling_of_the_host_label_is_read(label: HostnameLabel) -> None:
+    gputui_text = render_with(ExportState(system=SYSTEM, snapshot=make_snapshot()), label)
+    dcgm_text = DCGM_TEXT.replace("Hostname=", f"{label}=")
+    assert parse_exposition(gputui_text, fallback_hostname="x:9400", now=0.0).system.hostname == "gpu01"
+    assert parse_exposition(dcgm_text, fallback_hostname="x:9400", now=0.0).system.hostname == "ip-172-31-16-106"
 
 
 def test_a_plain_dcgm_exporter_is_read_too() -> None:

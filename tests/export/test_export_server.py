@@ -21,7 +21,7 @@ def test_scrape_over_http_parses_with_prometheus_client(served: tuple[Exporter, 
     assert content_type.startswith("text/plain")
     series, types = parse(body)
     assert types["DCGM_FI_DEV_GPU_TEMP"] == "gauge"
-    assert one(series, "DCGM_FI_DEV_GPU_TEMP", gpu="0", Hostname="gpu01") == 71.0
+    assert one(series, "DCGM_FI_DEV_GPU_TEMP", gpu="0", hostname="gpu01") == 71.0
     assert one(series, "gputui_up") == 1
 
 
