@@ -79,6 +79,8 @@ def symptoms(snapshots: list[Snapshot]) -> set[str]:
                 found.add("tensor_idle")
             if (gpu.utilization_gpu_pct or 0) >= 80 and sm is not None and sm < 50:
                 found.add("sm_low_busy")
+            if (gpu.dram_bw_pct or 0) >= 80:
+                found.add("dram_high")
         if snap.gpus[0].processes and sum(utils) / len(utils) < 50:
             found.add("low_util")
         if max(utils) - min(utils) > 30:

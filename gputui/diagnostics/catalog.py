@@ -10,10 +10,13 @@ fields; both languages use the same ones (a test checks it).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
+from gputui.diagnostics.findings import Evidence
 from gputui.diagnostics.locale import LANGS, Texts
 from gputui.diagnostics.rules import RULE_TEXTS
+from gputui.diagnostics.verdict_texts import TEXTS as VERDICT_TEXTS
 
 SHARED: Texts = {
     "en": {
@@ -94,7 +97,9 @@ SHARED: Texts = {
     },
 }
 
-MESSAGES: Mapping[str, Mapping[str, str]] = {lang: {**SHARED[lang], **RULE_TEXTS[lang]} for lang in LANGS}
+MESSAGES: Mapping[str, Mapping[str, str]] = {
+    lang: {**SHARED[lang], **RULE_TEXTS[lang], **VERDICT_TEXTS[lang]} for lang in LANGS
+}
 _EN = MESSAGES["en"]
 
 
@@ -103,3 +108,15 @@ def text(key: str, lang: str = "en", **params: object) -> str:
     table = MESSAGES.get(lang, _EN)
     template = table.get(key) or _EN[key]
     return template.format(**params) if params else template
+
+
+def localize(evidence: Evidence, lang: str, window_s: int) -> Evidence:
+    """A rule's evidence (catalog keys) in words: the label and the window it was measured over."""
+    label, window = _evidence_words(evidence.key, evidence.window, lang, window_s)
+    return Evidence(label=label, value=evidence.value, unit=evidence.unit, window=window, key=evidence.key)
+
+
+@functools.lru_cache(maxsize=1024)
+def _evidence_words(key: str, window: str, lang: str, window_s: int) -> tuple[str, str]:
+    """The same few labels and windows are put into words for every open finding on every tick."""
+    return text(f"ev.{key}", lang), text(f"win.{window}", lang, seconds=window_s) if window else ""

@@ -9,19 +9,19 @@ replayed or simulated session gives the same findings as it did live.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import heapq
 import threading
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from gputui.diagnostics.catalog import text
+from gputui.diagnostics.catalog import localize, text
 from gputui.diagnostics.config import DiagnosticsConfig
-from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
+from gputui.diagnostics.verdict import Verdict, VerdictTracker, judge
 from gputui.history import History
 from gputui.model import Snapshot
 
@@ -33,10 +33,11 @@ TrackKey = tuple[str, tuple[int, ...]]
 
 @dataclass(frozen=True, slots=True)
 class DiagnosticsState:
-    """What the views show: open findings worst first, and recently closed ones newest first."""
+    """What the views show: the verdict, open findings worst first, and recently closed ones newest first."""
 
     active: tuple[Finding, ...] = ()
     closed: tuple[Finding, ...] = ()
+    verdict: Verdict | None = None
 
     @property
     def worst(self) -> Severity | None:
@@ -91,6 +92,7 @@ class DiagnosticsEngine:
         # Findings made outside the rules (probe results), newest first, with the time each stops being open.
         self._external: deque[tuple[Finding, float]] = deque(maxlen=self.config.history_size)
         self._external_lock = threading.Lock()
+        self._verdict = VerdictTracker(self.config.open_after_s)
 
     def add_external(self, finding: Finding, open_for_s: float = 0.0) -> None:
         """Show a finding no rule made (a probe's result) from the next update on: open, in the counts and in
@@ -123,7 +125,8 @@ class DiagnosticsEngine:
         active.sort(key=lambda f: (-f.severity, f.started_at, f.rule, f.gpus))
         kept = [f for f, open_until in external if now >= open_until]
         closed = heapq.merge(kept, self._closed, key=lambda f: -(f.ended_at or f.started_at))
-        return DiagnosticsState(active=tuple(active), closed=tuple(closed))
+        verdict = self._verdict.update(judge(window, active, th, self.lang), now)
+        return DiagnosticsState(active=tuple(active), closed=tuple(closed), verdict=verdict)
 
     def _observe(self, key: TrackKey, rule: Rule, hit: Hit, now: float) -> None:
         severity = hit.severity if hit.severity is not None else rule.severity
@@ -182,18 +185,6 @@ def _worse(old: float | None, new: float | None, higher_is_worse: bool) -> float
     if old is None or new is None:
         return new if old is None else old
     return max(old, new) if higher_is_worse else min(old, new)
-
-
-def localize(evidence: Evidence, lang: str, window_s: int) -> Evidence:
-    """A rule's evidence (catalog keys) in words: the label and the window it was measured over."""
-    label, window = _evidence_words(evidence.key, evidence.window, lang, window_s)
-    return Evidence(label=label, value=evidence.value, unit=evidence.unit, window=window, key=evidence.key)
-
-
-@functools.lru_cache(maxsize=1024)
-def _evidence_words(key: str, window: str, lang: str, window_s: int) -> tuple[str, str]:
-    """The same few labels and windows are put into words for every open finding on every tick."""
-    return text(f"ev.{key}", lang), text(f"win.{window}", lang, seconds=window_s) if window else ""
 
 
 def unavailable_finding(reason: str, lang: str = "en", now: float = 0.0) -> Finding:

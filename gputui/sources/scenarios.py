@@ -80,7 +80,8 @@ class Scenario:
 
     `build(stage, t)` is the plan `t` seconds into the scenario; a scenario whose plan does not move with
     time (`moves=False`) is built once and reused on each tick. `signs` are the raw signs of trouble the
-    values show (the vocabulary of tests/test_simulated.py); `findings` are what the diagnostics raise.
+    values show (the vocabulary of tests/test_simulated.py); `findings` are what the diagnostics raise;
+    `verdict` is the verdict class they add up to, with its groups' classes when it is `mixed`.
     """
 
     name: str
@@ -88,6 +89,7 @@ class Scenario:
     build: Callable[[Stage, float], Scene]
     signs: frozenset[str]
     findings: tuple[ExpectedFinding, ...]
+    verdict: tuple[str, ...]
     moves: bool = False
 
 
@@ -219,6 +221,20 @@ def _launchbound(stage: Stage, t: float) -> Scene:
     return Scene(plans, stage.ranks(f"{_TRAIN} --batch-size 4", 18.0, cpu_pct=96.0, cpu_swing=2.0), HostPlan())
 
 
+def _membound(stage: Stage, t: float) -> Scene:
+    # Element-wise heavy work (normalisation, activations, optimizer steps without fused kernels): the SMs wait
+    # on DRAM, whose bandwidth stays near its peak.
+    plans = {i: GpuPlan(sm_fill=0.62, tensor_share=0.3, dram_fill=0.92) for i in range(stage.count)}
+    return Scene(plans, stage.ranks(_TRAIN, 61.0), HostPlan())
+
+
+def _ecc(stage: Stage, t: float) -> Scene:
+    # One GPU's HBM reports uncorrected errors and a page retirement waits for a reset; the job goes on.
+    busy = stage.busy()
+    busy[stage.odd] = GpuPlan(ecc_uncorrected=2)
+    return Scene(busy, stage.ranks(_TRAIN, 61.0), HostPlan())
+
+
 def _mismatch(stage: Stage, t: float) -> Scene:
     return Scene(stage.busy(), stage.ranks(_TRAIN, 61.0), HostPlan(), mismatch=True)
 
@@ -270,6 +286,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _healthy,
         signs=frozenset(),
         findings=(),
+        verdict=("gpu_bound",),
     ),
     Scenario(
         "idle",
@@ -277,6 +294,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _idle,
         signs=frozenset({"idle"}),
         findings=(),
+        verdict=("idle",),
     ),
     Scenario(
         "thermal",
@@ -284,6 +302,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _thermal,
         signs=frozenset({"hot", "thermal_bits"}),
         findings=(ExpectedFinding("thermal_throttle", "critical", (1,)),),
+        verdict=("mixed", "throttled", "gpu_bound"),
         moves=True,
     ),
     Scenario(
@@ -292,6 +311,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _powercap,
         signs=frozenset({"limit_lowered", "sw_power_cap"}),
         findings=_each_gpu("power_cap", "critical"),
+        verdict=("throttled",),
     ),
     Scenario(
         "hwslowdown",
@@ -299,6 +319,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _hwslowdown,
         signs=frozenset({"hw_bits"}),
         findings=(*_each_gpu("hw_slowdown", "critical"), *_each_gpu("power_brake", "critical")),
+        verdict=("throttled",),
     ),
     Scenario(
         "pcie",
@@ -306,6 +327,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _pcie,
         signs=frozenset({"pcie_low_busy"}),
         findings=(ExpectedFinding("pcie_downgrade", "critical", (1,)),),
+        verdict=("mixed", "interconnect", "gpu_bound"),
     ),
     Scenario(
         "vram",
@@ -313,6 +335,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _vram,
         signs=frozenset({"vram_high"}),
         findings=_each_gpu("vram_pressure", "warning"),
+        verdict=("gpu_bound",),
         moves=True,
     ),
     Scenario(
@@ -321,6 +344,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _starved_cpu,
         signs=frozenset({"low_util", "cpu_bound"}),
         findings=_each_gpu("starvation_cpu", "warning"),
+        verdict=("input_bound",),
     ),
     Scenario(
         "starved-io",
@@ -328,6 +352,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _starved_io,
         signs=frozenset({"low_util", "iowait", "disk_busy"}),
         findings=_each_gpu("starvation_io", "warning"),
+        verdict=("input_bound",),
     ),
     Scenario(
         "contention",
@@ -335,6 +360,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _contention,
         signs=frozenset({"shared_gpu"}),
         findings=(ExpectedFinding("gpu_contention", "warning", (0,)),),
+        verdict=("mixed", "contended", "gpu_bound"),
     ),
     Scenario(
         "imbalance",
@@ -342,6 +368,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _imbalance,
         signs=frozenset({"imbalance"}),
         findings=(ExpectedFinding("imbalance", "warning", tuple(range(DEFAULT_GPU_COUNT))),),
+        verdict=("gpu_bound",),
     ),
     Scenario(
         "fp32",
@@ -349,6 +376,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _fp32,
         signs=frozenset({"tensor_idle"}),
         findings=_each_gpu("tensor_cores_idle", "warning"),
+        verdict=("inefficient",),
     ),
     Scenario(
         "launchbound",
@@ -356,6 +384,23 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _launchbound,
         signs=frozenset({"sm_low_busy"}),
         findings=_each_gpu("low_sm_activity", "warning"),
+        verdict=("inefficient",),
+    ),
+    Scenario(
+        "membound",
+        "element-wise heavy step: DRAM bandwidth ~90% of peak, SM activity ~60%",
+        _membound,
+        signs=frozenset({"dram_high"}),
+        findings=_each_gpu("memory_bound", "info"),
+        verdict=("memory_bound_gpu",),
+    ),
+    Scenario(
+        "ecc",
+        "one GPU reports uncorrected ECC errors, a page retirement pending a reset",
+        _ecc,
+        signs=frozenset({"ecc"}),
+        findings=(ExpectedFinding("ecc_errors", "critical", (1,)),),
+        verdict=("mixed", "degraded", "gpu_bound"),
     ),
     Scenario(
         "mismatch",
@@ -363,6 +408,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _mismatch,
         signs=frozenset({"mismatch"}),
         findings=(ExpectedFinding("cuda_mismatch", "warning"),),
+        verdict=("gpu_bound",),
     ),
     Scenario(
         "container",
@@ -375,6 +421,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
             ExpectedFinding("workers_oversubscribed", "warning", tuple(range(DEFAULT_GPU_COUNT))),
             ExpectedFinding("shm_small", "warning"),
         ),
+        verdict=("input_bound",),
     ),
     Scenario(
         "oom",
@@ -382,6 +429,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _oom,
         signs=frozenset({"oom"}),
         findings=(ExpectedFinding("oom_kill", "critical"),),
+        verdict=("gpu_bound",),
         moves=True,
     ),
 )

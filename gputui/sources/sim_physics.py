@@ -110,6 +110,7 @@ class GpuPlan:
     pcie_gen: int = PCIE_MAX_GEN
     pcie_width: int = PCIE_MAX_WIDTH
     reasons: int = 0  # clock event bits asserted from outside (HW slowdown, power brake)
+    ecc_uncorrected: int = 0  # uncorrected ECC errors counted since the driver loaded
     # How the busy time is spent, as GPM reads it: SM activity per unit of utilization (small kernels leave
     # SMs empty), tensor-core and plain-FP32 activity as shares of SM activity, DRAM bandwidth per unit of
     # utilization. The defaults are a bf16 training step that keeps the GPU well fed.
@@ -321,8 +322,8 @@ class MachinePhysics:
             power_violation_ns=int(self._power_violation_ns[index]),
             thermal_violation_ns=int(self._thermal_violation_ns[index]),
             energy_mj=int(self._energy_mj[index]),
-            ecc_uncorrected=0,
-            retired_pages_pending=False,
+            ecc_uncorrected=plan.ecc_uncorrected,
+            retired_pages_pending=plan.ecc_uncorrected > 0,
             encoder_pct=0.0,
             decoder_pct=0.0,
             processes=procs,

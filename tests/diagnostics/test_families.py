@@ -14,6 +14,7 @@ import pytest
 from gputui.diagnostics import catalog, engine, rules
 from gputui.diagnostics.locale import LANGS
 from gputui.diagnostics.rules import FAMILIES, Family, software
+from gputui.diagnostics.verdict_texts import TEXTS as VERDICT_TEXTS
 from tests.diagnostics.test_catalog import variants
 
 
@@ -76,7 +77,7 @@ def test_a_family_speaks_only_of_its_own_rules_and_evidence(family: Family) -> N
 
 def test_no_message_is_defined_twice() -> None:
     for lang in LANGS:
-        tables = [catalog.SHARED[lang], *(family.TEXTS[lang] for family in FAMILIES)]
+        tables = [catalog.SHARED[lang], VERDICT_TEXTS[lang], *(family.TEXTS[lang] for family in FAMILIES)]
         assert sum(len(table) for table in tables) == len(catalog.MESSAGES[lang]), lang
 
 

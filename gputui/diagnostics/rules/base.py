@@ -177,6 +177,7 @@ class Rule:
     check: Check
     metric: str | None = None  # the GpuSample field a view highlights
     higher_is_worse: bool = True
+    bound: str | None = None  # the verdict class its finding argues for (diagnostics/verdict.py); None: none
     open_after: Callable[[Thresholds], float | None] = _default_hold
     close_after: Callable[[Thresholds], float | None] = _default_hold
 

@@ -76,9 +76,23 @@ def memory_bound(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("low_sm_activity", Severity.WARNING, low_sm_activity, metric="sm_active_pct", higher_is_worse=False),
-    Rule("tensor_cores_idle", Severity.WARNING, tensor_cores_idle, metric="tensor_active_pct", higher_is_worse=False),
-    Rule("memory_bound", Severity.INFO, memory_bound, metric="dram_bw_pct"),
+    Rule(
+        "low_sm_activity",
+        Severity.WARNING,
+        low_sm_activity,
+        metric="sm_active_pct",
+        higher_is_worse=False,
+        bound="inefficient",
+    ),
+    Rule(
+        "tensor_cores_idle",
+        Severity.WARNING,
+        tensor_cores_idle,
+        metric="tensor_active_pct",
+        higher_is_worse=False,
+        bound="inefficient",
+    ),
+    Rule("memory_bound", Severity.INFO, memory_bound, metric="dram_bw_pct", bound="memory_bound_gpu"),
 )
 
 TEXTS: Texts = {

@@ -95,7 +95,7 @@ def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("gpu_contention", Severity.WARNING, gpu_contention),
+    Rule("gpu_contention", Severity.WARNING, gpu_contention, bound="contended"),
     Rule("imbalance", Severity.WARNING, imbalance, metric="utilization_gpu_pct"),
 )
 

@@ -205,9 +205,30 @@ def cpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("starvation_cpu", Severity.WARNING, starvation_cpu, metric="utilization_gpu_pct", higher_is_worse=False),
-    Rule("starvation_io", Severity.WARNING, starvation_io, metric="utilization_gpu_pct", higher_is_worse=False),
-    Rule("starvation_net", Severity.WARNING, starvation_net, metric="utilization_gpu_pct", higher_is_worse=False),
+    Rule(
+        "starvation_cpu",
+        Severity.WARNING,
+        starvation_cpu,
+        metric="utilization_gpu_pct",
+        higher_is_worse=False,
+        bound="input_bound",
+    ),
+    Rule(
+        "starvation_io",
+        Severity.WARNING,
+        starvation_io,
+        metric="utilization_gpu_pct",
+        higher_is_worse=False,
+        bound="input_bound",
+    ),
+    Rule(
+        "starvation_net",
+        Severity.WARNING,
+        starvation_net,
+        metric="utilization_gpu_pct",
+        higher_is_worse=False,
+        bound="input_bound",
+    ),
     Rule("cpu_contention", Severity.INFO, cpu_contention, metric="utilization_gpu_pct"),
 )
 

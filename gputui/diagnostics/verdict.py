@@ -1,0 +1,260 @@
+"""One answer first: the verdict on what bounds the job, worked out from the open findings and the window.
+
+Each rule names the verdict class its finding argues for (`Rule.bound`). A GPU takes the most serious class
+among its open findings (degraded, then throttled, interconnect, input-bound, contended, inefficient,
+memory-bandwidth-bound); a GPU with none is idle when it does nothing, and otherwise GPU-bound: the machine
+delivers, so the speed must come from the job. GPUs that differ make a `mixed` verdict with one group per
+class; idle GPUs beside busy ones are left out of it (a job on four GPUs of eight is not "mixed"). Like a
+finding, a new verdict must hold `hold_s` before it replaces the last, so a value at a threshold does not
+flap it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from gputui.diagnostics.catalog import localize, text
+from gputui.diagnostics.findings import Evidence, Finding
+from gputui.diagnostics.rules import ALL_RULES
+from gputui.diagnostics.rules.base import Window, ev, rounded
+from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
+from gputui.diagnostics.thresholds import Thresholds
+
+# Most serious first: a GPU with findings of several classes takes the first.
+RANKED: tuple[str, ...] = (
+    "degraded",
+    "throttled",
+    "interconnect",
+    "input_bound",
+    "contended",
+    "inefficient",
+    "memory_bound_gpu",
+    "gpu_bound",
+    "idle",
+)
+CLASSES: tuple[str, ...] = (*RANKED, "mixed", "unknown")
+BOUNDS: dict[str, str] = {rule.id: rule.bound for rule in ALL_RULES if rule.bound is not None}
+BOUNDS[NVML_UNAVAILABLE] = "degraded"
+# Not a bound of its own (a quota the GPUs do not wait on bounds nothing), but when they starve it names why.
+_QUOTA_RULE = "cpu_throttled"
+IDLE_UTIL_PCT = 5.0  # below this mean a GPU does nothing (idle clocks, a forgotten allocation)
+BUSY_UTIL_PCT = 80.0  # at or above: "busy"; below, with nothing found on the machine, the gaps are the job's
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What bounds the job: a class (`gpu_bound`, `input_bound`, ...), the GPUs it holds for, a sentence, the
+    numbers behind it; for `mixed`, one verdict per group of GPUs alike. `since`: when it took over."""
+
+    cls: str
+    label: str
+    gpus: tuple[int, ...]
+    summary: str
+    line: str  # 'GPU-bound: all 8 GPUs 95% busy at ...': how the pane and `diagnose` print it
+    evidence: tuple[Evidence, ...] = ()
+    groups: tuple[Verdict, ...] = ()
+    since: float = 0.0
+    short: str = ""  # the group's few words inside a `mixed` verdict's sentence
+
+    @property
+    def key(self) -> tuple[object, ...]:
+        """What makes two verdicts the same for the hysteresis: the classes and their GPUs, not the numbers."""
+        return (self.cls, self.gpus, tuple((g.cls, g.gpus) for g in self.groups))
+
+
+def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
+    """The JSON shape of `diagnose --json`'s `verdict` (and of recordings and the report)."""
+    out: dict[str, Any] = {
+        "class": verdict.cls,
+        "label": verdict.label,
+        "gpus": list(verdict.gpus),
+        "summary": verdict.summary,
+        "evidence": [{"key": e.key, "label": e.label, "value": e.value, "unit": e.unit} for e in verdict.evidence],
+        "since": verdict.since,
+    }
+    if verdict.groups:
+        out["groups"] = [verdict_to_dict(g) for g in verdict.groups]
+    return out
+
+
+def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Verdict:
+    """The verdict of this instant, before hysteresis."""
+    now = window.latest.timestamp
+    span = now - window.snapshots[0].timestamp
+    need = th.window_s / 2
+    if any(f.rule == NVML_UNAVAILABLE for f in findings):
+        return unavailable_verdict(lang, now)
+    if span < need:
+        seconds = max(1, math.ceil(need - span))
+        return _make("unknown", (), {"seconds": seconds}, (), lang, now)
+    everyone = tuple(sample.index for sample in window.latest.gpus)
+    classes: dict[int, str] = {}
+    causes: dict[int, list[Finding]] = {}
+    for index in everyone:
+        mine = [f for f in findings if f.rule in BOUNDS and (index in f.gpus or not f.gpus)]
+        if mine:
+            best = min(RANKED.index(BOUNDS[f.rule]) for f in mine)
+            classes[index] = RANKED[best]
+            causes[index] = [f for f in mine if RANKED.index(BOUNDS[f.rule]) == best]
+            continue
+        util = window.mean(index, "utilization_gpu_pct")
+        if util is not None:
+            classes[index] = "idle" if util < IDLE_UTIL_PCT else "gpu_bound"
+    if not classes:
+        return _make("unknown", (), {"seconds": 1}, (), lang, now)
+    busy = {i: c for i, c in classes.items() if c != "idle"} or classes
+    order = sorted(set(busy.values()), key=RANKED.index)
+    groups = [
+        _group(window, cls, tuple(i for i in everyone if busy.get(i) == cls), causes, findings, everyone, lang)
+        for cls in order
+    ]
+    if len(groups) == 1:
+        return groups[0]
+    summary = text("verdict.separator", lang).join(f"{g.label} {g.short}" for g in groups)
+    gpus = tuple(sorted(busy))
+    return _make("mixed", gpus, {"groups": summary}, (), lang, now, groups=tuple(groups))
+
+
+def _group(
+    w: Window,
+    cls: str,
+    gpus: tuple[int, ...],
+    causes: dict[int, list[Finding]],
+    findings: Sequence[Finding],
+    everyone: tuple[int, ...],
+    lang: str,
+) -> Verdict:
+    util = _mean(w.mean(i, "utilization_gpu_pct") for i in gpus)
+    clock = _mean(_clock_share(w, i) for i in gpus)
+    sm = _mean(w.mean(i, "sm_active_pct") for i in gpus)
+    tensor = _mean(w.mean(i, "tensor_active_pct") for i in gpus)
+    dram = _mean(w.mean(i, "dram_bw_pct") for i in gpus)
+    own = [f for i in gpus for f in causes.get(i, ())]
+    if cls == "input_bound":
+        own += [f for f in findings if f.rule == _QUOTA_RULE]
+    params: dict[str, object] = {
+        "gpus": _gpus_text(gpus, everyone, lang),
+        "util": _pct(util),
+        "clock": _pct(clock),
+        "lost": _pct(None if clock is None else 100.0 - clock),
+        "sm": _pct(sm),
+        "tensor": _pct(tensor),
+        "dram": _pct(dram),
+        "causes": _causes(own, lang),
+    }
+    variant = "gaps" if cls == "gpu_bound" and util is not None and util < BUSY_UTIL_PCT else ""
+    if cls == "idle" and len(gpus) > 1 and set(gpus) == set(everyone):
+        variant, params["count"] = "all", len(gpus)
+    evidence = [ev("gpu_util", rounded(util), "%", "mean"), ev("clock_of_max", rounded(clock), "%", "mean")]
+    if sm is not None:
+        evidence += [ev("sm_active", rounded(sm), "%", "mean"), ev("tensor_active", rounded(tensor), "%", "mean")]
+    if cls == "memory_bound_gpu":
+        evidence.append(ev("dram_bw", rounded(dram), "%", "mean"))
+    span = w.span_s
+    words = tuple(localize(e, lang, span) for e in evidence)
+    return _make(cls, gpus, params, words, lang, w.latest.timestamp, variant=variant, with_short=True)
+
+
+def _make(
+    cls: str,
+    gpus: tuple[int, ...],
+    params: dict[str, object],
+    evidence: tuple[Evidence, ...],
+    lang: str,
+    now: float,
+    *,
+    variant: str = "",
+    groups: tuple[Verdict, ...] = (),
+    with_short: bool = False,
+) -> Verdict:
+    suffix = f".{variant}" if variant else ""
+    label = text(f"verdict.{cls}", lang)
+    summary = text(f"verdict.{cls}.summary{suffix}", lang, **params)
+    return Verdict(
+        cls=cls,
+        label=label,
+        gpus=gpus,
+        summary=summary,
+        line=text("verdict.line", lang, label=label, summary=summary),
+        evidence=evidence,
+        groups=groups,
+        since=now,
+        short=text(f"verdict.{cls}.short", lang, **params) if with_short else "",
+    )
+
+
+def unavailable_verdict(lang: str = "en", now: float = 0.0) -> Verdict:
+    """`degraded` when there is no snapshot to judge because the driver cannot be read."""
+    causes = text(f"verdict.cause.{NVML_UNAVAILABLE}", lang)
+    return _make("degraded", (), {"causes": causes}, (), lang, now)
+
+
+def _causes(findings: Iterable[Finding], lang: str) -> str:
+    """The findings' causes in words, each once, in the order found: 'heat, the power cap'."""
+    rules = dict.fromkeys(f.rule for f in findings)
+    return ", ".join(text(f"verdict.cause.{rule}", lang) for rule in rules)
+
+
+def _gpus_text(gpus: tuple[int, ...], everyone: tuple[int, ...], lang: str) -> str:
+    if len(gpus) > 1 and set(gpus) == set(everyone):
+        return text("verdict.gpus.all", lang, count=len(gpus))
+    return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=_ranges(gpus))
+
+
+def _ranges(indices: tuple[int, ...]) -> str:
+    """(0, 1, 2, 5) -> '0-2,5'."""
+    parts: list[str] = []
+    start = prev = None
+    for i in sorted(indices):
+        if prev is not None and i == prev + 1:
+            prev = i
+            continue
+        if start is not None:
+            parts.append(f"{start}-{prev}" if prev != start else str(start))
+        start = prev = i
+    if start is not None:
+        parts.append(f"{start}-{prev}" if prev != start else str(start))
+    return ",".join(parts)
+
+
+def _clock_share(w: Window, index: int) -> float | None:
+    info = w.info(index)
+    clock = w.mean(index, "sm_clock_mhz")
+    if clock is None or info is None or not info.max_sm_clock_mhz:
+        return None
+    return min(100.0, 100.0 * clock / info.max_sm_clock_mhz)
+
+
+def _mean(values: Iterable[float | None]) -> float | None:
+    known = [v for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0f}%"
+
+
+class VerdictTracker:
+    """Holds the verdict shown: a different one takes over after `hold_s` of holding, leaving `unknown` at once."""
+
+    def __init__(self, hold_s: float) -> None:
+        self.hold_s = hold_s
+        self._current: Verdict | None = None
+        self._pending: tuple[tuple[object, ...], float] | None = None
+
+    def update(self, candidate: Verdict, now: float) -> Verdict:
+        current = self._current
+        if current is None or current.cls == "unknown" or candidate.key == current.key:
+            since = current.since if current is not None and candidate.key == current.key else now
+            self._current = replace(candidate, since=since)
+            self._pending = None
+            return self._current
+        if self._pending is None or self._pending[0] != candidate.key:
+            self._pending = (candidate.key, now)
+        if now - self._pending[1] >= self.hold_s:
+            current = self._current = replace(candidate, since=self._pending[1])
+            self._pending = None
+        return current

@@ -1,0 +1,95 @@
+"""The verdict: one answer on what bounds the job, from the open findings and the window."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from gputui.diagnostics.engine import DiagnosticsEngine, unavailable_finding
+from gputui.diagnostics.rules.base import Window
+from gputui.diagnostics.thresholds import Thresholds
+from gputui.diagnostics.verdict import CLASSES, Verdict, VerdictTracker, judge, verdict_to_dict
+from gputui.model import Snapshot
+from gputui.sources.scenarios import BY_NAME, SCENARIO_TABLE, TOUR
+from tests.diagnostics.builders import gpu, series
+from tests.diagnostics.test_scenarios import run_scenario
+
+TH = Thresholds()
+
+
+@pytest.mark.parametrize("scenario", sorted(BY_NAME))
+def test_each_scenario_adds_up_to_its_verdict(scenario: str) -> None:
+    state, _ = run_scenario(scenario)
+    verdict = state.verdict
+    assert verdict is not None
+    assert (verdict.cls, *(g.cls for g in verdict.groups)) == BY_NAME[scenario].verdict
+
+
+def test_the_tour_shows_every_verdict_but_the_two_that_need_no_scenario() -> None:
+    shown = {cls for scenario in SCENARIO_TABLE for cls in scenario.verdict}
+    assert shown == set(CLASSES) - {"unknown"}  # `unknown` opens every session; `degraded` by a lost driver too
+    assert TOUR not in BY_NAME
+
+
+def test_until_half_a_window_is_in_the_verdict_says_when_it_will_know() -> None:
+    engine = DiagnosticsEngine()
+    first = engine.update(series(1, lambda i: {})[0]).verdict
+    assert first is not None and first.cls == "unknown"
+    assert first.line == "Not known yet: collecting readings: a verdict in 5 s"
+    for snap in series(8, lambda i: {})[1:]:
+        state = engine.update(snap)
+    assert state.verdict is not None and state.verdict.cls == "gpu_bound"
+
+
+def test_a_verdict_changes_only_after_the_new_one_holds() -> None:
+    tracker = VerdictTracker(hold_s=3.0)
+
+    def verdict(cls: str, t: float) -> Verdict:
+        return Verdict(cls, cls, (0,), cls, cls, since=t)
+
+    assert tracker.update(verdict("gpu_bound", 0.0), 0.0).cls == "gpu_bound"
+    assert tracker.update(verdict("throttled", 1.0), 1.0).cls == "gpu_bound"
+    assert tracker.update(verdict("gpu_bound", 2.0), 2.0).cls == "gpu_bound"  # the blip is forgotten
+    assert tracker.update(verdict("throttled", 3.0), 3.0).cls == "gpu_bound"
+    assert tracker.update(verdict("throttled", 5.0), 5.0).cls == "gpu_bound"
+    taken = tracker.update(verdict("throttled", 6.0), 6.0)
+    assert (taken.cls, taken.since) == ("throttled", 3.0)
+
+
+def test_idle_gpus_beside_a_busy_job_do_not_make_it_mixed() -> None:
+    def make(i: int) -> dict[str, Any]:
+        return {"gpus": [gpu(0), gpu(1), gpu(2, pids=(), utilization_gpu_pct=0.0), gpu(3, utilization_gpu_pct=0.0)]}
+
+    snaps = series(10, make)
+    verdict = judge(Window(snaps, TH.window_s), (), TH)
+    assert (verdict.cls, verdict.gpus) == ("gpu_bound", (0, 1))
+    assert "GPUs 0-1 97% busy at 100% of max clock" in verdict.summary
+
+
+def test_a_job_below_busy_with_nothing_found_is_the_jobs_own_limit() -> None:
+    snaps = series(10, lambda i: {"gpus": [gpu(0, utilization_gpu_pct=60.0)]})
+    verdict = judge(Window(snaps, TH.window_s), (), TH)
+    assert verdict.cls == "gpu_bound"
+    assert "the idle gaps come from the job itself" in verdict.summary
+
+
+def test_an_unreadable_driver_is_degraded() -> None:
+    snaps = series(10, lambda i: {})
+    verdict = judge(Window(snaps, TH.window_s), (unavailable_finding("no driver"),), TH)
+    assert (verdict.cls, verdict.summary) == ("degraded", "the NVIDIA driver cannot be read")
+
+
+def test_json_shape_and_chinese_words() -> None:
+    state, _ = run_scenario("thermal")
+    assert state.verdict is not None
+    doc = verdict_to_dict(state.verdict)
+    assert set(doc) == {"class", "label", "gpus", "summary", "evidence", "since", "groups"}
+    assert [g["class"] for g in doc["groups"]] == ["throttled", "gpu_bound"]
+    assert doc["groups"][0]["gpus"] == [1]
+    assert {e["key"] for e in doc["groups"][0]["evidence"]} >= {"gpu_util", "clock_of_max"}
+    engine = DiagnosticsEngine(lang="zh")
+    for snap in series(10, lambda i: {"gpus": [replace(gpu(), utilization_gpu_pct=0.0, processes=())]}):
+        state = engine.update(snap)
+    assert state.verdict is not None and state.verdict.line == "空闲：GPU 0 上没有任务"
