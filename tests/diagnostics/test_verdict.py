@@ -11,7 +11,6 @@ from gputui.diagnostics.engine import DiagnosticsEngine, unavailable_finding
 from gputui.diagnostics.rules.base import Window
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.diagnostics.verdict import CLASSES, Verdict, VerdictTracker, judge, verdict_to_dict
-from gputui.model import Snapshot
 from gputui.sources.scenarios import BY_NAME, SCENARIO_TABLE, TOUR
 from tests.diagnostics.builders import gpu, series
 from tests.diagnostics.test_scenarios import run_scenario
