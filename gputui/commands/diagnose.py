@@ -1,8 +1,9 @@
-"""`gputui diagnose`: sample for a few seconds, print what slows the GPUs, and exit with a health code.
+"""`gputui diagnose`: sample for a few seconds, print the verdict and every finding seen, exit with a health code.
 
-Exit codes make it a node health check in scripts: 0 nothing above info, 1 warnings, 4 critical findings,
-2 usage or config error, 3 the driver cannot be read (the `nvml_unavailable` finding is printed too, so a
-script reading the JSON sees why). The simulated machine (`--demo`) runs on simulated time: its N seconds
+A health check reports what it saw: a finding that opened and closed during the sampling is printed too,
+marked with when it held. Exit codes make it a node health check in scripts, from the worst finding seen:
+0 nothing above info, 1 warnings, 4 critical findings, 2 usage or config error, 3 the driver cannot be read
+(the `nvml_unavailable` finding is printed too, so a script reading the JSON sees why). The simulated machine (`--demo`) runs on simulated time: its N seconds
 pass at once, and everything it prints says SIMULATED.
 """
 
@@ -15,6 +16,7 @@ import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +32,7 @@ from gputui.diagnostics.findings import (
     severity_label,
 )
 from gputui.diagnostics.locale import LANGS, resolve_lang
+from gputui.diagnostics.verdict import Verdict, verdict_to_dict
 from gputui.formatting import fmt_duration
 from gputui.model import Snapshot, SystemInfo
 from gputui.sources.base import InvalidGpuSelection, Source, SourceUnavailable
@@ -55,7 +58,7 @@ def register(sub: Any) -> None:
         help=f"how long to sample (default {DEFAULT_SECONDS:g}); findings need a few seconds to confirm",
     )
     parser.add_argument("--interval", type=positive_seconds, default=1.0, metavar="S", help="seconds between samples")
-    parser.add_argument("--json", action="store_true", help="print JSON: {schema, system, findings}")
+    parser.add_argument("--json", action="store_true", help="print JSON: {schema, system, verdict, findings}")
     parser.add_argument("--lang", choices=LANGS, default=None, help="language of titles and advice (default: locale)")
     parser.add_argument(
         "--config",
@@ -72,6 +75,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gputui.diagnostics.engine import DiagnosticsEngine, unavailable_finding
+    from gputui.diagnostics.verdict import unavailable_verdict
 
     lang = resolve_lang(args.lang)
     try:
@@ -89,19 +93,20 @@ def run(args: argparse.Namespace) -> int:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE
     try:
-        system, findings = _diagnose(args, engine, recorder)
+        system, verdict, findings = _diagnose(args, engine, recorder)
     except InvalidGpuSelection as exc:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE
     except SourceUnavailable as exc:
-        _emit(args, None, [unavailable_finding(str(exc), lang, time.time())], lang)
+        now = time.time()
+        _emit(args, None, unavailable_verdict(lang, now), [unavailable_finding(str(exc), lang, now)], lang)
         return common.report_unavailable(exc)
     finally:
         if recorder is not None:
             recorder.close()
             if recorder.warning:
                 print(f"gputui: {recorder.warning}", file=sys.stderr)
-    _emit(args, system, findings, lang)
+    _emit(args, system, verdict, findings, lang)
     worst = max((f.severity for f in findings), default=None)
     if worst == Severity.CRITICAL:
         return common.EXIT_CRITICAL
@@ -124,9 +129,9 @@ def _open(args: argparse.Namespace) -> tuple[Source, SystemInfo, list[float]]:
 
 def _diagnose(
     args: argparse.Namespace, engine: Any, recorder: RecordingWriter | None = None
-) -> tuple[SystemInfo, list[Finding]]:
-    """Feed the engine `--seconds` of samples (and the recording, with --record); the open findings at the
-    end are the answer."""
+) -> tuple[SystemInfo, Verdict | None, list[Finding]]:
+    """Feed the engine `--seconds` of samples (and the recording, with --record); the answer is the verdict
+    at the end and every finding that was open at some point: still open first, then those that closed."""
     source, system, sim_clock = _open(args)
     count = math.floor(args.seconds / args.interval + 1e-9) + 1
     torch_cuda: str | None = None
@@ -135,6 +140,7 @@ def _diagnose(
             probe = _start_torch_probe(pool) if system.is_live else None
             start = time.monotonic()
             state = None
+            ended: dict[tuple[str, tuple[int, ...], float], Finding] = {}
             for i in range(count):
                 if sim_clock:
                     sim_clock[0] = i * args.interval
@@ -147,12 +153,21 @@ def _diagnose(
                 if torch_cuda is not None:
                     snapshot = _with_torch(snapshot, torch_cuda)
                 state = engine.update(snapshot)
+                ended.update((_seen(f), f) for f in state.closed if f.ended_at is not None)
                 if recorder is not None:
                     recorder.record(snapshot, state.active)
                 system = snapshot.system
     finally:
         source.close()
-    return system, list(state.active) if state is not None else []
+    if state is None:
+        return system, None, []
+    closed = sorted(ended.values(), key=lambda f: (-f.severity, f.started_at))
+    return system, state.verdict, [*state.active, *closed]
+
+
+def _seen(finding: Finding) -> tuple[str, tuple[int, ...], float]:
+    """A finding's identity over the run: the same rule on the same GPUs may open twice."""
+    return finding.rule, finding.gpus, finding.started_at
 
 
 def _start_torch_probe(pool: ThreadPoolExecutor) -> Future[str | None]:
@@ -165,31 +180,44 @@ def _with_torch(snapshot: Snapshot, version: str) -> Snapshot:
     return replace(snapshot, system=replace(snapshot.system, torch_cuda_version=version))
 
 
-def _emit(args: argparse.Namespace, system: SystemInfo | None, findings: list[Finding], lang: str) -> None:
+def _emit(
+    args: argparse.Namespace, system: SystemInfo | None, verdict: Verdict | None, findings: list[Finding], lang: str
+) -> None:
     if args.json:
         from gputui.serialize import system_to_dict
 
         document = {
             "schema": SCHEMA_VERSION,
             "system": system_to_dict(system) if system is not None else None,
+            "verdict": verdict_to_dict(verdict) if verdict is not None else None,
             "findings": [finding_to_dict(f) for f in findings],
         }
         json.dump(document, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
         return
     out: list[str] = []
+    if system is not None and not system.is_live:
+        out.append(text("cli.simulated", lang, scenario=system.scenario or system.source))
+    if verdict is not None:
+        out.append(text("cli.verdict", lang, line=verdict.line))
     if system is not None:
-        if not system.is_live:
-            out.append(text("cli.simulated", lang, scenario=system.scenario or system.source))
         out.append(text("cli.sampled", lang, host=system.hostname, seconds=f"{args.seconds:g}"))
     if not any(f.severity > Severity.INFO for f in findings):
         out.append(text("cli.none", lang))
     for finding in findings:
         where = finding.rule
-        if finding.duration_s >= 1:
+        if finding.ended_at is not None:
+            held = f"{_clock(finding.started_at)}-{_clock(finding.ended_at)}"
+            where += ", " + text("cli.was", lang, span=held)
+        elif finding.duration_s >= 1:
             where += ", " + text("cli.since", lang, duration=fmt_duration(finding.duration_s))
         out.append(f"{severity_label(finding.severity, lang)}  {finding.title}  [{where}]")
         if finding.evidence:
             out.append("      " + " | ".join(format_evidence(ev) for ev in finding.evidence))
         out.append(f"      {text('cli.advice', lang)}: {finding.advice}")
     print("\n".join(out))
+
+
+def _clock(timestamp: float) -> str:
+    """A time of day on this machine's clock, as the user's own logs show it."""
+    return datetime.fromtimestamp(timestamp).strftime("%H:%M:%S")

@@ -58,6 +58,8 @@ SHARED: Texts = {
         "cli.none": "No findings above info: the GPUs look healthy.",
         "cli.advice": "advice",
         "cli.since": "for {duration}",
+        "cli.was": "was: {span}",
+        "cli.verdict": "VERDICT  {line}",
     },
     "zh": {
         "ev.temperature": "温度",
@@ -94,6 +96,8 @@ SHARED: Texts = {
         "cli.none": "没有高于提示级别的问题：GPU 状态良好。",
         "cli.advice": "建议",
         "cli.since": "持续 {duration}",
+        "cli.was": "曾出现：{span}",
+        "cli.verdict": "结论  {line}",
     },
 }
 

@@ -73,6 +73,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         ],
         "advice": finding.advice,
         "started_at": finding.started_at,
+        "ended_at": finding.ended_at,
         "duration_s": round(finding.duration_s, 3),
     }
 

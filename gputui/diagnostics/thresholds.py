@@ -20,6 +20,8 @@ class Thresholds:
     clocks_low_ratio: float = 0.75  # busy, no reason, SM clock below this share of max
     vram_pressure_pct: float = 95.0
     vram_rise_mib: float = 32.0  # growth over the window that counts as "rising"
+    vram_ceiling_pct: float = 97.0  # used memory never below this over the window ...
+    vram_churn_mib: float = 256.0  # ... while it swings by more than this: the allocator at the ceiling
     pcie_saturated_pct: float = 80.0  # of the link's theoretical bandwidth (rules/base.py, PCIe spec rates)
     sustained_share: float = 0.6  # "most of the window"
     starved_util_pct: float = 50.0  # DCGM User Guide, profiling metrics: SM activity < 0.5 "likely ineffective"

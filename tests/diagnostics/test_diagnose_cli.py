@@ -32,7 +32,7 @@ def diagnose_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, 
 def test_json_shape_and_critical_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     code, data = diagnose_json(capsys, "--demo", "thermal", "--seconds", "20")
     assert code == 4
-    assert list(data) == ["schema", "system", "findings"]
+    assert list(data) == ["schema", "system", "verdict", "findings"]
     assert data["schema"] == 1
     assert data["system"]["source"] == "simulated" and data["system"]["scenario"] == "thermal"  # type: ignore[index]
     [finding] = data["findings"]  # type: ignore[misc]
@@ -45,10 +45,52 @@ def test_json_shape_and_critical_exit_code(capsys: pytest.CaptureFixture[str]) -
         "evidence",
         "advice",
         "started_at",
+        "ended_at",
         "duration_s",
     ]
     assert (finding["rule"], finding["severity"], finding["gpus"]) == ("thermal_throttle", "critical", [1])
     assert {"key", "label", "value", "unit", "window"} == set(finding["evidence"][0])
+
+
+def test_the_verdict_comes_first(capsys: pytest.CaptureFixture[str]) -> None:
+    code, data = diagnose_json(capsys, "--demo", "starved-io")
+    verdict = data["verdict"]
+    assert code == 1
+    assert verdict["class"] == "input_bound" and verdict["gpus"] == [0, 1, 2, 3]  # type: ignore[index]
+    assert "waiting for data (the disk)" in verdict["summary"]  # type: ignore[index]
+    main(["diagnose", "--demo", "healthy"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("SIMULATED")  # the label before anything else
+    assert lines[1].startswith("VERDICT  GPU-bound: all 4 GPUs 9")
+
+
+def test_a_finding_that_closed_during_the_run_is_reported_and_counts(capsys: pytest.CaptureFixture[str]) -> None:
+    """The tour throttles GPU 1 from 60 to 90 s, then caps every GPU's power: a 100 s check saw both."""
+    code, data = diagnose_json(capsys, "--demo", "tour", "--seconds", "100")
+    findings = data["findings"]
+    [thermal] = [f for f in findings if f["rule"] == "thermal_throttle"]  # type: ignore[attr-defined,index]
+    assert thermal["ended_at"] is not None and thermal["ended_at"] > thermal["started_at"]
+    assert all(f["ended_at"] is None for f in findings if f["rule"] == "power_cap")  # type: ignore[attr-defined,index]
+    assert code == 4
+    main(["diagnose", "--demo", "tour", "--seconds", "100"])
+    [line] = [x for x in capsys.readouterr().out.splitlines() if "[thermal_throttle" in x]
+    assert "was: " in line and line.endswith("]")
+
+
+def test_a_check_whose_only_finding_closed_still_fails(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Exit codes come from the worst finding seen, not the worst still open at the end."""
+    from gputui.sources import simulated
+
+    class ThermalThenCool(SimulatedSource):
+        def scenario_at(self, elapsed: float) -> tuple[str, float]:
+            return ("thermal" if elapsed < 20 else "healthy"), elapsed
+
+    monkeypatch.setattr(simulated, "SimulatedSource", ThermalThenCool)
+    code, data = diagnose_json(capsys, "--demo", "healthy", "--seconds", "40")
+    assert code == 4
+    assert [(f["rule"], f["ended_at"] is not None) for f in data["findings"]] == [("thermal_throttle", True)]  # type: ignore[attr-defined,index]
 
 
 def test_warnings_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
@@ -95,6 +137,7 @@ def test_no_driver_exits_3_and_prints_the_finding(
     assert code == 3
     data = json.loads(captured.out)
     assert data["system"] is None
+    assert data["verdict"]["class"] == "degraded"
     [finding] = data["findings"]
     assert (finding["rule"], finding["severity"]) == ("nvml_unavailable", "critical")
     assert "version mismatch" in finding["evidence"][0]["value"] and "version mismatch" in captured.err

@@ -150,7 +150,19 @@ def test_nvml_unavailable_is_critical_and_says_why() -> None:
 def test_json_form_has_the_issues_keys() -> None:
     state = feed(DiagnosticsEngine(), [warm(t, 86.0) for t in range(4)])
     data = finding_to_dict(state.active[0])
-    assert list(data) == ["rule", "severity", "gpus", "pids", "title", "evidence", "advice", "started_at", "duration_s"]
+    assert list(data) == [
+        "rule",
+        "severity",
+        "gpus",
+        "pids",
+        "title",
+        "evidence",
+        "advice",
+        "started_at",
+        "ended_at",
+        "duration_s",
+    ]
+    assert data["ended_at"] is None
     assert data["severity"] == "warning" and data["gpus"] == [0] and data["duration_s"] == 3.0
     assert data["evidence"][0] == {
         "key": "temperature",

@@ -172,6 +172,22 @@ def test_vram_full_but_flat_is_a_caching_allocator_not_pressure() -> None:
     assert run(vram_pressure, steady(gpus=[gpu(memory_used_bytes=79 * GIB)])) == []
 
 
+def test_vram_at_the_ceiling_and_churning_is_pressure_too() -> None:
+    """98-99% of 80 GiB, up and down by 400 MiB: the caching allocator freeing and retrying at the limit."""
+    mib = 1 << 20
+    snaps = series(10, lambda i: {"gpus": [gpu(memory_used_bytes=int(78.6 * GIB) + (400 * mib if i % 2 == 0 else 0))]})
+    [hit] = run(vram_pressure, snaps)
+    assert hit.variant == "churn" and evidence(hit)["memory_swing"] == 400
+
+
+def test_vram_swinging_below_the_ceiling_or_by_little_is_not_churn() -> None:
+    mib = 1 << 20
+    low = series(10, lambda i: {"gpus": [gpu(memory_used_bytes=int(76 * GIB) + (400 * mib if i % 2 == 0 else 0))]})
+    small = series(10, lambda i: {"gpus": [gpu(memory_used_bytes=int(78.6 * GIB) + (100 * mib if i % 2 == 0 else 0))]})
+    assert run(vram_pressure, low) == []  # 95-96%: a swing there is the allocator's normal life
+    assert run(vram_pressure, small) == []
+
+
 def test_vram_growing_below_95_percent_is_fine() -> None:
     snaps = series(10, lambda i: {"gpus": [gpu(memory_used_bytes=int(70 * GIB + i * 100 * (1 << 20)))]})
     assert run(vram_pressure, snaps) == []
