@@ -3,8 +3,8 @@
 A health check reports what it saw: a finding that opened and closed during the sampling is printed too,
 marked with when it held. Exit codes make it a node health check in scripts, from the worst finding seen:
 0 nothing above info, 1 warnings, 4 critical findings, 2 usage or config error, 3 the driver cannot be read
-(the `nvml_unavailable` finding is printed too, so a script reading the JSON sees why). The simulated machine (`--demo`) runs on simulated time: its N seconds
-pass at once, and everything it prints says SIMULATED.
+(the `nvml_unavailable` finding is printed too, so a script reading the JSON sees why). The simulated
+machine (`--demo`) runs on simulated time: its N seconds pass at once, and everything it prints says SIMULATED.
 """
 
 from __future__ import annotations
