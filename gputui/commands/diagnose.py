@@ -155,7 +155,7 @@ def _diagnose(
                 state = engine.update(snapshot)
                 ended.update((_seen(f), f) for f in state.closed if f.ended_at is not None)
                 if recorder is not None:
-                    recorder.record(snapshot, state.active)
+                    recorder.record(snapshot, state.active, state.verdict)
                 system = snapshot.system
     finally:
         source.close()

@@ -21,6 +21,7 @@ from typing import Any, Literal, get_args
 
 from gputui import __version__
 from gputui.diagnostics.findings import Evidence, Finding, Severity, finding_to_dict
+from gputui.diagnostics.verdict import Verdict, verdict_to_dict
 from gputui.model import GpuInfo, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
 from gputui.serialize import (
     SnapshotFormatError,
@@ -34,7 +35,7 @@ from gputui.serialize import (
 
 RECORDING_SCHEMA = 1
 
-EventKind = Literal["finding_opened", "finding_closed", "probe_progress", "probe_result", "mark"]
+EventKind = Literal["finding_opened", "finding_closed", "probe_progress", "probe_result", "mark", "verdict"]
 EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
 
 
@@ -183,6 +184,11 @@ def _finding_record(finding: Finding) -> dict[str, Any]:
 
 def finding_event(kind: Literal["finding_opened", "finding_closed"], finding: Finding, t: float) -> RecordedEvent:
     return RecordedEvent(kind=kind, t=t, data={"finding": _finding_record(finding)})
+
+
+def verdict_event(verdict: Verdict, t: float) -> RecordedEvent:
+    """The verdict took over at `t` (its `since`): the report's verdict over time is read from these."""
+    return RecordedEvent(kind="verdict", t=t, data={"verdict": verdict_to_dict(verdict)})
 
 
 def mark_event(label: str, t: float) -> RecordedEvent:

@@ -10,11 +10,12 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.verdict import Verdict
 from gputui.formatting import NA, fmt_num
 from gputui.model import CLOCK_EVENT_REASONS, GpuInfo, GpuSample, Snapshot
 from gputui.record.format import (
@@ -44,6 +45,9 @@ class _EngineState(Protocol):
 
     @property
     def closed(self) -> Sequence[Finding]: ...
+
+    @property
+    def verdict(self) -> Verdict | None: ...
 
 
 class _Engine(Protocol):
@@ -122,6 +126,18 @@ class FindingSpan:
 
 
 @dataclass(frozen=True, slots=True)
+class VerdictSpan:
+    """A verdict from when it took over to when the next did (None: still standing when the recording ended)."""
+
+    cls: str
+    label: str
+    summary: str
+    gpus: tuple[int, ...]
+    start: float
+    end: float | None
+
+
+@dataclass(frozen=True, slots=True)
 class Report:
     path: str
     hostname: str
@@ -139,6 +155,7 @@ class Report:
     host_iowait_pct: Stats
     findings_origin: FindingsOrigin
     findings: tuple[FindingSpan, ...]
+    verdicts: tuple[VerdictSpan, ...]  # () when the recording kept findings but no verdict (an older gputui)
     probes: tuple[dict[str, Any], ...]
     marks: tuple[tuple[float, str], ...]
     warnings: tuple[str, ...] = field(default=())
@@ -146,6 +163,16 @@ class Report:
     @property
     def duration_s(self) -> float:
         return self.end - self.start
+
+    def verdict_shares(self) -> dict[str, float]:
+        """Each verdict class's share of the recorded time, largest first."""
+        seconds: dict[str, float] = {}
+        for span in self.verdicts:
+            seconds[span.cls] = seconds.get(span.cls, 0.0) + (span.end or self.end) - span.start
+        total = sum(seconds.values())
+        if total <= 0:
+            return {}
+        return {cls: round(s / total, 4) for cls, s in sorted(seconds.items(), key=lambda item: -item[1])}
 
 
 def tick_weights(timestamps: Sequence[float], interval_s: float) -> list[float]:
@@ -281,6 +308,44 @@ class FindingTracker:
         return sorted(spans, key=lambda s: (s.start, s.rule, s.gpus))
 
 
+def recorded_verdicts(events: Iterable[RecordedEvent]) -> list[VerdictSpan]:
+    """Spans from `verdict` events: each verdict stands until the next takes over."""
+    spans: list[VerdictSpan] = []
+    for event in events:
+        if event.kind != "verdict" or not isinstance(event.data.get("verdict"), dict):
+            continue
+        data = event.data["verdict"]
+        span = VerdictSpan(
+            cls=str(data.get("class", "unknown")),
+            label=str(data.get("label", "")),
+            summary=str(data.get("summary", "")),
+            gpus=tuple(int(g) for g in data.get("gpus") or ()),
+            start=event.t,
+            end=None,
+        )
+        if spans:
+            spans[-1] = replace(spans[-1], end=event.t)
+        spans.append(span)
+    return spans
+
+
+class VerdictTimeline:
+    """Verdict spans from a diagnostics engine's states, fed one at a time."""
+
+    def __init__(self) -> None:
+        self.spans: list[VerdictSpan] = []
+
+    def update(self, verdict: Verdict | None) -> None:
+        if verdict is None:
+            return
+        last = self.spans[-1] if self.spans else None
+        if last is not None and last.cls == verdict.cls and last.gpus == verdict.gpus and last.start == verdict.since:
+            return
+        if last is not None:
+            self.spans[-1] = replace(last, end=verdict.since)
+        self.spans.append(VerdictSpan(verdict.cls, verdict.label, verdict.summary, verdict.gpus, verdict.since, None))
+
+
 def recompute_findings(ticks: Iterable[Snapshot], engine: _Engine) -> list[FindingSpan]:
     """Run the diagnostics engine over the recorded ticks, as the monitor did live, and keep the spans."""
     tracker = FindingTracker()
@@ -308,6 +373,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
     ticks = recording.ticks
     warnings = list(recording.warnings)
     spans, bad = recorded_findings(recording.events)
+    verdicts = recorded_verdicts(recording.events)
     if bad:
         warnings.append(f"{bad} finding events could not be read and are left out")
     origin: FindingsOrigin = "recorded"
@@ -316,6 +382,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         origin = "recomputed"
         engine = engine_factory()
     tracker = FindingTracker()
+    timeline = VerdictTimeline()
     tallies = [_GpuTally(info) for info in header.gpu_info]
     cpu: list[float | None] = []
     iowait: list[float | None] = []
@@ -326,9 +393,12 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         cpu.append(tick.host.cpu_pct)
         iowait.append(tick.host.iowait_pct)
         if engine is not None:
-            tracker.update(engine.update(tick), tick.timestamp)
+            state = engine.update(tick)
+            tracker.update(state, tick.timestamp)
+            timeline.update(state.verdict)
     if engine is not None:
         spans = tracker.spans()
+        verdicts = verdicts or timeline.spans
     system = header.system
     return Report(
         path=str(recording.path),
@@ -347,6 +417,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         host_iowait_pct=Stats.of(iowait),
         findings_origin=origin,
         findings=tuple(spans),
+        verdicts=tuple(verdicts),
         probes=tuple(
             {"t": e.t, **dict(e.data.get("probe") or {})} for e in recording.events if e.kind == "probe_result"
         ),
@@ -359,6 +430,10 @@ def report_to_dict(report: Report) -> dict[str, Any]:
     out = asdict(report)
     out["duration_s"] = report.duration_s
     out["marks"] = [{"t": t, "label": label} for t, label in report.marks]
+    out["verdicts"] = [
+        {"class": v.cls, **{k: val for k, val in asdict(v).items() if k != "cls"}} for v in report.verdicts
+    ]
+    out["verdict_shares"] = report.verdict_shares()
     if report.simulated:
         out["label"] = "SIMULATED: not measured on a real machine"
     return out
@@ -386,6 +461,29 @@ def _efficiency_line(gpu: GpuReport) -> str:
     )
 
 
+MAX_SPANS_LISTED = 3
+
+
+def _verdict_lines(report: Report) -> list[str]:
+    """'verdict      gpu_bound 82% of the time' then 'input_bound 18%: 02:10-02:25' a line each: the dominant
+    verdict first, and when the others held."""
+    shares = report.verdict_shares()
+    if not shares:
+        return ["verdict      n/a (this recording keeps findings but no verdict: an older gputui made it)"]
+    parts = []
+    for n, (cls, share) in enumerate(shares.items()):
+        part = f"{cls} {share * 100:.0f}%" + (" of the time" if n == 0 else "")
+        if n:
+            held = [s for s in report.verdicts if s.cls == cls]
+            times = ", ".join(
+                f"{format_clock(s.start, report.utc_offset_s)}-{format_clock(s.end or report.end, report.utc_offset_s)}"
+                for s in held[:MAX_SPANS_LISTED]
+            )
+            part += f": {times}" + (", ..." if len(held) > MAX_SPANS_LISTED else "")
+        parts.append(part)
+    return [f"{'verdict' if n == 0 else '':<13}{part}" for n, part in enumerate(parts)]
+
+
 def render_text(report: Report) -> str:
     """The plain-text report: fits an 100-column terminal, greps well, pastes into a support ticket."""
     clock = report.utc_offset_s
@@ -398,6 +496,7 @@ def render_text(report: Report) -> str:
         f"{format_clock(report.end, clock)}, {report.duration_s / 60:.1f} min, {report.ticks} ticks "
         f"every {report.interval_s:g} s"
     )
+    lines.extend(_verdict_lines(report))
     for gpu in report.gpus:
         lines.append("")
         lines.append(f"GPU {gpu.index}  {gpu.name}  ({gpu.samples} samples, {gpu.lost_samples} lost)")

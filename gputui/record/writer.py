@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
 from gputui.record.format import (
     RecordedEvent,
@@ -28,6 +29,7 @@ from gputui.record.format import (
     header_to_dict,
     mark_event,
     tick_to_dict,
+    verdict_event,
 )
 
 # A gzip stream is synced this often: each sync costs some compression, each gap is what a kill can lose.
@@ -146,6 +148,7 @@ class RecordingWriter:
         self._header_written = False
         self._early_events: list[RecordedEvent] = []
         self._active: tuple[Finding, ...] = ()
+        self._verdict: Verdict | None = None
         self.ticks_written = 0
         self.ticks_dropped = 0
         self.warning: str | None = None
@@ -173,13 +176,16 @@ class RecordingWriter:
         """Queue one tick; never blocks. The first tick also writes the header from its static part."""
         self._enqueue(snapshot)
 
-    def record(self, snapshot: Snapshot, active: Sequence[Finding]) -> None:
-        """Queue a tick and the findings that opened or closed with it: pass the engine's `state.active` after
-        `update(snapshot)`; the writer remembers the previous one."""
+    def record(self, snapshot: Snapshot, active: Sequence[Finding], verdict: Verdict | None = None) -> None:
+        """Queue a tick, the findings that opened or closed with it and the verdict when it changed: pass the
+        engine's `state.active` and `state.verdict` after `update(snapshot)`; the writer remembers the last."""
         self._enqueue(snapshot)
         for event in finding_transitions(self._active, active, snapshot.timestamp):
             self._enqueue(event)
         self._active = tuple(active)
+        if verdict is not None and (self._verdict is None or verdict.key != self._verdict.key):
+            self._enqueue(verdict_event(verdict, verdict.since))
+            self._verdict = verdict
 
     def put_event(self, event: RecordedEvent) -> None:
         self._enqueue(event)

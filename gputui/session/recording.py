@@ -9,7 +9,8 @@ from gputui.sources.base import Source
 
 
 class RecordingSampler(Sampler):
-    """A Sampler that hands each tick and its finding transitions to the writer (which only enqueues)."""
+    """A Sampler that hands each tick, its finding transitions and verdict changes to the writer (which only
+    enqueues)."""
 
     def __init__(self, source: Source, writer: RecordingWriter, engine: DiagnosticsEngine | None = None) -> None:
         super().__init__(source, engine)
@@ -17,7 +18,7 @@ class RecordingSampler(Sampler):
 
     def take(self) -> Tick:
         tick = super().take()
-        self.writer.record(tick.snapshot, tick.active)
+        self.writer.record(tick.snapshot, tick.active, tick.verdict)
         return tick
 
 

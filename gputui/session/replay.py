@@ -48,7 +48,7 @@ class ReplaySampler(Sampler):
             current = self.replay.current
             state = self._state
         assert current is not None  # advance() always hands over at least the first tick
-        return Tick(snapshot=current, active=state.active, closed=state.closed)
+        return Tick(snapshot=current, active=state.active, closed=state.closed, verdict=state.verdict)
 
     def drain(self) -> tuple[bool, list[Snapshot]]:
         """The ticks passed since the last call, oldest first, and whether a seek came first (start over)."""

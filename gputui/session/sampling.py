@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
 from gputui.sources.base import Source
 
@@ -26,11 +27,12 @@ MAX_INTERVAL = INTERVALS[-1]
 
 @dataclass(frozen=True, slots=True)
 class Tick:
-    """One reading and the findings open (and recently closed) after it."""
+    """One reading, the verdict, and the findings open (and recently closed) after it."""
 
     snapshot: Snapshot
     active: tuple[Finding, ...] = ()
     closed: tuple[Finding, ...] = ()
+    verdict: Verdict | None = None
 
 
 class Sampler:
@@ -43,7 +45,7 @@ class Sampler:
     def take(self) -> Tick:
         snapshot = self.source.sample()
         state = self.engine.update(snapshot)
-        return Tick(snapshot=snapshot, active=state.active, closed=state.closed)
+        return Tick(snapshot=snapshot, active=state.active, closed=state.closed, verdict=state.verdict)
 
 
 # How often, at most, the loop looks for a lost terminal while it waits for the next poll.

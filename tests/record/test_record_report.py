@@ -103,6 +103,7 @@ class _Quiet:
 class _State:
     active: tuple[Finding, ...]
     closed: tuple[Finding, ...]
+    verdict: None = None
 
 
 class _LowUtilEngine:

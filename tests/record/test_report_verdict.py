@@ -1,0 +1,39 @@
+"""The verdict over time in `gputui report`: read from a recording's verdict events, or recomputed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gputui.cli import main
+from gputui.record.reader import load_recording
+from gputui.record.report import build_report, render_text, report_to_dict
+from tests.record.recdata import T0, snapshot, write_recording
+
+
+def test_a_recorded_session_gives_the_verdict_over_time(tmp_path: Path) -> None:
+    """The tour from 0 to 100 s: unknown for 5 s, gpu_bound, idle from 30 s, then mixed (thermal on GPU 1)."""
+    path = tmp_path / "tour.jsonl"
+    assert main(["diagnose", "--demo", "tour", "--seconds", "100", "--record", str(path)]) in (0, 1, 4)
+    report = build_report(load_recording(path))
+    classes = [span.cls for span in report.verdicts]
+    assert classes[:4] == ["unknown", "gpu_bound", "idle", "gpu_bound"]
+    assert "mixed" in classes and "throttled" in classes
+    assert all(a.end == b.start for a, b in zip(report.verdicts, report.verdicts[1:], strict=False))
+    assert report.verdicts[-1].end is None
+    shares = report.verdict_shares()
+    assert abs(sum(shares.values()) - 1.0) < 1e-3 and next(iter(shares)) == max(shares, key=shares.__getitem__)
+    text = render_text(report).splitlines()
+    [first] = [n for n, line in enumerate(text) if line.startswith("verdict")]
+    assert "of the time" in text[first] and text[first + 1].startswith("             ")
+    verdict_lines = [line.strip() for line in text[first : first + len(shares)]]
+    assert any(line.startswith("idle ") and ": 00:00:" in line for line in verdict_lines)
+    doc = report_to_dict(report)
+    assert doc["verdicts"][0]["class"] == "unknown" and set(doc["verdict_shares"]) == set(classes)
+
+
+def test_without_verdict_events_the_engine_works_it_out(tmp_path: Path) -> None:
+    ticks = [snapshot(T0 + i, 2, util=95.0, mask=0x0) for i in range(12)]
+    report = build_report(load_recording(write_recording(tmp_path / "r.jsonl", ticks)))
+    assert report.findings_origin == "recomputed"
+    assert [span.cls for span in report.verdicts] == ["unknown", "gpu_bound"]
+    assert report.verdict_shares()["gpu_bound"] > 0.5
