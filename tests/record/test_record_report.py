@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from plotpage import plot, row_axis
 from recdata import T0, snapshot, system, with_gpm, write_recording
 
 from gputui.diagnostics.findings import Finding, Severity
@@ -215,27 +216,6 @@ def _gpm_ticks() -> list[Snapshot]:
     return out
 
 
-def _plot(page: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The traces and the layout the page hands to Plotly.newPlot."""
-    decoder = json.JSONDecoder()
-    rest = page[page.index("Plotly.newPlot(") + len("Plotly.newPlot(") :]
-    args = []
-    for _ in range(3):  # the div's id, the traces, the layout
-        value, end = decoder.raw_decode(rest.lstrip(" \n,"))
-        args.append(value)
-        rest = rest.lstrip(" \n,")[end:]
-    return args[1], args[2]
-
-
-def _row_axis(layout: dict[str, Any], title: str) -> str:
-    """The y axis ("y3") of the chart row under the subplot title `title`."""
-    note = next(a for a in layout["annotations"] if a["text"] == title)
-    for name, axis in layout.items():
-        if name.startswith("yaxis") and axis["domain"][0] <= note["y"] - 0.01 <= axis["domain"][1]:
-            return "y" + name.removeprefix("yaxis")
-    raise AssertionError(f"no chart under {title!r}")
-
-
 def test_gpm_means_in_text_and_json(tmp_path: Path) -> None:
     recording = load_recording(write_recording(tmp_path / "r.jsonl", _gpm_ticks()))
     report = build_report(recording, engine_factory=lambda: _Quiet())
@@ -265,8 +245,8 @@ def test_gpm_means_in_text_and_json(tmp_path: Path) -> None:
 
 def test_gpm_chart_in_the_html(tmp_path: Path) -> None:
     recording = load_recording(write_recording(tmp_path / "r.jsonl", _gpm_ticks()))
-    traces, layout = _plot(render_html(recording, build_report(recording, engine_factory=lambda: _Quiet())))
-    axis = _row_axis(layout, EFFICIENCY_TITLE)
+    traces, layout = plot(render_html(recording, build_report(recording, engine_factory=lambda: _Quiet())))
+    axis = row_axis(layout, EFFICIENCY_TITLE)
     titles = [a["text"] for a in layout["annotations"]]
     assert titles[:3] == ["GPU utilization (%)", EFFICIENCY_TITLE, "SM clock (MHz)"]  # under utilization
     efficiency = {t["name"]: t for t in traces if t["yaxis"] == axis}
@@ -286,7 +266,7 @@ def test_without_gpm_one_n_a_and_no_efficiency_chart(tmp_path: Path) -> None:
     data = json.loads(json.dumps(report_to_dict(report)))
     assert data["gpus"][0]["sm_active_pct"]["mean"] is None and data["gpus"][0]["sm_active_pct"]["count"] == 0
     page = render_html(recording, report)
-    traces, layout = _plot(page)
+    traces, layout = plot(page)
     assert EFFICIENCY_TITLE not in page
     assert not any("SM active" in t["name"] for t in traces)
     assert [a["text"] for a in layout["annotations"]][:2] == ["GPU utilization (%)", "SM clock (MHz)"]
