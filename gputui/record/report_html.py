@@ -26,6 +26,7 @@ from gputui.record.report_lanes import (
     TIMELINE_TITLE,
     drawn_end,
     finding_lanes,
+    verdict_lanes,
     lane_height_px,
     severity_colour,
     timeline_axis,
@@ -167,7 +168,7 @@ def build_figure(recording: Recording, report: Report) -> Any:
 
     gpm = any(gpu.gpm_reported for gpu in report.gpus)
     rows = [r for r in _GPU_ROWS if gpm or r is not _EFFICIENCY_ROW]  # no empty chart for pre-Hopper GPUs
-    lanes = finding_lanes(report)
+    lanes = [*verdict_lanes(report), *finding_lanes(report)]
     top = 1 if lanes else 0  # the timeline's row, when there is a lane to draw
     titles = [TIMELINE_TITLE] * top + [title for title, _ in rows] + ["Host CPU, all cores (%)"]
     heights = [lane_height_px(lanes)] * top + [_ROW_HEIGHT_PX] * (len(rows) + 1)

@@ -14,7 +14,22 @@ from typing import Any
 
 from gputui.record.report import FindingSpan, Report
 
-TIMELINE_TITLE = "Findings (one lane per rule and GPU)"
+TIMELINE_TITLE = "Verdict and findings (one lane per rule and GPU)"
+VERDICT_LANE = "verdict"
+# One colour per verdict class, so the verdict lane reads at a glance: green where the machine delivers.
+_VERDICT_RGB = {
+    "gpu_bound": (44, 160, 44),
+    "input_bound": (148, 103, 189),
+    "throttled": (214, 39, 40),
+    "memory_bound_gpu": (23, 190, 207),
+    "inefficient": (245, 140, 0),
+    "interconnect": (140, 86, 75),
+    "contended": (227, 119, 194),
+    "idle": (170, 170, 170),
+    "degraded": (40, 40, 40),
+    "mixed": (188, 189, 34),
+    "unknown": (215, 215, 215),
+}
 # Most points drawn along one bar: enough that hovering anywhere on it finds one, few enough for long spans.
 _POINTS_PER_BAR = 60
 _SEVERITY_RGB = {
@@ -58,6 +73,24 @@ def drawn_end(span: FindingSpan, report: Report) -> float:
     """Where a span's bar ends: an open one runs to the end of the last tick, a closed one lasts a tick at least."""
     end = span.end if span.end is not None else report.end + report.interval_s
     return max(end, span.start + report.interval_s)
+
+
+def verdict_lanes(report: Report) -> list[Lane]:
+    """The verdict over time as one lane, coloured by class; none when the recording kept no verdict."""
+    bars = []
+    for span in report.verdicts:
+        r, g, b = _VERDICT_RGB.get(span.cls, _VERDICT_RGB["unknown"])
+        end = span.end if span.end is not None else report.end + report.interval_s
+        bars.append(
+            LaneSpan(
+                start=span.start,
+                end=max(end, span.start + report.interval_s),
+                colour=f"rgba({r},{g},{b},1)",
+                label=f"{span.cls}: {span.label}: {span.summary}",
+                open_end=span.end is None,
+            )
+        )
+    return [Lane(VERDICT_LANE, tuple(bars))] if bars else []
 
 
 def finding_lanes(report: Report) -> list[Lane]:

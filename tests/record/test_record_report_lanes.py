@@ -155,3 +155,4 @@ class _Quiet:
 class _State:
     active: tuple[Finding, ...] = ()
     closed: tuple[Finding, ...] = ()
+    verdict = None

@@ -7,6 +7,9 @@ from pathlib import Path
 from gputui.cli import main
 from gputui.record.reader import load_recording
 from gputui.record.report import build_report, render_text, report_to_dict
+from gputui.record.report_html import render_html
+from gputui.record.report_lanes import TIMELINE_TITLE, VERDICT_LANE
+from tests.record.plotpage import plot, row_axis
 from tests.record.recdata import T0, snapshot, write_recording
 
 
@@ -37,3 +40,16 @@ def test_without_verdict_events_the_engine_works_it_out(tmp_path: Path) -> None:
     assert report.findings_origin == "recomputed"
     assert [span.cls for span in report.verdicts] == ["unknown", "gpu_bound"]
     assert report.verdict_shares()["gpu_bound"] > 0.5
+
+
+def test_the_html_report_puts_the_verdict_lane_on_top(tmp_path: Path) -> None:
+    path = tmp_path / "tour.jsonl"
+    main(["diagnose", "--demo", "tour", "--seconds", "100", "--record", str(path)])
+    recording = load_recording(path)
+    report = build_report(recording)
+    traces, layout = plot(render_html(recording, report))
+    axis = row_axis(layout, TIMELINE_TITLE)
+    assert layout["yaxis" + axis.removeprefix("y")]["categoryarray"][0] == VERDICT_LANE
+    verdict_traces = [t for t in traces if t.get("name") == VERDICT_LANE]
+    hovers = {text.split(":")[0] for t in verdict_traces for text in t["text"] if text}
+    assert hovers == {span.cls for span in report.verdicts}  # one colour per class, every span drawn
