@@ -84,7 +84,7 @@ class ExportSampler:
         if self._diagnose is None:
             return ()
         try:
-            return tuple(self._diagnose(snapshot))
+            return self._diagnose(snapshot).active
         except Exception:  # the GPU metrics are still worth serving when a rule breaks
             log.exception("the diagnostics failed on this reading")
             return ()

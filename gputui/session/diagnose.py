@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
-from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.engine import DiagnosticsState
 from gputui.model import Snapshot
 
-# Takes each new reading of one machine, returns the findings open after it. Stateful (windows, hysteresis), so each
-# machine gets its own.
-Diagnose = Callable[[Snapshot], Sequence[Finding]]
+# Takes each new reading of one machine, returns the verdict and findings after it. Stateful (windows, hysteresis),
+# so each machine gets its own.
+Diagnose = Callable[[Snapshot], DiagnosticsState]
 
 
 def new_diagnose() -> Diagnose:
@@ -18,7 +18,4 @@ def new_diagnose() -> Diagnose:
 
     engine = DiagnosticsEngine()
 
-    def diagnose(snapshot: Snapshot) -> Sequence[Finding]:
-        return tuple(engine.update(snapshot).active)
-
-    return diagnose
+    return engine.update

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
 from gputui.session.diagnose import Diagnose, new_diagnose
 from gputui.sources.base import SourceUnavailable
@@ -32,12 +33,15 @@ def fleet_interval(requested: float) -> float:
 
 @dataclass(frozen=True, slots=True)
 class HostState:
-    """One server of a fleet as the view shows it: its newest reading and findings, or why it is unreachable."""
+    """One server of a fleet as the view shows it: its newest reading, verdict and findings (open, and those that
+    closed while it was watched), or why it is unreachable."""
 
     target: str  # host:port as given
     url: str
     snapshot: Snapshot | None  # None while unreachable: a stale reading is never shown as current
     findings: tuple[Finding, ...] = ()
+    closed: tuple[Finding, ...] = ()  # newest first
+    verdict: Verdict | None = None
     error: str | None = None  # why the last scrape failed
     last_ok: float | None = None  # wall-clock time of the last good scrape
     last_attempt: float | None = None
@@ -96,16 +100,19 @@ class FleetPoller:
             return HostState(
                 previous.target, previous.url, snapshot=None, error=str(exc), last_ok=previous.last_ok, last_attempt=now
             )
-        findings = previous.findings
+        findings, closed, verdict = previous.findings, previous.closed, previous.verdict
         diagnose = self._diagnoses[i]
         is_new = previous.snapshot is None or snapshot.timestamp != previous.snapshot.timestamp
         if diagnose is not None and is_new:
             try:
-                findings = tuple(diagnose(snapshot))
+                state = diagnose(snapshot)
+                findings, closed, verdict = state.active, state.closed, state.verdict
             except Exception:  # the server's readings are still worth showing when a rule breaks on them
                 log.exception("the diagnostics failed on %s", source.address)
-                findings = ()
-        return HostState(previous.target, previous.url, snapshot, findings, last_ok=now, last_attempt=now)
+                findings, closed, verdict = (), (), None
+        return HostState(
+            previous.target, previous.url, snapshot, findings, closed, verdict, last_ok=now, last_attempt=now
+        )
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)

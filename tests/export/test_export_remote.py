@@ -11,6 +11,7 @@ from dataclasses import fields, replace
 import pytest
 from export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot, render, render_with
 
+from gputui.diagnostics.engine import DiagnosticsState
 from gputui.diagnostics.findings import Finding
 from gputui.export.metrics import ExportState
 from gputui.export.server import Exporter
@@ -262,9 +263,9 @@ class CountingDiagnose:
         self.findings = tuple(findings)
         self.hosts: list[str] = []
 
-    def __call__(self, snapshot: Snapshot) -> Sequence[Finding]:
+    def __call__(self, snapshot: Snapshot) -> DiagnosticsState:
         self.hosts.append(snapshot.system.hostname)
-        return self.findings
+        return DiagnosticsState(active=self.findings)
 
 
 def test_fleet_marks_a_stopped_server_unreachable_and_goes_on() -> None:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import errno
 import socket
 import threading
-from collections.abc import Sequence
 from dataclasses import replace
 
 import pytest
 from export_helpers import FINDINGS, SYSTEM, FakeSource, fetch, make_snapshot, one, parse
 
-from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.engine import DiagnosticsState
 from gputui.export.server import ExportBindError, Exporter, ExportSampler, _bind_error_message
 from gputui.model import Snapshot
 
@@ -94,9 +93,9 @@ def test_failed_reading_is_served_as_up_zero_then_recovers() -> None:
 def test_findings_come_from_the_diagnostics_run_in_the_sampler(source: FakeSource) -> None:
     seen: list[float] = []
 
-    def diagnose(snapshot: Snapshot) -> Sequence[Finding]:
+    def diagnose(snapshot: Snapshot) -> DiagnosticsState:
         seen.append(snapshot.timestamp)
-        return FINDINGS
+        return DiagnosticsState(active=FINDINGS)
 
     with Exporter(source, source.system, port=0, interval=3600, diagnose=diagnose) as exporter:
         series, _ = parse(fetch(exporter.url)[0])
@@ -106,7 +105,7 @@ def test_findings_come_from_the_diagnostics_run_in_the_sampler(source: FakeSourc
 
 
 def test_broken_diagnostics_still_serve_gpu_metrics(source: FakeSource) -> None:
-    def diagnose(snapshot: Snapshot) -> Sequence[Finding]:
+    def diagnose(snapshot: Snapshot) -> DiagnosticsState:
         raise ZeroDivisionError("a rule broke")
 
     state = ExportSampler(source, SYSTEM, interval=1, diagnose=diagnose).sample_once()

@@ -12,6 +12,7 @@ import pytest
 
 from gputui.cli import main
 from gputui.diagnostics.findings import Finding, Severity
+from gputui.diagnostics.verdict import Verdict
 from gputui.export.server import Exporter
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.session.diagnose import new_diagnose
@@ -224,6 +225,14 @@ def test_a_block_reads_every_gpu_field_and_the_worst_finding_first() -> None:
     assert "n/a/1980" in cut and "n/a/89C" in cut and "n/a/n/aW" in cut  # not reported is n/a, never 0
     assert "Gen3 x8 of Gen5 x16" in cut
     assert found == "   CRIT thermal_throttle GPU 0  WARN pcie_downgrade GPU 1  INFO host_swap"
+
+
+def test_a_block_gives_the_servers_verdict_and_the_findings_that_closed() -> None:
+    verdict = Verdict("throttled", "Throttled", (0,), "21% of the clock lost on GPU 0 (heat)", "")
+    was = replace(FINDINGS[0], rule="starvation_io", gpus=(0,), started_at=T - 90, ended_at=T - 60)
+    lines = plain(block_lines(replace(UP, verdict=verdict, closed=(was,)), 120, T)).splitlines()
+    assert lines[1] == "   Throttled: 21% of the clock lost on GPU 0 (heat)"
+    assert lines[-1].endswith("INFO host_swap  was WARN starvation_io GPU 0")
 
 
 def test_findings_that_do_not_fit_are_counted() -> None:

@@ -108,18 +108,22 @@ def worst_first(findings: Sequence[Finding]) -> list[Finding]:
     return sorted(findings, key=lambda f: (-f.severity, f.rule, f.gpus))
 
 
-def findings_line(findings: Sequence[Finding], width: int) -> Line:
-    """The open findings, worst first, as many as the width holds, then how many more there are."""
-    if not findings:
+def findings_line(findings: Sequence[Finding], width: int, closed: Sequence[Finding] = ()) -> Line:
+    """The open findings, worst first, then those that closed while watched ("was"), as many as the width
+    holds, then how many more there are: a summary that misses nothing that happened."""
+    if not findings and not closed:
         return [(INDENT, ""), ("no findings", LABEL)]
-    ordered = worst_first(findings)
+    ordered = worst_first(findings) + worst_first(closed)
     line: Line = [(INDENT, "")]
     for shown, finding in enumerate(ordered):
         where = f" GPU {','.join(map(str, finding.gpus))}" if finding.gpus else ""
+        was: Line = [("was ", LABEL)] if finding.ended_at is not None else []
+        style = SEVERITY_STYLES[finding.severity] if finding.ended_at is None else LABEL
         item: Line = [
-            (severity_label(finding.severity, "en").strip(), SEVERITY_STYLES[finding.severity]),
+            *was,
+            (severity_label(finding.severity, "en").strip(), style),
             (" ", ""),
-            (f"{finding.rule}{where}", ""),
+            (f"{finding.rule}{where}", "" if finding.ended_at is None else LABEL),
         ]
         rest = len(ordered) - shown - 1
         more = len(f"  +{rest} more") if rest else 0
@@ -165,8 +169,10 @@ def block_lines(state: HostState, width: int, now: float, name: str | None = Non
         return [title, [(INDENT, ""), (error, "red"), ("  (retried every poll)", LABEL)]]
     lines = [title]
     lines += [[(INDENT, ""), (event, "yellow")] for event in snapshot.events[-1:]]
+    if state.verdict is not None:
+        lines.append([(INDENT, ""), (state.verdict.label, "bold"), (f": {state.verdict.summary}", "")])
     lines += [gpu_line(info, sample, bar=width >= WIDE) for info, sample in _gpus(snapshot)]
-    lines.append(findings_line(state.findings, width))
+    lines.append(findings_line(state.findings, width, state.closed))
     return lines
 
 
