@@ -26,11 +26,11 @@ from gputui.record.report_lanes import (
     TIMELINE_TITLE,
     drawn_end,
     finding_lanes,
-    verdict_lanes,
     lane_height_px,
     severity_colour,
     timeline_axis,
     timeline_traces,
+    verdict_lanes,
 )
 
 INSTALL_HINT = "pip install 'gputui[report]'  (in a checkout: .venv/bin/pip install plotly)"
