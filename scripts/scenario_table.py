@@ -1,8 +1,8 @@
 """Print the README's tables of the simulated scenarios, both read from the one table in scenarios.py.
 
 The findings table is produced by running the engine, not typed by hand: each scenario runs 30 simulated
-seconds (4 GPUs) on an injected clock, and the table lists the findings open at the end and those that opened
-and cleared before. `--descriptions` prints the table of what each scenario shows instead.
+seconds (4 GPUs) on an injected clock, and the table lists the verdict and the findings open at the end and
+those that opened and cleared before. `--descriptions` prints the table of what each scenario shows instead.
 
 Run: .venv/bin/python scripts/scenario_table.py [--descriptions]
 """
@@ -44,13 +44,21 @@ def describe(findings: tuple[Finding, ...]) -> str:
     return ", ".join(parts) or "nothing"
 
 
+def verdict(state: DiagnosticsState) -> str:
+    """`class`, and for `mixed` its groups' classes and GPUs."""
+    if state.verdict is None:
+        return ""
+    groups = ", ".join(f"`{g.cls}` GPU {','.join(map(str, g.gpus))}" for g in state.verdict.groups)
+    return f"`{state.verdict.cls}`" + (f" ({groups})" if groups else "")
+
+
 def findings_table() -> None:
-    print(f"| scenario | findings open after {SECONDS} s | raised, then cleared |")
-    print("|---|---|---|")
+    print(f"| scenario | verdict after {SECONDS} s | findings open after {SECONDS} s | raised, then cleared |")
+    print("|---|---|---|---|")
     for scenario in SCENARIO_TABLE:
         state = run(scenario.name)
         cleared = describe(state.closed) if state.closed else ""
-        print(f"| `{scenario.name}` | {describe(state.active)} | {cleared} |")
+        print(f"| `{scenario.name}` | {verdict(state)} | {describe(state.active)} | {cleared} |")
 
 
 def descriptions_table() -> None:
