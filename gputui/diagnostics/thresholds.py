@@ -49,3 +49,7 @@ class Thresholds:
     tensor_idle_pct: float = 5.0  # tensor activity below this while the SMs are busy ...
     tensor_idle_fp32_pct: float = 30.0  # ... doing plain FP32 at least this much
     memory_bound_dram_pct: float = 80.0  # DRAM bandwidth against the peak
+    # The verdict (diagnostics/verdict.py): a GPU under idle_util_pct does nothing; one at verdict_busy_util_pct or
+    # more with nothing found is GPU-bound, below it the idle gaps are the job's own.
+    idle_util_pct: float = 5.0
+    verdict_busy_util_pct: float = 80.0

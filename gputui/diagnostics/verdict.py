@@ -40,8 +40,6 @@ BOUNDS: dict[str, str] = {rule.id: rule.bound for rule in ALL_RULES if rule.boun
 BOUNDS[NVML_UNAVAILABLE] = "degraded"
 # Not a bound of its own (a quota the GPUs do not wait on bounds nothing), but when they starve it names why.
 _QUOTA_RULE = "cpu_throttled"
-IDLE_UTIL_PCT = 5.0  # below this mean a GPU does nothing (idle clocks, a forgotten allocation)
-BUSY_UTIL_PCT = 80.0  # at or above: "busy"; below, with nothing found on the machine, the gaps are the job's
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,13 +100,13 @@ def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str
             continue
         util = window.mean(index, "utilization_gpu_pct")
         if util is not None:
-            classes[index] = "idle" if util < IDLE_UTIL_PCT else "gpu_bound"
+            classes[index] = "idle" if util < th.idle_util_pct else "gpu_bound"
     if not classes:
         return _make("unknown", (), {"seconds": 1}, (), lang, now)
     busy = {i: c for i, c in classes.items() if c != "idle"} or classes
     order = sorted(set(busy.values()), key=RANKED.index)
     groups = [
-        _group(window, cls, tuple(i for i in everyone if busy.get(i) == cls), causes, findings, everyone, lang)
+        _group(window, th, cls, tuple(i for i in everyone if busy.get(i) == cls), causes, findings, everyone, lang)
         for cls in order
     ]
     if len(groups) == 1:
@@ -120,6 +118,7 @@ def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str
 
 def _group(
     w: Window,
+    th: Thresholds,
     cls: str,
     gpus: tuple[int, ...],
     causes: dict[int, list[Finding]],
@@ -145,7 +144,7 @@ def _group(
         "dram": _pct(dram),
         "causes": _causes(own, lang),
     }
-    variant = "gaps" if cls == "gpu_bound" and util is not None and util < BUSY_UTIL_PCT else ""
+    variant = "gaps" if cls == "gpu_bound" and util is not None and util < th.verdict_busy_util_pct else ""
     if cls == "idle" and len(gpus) > 1 and set(gpus) == set(everyone):
         variant, params["count"] = "all", len(gpus)
     evidence = [ev("gpu_util", rounded(util), "%", "mean"), ev("clock_of_max", rounded(clock), "%", "mean")]
