@@ -129,9 +129,16 @@ class Window:
     def mean(self, index: int, field: str) -> float | None:
         """Mean of a GpuSample field (e.g. "utilization_gpu_pct") of one GPU; None when never reported."""
         key = (index, field)
-        if key not in self._means:
-            self._means[key] = _mean([getattr(sample, field) for sample in self.series(index)])
-        return self._means[key]
+        if key in self._means:
+            return self._means[key]
+        total, count = 0.0, 0
+        for sample in self.series(index):  # one pass, no lists: ~50 means a tick on 8 GPUs go through here
+            value = getattr(sample, field)
+            if value is not None:
+                total += value
+                count += 1
+        mean = self._means[key] = total / count if count else None
+        return mean
 
     def host_mean(self, field: str) -> float | None:
         """Mean of a HostSample field or property (e.g. "cpu_pct"), or of a group's field with a dot
