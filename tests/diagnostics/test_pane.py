@@ -109,6 +109,26 @@ async def test_keys_choose_a_finding_show_its_advice_and_post_a_message() -> Non
         assert "Improve the airflow." in plain(pane)
 
 
+def cursor_marked(pane: DiagnosticsPane) -> bool:
+    lines = [line for line in pane.render().renderables if isinstance(line, Text)]
+    return any(line.style == "reverse" for line in lines)
+
+
+async def test_the_cursor_is_marked_only_while_the_pane_has_focus() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(100, 20)) as pilot:
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([HOT, SHARED], [])
+        await pilot.pause()
+        assert pane.has_focus and cursor_marked(pane)
+        app.set_focus(None)
+        await pilot.pause()
+        assert not cursor_marked(pane)
+        pane.focus()
+        await pilot.pause()
+        assert cursor_marked(pane)
+
+
 async def test_cursor_follows_its_finding_when_the_list_reorders() -> None:
     app = PaneApp()
     async with app.run_test(size=(100, 20)) as pilot:

@@ -210,8 +210,7 @@ class DiagnosticsPane(Widget, can_focus=True):
     def on_resize(self) -> None:
         self._rebuild()
 
-    def on_focus(self) -> None:
-        self._rebuild()
-
-    def on_blur(self) -> None:
+    def watch_has_focus(self, has_focus: bool) -> None:
+        """The cursor is marked only while focused; `on_focus` would run before `has_focus` is set."""
+        super().watch_has_focus(has_focus)
         self._rebuild()
