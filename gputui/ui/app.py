@@ -285,11 +285,9 @@ class GpuTuiApp(RecordReplayApp):
         self._set_interval(next((s for s in reversed(INTERVALS) if s < self.interval), MIN_INTERVAL))
 
     def action_toggle_diagnostics(self) -> None:
-        slot = self.main.diagnostics
-        self.main.diagnostics_follow_size = False
-        slot.display = not slot.display
-        self.main.relayout()
-        self.draw()
+        if self.screen is self.main:
+            self.main.toggle_diagnostics()
+            self.draw()
 
     def action_detail(self, index: int | None = None) -> None:
         if self.screen is not self.main:

@@ -129,6 +129,19 @@ async def test_the_cursor_is_marked_only_while_the_pane_has_focus() -> None:
         assert cursor_marked(pane)
 
 
+async def test_the_hint_names_the_keys_that_reach_the_pane_now() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(100, 20)) as pilot:
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([HOT, SHARED], [])
+        app.set_focus(None)  # alone in this app, the pane has focus from the start
+        await pilot.pause()
+        assert plain(pane).splitlines()[-1] == "d: choose a finding, then enter: advice"
+        pane.focus()
+        await pilot.pause()
+        assert plain(pane).splitlines()[-1] == "up/down: choose  enter: advice"
+
+
 async def test_cursor_follows_its_finding_when_the_list_reorders() -> None:
     app = PaneApp()
     async with app.run_test(size=(100, 20)) as pilot:

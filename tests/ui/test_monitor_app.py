@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import pytest
 from monitor_helpers import busy_gpu, plain, run_ticks, scripted_app, simulated_app, snapshot
 from rich.table import Table
+from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 from textual.worker import WorkerFailed
@@ -191,15 +192,62 @@ async def test_d_toggles_the_diagnostics_pane_and_it_gets_the_findings(clock: Cl
         assert app.main.diagnostics.display and pane.region.height > 0  # open by default when there is room
         assert app.latest is not None and app.latest.active  # the thermal scenario has an open finding
         assert pane.entries == app.latest.active + app.latest.closed
+        await pilot.press("d")  # on the pane that opened by itself, `d` first gives it the keys
+        await pilot.pause()
+        assert app.main.diagnostics.display and pane.has_focus
         await pilot.press("d")
         await pilot.pause()
-        assert not app.main.diagnostics.display
+        assert not app.main.diagnostics.display and app.main.gpus.has_focus
         await pilot.resize_terminal(120, 50)
         await pilot.pause()
         assert not app.main.diagnostics.display  # the user's choice outlives a resize
         await pilot.press("d")
         await pilot.pause()
         assert app.main.diagnostics.display
+
+
+def pane_text(pane: DiagnosticsPane) -> str:
+    return "\n".join(line.plain for line in pane.render().renderables if isinstance(line, Text))
+
+
+@pytest.mark.parametrize("height", [40, 30], ids=["pane-opened-by-itself", "pane-hidden"])
+async def test_d_then_down_and_enter_show_a_findings_advice_not_the_detail_view(clock: Clock, height: int) -> None:
+    app = simulated_app("powercap", gpus=4, clock=clock)  # a power-cap finding on each GPU
+    async with app.run_test(size=(120, height)) as pilot:
+        await run_ticks(app, clock, 40)
+        await pilot.pause()
+        pane = app.main.findings
+        assert app.main.diagnostics.display == (height >= 36)
+        if app.main.diagnostics.display:
+            assert "d: choose a finding" in pane_text(pane)
+        await pilot.press("d")
+        await pilot.pause()
+        assert pane.has_focus and not any(panel.selected for panel in app.main.gpus.panels)
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert app.screen is app.main and app.main.diagnostics.display
+        assert len(pane.entries) == 4 and pane.chosen == pane.entries[1]
+        text = pane_text(pane)
+        assert f"Advice: {pane.chosen.title}" in text and pane.chosen.advice[:40] in text
+        assert app.main.gpus.cursor == 0  # down moved through the findings, not the GPUs
+        assert [p.highlight is not None for p in app.main.gpus.panels] == [i in pane.chosen.gpus for i in range(4)]
+
+
+async def test_enter_on_the_gpu_list_opens_the_detail_view_beside_the_pane_and_after_it(clock: Clock) -> None:
+    app = simulated_app("thermal", gpus=4, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 40)
+        await pilot.pause()
+        assert app.main.diagnostics.display and app.main.gpus.has_focus  # shown by itself: the GPUs keep the keys
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.index == 1
+        await pilot.press("escape", "d", "enter")  # into the pane and choose...
+        await pilot.pause()
+        assert app.screen is app.main and app.main.findings.chosen is not None
+        await pilot.press("d", "enter")  # ...then hide it: enter is the GPU list's again
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.index == 1
 
 
 async def test_enter_opens_the_detail_view_of_the_selected_gpu_and_esc_returns(clock: Clock) -> None:

@@ -15,7 +15,7 @@ from textual.widgets import Static
 # Keys that are not app bindings but still work, and what they do.
 EXTRA_KEYS: tuple[tuple[str, str], ...] = (
     ("esc", "back from the detail view; close the filter, this help"),
-    ("tab / up / down", "move between the GPU panels and the process table"),
+    ("tab / up / down", "move between the GPU panels, the process table and the diagnostics pane"),
     ("click a column", "sort the process table by it (again: reverse)"),
 )
 
@@ -24,7 +24,7 @@ DESCRIPTIONS: dict[str, str] = {
     "toggle_pause": "pause / resume drawing (sampling goes on)",
     "slower": "longer refresh interval (up to 10 s)",
     "faster": "shorter refresh interval (down to 0.25 s)",
-    "toggle_diagnostics": "show / hide the diagnostics pane",
+    "toggle_diagnostics": "diagnostics pane: up/down choose a finding, enter shows its advice; d again hides it",
     "detail": "detail view of the selected GPU: history charts",
     "filter": "filter the processes by user, PID or command",
     "sort": "sort the processes by the next column",
