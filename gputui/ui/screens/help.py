@@ -24,7 +24,7 @@ DESCRIPTIONS: dict[str, str] = {
     "toggle_pause": "pause / resume drawing (sampling goes on)",
     "slower": "longer refresh interval (up to 10 s)",
     "faster": "shorter refresh interval (down to 0.25 s)",
-    "toggle_diagnostics": "diagnostics pane: up/down choose a finding, enter shows its advice; d again hides it",
+    "toggle_diagnostics": "diagnostics pane: show and choose; again: hide",
     "detail": "detail view of the selected GPU: history charts",
     "filter": "filter the processes by user, PID or command",
     "sort": "sort the processes by the next column",
