@@ -13,7 +13,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 from textual.worker import WorkerFailed
 
-from gputui.model import GpuSample
+from gputui.model import XID_UNWATCHED, GpuSample, Snapshot
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.messages import SampleFailed
 from gputui.ui.screens.detail import DetailScreen, DetailView
@@ -63,6 +63,46 @@ async def test_a_fallback_says_why_there_is_no_live_data() -> None:
         await pilot.pause()
         assert "NVML: driver not loaded" in header_text(app)
         assert app.main.header.styles.height is not None and app.main.header.styles.height.value == 2
+
+
+LONG_REASON = (
+    "the NVIDIA driver library and the loaded kernel module are different versions, usually after a driver "
+    "upgrade: reboot, or reload the module ('sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo "
+    "modprobe nvidia')"
+)
+XID_NOTICE = f"{XID_UNWATCHED}: waiting for XID events failed: NVMLError_Unknown: Unknown Error (the watch ended)"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_a_long_notice_is_shown_whole_then_only_its_badge_after_a_minute(size: tuple[int, int]) -> None:
+    def snap(t: float, events: tuple[str, ...] = ()) -> Snapshot:
+        base = snapshot(t, [busy_gpu(0, t), busy_gpu(1, t)])
+        system = replace(base.system, source="simulated", fallback_reason=LONG_REASON)
+        return replace(base, system=system, events=events)
+
+    app, _ = scripted_app([snap(1.0, (XID_NOTICE,)), snap(2.0), snap(60.9), snap(61.0)])
+    async with app.run_test(size=size) as pilot:
+        await app.tick()
+        await pilot.pause()
+        rows = app.main.header.lines[1:]
+        said = " ".join(plain([row]) for row in rows)
+        assert f"no live data ({LONG_REASON}); showing a simulated machine" in said
+        assert XID_NOTICE in said
+        assert all(len(plain([row])) <= size[0] for row in rows) and len(rows) >= 3
+        assert app.main.header.size.height == 1 + len(rows)
+        for _ in range(2):  # 59.9 s later: still in its first minute
+            await app.tick()
+        await pilot.pause()
+        assert XID_NOTICE in header_text(app).replace("\n", " ")
+        await app.tick()  # a minute after they appeared: the badges remain, the rows are gone
+        await pilot.pause()
+        assert header_text(app).count("\n") == 0 and app.main.header.size.height == 1
+        assert " NO DRIVER " in header_text(app) and " NO XID " in header_text(app)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        notices = app.screen.query_one("#help-notices", Static).content
+        assert f"no live data ({LONG_REASON}); showing a simulated machine" in str(notices)
+        assert XID_NOTICE in str(notices)
 
 
 async def test_eight_gpus_fit_80x24_one_line_each(clock: Clock) -> None:

@@ -1,4 +1,4 @@
-"""`?`: every key, with what it does, over the monitor."""
+"""`?`: every key, with what it does, over the monitor; first the whole text of the notices still true."""
 
 from __future__ import annotations
 
@@ -67,12 +67,16 @@ def key_table(bindings: Sequence[BindingType]) -> Table:
 class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "Close")]
 
-    def __init__(self, bindings: Sequence[BindingType]) -> None:
+    def __init__(self, bindings: Sequence[BindingType], notices: Sequence[str] = ()) -> None:
         super().__init__()
         self._keys = bindings
+        self._notices = notices
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help"):
+            if self._notices:  # first: the header keeps only a badge for them after their first minute
+                yield Static("Notices", classes="help-heading")
+                yield Static("\n".join(f"- {notice}" for notice in self._notices), id="help-notices")
             yield Static("gputui keys", id="help-title")
             yield Static(key_table(self._keys))
             yield Static(UTIL_VS_SM, id="help-gpm")

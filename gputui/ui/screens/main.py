@@ -99,7 +99,7 @@ class MainScreen(Screen[None]):
             self.diagnostics.display = height >= DIAGNOSTICS_SHOWN_FROM_HEIGHT
             if not self.diagnostics.display and self.findings.has_focus:  # tabbed into, then shrunk away
                 self.gpus.focus()
-        header_lines = self.header.line_count()
+        header_lines = self.header.line_count(width)
         host_lines = self.host.line_count(width)
         count = len(self.gpus.panels)
         filter_shown = bool(self.filter_box.display)
