@@ -308,6 +308,10 @@ class HostSample:
         return None
 
 
+# How a source's notice starts when XID errors stop being watched: it stays true for the rest of the session.
+XID_UNWATCHED = "XID events are not collected"
+
+
 @dataclass(frozen=True, slots=True)
 class Snapshot:
     """Everything known at one instant: the unit that flows from sources to diagnostics and views."""

@@ -52,6 +52,7 @@ SHARED: Texts = {
         "ui.advice": "Advice",
         "ui.lasted": "lasted {duration}",
         "ui.hint": "up/down: choose  enter: advice",
+        "ui.hint.unfocused": "d: choose a finding, then enter: advice",
         # -- the diagnose command ------------------------------------------------------------------------------
         "cli.simulated": "SIMULATED data (scenario: {scenario}); not this machine",
         "cli.sampled": "{host}: sampled {seconds} s",
@@ -91,6 +92,7 @@ SHARED: Texts = {
         "ui.advice": "建议",
         "ui.lasted": "持续 {duration}",
         "ui.hint": "上/下：选择  回车：查看建议",
+        "ui.hint.unfocused": "按 d 选择一项，再按回车查看建议",
         "cli.simulated": "SIMULATED 模拟数据（场景：{scenario}），并非本机",
         "cli.sampled": "{host}：采样 {seconds} 秒",
         "cli.none": "没有高于提示级别的问题：GPU 状态良好。",

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from gputui.model import GpuInfo, GpuProcess, GpuSample, Snapshot, SystemInfo
+from gputui.model import XID_UNWATCHED, GpuInfo, GpuProcess, GpuSample, Snapshot, SystemInfo
 from gputui.sources import procfs
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 from gputui.sources.host import HostSource
@@ -318,7 +318,7 @@ class NvmlSource:
         events: list[str] = []
         if self._watcher is not None and self._watcher.error is not None and not self._xid_error_reported:
             self._xid_error_reported = True
-            events.append(f"XID events are not collected: {self._watcher.error}")
+            events.append(f"{XID_UNWATCHED}: {self._watcher.error}")
         for gpu in self._gpus:
             events.extend(gpu.events)
             gpu.events.clear()

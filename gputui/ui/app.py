@@ -31,6 +31,7 @@ from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampl
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
 from gputui.ui.messages import SampleFailed, TickReady
+from gputui.ui.notices import Notices, reports
 from gputui.ui.probes import ProbeController
 from gputui.ui.record_replay import RecordReplayApp
 from gputui.ui.screens.detail import DetailScreen
@@ -122,7 +123,7 @@ class GpuTuiApp(RecordReplayApp):
         self.main = MainScreen(on_shown=self._main_shown)
         self._now = now
         self._error: str | None = None
-        self._notice: str | None = None
+        self.notices = Notices()
         self._sampling: SamplingLoop | None = None
         self.probes = ProbeController(self)
 
@@ -172,11 +173,10 @@ class GpuTuiApp(RecordReplayApp):
         self.latest = tick
         self.system = snapshot.system
         self._error = None
-        if snapshot.events:
-            self._notice = snapshot.events[-1]
         for passed in self._passed_snapshots(tick):
             self.history.append(passed)
             self.main.add_snapshot(passed)
+            self.notices.observe(passed.timestamp, reports(passed, self.recording_warning))
         self.probes.observe(snapshot)
         if not self.paused:
             self.draw()
@@ -189,6 +189,7 @@ class GpuTuiApp(RecordReplayApp):
         jumped, ticks = self.sampler.drain()
         if jumped:
             self.history.clear()
+            self.notices.clear()
             self.main.gpus.panels = []  # their sparklines start over too; the next snapshot builds them anew
         return ticks
 
@@ -238,18 +239,20 @@ class GpuTuiApp(RecordReplayApp):
             interval_s=self.interval,
             clock=self._now().strftime("%H:%M:%S"),
             paused=self.paused or self.replay_paused,
-            notice=self._notice,
+            notices=self.notices.rows(),
+            flags=self.notices.badges(),
             error=self._error,
             recording=self.recording_badge,
-            recording_warning=self.recording_warning,
             replay=self.replay_position,
         )
 
     def _show_header(self) -> None:
+        """Also while paused: a notice's rows come and go with the ticks, and the header's height with them."""
         state = self._header_state()
         self.main.header.show(state)
+        self.main.relayout()
         if isinstance(self.screen, DetailScreen):
-            self.screen.header.show(state)
+            self.screen.show_header(state)
 
     def draw(self) -> None:
         """Push the latest tick to the view on screen; the main view waits while the detail view covers it."""
@@ -285,11 +288,9 @@ class GpuTuiApp(RecordReplayApp):
         self._set_interval(next((s for s in reversed(INTERVALS) if s < self.interval), MIN_INTERVAL))
 
     def action_toggle_diagnostics(self) -> None:
-        slot = self.main.diagnostics
-        self.main.diagnostics_follow_size = False
-        slot.display = not slot.display
-        self.main.relayout()
-        self.draw()
+        if self.screen is self.main:
+            self.main.toggle_diagnostics()
+            self.draw()
 
     def action_detail(self, index: int | None = None) -> None:
         if self.screen is not self.main:
@@ -347,4 +348,4 @@ class GpuTuiApp(RecordReplayApp):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen([*self.BINDINGS, *self.mode_bindings()]))
+            self.push_screen(HelpScreen([*self.BINDINGS, *self.mode_bindings()], self.notices.standing()))

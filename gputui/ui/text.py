@@ -6,7 +6,11 @@ eight block elements, which every PuTTY or tmux font draws. A value that was not
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
+from functools import lru_cache
+
+from rich.cells import chop_cells
 
 from gputui.formatting import NA
 
@@ -133,3 +137,13 @@ def short_gpu_name(name: str) -> str:
         if name.startswith(prefix):
             name = name[len(prefix) :]
     return name
+
+
+@lru_cache(maxsize=64)
+def wrap_text(text: str, width: int) -> tuple[str, ...]:
+    """`text` on as many lines of `width` cells as it needs, broken between words where it is ASCII (cached:
+    the header asks again each tick)."""
+    width = max(1, width)
+    if not text.isascii():
+        return tuple(chop_cells(text, width))
+    return tuple(textwrap.wrap(text, width, break_on_hyphens=False)) or ("",)

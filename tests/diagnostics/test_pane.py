@@ -109,6 +109,39 @@ async def test_keys_choose_a_finding_show_its_advice_and_post_a_message() -> Non
         assert "Improve the airflow." in plain(pane)
 
 
+def cursor_marked(pane: DiagnosticsPane) -> bool:
+    lines = [line for line in pane.render().renderables if isinstance(line, Text)]
+    return any(line.style == "reverse" for line in lines)
+
+
+async def test_the_cursor_is_marked_only_while_the_pane_has_focus() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(100, 20)) as pilot:
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([HOT, SHARED], [])
+        await pilot.pause()
+        assert pane.has_focus and cursor_marked(pane)
+        app.set_focus(None)
+        await pilot.pause()
+        assert not cursor_marked(pane)
+        pane.focus()
+        await pilot.pause()
+        assert cursor_marked(pane)
+
+
+async def test_the_hint_names_the_keys_that_reach_the_pane_now() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(100, 20)) as pilot:
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([HOT, SHARED], [])
+        app.set_focus(None)  # alone in this app, the pane has focus from the start
+        await pilot.pause()
+        assert plain(pane).splitlines()[-1] == "d: choose a finding, then enter: advice"
+        pane.focus()
+        await pilot.pause()
+        assert plain(pane).splitlines()[-1] == "up/down: choose  enter: advice"
+
+
 async def test_cursor_follows_its_finding_when_the_list_reorders() -> None:
     app = PaneApp()
     async with app.run_test(size=(100, 20)) as pilot:

@@ -8,11 +8,12 @@ from typing import TYPE_CHECKING
 import pytest
 from monitor_helpers import busy_gpu, plain, run_ticks, scripted_app, simulated_app, snapshot
 from rich.table import Table
+from rich.text import Text
 from textual.binding import Binding
 from textual.widgets import Static
 from textual.worker import WorkerFailed
 
-from gputui.model import GpuSample
+from gputui.model import XID_UNWATCHED, GpuSample, Snapshot
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.messages import SampleFailed
 from gputui.ui.screens.detail import DetailScreen, DetailView
@@ -62,6 +63,46 @@ async def test_a_fallback_says_why_there_is_no_live_data() -> None:
         await pilot.pause()
         assert "NVML: driver not loaded" in header_text(app)
         assert app.main.header.styles.height is not None and app.main.header.styles.height.value == 2
+
+
+LONG_REASON = (
+    "the NVIDIA driver library and the loaded kernel module are different versions, usually after a driver "
+    "upgrade: reboot, or reload the module ('sudo rmmod nvidia_uvm nvidia_drm nvidia_modeset nvidia && sudo "
+    "modprobe nvidia')"
+)
+XID_NOTICE = f"{XID_UNWATCHED}: waiting for XID events failed: NVMLError_Unknown: Unknown Error (the watch ended)"
+
+
+@pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+async def test_a_long_notice_is_shown_whole_then_only_its_badge_after_a_minute(size: tuple[int, int]) -> None:
+    def snap(t: float, events: tuple[str, ...] = ()) -> Snapshot:
+        base = snapshot(t, [busy_gpu(0, t), busy_gpu(1, t)])
+        system = replace(base.system, source="simulated", fallback_reason=LONG_REASON)
+        return replace(base, system=system, events=events)
+
+    app, _ = scripted_app([snap(1.0, (XID_NOTICE,)), snap(2.0), snap(60.9), snap(61.0)])
+    async with app.run_test(size=size) as pilot:
+        await app.tick()
+        await pilot.pause()
+        rows = app.main.header.lines[1:]
+        said = " ".join(plain([row]) for row in rows)
+        assert f"no live data ({LONG_REASON}); showing a simulated machine" in said
+        assert XID_NOTICE in said
+        assert all(len(plain([row])) <= size[0] for row in rows) and len(rows) >= 3
+        assert app.main.header.size.height == 1 + len(rows)
+        for _ in range(2):  # 59.9 s later: still in its first minute
+            await app.tick()
+        await pilot.pause()
+        assert XID_NOTICE in header_text(app).replace("\n", " ")
+        await app.tick()  # a minute after they appeared: the badges remain, the rows are gone
+        await pilot.pause()
+        assert header_text(app).count("\n") == 0 and app.main.header.size.height == 1
+        assert " NO DRIVER " in header_text(app) and " NO XID " in header_text(app)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        notices = app.screen.query_one("#help-notices", Static).content
+        assert f"no live data ({LONG_REASON}); showing a simulated machine" in str(notices)
+        assert XID_NOTICE in str(notices)
 
 
 async def test_eight_gpus_fit_80x24_one_line_each(clock: Clock) -> None:
@@ -191,15 +232,62 @@ async def test_d_toggles_the_diagnostics_pane_and_it_gets_the_findings(clock: Cl
         assert app.main.diagnostics.display and pane.region.height > 0  # open by default when there is room
         assert app.latest is not None and app.latest.active  # the thermal scenario has an open finding
         assert pane.entries == app.latest.active + app.latest.closed
+        await pilot.press("d")  # on the pane that opened by itself, `d` first gives it the keys
+        await pilot.pause()
+        assert app.main.diagnostics.display and pane.has_focus
         await pilot.press("d")
         await pilot.pause()
-        assert not app.main.diagnostics.display
+        assert not app.main.diagnostics.display and app.main.gpus.has_focus
         await pilot.resize_terminal(120, 50)
         await pilot.pause()
         assert not app.main.diagnostics.display  # the user's choice outlives a resize
         await pilot.press("d")
         await pilot.pause()
         assert app.main.diagnostics.display
+
+
+def pane_text(pane: DiagnosticsPane) -> str:
+    return "\n".join(line.plain for line in pane.render().renderables if isinstance(line, Text))
+
+
+@pytest.mark.parametrize("height", [40, 30], ids=["pane-opened-by-itself", "pane-hidden"])
+async def test_d_then_down_and_enter_show_a_findings_advice_not_the_detail_view(clock: Clock, height: int) -> None:
+    app = simulated_app("powercap", gpus=4, clock=clock)  # a power-cap finding on each GPU
+    async with app.run_test(size=(120, height)) as pilot:
+        await run_ticks(app, clock, 40)
+        await pilot.pause()
+        pane = app.main.findings
+        assert app.main.diagnostics.display == (height >= 36)
+        if app.main.diagnostics.display:
+            assert "d: choose a finding" in pane_text(pane)
+        await pilot.press("d")
+        await pilot.pause()
+        assert pane.has_focus and not any(panel.selected for panel in app.main.gpus.panels)
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert app.screen is app.main and app.main.diagnostics.display
+        assert len(pane.entries) == 4 and pane.chosen == pane.entries[1]
+        text = pane_text(pane)
+        assert f"Advice: {pane.chosen.title}" in text and pane.chosen.advice[:40] in text
+        assert app.main.gpus.cursor == 0  # down moved through the findings, not the GPUs
+        assert [p.highlight is not None for p in app.main.gpus.panels] == [i in pane.chosen.gpus for i in range(4)]
+
+
+async def test_enter_on_the_gpu_list_opens_the_detail_view_beside_the_pane_and_after_it(clock: Clock) -> None:
+    app = simulated_app("thermal", gpus=4, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 40)
+        await pilot.pause()
+        assert app.main.diagnostics.display and app.main.gpus.has_focus  # shown by itself: the GPUs keep the keys
+        await pilot.press("down", "enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.index == 1
+        await pilot.press("escape", "d", "enter")  # into the pane and choose...
+        await pilot.pause()
+        assert app.screen is app.main and app.main.findings.chosen is not None
+        await pilot.press("d", "enter")  # ...then hide it: enter is the GPU list's again
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.index == 1
 
 
 async def test_enter_opens_the_detail_view_of_the_selected_gpu_and_esc_returns(clock: Clock) -> None:

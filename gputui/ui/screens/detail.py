@@ -168,7 +168,10 @@ class DetailScreen(Screen[None]):
     def header(self) -> StatusHeader:
         return self.query_one(StatusHeader)
 
-    def show(self, history: History, snapshot: Snapshot, header: HeaderState) -> None:
+    def show_header(self, header: HeaderState) -> None:
         self.header.show(header)
-        self.header.styles.height = self.header.line_count()
+        self.header.styles.height = self.header.line_count(self.size.width)
+
+    def show(self, history: History, snapshot: Snapshot, header: HeaderState) -> None:
+        self.show_header(header)
         self.query_one(DetailView).show(history, snapshot)

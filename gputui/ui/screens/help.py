@@ -1,4 +1,4 @@
-"""`?`: every key, with what it does, over the monitor."""
+"""`?`: every key, with what it does, over the monitor; first the whole text of the notices still true."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from textual.widgets import Static
 # Keys that are not app bindings but still work, and what they do.
 EXTRA_KEYS: tuple[tuple[str, str], ...] = (
     ("esc", "back from the detail view; close the filter, this help"),
-    ("tab / up / down", "move between the GPU panels and the process table"),
+    ("tab / up / down", "move between the GPU panels, the process table and the diagnostics pane"),
     ("click a column", "sort the process table by it (again: reverse)"),
 )
 
@@ -24,7 +24,7 @@ DESCRIPTIONS: dict[str, str] = {
     "toggle_pause": "pause / resume drawing (sampling goes on)",
     "slower": "longer refresh interval (up to 10 s)",
     "faster": "shorter refresh interval (down to 0.25 s)",
-    "toggle_diagnostics": "show / hide the diagnostics pane",
+    "toggle_diagnostics": "diagnostics pane: show and choose; again: hide",
     "detail": "detail view of the selected GPU: history charts",
     "filter": "filter the processes by user, PID or command",
     "sort": "sort the processes by the next column",
@@ -67,12 +67,16 @@ def key_table(bindings: Sequence[BindingType]) -> Table:
 class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "Close")]
 
-    def __init__(self, bindings: Sequence[BindingType]) -> None:
+    def __init__(self, bindings: Sequence[BindingType], notices: Sequence[str] = ()) -> None:
         super().__init__()
         self._keys = bindings
+        self._notices = notices
 
     def compose(self) -> ComposeResult:
         with Vertical(id="help"):
+            if self._notices:  # first: the header keeps only a badge for them after their first minute
+                yield Static("Notices", classes="help-heading")
+                yield Static("\n".join(f"- {notice}" for notice in self._notices), id="help-notices")
             yield Static("gputui keys", id="help-title")
             yield Static(key_table(self._keys))
             yield Static(UTIL_VS_SM, id="help-gpm")

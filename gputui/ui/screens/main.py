@@ -79,12 +79,27 @@ class MainScreen(Screen[None]):
         if self.gpus.add_snapshot(snapshot):
             self._layout_key = ()
 
+    def toggle_diagnostics(self) -> None:
+        """`d`: show the pane and give it the keys; on a pane already shown (it opens by itself when the terminal
+        is tall) but not focused, only give it the keys, so that `d` then up/down and enter always reach it as
+        its hint says; on the focused pane, hide it and give the keys back to the GPU list."""
+        self.diagnostics_follow_size = False
+        if self.diagnostics.display and self.findings.has_focus:
+            self.diagnostics.display = False
+            self.gpus.focus()
+        else:
+            self.diagnostics.display = True
+            self.findings.focus()
+        self.relayout()
+
     def relayout(self) -> None:
         """Size the parts for the terminal; runs on resize and when a part changes height, never per tick."""
         width, height = self.size
         if self.diagnostics_follow_size and height:
             self.diagnostics.display = height >= DIAGNOSTICS_SHOWN_FROM_HEIGHT
-        header_lines = self.header.line_count()
+            if not self.diagnostics.display and self.findings.has_focus:  # tabbed into, then shrunk away
+                self.gpus.focus()
+        header_lines = self.header.line_count(width)
         host_lines = self.host.line_count(width)
         count = len(self.gpus.panels)
         filter_shown = bool(self.filter_box.display)

@@ -172,7 +172,9 @@ class DiagnosticsPane(Widget, can_focus=True):
             foot = [Text(f"{text('ui.advice', lang)}: {chosen.title}", style="bold", no_wrap=True), advice]
             foot_rows = 1 + len(advice.wrap(self.app.console, max(1, self.size.width)))
         elif self.entries:
-            foot = [Text(text("ui.hint", lang), style=HISTORY_STYLE, no_wrap=True)]
+            # The keys reach the pane only while it has focus (`d` gives it); the hint says which to press.
+            hint = text("ui.hint" if self.has_focus else "ui.hint.unfocused", lang)
+            foot = [Text(hint, style=HISTORY_STYLE, no_wrap=True)]
             foot_rows = 1
         else:
             foot_rows = 0
@@ -210,8 +212,7 @@ class DiagnosticsPane(Widget, can_focus=True):
     def on_resize(self) -> None:
         self._rebuild()
 
-    def on_focus(self) -> None:
-        self._rebuild()
-
-    def on_blur(self) -> None:
+    def watch_has_focus(self, has_focus: bool) -> None:
+        """The cursor is marked only while focused; `on_focus` would run before `has_focus` is set."""
+        super().watch_has_focus(has_focus)
         self._rebuild()

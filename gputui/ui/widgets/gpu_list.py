@@ -75,8 +75,7 @@ class GpuList(LineView):
         self.cursor = min(len(self.panels) - 1, self._top + event.y // max(1, self.mode))
         self.redraw()
 
-    def on_focus(self) -> None:
-        self.redraw()
-
-    def on_blur(self) -> None:
+    def watch_has_focus(self, has_focus: bool) -> None:
+        """The cursor is marked only while focused; `on_focus` would run before `has_focus` is set."""
+        super().watch_has_focus(has_focus)
         self.redraw()

@@ -7,9 +7,13 @@ from dataclasses import dataclass
 
 from gputui.formatting import NA, fmt_bytes, fmt_bytes_short
 from gputui.model import ContainerInfo, SystemInfo
+from gputui.ui.notices import Level, Notice
+from gputui.ui.text import wrap_text
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"
+LEVEL_STYLES: dict[Level, str] = {"alarm": "bold red", "warning": "yellow", "info": LABEL}
+FLAG_STYLE = "bold black on yellow"  # a notice that stays true: the data lacks something for the whole session
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,12 +22,12 @@ class HeaderState:
     interval_s: float
     clock: str  # already formatted, to the second: the header changes at most once a second
     paused: bool = False
-    notice: str | None = None  # the latest source event, e.g. the simulated tour changing scene
+    notices: tuple[Notice, ...] = ()  # in their first minute: each gets rows of its own, wrapped whole
+    flags: tuple[str, ...] = ()  # badges of the notices that stay true ("NO XID"), after their rows are gone
     error: str | None = None  # the last sampling error, until a sample succeeds
     critical: int = 0  # open findings by severity, so they show even while the diagnostics pane is hidden
     warnings: int = 0
     recording: str | None = None  # the --record badge: "REC", or "REC STOPPED" once the writer gave up
-    recording_warning: str | None = None  # why the recording stopped or lags (full disk, size limit)
     replay: str | None = None  # where a replay is and how fast: "01:12:30 / 08:00:00 x4"
 
 
@@ -72,7 +76,7 @@ def container_brief(container: ContainerInfo | None, *, wide: bool = True) -> st
 
 
 class StatusHeader(LineView):
-    """One line of facts, plus a second line when there is a fallback reason, a notice or an error.
+    """One line of facts, then the sampling error and each fresh notice, whole, on as many lines as they need.
 
     The clock comes first: it changes every second, and Textual rewrites a line up to its last change.
     """
@@ -85,9 +89,16 @@ class StatusHeader(LineView):
         self.state = state
         self.redraw()
 
-    def line_count(self) -> int:
+    def line_count(self, width: int) -> int:
+        return 1 + len(self._notice_lines(width))
+
+    def _notice_lines(self, width: int) -> list[Line]:
         s = self.state
-        return 2 if s is not None and (s.system.fallback_reason or s.notice or s.error or s.recording_warning) else 1
+        if s is None:
+            return []
+        said: list[tuple[str, Level]] = [(f"sampling failed: {s.error}", "alarm")] if s.error else []
+        said += [(notice.text, notice.report.level) for notice in s.notices]
+        return [[(row, LEVEL_STYLES[level])] for text, level in said for row in wrap_text(text, width)]
 
     @staticmethod
     def _facts(s: HeaderState, wide: bool) -> Line:
@@ -100,6 +111,8 @@ class StatusHeader(LineView):
             line += [(f" {label} ", style), ("  ", "")]
             if label == "REPLAY" and s.replay:
                 line += [(s.replay, "bold"), ("  ", "")]
+        for flag in s.flags:
+            line += [(f" {flag} ", FLAG_STYLE), ("  ", "")]
         if s.recording:
             line += [(f" {s.recording} ", "bold white on red"), ("  ", "")]
         if s.critical:
@@ -125,21 +138,7 @@ class StatusHeader(LineView):
         s = self.state
         if s is None:
             return [[("gputui", "bold"), ("  starting...", LABEL)]]
-        sysinfo = s.system
         line = self._facts(s, wide=True)
         if line_len(line) > width:
             line = self._facts(s, wide=False)
-        lines = [line]
-        if sysinfo.fallback_reason or s.notice or s.error or s.recording_warning:
-            second: Line = []
-            if s.recording_warning:
-                second.append((f"{s.recording_warning}  ", "bold red"))
-            if s.error:
-                second.append((f"sampling failed: {s.error}  ", "bold red"))
-            if sysinfo.fallback_reason:
-                reason = f"no live data ({sysinfo.fallback_reason}); showing a simulated machine  "
-                second.append((reason, "yellow"))
-            if s.notice:
-                second.append((s.notice, LABEL))
-            lines.append(second)
-        return lines
+        return [line, *self._notice_lines(width)]

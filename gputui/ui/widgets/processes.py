@@ -234,10 +234,9 @@ class ProcessTable(LineView):
             lines.append([("no processes", LABEL)])
         return lines
 
-    def on_focus(self) -> None:
-        self.redraw()
-
-    def on_blur(self) -> None:
+    def watch_has_focus(self, has_focus: bool) -> None:
+        """The cursor is marked only while focused; `on_focus` would run before `has_focus` is set."""
+        super().watch_has_focus(has_focus)
         self.redraw()
 
     def on_click(self, event: events.Click) -> None:
