@@ -9,6 +9,7 @@ from textual.app import App, ComposeResult
 from textual.containers import Container
 
 from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.diagnostics.verdict import Verdict
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 
 HOT = Finding(
@@ -164,6 +165,41 @@ async def test_click_chooses_the_finding_under_the_mouse() -> None:
         await pilot.click(DiagnosticsPane, offset=(5, row))
         await pilot.pause()
         assert [f.rule for f in app.selected] == ["gpu_contention"]
+
+
+THROTTLED = Verdict(
+    "throttled",
+    "Throttled",
+    (1,),
+    "21% of the clock lost on GPU 1 (heat)",
+    "Throttled: 21% of the clock lost on GPU 1 (heat)",
+)
+
+
+async def test_the_verdict_is_the_line_under_the_title_and_wraps_whole() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(40, 20)) as pilot:
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([HOT], [], THROTTLED)
+        await pilot.pause()
+        lines = plain(pane).splitlines()
+        assert lines[1].startswith("Throttled: 21% of the clock lost")
+        assert " ".join(lines[1:3]).replace("  ", " ").endswith("GPU 1 (heat)")  # wrapped at 40 columns, not cut
+        hot = next(i for i, line in enumerate(lines) if "thermal throttling" in line)
+        await pilot.click(DiagnosticsPane, offset=(5, hot))
+        await pilot.pause()
+        assert [f.rule for f in app.selected] == ["thermal_throttle"]  # clicks still land on the right finding
+
+
+async def test_a_new_verdict_alone_redraws_the_pane() -> None:
+    app = PaneApp()
+    async with app.run_test(size=(100, 20)):
+        pane = app.query_one(DiagnosticsPane)
+        pane.show_findings([HOT], [], THROTTLED)
+        first = pane.render()
+        pane.show_findings([HOT], [], replace(THROTTLED, summary="30% of the clock lost on GPU 1 (heat)"))
+        assert pane.render() is not first
+        assert "30% of the clock" in plain(pane)
 
 
 async def test_unchanged_findings_do_not_rebuild() -> None:

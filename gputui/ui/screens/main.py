@@ -124,5 +124,5 @@ class MainScreen(Screen[None]):
         self.host.show(tick.snapshot.host, tick.snapshot.system.container)
         self.table.show_rows(process_rows(tick.snapshot, filter_text))
         if self.diagnostics.display:
-            self.findings.show_findings(tick.active, tick.closed)
+            self.findings.show_findings(tick.active, tick.closed, tick.verdict)
         self.relayout()

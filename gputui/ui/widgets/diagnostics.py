@@ -1,4 +1,5 @@
-"""The diagnostics pane: open findings worst first, their evidence, the chosen one's advice, and history.
+"""The diagnostics pane: the verdict, open findings worst first, their evidence, the chosen one's advice, and
+history.
 
 It is one Rich Text, rebuilt only when what it shows changes (durations are shown to the second, so an open
 finding repaints once a second at most). Only ASCII is used for its own marks, so it reads the same in PuTTY,
@@ -19,10 +20,14 @@ from textual.widget import Widget
 
 from gputui.diagnostics.catalog import text
 from gputui.diagnostics.findings import Finding, Severity, format_evidence, severity_label
+from gputui.diagnostics.verdict import Verdict
 from gputui.formatting import fmt_duration
 
 SEVERITY_STYLES = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 HISTORY_STYLE = "dim"
+# The verdict's label: green where the machine delivers, red where it fails, yellow where something holds it back.
+VERDICT_STYLES = {"gpu_bound": "bold green", "idle": "bold", "unknown": "dim", "degraded": "bold red"}
+VERDICT_DEFAULT_STYLE = "bold yellow"
 CURSOR_STYLE = "reverse"
 MAX_EVIDENCE = 4  # evidence items shown per finding; the rest is in `gputui diagnose --json`
 
@@ -80,6 +85,7 @@ class DiagnosticsPane(Widget, can_focus=True):
         self.lang = lang
         self._open: tuple[Finding, ...] = ()
         self._history: tuple[Finding, ...] = ()
+        self._verdict: Verdict | None = None
         self._shown: tuple[object, ...] | None = None
         self._cursor = 0
         self._chosen: FindingKey | None = None
@@ -98,16 +104,22 @@ class DiagnosticsPane(Widget, can_focus=True):
                 return finding
         return None
 
-    def show_findings(self, active: Sequence[Finding], closed: Sequence[Finding]) -> None:
+    def show_findings(
+        self, active: Sequence[Finding], closed: Sequence[Finding], verdict: Verdict | None = None
+    ) -> None:
         """New engine state; nothing is redrawn when the screen would not change."""
-        shown = tuple(
-            (_key(f), f.severity, f.title, int(f.duration_s), f.evidence, f.ended_at is None)
-            for f in (*active, *closed)
+        shown = (
+            None if verdict is None else (verdict.cls, verdict.label, verdict.summary),
+            *(
+                (_key(f), f.severity, f.title, int(f.duration_s), f.evidence, f.ended_at is None)
+                for f in (*active, *closed)
+            ),
         )
         if shown == self._shown:
             return
         cursor_key = _key(self.entries[self._cursor]) if self.entries else None
         self._open, self._history, self._shown = tuple(active), tuple(closed), shown
+        self._verdict = verdict
         keys = [_key(f) for f in self.entries]
         self._cursor = keys.index(cursor_key) if cursor_key in keys else min(self._cursor, max(0, len(keys) - 1))
         self._rebuild()
@@ -157,6 +169,13 @@ class DiagnosticsPane(Widget, can_focus=True):
         ]
         if counts:
             header.append("  " + ", ".join(counts))
+        top = [header]
+        if self._verdict is not None:
+            # Wrapped, not cut: its end is what to do ("speed-ups must come from the job: ...").
+            verdict = Text()
+            verdict.append(self._verdict.label, style=VERDICT_STYLES.get(self._verdict.cls, VERDICT_DEFAULT_STYLE))
+            verdict.append(text("verdict.line", lang, label="", summary=self._verdict.summary))
+            top += list(verdict.wrap(self.app.console, max(1, self.size.width)))
         body = _Lines()
         if not self._open:
             body.add(Text(text("ui.none", lang), style="green"))
@@ -178,10 +197,10 @@ class DiagnosticsPane(Widget, can_focus=True):
             foot_rows = 1
         else:
             foot_rows = 0
-        start, rows = self._scroll(body.owners, self.size.height - 1 - foot_rows)
-        # Only the header and the findings can be clicked; the advice below wraps and owns no finding.
-        self._line_owner = [None, *body.owners[start : start + rows]]
-        return Group(header, *body.texts[start : start + rows], *foot)
+        start, rows = self._scroll(body.owners, self.size.height - len(top) - foot_rows)
+        # Only the findings can be clicked; the header, the verdict and the advice below own no finding.
+        self._line_owner = [*(None for _ in top), *body.owners[start : start + rows]]
+        return Group(*top, *body.texts[start : start + rows], *foot)
 
     def _scroll(self, owners: list[int | None], room: int) -> tuple[int, int]:
         """The first body line to show and how many, so that the cursor's lines are in view."""
