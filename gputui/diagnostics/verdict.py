@@ -237,23 +237,36 @@ def _pct(value: float | None) -> str:
 
 
 class VerdictTracker:
-    """Holds the verdict shown: a different one takes over after `hold_s` of holding, leaving `unknown` at once."""
+    """Holds the verdict shown: a different one takes over after `hold_s` of holding, leaving `unknown` at once.
 
-    def __init__(self, hold_s: float) -> None:
+    While the same verdict stands its words (the means in its sentence) are renewed every `refresh_s` only: a
+    sentence that changed every tick would repaint the pane every tick, over a slow link, to say the same.
+    """
+
+    def __init__(self, hold_s: float, refresh_s: float = 10.0) -> None:
         self.hold_s = hold_s
+        self.refresh_s = refresh_s
         self._current: Verdict | None = None
+        self._worded = 0.0  # when the current verdict's words were last renewed
         self._pending: tuple[tuple[object, ...], float] | None = None
 
     def update(self, candidate: Verdict, now: float) -> Verdict:
         current = self._current
-        if current is None or current.cls == "unknown" or candidate.key == current.key:
-            since = current.since if current is not None and candidate.key == current.key else now
-            self._current = replace(candidate, since=since)
+        if current is not None and candidate.key == current.key and current.cls != "unknown":
             self._pending = None
-            return self._current
+            if now - self._worded >= self.refresh_s:
+                current = self._take(replace(candidate, since=current.since), now)
+            return current
+        if current is None or current.cls == "unknown":
+            self._pending = None
+            return self._take(candidate, now)
         if self._pending is None or self._pending[0] != candidate.key:
             self._pending = (candidate.key, now)
         if now - self._pending[1] >= self.hold_s:
-            current = self._current = replace(candidate, since=self._pending[1])
+            current = self._take(replace(candidate, since=self._pending[1]), now)
             self._pending = None
         return current
+
+    def _take(self, verdict: Verdict, now: float) -> Verdict:
+        self._current, self._worded = verdict, now
+        return verdict

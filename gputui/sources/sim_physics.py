@@ -331,13 +331,16 @@ class MachinePhysics:
         )
 
     def _gpm(self, plan: GpuPlan, key: str, util: float, t: float) -> GpmValues:
-        """What GPM reads for a GPU at `util` % under `plan`: how full its SMs, tensor cores and DRAM are."""
-        wave = self._waves
+        """What GPM reads for a GPU at `util` % under `plan`: how full its SMs, tensor cores and DRAM are.
+
+        One wave drives all of them (a step that fills the SMs more also moves more data): the per-tick cost
+        of the simulator stays near what it was without GPM."""
+        wave = 0.0 if plan.idle else self._waves(f"{key}/gpm", t)
         load = 0.0 if plan.idle else util / 100.0
-        sm = 0.0 if plan.idle else clamp(util * plan.sm_fill + 2.0 * wave(f"{key}/sm", t), 0.0, 100.0)
-        tensor = 0.0 if plan.idle else clamp(sm * plan.tensor_share + 3.0 * wave(f"{key}/tensor", t), 0.0, 100.0)
-        dram = 0.0 if plan.idle else clamp(util * plan.dram_fill + 4.0 * wave(f"{key}/dram", t), 0.0, 100.0)
-        nvlink = 21e9 * load + 1.5e9 * load * wave(f"{key}/nvlink", t)
+        sm = 0.0 if plan.idle else clamp(util * plan.sm_fill + 2.0 * wave, 0.0, 100.0)
+        tensor = clamp(sm * plan.tensor_share + 3.0 * wave, 0.0, 100.0) if load else 0.0
+        dram = clamp(util * plan.dram_fill - 4.0 * wave, 0.0, 100.0) if load else 0.0
+        nvlink = 21e9 * load + 1.5e9 * load * wave
         return {
             "gr_engine_active_pct": round(util, 1),
             "sm_active_pct": round(sm, 1),

@@ -57,6 +57,18 @@ def test_a_verdict_changes_only_after_the_new_one_holds() -> None:
     assert (taken.cls, taken.since) == ("throttled", 3.0)
 
 
+def test_a_standing_verdict_renews_its_words_every_ten_seconds_not_every_tick() -> None:
+    tracker = VerdictTracker(hold_s=3.0)
+
+    def busy(pct: int, t: float) -> Verdict:
+        return Verdict("gpu_bound", "GPU-bound", (0,), f"{pct}% busy", f"GPU-bound: {pct}% busy", since=t)
+
+    tracker.update(busy(95, 0.0), 0.0)
+    assert tracker.update(busy(93, 4.0), 4.0).summary == "95% busy"  # the pane is not repainted for 2 points
+    renewed = tracker.update(busy(91, 10.0), 10.0)
+    assert (renewed.summary, renewed.since) == ("91% busy", 0.0)
+
+
 def test_idle_gpus_beside_a_busy_job_do_not_make_it_mixed() -> None:
     def make(i: int) -> dict[str, Any]:
         return {"gpus": [gpu(0), gpu(1), gpu(2, pids=(), utilization_gpu_pct=0.0), gpu(3, utilization_gpu_pct=0.0)]}

@@ -154,11 +154,9 @@ class GpuPanel:
         parts = [(labels[0], sm), (labels[1], tensor)]
         if labels[2] is not None:
             parts.append((labels[2], None if s is None else s.dram_bw_pct))
-        style = self._mark("gpm", "")
-        line: Line = []
-        for n, (label, value) in enumerate(parts):
-            line += [(sep if n else "", LABEL), (label, LABEL), (f"{f.fmt_pct(value):>4}", style)]
-        return line
+        # One part in one style: it changes every tick, and each style change costs escape codes on the wire.
+        text = sep.join(f"{label}{f.fmt_pct(value):>4}" for label, value in parts)
+        return [(text, self._mark("gpm", ""))]
 
     def _spark(self, width: int) -> Line:
         return [(self.history.sparkline(width), "cyan")]
