@@ -257,8 +257,10 @@ class VerdictTracker:
             if now - self._worded >= self.refresh_s:
                 current = self._take(replace(candidate, since=current.since), now)
             return current
-        if current is None or current.cls == "unknown":
+        if current is None or current.cls == "unknown":  # leaving `unknown` needs no holding: nothing to flap
             self._pending = None
+            if current is not None and candidate.key == current.key:
+                candidate = replace(candidate, since=current.since)
             return self._take(candidate, now)
         if self._pending is None or self._pending[0] != candidate.key:
             self._pending = (candidate.key, now)
