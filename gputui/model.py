@@ -72,6 +72,21 @@ class ContainerInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class Topology:
+    """How the GPUs connect, read once: what `nvidia-smi topo -m` prints, P2P, and where each GPU sits.
+
+    Every table is in the order of the GPUs read (`Snapshot.gpu_info`), GPU x GPU for the pairs.
+    """
+
+    # "X" on the diagonal; "NV<n>" when n NVLinks join the pair (direct or through NVSwitch); else the PCIe path
+    # from nvmlDeviceGetTopologyCommonAncestor: "PIX", "PXB", "PHB", "NODE", "SYS"; None when unknown.
+    matrix: tuple[tuple[str | None, ...], ...]
+    p2p: tuple[tuple[bool | None, ...], ...]  # peer read and write both OK; None on the diagonal or when unknown
+    numa_node: tuple[int | None, ...]
+    cpu_affinity: tuple[str | None, ...]  # the CPUs near each GPU as a cpulist, "0-31,64-95"
+
+
+@dataclass(frozen=True, slots=True)
 class SystemInfo:
     """What the machine is; read once when a source opens."""
 
@@ -94,6 +109,7 @@ class SystemInfo:
     recorded_source: SourceKind | None = None
     # The cgroup and limits of the process that read this machine; None when not read (older recordings).
     container: ContainerInfo | None = None
+    topology: Topology | None = None  # None where it was not read (a remote exporter, an older recording)
 
     @property
     def is_live(self) -> bool:
@@ -131,6 +147,9 @@ class GpuInfo:
     compute_mode: str | None = None
     mig_mode: bool | None = None
     ecc_mode: bool | None = None
+    nvlink_links_total: int | None = None  # links the GPU has; None on boards without NVLink
+    nvlink_version: int | None = None  # NVLink generation (3 on A100, 4 on H100), not NVML's enum
+    nvlink_remote: tuple[str, ...] | None = None  # what each link reaches: a PCI bus id, or "NVSwitch"
 
 
 # How a GPU process was matched with a process in this PID namespace. NVML lists host PIDs, which inside a
@@ -217,6 +236,10 @@ class GpuSample:
     fp64_active_pct: float | None = None
     nvlink_rx_bytes_s: float | None = None  # all NVLinks together
     nvlink_tx_bytes_s: float | None = None
+    nvlink_links_active: int | None = None  # links up now (slow cadence); None on boards without NVLink
+    nvlink_replay_errors: int | None = None  # error counters summed over the links, cumulative (slow cadence)
+    nvlink_recovery_errors: int | None = None
+    nvlink_crc_errors: int | None = None  # CRC flit + CRC data
     processes: tuple[GpuProcess, ...] = ()
 
     @property
@@ -242,6 +265,8 @@ class ProcSample:
     run_queue_wait_pct: float | None = None
     container: str | None = None  # the container or pod it runs in, seen from the host: short id or pod uid
     container_pid: int | None = None  # its PID inside that container (the last of NSpid)
+    cpus_allowed: tuple[int, ...] | None = None  # where it may run (/proc/PID/status Cpus_allowed_list)
+    last_cpu: int | None = None  # where its main thread last ran (/proc/PID/stat field 39)
 
 
 @dataclass(frozen=True, slots=True)

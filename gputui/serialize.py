@@ -21,6 +21,7 @@ from gputui.model import (
     PsiSample,
     Snapshot,
     SystemInfo,
+    Topology,
     encode_clock_event_reasons,
 )
 
@@ -31,7 +32,7 @@ _SAMPLE_KEYS = tuple(f.name for f in fields(GpuSample) if f.name not in ("proces
 # Nested groups are objects of their own in JSON (`host.container`, `host.psi`, `system.container`).
 _HOST_GROUPS = ("container", "psi")
 _HOST_KEYS = tuple(f.name for f in fields(HostSample) if f.name not in ("processes", *_HOST_GROUPS))
-_SYSTEM_KEYS = tuple(f.name for f in fields(SystemInfo) if f.name != "container")
+_SYSTEM_KEYS = tuple(f.name for f in fields(SystemInfo) if f.name not in ("container", "topology"))
 _PROC_KEYS = tuple(f.name for f in fields(ProcSample))
 _CONTAINER_KEYS = tuple(f.name for f in fields(ContainerInfo))
 G = TypeVar("G", ContainerSample, PsiSample)
@@ -47,7 +48,32 @@ def system_to_dict(system: SystemInfo) -> dict[str, Any]:
     out["container"] = None if container is None else asdict(container)
     if container is not None and container.cpuset_cpus is not None:
         out["container"]["cpuset_cpus"] = list(container.cpuset_cpus)
+    out["topology"] = topology_to_dict(system.topology) if system.topology is not None else None
     return out
+
+
+def topology_to_dict(topology: Topology) -> dict[str, Any]:
+    """`system.topology`: {matrix: [[str]], p2p: [[bool|null]], numa_node: [int|null], cpu_affinity: [str]}."""
+    return {
+        "matrix": [list(row) for row in topology.matrix],
+        "p2p": [list(row) for row in topology.p2p],
+        "numa_node": list(topology.numa_node),
+        "cpu_affinity": list(topology.cpu_affinity),
+    }
+
+
+def _topology(data: Any) -> Topology | None:
+    if not isinstance(data, dict):
+        return None
+    try:
+        return Topology(
+            matrix=tuple(tuple(row) for row in data["matrix"]),
+            p2p=tuple(tuple(row) for row in data["p2p"]),
+            numa_node=tuple(data["numa_node"]),
+            cpu_affinity=tuple(data["cpu_affinity"]),
+        )
+    except (KeyError, TypeError) as exc:
+        raise SnapshotFormatError(f"system.topology: {exc}") from exc
 
 
 def gpu_info_to_dict(info: GpuInfo) -> dict[str, Any]:
@@ -134,14 +160,21 @@ def _group(cls: type[G], data: Any) -> G | None:
 
 def system_from_dict(data: dict[str, Any]) -> SystemInfo:
     try:
-        return SystemInfo(container=_container_info(data.get("container")), **_pick(_SYSTEM_KEYS, data))
+        return SystemInfo(
+            container=_container_info(data.get("container")),
+            topology=_topology(data.get("topology")),
+            **_pick(_SYSTEM_KEYS, data),
+        )
     except TypeError as exc:
         raise SnapshotFormatError(f"system: {exc}") from exc
 
 
 def gpu_info_from_dict(data: dict[str, Any]) -> GpuInfo:
+    values = _pick(_INFO_KEYS, data)
+    if values.get("nvlink_remote") is not None:
+        values["nvlink_remote"] = tuple(values["nvlink_remote"])
     try:
-        return GpuInfo(**_pick(_INFO_KEYS, data))
+        return GpuInfo(**values)
     except TypeError as exc:
         raise SnapshotFormatError(f"gpu info: {exc}") from exc
 
@@ -176,11 +209,18 @@ def host_from_dict(data: dict[str, Any]) -> HostSample:
     if values.get("load_avg") is not None:
         values["load_avg"] = tuple(values["load_avg"])
     try:
-        procs = tuple(ProcSample(**_pick(_PROC_KEYS, p)) for p in data.get("processes") or ())
+        procs = tuple(ProcSample(**_proc_values(p)) for p in data.get("processes") or ())
         container = _group(ContainerSample, data.get("container"))
         return HostSample(processes=procs, container=container, psi=_group(PsiSample, data.get("psi")), **values)
     except TypeError as exc:
         raise SnapshotFormatError(f"host: {exc}") from exc
+
+
+def _proc_values(data: dict[str, Any]) -> dict[str, Any]:
+    values = _pick(_PROC_KEYS, data)
+    if values.get("cpus_allowed") is not None:
+        values["cpus_allowed"] = tuple(values["cpus_allowed"])
+    return values
 
 
 def snapshot_from_dict(

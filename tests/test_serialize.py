@@ -1,8 +1,9 @@
-"""The container groups in JSON: `system.container`, `host.container`, `host.psi` and the process join."""
+"""Groups in JSON: `system.container`, `system.topology`, `host.container`, `host.psi`, the process join."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from gputui.model import (
     ContainerInfo,
@@ -15,6 +16,7 @@ from gputui.model import (
     PsiSample,
     Snapshot,
     SystemInfo,
+    Topology,
 )
 from gputui.serialize import snapshot_from_dict, snapshot_to_dict
 
@@ -69,3 +71,32 @@ def test_the_cpu_limit_is_the_smaller_of_quota_and_cpuset() -> None:
     assert CONTAINER.cpu_limit == 4
     assert ContainerInfo(None, None, 2, cpu_quota_cores=2.5).cpu_limit == 2.5
     assert ContainerInfo(None, None, 2).cpu_limit is None
+
+
+def test_topology_nvlink_and_affinity_round_trip_in_the_documented_shape() -> None:
+    topology = Topology(
+        matrix=(("X", "NV18"), ("NV18", "X")),
+        p2p=((None, True), (True, None)),
+        numa_node=(0, None),
+        cpu_affinity=("0-31,64-95", None),
+    )
+    base = _snapshot()
+    info = replace(base.gpu_info[0], nvlink_links_total=18, nvlink_version=4, nvlink_remote=("NVSwitch",) * 18)
+    gpu = replace(base.gpus[0], nvlink_links_active=16, nvlink_replay_errors=0, nvlink_crc_errors=7)
+    proc = replace(base.host.processes[0], cpus_allowed=(0, 1, 2, 3), last_cpu=2)
+    snap = replace(
+        base,
+        system=replace(base.system, topology=topology),
+        gpu_info=(info,),
+        gpus=(gpu,),
+        host=replace(base.host, processes=(proc,)),
+    )
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    assert data["system"]["topology"] == {
+        "matrix": [["X", "NV18"], ["NV18", "X"]],
+        "p2p": [[None, True], [True, None]],
+        "numa_node": [0, None],
+        "cpu_affinity": ["0-31,64-95", None],
+    }
+    assert data["gpus"][0]["nvlink_links_active"] == 16 and data["gpus"][0]["nvlink_links_total"] == 18
+    assert snapshot_from_dict(data) == snap
