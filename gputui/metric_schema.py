@@ -144,6 +144,29 @@ GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
         "nvlink_tx_bytes_s",
         "The rate of data transmitted over NVLink, all links, in bytes per second.",
     ),
+    _field("gputui_nvlink_links_active", "nvlink_links_active", "NVLinks of the GPU that are up now.", int),
+    _field(
+        "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
+        "nvlink_replay_errors",
+        "Total number of NVLink retries, all links.",
+        int,
+        cumulative=True,
+    ),
+    _field(
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        "nvlink_recovery_errors",
+        "Total number of NVLink recovery errors, all links.",
+        int,
+        cumulative=True,
+    ),
+    # DCGM's CRC_FLIT_ERROR_COUNT_TOTAL counts flit errors alone; this is flit + data, so it keeps gputui's name.
+    _field(
+        "gputui_nvlink_crc_errors_total",
+        "nvlink_crc_errors",
+        "Total number of NVLink CRC errors (flit and data), all links.",
+        int,
+        cumulative=True,
+    ),
 )
 
 GPU_INFO_FIELDS: tuple[MetricField, ...] = (
@@ -185,6 +208,7 @@ GPU_INFO_FIELDS: tuple[MetricField, ...] = (
     _field("gputui_persistence_mode", "persistence_mode", "1 when persistence mode is on.", bool),
     _field("gputui_mig_mode", "mig_mode", "1 when MIG mode is on.", bool),
     _field("DCGM_FI_DEV_ECC_CURRENT", "ecc_mode", "Current ECC mode (1 = enabled).", bool),
+    _field("gputui_nvlink_links_total", "nvlink_links_total", "NVLinks the GPU has.", int),
 )
 
 HOST_FIELDS: tuple[MetricField, ...] = (

@@ -125,6 +125,20 @@ def test_gpm_not_reported_stays_none_remotely() -> None:
     assert got.utilization_gpu_pct == 97.0  # the rest of the GPU is still read
 
 
+def test_nvlink_state_and_errors_come_back_and_boards_without_stay_none() -> None:
+    snapshot = make_snapshot()
+    links = {"nvlink_links_active": 16, "nvlink_replay_errors": 12, "nvlink_recovery_errors": 0, "nvlink_crc_errors": 3}
+    gpu0 = replace(snapshot.gpus[0], **links)
+    info0 = replace(snapshot.gpu_info[0], nvlink_links_total=18)
+    snapshot = replace(snapshot, gpus=(gpu0, *snapshot.gpus[1:]), gpu_info=(info0, *snapshot.gpu_info[1:]))
+    text = render(ExportState(system=SYSTEM, snapshot=snapshot))
+    assert "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL" in text and "gputui_nvlink_links_active" in text
+    read = parse_exposition(text, fallback_hostname="x:9400", now=0.0)
+    assert {name: getattr(read.gpus[0], name) for name in links} == links
+    assert read.gpu_info[0].nvlink_links_total == 18
+    assert read.gpus[1].nvlink_links_active is None and read.gpu_info[1].nvlink_links_total is None
+
+
 def test_process_sm_share_comes_back_and_unknown_stays_none() -> None:
     text = render(ExportState(system=SYSTEM, snapshot=make_snapshot()))
     processes = parse_exposition(text, fallback_hostname="x:9400", now=0.0).gpus[0].processes
