@@ -15,7 +15,7 @@ import math
 import sys
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -93,21 +93,21 @@ def run(args: argparse.Namespace) -> int:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE
     try:
-        system, verdict, findings = _diagnose(args, engine, recorder)
+        outcome = _diagnose(args, engine, recorder)
     except InvalidGpuSelection as exc:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE
     except SourceUnavailable as exc:
         now = time.time()
-        _emit(args, None, unavailable_verdict(lang, now), [unavailable_finding(str(exc), lang, now)], lang)
+        _emit(args, Outcome(None, unavailable_verdict(lang, now), (unavailable_finding(str(exc), lang, now),)), lang)
         return common.report_unavailable(exc)
     finally:
         if recorder is not None:
             recorder.close()
             if recorder.warning:
                 print(f"gputui: {recorder.warning}", file=sys.stderr)
-    _emit(args, system, verdict, findings, lang)
-    worst = max((f.severity for f in findings), default=None)
+    _emit(args, outcome, lang)
+    worst = max((f.severity for f in outcome.findings), default=None)
     if worst == Severity.CRITICAL:
         return common.EXIT_CRITICAL
     if worst == Severity.WARNING:
@@ -127,11 +127,19 @@ def _open(args: argparse.Namespace) -> tuple[Source, SystemInfo, list[float]]:
     return demo, demo.open(), now
 
 
-def _diagnose(
-    args: argparse.Namespace, engine: Any, recorder: RecordingWriter | None = None
-) -> tuple[SystemInfo, Verdict | None, list[Finding]]:
-    """Feed the engine `--seconds` of samples (and the recording, with --record); the answer is the verdict
-    at the end and every finding that was open at some point: still open first, then those that closed."""
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a health check saw: the machine, the verdict at the end, every finding that was open at some point
+    (still open first, then those that closed) and the source's notices (an XID watch that failed...)."""
+
+    system: SystemInfo | None
+    verdict: Verdict | None
+    findings: tuple[Finding, ...]
+    notices: tuple[str, ...] = ()
+
+
+def _diagnose(args: argparse.Namespace, engine: Any, recorder: RecordingWriter | None = None) -> Outcome:
+    """Feed the engine `--seconds` of samples (and the recording, with --record)."""
     source, system, sim_clock = _open(args)
     count = math.floor(args.seconds / args.interval + 1e-9) + 1
     torch_cuda: str | None = None
@@ -141,6 +149,7 @@ def _diagnose(
             start = time.monotonic()
             state = None
             ended: dict[tuple[str, tuple[int, ...], float], Finding] = {}
+            notices: dict[str, None] = {}
             for i in range(count):
                 if sim_clock:
                     sim_clock[0] = i * args.interval
@@ -153,6 +162,7 @@ def _diagnose(
                 if torch_cuda is not None:
                     snapshot = _with_torch(snapshot, torch_cuda)
                 state = engine.update(snapshot)
+                notices.update(dict.fromkeys(snapshot.events))
                 ended.update((_seen(f), f) for f in state.closed if f.ended_at is not None)
                 if recorder is not None:
                     recorder.record(snapshot, state.active, state.verdict)
@@ -160,9 +170,9 @@ def _diagnose(
     finally:
         source.close()
     if state is None:
-        return system, None, []
+        return Outcome(system, None, ())
     closed = sorted(ended.values(), key=lambda f: (-f.severity, f.started_at))
-    return system, state.verdict, [*state.active, *closed]
+    return Outcome(system, state.verdict, (*state.active, *closed), tuple(notices))
 
 
 def _seen(finding: Finding) -> tuple[str, tuple[int, ...], float]:
@@ -180,9 +190,8 @@ def _with_torch(snapshot: Snapshot, version: str) -> Snapshot:
     return replace(snapshot, system=replace(snapshot.system, torch_cuda_version=version))
 
 
-def _emit(
-    args: argparse.Namespace, system: SystemInfo | None, verdict: Verdict | None, findings: list[Finding], lang: str
-) -> None:
+def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
+    system, verdict, findings = outcome.system, outcome.verdict, outcome.findings
     if args.json:
         from gputui.serialize import system_to_dict
 
@@ -191,6 +200,7 @@ def _emit(
             "system": system_to_dict(system) if system is not None else None,
             "verdict": verdict_to_dict(verdict) if verdict is not None else None,
             "findings": [finding_to_dict(f) for f in findings],
+            "notices": list(outcome.notices),
         }
         json.dump(document, sys.stdout, indent=2, ensure_ascii=False)
         sys.stdout.write("\n")
@@ -202,6 +212,7 @@ def _emit(
         out.append(text("cli.verdict", lang, line=verdict.line))
     if system is not None:
         out.append(text("cli.sampled", lang, host=system.hostname, seconds=f"{args.seconds:g}"))
+    out += [text("cli.notice", lang, notice=notice) for notice in outcome.notices]
     if not any(f.severity > Severity.INFO for f in findings):
         out.append(text("cli.none", lang))
     for finding in findings:

@@ -60,6 +60,7 @@ SHARED: Texts = {
         "cli.advice": "advice",
         "cli.since": "for {duration}",
         "cli.was": "was: {span}",
+        "cli.notice": "notice: {notice}",
         "cli.verdict": "VERDICT  {line}",
     },
     "zh": {
@@ -99,6 +100,7 @@ SHARED: Texts = {
         "cli.advice": "建议",
         "cli.since": "持续 {duration}",
         "cli.was": "曾出现：{span}",
+        "cli.notice": "提示：{notice}",
         "cli.verdict": "结论  {line}",
     },
 }

@@ -32,7 +32,7 @@ def diagnose_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, 
 def test_json_shape_and_critical_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     code, data = diagnose_json(capsys, "--demo", "thermal", "--seconds", "20")
     assert code == 4
-    assert list(data) == ["schema", "system", "verdict", "findings"]
+    assert list(data) == ["schema", "system", "verdict", "findings", "notices"]
     assert data["schema"] == 1
     assert data["system"]["source"] == "simulated" and data["system"]["scenario"] == "thermal"  # type: ignore[index]
     [finding] = data["findings"]  # type: ignore[misc]
@@ -91,6 +91,24 @@ def test_a_check_whose_only_finding_closed_still_fails(
     code, data = diagnose_json(capsys, "--demo", "healthy", "--seconds", "40")
     assert code == 4
     assert [(f["rule"], f["ended_at"] is not None) for f in data["findings"]] == [("thermal_throttle", True)]  # type: ignore[attr-defined,index]
+
+
+def test_the_sources_notices_are_part_of_the_answer(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A health check that could not watch for XIDs must say so, once, however many samples said it."""
+    from gputui.sources import simulated
+
+    class NoXid(SimulatedSource):
+        def sample(self) -> Snapshot:
+            return replace(super().sample(), events=("XID events are not collected: NVML says not supported",))
+
+    monkeypatch.setattr(simulated, "SimulatedSource", NoXid)
+    _, data = diagnose_json(capsys, "--demo", "healthy")
+    assert data["notices"] == ["XID events are not collected: NVML says not supported"]
+    main(["diagnose", "--demo", "healthy"])
+    out = capsys.readouterr().out
+    assert out.count("notice: XID events are not collected") == 1
 
 
 def test_warnings_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
