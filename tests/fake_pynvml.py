@@ -13,9 +13,10 @@ pointers, and metrics are refused for buffers not filled, freed, or from another
 returns the `process_samples` newer than the timestamp asked, else NotFound, as the driver does.
 NVLink: `nvlink_remotes` says what each link reaches ("NVSwitch" or a GPU's PCI bus id; None: no NVLink, so
 every NVLink call raises NotSupported), links past the last raise InvalidArgument as on H100, `nvlink_down` are
-inactive, `nvlink_errors` holds counters per (link, NVML_NVLINK_ERROR_*), `nvlink_rx_kib`/`nvlink_tx_kib` the
-cumulative throughput fields. Topology comes from each GPU's `socket` and `pcie_switch`; P2P is OK within a
-socket or over NVLink, and the P2P index must be an int (pynvml's NVML_P2P_CAPS_INDEX_READ is a tuple).
+inactive, `nvlink_errors` holds counters per (link, NVML_NVLINK_ERROR_*) and `nvlink_error_fields` the *_TOTAL
+fields that sum them, `nvlink_rx_kib`/`nvlink_tx_kib` the cumulative throughput fields. Topology comes from
+each GPU's `socket` and `pcie_switch`; P2P is OK within a socket or over NVLink, and the P2P index must be an
+int (pynvml's NVML_P2P_CAPS_INDEX_READ is a tuple).
 Events: `push_xid` delivers an XID to the event sets a GPU is registered on, `fail_wait` makes the next wait
 raise, and `settle` waits until the waiting thread has taken everything pushed.
 """
@@ -155,6 +156,15 @@ class FakeGpu:
     nvlink_down: set[int] = field(default_factory=set)  # links whose state is inactive
     nvlink_version: int = real.NVML_NVLINK_VERSION_4_0
     nvlink_errors: dict[tuple[int, int], int] = field(default_factory=dict)  # (link, NVML_NVLINK_ERROR_*) -> count
+    # the driver's totals over the links: field id -> the NVML_NVLINK_ERROR_* it sums; {}: NotSupported
+    nvlink_error_fields: dict[int, int] = field(
+        default_factory=lambda: {
+            real.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: real.NVML_NVLINK_ERROR_DL_REPLAY,
+            real.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL: real.NVML_NVLINK_ERROR_DL_RECOVERY,
+            real.NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL: real.NVML_NVLINK_ERROR_DL_CRC_FLIT,
+            real.NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL: real.NVML_NVLINK_ERROR_DL_CRC_DATA,
+        }
+    )
     nvlink_rx_kib: int = 1_000_000  # cumulative, all links
     nvlink_tx_kib: int = 2_000_000
     socket: int = 0  # CPU socket, which is also the NUMA node
@@ -749,6 +759,9 @@ def _field_reading(gpu: FakeGpu, field_id: int, scope: int) -> tuple[tuple[int, 
         return None
     if field_id == real.NVML_FI_DEV_NVLINK_LINK_COUNT:
         return uint, len(gpu.nvlink_remotes)
+    if field_id in gpu.nvlink_error_fields:
+        counter = gpu.nvlink_error_fields[field_id]
+        return ull, sum(count for (_, kind), count in gpu.nvlink_errors.items() if kind == counter)
     totals = {
         real.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: gpu.nvlink_rx_kib,
         real.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: gpu.nvlink_tx_kib,

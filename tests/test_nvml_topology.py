@@ -119,7 +119,18 @@ def test_links_down_and_error_counters_summed_on_the_slow_cadence(clock: Clock) 
     slow = source.sample().gpus[0]
     assert slow.nvlink_links_active == 16
     assert (slow.nvlink_replay_errors, slow.nvlink_recovery_errors, slow.nvlink_crc_errors) == (10, 2, 11)
-    assert nvml.count("nvmlDeviceGetNvLinkErrorCounter", 0) == 2 * 18 * 4  # two slow ticks
+    assert nvml.count("nvmlDeviceGetNvLinkErrorCounter") == 0  # the driver's totals, one call a slow tick
+
+
+def test_error_counters_per_link_where_the_driver_has_no_totals(clock: Clock) -> None:
+    gpus = hgx(1)
+    gpus[0].nvlink_error_fields = {}
+    gpus[0].nvlink_errors = {(3, pynvml.NVML_NVLINK_ERROR_DL_CRC_FLIT): 4, (9, pynvml.NVML_NVLINK_ERROR_DL_CRC_DATA): 1}
+    nvml = FakeNvml(gpus)
+    source, _ = opened(nvml, clock)
+    sample = source.sample().gpus[0]
+    assert (sample.nvlink_replay_errors, sample.nvlink_recovery_errors, sample.nvlink_crc_errors) == (0, 0, 5)
+    assert nvml.count("nvmlDeviceGetNvLinkErrorCounter", 0) == 18 * 4
 
 
 def test_degraded_gpu_reads_lower_in_its_row_and_column(clock: Clock) -> None:
@@ -151,7 +162,7 @@ def test_hopper_takes_nvlink_traffic_from_gpm_only(clock: Clock) -> None:
     for _ in range(3):
         source.sample()
         clock.advance(1.0)
-    assert nvml.count("nvmlDeviceGetFieldValues", 0) == 1 + 3  # link count once, memory temperature per tick
+    assert nvml.count("nvmlDeviceGetFieldValues", 0) == 1 + 2 * 3  # link count once; memory temperature, NVLink errors
 
 
 def test_consumer_board_reads_none_and_is_asked_once(clock: Clock) -> None:
@@ -179,7 +190,9 @@ def test_old_driver_reads_none_where_it_lacks_the_function_and_asks_once(clock: 
 
 def test_pynvml_without_the_functions_reads_none(clock: Clock) -> None:
     missing = ["nvmlDeviceGetCpuAffinity", "nvmlDeviceGetP2PStatus", "nvmlDeviceGetNvLinkErrorCounter"]
-    source, system = opened(FakeNvml(hgx(2), missing=missing), clock)
+    gpus = hgx(2)
+    gpus[0].nvlink_error_fields = {}
+    source, system = opened(FakeNvml(gpus, missing=missing), clock)
     assert system.topology is not None
     assert system.topology.cpu_affinity == (None, None)
     assert system.topology.p2p == ((None, None), (None, None))

@@ -168,6 +168,25 @@ class NvLinkReader:
                 active += bool(n.nvmlDeviceGetNvLinkState(self._handle, link))
         if not self._errors:
             return NvLinkCounters(active=active)
+        sums = self._error_totals()
+        if sums is None:
+            return NvLinkCounters(active=active)
+        return NvLinkCounters(active=active, replay=sums[0], recovery=sums[1], crc=sums[2] + sums[3])
+
+    def _error_totals(self) -> list[int] | None:
+        """Replay, recovery, CRC flit, CRC data summed over the links: the driver's totals in one field-values
+        call (five calls per link instead would cost 0.5 ms a slow tick for 8 GPUs), else per link."""
+        n = self._n
+        fields = [
+            n.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL,
+            n.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL,
+            n.NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,
+            n.NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL,
+        ]
+        with _quiet(n):
+            values = n.nvmlDeviceGetFieldValues(self._handle, fields)
+            if all(v.nvmlReturn == n.NVML_SUCCESS for v in values):
+                return [int(v.value.ullVal) for v in values]
         kinds = (
             n.NVML_NVLINK_ERROR_DL_REPLAY,
             n.NVML_NVLINK_ERROR_DL_RECOVERY,
@@ -176,13 +195,13 @@ class NvLinkReader:
         )
         sums = [0, 0, 0, 0]
         try:
-            for link in range(self.total):
+            for link in range(self.total or 0):
                 for i, kind in enumerate(kinds):
                     sums[i] += ask(n, "nvmlDeviceGetNvLinkErrorCounter", self._handle, link, kind) or 0
         except Unavailable:
             self._errors = False
-            return NvLinkCounters(active=active)
-        return NvLinkCounters(active=active, replay=sums[0], recovery=sums[1], crc=sums[2] + sums[3])
+            return None
+        return sums
 
     def traffic(self, now: float) -> GpmValues:
         """nvlink_rx/tx_bytes_s from the cumulative KiB fields over all links; {} where GPM gives them."""
