@@ -11,6 +11,12 @@ GPM: `gpm` holds each metric's value by NVML_GPM_METRIC_* id (None: `isSupported
 pre-Hopper boards), `gpm_returns` a metric's own return code; sample buffers are real c_nvmlGpmSample_t
 pointers, and metrics are refused for buffers not filled, freed, or from another GPU. Process utilization
 returns the `process_samples` newer than the timestamp asked, else NotFound, as the driver does.
+NVLink: `nvlink_remotes` says what each link reaches ("NVSwitch" or a GPU's PCI bus id; None: no NVLink, so
+every NVLink call raises NotSupported), links past the last raise InvalidArgument as on H100, `nvlink_down` are
+inactive, `nvlink_errors` holds counters per (link, NVML_NVLINK_ERROR_*) and `nvlink_error_fields` the *_TOTAL
+fields that sum them, `nvlink_rx_kib`/`nvlink_tx_kib` the cumulative throughput fields. Topology comes from
+each GPU's `socket` and `pcie_switch`; P2P is OK within a socket or over NVLink, and the P2P index must be an
+int (pynvml's NVML_P2P_CAPS_INDEX_READ is a tuple).
 Events: `push_xid` delivers an XID to the event sets a GPU is registered on, `fail_wait` makes the next wait
 raise, and `settle` waits until the waiting thread has taken everything pushed.
 """
@@ -40,8 +46,12 @@ NEW_FUNCTIONS = frozenset(
         "nvmlDeviceGetMemoryInfo_v2",
         "nvmlDeviceGetComputeRunningProcesses_v3",
         "nvmlDeviceGetGraphicsRunningProcesses_v3",
+        "nvmlDeviceGetNvLinkRemoteDeviceType",
+        "nvmlDeviceGetNumaNodeId",
     }
 )
+ALL_LINKS = 0xFFFFFFFF  # a field value's scopeId for "every NVLink"
+SWITCH_BUS_ID = "00000000:C5:00.0"  # what a link to an NVSwitch answers for its remote PCI info
 # GPM arrived in R520: an old driver's answer to the first is FunctionNotFound, and the rest are never called.
 GPM_FUNCTIONS = frozenset({"nvmlGpmQueryDeviceSupport", "nvmlGpmSampleAlloc", "nvmlGpmSampleGet", "nvmlGpmMetricsGet"})
 
@@ -142,6 +152,25 @@ class FakeGpu:
         | real.nvmlEventTypeXidCriticalError
         | real.nvmlEventTypeClock
     )
+    nvlink_remotes: list[str] | None = field(default_factory=lambda: ["NVSwitch"] * 18)
+    nvlink_down: set[int] = field(default_factory=set)  # links whose state is inactive
+    nvlink_version: int = real.NVML_NVLINK_VERSION_4_0
+    nvlink_errors: dict[tuple[int, int], int] = field(default_factory=dict)  # (link, NVML_NVLINK_ERROR_*) -> count
+    # the driver's totals over the links: field id -> the NVML_NVLINK_ERROR_* it sums; {}: NotSupported
+    nvlink_error_fields: dict[int, int] = field(
+        default_factory=lambda: {
+            real.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: real.NVML_NVLINK_ERROR_DL_REPLAY,
+            real.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL: real.NVML_NVLINK_ERROR_DL_RECOVERY,
+            real.NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL: real.NVML_NVLINK_ERROR_DL_CRC_FLIT,
+            real.NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL: real.NVML_NVLINK_ERROR_DL_CRC_DATA,
+        }
+    )
+    nvlink_rx_kib: int = 1_000_000  # cumulative, all links
+    nvlink_tx_kib: int = 2_000_000
+    socket: int = 0  # CPU socket, which is also the NUMA node
+    pcie_switch: int | None = None  # GPUs on the same switch are PIX; None: a switch of its own
+    numa_node: int | None = 0
+    cpu_affinity: tuple[int, ...] | None = tuple(range(32))
     errors: dict[str, int] = field(default_factory=dict)  # function (C symbol) name -> NVML_ERROR_* code
     lost: bool = False
 
@@ -180,6 +209,7 @@ def consumer_gpu(**overrides: Any) -> FakeGpu:
         "compute_processes": [(5151, None)],
         "process_samples": [(5151, 1_700_000_000_000_000, 64, 22)],
         "gpm": None,
+        "nvlink_remotes": None,
     }
     values.update(overrides)
     return FakeGpu(**values)
@@ -358,18 +388,20 @@ class FakeNvml(types.ModuleType):
     def nvmlDeviceGetTemperature(self, handle: FakeHandle, sensor: int) -> int:
         return self._enter(handle, "nvmlDeviceGetTemperature").temperature
 
-    def nvmlDeviceGetFieldValues(self, handle: FakeHandle, field_ids: Sequence[int]) -> Any:
+    def nvmlDeviceGetFieldValues(self, handle: FakeHandle, field_ids: Sequence[int | tuple[int, int]]) -> Any:
+        """Field ids bare or as (id, scopeId), as pynvml takes them; per-link fields read link 0 unless scoped."""
         gpu = self._enter(handle, "nvmlDeviceGetFieldValues")
         values = (real.c_nvmlFieldValue_t * len(field_ids))()
-        for value, field_id in zip(values, field_ids, strict=True):
-            value.fieldId = field_id
-            reading = gpu.memory_temperature if field_id == real.NVML_FI_DEV_MEMORY_TEMP else None
+        for value, asked in zip(values, field_ids, strict=True):
+            field_id, scope = asked if isinstance(asked, tuple) else (asked, 0)
+            value.fieldId, value.scopeId = field_id, scope
+            reading = _field_reading(gpu, field_id, scope)
             if reading is None:
                 value.nvmlReturn = real.NVML_ERROR_NOT_SUPPORTED
             else:
                 value.nvmlReturn = real.NVML_SUCCESS
-                value.valueType = real.NVML_VALUE_TYPE_UNSIGNED_INT
-                value.value.uiVal = reading
+                value.valueType, member = reading[0]
+                setattr(value.value, member, reading[1])
         return values
 
     def nvmlDeviceGetPowerUsage(self, handle: FakeHandle) -> int:
@@ -464,6 +496,66 @@ class FakeNvml(types.ModuleType):
             real.c_nvmlProcessUtilizationSample_t(pid=pid, timeStamp=stamp, smUtil=sm, memUtil=mem)
             for pid, stamp, sm, mem in newer
         ]
+
+    # --- NVLink and topology ------------------------------------------------------------------------------
+
+    def nvmlDeviceGetNvLinkState(self, device: FakeHandle, link: int) -> int:
+        gpu, _ = self._link(device, link, "nvmlDeviceGetNvLinkState")
+        return real.NVML_FEATURE_DISABLED if link in gpu.nvlink_down else real.NVML_FEATURE_ENABLED
+
+    def nvmlDeviceGetNvLinkVersion(self, device: FakeHandle, link: int) -> int:
+        return self._link(device, link, "nvmlDeviceGetNvLinkVersion")[0].nvlink_version
+
+    def nvmlDeviceGetNvLinkRemotePciInfo(self, device: FakeHandle, link: int) -> Any:
+        _, remote = self._link(device, link, "nvmlDeviceGetNvLinkRemotePciInfo_v2")
+        info = real.nvmlPciInfo_t()
+        info.busId = SWITCH_BUS_ID if remote == "NVSwitch" else remote
+        return info
+
+    def nvmlDeviceGetNvLinkRemoteDeviceType(self, handle: FakeHandle, link: int) -> int:
+        _, remote = self._link(handle, link, "nvmlDeviceGetNvLinkRemoteDeviceType")
+        return real.NVML_NVLINK_DEVICE_TYPE_SWITCH if remote == "NVSwitch" else real.NVML_NVLINK_DEVICE_TYPE_GPU
+
+    def nvmlDeviceGetNvLinkErrorCounter(self, device: FakeHandle, link: int, counter: int) -> int:
+        gpu, _ = self._link(device, link, "nvmlDeviceGetNvLinkErrorCounter")
+        return gpu.nvlink_errors.get((link, counter), 0)
+
+    def nvmlDeviceGetTopologyCommonAncestor(self, device1: FakeHandle, device2: FakeHandle) -> int:
+        first = self._enter(device1, "nvmlDeviceGetTopologyCommonAncestor")
+        second = self._enter(device2, "nvmlDeviceGetTopologyCommonAncestor")
+        if first.socket != second.socket:
+            return real.NVML_TOPOLOGY_SYSTEM
+        if first.pcie_switch is not None and first.pcie_switch == second.pcie_switch:
+            return real.NVML_TOPOLOGY_SINGLE
+        return real.NVML_TOPOLOGY_HOSTBRIDGE
+
+    def nvmlDeviceGetP2PStatus(self, device1: FakeHandle, device2: FakeHandle, p2pIndex: int) -> int:
+        if not isinstance(p2pIndex, int):  # ctypes refuses the tuple NVML_P2P_CAPS_INDEX_READ is
+            raise ctypes.ArgumentError(f"argument 3: wrong type {type(p2pIndex).__name__}")
+        first = self._enter(device1, "nvmlDeviceGetP2PStatus")
+        second = self._enter(device2, "nvmlDeviceGetP2PStatus")
+        if first.socket == second.socket or (first.nvlink_remotes and second.nvlink_remotes):
+            return real.NVML_P2P_STATUS_OK
+        return real.NVML_P2P_STATUS_CHIPSET_NOT_SUPPORTED
+
+    def nvmlDeviceGetCpuAffinity(self, handle: FakeHandle, cpuSetSize: int) -> Any:
+        cpus = _supported(self._enter(handle, "nvmlDeviceGetCpuAffinity").cpu_affinity)
+        words = (ctypes.c_ulonglong * cpuSetSize)()
+        for cpu in cpus:
+            if cpu < 64 * cpuSetSize:
+                words[cpu // 64] |= 1 << (cpu % 64)
+        return words
+
+    def nvmlDeviceGetNumaNodeId(self, handle: FakeHandle) -> int:
+        return int(_supported(self._enter(handle, "nvmlDeviceGetNumaNodeId").numa_node))
+
+    def _link(self, handle: FakeHandle, link: int, symbol: str) -> tuple[FakeGpu, str]:
+        """NotSupported without NVLink, InvalidArgument past the GPU's last link (not NVML_NVLINK_MAX_LINKS)."""
+        gpu = self._enter(handle, symbol)
+        remotes = _supported(gpu.nvlink_remotes)
+        if not 0 <= link < len(remotes):
+            raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
+        return gpu, remotes[link]
 
     # --- GPM -------------------------------------------------------------------------------------------
 
@@ -656,6 +748,28 @@ def _supported(value: Any) -> Any:
     if value is None:
         raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
     return value
+
+
+def _field_reading(gpu: FakeGpu, field_id: int, scope: int) -> tuple[tuple[int, str], int] | None:
+    """((value type, union member), value) for the fields the fake knows; None: NotSupported."""
+    uint, ull = (real.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal"), (real.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal")
+    if field_id == real.NVML_FI_DEV_MEMORY_TEMP:
+        return (uint, gpu.memory_temperature) if gpu.memory_temperature is not None else None
+    if gpu.nvlink_remotes is None:
+        return None
+    if field_id == real.NVML_FI_DEV_NVLINK_LINK_COUNT:
+        return uint, len(gpu.nvlink_remotes)
+    if field_id in gpu.nvlink_error_fields:
+        counter = gpu.nvlink_error_fields[field_id]
+        return ull, sum(count for (_, kind), count in gpu.nvlink_errors.items() if kind == counter)
+    totals = {
+        real.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: gpu.nvlink_rx_kib,
+        real.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: gpu.nvlink_tx_kib,
+    }
+    if field_id in totals:
+        share = 1 if scope == ALL_LINKS else len(gpu.nvlink_remotes)  # one link's part when scoped to a link
+        return ull, totals[field_id] // share
+    return None
 
 
 def _processes(entries: list[tuple[int, int | None]]) -> list[Any]:

@@ -87,7 +87,8 @@ def test_samples_closer_than_100_ms_keep_the_last_metrics(clock: Clock) -> None:
 )
 def test_without_gpm_the_metrics_are_unavailable_and_asked_once(nvml: FakeNvml, asked: int, clock: Clock) -> None:
     samples = ticks(opened(nvml, clock), clock, 4)
-    assert all(set(gpm(s).values()) == {None} for s in samples)
+    # NVLink traffic then comes from field values instead (tests/test_nvml_topology.py)
+    assert all({v for k, v in gpm(s).items() if not k.startswith("nvlink")} == {None} for s in samples)
     assert all(s.utilization_gpu_pct is not None and not s.lost for s in samples)  # never an error
     assert nvml.count("nvmlGpmQueryDeviceSupport") == asked
     assert nvml.count("nvmlGpmSampleGet") == 0

@@ -112,11 +112,14 @@ def test_consumer_gpu_unsupported_fields_are_none_and_not_asked_again() -> None:
     assert gpu.retired_pages_pending is None
     assert gpu.fan_pct == 64
     assert gpu.processes[0].used_memory_bytes is None  # not reported: stays None, never 0
-    for name in ("nvmlDeviceGetFieldValues", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetRemappedRows"):
+    for name in ("nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetRemappedRows", "nvmlDeviceGetNvLinkState"):
         assert nvml.count(name, 1) == 1, name
+    assert nvml.count("nvmlDeviceGetFieldValues", 1) == 2  # memory temperature and NVLink link count, once each
     assert nvml.count("nvmlDeviceGetViolationStatus", 1) == 2  # power and thermal, once each
     assert nvml.count("nvmlDeviceGetFanSpeed", 0) == 1  # the H100's fan, asked once
-    assert nvml.count("nvmlDeviceGetFieldValues", 0) == 3  # supported: asked every tick
+    assert (
+        nvml.count("nvmlDeviceGetFieldValues", 0) == 1 + 2 * 3
+    )  # link count once; memory temperature and NVLink errors every (slow) tick
     assert snap.gpus[0].memory_temperature_c == 71.0
 
 

@@ -3,14 +3,16 @@
 NVML is started once; handles and the static facts of each GPU are read once in `open()`. Each query is
 guarded on its own, per GPU: a query the GPU does not support (or lets us read) gives None and is not asked
 again, a renamed function falls back to its deprecated name, and a GPU that falls off the bus is marked lost
-while the others go on. Process lists, PCIe throughput (each a 20 ms window in the driver) and the health
-counters are read every `slow_every` ticks and reused between. XID errors are events, caught between ticks by
+while the others go on. Process lists, PCIe throughput (each a 20 ms window in the driver), the health
+counters and NVLink state and errors are read every `slow_every` ticks and reused between. How the GPUs
+connect (`SystemInfo.topology`) is read once, after every GPU is open. XID errors are events, caught between ticks by
 an `XidWatcher` thread and handed to the next sample.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import platform
 import socket
@@ -21,12 +23,13 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
-from gputui.model import XID_UNWATCHED, GpuInfo, GpuProcess, GpuSample, Snapshot, SystemInfo
+from gputui.model import XID_UNWATCHED, GpmValues, GpuInfo, GpuProcess, GpuSample, Snapshot, SystemInfo, Topology
 from gputui.sources import procfs
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 from gputui.sources.host import HostSource
 from gputui.sources.nvml_efficiency import GpmReader, ProcessUtilization
 from gputui.sources.nvml_events import XidWatcher
+from gputui.sources.nvml_topology import NvLinkCounters, NvLinkReader, read_topology, resolve_remotes
 from gputui.sources.process_join import ProcessJoin
 
 Query = Callable[[Any], Any]
@@ -193,6 +196,8 @@ class _Gpu:
     retired_pages_pending: bool | None = None
     gpm: GpmReader | None = None
     process_utilization: ProcessUtilization | None = None
+    nvlink: NvLinkReader | None = None
+    nvlink_counters: NvLinkCounters = field(default_factory=NvLinkCounters)
     events: list[str] = field(default_factory=list)
 
 
@@ -268,6 +273,7 @@ class NvmlSource:
             self.close()
             raise
         self._minors = {gpu.index: gpu.info.minor_number if gpu.info else None for gpu in self._gpus}
+        topology = self._read_topology(n)
         if self._host is None:
             self._host = HostSource(root=self._root)
         self._host.open()
@@ -286,6 +292,7 @@ class NvmlSource:
             cpu_count=os.cpu_count() or 0,
             kernel=platform.release(),
             container=self._host.container,
+            topology=topology,
         )
         return self._system
 
@@ -362,6 +369,7 @@ class NvmlSource:
             gpu.info = self._read_info(gpu)
             gpu.gpm = GpmReader(n, gpu.handle, gpu.info.mig_mode)
             gpu.process_utilization = ProcessUtilization(n, gpu.handle)
+            gpu.nvlink = NvLinkReader(n, gpu.handle, gpm_gives_traffic=gpu.gpm.supported)
         except n.NVMLError_NoPermission as exc:
             raise SourceUnavailable(_init_message(exc)) from None
         except n.NVMLError_GpuIsLost:
@@ -371,6 +379,24 @@ class NvmlSource:
         if gpu.info is None:
             gpu.info = GpuInfo(index=index, name="unknown")
         return gpu
+
+    def _read_topology(self, n: ModuleType) -> Topology:
+        """The pairs, once every GPU is open; each GPU's NVLink facts, whose remotes name GPUs by bus id."""
+        buses = [gpu.info.pci_bus_id if gpu.info is not None else None for gpu in self._gpus]
+        for gpu in self._gpus:
+            if gpu.info is not None and gpu.nvlink is not None and gpu.lost is None:
+                gpu.info = dataclasses.replace(
+                    gpu.info,
+                    nvlink_links_total=gpu.nvlink.total,
+                    nvlink_version=gpu.nvlink.version,
+                    nvlink_remote=resolve_remotes(gpu.nvlink, buses),
+                )
+        return read_topology(
+            n,
+            [gpu.handle if gpu.lost is None else None for gpu in self._gpus],
+            [gpu.nvlink if gpu.lost is None else None for gpu in self._gpus],
+            buses,
+        )
 
     def _read_info(self, gpu: _Gpu) -> GpuInfo:
         r = self._read
@@ -432,7 +458,10 @@ class NvmlSource:
         thermal_violation = r(gpu, "thermal_violation")
         encoder = r(gpu, "encoder")
         decoder = r(gpu, "decoder")
-        gpm = gpu.gpm.read(now) if gpu.gpm is not None else {}
+        gpm: GpmValues = {**(gpu.gpm.read(now) if gpu.gpm is not None else {})}
+        if gpu.nvlink is not None:
+            gpm.update(gpu.nvlink.traffic(now))  # {} where GPM gives the NVLink traffic
+        nvlink = gpu.nvlink_counters
         return GpuSample(
             index=gpu.index,
             timestamp=now,
@@ -465,6 +494,10 @@ class NvmlSource:
             encoder_pct=float(encoder[0]) if encoder is not None else None,
             decoder_pct=float(decoder[0]) if decoder is not None else None,
             processes=gpu.processes,
+            nvlink_links_active=nvlink.active,
+            nvlink_replay_errors=nvlink.replay,
+            nvlink_recovery_errors=nvlink.recovery,
+            nvlink_crc_errors=nvlink.crc,
             **gpm,
         )
 
@@ -483,6 +516,8 @@ class NvmlSource:
         if remapped is not None:
             flags.append(bool(remapped[2] or remapped[3]))
         gpu.retired_pages_pending = any(flags) if flags else None
+        if gpu.nvlink is not None:
+            gpu.nvlink_counters = gpu.nvlink.counters()
 
     def _system_value(self, n: ModuleType, name: str) -> Any:
         fn = getattr(n, name, None)
