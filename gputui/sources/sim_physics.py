@@ -26,6 +26,7 @@ from gputui.model import (
     ProcSample,
     PsiSample,
 )
+from gputui.sources.sim_topology import near_cpu
 from gputui.sources.sim_waves import Waves, clamp, smoothstep
 
 BIT = {name: bit for bit, name in CLOCK_EVENT_REASONS}
@@ -60,14 +61,16 @@ class Board:
     load_power_w: float  # added at 100% utilization and full clocks
     pcie_gen: int
     gpm: bool  # Hopper and newer report GPM (SM, tensor, DRAM activity); older boards answer not supported
+    nvlinks: int | None  # links to the NVSwitch fabric; None on boards without NVLink
+    nvlink_version: int | None
 
 
-# An H100 SXM5 80GB and an A100 SXM4 80GB, as their drivers report them.
+# An H100 SXM5 80GB and an A100 SXM4 80GB, NVLink through NVSwitch, as their drivers report them.
 BOARDS: dict[str, Board] = {
     "h100": Board(
-        "simulated H100 80GB HBM3", 1980, 2619, 345, DEFAULT_POWER_LIMIT_W, 200.0, 69.0, 90.0, 520.0, 5, True
+        "simulated H100 80GB HBM3", 1980, 2619, 345, DEFAULT_POWER_LIMIT_W, 200.0, 69.0, 90.0, 520.0, 5, True, 18, 4
     ),
-    "a100": Board("simulated A100-SXM4-80GB", 1410, 1593, 210, 400.0, 100.0, 52.0, 70.0, 280.0, 4, False),
+    "a100": Board("simulated A100-SXM4-80GB", 1410, 1593, 210, 400.0, 100.0, 52.0, 70.0, 280.0, 4, False, 12, 3),
 }
 DEFAULT_BOARD = "h100"
 _BUS_IDS = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
@@ -95,6 +98,8 @@ class Job:
     rss_gib: float = 9.0
     state: str = "S"
     gpu_weight: float = 1.0  # its part of a shared GPU's time, against the other processes' weights
+    cpus_allowed: tuple[int, ...] | None = None  # where it may run; None: anywhere on the host
+    last_cpu: int | None = None  # where its main thread last ran; None: a CPU near its first GPU
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +116,8 @@ class GpuPlan:
     pcie_width: int = PCIE_MAX_WIDTH
     reasons: int = 0  # clock event bits asserted from outside (HW slowdown, power brake)
     ecc_uncorrected: int = 0  # uncorrected ECC errors counted since the driver loaded
+    nvlinks_down: int = 0  # of the board's NVLinks (a bad reseat, the fabric manager not running)
+    nvlink_replays_s: float = 0.0  # NVLink replay errors added per second (a marginal link)
     # How the busy time is spent, as GPM reads it: SM activity per unit of utilization (small kernels leave
     # SMs empty), tensor-core and plain-FP32 activity as shares of SM activity, DRAM bandwidth per unit of
     # utilization. The defaults are a bf16 training step that keeps the GPU well fed.
@@ -167,6 +174,12 @@ def _core_keys(count: int) -> tuple[str, ...]:
     return tuple(f"core{c}" for c in range(count))
 
 
+@functools.lru_cache(maxsize=4)
+def _all_cpus(count: int) -> tuple[int, ...]:
+    """Every CPU of the host: where a process not pinned by anyone may run."""
+    return tuple(range(count))
+
+
 @functools.lru_cache(maxsize=256)
 def _worker_keys(pid: int, children: int) -> tuple[str, ...]:
     """Wave keys of a job's data-loader workers, made once rather than formatted on every tick."""
@@ -202,6 +215,9 @@ def gpu_info(index: int, rng: random.Random, board: Board) -> GpuInfo:
         compute_mode="Default",
         mig_mode=False,
         ecc_mode=True,
+        nvlink_links_total=board.nvlinks,
+        nvlink_version=board.nvlink_version,
+        nvlink_remote=None if board.nvlinks is None else ("NVSwitch",) * board.nvlinks,
     )
 
 
@@ -222,12 +238,14 @@ class MachinePhysics:
         self._energy_mj: list[float] = []
         self._power_violation_ns: list[float] = []
         self._thermal_violation_ns: list[float] = []
+        self._nvlink_replays: list[float] = []
 
     def reset(self) -> None:
         """Back to the counters the machine had when it was made, as on each open()."""
         self._energy_mj = [c[0] for c in self._start_counters]
         self._power_violation_ns = [float(c[1]) for c in self._start_counters]
         self._thermal_violation_ns = [float(c[2]) for c in self._start_counters]
+        self._nvlink_replays = [0.0 for _ in self._start_counters]
 
     def gpu_sample(self, index: int, scene: Scene, t: float, timestamp: float, dt: float) -> GpuSample:
         plan = scene.gpus[index]
@@ -296,6 +314,9 @@ class MachinePhysics:
             self._power_violation_ns[index] += dt * 1e9
         if thermal_throttled:
             self._thermal_violation_ns[index] += dt * 1e9
+        self._nvlink_replays[index] += plan.nvlink_replays_s * dt
+        links = None if board.nvlinks is None else board.nvlinks - plan.nvlinks_down
+        errors = None if links is None else 0
         return GpuSample(
             index=index,
             timestamp=timestamp,
@@ -326,6 +347,10 @@ class MachinePhysics:
             retired_pages_pending=plan.ecc_uncorrected > 0,
             encoder_pct=0.0,
             decoder_pct=0.0,
+            nvlink_links_active=links,
+            nvlink_replay_errors=None if links is None else int(self._nvlink_replays[index]),
+            nvlink_recovery_errors=errors,
+            nvlink_crc_errors=errors,
             processes=procs,
             **(self._gpm(plan, key, util, t) if board.gpm else GpmValues()),
         )
@@ -381,6 +406,8 @@ class MachinePhysics:
                         read_bytes_s=round(job.read_bytes_s * (1.0 + 0.03 * wave(f"pid{job.pid}/read", t))),
                         rss_bytes=int(job.rss_gib * GIB),
                         state=job.state,
+                        cpus_allowed=job.cpus_allowed or _all_cpus(scene.cpu_count),
+                        last_cpu=self._last_cpu(job, scene),
                     )
                 )
         cores = [1.5 + 1.2 * c for c in wave.many(_core_keys(scene.cpu_count), t)]
@@ -416,6 +443,11 @@ class MachinePhysics:
             processes=tuple(procs),
         )
         return host if scene.container is None else self._in_container(host, scene.container, t)
+
+    def _last_cpu(self, job: Job, scene: Scene) -> int:
+        if job.last_cpu is not None:
+            return job.last_cpu
+        return near_cpu(job.memory_gib[0][0], len(self._temp_offset), scene.cpu_count, job.pid)
 
     def _in_container(self, host: HostSample, plan: ContainerPlan, t: float) -> HostSample:
         """The cgroup's figures and PSI of a containerised scene."""

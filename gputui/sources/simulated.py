@@ -16,6 +16,7 @@ from gputui.model import ContainerInfo, Snapshot, SystemInfo
 from gputui.sources.base import InvalidGpuSelection
 from gputui.sources.scenarios import BY_NAME, SCENARIO_DESCRIPTIONS, SCENARIOS, TOUR, Stage
 from gputui.sources.sim_physics import BOARDS, DEFAULT_BOARD, DEFAULT_GPU_COUNT, MachinePhysics, Scene, gpu_info
+from gputui.sources.sim_topology import topology
 from gputui.sources.sim_waves import Waves
 
 TOUR_SEGMENT_S = 30.0
@@ -73,24 +74,26 @@ class SimulatedSource:
         self._selected = selected
         self._clock = clock
         self._fallback_reason = fallback_reason
+        self._board = BOARDS[board]
         rng = random.Random(f"{seed}/machine")
         pid_base = rng.randrange(18_000, 60_000)
-        self._info = tuple(gpu_info(index, rng, BOARDS[board]) for index in range(count))
+        self._info = tuple(gpu_info(index, rng, self._board) for index in range(count))
         temp_offset = tuple(rng.uniform(-2.5, 2.5) for _ in range(count))
         start_counters = tuple(
             (rng.uniform(2e9, 9e9), rng.randrange(10**12, 10**13), rng.randrange(10**9, 10**10)) for _ in range(count)
         )
-        self._physics = MachinePhysics(Waves(seed), temp_offset, start_counters, BOARDS[board])
+        self._physics = MachinePhysics(Waves(seed), temp_offset, start_counters, self._board)
         odd = selected[1] if len(selected) > 1 else selected[0]
-        self._stage = Stage(count=count, pid_base=pid_base, first=selected[0], odd=odd)
+        self._stage = Stage(count=count, pid_base=pid_base, first=selected[0], odd=odd, last=selected[-1])
         self._system: SystemInfo | None = None
         self._epoch = FIXED_EPOCH
         self._started = 0.0
         self._last_t: float | None = None
         self._last_scenario: str | None = None
         self._scenes: dict[str, Scene] = {}
-        # What a scene says of the machine (driver versions, a container's limits), built once per kind of scene.
-        self._systems: dict[tuple[bool, ContainerInfo | None, int], SystemInfo] = {}
+        # What a scene says of the machine (driver versions, a container's limits, the NVLinks up), built once per
+        # kind of scene.
+        self._systems: dict[tuple[bool, ContainerInfo | None, int, tuple[int, ...]], SystemInfo] = {}
 
     # -- Source protocol ---------------------------------------------------------------------------------
 
@@ -161,14 +164,21 @@ class SimulatedSource:
 
     def _system_info(self, scene: Scene) -> SystemInfo:
         container = scene.container.info if scene.container is not None else None
-        key = (scene.mismatch, container, scene.cpu_count)
+        down = tuple(scene.gpus[index].nvlinks_down for index in self._selected)
+        key = (scene.mismatch, container, scene.cpu_count, down)
         system = self._systems.get(key)
         if system is None:
             system = self._systems[key] = self._make_system_info(*key)
         return system
 
-    def _make_system_info(self, mismatch: bool, container: ContainerInfo | None, cpu_count: int) -> SystemInfo:
+    def _make_system_info(
+        self, mismatch: bool, container: ContainerInfo | None, cpu_count: int, down: tuple[int, ...]
+    ) -> SystemInfo:
         driver, nvml, cuda = _OLD_DRIVER if mismatch else _DRIVER
+        links = self._board.nvlinks
+        nvlinks = {
+            index: None if links is None else links - lost for index, lost in zip(self._selected, down, strict=True)
+        }
         return SystemInfo(
             hostname=f"sim-{self.scenario}",
             source="simulated",
@@ -182,4 +192,5 @@ class SimulatedSource:
             torch_cuda_version=_MISMATCH_TORCH_CUDA if mismatch else _TORCH_CUDA,
             fallback_reason=self._fallback_reason,
             container=container,
+            topology=topology(self._selected, self._count, nvlinks, cpu_count),
         )
