@@ -86,6 +86,8 @@ def symptoms(snapshots: list[Snapshot]) -> set[str]:
                 found.add("nvlink_down")
         topology = snap.system.topology
         assert topology is not None
+        if any(p2p is False for row in topology.p2p for p2p in row):
+            found.add("no_p2p")
         for proc in host.processes:
             near = {
                 cpu
@@ -444,3 +446,32 @@ def test_numa_rank_zero_runs_on_the_far_socket() -> None:
     assert procs[0] is not None
     assert procs[0].cpus_allowed == tuple(range(16, 32)) and procs[0].last_cpu in range(16, 32)
     assert all(p is not None and p.cpus_allowed == tuple(range(32)) for p in procs[1:])
+
+
+def test_pcie_box_is_four_consumer_boards_without_nvlink_or_p2p_across_sockets() -> None:
+    snap = run("pcie-box", [5.0])[0]
+    for info in snap.gpu_info:
+        assert info.name == "simulated GeForce RTX 4090" and info.memory_total_bytes == 24 * 2**30
+        assert (info.power_default_limit_w, info.pcie_max_gen) == (450.0, 4)
+        assert (info.nvlink_links_total, info.nvlink_version, info.nvlink_remote) == (None, None, None)
+    for gpu in snap.gpus:
+        assert (gpu.nvlink_links_active, gpu.nvlink_replay_errors, gpu.nvlink_rx_bytes_s) == (None, None, None)
+        assert gpu.sm_active_pct is None  # no GPM on a GeForce board
+    topology = snap.system.topology
+    assert topology is not None
+    assert topology.matrix == (
+        ("X", "PHB", "SYS", "SYS"),
+        ("PHB", "X", "SYS", "SYS"),
+        ("SYS", "SYS", "X", "PHB"),
+        ("SYS", "SYS", "PHB", "X"),
+    )
+    assert topology.p2p[0] == (None, True, False, False) and topology.p2p[3] == (False, False, True, None)
+    assert len({p.pid for g in snap.gpus for p in g.processes}) == 1
+
+
+def test_the_tour_runs_pcie_box_on_its_own_boards_and_comes_back() -> None:
+    start = TOUR_SCENARIOS.index("pcie-box") * TOUR_SEGMENT_S
+    before, box, after = run("tour", [start - 1.0, start + 1.0, start + TOUR_SEGMENT_S + 1.0])
+    names = [{i.name for i in snap.gpu_info} for snap in (before, box, after)]
+    assert names == [{"simulated H100 80GB HBM3"}, {"simulated GeForce RTX 4090"}, {"simulated H100 80GB HBM3"}]
+    assert after.gpu_info == before.gpu_info

@@ -303,6 +303,23 @@ def _numa(stage: Stage, t: float) -> Scene:
     return Scene(busy, tuple(jobs), HostPlan())
 
 
+def _pcie_box(stage: Stage, t: float) -> Scene:
+    # Four GeForce cards in a two-socket workstation, one process training on all of them: no NVLink, and no P2P
+    # across the sockets, so every gradient between the two halves goes through host memory.
+    job = Job(
+        pid=stage.pid_base,
+        user="alice",
+        cmdline="python3 finetune.py --model llama-7b --devices 0,1,2,3",
+        memory_gib=tuple((index, 20.0) for index in range(stage.count)),
+        cpu_pct=88.0,
+        children=8,
+        threads=48,
+        rss_gib=18.0,
+    )
+    plans = {index: GpuPlan(util=90.0, util_swing=4.0) for index in range(stage.count)}
+    return Scene(plans, (job,), HostPlan(), board="rtx4090")
+
+
 SCENARIO_TABLE: tuple[Scenario, ...] = (
     Scenario(
         "healthy",
@@ -474,6 +491,14 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         signs=frozenset({"numa_far"}),
         findings=(ExpectedFinding("numa_mismatch", "warning", (0,)),),
         verdict=("mixed", "input_bound", "gpu_bound"),
+    ),
+    Scenario(
+        "pcie-box",
+        "four RTX 4090s on two sockets, one job on all: no NVLink, no P2P across the sockets",
+        _pcie_box,
+        signs=frozenset({"no_p2p"}),
+        findings=(ExpectedFinding("p2p_unavailable", "warning", tuple(range(DEFAULT_GPU_COUNT))),),
+        verdict=("interconnect",),
     ),
 )
 

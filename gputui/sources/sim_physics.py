@@ -63,14 +63,19 @@ class Board:
     gpm: bool  # Hopper and newer report GPM (SM, tensor, DRAM activity); older boards answer not supported
     nvlinks: int | None  # links to the NVSwitch fabric; None on boards without NVLink
     nvlink_version: int | None
+    memory_total_bytes: int = MEMORY_TOTAL_BYTES
 
 
-# An H100 SXM5 80GB and an A100 SXM4 80GB, NVLink through NVSwitch, as their drivers report them.
+# H100 SXM5 80GB and A100 SXM4 80GB (NVLink through NVSwitch), and the GeForce RTX 4090 of a consumer box (no
+# NVLink, no GPM, 24 GiB), as their drivers report them.
 BOARDS: dict[str, Board] = {
     "h100": Board(
         "simulated H100 80GB HBM3", 1980, 2619, 345, DEFAULT_POWER_LIMIT_W, 200.0, 69.0, 90.0, 520.0, 5, True, 18, 4
     ),
     "a100": Board("simulated A100-SXM4-80GB", 1410, 1593, 210, 400.0, 100.0, 52.0, 70.0, 280.0, 4, False, 12, 3),
+    "rtx4090": Board(
+        "simulated GeForce RTX 4090", 2520, 10501, 210, 450.0, 150.0, 22.0, 60.0, 330.0, 4, False, None, None, 24 * GIB
+    ),
 }
 DEFAULT_BOARD = "h100"
 _BUS_IDS = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
@@ -163,6 +168,9 @@ class Scene:
     host: HostPlan
     mismatch: bool = False
     container: ContainerPlan | None = None
+    # The BOARDS key of the GPUs this scene runs on, when not the machine's own: `pcie-box` needs consumer boards
+    # even in the tour, and the scene is what the physics and the source's static facts both read.
+    board: str | None = None
 
     @property
     def cpu_count(self) -> int:
@@ -195,7 +203,7 @@ def gpu_info(index: int, rng: random.Random, board: Board) -> GpuInfo:
         uuid=f"GPU-{uuid.UUID(int=rng.getrandbits(128), version=4)}",
         serial=str(rng.randrange(1_650_000_000_000, 1_660_000_000_000)),
         pci_bus_id=f"00000000:{bus:02X}:00.0",
-        memory_total_bytes=MEMORY_TOTAL_BYTES,
+        memory_total_bytes=board.memory_total_bytes,
         max_sm_clock_mhz=board.max_sm_clock_mhz,
         max_memory_clock_mhz=board.max_memory_clock_mhz,
         max_graphics_clock_mhz=board.max_sm_clock_mhz,
@@ -249,7 +257,7 @@ class MachinePhysics:
 
     def gpu_sample(self, index: int, scene: Scene, t: float, timestamp: float, dt: float) -> GpuSample:
         plan = scene.gpus[index]
-        board = self._board
+        board = self.board(scene)
         wave = self._waves
         key = f"gpu{index}"
         jobs = [(job, gib) for job in scene.jobs for gpu, gib in job.memory_gib if gpu == index]
@@ -331,7 +339,7 @@ class MachinePhysics:
             power_limit_w=power_limit,
             memory_used_bytes=used,
             memory_reserved_bytes=MEMORY_RESERVED_BYTES,
-            memory_free_bytes=MEMORY_TOTAL_BYTES - MEMORY_RESERVED_BYTES - used,
+            memory_free_bytes=board.memory_total_bytes - MEMORY_RESERVED_BYTES - used,
             pcie_gen=min(plan.pcie_gen, board.pcie_gen),
             pcie_width=plan.pcie_width,
             pcie_tx_bytes_s=round(tx),
@@ -354,6 +362,10 @@ class MachinePhysics:
             processes=procs,
             **(self._gpm(plan, key, util, t) if board.gpm else GpmValues()),
         )
+
+    def board(self, scene: Scene) -> Board:
+        """The board `scene` runs on: its own when it names one, else the machine's."""
+        return self._board if scene.board is None else BOARDS[scene.board]
 
     def _gpm(self, plan: GpuPlan, key: str, util: float, t: float) -> GpmValues:
         """What GPM reads for a GPU at `util` % under `plan`: how full its SMs, tensor cores and DRAM are.
