@@ -6,8 +6,9 @@ import itertools
 
 import pytest
 
-from gputui.model import Snapshot
+from gputui.model import GpuSample, Snapshot
 from gputui.sources.base import InvalidGpuSelection, Source
+from gputui.sources.cgroup import parse_cpus
 from gputui.sources.scenarios import BY_NAME, SCENARIO_TABLE, SCENARIOS, TOUR
 from gputui.sources.simulated import (
     FIXED_EPOCH,
@@ -81,6 +82,21 @@ def symptoms(snapshots: list[Snapshot]) -> set[str]:
                 found.add("sm_low_busy")
             if (gpu.dram_bw_pct or 0) >= 80:
                 found.add("dram_high")
+            if info.nvlink_links_total is not None and gpu.nvlink_links_active != info.nvlink_links_total:
+                found.add("nvlink_down")
+        topology = snap.system.topology
+        assert topology is not None
+        if any(p2p is False for row in topology.p2p for p2p in row):
+            found.add("no_p2p")
+        for proc in host.processes:
+            near = {
+                cpu
+                for position, gpu in enumerate(snap.gpus)
+                if any(p.pid == proc.pid for p in gpu.processes)
+                for cpu in parse_cpus(topology.cpu_affinity[position]) or ()
+            }
+            if proc.last_cpu not in near:
+                found.add("numa_far")
         if snap.gpus[0].processes and sum(utils) / len(utils) < 50:
             found.add("low_util")
         if max(utils) - min(utils) > 30:
@@ -102,7 +118,14 @@ def symptoms(snapshots: list[Snapshot]) -> set[str]:
         first, last = snapshots[0].host.container, host.container
         if first is not None and last is not None and (last.oom_kills or 0) > (first.oom_kills or 0):
             found.add("oom")
+        for before, after in zip(snapshots[0].gpus, snap.gpus, strict=True):
+            if nvlink_errors(after) > nvlink_errors(before):
+                found.add("nvlink_errors")
     return found
+
+
+def nvlink_errors(gpu: GpuSample) -> int:
+    return (gpu.nvlink_replay_errors or 0) + (gpu.nvlink_recovery_errors or 0) + (gpu.nvlink_crc_errors or 0)
 
 
 def test_the_table_names_each_scenario_once_and_describes_it() -> None:
@@ -373,3 +396,82 @@ def test_protocol_and_lifecycle() -> None:
     assert second.timestamp >= first.timestamp
     source.close()
     source.close()
+
+
+def test_h100_machine_is_nvswitch_connected_across_two_sockets() -> None:
+    snap = run("healthy", [0.0], gpu_count=8)[0]
+    topology = snap.system.topology
+    assert topology is not None
+    assert topology.matrix == tuple(tuple("X" if a == b else "NV18" for b in range(8)) for a in range(8))
+    assert topology.p2p == tuple(tuple(None if a == b else True for b in range(8)) for a in range(8))
+    assert topology.numa_node == (0, 0, 0, 0, 1, 1, 1, 1)
+    assert topology.cpu_affinity == ("0-15",) * 4 + ("16-31",) * 4
+    for info in snap.gpu_info:
+        assert (info.nvlink_links_total, info.nvlink_version, info.nvlink_remote) == (18, 4, ("NVSwitch",) * 18)
+    for gpu in snap.gpus:
+        assert gpu.nvlink_links_active == 18
+        assert (gpu.nvlink_replay_errors, gpu.nvlink_recovery_errors, gpu.nvlink_crc_errors) == (0, 0, 0)
+    for proc in snap.host.processes:
+        gpu = next(g.index for g in snap.gpus if any(p.pid == proc.pid for p in g.processes))
+        assert proc.cpus_allowed == tuple(range(32))
+        assert proc.last_cpu in (range(16) if gpu < 4 else range(16, 32))
+
+
+def test_a100_has_twelve_nvlink3_links_and_a_selection_keeps_its_order() -> None:
+    snap = run("healthy", [0.0], gpu_count=8, gpu_indices=[5, 1], board="a100")[0]
+    topology = snap.system.topology
+    assert topology is not None
+    assert topology.matrix == (("X", "NV12"), ("NV12", "X"))
+    assert (topology.numa_node, topology.cpu_affinity) == ((1, 0), ("16-31", "0-15"))
+    assert [(i.nvlink_links_total, i.nvlink_version) for i in snap.gpu_info] == [(12, 3), (12, 3)]
+
+
+def test_nvlink_two_links_down_on_the_last_gpu_and_replays_climb() -> None:
+    snaps = run("nvlink", SECONDS)
+    first, last = snaps[0], snaps[-1]
+    assert [g.nvlink_links_active for g in last.gpus] == [18, 18, 18, 16]
+    topology = last.system.topology
+    assert topology is not None
+    assert topology.matrix[0] == ("X", "NV18", "NV18", "NV16")
+    assert topology.matrix[3] == ("NV16", "NV16", "NV16", "X")
+    assert (last.gpus[3].nvlink_replay_errors or 0) > (first.gpus[3].nvlink_replay_errors or 0)
+    assert all(g.nvlink_replay_errors == 0 for g in last.gpus[:3])
+    assert (last.gpus[3].nvlink_recovery_errors, last.gpus[3].nvlink_crc_errors) == (0, 0)
+
+
+def test_numa_rank_zero_runs_on_the_far_socket() -> None:
+    snap = run("numa", [5.0])[0]
+    assert snap.system.topology is not None and snap.system.topology.numa_node[0] == 0
+    procs = [snap.host.process(g.processes[0].pid) for g in snap.gpus]
+    assert procs[0] is not None
+    assert procs[0].cpus_allowed == tuple(range(16, 32)) and procs[0].last_cpu in range(16, 32)
+    assert all(p is not None and p.cpus_allowed == tuple(range(32)) for p in procs[1:])
+
+
+def test_pcie_box_is_four_consumer_boards_without_nvlink_or_p2p_across_sockets() -> None:
+    snap = run("pcie-box", [5.0])[0]
+    for info in snap.gpu_info:
+        assert info.name == "simulated GeForce RTX 4090" and info.memory_total_bytes == 24 * 2**30
+        assert (info.power_default_limit_w, info.pcie_max_gen) == (450.0, 4)
+        assert (info.nvlink_links_total, info.nvlink_version, info.nvlink_remote) == (None, None, None)
+    for gpu in snap.gpus:
+        assert (gpu.nvlink_links_active, gpu.nvlink_replay_errors, gpu.nvlink_rx_bytes_s) == (None, None, None)
+        assert gpu.sm_active_pct is None  # no GPM on a GeForce board
+    topology = snap.system.topology
+    assert topology is not None
+    assert topology.matrix == (
+        ("X", "PHB", "SYS", "SYS"),
+        ("PHB", "X", "SYS", "SYS"),
+        ("SYS", "SYS", "X", "PHB"),
+        ("SYS", "SYS", "PHB", "X"),
+    )
+    assert topology.p2p[0] == (None, True, False, False) and topology.p2p[3] == (False, False, True, None)
+    assert len({p.pid for g in snap.gpus for p in g.processes}) == 1
+
+
+def test_the_tour_runs_pcie_box_on_its_own_boards_and_comes_back() -> None:
+    start = TOUR_SCENARIOS.index("pcie-box") * TOUR_SEGMENT_S
+    before, box, after = run("tour", [start - 1.0, start + 1.0, start + TOUR_SEGMENT_S + 1.0])
+    names = [{i.name for i in snap.gpu_info} for snap in (before, box, after)]
+    assert names == [{"simulated H100 80GB HBM3"}, {"simulated GeForce RTX 4090"}, {"simulated H100 80GB HBM3"}]
+    assert after.gpu_info == before.gpu_info

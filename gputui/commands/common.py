@@ -40,7 +40,7 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         choices=tuple(BOARDS),
         default=DEFAULT_BOARD,
         help=f"with --demo: the simulated GPU model (default {DEFAULT_BOARD}; a100 has no GPM, so SM and tensor "
-        "activity read n/a)",
+        "activity read n/a; rtx4090 has neither GPM nor NVLink)",
     )
     parser.add_argument("--gpus", type=gpu_list, default=None, metavar="LIST", help="only these GPUs, e.g. 0,2")
 

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from gputui.model import ContainerInfo
 from gputui.sources.sim_physics import (
     BIT,
+    CPU_COUNT,
     DEFAULT_GPU_COUNT,
     GIB,
     MEMORY_RESERVED_BYTES,
@@ -29,6 +30,7 @@ from gputui.sources.sim_physics import (
     Job,
     Scene,
 )
+from gputui.sources.sim_topology import socket_cpus, socket_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,13 +38,15 @@ class Stage:
     """The machine a scene is built for: its GPUs, its first PID, and which GPUs a one-GPU problem hits.
 
     Problems that hit one GPU hit one of the selected GPUs (`odd`: the second, or the first when only one is
-    selected; `first` in `contention` and `imbalance`), so every `--gpus` selection shows its scenario.
+    selected; `first` in `contention`, `imbalance` and `numa`; `last` in `nvlink`), so every `--gpus` selection
+    shows its scenario.
     """
 
     count: int
     pid_base: int
     first: int
     odd: int
+    last: int
 
     def busy(self) -> dict[int, GpuPlan]:
         """Every GPU busy at full clocks: the usual plan, which a scene then changes where its problem is."""
@@ -279,6 +283,43 @@ def _oom(stage: Stage, t: float) -> Scene:
     return Scene(stage.busy(), stage.ranks(_TRAIN, 61.0, children=6), HostPlan(), container=limits)
 
 
+def _nvlink(stage: Stage, t: float) -> Scene:
+    # A GPU reseated badly: 2 of its 18 NVLinks never came up and one that did is marginal, so its replay counter
+    # climbs. NCCL's rings go at the pace of the slowest GPU, while every GPU still reads ~100% busy.
+    busy = stage.busy()
+    busy[stage.last] = GpuPlan(nvlinks_down=2, nvlink_replays_s=4.0)
+    return Scene(busy, stage.ranks(_TRAIN, 61.0), HostPlan())
+
+
+def _numa(stage: Stage, t: float) -> Scene:
+    # The launcher pinned rank 0 to the other socket (a `numactl --cpunodebind` meant for another rank): its
+    # batches cross the link between the sockets to reach its GPU, which waits a little on each.
+    first = stage.first
+    far = socket_cpus(1 - socket_of(first, stage.count), CPU_COUNT)
+    jobs = list(stage.ranks(_TRAIN, 61.0))
+    jobs[first] = replace(jobs[first], cpus_allowed=tuple(far), last_cpu=far[3])
+    busy = stage.busy()
+    busy[first] = GpuPlan(util=86.0, util_swing=4.0)
+    return Scene(busy, tuple(jobs), HostPlan())
+
+
+def _pcie_box(stage: Stage, t: float) -> Scene:
+    # Four GeForce cards in a two-socket workstation, one process training on all of them: no NVLink, and no P2P
+    # across the sockets, so every gradient between the two halves goes through host memory.
+    job = Job(
+        pid=stage.pid_base,
+        user="alice",
+        cmdline="python3 finetune.py --model llama-7b --devices 0,1,2,3",
+        memory_gib=tuple((index, 20.0) for index in range(stage.count)),
+        cpu_pct=88.0,
+        children=8,
+        threads=48,
+        rss_gib=18.0,
+    )
+    plans = {index: GpuPlan(util=90.0, util_swing=4.0) for index in range(stage.count)}
+    return Scene(plans, (job,), HostPlan(), board="rtx4090")
+
+
 SCENARIO_TABLE: tuple[Scenario, ...] = (
     Scenario(
         "healthy",
@@ -431,6 +472,33 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         findings=(ExpectedFinding("oom_kill", "critical"),),
         verdict=("gpu_bound",),
         moves=True,
+    ),
+    Scenario(
+        "nvlink",
+        "one GPU with 2 of its 18 NVLinks down and replay errors climbing; the job still reads ~100% busy",
+        _nvlink,
+        signs=frozenset({"nvlink_down", "nvlink_errors"}),
+        findings=(
+            ExpectedFinding("nvlink_down", "critical", (3,)),
+            ExpectedFinding("nvlink_errors", "warning", (3,)),
+        ),
+        verdict=("mixed", "interconnect", "gpu_bound"),
+    ),
+    Scenario(
+        "numa",
+        "rank 0's process pinned to the CPUs of the other socket, far from its GPU",
+        _numa,
+        signs=frozenset({"numa_far"}),
+        findings=(ExpectedFinding("numa_mismatch", "warning", (0,)),),
+        verdict=("mixed", "input_bound", "gpu_bound"),
+    ),
+    Scenario(
+        "pcie-box",
+        "four RTX 4090s on two sockets, one job on all: no NVLink, no P2P across the sockets",
+        _pcie_box,
+        signs=frozenset({"no_p2p"}),
+        findings=(ExpectedFinding("p2p_unavailable", "warning", tuple(range(DEFAULT_GPU_COUNT))),),
+        verdict=("interconnect",),
     ),
 )
 

@@ -26,6 +26,7 @@ from gputui.model import (
     ProcSample,
     PsiSample,
 )
+from gputui.sources.sim_topology import near_cpu
 from gputui.sources.sim_waves import Waves, clamp, smoothstep
 
 BIT = {name: bit for bit, name in CLOCK_EVENT_REASONS}
@@ -60,14 +61,21 @@ class Board:
     load_power_w: float  # added at 100% utilization and full clocks
     pcie_gen: int
     gpm: bool  # Hopper and newer report GPM (SM, tensor, DRAM activity); older boards answer not supported
+    nvlinks: int | None  # links to the NVSwitch fabric; None on boards without NVLink
+    nvlink_version: int | None
+    memory_total_bytes: int = MEMORY_TOTAL_BYTES
 
 
-# An H100 SXM5 80GB and an A100 SXM4 80GB, as their drivers report them.
+# H100 SXM5 80GB and A100 SXM4 80GB (NVLink through NVSwitch), and the GeForce RTX 4090 of a consumer box (no
+# NVLink, no GPM, 24 GiB), as their drivers report them.
 BOARDS: dict[str, Board] = {
     "h100": Board(
-        "simulated H100 80GB HBM3", 1980, 2619, 345, DEFAULT_POWER_LIMIT_W, 200.0, 69.0, 90.0, 520.0, 5, True
+        "simulated H100 80GB HBM3", 1980, 2619, 345, DEFAULT_POWER_LIMIT_W, 200.0, 69.0, 90.0, 520.0, 5, True, 18, 4
     ),
-    "a100": Board("simulated A100-SXM4-80GB", 1410, 1593, 210, 400.0, 100.0, 52.0, 70.0, 280.0, 4, False),
+    "a100": Board("simulated A100-SXM4-80GB", 1410, 1593, 210, 400.0, 100.0, 52.0, 70.0, 280.0, 4, False, 12, 3),
+    "rtx4090": Board(
+        "simulated GeForce RTX 4090", 2520, 10501, 210, 450.0, 150.0, 22.0, 60.0, 330.0, 4, False, None, None, 24 * GIB
+    ),
 }
 DEFAULT_BOARD = "h100"
 _BUS_IDS = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
@@ -95,6 +103,8 @@ class Job:
     rss_gib: float = 9.0
     state: str = "S"
     gpu_weight: float = 1.0  # its part of a shared GPU's time, against the other processes' weights
+    cpus_allowed: tuple[int, ...] | None = None  # where it may run; None: anywhere on the host
+    last_cpu: int | None = None  # where its main thread last ran; None: a CPU near its first GPU
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +121,8 @@ class GpuPlan:
     pcie_width: int = PCIE_MAX_WIDTH
     reasons: int = 0  # clock event bits asserted from outside (HW slowdown, power brake)
     ecc_uncorrected: int = 0  # uncorrected ECC errors counted since the driver loaded
+    nvlinks_down: int = 0  # of the board's NVLinks (a bad reseat, the fabric manager not running)
+    nvlink_replays_s: float = 0.0  # NVLink replay errors added per second (a marginal link)
     # How the busy time is spent, as GPM reads it: SM activity per unit of utilization (small kernels leave
     # SMs empty), tensor-core and plain-FP32 activity as shares of SM activity, DRAM bandwidth per unit of
     # utilization. The defaults are a bf16 training step that keeps the GPU well fed.
@@ -156,6 +168,9 @@ class Scene:
     host: HostPlan
     mismatch: bool = False
     container: ContainerPlan | None = None
+    # The BOARDS key of the GPUs this scene runs on, when not the machine's own: `pcie-box` needs consumer boards
+    # even in the tour, and the scene is what the physics and the source's static facts both read.
+    board: str | None = None
 
     @property
     def cpu_count(self) -> int:
@@ -165,6 +180,12 @@ class Scene:
 @functools.lru_cache(maxsize=4)
 def _core_keys(count: int) -> tuple[str, ...]:
     return tuple(f"core{c}" for c in range(count))
+
+
+@functools.lru_cache(maxsize=4)
+def _all_cpus(count: int) -> tuple[int, ...]:
+    """Every CPU of the host: where a process not pinned by anyone may run."""
+    return tuple(range(count))
 
 
 @functools.lru_cache(maxsize=256)
@@ -182,7 +203,7 @@ def gpu_info(index: int, rng: random.Random, board: Board) -> GpuInfo:
         uuid=f"GPU-{uuid.UUID(int=rng.getrandbits(128), version=4)}",
         serial=str(rng.randrange(1_650_000_000_000, 1_660_000_000_000)),
         pci_bus_id=f"00000000:{bus:02X}:00.0",
-        memory_total_bytes=MEMORY_TOTAL_BYTES,
+        memory_total_bytes=board.memory_total_bytes,
         max_sm_clock_mhz=board.max_sm_clock_mhz,
         max_memory_clock_mhz=board.max_memory_clock_mhz,
         max_graphics_clock_mhz=board.max_sm_clock_mhz,
@@ -202,6 +223,9 @@ def gpu_info(index: int, rng: random.Random, board: Board) -> GpuInfo:
         compute_mode="Default",
         mig_mode=False,
         ecc_mode=True,
+        nvlink_links_total=board.nvlinks,
+        nvlink_version=board.nvlink_version,
+        nvlink_remote=None if board.nvlinks is None else ("NVSwitch",) * board.nvlinks,
     )
 
 
@@ -222,16 +246,18 @@ class MachinePhysics:
         self._energy_mj: list[float] = []
         self._power_violation_ns: list[float] = []
         self._thermal_violation_ns: list[float] = []
+        self._nvlink_replays: list[float] = []
 
     def reset(self) -> None:
         """Back to the counters the machine had when it was made, as on each open()."""
         self._energy_mj = [c[0] for c in self._start_counters]
         self._power_violation_ns = [float(c[1]) for c in self._start_counters]
         self._thermal_violation_ns = [float(c[2]) for c in self._start_counters]
+        self._nvlink_replays = [0.0 for _ in self._start_counters]
 
     def gpu_sample(self, index: int, scene: Scene, t: float, timestamp: float, dt: float) -> GpuSample:
         plan = scene.gpus[index]
-        board = self._board
+        board = self.board(scene)
         wave = self._waves
         key = f"gpu{index}"
         jobs = [(job, gib) for job in scene.jobs for gpu, gib in job.memory_gib if gpu == index]
@@ -296,6 +322,9 @@ class MachinePhysics:
             self._power_violation_ns[index] += dt * 1e9
         if thermal_throttled:
             self._thermal_violation_ns[index] += dt * 1e9
+        self._nvlink_replays[index] += plan.nvlink_replays_s * dt
+        links = None if board.nvlinks is None else board.nvlinks - plan.nvlinks_down
+        errors = None if links is None else 0
         return GpuSample(
             index=index,
             timestamp=timestamp,
@@ -310,7 +339,7 @@ class MachinePhysics:
             power_limit_w=power_limit,
             memory_used_bytes=used,
             memory_reserved_bytes=MEMORY_RESERVED_BYTES,
-            memory_free_bytes=MEMORY_TOTAL_BYTES - MEMORY_RESERVED_BYTES - used,
+            memory_free_bytes=board.memory_total_bytes - MEMORY_RESERVED_BYTES - used,
             pcie_gen=min(plan.pcie_gen, board.pcie_gen),
             pcie_width=plan.pcie_width,
             pcie_tx_bytes_s=round(tx),
@@ -326,9 +355,17 @@ class MachinePhysics:
             retired_pages_pending=plan.ecc_uncorrected > 0,
             encoder_pct=0.0,
             decoder_pct=0.0,
+            nvlink_links_active=links,
+            nvlink_replay_errors=None if links is None else int(self._nvlink_replays[index]),
+            nvlink_recovery_errors=errors,
+            nvlink_crc_errors=errors,
             processes=procs,
             **(self._gpm(plan, key, util, t) if board.gpm else GpmValues()),
         )
+
+    def board(self, scene: Scene) -> Board:
+        """The board `scene` runs on: its own when it names one, else the machine's."""
+        return self._board if scene.board is None else BOARDS[scene.board]
 
     def _gpm(self, plan: GpuPlan, key: str, util: float, t: float) -> GpmValues:
         """What GPM reads for a GPU at `util` % under `plan`: how full its SMs, tensor cores and DRAM are.
@@ -381,6 +418,8 @@ class MachinePhysics:
                         read_bytes_s=round(job.read_bytes_s * (1.0 + 0.03 * wave(f"pid{job.pid}/read", t))),
                         rss_bytes=int(job.rss_gib * GIB),
                         state=job.state,
+                        cpus_allowed=job.cpus_allowed or _all_cpus(scene.cpu_count),
+                        last_cpu=self._last_cpu(job, scene),
                     )
                 )
         cores = [1.5 + 1.2 * c for c in wave.many(_core_keys(scene.cpu_count), t)]
@@ -416,6 +455,11 @@ class MachinePhysics:
             processes=tuple(procs),
         )
         return host if scene.container is None else self._in_container(host, scene.container, t)
+
+    def _last_cpu(self, job: Job, scene: Scene) -> int:
+        if job.last_cpu is not None:
+            return job.last_cpu
+        return near_cpu(job.memory_gib[0][0], len(self._temp_offset), scene.cpu_count, job.pid)
 
     def _in_container(self, host: HostSample, plan: ContainerPlan, t: float) -> HostSample:
         """The cgroup's figures and PSI of a containerised scene."""
