@@ -13,7 +13,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from gputui.sources.cgroup import parse_cpus, read_text
+from gputui.model import parse_cpus
+from gputui.sources.cgroup import read_text
 
 # A GPU's device node, /dev/nvidia<minor>; /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia-modeset are shared
 # by every CUDA process and say nothing about which GPU it uses.
