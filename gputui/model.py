@@ -71,6 +71,21 @@ class ContainerInfo:
         return min(limits) if limits else None
 
 
+def parse_cpus(text: str | None) -> tuple[int, ...] | None:
+    """ "0-3,8,10-11" -> (0, 1, 2, 3, 8, 10, 11); None when empty or malformed. The kernel's cpulist (cpusets,
+    /proc/PID/status) and a GPU's `Topology.cpu_affinity` alike, so a process's CPUs meet its GPU's here."""
+    if not text or not text.strip():
+        return None
+    cpus: list[int] = []
+    try:
+        for part in text.strip().split(","):
+            first, _, last = part.partition("-")
+            cpus.extend(range(int(first), int(last or first) + 1))
+    except ValueError:
+        return None
+    return tuple(cpus)
+
+
 @dataclass(frozen=True, slots=True)
 class Topology:
     """How the GPUs connect, read once: what `nvidia-smi topo -m` prints, P2P, and where each GPU sits.

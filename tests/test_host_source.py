@@ -10,6 +10,7 @@ from fake_psutil import NO_PROC, FakeProcess, FakePsutil, netio, scputimes, sdis
 
 from gputui.sources.host import CHILDREN_EVERY, LINK_EVERY, SCHED_EVERY, HostSource, rate
 from tests.conftest import Clock
+from tests.container.fake_tree import process
 
 GIB = 1024**3
 
@@ -381,6 +382,25 @@ def test_a_gpu_process_gets_its_run_queue_wait_and_container(ps: FakePsutil, clo
     assert waits == [None] * (SCHED_EVERY - 1) + [35.0]  # measured over SCHED_EVERY ticks
     proc = sample
     assert (proc.container, proc.container_pid) == ("3f2a9c1b7d0e", 7)
+
+
+def test_a_gpu_process_gets_where_it_may_run_and_last_ran(ps: FakePsutil, clock: Clock, tmp_path: Path) -> None:
+    process(tmp_path, 4242, cpus_allowed="0-3,8", last_cpu=2)
+    ps.processes[4242] = FakeProcess(4242)
+    host = HostSource(clock=clock, psutil_module=ps, root=tmp_path)
+    host.open()
+    idle_tick(ps, clock)
+    host.sample([], 1.0)  # the first read of a process comes when it is first followed, off the SCHED_EVERY ticks
+    first = host.sample([4242], 2.0).process(4242)
+    assert first is not None and (first.cpus_allowed, first.last_cpu) == ((0, 1, 2, 3, 8), 2)
+    process(tmp_path, 4242, cpus_allowed="0-3,8", last_cpu=3)  # the scheduler moved it
+    seen = []
+    for tick in range(SCHED_EVERY):
+        idle_tick(ps, clock)
+        sample = host.sample([4242], 3.0 + tick).process(4242)
+        assert sample is not None
+        seen.append(sample.last_cpu)
+    assert seen == [2] * (SCHED_EVERY - 2) + [3, 3]  # read again on the next SCHED_EVERY tick, held in between
 
 
 def test_without_cgroup_files_the_container_reads_unknown(ps: FakePsutil, clock: Clock) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from gputui.model import ContainerInfo, ContainerSample, PsiSample
+from gputui.model import ContainerInfo, ContainerSample, PsiSample, parse_cpus
 
 # cgroup v1 writes "no limit" as a huge page-rounded number (9223372036854771712), not "max".
 _V1_UNLIMITED = 1 << 62
@@ -79,20 +79,6 @@ def keyed(text: str | None) -> dict[str, int]:
         if number is not None:
             out[key] = number
     return out
-
-
-def parse_cpus(text: str | None) -> tuple[int, ...] | None:
-    """ "0-3,8,10-11" -> (0, 1, 2, 3, 8, 10, 11); None when empty or malformed."""
-    if not text or not text.strip():
-        return None
-    cpus: list[int] = []
-    try:
-        for part in text.strip().split(","):
-            first, _, last = part.partition("-")
-            cpus.extend(range(int(first), int(last or first) + 1))
-    except ValueError:
-        return None
-    return tuple(cpus)
 
 
 def _groups(text: str | None) -> dict[str, str]:

@@ -1,6 +1,7 @@
 """The host the GPUs sit in, read with psutil: CPU, memory, swap, disk, network and the GPU processes; and
 the cgroup this process runs in (gputui.sources.cgroup), with the per-process facts psutil lacks from /proc
-(gputui.sources.procfs): the container a GPU process runs in, and how long it waited for a CPU.
+(gputui.sources.procfs): the container a GPU process runs in, how long it waited for a CPU, and the CPUs it
+may run on and last ran on.
 
 Every rate is a difference of two counter readings over the time between them. A counter that went
 backwards (a reset, a wrap, a disk that was removed) gives no rate for that tick rather than a negative one.
@@ -29,7 +30,8 @@ CHILDREN_EVERY = 10
 # Link speeds change only when a cable or a driver does; asking costs an ioctl per interface.
 LINK_EVERY = 30
 # A process's wait for a CPU is a share over an interval: measured over 5 ticks and held in between, it costs
-# one /proc/PID/schedstat read per GPU process every 5 ticks rather than every tick.
+# one /proc/PID/schedstat read per GPU process every 5 ticks rather than every tick. Where it may run and last
+# ran (/proc/PID/status and stat) are read on the same ticks: a rule judges them over a window of seconds.
 SCHED_EVERY = 5
 
 
@@ -75,6 +77,8 @@ class _Tracked:
     waited_ns: int | None = None  # time its main thread waited for a CPU, cumulative, as read at `waited_at`
     waited_at: float = 0.0
     run_queue_wait_pct: float | None = None  # over the last SCHED_EVERY ticks
+    cpus_allowed: tuple[int, ...] | None = None  # as of the last SCHED_EVERY tick (or when first followed)
+    last_cpu: int | None = None
 
 
 class HostSource:
@@ -234,6 +238,7 @@ class HostSource:
                 memory = self._denied_as_none(process.memory_info)
                 if self._tick % SCHED_EVERY == 0:
                     tracked.run_queue_wait_pct = self._run_queue_wait_pct(tracked, now)
+                    self._read_placement(tracked)
                 return ProcSample(
                     pid=pid,
                     name=tracked.name,
@@ -248,6 +253,8 @@ class HostSource:
                     run_queue_wait_pct=tracked.run_queue_wait_pct,
                     container=tracked.container,
                     container_pid=tracked.container_pid,
+                    cpus_allowed=tracked.cpus_allowed,
+                    last_cpu=tracked.last_cpu,
                 )
         except ps.NoSuchProcess:
             return None
@@ -269,6 +276,7 @@ class HostSource:
                 container_pid=procfs.inner_pid(pid, self._root),
             )
         tracked.children = self._count_children(tracked)
+        self._read_placement(tracked)
         self._procs[pid] = tracked
         return tracked
 
@@ -297,6 +305,12 @@ class HostSource:
         tracked.waited_ns, tracked.waited_at = waited, now
         wait_ns = rate(waited, before, now - before_at)  # ns waited per second; None on a reset
         return None if wait_ns is None else min(100.0, 100.0 * wait_ns / 1e9)
+
+    def _read_placement(self, tracked: _Tracked) -> None:
+        """Where it may run and where it last ran: the CPUs numa_mismatch holds against its GPU's."""
+        pid = tracked.process.pid
+        tracked.cpus_allowed = procfs.cpus_allowed(pid, self._root)
+        tracked.last_cpu = procfs.last_cpu(pid, self._root)
 
     def _denied_as_none(self, fn: Callable[[], Any]) -> Any:
         """A process field another user's process may hide; NoSuchProcess still propagates."""

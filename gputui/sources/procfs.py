@@ -1,7 +1,8 @@
 """Per-process facts psutil does not give, read from /proc (kernel Documentation/filesystems/proc.rst): which
-processes hold a GPU's device file open, the container a process runs in and its PID there, and how long it
-waited for a CPU. Every read is under `root` (tests point it at a fake tree) and gives None when the file is
-missing or unreadable: another user's process without root, a process that just exited.
+processes hold a GPU's device file open, the container a process runs in and its PID there, how long it
+waited for a CPU, and which CPUs it may run on and last ran on. Every read is under `root` (tests point it at a
+fake tree) and gives None when the file is missing or unreadable: another user's process without root, a
+process that just exited.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from gputui.model import parse_cpus
 from gputui.sources.cgroup import read_text
 
 # A GPU's device node, /dev/nvidia<minor>; /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia-modeset are shared
@@ -184,3 +186,18 @@ def schedstat(pid: int, root: Path = Path("/")) -> tuple[int, int] | None:
         return int(fields[0]), int(fields[1])
     except (IndexError, ValueError):
         return None
+
+
+def cpus_allowed(pid: int, root: Path = Path("/")) -> tuple[int, ...] | None:
+    """The CPUs the process may run on (`Cpus_allowed_list:` of /proc/PID/status, a cpulist like "0-31,64-95")."""
+    for line in (read_text(root / f"proc/{pid}/status") or "").splitlines():
+        if line.startswith("Cpus_allowed_list:"):
+            return parse_cpus(line.partition(":")[2])
+    return None
+
+
+def last_cpu(pid: int, root: Path = Path("/")) -> int | None:
+    """The CPU the main thread last ran on: /proc/PID/stat field 39 ("processor"), counted after the command."""
+    text = read_text(root / f"proc/{pid}/stat") or ""
+    fields = text[text.rfind(")") + 1 :].split()  # field 3 (state) is the first after the command
+    return int(fields[36]) if len(fields) > 36 and fields[36].isdigit() else None

@@ -124,20 +124,34 @@ def process(
     nspid: tuple[int, ...] | None = None,
     cgroup: str | None = None,
     schedstat: str | None = None,
+    cpus_allowed: str | None = None,
+    last_cpu: int | None = None,
 ) -> Path:
     """/proc/<pid>: fd/<n> symlinks to each target (which need not exist: only the link text is read),
-    status with NSpid, cgroup and schedstat when given. Returns the process's directory."""
+    status with NSpid (and Cpus_allowed_list), cgroup, schedstat and stat when given. Returns the directory."""
     directory = root / "proc" / str(pid)
     (directory / "fd").mkdir(parents=True, exist_ok=True)
     for number, target in (fds or {}).items():
         add_fd(root, pid, number, target)
     ids = nspid if nspid is not None else (pid,)
-    (directory / "status").write_text(f"Name:\tpython\nPid:\t{pid}\nNSpid:\t" + "\t".join(map(str, ids)) + "\n")
+    status = f"Name:\tpython\nPid:\t{pid}\nNSpid:\t" + "\t".join(map(str, ids)) + "\n"
+    if cpus_allowed is not None:
+        status += f"Cpus_allowed:\tffffffff\nCpus_allowed_list:\t{cpus_allowed}\n"
+    (directory / "status").write_text(status)
     if cgroup is not None:
         (directory / "cgroup").write_text(cgroup)
     if schedstat is not None:
         (directory / "schedstat").write_text(schedstat)
+    if last_cpu is not None:
+        (directory / "stat").write_text(stat_line(pid, "python3 train.py", ppid=1, processor=last_cpu))
     return directory
+
+
+def stat_line(pid: int, comm: str, *, ppid: int, processor: int) -> str:
+    """/proc/<pid>/stat as the kernel writes it (52 fields): the command in parentheses, may hold spaces;
+    field 4 the parent, field 39 the CPU it last ran on."""
+    fields = ["S", str(ppid)] + ["0"] * 34 + [str(processor)] + ["0"] * 13
+    return f"{pid} ({comm}) " + " ".join(fields) + "\n"
 
 
 def add_fd(root: Path, pid: int, number: int, target: str) -> None:

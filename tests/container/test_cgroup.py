@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from gputui.model import parse_cpus
 from gputui.sources.cgroup import (
     CgroupReader,
     host_oom_kills,
     keyed,
     locate,
-    parse_cpus,
     read_cgroup,
     shm_bytes,
 )

@@ -1,5 +1,5 @@
 """gputui.sources.procfs over a fake /proc: who holds which GPU's device file, the scan's cache of non-users,
-a process's container, its PID inside its namespace, and its run-queue wait."""
+a process's container, its PID inside its namespace, its run-queue wait, and where it may run and last ran."""
 
 from __future__ import annotations
 
@@ -15,13 +15,15 @@ from gputui.sources.procfs import (
     DeviceCheck,
     GpuUsers,
     container_of,
+    cpus_allowed,
     device_minors,
     holds_device,
     inner_pid,
+    last_cpu,
     schedstat,
 )
 from tests.conftest import Clock
-from tests.container.fake_tree import add_fd, proc_root, process, write
+from tests.container.fake_tree import add_fd, proc_root, process, stat_line, write
 
 CUDA_COMMON = {0: "/dev/null", 1: "pipe:[4242]", 2: "socket:[777]", 3: "/dev/nvidiactl", 4: "/dev/nvidia-uvm"}
 HEX64 = "4f1e2d3c" * 8
@@ -223,6 +225,32 @@ def test_schedstat(root: Path) -> None:
     process(root, 101, schedstat="garbage\n")
     assert schedstat(101, root) is None
     assert schedstat(102, root) is None
+
+
+@pytest.mark.parametrize(
+    ("cpulist", "cpus"),
+    [("0-3,64-67", (0, 1, 2, 3, 64, 65, 66, 67)), ("3", (3,)), ("0-1,5,7-8", (0, 1, 5, 7, 8)), ("", None)],
+    ids=["two-sockets", "one", "mixed", "empty"],
+)
+def test_cpus_allowed(root: Path, cpulist: str, cpus: tuple[int, ...] | None) -> None:
+    process(root, 100, cpus_allowed=cpulist)
+    assert cpus_allowed(100, root) == cpus
+
+
+def test_cpus_allowed_unknown_without_the_line_or_the_process(root: Path) -> None:
+    process(root, 100)  # a status without Cpus_allowed_list (not Linux's, or cut short)
+    assert cpus_allowed(100, root) is None
+    assert cpus_allowed(101, root) is None
+
+
+def test_last_cpu_is_field_39_even_with_spaces_and_parentheses_in_the_command(root: Path) -> None:
+    process(root, 100, last_cpu=71)
+    assert last_cpu(100, root) == 71
+    write(root, "proc/101/stat", stat_line(101, "evil) 1 2 (x", ppid=1, processor=5))
+    assert last_cpu(101, root) == 5
+    write(root, "proc/102/stat", "102 (python3) S 1 102 102 0 -1\n")  # cut short
+    assert last_cpu(102, root) is None
+    assert last_cpu(103, root) is None
 
 
 def test_forked_data_loader_workers_are_not_counted_as_gpu_users(root: Path, clock: Clock) -> None:

@@ -59,6 +59,7 @@ def test_ids_are_the_interface() -> None:
         "host_swap", "cuda_mismatch", "nvml_unavailable", "ecc_errors", "xid", "idle_allocation", "gpu_lost",
         "cpu_throttled", "workers_oversubscribed", "shm_small", "oom_kill", "memory_limit",
         "low_sm_activity", "tensor_cores_idle", "memory_bound",
+        "nvlink_down", "nvlink_errors", "numa_mismatch", "p2p_unavailable",
     } == RULE_IDS  # fmt: skip
 
 

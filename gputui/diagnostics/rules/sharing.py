@@ -64,14 +64,19 @@ def _without_rank(cmdline: str) -> str:
     return _RANK_ARG.sub("", cmdline)
 
 
-def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
-    jobs: dict[tuple[str, ...], tuple[set[int], set[int]]] = {}
+def jobs(w: Window) -> list[tuple[set[int], set[int]]]:
+    """(GPUs, PIDs) of each job on the GPUs now: one user's processes of one command line, ranks together."""
+    found: dict[tuple[str, ...], tuple[set[int], set[int]]] = {}
     for g in w.gpus():
         for pid in w.pids(g):
-            gpus, pids = jobs.setdefault(_job_key(w, pid), (set(), set()))
+            gpus, pids = found.setdefault(_job_key(w, pid), (set(), set()))
             gpus.add(g.index)
             pids.add(pid)
-    for gpus, pids in jobs.values():
+    return list(found.values())
+
+
+def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
+    for gpus, pids in jobs(w):
         if len(gpus) < 2:
             continue
         utils = {i: w.mean(i, "utilization_gpu_pct") for i in sorted(gpus)}

@@ -1,0 +1,322 @@
+"""Many GPUs, one job: NVLinks down (`nvlink_down`) or erring (`nvlink_errors`), a rank on the far CPU socket
+(`numa_mismatch`), GPUs that cannot copy to each other directly (`p2p_unavailable`).
+
+The topology (`SystemInfo.topology`) is read once, its tables in the order of `Snapshot.gpu_info`; link counts
+and error counters come on the slow cadence. Boards without NVLink report None and the NVLink rules say
+nothing of them. A GPU is judged against its peers, not against what it could have: a board or SKU that
+wires fewer links than NVML lists (every GPU short alike) is how the machine is built, not a fault.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.locale import Texts
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.diagnostics.rules.sharing import jobs
+from gputui.diagnostics.thresholds import Thresholds
+from gputui.model import GpuSample, ProcSample, Topology, parse_cpus
+
+_NV = re.compile(r"NV(\d+)")
+
+
+def _topology(w: Window) -> tuple[Topology, dict[int, int]] | None:
+    """The topology and each GPU's place in its tables; None when not read or not of these GPUs."""
+    topo = w.latest.system.topology
+    order = [info.index for info in w.latest.gpu_info]
+    if topo is None or len(topo.matrix) != len(order) or len(topo.p2p) != len(order):
+        return None
+    return topo, {index: at for at, index in enumerate(order)}
+
+
+def _nv(path: str | None) -> int | None:
+    match = _NV.fullmatch(path or "")
+    return int(match.group(1)) if match else None
+
+
+def nvlink_down(w: Window, th: Thresholds) -> Iterator[Hit]:
+    links: dict[int, tuple[int, int]] = {}  # GPU -> (active, total), where both are known
+    for g in w.gpus():
+        info = w.info(g.index)
+        if info is not None and info.nvlink_links_total and g.nvlink_links_active is not None:
+            links[g.index] = (g.nvlink_links_active, info.nvlink_links_total)
+    for index, (active, total) in links.items():
+        peers = {i: counts for i, counts in links.items() if i != index}
+        if active >= total or not any(a >= t for a, t in peers.values()):
+            continue  # all up, or no peer has all its links either: the board's wiring, not a fault
+        yield Hit(
+            gpus=(index,),
+            pids=_pids(w, index),
+            value=active,
+            params={"gpu": index, "active": active, "total": total},
+            evidence=(
+                ev("nvlink_links", f"{active}/{total}"),
+                ev("peer_links", ", ".join(f"{i}: {a}/{t}" for i, (a, t) in sorted(peers.items()))),
+            ),
+        )
+    yield from _short_in_matrix(w, set(links))
+
+
+def _short_in_matrix(w: Window, counted: set[int]) -> Iterator[Hit]:
+    """Where live link counts are missing: a GPU whose pairs are all NV<n> below the NV<m> every pair without it
+    has. Read once, the matrix says how the links stood at start. Direct-wired boards (a hybrid cube mesh) have
+    pairs of different counts by design: the pairs without the GPU then differ too, and nothing is said."""
+    found = _topology(w)
+    if found is None:
+        return
+    topo, place = found
+    gpus = [g.index for g in w.gpus() if g.index not in counted and g.index in place]
+    for index in gpus:
+        me = place[index]
+        others = [at for at in place.values() if at != me]
+        mine = [_nv(topo.matrix[me][at]) for at in others]
+        rest = {_nv(topo.matrix[a][b]) for a in others for b in others if a < b}
+        if len(rest) != 1:
+            continue  # pairs without this GPU differ (or there are none): no count to hold it against
+        full = rest.pop()
+        if full is None or any(n is None or n >= full for n in mine):
+            continue
+        yield Hit(
+            gpus=(index,),
+            pids=_pids(w, index),
+            variant="matrix",
+            value=min(n for n in mine if n is not None),
+            params={"gpu": index, "mine": topo.matrix[me][others[0]], "full": f"NV{full}"},
+            evidence=(
+                ev("pair_links", ", ".join(f"{_gpu_at(w, at)}: {topo.matrix[me][at]}" for at in others), "", "static"),
+                ev("other_pairs", f"NV{full}", "", "static"),
+            ),
+        )
+
+
+def _gpu_at(w: Window, at: int) -> int:
+    return w.latest.gpu_info[at].index
+
+
+def _pids(w: Window, index: int) -> tuple[int, ...]:
+    sample = next((g for g in w.gpus() if g.index == index), None)
+    return w.pids(sample) if sample is not None else ()
+
+
+def nvlink_errors(w: Window, th: Thresholds) -> Iterator[Hit]:
+    for g in w.gpus():
+        series = w.series(g.index)
+        replay = _rise(series, "nvlink_replay_errors")
+        recovery = _rise(series, "nvlink_recovery_errors")
+        crc = _rise(series, "nvlink_crc_errors")
+        count = sum(n for n in (replay, recovery, crc) if n)
+        if not count:
+            continue
+        yield Hit(
+            gpus=(g.index,),
+            pids=w.pids(g),
+            value=count,
+            params={"gpu": g.index, "count": count},
+            evidence=(
+                ev("nvlink_replay_rise", replay, "", "change"),
+                ev("nvlink_recovery_rise", recovery, "", "change"),
+                ev("nvlink_crc_rise", crc, "", "change"),
+            ),
+        )
+
+
+def _rise(series: list[GpuSample], field: str) -> int | None:
+    """How much a cumulative counter rose from the window's first reading to its last; None when it was not
+    read twice, 0 when it went back (a reset)."""
+    readings = [v for sample in series if (v := getattr(sample, field)) is not None]
+    return max(0, readings[-1] - readings[0]) if len(readings) >= 2 else None
+
+
+def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
+    found = _topology(w)
+    if found is None:
+        return
+    topo, place = found
+    for g in w.gpus():
+        at = place.get(g.index)
+        near = parse_cpus(topo.cpu_affinity[at]) if at is not None and at < len(topo.cpu_affinity) else None
+        if at is None or near is None:
+            continue
+        near_set = frozenset(near)
+        for pid in w.pids(g):
+            far = sum(1 for snap in w.snapshots if _runs_far(snap.host.process(pid), near_set))
+            if far / len(w.snapshots) < th.sustained_share:
+                continue
+            proc = w.host.process(pid)
+            allowed = proc.cpus_allowed if proc is not None else None
+            node = topo.numa_node[at] if at < len(topo.numa_node) else None
+            yield Hit(
+                gpus=(g.index,),
+                pids=(pid,),
+                value=round(100.0 * far / len(w.snapshots), 1),
+                params={"gpu": g.index, "pid": pid, "node": "?" if node is None else node},
+                evidence=(
+                    ev("gpu_cpus", topo.cpu_affinity[at], "", "static"),
+                    ev("last_cpu", proc.last_cpu if proc is not None else None),
+                    ev("allowed_near", None if allowed is None else f"{len(near_set & set(allowed))}/{len(allowed)}"),
+                    ev("far_share", round(100.0 * far / len(w.snapshots), 1), "%", "share"),
+                ),
+            )
+
+
+def _runs_far(proc: ProcSample | None, near: frozenset[int]) -> bool:
+    """It last ran outside the GPU's CPUs, or may run only outside them."""
+    if proc is None:
+        return False
+    last, allowed = proc.last_cpu, proc.cpus_allowed
+    return (last is not None and last not in near) or (allowed is not None and near.isdisjoint(allowed))
+
+
+def p2p_unavailable(w: Window, th: Thresholds) -> Iterator[Hit]:
+    found = _topology(w)
+    if found is None:
+        return
+    topo, place = found
+    for gpus, pids in jobs(w):
+        order = sorted(i for i in gpus if i in place)
+        pairs = [(a, b) for n, a in enumerate(order) for b in order[n + 1 :]]
+        blocked = [(a, b) for a, b in pairs if topo.p2p[place[a]][place[b]] is False]
+        across = [(a, b) for a, b in pairs if topo.matrix[place[a]][place[b]] == "SYS"]
+        if not blocked and not (across and all(topo.p2p[place[a]][place[b]] for a, b in pairs)):
+            continue
+        shown = blocked or across
+        yield Hit(
+            gpus=tuple(order),
+            pids=tuple(sorted(pids)),
+            value=len(shown),
+            severity=None if blocked else Severity.INFO,
+            variant="" if blocked else "sys",
+            params={"gpus": ",".join(map(str, order)), "pairs": len(shown)},
+            evidence=(
+                ev("no_p2p_pairs", _pairs(blocked) or None, "", "static"),
+                ev(
+                    "pair_paths",
+                    ", ".join(f"{a}-{b}: {topo.matrix[place[a]][place[b]]}" for a, b in shown),
+                    "",
+                    "static",
+                ),
+            ),
+        )
+
+
+def _pairs(pairs: list[tuple[int, int]]) -> str:
+    return ", ".join(f"{a}-{b}" for a, b in pairs)
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "nvlink_down",
+        Severity.CRITICAL,
+        nvlink_down,
+        metric="nvlink_links_active",
+        higher_is_worse=False,
+        bound="interconnect",
+    ),
+    Rule("nvlink_errors", Severity.WARNING, nvlink_errors),
+    Rule("numa_mismatch", Severity.WARNING, numa_mismatch, bound="input_bound"),
+    Rule("p2p_unavailable", Severity.WARNING, p2p_unavailable, bound="interconnect"),
+)
+
+TEXTS: Texts = {
+    "en": {
+        "nvlink_down.title": "GPU {gpu}: {active} of {total} NVLinks up, its peers have all theirs",
+        "nvlink_down.title.matrix": "GPU {gpu}: {mine} to its peers, {full} between the others",
+        "nvlink_down.advice": (
+            "Links of this GPU are down, so NCCL all-reduce crawls while every GPU reads busy. Check the fabric "
+            "manager on NVSwitch machines (systemctl status nvidia-fabricmanager; nvidia-smi nvlink -s), reseat "
+            "the GPU or its bridge, and report the GPU to the host provider."
+        ),
+        "nvlink_down.advice.matrix": (
+            "This GPU had fewer NVLinks to its peers than the others when gputui started. Check the fabric "
+            "manager on NVSwitch machines (systemctl status nvidia-fabricmanager; nvidia-smi nvlink -s), reseat "
+            "the GPU or its bridge, and report the GPU to the host provider."
+        ),
+        "nvlink_errors.title": "GPU {gpu}: {count} new NVLink errors",
+        "nvlink_errors.advice": (
+            "Replays and recoveries resend data, so the links run slower; CRC errors that keep rising point to "
+            "a bad link or connector. Watch nvidia-smi nvlink -e; if they keep rising, report the GPU to the "
+            "host provider."
+        ),
+        "numa_mismatch.title": "GPU {gpu}: pid {pid} runs on CPUs away from its GPU (NUMA node {node})",
+        "numa_mismatch.advice": (
+            "Every copy between host and GPU crosses the link between the CPU sockets. Bind each rank to the "
+            "CPUs near its GPU: numactl --cpunodebind={node}, or taskset -c with the GPU's CPUs; with torchrun, "
+            "keep CUDA_VISIBLE_DEVICES in the order of the ranks and bind each local rank to its GPU's node."
+        ),
+        "p2p_unavailable.title": "GPUs {gpus}: one job, no P2P between {pairs} pairs",
+        "p2p_unavailable.title.sys": "GPUs {gpus}: one job, P2P across CPU sockets on {pairs} pairs",
+        "p2p_unavailable.advice": (
+            "These GPUs cannot copy to each other directly: every gradient goes through host memory and NCCL "
+            "slows (as with NCCL_P2P_DISABLE=1). Run the job on GPUs that have P2P (nvidia-smi topo -p2p r), "
+            "or on one NVLink or PCIe switch; check that IOMMU/ACS settings do not block P2P."
+        ),
+        "p2p_unavailable.advice.sys": (
+            "P2P works, but these pairs cross the link between the CPU sockets (SYS), slower than a PCIe switch. "
+            "Where the job fits, keep its GPUs on one socket (nvidia-smi topo -m)."
+        ),
+        "ev.nvlink_links": "NVLinks up",
+        "ev.peer_links": "peers' NVLinks up",
+        "ev.pair_links": "links to each peer",
+        "ev.other_pairs": "links between the others",
+        "ev.nvlink_replay_rise": "NVLink replays",
+        "ev.nvlink_recovery_rise": "NVLink recoveries",
+        "ev.nvlink_crc_rise": "NVLink CRC errors",
+        "ev.gpu_cpus": "CPUs near the GPU",
+        "ev.last_cpu": "last ran on CPU",
+        "ev.allowed_near": "allowed CPUs near the GPU",
+        "ev.far_share": "away from the GPU's CPUs",
+        "ev.no_p2p_pairs": "pairs without P2P",
+        "ev.pair_paths": "paths",
+    },
+    "zh": {
+        "nvlink_down.title": "GPU {gpu}：只有 {active}/{total} 条 NVLink 在线，其他 GPU 的全部在线",
+        "nvlink_down.title.matrix": "GPU {gpu}：与其他 GPU 之间为 {mine}，其余 GPU 之间为 {full}",
+        "nvlink_down.advice": (
+            "这块 GPU 有 NVLink 断开，NCCL all-reduce 会变得很慢，而每块 GPU 看起来都很忙。NVSwitch 机器请检查 "
+            "fabric manager（systemctl status nvidia-fabricmanager；nvidia-smi nvlink -s），重新插拔 GPU 或其桥接器，"
+            "并向主机提供商报告这块 GPU。"
+        ),
+        "nvlink_down.advice.matrix": (
+            "gputui 启动时，这块 GPU 与其他 GPU 之间的 NVLink 比其余 GPU 之间少。NVSwitch 机器请检查 fabric manager"
+            "（systemctl status nvidia-fabricmanager；nvidia-smi nvlink -s），重新插拔 GPU 或其桥接器，"
+            "并向主机提供商报告这块 GPU。"
+        ),
+        "nvlink_errors.title": "GPU {gpu}：新增 {count} 个 NVLink 错误",
+        "nvlink_errors.advice": (
+            "重放和恢复会重发数据，链路因此变慢；CRC 错误持续增加说明链路或连接器有问题。请用 nvidia-smi nvlink -e "
+            "观察；若持续增加，请向主机提供商报告这块 GPU。"
+        ),
+        "numa_mismatch.title": "GPU {gpu}：pid {pid} 运行在远离其 GPU 的 CPU 上（NUMA 节点 {node}）",
+        "numa_mismatch.advice": (
+            "主机与 GPU 之间的每次拷贝都要跨越 CPU 插槽间的链路。请把每个 rank 绑定到其 GPU 附近的 CPU："
+            "numactl --cpunodebind={node}，或用 taskset -c 指定 GPU 附近的 CPU；使用 torchrun 时，"
+            "让 CUDA_VISIBLE_DEVICES 的顺序与 rank 一致，并把每个 local rank 绑定到其 GPU 所在的节点。"
+        ),
+        "p2p_unavailable.title": "GPU {gpus}：同一任务，{pairs} 对 GPU 之间没有 P2P",
+        "p2p_unavailable.title.sys": "GPU {gpus}：同一任务，{pairs} 对 GPU 的 P2P 跨越 CPU 插槽",
+        "p2p_unavailable.advice": (
+            "这些 GPU 之间不能直接拷贝：每个梯度都要经过主机内存，NCCL 会变慢（相当于 NCCL_P2P_DISABLE=1）。"
+            "请在有 P2P 的 GPU 上运行任务（nvidia-smi topo -p2p r），或放在同一个 NVLink 或 PCIe 交换机下；"
+            "并检查 IOMMU/ACS 设置是否阻断了 P2P。"
+        ),
+        "p2p_unavailable.advice.sys": (
+            "P2P 可用，但这些 GPU 对要跨越 CPU 插槽间的链路（SYS），比 PCIe 交换机慢。"
+            "任务放得下时，请让它的 GPU 位于同一个插槽（nvidia-smi topo -m）。"
+        ),
+        "ev.nvlink_links": "在线 NVLink",
+        "ev.peer_links": "其他 GPU 的在线 NVLink",
+        "ev.pair_links": "与各 GPU 的链路",
+        "ev.other_pairs": "其余 GPU 之间的链路",
+        "ev.nvlink_replay_rise": "NVLink 重放",
+        "ev.nvlink_recovery_rise": "NVLink 恢复",
+        "ev.nvlink_crc_rise": "NVLink CRC 错误",
+        "ev.gpu_cpus": "GPU 附近的 CPU",
+        "ev.last_cpu": "最近运行的 CPU",
+        "ev.allowed_near": "允许的 CPU 中靠近 GPU 的",
+        "ev.far_share": "远离 GPU 的 CPU",
+        "ev.no_p2p_pairs": "没有 P2P 的 GPU 对",
+        "ev.pair_paths": "路径",
+    },
+}
