@@ -56,6 +56,8 @@ def terminal_fd() -> int | None:
 
 # The four probe keys share one footer entry ("s b m i Probe"), so the footer still fits 120 columns.
 PROBE_KEYS = Binding.Group("Probe")
+# Likewise the two views that cover the main one ("enter t Views"); `?` names each.
+VIEW_KEYS = Binding.Group("Views")
 
 
 def clamp_interval(seconds: float) -> float:
@@ -83,8 +85,8 @@ class GpuTuiApp(RecordReplayApp):
         Binding("plus,equals_sign", "slower", "Slower", key_display="+"),
         Binding("minus", "faster", "Faster", key_display="-"),
         Binding("d", "toggle_diagnostics", "Diagnostics"),
-        Binding("enter", "detail", "Detail", key_display="enter"),
-        Binding("t", "topo", "Topology"),
+        Binding("enter", "detail", "Detail", key_display="enter", group=VIEW_KEYS),
+        Binding("t", "topo", "Topology", group=VIEW_KEYS),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("o", "sort", "Sort"),
         Binding("escape", "close_filter", "Close filter", show=False),
