@@ -15,7 +15,7 @@ from gputui import __version__
 from gputui.commands import common
 
 # Each module registers one sub-command; heavy imports wait inside its run function.
-COMMAND_MODULES = ("snapshot", "probe", "export", "replay", "report", "diagnose")
+COMMAND_MODULES = ("snapshot", "topo", "probe", "export", "replay", "report", "diagnose")
 
 EPILOG = """exit codes:
   0  ok

@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gputui import topology as topo
 from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes, fmt_bytes_pair, fmt_num, fmt_pct, fmt_rate
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
 from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
@@ -241,5 +242,51 @@ def print_snapshot(snapshot: Snapshot, console: Console | None = None) -> None:
         console.print(Text(line))
     for line in process_lines(snapshot, console.width):
         console.print(Text(line))
+    if label is not None:
+        console.print(label)
+
+
+NO_TOPOLOGY = (
+    "No topology: this source did not read how the GPUs connect (remote exporters and older recordings do not)."
+)
+
+
+def _columns(rows: list[list[str]]) -> list[str]:
+    """Rows of cells as left-aligned columns, two spaces apart, trailing spaces dropped."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+
+
+def topology_lines(snapshot: Snapshot) -> list[str]:
+    """What `nvidia-smi topo -m` and `nvidia-smi nvlink -s` say: the matrix, its legend, P2P per pair."""
+    topology = snapshot.system.topology
+    if topology is None:
+        return [NO_TOPOLOGY]
+    names = topo.labels(snapshot.gpu_info)
+    samples = {gpu.index: gpu for gpu in snapshot.gpus}
+    matrix = [["", *names, "NUMA", "CPU affinity", "NVLink"]]
+    p2p = [["", *names]]
+    for row, info in enumerate(snapshot.gpu_info):
+        cells = [topo.cell_text(topo.matrix_cell(topology, row, col)) for col in range(len(names))]
+        near = [topo.numa_text(topology, row), topo.affinity_text(topology, row)]
+        matrix.append([names[row], *cells, *near, topo.links_text(info, samples.get(info.index))])
+        p2p.append([names[row], *(topo.p2p_cell(topology, row, col) for col in range(len(names)))])
+    lines = [*_columns(matrix), "", "Legend:"]
+    lines += [f"  {key:<4}  {meaning}" for key, meaning in topo.LEGEND]
+    lines += ["", "NVLink: links active / links the GPU has; n/a where the GPU has none or it was not read.", ""]
+    if len(names) < 2:
+        return [*lines, "P2P: no GPU pairs (one GPU)."]
+    return [*lines, "P2P (peer read and write between the pair): OK, no, n/a (not read)", *_columns(p2p)]
+
+
+def print_topology(snapshot: Snapshot, console: Console | None = None) -> None:
+    """Print the topology: the simulated label first and last, as every view of simulated data."""
+    console = console or Console(highlight=False)
+    label = banner(snapshot.system)
+    if label is not None:
+        console.print(label)
+    console.print(_system_line(snapshot))
+    for line in topology_lines(snapshot):
+        console.print(Text(line), soft_wrap=True)
     if label is not None:
         console.print(label)

@@ -37,6 +37,7 @@ from gputui.ui.record_replay import RecordReplayApp
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.screens.main import MainScreen
+from gputui.ui.screens.topo import TopoScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.probe_status import ProbeStatus
@@ -55,6 +56,8 @@ def terminal_fd() -> int | None:
 
 # The four probe keys share one footer entry ("s b m i Probe"), so the footer still fits 120 columns.
 PROBE_KEYS = Binding.Group("Probe")
+# Likewise the two views that cover the main one ("enter t Views"); `?` names each.
+VIEW_KEYS = Binding.Group("Views")
 
 
 def clamp_interval(seconds: float) -> float:
@@ -82,7 +85,8 @@ class GpuTuiApp(RecordReplayApp):
         Binding("plus,equals_sign", "slower", "Slower", key_display="+"),
         Binding("minus", "faster", "Faster", key_display="-"),
         Binding("d", "toggle_diagnostics", "Diagnostics"),
-        Binding("enter", "detail", "Detail", key_display="enter"),
+        Binding("enter", "detail", "Detail", key_display="enter", group=VIEW_KEYS),
+        Binding("t", "topo", "Topology", group=VIEW_KEYS),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("o", "sort", "Sort"),
         Binding("escape", "close_filter", "Close filter", show=False),
@@ -251,11 +255,11 @@ class GpuTuiApp(RecordReplayApp):
         state = self._header_state()
         self.main.header.show(state)
         self.main.relayout()
-        if isinstance(self.screen, DetailScreen):
+        if isinstance(self.screen, (DetailScreen, TopoScreen)):
             self.screen.show_header(state)
 
     def draw(self) -> None:
-        """Push the latest tick to the view on screen; the main view waits while the detail view covers it."""
+        """Push the latest tick to the view on screen; the main view waits while another view covers it."""
         tick = self.latest
         if tick is None or self.paused:
             self._show_header()
@@ -263,6 +267,8 @@ class GpuTuiApp(RecordReplayApp):
         with self.batch_update():
             if isinstance(self.screen, DetailScreen):
                 self.screen.show(self.history, tick.snapshot, self._header_state())
+            elif isinstance(self.screen, TopoScreen):
+                self.screen.show(tick.snapshot, self._header_state())
             elif self.main.is_attached:
                 self.main.draw(tick, self._header_state(), self.filter_text)
 
@@ -300,6 +306,10 @@ class GpuTuiApp(RecordReplayApp):
         if index is None:
             return
         self.push_screen(DetailScreen(index, on_shown=self.draw))
+
+    def action_topo(self) -> None:
+        if self.screen is self.main:
+            self.push_screen(TopoScreen(on_shown=self.draw))
 
     def on_diagnostics_pane_finding_selected(self, message: DiagnosticsPane.FindingSelected) -> None:
         self.main.gpus.highlight(message.finding.gpus, message.finding.metric)

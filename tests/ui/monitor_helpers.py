@@ -7,7 +7,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
+from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo, Topology
 from gputui.sources.simulated import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.widgets.lines import Line
@@ -118,3 +118,19 @@ class ScriptedSource:
 def scripted_app(snapshots: Sequence[Snapshot]) -> tuple[GpuTuiApp, ScriptedSource]:
     source = ScriptedSource(snapshots)
     return GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW), source
+
+
+def nvlink_snapshot(t: float, topology: Topology | None, rx: float = 50e9, gpus: int = 8) -> Snapshot:
+    """Busy GPUs with 18 NVLinks each (GPU 3 with two down) moving `rx` bytes/s in and half of it out."""
+    infos = [replace(gpu_info(i), nvlink_links_total=18, nvlink_version=4) for i in range(gpus)]
+    samples = [
+        replace(
+            busy_gpu(i, t),
+            nvlink_links_active=16 if i == 3 else 18,
+            nvlink_rx_bytes_s=rx * (i + 1),
+            nvlink_tx_bytes_s=rx * (i + 1) / 2,
+        )
+        for i in range(gpus)
+    ]
+    snap = snapshot(t, samples, infos)
+    return replace(snap, system=replace(snap.system, topology=topology))

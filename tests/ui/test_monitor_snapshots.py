@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from monitor_helpers import run_ticks, simulated_app
+from monitor_helpers import nvlink_snapshot, run_ticks, scripted_app, simulated_app
+from topologies import nvswitch8
 
 if TYPE_CHECKING:
     from conftest import Clock
@@ -48,3 +49,15 @@ def test_container_120x40(snap_compare: Any, clock: Clock) -> None:
 
 def test_container_80x24(snap_compare: Any, clock: Clock) -> None:
     assert frame(snap_compare, clock, "container", 4, (80, 24))
+
+
+def test_topology_120x40(snap_compare: Any) -> None:
+    """`t` on an 8-GPU NVSwitch box with one GPU's links down, from hand-made snapshots (no simulator)."""
+    app, _ = scripted_app([nvlink_snapshot(0.0, nvswitch8())])
+
+    async def before(pilot: Any) -> None:
+        await app.tick()
+        await pilot.press("t")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 40), run_before=before)

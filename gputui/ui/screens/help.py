@@ -14,7 +14,7 @@ from textual.widgets import Static
 
 # Keys that are not app bindings but still work, and what they do.
 EXTRA_KEYS: tuple[tuple[str, str], ...] = (
-    ("esc", "back from the detail view; close the filter, this help"),
+    ("esc", "back from the detail and topology views; close the filter, this help"),
     ("tab / up / down", "move between the GPU panels, the process table and the diagnostics pane"),
     ("click a column", "sort the process table by it (again: reverse)"),
 )
@@ -26,6 +26,7 @@ DESCRIPTIONS: dict[str, str] = {
     "faster": "shorter refresh interval (down to 0.25 s)",
     "toggle_diagnostics": "diagnostics pane: show and choose; again: hide",
     "detail": "detail view of the selected GPU: history charts",
+    "topo": "topology: NVLink and PCIe paths between the GPUs, P2P, NUMA node, CPUs near each; NVLink traffic",
     "filter": "filter the processes by user, PID or command",
     "sort": "sort the processes by the next column",
     "help": "this help",

@@ -1,0 +1,70 @@
+"""`gputui topo`: how the GPUs connect (NVLink, PCIe paths, P2P, NUMA), as `nvidia-smi topo -m` prints it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from gputui.commands import common
+from gputui.model import Snapshot
+from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("topo", help="print the GPU topology: NVLink, PCIe paths, P2P, NUMA node, CPU affinity")
+    common.add_source_options(parser)
+    parser.add_argument("--json", action="store_true", help="print JSON (system.topology as recordings hold it)")
+    parser.set_defaults(func=run)
+
+
+def take_snapshot(args: argparse.Namespace) -> Snapshot:
+    """One reading: the topology is read once when the source opens; links active come with the sample."""
+    source, _ = common.make_source(args)
+    try:
+        return source.sample()
+    finally:
+        source.close()
+
+
+def topo_to_dict(snapshot: Snapshot) -> dict[str, Any]:
+    from gputui.serialize import SCHEMA_VERSION, system_to_dict, topology_to_dict
+
+    topology = snapshot.system.topology
+    active = {gpu.index: gpu.nvlink_links_active for gpu in snapshot.gpus}
+    system = system_to_dict(snapshot.system)
+    del system["topology"]  # once, at the top level
+    nvlink = [
+        {
+            "index": info.index,
+            "links_active": active.get(info.index),
+            "links_total": info.nvlink_links_total,
+            "version": info.nvlink_version,
+        }
+        for info in snapshot.gpu_info
+    ]
+    return {
+        "schema": SCHEMA_VERSION,
+        "system": system,
+        "topology": None if topology is None else topology_to_dict(topology),
+        "nvlink": nvlink,
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        snapshot = take_snapshot(args)
+    except InvalidGpuSelection as exc:
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return common.EXIT_USAGE
+    except SourceUnavailable as exc:
+        return common.report_unavailable(exc)
+    if args.json:
+        json.dump(topo_to_dict(snapshot), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        from gputui.textview import print_topology
+
+        print_topology(snapshot)
+    return common.EXIT_OK
