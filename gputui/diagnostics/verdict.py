@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gputui.diagnostics.catalog import localize, text
-from gputui.diagnostics.findings import Evidence, Finding
+from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Window, ev, rounded
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
@@ -38,6 +38,7 @@ RANKED: tuple[str, ...] = (
 CLASSES: tuple[str, ...] = (*RANKED, "mixed", "unknown")
 BOUNDS: dict[str, str] = {rule.id: rule.bound for rule in ALL_RULES if rule.bound is not None}
 BOUNDS[NVML_UNAVAILABLE] = "degraded"
+SEVERITIES: dict[str, Severity] = {rule.id: rule.severity for rule in ALL_RULES}
 # Not a bound of its own (a quota the GPUs do not wait on bounds nothing), but when they starve it names why.
 _QUOTA_RULE = "cpu_throttled"
 
@@ -92,13 +93,13 @@ def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str
     classes: dict[int, str] = {}
     causes: dict[int, list[Finding]] = {}
     for index in everyone:
-        mine = [f for f in findings if f.rule in BOUNDS and (index in f.gpus or not f.gpus)]
+        util = window.mean(index, "utilization_gpu_pct")
+        mine = [f for f in findings if _bounds(f, index, util, th)]
         if mine:
             best = min(RANKED.index(BOUNDS[f.rule]) for f in mine)
             classes[index] = RANKED[best]
             causes[index] = [f for f in mine if RANKED.index(BOUNDS[f.rule]) == best]
             continue
-        util = window.mean(index, "utilization_gpu_pct")
         if util is not None:
             classes[index] = "idle" if util < th.idle_util_pct else "gpu_bound"
     if not classes:
@@ -114,6 +115,18 @@ def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str
     summary = text("verdict.separator", lang).join(f"{g.label} {g.short}" for g in groups)
     gpus = tuple(sorted(busy))
     return _make("mixed", gpus, {"groups": summary}, (), lang, now, groups=tuple(groups))
+
+
+def _bounds(finding: Finding, index: int, util: float | None, th: Thresholds) -> bool:
+    """Whether a finding argues for GPU `index`'s class. Not one its rule let down to a milder severity (P2P
+    that works but crosses sockets), and not `input_bound` for a GPU that is busy anyway (a rank on the far
+    socket that still keeps its GPU 90% busy is worth a finding, not the verdict)."""
+    cls = BOUNDS.get(finding.rule)
+    if cls is None or (finding.gpus and index not in finding.gpus):
+        return False
+    if finding.severity < SEVERITIES.get(finding.rule, finding.severity):
+        return False
+    return not (cls == "input_bound" and util is not None and util >= th.verdict_busy_util_pct)
 
 
 def _group(

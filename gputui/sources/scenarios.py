@@ -299,7 +299,7 @@ def _numa(stage: Stage, t: float) -> Scene:
     jobs = list(stage.ranks(_TRAIN, 61.0))
     jobs[first] = replace(jobs[first], cpus_allowed=tuple(far), last_cpu=far[3])
     busy = stage.busy()
-    busy[first] = GpuPlan(util=86.0, util_swing=4.0)
+    busy[first] = GpuPlan(util=76.0, util_swing=3.0)
     return Scene(busy, tuple(jobs), HostPlan())
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from gputui.diagnostics.engine import DiagnosticsEngine, unavailable_finding
+from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.rules.base import Window
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.diagnostics.verdict import CLASSES, Verdict, VerdictTracker, judge, verdict_to_dict
@@ -104,3 +105,23 @@ def test_json_shape_and_chinese_words() -> None:
     for snap in series(10, lambda i: {"gpus": [replace(gpu(), utilization_gpu_pct=0.0, processes=())]}):
         state = engine.update(snap)
     assert state.verdict is not None and state.verdict.line == "空闲：GPU 0 上没有任务"
+
+
+def _finding(rule: str, severity: Severity, gpus: tuple[int, ...] = (0,)) -> Finding:
+    return Finding(rule=rule, severity=severity, title=rule, advice="", gpus=gpus)
+
+
+def test_a_finding_let_down_to_info_does_not_make_the_verdict() -> None:
+    """p2p_unavailable's info variant (P2P works, the path crosses sockets) is worth a line, not the verdict."""
+    snaps = series(10, lambda i: {})
+    window = Window(snaps, TH.window_s)
+    assert judge(window, (_finding("p2p_unavailable", Severity.INFO),), TH).cls == "gpu_bound"
+    assert judge(window, (_finding("p2p_unavailable", Severity.WARNING),), TH).cls == "interconnect"
+
+
+def test_a_busy_gpu_is_not_input_bound_whatever_its_rank_runs_on() -> None:
+    far = (_finding("numa_mismatch", Severity.WARNING),)
+    busy = Window(series(10, lambda i: {}), TH.window_s)
+    waiting = Window(series(10, lambda i: {"gpus": [gpu(utilization_gpu_pct=70.0)]}), TH.window_s)
+    assert judge(busy, far, TH).cls == "gpu_bound"
+    assert judge(waiting, far, TH).cls == "input_bound"

@@ -130,18 +130,26 @@ def _rise(series: list[GpuSample], field: str) -> int | None:
 
 
 def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
+    """A rank fed from the other socket. A process that drives GPUs on both sockets (nn.DataParallel, one
+    process for the whole box) cannot sit near all of them: it is far only when it runs away from every one."""
     found = _topology(w)
     if found is None:
         return
     topo, place = found
+    near_of = {i: _near(topo, at) for i, at in place.items()}
+    holders: dict[int, set[int]] = {}
+    for g in w.gpus():
+        for pid in w.pids(g):
+            holders.setdefault(pid, set()).add(g.index)
     for g in w.gpus():
         at = place.get(g.index)
-        near = parse_cpus(topo.cpu_affinity[at]) if at is not None and at < len(topo.cpu_affinity) else None
+        near = near_of.get(g.index)
         if at is None or near is None:
             continue
-        near_set = frozenset(near)
         for pid in w.pids(g):
-            far = sum(1 for snap in w.snapshots if _runs_far(snap.host.process(pid), near_set))
+            reach = frozenset().union(*(near_of.get(i) or () for i in holders.get(pid, ())))
+            far = sum(1 for snap in w.snapshots if _runs_far(snap.host.process(pid), reach or near))
+            near_set = near
             if far / len(w.snapshots) < th.sustained_share:
                 continue
             proc = w.host.process(pid)
@@ -159,6 +167,12 @@ def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
                     ev("far_share", round(100.0 * far / len(w.snapshots), 1), "%", "share"),
                 ),
             )
+
+
+def _near(topo: Topology, at: int) -> frozenset[int] | None:
+    """The CPUs near the GPU at position `at` of the topology's tables; None when not reported."""
+    cpus = parse_cpus(topo.cpu_affinity[at]) if at < len(topo.cpu_affinity) else None
+    return frozenset(cpus) if cpus is not None else None
 
 
 def _runs_far(proc: ProcSample | None, near: frozenset[int]) -> bool:
