@@ -21,6 +21,7 @@ FRAMES: tuple[tuple[str, str, int, tuple[int, int], tuple[str, ...]], ...] = (
     ("compact-8gpus-80x24", "healthy", 8, (80, 24), ()),
     ("detail", "powercap", 4, (120, 40), ("down", "enter")),
     ("launchbound", "launchbound", 4, (120, 40), ()),
+    ("topology", "nvlink", 8, (120, 40), ("t",)),
 )
 TICKS = 120  # two minutes of history at 1 s
 
