@@ -7,6 +7,10 @@ import sys
 
 import pytest
 
+from gputui.diagnostics.findings import Severity
+from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo, Topology
+from gputui.probes.findings import to_finding
+from gputui.probes.judge import peer_links
 from gputui.probes.protocol import Error, Progress, Result, parse_line
 from gputui.probes.reference import (
     PcieLink,
@@ -137,3 +141,28 @@ def test_the_worker_refuses_a_gpu_as_its_own_peer() -> None:
     final = parse_line(done.stdout.splitlines()[-1])
     assert done.returncode == EXIT_USAGE
     assert isinstance(final, Error) and final.code == "bad_args" and "is --gpu itself" in final.message
+
+
+def _box(matrix: tuple[tuple[str | None, ...], ...] | None) -> Snapshot:
+    infos = tuple(GpuInfo(index=i, name=H100, pcie_max_gen=5, pcie_max_width=16) for i in (0, 1, 2))
+    topology = Topology(matrix, (), (), ()) if matrix is not None else None
+    system = SystemInfo("box", "nvml", "550.54", "12.550", "12.4", 3, 32, "6.8", topology=topology)
+    gpus = tuple(GpuSample(index=i, timestamp=1.0, pcie_gen=1, pcie_width=16) for i in (0, 1, 2))
+    return Snapshot(1.0, system, infos, gpus, HostSample(1.0))
+
+
+def test_peer_links_read_the_topology_and_each_link() -> None:
+    matrix = (("X", "NV18", "SYS"), ("NV18", "X", "PIX"), ("SYS", "PIX", "X"))
+    links = peer_links(_box(matrix))
+    assert links.nvlinks == ((0, 1, 18),)
+    assert links.slower_pcie(1, 2) == PcieLink(1, 16, 5, 16)
+    assert peer_links(_box(None)).nvlinks == ()
+
+
+def test_a_p2p_result_is_a_finding_with_its_figures() -> None:
+    judged = judge_p2p([PeerCopy(0, 1, 11.0, False, H100, pcie=GEN4_X16)])
+    result = Result("p2p", f"cuda:0,1 {H100}", judged.ok, judged.figures, judged.verdict)
+    finding = to_finding(result, None, 5.0)
+    assert finding.rule == "probe_p2p" and finding.severity is Severity.WARNING
+    assert "P2P unavailable" in finding.title
+    assert {(e.label, e.unit) for e in finding.evidence} >= {("gpu0_to_gpu1_gb_s", "GB/s"), ("gpu0_to_gpu1_p2p", "")}
