@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
 import pytest
 
+from gputui.cli import main
 from gputui.diagnostics.findings import Severity
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo, Topology
 from gputui.probes.findings import to_finding
@@ -24,6 +26,8 @@ from gputui.probes.reference import (
 )
 from gputui.probes.runner import ProbeRequest, ProbeRunner
 from gputui.probes.worker import EXIT_USAGE
+from gputui.sources import nvml as nvml_source
+from gputui.sources.base import SourceUnavailable
 
 H100 = "NVIDIA H100 80GB HBM3"
 GEN4_X16 = PcieLink(4, 16, 4, 16)
@@ -166,3 +170,54 @@ def test_a_p2p_result_is_a_finding_with_its_figures() -> None:
     assert finding.rule == "probe_p2p" and finding.severity is Severity.WARNING
     assert "P2P unavailable" in finding.title
     assert {(e.label, e.unit) for e in finding.evidence} >= {("gpu0_to_gpu1_gb_s", "GB/s"), ("gpu0_to_gpu1_p2p", "")}
+
+
+@pytest.fixture
+def no_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unavailable() -> None:
+        raise SourceUnavailable("no NVIDIA driver (test)")
+
+    monkeypatch.setattr(nvml_source, "_import_pynvml", unavailable)
+
+
+@pytest.mark.usefixtures("no_driver")
+def test_cli_cpu_run_prints_the_protocol_result(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["probe", "p2p", "--gpu", "0", "--peer", "1", "--size-mb", "0.0625", "--json"]) == 0
+    captured = capsys.readouterr()
+    body = json.loads(captured.out)
+    assert body["probe"] == "p2p" and body["device"] == "cpu" and body["verdict"].startswith("cpu run")
+    assert body["details"] == ["64 KiB copies, median of 7 timed"]
+    assert "GPU 1 -> GPU 0 64 KiB" in captured.err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["probe", "p2p", "--gpu", "1"], "p2p: --gpu A needs --peer B (or neither, for every pair)"),
+        (["probe", "p2p", "--peer", "0"], "p2p: --peer 0 is --gpu itself; a peer copy needs two GPUs"),
+        (["probe", "p2p", "--gpu", "2", "--peer", "2"], "p2p: --peer 2 is --gpu itself; a peer copy needs two GPUs"),
+        (["probe", "pcie", "--peer", "1"], "--peer: only for the p2p probe"),
+        (["probe", "membw", "--peer", "1", "--size-mb", "8"], "--peer and --size-mb: only for the p2p probe"),
+        (
+            ["probe", "p2p", "--peer", "1", "--size-mb", "8", "--max-bytes", "8M"],
+            "p2p: --size-mb or --max-bytes, not both",
+        ),
+    ],
+)
+def test_cli_pair_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 2
+    assert capsys.readouterr().err == f"gputui: error: {message}\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["probe", "p2p", "--peer", "-1"], "not a GPU index: '-1'"),
+        (["probe", "p2p", "--size-mb", "0"], "must be greater than 0"),
+        (["probe", "p2p", "--size-mb", "big"], "not a size in MB: 'big'"),
+    ],
+)
+def test_cli_parse_errors(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2 and message in capsys.readouterr().err
