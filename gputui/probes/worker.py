@@ -462,6 +462,7 @@ def probe_p2p(torch: Any, args: argparse.Namespace) -> Result:
         size = min([size] + [int(torch.cuda.mem_get_info(gpu)[0]) // 4 for gpu in used])
     else:
         size = min(size, _host_available() // 4)
+    links: PeerLinks = args.peer_links
     copies: list[PeerCopy] = []
     for done, (a, b) in enumerate(pairs, start=1):
         where = (torch.device("cuda", a), torch.device("cuda", b)) if cuda else (torch.device("cpu"),) * 2
@@ -471,7 +472,6 @@ def probe_p2p(torch: Any, args: argparse.Namespace) -> Result:
         del src, dst
         p2p = bool(torch.cuda.can_device_access_peer(b, a)) if cuda else None
         name = str(torch.cuda.get_device_name(a)) if cuda else ""
-        links: PeerLinks = args.peer_links
         copies.append(PeerCopy(a, b, gb_s, p2p, name, links.between(a, b), links.slower_pcie(a, b)))
         emit(Progress("p2p", done / len(pairs), gb_s, "GB/s", f"GPU {a} -> GPU {b} {fmt_size(size)}"))
     sizes = f"{fmt_size(size)} copies, median of {reps} timed"

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+from types import SimpleNamespace
 
 import pytest
 
 from gputui.cli import main
 from gputui.diagnostics.findings import Severity
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo, Topology
+from gputui.probes import worker
 from gputui.probes.findings import to_finding
 from gputui.probes.judge import peer_links
 from gputui.probes.protocol import Error, Progress, Result, parse_line
@@ -221,3 +224,61 @@ def test_cli_parse_errors(argv: list[str], message: str, capsys: pytest.CaptureF
     with pytest.raises(SystemExit) as info:
         main(argv)
     assert info.value.code == 2 and message in capsys.readouterr().err
+
+
+class _FakeCuda:
+    """Two H100s joined by NVLink whose copies take 1 ms by the events' clock; GPU 1 cannot reach GPU 0 by P2P."""
+
+    class Event:
+        def __init__(self, enable_timing: bool) -> None:
+            self.at = 0.0
+
+        def record(self) -> None:
+            _FakeCuda.clock += 1.0
+            self.at = _FakeCuda.clock
+
+        def synchronize(self) -> None:
+            pass
+
+        def elapsed_time(self, end: _FakeCuda.Event) -> float:
+            return end.at - self.at  # 1 ms between start and end
+
+    clock = 0.0
+    is_available = staticmethod(lambda: True)
+    device_count = staticmethod(lambda: 2)
+    mem_get_info = staticmethod(lambda gpu: (80 << 30, 80 << 30))
+    synchronize = staticmethod(lambda device=None: None)
+    get_device_name = staticmethod(lambda gpu: H100)
+    can_device_access_peer = staticmethod(lambda dst, src: (src, dst) == (0, 1))
+    device = staticmethod(lambda where: contextlib.nullcontext())
+
+
+class _FakeTensor:
+    def __init__(self, device: object) -> None:
+        self.device = device
+
+    def copy_(self, src: _FakeTensor) -> None:
+        pass
+
+
+def test_the_cuda_path_judges_each_direction(capsys: pytest.CaptureFixture[str]) -> None:
+    """What a GPU box runs, with torch faked: the figures and verdict per direction (no two GPUs here)."""
+    fake = SimpleNamespace(
+        cuda=_FakeCuda,
+        uint8="uint8",
+        device=lambda *where: where,
+        ones=lambda size, dtype, device: _FakeTensor(device),
+        zeros=lambda size, dtype, device: _FakeTensor(device),
+    )
+    links = PeerLinks(((0, 1, 18),))
+    args = worker.build_parser(["p2p"]).parse_args(["p2p", "--peer-links", links.to_arg(), "--max-bytes", "256M"])
+    result = worker.probe_p2p(fake, args)
+    assert result.device == f"cuda:0,1 {H100}" and not result.ok
+    assert result.verdict == (
+        "GPU 0 -> GPU 1: 268 GB/s = 60% of NVLink 4 (450 GB/s), below 70%: links down or degraded "
+        "(see nvlink_down), or another job on the links; "
+        "GPU 1 -> GPU 0: 268 GB/s: peer copies go through host memory, P2P unavailable"
+    )
+    assert result.figures["gpu0_to_gpu1_p2p"] == 1.0 and result.figures["gpu1_to_gpu0_p2p"] == 0.0
+    assert result.figures["bytes"] == 256 * 1024**2
+    assert capsys.readouterr().out.count('"type":"progress"') == 2
