@@ -11,19 +11,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from gputui.argtypes import byte_size, gpu_index, matrix_size, positive_seconds
+from gputui.argtypes import byte_size, gpu_index, matrix_size, positive_mb, positive_seconds
 from gputui.commands import common
 from gputui.model import Snapshot
 from gputui.probes.protocol import PROBES, BadLine, Error, Final, Progress, Result, to_dict
-from gputui.probes.reference import DTYPES, PcieLink
+from gputui.probes.reference import DTYPES, PcieLink, PeerLinks
 
 EXIT_PROBE_FAILED = 5
+MIB = 1024**2
 
 EPILOG = """probes:
   pcie    host<->device copies, pinned and pageable, against the link's theoretical bandwidth
   stress  sustained matmul, TFLOP/s against the GPU's dense peak, every result checked against the first
   membw   device-to-device copy bandwidth against the memory's peak
   disk    sequential read of the files under --path (never writes), and whether the page cache served it
+  p2p     GPU-to-GPU copies, every pair both ways (or --gpu A --peer B), against NVLink or the PCIe link
 Without CUDA the probes run on the CPU with small sizes and say so (device: cpu).
 
 exit codes:
@@ -38,13 +40,15 @@ exit codes:
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "probe",
-        help="test the hardware now: PCIe, matmul stress, memory bandwidth, disk read",
+        help="test the hardware now: PCIe, matmul stress, memory bandwidth, disk read, GPU-to-GPU",
         description="Run one probe in a child process and print its progress and result.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("probe", choices=PROBES, help="which probe to run")
-    parser.add_argument("--gpu", type=gpu_index, default=0, metavar="N", help="GPU index (default 0)")
+    parser.add_argument("--gpu", type=gpu_index, default=None, metavar="N", help="GPU index (default 0)")
+    parser.add_argument("--peer", type=gpu_index, default=None, metavar="N", help="p2p: the other GPU of the pair")
+    parser.add_argument("--size-mb", type=positive_mb, default=None, metavar="N", help="p2p: copy size (default 256)")
     parser.add_argument(
         "--seconds", type=positive_seconds, default=None, metavar="S", help="stress length (default 30)"
     )
@@ -67,16 +71,15 @@ def register(sub: Any) -> None:
 
 
 class _Watcher:
-    """Samples one GPU through NVML in the runner's poll thread, so clocks and the link under load are known."""
+    """Samples GPUs through NVML in the runner's poll thread, so clocks and the link under load are known."""
 
-    def __init__(self, gpu: int) -> None:
+    def __init__(self, gpus: tuple[int, ...] | None) -> None:
         from gputui.sources.nvml import NvmlSource
 
-        self.gpu = gpu
         self.snapshots: list[Snapshot] = []
         self.stopped: str | None = None
         self._lock = threading.Lock()
-        self._source = NvmlSource(gpu_indices=(gpu,))
+        self._source = NvmlSource(gpu_indices=gpus)
         self._source.open()
         self.first = self._source.sample()
 
@@ -96,13 +99,17 @@ class _Watcher:
 
 
 def _open_watcher(args: argparse.Namespace) -> tuple[_Watcher | None, str]:
-    """The NVML watcher for GPU probes, or None with the reason (no driver here: the probe still runs)."""
+    """The NVML watcher for GPU probes, or None with the reason (no driver here: the probe still runs).
+    p2p reads every GPU it copies between, for the links joining them."""
     from gputui.sources.base import SourceUnavailable
 
     if args.probe == "disk" or args.cpu:
         return None, ""
+    gpus: tuple[int, ...] | None = (args.gpu or 0,)
+    if args.probe == "p2p":
+        gpus = None if args.peer is None else (args.gpu or 0, args.peer)
     try:
-        return _Watcher(args.gpu), ""
+        return _Watcher(gpus), ""
     except SourceUnavailable as exc:
         return None, f"not watched through NVML: {exc}"
 
@@ -135,26 +142,48 @@ def _print_result(final: Final, judgement_text: str | None) -> None:
     print(f"  result: {status}")
 
 
+def usage_problem(args: argparse.Namespace) -> str | None:
+    """What argparse cannot check alone: the p2p-only options, and a pair of two different GPUs."""
+    if args.probe != "p2p":
+        used = [flag for flag, value in (("--peer", args.peer), ("--size-mb", args.size_mb)) if value is not None]
+        return f"{' and '.join(used)}: only for the p2p probe" if used else None
+    if args.gpu is not None and args.peer is None:
+        return "p2p: --gpu A needs --peer B (or neither, for every pair)"
+    if args.peer is not None and args.peer == (args.gpu or 0):
+        return f"p2p: --peer {args.peer} is --gpu itself; a peer copy needs two GPUs"
+    if args.size_mb is not None and args.max_bytes is not None:
+        return "p2p: --size-mb or --max-bytes, not both"
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
-    from gputui.probes.judge import judge_run, link_under_load, pcie_link, rejudge_pcie
+    from gputui.probes.judge import judge_run, link_under_load, pcie_link, peer_links, rejudge_pcie
     from gputui.probes.runner import ProbeRequest, run_probe
     from gputui.sources.base import InvalidGpuSelection
 
+    problem = usage_problem(args)
+    if problem is not None:
+        print(f"gputui: error: {problem}", file=sys.stderr)
+        return common.EXIT_USAGE
+    gpu = args.gpu or 0
     try:
         watcher, note = _open_watcher(args)
     except InvalidGpuSelection as exc:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE
-    link: PcieLink | None = pcie_link(watcher.first, args.gpu) if watcher else None
+    link: PcieLink | None = pcie_link(watcher.first, gpu) if watcher else None
+    links: PeerLinks | None = peer_links(watcher.first) if watcher and args.probe == "p2p" else None
     request = ProbeRequest(
         probe=args.probe,
-        gpu=args.gpu,
+        gpu=gpu,
+        peer=args.peer,
+        peer_links=links,
         cpu=args.cpu,
         seconds=args.seconds,
         size=args.size,
         dtype=args.dtype,
         path=str(args.path) if args.path is not None else None,
-        max_bytes=args.max_bytes,
+        max_bytes=int(args.size_mb * MIB) if args.size_mb is not None else args.max_bytes,
         link=link,
     )
     progress_stream = sys.stderr if args.json else sys.stdout
@@ -164,17 +193,18 @@ def run(args: argparse.Namespace) -> int:
             request,
             timeout_s=args.timeout,
             on_update=lambda update: _print_update(update, progress_stream),
-            poll=watcher.poll if watcher else None,
+            poll=watcher.poll if watcher and args.probe != "p2p" else None,
         )
     finally:
         if watcher is not None:
             watcher.close()
     judgement = None
-    if isinstance(final, Result) and not final.on_cpu and watcher is not None:
+    # p2p loads two GPUs at a time: one GPU's clocks say little of it, so its run is not judged from readings.
+    if isinstance(final, Result) and not final.on_cpu and watcher is not None and final.probe != "p2p":
         if final.probe == "pcie":
-            final = rejudge_pcie(final, link_under_load(watcher.snapshots, args.gpu) or link)
+            final = rejudge_pcie(final, link_under_load(watcher.snapshots, gpu) or link)
         if final.probe != "disk":
-            judgement = judge_run(watcher.snapshots, args.gpu, started)
+            judgement = judge_run(watcher.snapshots, gpu, started)
             note = watcher.stopped or ""
     judgement_text = judgement.text if judgement else None
     if isinstance(final, Result) and not final.on_cpu and final.probe != "disk" and note:

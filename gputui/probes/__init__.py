@@ -1,4 +1,4 @@
-"""Hardware probes (pcie, stress, membw, disk), each run in a child process: worker.py is gputui's only
+"""Hardware probes (pcie, stress, membw, disk, p2p), each run in a child process: worker.py is gputui's only
 importer of torch, so a probe that crashes or hangs never takes the monitor with it.
 
 How the monitor drives one (all of it async, none of it blocking the event loop):

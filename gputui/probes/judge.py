@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from gputui.model import GpuSample, Snapshot
 from gputui.probes.protocol import Result
-from gputui.probes.reference import PcieLink, judge_pcie
+from gputui.probes.reference import PcieLink, PeerLinks, judge_pcie, nvlink_count
 
 # Clock event reasons worth naming when they begin during a run, with the words a user reads.
 _ONSET_LABELS: dict[str, str] = {
@@ -48,6 +48,20 @@ def pcie_link(snapshot: Snapshot, gpu: int) -> PcieLink | None:
         max_width=info.pcie_max_width if info else None,
     )
     return None if link == PcieLink() else link
+
+
+def peer_links(snapshot: Snapshot) -> PeerLinks:
+    """What the p2p verdict needs of a snapshot: the NV<n> pairs of its topology (when read) and each GPU's link."""
+    indices = [info.index for info in snapshot.gpu_info]
+    topology = snapshot.system.topology
+    nvlinks: list[tuple[int, int, int]] = []
+    for row, cells in enumerate(topology.matrix if topology else ()):
+        for column, cell in enumerate(cells):
+            count = nvlink_count(cell)
+            if count and row < column < len(indices):
+                nvlinks.append((indices[row], indices[column], count))
+    pcie = tuple((gpu, link) for gpu in indices if (link := pcie_link(snapshot, gpu)) is not None)
+    return PeerLinks(tuple(nvlinks), pcie)
 
 
 def link_under_load(snapshots: Iterable[Snapshot], gpu: int) -> PcieLink | None:

@@ -14,8 +14,8 @@ from typing import Any, Literal
 
 PROTOCOL_VERSION = 1
 
-ProbeName = Literal["pcie", "stress", "membw", "disk"]
-PROBES: tuple[ProbeName, ...] = ("pcie", "stress", "membw", "disk")
+ProbeName = Literal["pcie", "stress", "membw", "disk", "p2p"]
+PROBES: tuple[ProbeName, ...] = ("pcie", "stress", "membw", "disk", "p2p")
 
 # Why a probe gave no result; the UI words its hint from it (no_torch -> how to install torch).
 ErrorCode = Literal["no_torch", "bad_args", "failed", "crashed", "timeout", "cancelled"]

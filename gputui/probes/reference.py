@@ -8,6 +8,8 @@ come from NVIDIA's data sheets (V100, A100, H100, H200, L4) and the Ada Lovelace
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 # A measured figure below this fraction of its reference fails the probe's check. *Derived* (ours): published
@@ -193,3 +195,163 @@ def judge_pcie(h2d_gb_s: float, d2h_gb_s: float, link: PcieLink | None) -> PcieJ
         "d2h_pct_of_link": d2h.pct_of_link,
     }
     return PcieJudgement(h2d.ok and d2h.ok, f"{h2d.text}; {d2h.text}", figures)
+
+
+# NVLink per link and direction, and the links a full board has, by generation (FACTS.md "Interconnect"):
+# NVLink 3 (A100) 12 x 25 = 300 GB/s, NVLink 4 (H100/H200) 18 x 25 = 450, NVLink 5 (B200) 18 x 50 = 900.
+NVLINK_LINK_GB_S: dict[int, float] = {3: 25.0, 4: 25.0, 5: 50.0}
+NVLINK_FULL_LINKS: dict[int, int] = {3: 12, 4: 18, 5: 18}
+# GPU name tokens -> NVLink generation; the first match wins.
+_NVLINK_GENERATIONS: tuple[tuple[str, int], ...] = (("B200", 5), ("H200", 4), ("H100", 4), ("A100", 3))
+
+
+def nvlink_generation(name: str) -> int | None:
+    """The NVLink generation of a GPU by its name ("NVIDIA H100 80GB HBM3" -> 4), or None when not known to us."""
+    tokens = _tokens(name)
+    return next((gen for token, gen in _NVLINK_GENERATIONS if token in tokens), None)
+
+
+def nvlink_gb_s(gen: int | None, links: int | None = None) -> float | None:
+    """Per-direction theory of `links` NVLinks (all of a full board's when None); None for an unknown generation."""
+    if gen not in NVLINK_LINK_GB_S:
+        return None
+    count = NVLINK_FULL_LINKS[gen] if links is None else min(links, NVLINK_FULL_LINKS[gen])
+    return NVLINK_LINK_GB_S[gen] * count
+
+
+def nvlink_count(cell: str | None) -> int | None:
+    """The links of a topology matrix cell ("NV18" -> 18); None for a PCIe path, "X" or an unknown cell."""
+    if cell is None or not cell.startswith("NV") or not cell[2:].isdigit():
+        return None
+    return int(cell[2:])
+
+
+@dataclass(frozen=True, slots=True)
+class PeerLinks:
+    """What the monitor knows of the links between GPUs, for the p2p verdict; travels to the worker as JSON."""
+
+    nvlinks: tuple[tuple[int, int, int], ...] = ()  # (gpu, gpu, links) for NVLink-joined pairs, either order
+    pcie: tuple[tuple[int, PcieLink], ...] = ()
+
+    def between(self, a: int, b: int) -> int | None:
+        return next((n for x, y, n in self.nvlinks if {x, y} == {a, b}), None)
+
+    def slower_pcie(self, a: int, b: int) -> PcieLink | None:
+        """The link of the slower of two GPUs (a peer copy crosses both); the known one when only one is."""
+        links = [link for gpu, link in self.pcie if gpu in (a, b)]
+        return min(links, key=lambda link: link.max_gb_s or link.current_gb_s or float("inf"), default=None)
+
+    def to_arg(self) -> str:
+        pcie = [[gpu, link.gen, link.width, link.max_gen, link.max_width] for gpu, link in self.pcie]
+        return json.dumps({"nvlinks": [list(t) for t in self.nvlinks], "pcie": pcie}, separators=(",", ":"))
+
+    @classmethod
+    def from_arg(cls, text: str) -> PeerLinks:
+        """The worker's side of to_arg(); ValueError (argparse's "invalid value") for anything else."""
+        try:
+            body = json.loads(text)
+            nvlinks = tuple((int(a), int(b), int(n)) for a, b, n in body["nvlinks"])
+            pcie = tuple((int(gpu), PcieLink(*rest)) for gpu, *rest in body["pcie"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ValueError(f"not a link description: {text!r}") from exc
+        return cls(nvlinks, pcie)
+
+
+@dataclass(frozen=True, slots=True)
+class PeerCopy:
+    """One timed peer copy, src -> dst, with what the probe was told about the link between them."""
+
+    src: int
+    dst: int
+    gb_s: float
+    p2p: bool | None  # torch.cuda.can_device_access_peer(dst, src); None on a CPU run
+    gpu_name: str = ""  # the slower GPU's name, for its NVLink generation
+    nvlinks: int | None = None  # links joining the pair (the matrix's NV<n>); None when not NVLink or unknown
+    pcie: PcieLink | None = None  # the slower of the two GPUs' PCIe links
+
+
+@dataclass(frozen=True, slots=True)
+class PeerVerdict:
+    """One direction of one pair in words, and the figures that go with it."""
+
+    text: str
+    ok: bool
+    link_gb_s: float | None
+    pct_of_link: float | None
+
+
+def _peer_reference(copy: PeerCopy) -> tuple[str, float | None] | None:
+    """The link a peer copy is judged against, as (label, GB/s); None when nothing is known of it."""
+    if copy.nvlinks:
+        gen = nvlink_generation(copy.gpu_name)
+        if gen is None:
+            return f"NV{copy.nvlinks} (unknown NVLink generation for {copy.gpu_name or 'this GPU'})", None
+        full = copy.nvlinks >= NVLINK_FULL_LINKS[gen]
+        label = f"NVLink {gen}" if full else f"NVLink {gen} over {copy.nvlinks} links"
+        return label, nvlink_gb_s(gen, copy.nvlinks)
+    link = copy.pcie
+    if link is None:
+        return None
+    # The slot's best, not the gen read at idle: GPUs downshift an idle link and train it up for the copy.
+    if link.max_gb_s is not None:
+        return f"PCIe {link_label(link.max_gen, link.max_width)}", link.max_gb_s
+    if link.current_gb_s is not None:
+        return f"PCIe {link_label(link.gen, link.width)}", link.current_gb_s
+    return None
+
+
+def peer_verdict(copy: PeerCopy) -> PeerVerdict:
+    """E.g. "GPU 0 -> GPU 1: 362 GB/s = 80% of NVLink 4 (450 GB/s): as expected"."""
+    figure = f"GPU {copy.src} -> GPU {copy.dst}: {copy.gb_s:.0f} GB/s"
+    if copy.p2p is False:
+        return PeerVerdict(f"{figure}: peer copies go through host memory, P2P unavailable", False, None, None)
+    reference = _peer_reference(copy)
+    if reference is None:
+        return PeerVerdict(f"{figure}: link unknown, no theoretical comparison", True, None, None)
+    label, theory = reference
+    if theory is None:
+        return PeerVerdict(f"{figure} over {label}: no theoretical comparison", True, None, None)
+    pct = percent(copy.gb_s, theory)
+    against = f"{figure} = {pct:.0f}% of {label} ({theory:.0f} GB/s)"
+    if pct >= 100 * PASS_FRACTION:
+        return PeerVerdict(f"{against}: as expected", True, theory, pct)
+    why = (
+        "links down or degraded (see nvlink_down), or another job on the links"
+        if copy.nvlinks
+        else "a PCIe switch, the path across CPU sockets, or another job on the link"
+    )
+    return PeerVerdict(f"{against}, below {100 * PASS_FRACTION:.0f}%: {why}", False, theory, pct)
+
+
+@dataclass(frozen=True, slots=True)
+class PeerJudgement:
+    """All the directions of a p2p run judged: one verdict, figures per direction, a line per direction."""
+
+    ok: bool
+    verdict: str
+    figures: dict[str, float | None]
+    details: tuple[str, ...]
+
+
+def judge_p2p(copies: Sequence[PeerCopy]) -> PeerJudgement:
+    """One pair reads as both its sentences; more pairs as a count and the worst direction, each in details."""
+    judged = [(copy, peer_verdict(copy)) for copy in copies]
+    figures: dict[str, float | None] = {}
+    for copy, verdict in judged:
+        key = f"gpu{copy.src}_to_gpu{copy.dst}"
+        figures[f"{key}_gb_s"] = copy.gb_s
+        figures[f"{key}_link_gb_s"] = verdict.link_gb_s
+        figures[f"{key}_pct_of_link"] = verdict.pct_of_link
+        figures[f"{key}_p2p"] = None if copy.p2p is None else float(copy.p2p)
+    ok = all(verdict.ok for _, verdict in judged)
+    if len(judged) <= 2:
+        return PeerJudgement(ok, "; ".join(verdict.text for _, verdict in judged), figures, ())
+    failed = sum(not verdict.ok for _, verdict in judged)
+    # Worst first: a failed direction, then the lowest share of its link, then the lowest figure.
+    _, worst = min(judged, key=lambda cv: (cv[1].ok, cv[1].pct_of_link or float("inf"), cv[0].gb_s))
+    head = (
+        f"{failed} of {len(judged)} directions below the mark; worst: "
+        if failed
+        else f"all {len(judged)} directions as expected; slowest: "
+    )
+    return PeerJudgement(ok, head + worst.text, figures, tuple(verdict.text for _, verdict in judged))

@@ -30,12 +30,12 @@ from gputui.probes.protocol import (
     Result,
     parse_line,
 )
-from gputui.probes.reference import DTYPES, PcieLink
+from gputui.probes.reference import DTYPES, PcieLink, PeerLinks
 
 KILL_GRACE_S = 2.0
 # Importing torch and creating a CUDA context can take long on a cold machine (persistence mode off).
 STARTUP_ALLOWANCE_S = 90.0
-_DEFAULT_WORK_S: dict[ProbeName, float] = {"pcie": 120.0, "stress": 30.0, "membw": 60.0, "disk": 30.0}
+_DEFAULT_WORK_S: dict[ProbeName, float] = {"pcie": 120.0, "stress": 30.0, "membw": 60.0, "disk": 30.0, "p2p": 120.0}
 _STDERR_TAIL_LINES = 20
 _LINE_LIMIT = 1024**2
 
@@ -57,14 +57,18 @@ class ProbeRequest:
     max_bytes: int | None = None
     reps: int | None = None
     link: PcieLink | None = None  # the link as the monitor reads it, for the pcie verdict
+    peer: int | None = None  # p2p: the other GPU of the one pair; None for every pair
+    peer_links: PeerLinks | None = None  # p2p: NVLinks and PCIe links as the monitor reads them
 
     def __post_init__(self) -> None:
         if self.probe not in PROBES:
             raise ValueError(f"unknown probe {self.probe!r} (choose from {', '.join(PROBES)})")
         if self.dtype not in DTYPES:
             raise ValueError(f"unknown dtype {self.dtype!r} (choose from {', '.join(DTYPES)})")
-        if self.gpu < 0:
-            raise ValueError(f"GPU index must be 0 or more, not {self.gpu}")
+        if self.gpu < 0 or (self.peer is not None and self.peer < 0):
+            raise ValueError(f"GPU index must be 0 or more, not {min(self.gpu, self.peer or 0)}")
+        if self.peer == self.gpu:
+            raise ValueError(f"the peer must be another GPU than {self.gpu}")
         for name in ("seconds", "size", "max_bytes", "reps"):
             value = getattr(self, name)
             if value is not None and value <= 0:
@@ -80,6 +84,8 @@ class ProbeRequest:
             ("--path", self.path),
             ("--max-bytes", self.max_bytes),
             ("--reps", self.reps),
+            ("--peer", self.peer),
+            ("--peer-links", self.peer_links.to_arg() if self.peer_links else None),
         ):
             if value is not None:
                 args += [flag, str(value)]

@@ -35,7 +35,16 @@ from gputui.probes.protocol import (
     Result,
     to_line,
 )
-from gputui.probes.reference import DTYPES, PASS_FRACTION, PcieLink, gpu_peaks, judge_pcie
+from gputui.probes.reference import (
+    DTYPES,
+    PASS_FRACTION,
+    PcieLink,
+    PeerCopy,
+    PeerLinks,
+    gpu_peaks,
+    judge_p2p,
+    judge_pcie,
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -58,6 +67,8 @@ PCIE_MAX_GPU = GIB
 PCIE_MAX_CPU = 16 * MIB
 MEMBW_GPU = GIB
 MEMBW_CPU = 64 * MIB
+P2P_MAX_GPU = 256 * MIB
+P2P_MAX_CPU = MIB
 DEFAULT_REPS = 7
 
 
@@ -106,6 +117,8 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
     parser.add_argument("--link-width", type=int, default=None, help="pcie: the link's current width")
     parser.add_argument("--link-max-gen", type=int, default=None, help="pcie: the slot's max generation")
     parser.add_argument("--link-max-width", type=int, default=None, help="pcie: the slot's max width")
+    parser.add_argument("--peer", type=int, default=None, help="p2p: the other GPU (default: every pair)")
+    parser.add_argument("--peer-links", type=PeerLinks.from_arg, default=PeerLinks(), help="p2p: links, as JSON")
     parser.add_argument("--watch-stdin", action="store_true", help="exit when stdin closes (the parent died)")
     return parser
 
@@ -401,6 +414,79 @@ def probe_membw(dev: _Device, args: argparse.Namespace) -> Result:
     return Result("membw", dev.label, pct is None or pct >= 100 * PASS_FRACTION, figures, verdict, details)
 
 
+def _p2p_pairs(gpus: int, args: argparse.Namespace, cuda: bool) -> list[tuple[int, int]]:
+    """Both directions of --gpu/--peer, or every ordered pair of `gpus` devices."""
+    if args.peer is None:
+        return [(a, b) for a in range(gpus) for b in range(gpus) if a != b]
+    if args.peer == args.gpu:
+        raise UsageError(f"--peer {args.peer} is --gpu itself: a peer copy needs two GPUs")
+    for index in (args.gpu, args.peer):
+        if cuda and not 0 <= index < gpus:
+            raise UsageError(f"GPU {index}: this machine has {gpus} CUDA device(s)")
+    return [(args.gpu, args.peer), (args.peer, args.gpu)]
+
+
+def _time_peer(torch: Any, cuda: bool, dst: Any, src: Any, reps: int) -> float:
+    """Median seconds of one copy src -> dst; CUDA events on the source device's stream, where torch copies."""
+    dst.copy_(src)
+    if cuda:
+        torch.cuda.synchronize(src.device)
+        torch.cuda.synchronize(dst.device)
+    times: list[float] = []
+    for _ in range(reps):
+        if cuda:
+            with torch.cuda.device(src.device):
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
+                start.record()
+                dst.copy_(src)
+                end.record()
+                end.synchronize()
+            times.append(start.elapsed_time(end) / 1000.0)
+        else:
+            begin = time.perf_counter()
+            dst.copy_(src)
+            times.append(time.perf_counter() - begin)
+    return max(float(statistics.median(times)), 1e-9)
+
+
+def probe_p2p(torch: Any, args: argparse.Namespace) -> Result:
+    """GPU-to-GPU copies; without two CUDA devices the same loop on CPU tensors, labelled a cpu run."""
+    count = int(torch.cuda.device_count()) if torch.cuda.is_available() and not args.cpu else 0
+    cuda = count >= 2
+    pairs = _p2p_pairs(count if cuda else 2, args, cuda)
+    reps = args.reps or DEFAULT_REPS
+    size = args.max_bytes or (P2P_MAX_GPU if cuda else P2P_MAX_CPU)
+    if cuda:
+        used = {gpu for pair in pairs for gpu in pair}
+        size = min([size] + [int(torch.cuda.mem_get_info(gpu)[0]) // 4 for gpu in used])
+    else:
+        size = min(size, _host_available() // 4)
+    links: PeerLinks = args.peer_links
+    copies: list[PeerCopy] = []
+    for done, (a, b) in enumerate(pairs, start=1):
+        where = (torch.device("cuda", a), torch.device("cuda", b)) if cuda else (torch.device("cpu"),) * 2
+        src = torch.ones(size, dtype=torch.uint8, device=where[0])
+        dst = torch.zeros(size, dtype=torch.uint8, device=where[1])
+        gb_s = size / _time_peer(torch, cuda, dst, src, reps) / 1e9
+        del src, dst
+        p2p = bool(torch.cuda.can_device_access_peer(b, a)) if cuda else None
+        name = str(torch.cuda.get_device_name(a)) if cuda else ""
+        copies.append(PeerCopy(a, b, gb_s, p2p, name, links.between(a, b), links.slower_pcie(a, b)))
+        emit(Progress("p2p", done / len(pairs), gb_s, "GB/s", f"GPU {a} -> GPU {b} {fmt_size(size)}"))
+    sizes = f"{fmt_size(size)} copies, median of {reps} timed"
+    if not cuda:
+        best = max(copy.gb_s for copy in copies)
+        verdict = f"cpu run: not two CUDA devices, so this timed host memory copies ({best:.1f} GB/s), not a GPU link"
+        figures: dict[str, float | None] = {f"gpu{c.src}_to_gpu{c.dst}_gb_s": c.gb_s for c in copies}
+        return Result("p2p", "cpu", True, figures, verdict, (sizes,))
+    judged = judge_p2p(copies)
+    gpus = sorted({gpu for pair in pairs for gpu in pair})
+    device = f"cuda:{','.join(map(str, gpus))} {torch.cuda.get_device_name(gpus[0])}"
+    details = (*judged.details, f"{sizes} with CUDA events; judged against {100 * PASS_FRACTION:.0f}% of the link")
+    return Result("p2p", device, judged.ok, {**judged.figures, "bytes": float(size)}, judged.verdict, details)
+
+
 def probe_disk(args: argparse.Namespace) -> Result:
     seconds = args.seconds or disk.DEFAULT_SECONDS
     budget = args.max_bytes or disk.DEFAULT_MAX_BYTES
@@ -454,6 +540,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             torch = _import_torch()
         except ImportError as exc:
             return _fail(probe, "no_torch", f"the {probe} probe needs torch ({exc}): {INSTALL_HINT}", EXIT_NO_TORCH)
+        if probe == "p2p":  # two devices, not one: no _Device
+            emit(probe_p2p(torch, args))
+            return EXIT_OK
         emit(TORCH_PROBES[probe](_Device(torch, args.gpu, args.cpu), args))
     except (UsageError, disk.DiskProbeError) as exc:
         return _fail(probe, "bad_args", str(exc), EXIT_USAGE)

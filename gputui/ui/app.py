@@ -54,7 +54,7 @@ def terminal_fd() -> int | None:
     return None
 
 
-# The four probe keys share one footer entry ("s b m i Probe"), so the footer still fits 120 columns.
+# The five probe keys share one footer entry ("s b m i n Probe"), so the footer still fits 120 columns.
 PROBE_KEYS = Binding.Group("Probe")
 # Likewise the two views that cover the main one ("enter t Views"); `?` names each.
 VIEW_KEYS = Binding.Group("Views")
@@ -94,6 +94,7 @@ class GpuTuiApp(RecordReplayApp):
         Binding("b", "probe('pcie')", "PCIe probe", group=PROBE_KEYS),
         Binding("m", "probe('membw')", "Memory bandwidth probe", group=PROBE_KEYS),
         Binding("i", "probe('disk')", "Disk read probe", group=PROBE_KEYS),
+        Binding("n", "probe('p2p')", "GPU-to-GPU probe", group=PROBE_KEYS),
         Binding("x", "cancel_probe", "Stop"),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]

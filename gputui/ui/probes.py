@@ -20,7 +20,15 @@ from textual.notifications import SeverityLevel
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.model import Snapshot
 from gputui.probes.findings import to_finding
-from gputui.probes.judge import RunJudgement, judge_run, link_under_load, other_users, pcie_link, rejudge_pcie
+from gputui.probes.judge import (
+    RunJudgement,
+    judge_run,
+    link_under_load,
+    other_users,
+    pcie_link,
+    peer_links,
+    rejudge_pcie,
+)
 from gputui.probes.protocol import INSTALL_HINT, BadLine, Error, Final, Message, ProbeName, Progress, Result
 from gputui.probes.runner import KILL_GRACE_S, ProbeRequest, ProbeRunner
 from gputui.ui.screens.confirm_probe import ConfirmProbe
@@ -32,6 +40,8 @@ STRESS_DEFAULT_S = 30.0
 RESULT_OPEN_S = 60.0
 # The status line keeps showing how the last probe ended for this long.
 RESULT_SHOWN_S = 30.0
+# Probes that load more than the selected GPU: no GPU of theirs to judge the run by.
+_NOT_ONE_GPU = ("disk", "p2p")
 # Snapshots kept for judging a run: an hour at 1 s, enough for any probe within its timeout.
 MAX_RUN_SNAPSHOTS = 3600
 CPU_RUN = "CPU RUN"
@@ -65,7 +75,7 @@ def result_finding(
 ) -> Finding:
     """The finding for a finished run: judged against the snapshots taken during it when it used a GPU."""
     judgement: RunJudgement | None = None
-    if isinstance(final, Result) and not final.on_cpu and final.probe != "disk" and gpu is not None:
+    if isinstance(final, Result) and not final.on_cpu and final.probe not in _NOT_ONE_GPU and gpu is not None:
         if final.probe == "pcie":
             final = rejudge_pcie(final, link_under_load(snapshots, gpu))
         if started_at is not None:
@@ -149,6 +159,9 @@ class ProbeController:
         if latest is None:  # who else uses the GPU is not known yet
             self.host.notify("no reading of the GPUs yet: try again in a moment")
             return
+        if probe == "p2p":
+            self._ask_p2p(latest)
+            return
         request = ProbeRequest(probe, gpu=gpu, link=pcie_link(latest, gpu))
         others = other_users(latest, gpu, (os.getpid(),))
         if not others:
@@ -159,6 +172,19 @@ class ProbeController:
             f"a {probe} probe would slow them down."
         )
         self._ask(request, ConfirmProbe(title, describe_users(latest, others)))
+
+    def _ask_p2p(self, latest: Snapshot) -> None:
+        """Always asked: every pair of GPUs gets copies, so the question names who all of them would slow."""
+        count = len(latest.gpu_info)
+        others = sorted({pid for info in latest.gpu_info for pid in other_users(latest, info.index, (os.getpid(),))})
+        title = (
+            f"GPU-to-GPU probe: peer copies between every pair of the {count} GPUs, "
+            f"{count * (count - 1)} directions; their links and memory are busy meanwhile."
+        )
+        if others:
+            title += f" Used by {len(others)} other process{'es' if len(others) > 1 else ''}:"
+        request = ProbeRequest("p2p", peer_links=peer_links(latest))
+        self._ask(request, ConfirmProbe(title, describe_users(latest, tuple(others))))
 
     def _ask(self, request: ProbeRequest, screen: ConfirmProbe) -> None:
         self._asking = True
@@ -174,7 +200,7 @@ class ProbeController:
         request = self.adjust(request)
         runner = ProbeRunner(request, env=self.env, kill_grace_s=self.kill_grace_s)
         self.runner = runner
-        self._gpu = None if request.probe == "disk" else request.gpu
+        self._gpu = None if request.probe in _NOT_ONE_GPU else request.gpu
         self._snapshots.clear()
         latest = self.host.latest_snapshot()
         if latest is not None:

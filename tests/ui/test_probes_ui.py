@@ -88,7 +88,7 @@ def test_progress_reads_as_seconds_for_stress_and_percent_otherwise() -> None:
 def test_the_help_lists_the_probe_keys() -> None:
     table = key_table(GpuTuiApp.BINDINGS)
     keys = [str(cell) for cell in table.columns[0].cells]
-    for key in ("s", "b", "m", "i", "x"):
+    for key in ("s", "b", "m", "i", "n", "x"):
         assert key in keys
     assert "cancel the running probe" in [str(cell) for cell in table.columns[1].cells]
 
@@ -173,6 +173,27 @@ async def test_a_gpu_with_another_users_process_asks_first(clock: Clock) -> None
         assert app.probes.runner.request.probe == "pcie" and app.probes.runner.request.gpu == 0
         await pilot.press("x")
         await probe_done(app, within_s=5.0)
+
+
+async def test_n_asks_first_then_runs_p2p_on_the_cpu_labelled(clock: Clock) -> None:
+    """The p2p probe loads every GPU, so `n` always asks, even with nobody else on them."""
+    app = probe_app(clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.press("n")
+        screen = app.screen
+        assert isinstance(screen, ConfirmProbe) and screen.lines == ()
+        assert "every pair of the 2 GPUs, 2 directions" in str(screen.query_one("#confirm-probe-title").render())
+        await pilot.press("n")
+        assert not isinstance(app.screen, ConfirmProbe) and not app.probes.running
+        await pilot.press("n")
+        await pilot.press("y")
+        assert app.probes.runner is not None and app.probes.runner.request.probe == "p2p"
+        assert app.probes.runner.request.peer is None
+        await probe_done(app)
+        finding = app.probes.last
+        assert finding is not None and finding.rule == "probe_p2p" and finding.gpus == ()
+        assert finding.title.startswith("CPU RUN: p2p probe on cpu: cpu run: not two CUDA devices"), finding.title
 
 
 async def test_a_gpu_probe_waits_for_the_first_reading(clock: Clock) -> None:

@@ -42,6 +42,7 @@ DESCRIPTIONS: dict[str, str] = {
     "probe('pcie')": "PCIe probe: host<->device copy bandwidth against what the link can carry",
     "probe('membw')": "memory bandwidth probe: device-to-device copies against the peak",
     "probe('disk')": "disk read probe: sequential read of a directory (asks which), never writes",
+    "probe('p2p')": "GPU-to-GPU probe: peer copies between every pair, against NVLink or the PCIe link (asks first)",
     "cancel_probe": "cancel the running probe",
 }
 
