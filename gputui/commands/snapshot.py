@@ -6,6 +6,7 @@ import argparse
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from gputui.commands import common
@@ -34,14 +35,22 @@ def take_snapshot(args: argparse.Namespace) -> Snapshot:
         source.close()
 
 
-def run(args: argparse.Namespace) -> int:
+def read_one(args: argparse.Namespace, take: Callable[[argparse.Namespace], Snapshot] | None = None) -> Snapshot | int:
+    """One reading as the options ask (by `take`, default `take_snapshot`), or the exit code once the reason
+    there is none has been printed."""
     try:
-        snapshot = take_snapshot(args)
+        return (take or take_snapshot)(args)
     except InvalidGpuSelection as exc:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE
     except SourceUnavailable as exc:
         return common.report_unavailable(exc)
+
+
+def run(args: argparse.Namespace) -> int:
+    snapshot = read_one(args)
+    if isinstance(snapshot, int):
+        return snapshot
     if args.json:
         from gputui.serialize import snapshot_to_dict
 

@@ -8,8 +8,8 @@ import sys
 from typing import Any
 
 from gputui.commands import common
+from gputui.commands.snapshot import read_one
 from gputui.model import Snapshot
-from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 
 
 def register(sub: Any) -> None:
@@ -53,13 +53,9 @@ def topo_to_dict(snapshot: Snapshot) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        snapshot = take_snapshot(args)
-    except InvalidGpuSelection as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
-    except SourceUnavailable as exc:
-        return common.report_unavailable(exc)
+    snapshot = read_one(args, take_snapshot)
+    if isinstance(snapshot, int):
+        return snapshot
     if args.json:
         json.dump(topo_to_dict(snapshot), sys.stdout, indent=2)
         sys.stdout.write("\n")

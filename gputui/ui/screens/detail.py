@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar
 
-from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widget import Widget
 
 from gputui import formatting as f
 from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, Snapshot
 from gputui.ui import text as t
-from gputui.ui.widgets.header import HeaderState, StatusHeader
+from gputui.ui.screens.cover import CoverScreen
+from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.lines import Line, LineView
 
 LABEL = "bright_black"
@@ -146,31 +143,15 @@ class DetailView(LineView):
         return [head, *body]
 
 
-class DetailScreen(Screen[None]):
+class DetailScreen(CoverScreen):
     """The same header as the main view (badges included), the charts, the footer."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
-
     def __init__(self, index: int, on_shown: Callable[[], None]) -> None:
-        super().__init__()
+        super().__init__(on_shown)
         self.index = index
-        self._shown = on_shown
 
-    def compose(self) -> ComposeResult:
-        yield StatusHeader(id="detail-header")
-        yield DetailView(self.index)
-        yield Footer()
-
-    def on_mount(self) -> None:
-        self._shown()
-
-    @property
-    def header(self) -> StatusHeader:
-        return self.query_one(StatusHeader)
-
-    def show_header(self, header: HeaderState) -> None:
-        self.header.show(header)
-        self.header.styles.height = self.header.line_count(self.size.width)
+    def body(self) -> Widget:
+        return DetailView(self.index)
 
     def show(self, history: History, snapshot: Snapshot, header: HeaderState) -> None:
         self.show_header(header)

@@ -6,18 +6,15 @@ cells. Pair cells are coloured by how fast the path is, so a slow pair in a fast
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import ClassVar
+from collections.abc import Sequence
 
-from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
-from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widget import Widget
 
 from gputui import formatting as f
 from gputui import topology as topo
 from gputui.model import GpuSample, Snapshot, Topology
-from gputui.ui.widgets.header import HeaderState, StatusHeader
+from gputui.ui.screens.cover import CoverScreen
+from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"
@@ -150,30 +147,11 @@ class TopoView(LineView):
         return lines
 
 
-class TopoScreen(Screen[None]):
+class TopoScreen(CoverScreen):
     """The same header as the main view (badges included), the topology, the footer."""
 
-    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]
-
-    def __init__(self, on_shown: Callable[[], None]) -> None:
-        super().__init__()
-        self._shown = on_shown
-
-    def compose(self) -> ComposeResult:
-        yield StatusHeader(id="topo-header")
-        yield TopoView()
-        yield Footer()
-
-    def on_mount(self) -> None:
-        self._shown()
-
-    @property
-    def header(self) -> StatusHeader:
-        return self.query_one(StatusHeader)
-
-    def show_header(self, header: HeaderState) -> None:
-        self.header.show(header)
-        self.header.styles.height = self.header.line_count(self.size.width)
+    def body(self) -> Widget:
+        return TopoView()
 
     def show(self, snapshot: Snapshot, header: HeaderState) -> None:
         self.show_header(header)
