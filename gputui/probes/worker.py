@@ -9,6 +9,7 @@ that watched us went away.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import statistics
@@ -188,21 +189,31 @@ class _Device:
         """Median seconds of one copy over `reps` timed repetitions, after one untimed warm-up."""
         dst.copy_(src, non_blocking=non_blocking)
         self.sync()
-        times: list[float] = []
-        for _ in range(reps):
-            if self.cuda:
-                start = self.torch.cuda.Event(enable_timing=True)
-                end = self.torch.cuda.Event(enable_timing=True)
+        return median_copy_seconds(self.torch, self.cuda, dst, src, reps, non_blocking=non_blocking)
+
+
+def median_copy_seconds(
+    torch: Any, cuda: bool, dst: Any, src: Any, reps: int, *, non_blocking: bool = False, stream_of: Any = None
+) -> float:
+    """Median seconds of `dst.copy_(src)` over `reps` repetitions (the caller warms up first): CUDA events on
+    the stream of `stream_of`'s device (default: the current one), where torch runs the copy; the wall clock on
+    the CPU."""
+    times: list[float] = []
+    for _ in range(reps):
+        if cuda:
+            with torch.cuda.device(stream_of) if stream_of is not None else contextlib.nullcontext():
+                start = torch.cuda.Event(enable_timing=True)
+                end = torch.cuda.Event(enable_timing=True)
                 start.record()
                 dst.copy_(src, non_blocking=non_blocking)
                 end.record()
                 end.synchronize()
-                times.append(start.elapsed_time(end) / 1000.0)
-            else:
-                begin = time.perf_counter()
-                dst.copy_(src)
-                times.append(time.perf_counter() - begin)
-        return max(float(statistics.median(times)), 1e-9)
+            times.append(start.elapsed_time(end) / 1000.0)
+        else:
+            begin = time.perf_counter()
+            dst.copy_(src)
+            times.append(time.perf_counter() - begin)
+    return max(float(statistics.median(times)), 1e-9)
 
 
 def _sizes(largest: int, smallest: int) -> list[int]:
@@ -432,22 +443,7 @@ def _time_peer(torch: Any, cuda: bool, dst: Any, src: Any, reps: int) -> float:
     if cuda:
         torch.cuda.synchronize(src.device)
         torch.cuda.synchronize(dst.device)
-    times: list[float] = []
-    for _ in range(reps):
-        if cuda:
-            with torch.cuda.device(src.device):
-                start = torch.cuda.Event(enable_timing=True)
-                end = torch.cuda.Event(enable_timing=True)
-                start.record()
-                dst.copy_(src)
-                end.record()
-                end.synchronize()
-            times.append(start.elapsed_time(end) / 1000.0)
-        else:
-            begin = time.perf_counter()
-            dst.copy_(src)
-            times.append(time.perf_counter() - begin)
-    return max(float(statistics.median(times)), 1e-9)
+    return median_copy_seconds(torch, cuda, dst, src, reps, stream_of=src.device)
 
 
 def probe_p2p(torch: Any, args: argparse.Namespace) -> Result:

@@ -257,7 +257,7 @@ class _FakeTensor:
     def __init__(self, device: object) -> None:
         self.device = device
 
-    def copy_(self, src: _FakeTensor) -> None:
+    def copy_(self, src: _FakeTensor, non_blocking: bool = False) -> None:
         pass
 
 
