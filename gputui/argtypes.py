@@ -7,6 +7,7 @@ decimal, as `dd` and data sheets use them.
 from __future__ import annotations
 
 import argparse
+import math
 import re
 from collections.abc import Callable
 from typing import TypeVar
@@ -42,6 +43,8 @@ def positive(convert: Callable[[str], N], what: str, example: str = "") -> Calla
             value = convert(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"not {what}: {text!r}{hint}") from None
+        if value != value or value in (math.inf, -math.inf):  # float("nan") and "inf" parse, and mean nothing here
+            raise argparse.ArgumentTypeError(f"not {what}: {text!r}{hint}")
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be greater than 0: {text!r}")
         return value
