@@ -120,9 +120,13 @@ def _group_dir(root: Path, mount: _Mount, group: str) -> Path | None:
     return path if path.is_dir() else (base if base.is_dir() else None)
 
 
-def locate(root: Path = Path("/")) -> CgroupDirs:
-    """Where this process's cgroup files are; version None when /proc/self/cgroup cannot be read."""
-    groups = _groups(read_text(root / "proc/self/cgroup"))
+def locate(root: Path = Path("/"), groups_text: str | None = None) -> CgroupDirs:
+    """Where this process's cgroup files are; version None when /proc/self/cgroup cannot be read.
+
+    `groups_text` is that file's text when the caller has read it already."""
+    if groups_text is None:
+        groups_text = read_text(root / "proc/self/cgroup")
+    groups = _groups(groups_text)
     if not groups:
         return CgroupDirs(None)
     mounts = _mounts(read_text(root / "proc/self/mountinfo"))
@@ -219,9 +223,10 @@ class Cgroup:
 
 
 def read_cgroup(root: Path = Path("/")) -> Cgroup:
-    dirs = locate(root)
+    groups_text = read_text(root / "proc/self/cgroup")
+    dirs = locate(root, groups_text)
     cores, binding = _quota(dirs)
-    runtime, recognised_by = _runtime(root, read_text(root / "proc/self/cgroup"))
+    runtime, recognised_by = _runtime(root, groups_text)
     info = ContainerInfo(
         runtime=runtime,
         recognised_by=recognised_by,
