@@ -30,7 +30,7 @@ from gputui.diagnostics.rules.software import cuda_mismatch, parse_cuda
 from gputui.diagnostics.rules.starvation import cpu_contention, starvation_cpu, starvation_io, starvation_net
 from gputui.diagnostics.rules.thermal import thermal_margin, thermal_throttle
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.model import GpuProcess, GpuSample, Snapshot
+from gputui.model import ContainerInfo, GpuProcess, GpuSample, Snapshot
 from tests.diagnostics.builders import GIB, SYSTEM, gpu, host, info, proc, series
 
 TH = Thresholds()
@@ -308,6 +308,18 @@ def test_cpu_contention_when_others_fill_the_cpus() -> None:
     assert hit.severity is None  # the rule's own: info
     own = host([proc(cpu_pct=760.0)], cpu_pct_per_core=(96.0,) * 8)
     assert run(cpu_contention, steady(gpus=[starved()], host_sample=own)) == []
+
+
+def test_cpu_contention_inside_a_cpuset_looks_only_at_its_cpus() -> None:
+    """A container pinned to CPUs 0-3 of 8: a host busy on 4-7 takes nothing from it; busy on 0-3, it does."""
+    pinned = replace(SYSTEM, container=ContainerInfo("docker", "/.dockerenv", 2, cpuset_cpus=(0, 1, 2, 3)))
+    elsewhere = host([proc(cpu_pct=50.0)], cpu_pct_per_core=(20.0,) * 4 + (100.0,) * 4)
+    snaps = series(10, lambda i: {"gpus": [starved()], "host_sample": elsewhere, "system": pinned})
+    assert run(cpu_contention, snaps) == []
+    mine = host([proc(cpu_pct=50.0)], cpu_pct_per_core=(98.0,) * 4 + (5.0,) * 4)
+    snaps = series(10, lambda i: {"gpus": [starved()], "host_sample": mine, "system": pinned})
+    [hit] = run(cpu_contention, snaps)
+    assert dict((e.key, e.value) for e in hit.evidence)["host_cpu"] == 98.0
 
 
 # -- sharing -----------------------------------------------------------------------------------------------

@@ -180,9 +180,10 @@ def starvation_net(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 def cpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
-    """The host's CPUs are saturated and most of that is not the GPU jobs' own main processes."""
-    host_cpu = w.host_mean("cpu_pct")
-    cores = len(w.host.cpu_pct_per_core)
+    """The CPUs the job may run on are saturated and most of that is not the GPU jobs' own main processes.
+
+    Inside a cgroup with a cpuset those are the cpuset's CPUs: a host busy elsewhere takes nothing from it."""
+    host_cpu, cores = _usable_cpu(w)
     if host_cpu is None or not cores or host_cpu < th.host_cpu_saturated_pct:
         return
     used = host_cpu * cores  # in % of one core
@@ -202,6 +203,25 @@ def cpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
                 ev("others_cpu", round(others / cores, 1), "%", "mean"),
             ),
         )
+
+
+def _usable_cpu(w: Window) -> tuple[float | None, int]:
+    """Mean busy % over the window of the CPUs this machine's jobs may use, and how many there are."""
+    limits = w.latest.system.container
+    cpuset = limits.cpuset_cpus if limits is not None else None
+    cores = len(w.host.cpu_pct_per_core)
+    if not cpuset or len(cpuset) >= cores:
+        return w.host_mean("cpu_pct"), cores
+
+    def busy() -> float | None:
+        readings = [
+            sum(per_core[c] for c in cpuset if c < len(per_core)) / len(cpuset)
+            for per_core in (snap.host.cpu_pct_per_core for snap in w.snapshots)
+            if per_core
+        ]
+        return sum(readings) / len(readings) if readings else None
+
+    return w.shared("cpuset_cpu", busy), len(cpuset)
 
 
 RULES: tuple[Rule, ...] = (
