@@ -232,6 +232,8 @@ HOST_FIELDS: tuple[MetricField, ...] = (
     ),
 )
 
+CONTAINER_MEMORY_LIMIT_METRIC = "gputui_container_memory_limit_bytes"
+
 # The cgroup gputui runs in (HostSample.container) and pressure stall information (HostSample.psi); shares are
 # exported as 0-1 ratios, as Prometheus names them. PSI has no "cpu full" here: the model does not read it.
 CONTAINER_FIELDS: tuple[MetricField, ...] = (
@@ -241,7 +243,7 @@ CONTAINER_FIELDS: tuple[MetricField, ...] = (
         "Share of CFS periods in which the cgroup's CPU quota ran out (0-1).",
         scale=0.01,
     ),
-    _field("gputui_container_memory_limit_bytes", "memory_limit_bytes", "The cgroup's memory limit (bytes).", int),
+    _field(CONTAINER_MEMORY_LIMIT_METRIC, "memory_limit_bytes", "The cgroup's memory limit (bytes).", int),
     _field("gputui_container_memory_used_bytes", "memory_used_bytes", "Memory the cgroup uses (bytes).", int),
     _field(
         "gputui_container_oom_kills_total",

@@ -20,6 +20,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gputui import metric_schema as m
 from gputui.model import (
+    ContainerInfo,
     ContainerSample,
     GpuInfo,
     GpuProcess,
@@ -191,12 +192,28 @@ class _Reader:
             scenario=info_labels.get("scenario") or None,
             fallback_reason=info_labels.get("fallback_reason") or None,
             remote_source=_source_kind(info_labels.get("source")),
+            container=self._limits(),
         )
         events: tuple[str, ...] = ()
         if self.value(m.UP_METRIC) == 0:
             events = (f"{hostname}: the exporter runs but cannot read its GPUs (gputui_up 0)",)
         return Snapshot(
             timestamp=timestamp, system=system, gpu_info=gpu_info, gpus=gpus, host=self._host(timestamp), events=events
+        )
+
+    def _limits(self) -> ContainerInfo | None:
+        """The exporter's cgroup limits, so the container rules judge the remote job against its quota, not
+        the host's cores; what the runtime is does not travel."""
+        quota = self.value(m.CONTAINER_QUOTA_METRIC)
+        memory = self.value(m.CONTAINER_MEMORY_LIMIT_METRIC)
+        if quota is None and memory is None:
+            return None
+        return ContainerInfo(
+            runtime=None,
+            recognised_by=None,
+            cgroup_version=None,
+            cpu_quota_cores=quota,
+            memory_limit_bytes=None if memory is None else int(memory),
         )
 
     def _gpu_labels(self) -> dict[int, Labels]:

@@ -16,7 +16,7 @@ from gputui.diagnostics.findings import Finding
 from gputui.export.metrics import ExportState
 from gputui.export.server import Exporter
 from gputui.metric_schema import HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL, HostnameLabel
-from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot
+from gputui.model import ContainerInfo, GpuInfo, GpuSample, HostSample, Snapshot
 from gputui.session.diagnose import new_diagnose
 from gputui.session.fleet import FleetPoller
 from gputui.session.sampling import Sampler
@@ -395,3 +395,16 @@ def test_fleet_keeps_showing_a_server_whose_diagnostics_break(served: tuple[Expo
     (state,) = poller.poll()
     poller.close()
     assert state.reachable and state.findings == ()
+
+
+def test_the_exporters_cgroup_limits_come_back_so_the_quota_rules_use_them() -> None:
+    limits = ContainerInfo("docker", "/.dockerenv", 2, cpu_quota_cores=8.0, memory_limit_bytes=64 << 30)
+    snapshot = make_snapshot(replace(SYSTEM, container=limits))
+    text = render(ExportState(system=snapshot.system, snapshot=snapshot))
+    read = parse_exposition(text, fallback_hostname="x:9400", now=0.0).system.container
+    assert read is not None and (read.cpu_quota_cores, read.memory_limit_bytes) == (8.0, 64 << 30)
+    assert read.cpu_limit == 8.0
+    bare = make_snapshot(replace(SYSTEM, container=None))
+    bare = replace(bare, host=replace(bare.host, container=None))
+    text = render(ExportState(system=bare.system, snapshot=bare))
+    assert parse_exposition(text, fallback_hostname="x:9400", now=0.0).system.container is None
