@@ -209,3 +209,20 @@ def test_real_device_handles_are_matched_by_the_address_they_hold() -> None:
 def test_wait_ms_must_be_positive() -> None:
     with pytest.raises(ValueError, match="wait_ms must be at least 1, not 0"):
         XidWatcher(FakeNvml([]), {}, wait_ms=0)
+
+
+def test_a_long_wait_does_not_hold_up_close_and_the_thread_cleans_up_after(sources: list[NvmlSource]) -> None:
+    """The monitor's XID thread waits seconds at a time: closing must not wait it out, nor shut NVML down under
+    it; the thread frees its set when its wait returns."""
+    nvml = FakeNvml([FakeGpu()])
+    host = HostSource(clock=lambda: 0.0, psutil_module=FakePsutil(), root=NO_PROC)
+    source = NvmlSource(nvml=nvml, host=host, clock=lambda: WALL, root=NO_PROC, xid_wait_ms=1500)
+    source.open()
+    watcher = watcher_of(source)
+    assert nvml.settle()
+    started = time.monotonic()
+    source.close()
+    assert time.monotonic() - started < 1.0
+    assert watcher.alive and nvml.shutdowns == 0  # NVML stays up beneath the waiting call
+    assert until(lambda: not watcher.alive, timeout=3.0)
+    assert nvml.event_sets[0].freed

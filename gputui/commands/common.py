@@ -91,13 +91,16 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
     add_record_options(parser)
 
 
-def make_source(args: argparse.Namespace, *, fallback_demo: bool = False) -> tuple[Source, SystemInfo]:
+def make_source(
+    args: argparse.Namespace, *, fallback_demo: bool = False, long_running: bool = False
+) -> tuple[Source, SystemInfo]:
     """The source the options ask for, opened, and what it reports of the machine.
 
     Raises SourceUnavailable when the driver cannot be read (unless `fallback_demo`), and
     InvalidGpuSelection when `--gpus` names a GPU that is not there.
     """
     from gputui.sources.nvml import NvmlSource
+    from gputui.sources.nvml_events import DEFAULT_WAIT_MS, LONG_WAIT_MS
     from gputui.sources.simulated import SimulatedSource
 
     gpus = getattr(args, "gpus", None)
@@ -106,7 +109,8 @@ def make_source(args: argparse.Namespace, *, fallback_demo: bool = False) -> tup
         board = getattr(args, "demo_gpu", DEFAULT_BOARD)
         source: Source = SimulatedSource(scenario=args.demo, gpu_count=count, gpu_indices=gpus, board=board)
         return source, source.open()
-    source = NvmlSource(gpu_indices=gpus)
+    # The monitor and the exporter run for days: their XID thread wakes every few seconds, not 5 times a second.
+    source = NvmlSource(gpu_indices=gpus, xid_wait_ms=LONG_WAIT_MS if long_running else DEFAULT_WAIT_MS)
     try:
         return source, source.open()
     except SourceUnavailable as exc:

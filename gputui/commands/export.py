@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
 
     logging.basicConfig(format="gputui: %(message)s", level=logging.WARNING)
     try:
-        source, system = common.make_source(args)
+        source, system = common.make_source(args, long_running=True)
     except InvalidGpuSelection as exc:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE

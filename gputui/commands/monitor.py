@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return common.EXIT_USAGE
     try:
-        source, system = common.make_source(args, fallback_demo=args.fallback_demo)
+        source, system = common.make_source(args, fallback_demo=args.fallback_demo, long_running=True)
     except SourceUnavailable as exc:
         return common.report_unavailable(exc)
     except ValueError as exc:  # InvalidGpuSelection, or a simulated machine with no GPU

@@ -28,7 +28,7 @@ from gputui.sources import procfs
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 from gputui.sources.host import HostSource
 from gputui.sources.nvml_efficiency import GpmReader, ProcessUtilization
-from gputui.sources.nvml_events import XidWatcher
+from gputui.sources.nvml_events import DEFAULT_WAIT_MS, XidWatcher
 from gputui.sources.nvml_topology import NvLinkCounters, NvLinkReader, read_topology, resolve_remotes
 from gputui.sources.process_join import ProcessJoin
 
@@ -59,6 +59,7 @@ INIT_ERRORS = {
     ),
 }
 NO_DEVICES = "the NVIDIA driver is running but reports no GPUs (check 'lspci | grep -i nvidia' and 'dmesg')"
+STOP_WAIT_S = 0.3  # how long close() waits for an XID thread in a long wait (a short one is waited out)
 LOST = "GPU is lost (fell off the bus): 'dmesg' shows the Xid; it needs a reset or a reboot"
 
 
@@ -213,6 +214,7 @@ class NvmlSource:
         slow_every: int = 5,
         watch_xid: bool = True,
         root: Path = Path("/"),
+        xid_wait_ms: int = DEFAULT_WAIT_MS,
     ):
         if slow_every < 1:
             raise ValueError(f"slow_every must be at least 1, not {slow_every}")
@@ -229,6 +231,7 @@ class NvmlSource:
         self._started = False
         self._tick = 0
         self._watch_xid = watch_xid
+        self._xid_wait_ms = xid_wait_ms
         self._watcher: XidWatcher | None = None
         self._xid_error_reported = False
 
@@ -279,7 +282,8 @@ class NvmlSource:
         self._host.open()
         self._tick = 0
         if self._watch_xid:
-            self._watcher = XidWatcher(n, {gpu.index: gpu.handle for gpu in self._gpus if gpu.lost is None})
+            handles = {gpu.index: gpu.handle for gpu in self._gpus if gpu.lost is None}
+            self._watcher = XidWatcher(n, handles, wait_ms=self._xid_wait_ms)
             self._xid_error_reported = False
             self._watcher.start()
         self._system = SystemInfo(
@@ -297,17 +301,23 @@ class NvmlSource:
         return self._system
 
     def close(self) -> None:
-        """Stop the XID thread first (it waits inside NVML), free GPM buffers, shut NVML down once, release the host."""
+        """Stop the XID thread first (it waits inside NVML), free GPM buffers, shut NVML down once, release the host.
+
+        An XID thread in a long wait gets STOP_WAIT_S to end; one still waiting is left to end by itself (it
+        frees its event set then), and NVML is left initialised under it: shutting the library down beneath a
+        waiting call is not safe, and a closing monitor should not hang for a wait that only times out."""
+        thread_ended = True
         if self._watcher is not None:
-            self._watcher.stop()
+            thread_ended = self._watcher.stop(STOP_WAIT_S if self._xid_wait_ms > DEFAULT_WAIT_MS else None)
             self._watcher = None
         for gpu in self._gpus:
             if gpu.gpm is not None:
                 gpu.gpm.close()
         if self._started and self._nvml is not None:
             self._started = False
-            with contextlib.suppress(self._nvml.NVMLError):
-                self._nvml.nvmlShutdown()
+            if thread_ended:
+                with contextlib.suppress(self._nvml.NVMLError):
+                    self._nvml.nvmlShutdown()
         if self._host is not None:
             self._host.close()
         self._gpus = []

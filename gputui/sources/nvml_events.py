@@ -1,8 +1,10 @@
 """XID errors from the NVIDIA driver, caught by a thread that waits on an NVML event set.
 
 An XID is an event, not a state: no query made at sampling time can see one that has passed. So one daemon
-thread blocks in nvmlEventSetWait_v2 with a short timeout (to notice `stop()` promptly; the driver's wait
-cannot be interrupted) and buffers the codes per GPU; the sampler takes them with `drain()` each tick.
+thread blocks in nvmlEventSetWait_v2 and buffers the codes per GPU; the sampler takes them with `drain()` each
+tick. An event ends the wait at once whatever its timeout, so the timeout only sets how often the thread wakes
+for nothing (each wake-up is a driver call and an exception) and how long `stop()` may take: a short-lived
+command keeps it short, the long-running monitor and exporter make it long and do not wait for the thread.
 A GPU that cannot report XIDs is skipped; an unexpected error ends the watch, is kept in `error`, and never
 reaches the sampler or the process.
 """
@@ -17,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 DEFAULT_WAIT_MS = 200
+LONG_WAIT_MS = 5000  # the monitor and the exporter: a wake-up every 5 s instead of 5 a second
 THREAD = "gputui-xid"  # the name py-spy and faulthandler show
 
 
@@ -66,11 +69,13 @@ class XidWatcher:
         self._thread = threading.Thread(target=self._run, args=(event_set, devices), name=THREAD, daemon=True)
         self._thread.start()
 
-    def stop(self) -> None:
-        """Ask the thread to end and wait for it (one wait timeout, plus slack); it frees the event set."""
+    def stop(self, timeout_s: float | None = None) -> bool:
+        """Ask the thread to end and wait for it, up to `timeout_s` (default: one wait, plus slack); True once it
+        has ended. It frees the event set itself, when its wait returns."""
         self._stopping.set()
         if self._thread is not None:
-            self._thread.join(self._wait_ms / 1000 + 1.0)
+            self._thread.join(self._wait_ms / 1000 + 1.0 if timeout_s is None else timeout_s)
+        return not self.alive
 
     def drain(self) -> dict[int, tuple[int, ...]]:
         """The XID codes seen per GPU since the last drain, oldest first; a swap under the lock."""
