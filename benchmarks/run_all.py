@@ -15,6 +15,7 @@ BENCHMARKS = (
     "bench_sampling.py",
     "bench_container.py",
     "bench_gpm.py",
+    "bench_xid.py",
     "bench_topology.py",
     "bench_simulated.py",
     "bench_diagnostics.py",
