@@ -21,7 +21,7 @@ from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
-from gputui.diagnostics.verdict import Verdict, VerdictTracker, judge
+from gputui.diagnostics.verdict import Verdict, VerdictTracker, classify
 from gputui.history import History
 from gputui.model import Snapshot
 
@@ -125,7 +125,7 @@ class DiagnosticsEngine:
         active.sort(key=lambda f: (-f.severity, f.started_at, f.rule, f.gpus))
         kept = [f for f, open_until in external if now >= open_until]
         closed = heapq.merge(kept, self._closed, key=lambda f: -(f.ended_at or f.started_at))
-        verdict = self._verdict.update(judge(window, active, th, self.lang), now)
+        verdict = self._verdict.update(classify(window, active, th, self.lang), now)
         return DiagnosticsState(active=tuple(active), closed=tuple(closed), verdict=verdict)
 
     def _observe(self, key: TrackKey, rule: Rule, hit: Hit, now: float) -> None:

@@ -12,7 +12,7 @@ flap it.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -79,16 +79,31 @@ def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
     return out
 
 
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """What bounds the job this instant, before it is put into words: the classes and their GPUs (`key`, what
+    the hysteresis compares) and how to word them. The words (means, sentences, evidence) are made only when
+    the verdict shown changes or is renewed, not on every tick."""
+
+    key: tuple[object, ...]
+    words: Callable[[], Verdict]
+
+
 def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Verdict:
-    """The verdict of this instant, before hysteresis."""
+    """The verdict of this instant in words, before hysteresis."""
+    return classify(window, findings, th, lang).words()
+
+
+def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Judgement:
+    """The verdict of this instant, before hysteresis and before words."""
     now = window.latest.timestamp
     span = now - window.snapshots[0].timestamp
     need = th.window_s / 2
     if any(f.rule == NVML_UNAVAILABLE for f in findings):
-        return unavailable_verdict(lang, now)
+        return Judgement(("degraded", (), ()), lambda: unavailable_verdict(lang, now))
     if span < need:
         seconds = max(1, math.ceil(need - span))
-        return _make("unknown", (), {"seconds": seconds}, (), lang, now)
+        return Judgement(("unknown", (), ()), lambda: _make("unknown", (), {"seconds": seconds}, (), lang, now))
     everyone = tuple(sample.index for sample in window.latest.gpus)
     classes: dict[int, str] = {}
     causes: dict[int, list[Finding]] = {}
@@ -103,18 +118,24 @@ def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str
         if util is not None:
             classes[index] = "idle" if util < th.idle_util_pct else "gpu_bound"
     if not classes:
-        return _make("unknown", (), {"seconds": 1}, (), lang, now)
+        return Judgement(("unknown", (), ()), lambda: _make("unknown", (), {"seconds": 1}, (), lang, now))
     busy = {i: c for i, c in classes.items() if c != "idle"} or classes
     order = sorted(set(busy.values()), key=RANKED.index)
-    groups = [
-        _group(window, th, cls, tuple(i for i in everyone if busy.get(i) == cls), causes, findings, everyone, lang)
-        for cls in order
-    ]
-    if len(groups) == 1:
-        return groups[0]
-    summary = text("verdict.separator", lang).join(f"{g.label} {g.short}" for g in groups)
-    gpus = tuple(sorted(busy))
-    return _make("mixed", gpus, {"groups": summary}, (), lang, now, groups=tuple(groups))
+    parts = tuple((cls, tuple(i for i in everyone if busy.get(i) == cls)) for cls in order)
+
+    def group(cls: str, gpus: tuple[int, ...]) -> Verdict:
+        return _group(window, th, cls, gpus, causes, findings, everyone, lang)
+
+    if len(parts) == 1:
+        cls, gpus = parts[0]
+        return Judgement((cls, gpus, ()), lambda: group(cls, gpus))
+
+    def mixed() -> Verdict:
+        groups = tuple(group(cls, gpus) for cls, gpus in parts)
+        summary = text("verdict.separator", lang).join(f"{g.label} {g.short}" for g in groups)
+        return _make("mixed", tuple(sorted(busy)), {"groups": summary}, (), lang, now, groups=groups)
+
+    return Judgement(("mixed", tuple(sorted(busy)), parts), mixed)
 
 
 def _bounds(finding: Finding, index: int, util: float | None, th: Thresholds) -> bool:
@@ -263,22 +284,24 @@ class VerdictTracker:
         self._worded = 0.0  # when the current verdict's words were last renewed
         self._pending: tuple[tuple[object, ...], float] | None = None
 
-    def update(self, candidate: Verdict, now: float) -> Verdict:
+    def update(self, candidate: Judgement, now: float) -> Verdict:
+        """The verdict to show after this instant's; `candidate` is put into words only when it is taken."""
         current = self._current
         if current is not None and candidate.key == current.key and current.cls != "unknown":
             self._pending = None
             if now - self._worded >= self.refresh_s:
-                current = self._take(replace(candidate, since=current.since), now)
+                current = self._take(replace(candidate.words(), since=current.since), now)
             return current
         if current is None or current.cls == "unknown":  # leaving `unknown` needs no holding: nothing to flap
             self._pending = None
+            taken = candidate.words()
             if current is not None and candidate.key == current.key:
-                candidate = replace(candidate, since=current.since)
-            return self._take(candidate, now)
+                taken = replace(taken, since=current.since)
+            return self._take(taken, now)
         if self._pending is None or self._pending[0] != candidate.key:
             self._pending = (candidate.key, now)
         if now - self._pending[1] >= self.hold_s:
-            current = self._take(replace(candidate, since=self._pending[1]), now)
+            current = self._take(replace(candidate.words(), since=self._pending[1]), now)
             self._pending = None
         return current
 

@@ -11,7 +11,7 @@ from gputui.diagnostics.engine import DiagnosticsEngine, unavailable_finding
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.rules.base import Window
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.diagnostics.verdict import CLASSES, Verdict, VerdictTracker, judge, verdict_to_dict
+from gputui.diagnostics.verdict import CLASSES, Judgement, Verdict, VerdictTracker, judge, verdict_to_dict
 from gputui.sources.scenarios import BY_NAME, SCENARIO_TABLE, TOUR
 from tests.diagnostics.builders import gpu, series
 from tests.diagnostics.test_scenarios import run_scenario
@@ -46,8 +46,9 @@ def test_until_half_a_window_is_in_the_verdict_says_when_it_will_know() -> None:
 def test_a_verdict_changes_only_after_the_new_one_holds() -> None:
     tracker = VerdictTracker(hold_s=3.0)
 
-    def verdict(cls: str, t: float) -> Verdict:
-        return Verdict(cls, cls, (0,), cls, cls, since=t)
+    def verdict(cls: str, t: float) -> Judgement:
+        said = Verdict(cls, cls, (0,), cls, cls, since=t)
+        return Judgement(said.key, lambda: said)
 
     assert tracker.update(verdict("gpu_bound", 0.0), 0.0).cls == "gpu_bound"
     assert tracker.update(verdict("throttled", 1.0), 1.0).cls == "gpu_bound"
@@ -61,13 +62,30 @@ def test_a_verdict_changes_only_after_the_new_one_holds() -> None:
 def test_a_standing_verdict_renews_its_words_every_ten_seconds_not_every_tick() -> None:
     tracker = VerdictTracker(hold_s=3.0)
 
-    def busy(pct: int, t: float) -> Verdict:
-        return Verdict("gpu_bound", "GPU-bound", (0,), f"{pct}% busy", f"GPU-bound: {pct}% busy", since=t)
+    def busy(pct: int, t: float) -> Judgement:
+        said = Verdict("gpu_bound", "GPU-bound", (0,), f"{pct}% busy", f"GPU-bound: {pct}% busy", since=t)
+        return Judgement(said.key, lambda: said)
 
     tracker.update(busy(95, 0.0), 0.0)
     assert tracker.update(busy(93, 4.0), 4.0).summary == "95% busy"  # the pane is not repainted for 2 points
     renewed = tracker.update(busy(91, 10.0), 10.0)
     assert (renewed.summary, renewed.since) == ("91% busy", 0.0)
+
+
+def test_the_words_are_made_only_when_the_verdict_shown_changes_or_is_renewed() -> None:
+    tracker = VerdictTracker(hold_s=3.0)
+    worded: list[float] = []
+
+    def standing(t: float) -> Judgement:
+        def words() -> Verdict:
+            worded.append(t)
+            return Verdict("gpu_bound", "GPU-bound", (0,), "busy", "GPU-bound: busy", since=t)
+
+        return Judgement(("gpu_bound", (0,), ()), words)
+
+    for t in range(12):
+        tracker.update(standing(float(t)), float(t))
+    assert worded == [0.0, 10.0]
 
 
 def test_idle_gpus_beside_a_busy_job_do_not_make_it_mixed() -> None:
