@@ -147,9 +147,8 @@ def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
         if at is None or near is None:
             continue
         for pid in w.pids(g):
-            reach = frozenset().union(*(near_of.get(i) or () for i in holders.get(pid, ())))
-            far = sum(1 for snap in w.snapshots if _runs_far(snap.host.process(pid), reach or near))
-            near_set = near
+            reach = frozenset().union(*(near_of.get(i) or () for i in holders[pid]))  # near included: pid holds g
+            far = sum(1 for snap in w.snapshots if _runs_far(snap.host.process(pid), reach))
             if far / len(w.snapshots) < th.sustained_share:
                 continue
             proc = w.host.process(pid)
@@ -163,7 +162,7 @@ def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
                 evidence=(
                     ev("gpu_cpus", topo.cpu_affinity[at], "", "static"),
                     ev("last_cpu", proc.last_cpu if proc is not None else None),
-                    ev("allowed_near", None if allowed is None else f"{len(near_set & set(allowed))}/{len(allowed)}"),
+                    ev("allowed_near", None if allowed is None else f"{len(near & set(allowed))}/{len(allowed)}"),
                     ev("far_share", round(100.0 * far / len(w.snapshots), 1), "%", "share"),
                 ),
             )
