@@ -273,6 +273,8 @@ class ProcSample:
     cpu_pct: float | None = None  # 100 = one full core
     threads: int | None = None
     children: int | None = None  # direct child processes: data-loader workers, mostly
+    # CPU of those children together over the last few ticks (100 = one core): whether the workers keep up.
+    workers_cpu_pct: float | None = None
     read_bytes_s: float | None = None
     rss_bytes: int | None = None
     state: str | None = None
