@@ -118,6 +118,11 @@ def text(key: str, lang: str = "en", **params: object) -> str:
     return template.format(**params) if params else template
 
 
+def has_text(key: str) -> bool:
+    """Whether `key` exists (in English, which every key has): for words that only some variants have."""
+    return key in _EN
+
+
 def localize(evidence: Evidence, lang: str, window_s: int) -> Evidence:
     """A rule's evidence (catalog keys) in words: the label and the window it was measured over."""
     label, window = _evidence_words(evidence.key, evidence.window, lang, window_s)

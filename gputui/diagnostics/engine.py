@@ -171,6 +171,7 @@ class DiagnosticsEngine:
             title=words.title,
             advice=words.advice,
             gpus=hit.gpus,
+            variant=hit.variant,
             pids=hit.pids,
             evidence=tuple(localize(e, lang, span) for e in hit.evidence),
             started_at=track.first_seen,

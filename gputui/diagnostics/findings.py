@@ -41,6 +41,7 @@ class Finding:
     title: str
     advice: str
     gpus: tuple[int, ...] = ()
+    variant: str = ""  # which of its rule's causes (`main_process`, `quota`...): a stable key, like `rule`
     pids: tuple[int, ...] = ()
     evidence: tuple[Evidence, ...] = field(default=())
     started_at: float = 0.0
@@ -63,6 +64,7 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
     """The JSON shape of `gputui diagnose --json` (and of recordings): keys as the issue names them."""
     return {
         "rule": finding.rule,
+        "variant": finding.variant,
         "severity": finding.severity.label,
         "gpus": list(finding.gpus),
         "pids": list(finding.pids),

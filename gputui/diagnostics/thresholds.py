@@ -25,12 +25,20 @@ class Thresholds:
     pcie_saturated_pct: float = 80.0  # of the link's theoretical bandwidth (rules/base.py, PCIe spec rates)
     sustained_share: float = 0.6  # "most of the window"
     starved_util_pct: float = 50.0  # DCGM User Guide, profiling metrics: SM activity < 0.5 "likely ineffective"
-    starved_proc_cpu_pct: float = 85.0  # "~100% of one core"
+    # Which CPU-side cause a waiting GPU has (rules/starvation.py). A process "wants" a CPU while it runs or waits
+    # on a run queue (/proc/PID/schedstat): one that wants it this share of the time its GPU waits, and at
+    # least main_busy_cpu_pct of a core, is what the GPU waits for (a real num_workers=0 loop reads 70-90%).
+    main_loading_share: float = 0.6
+    main_busy_cpu_pct: float = 40.0
+    workers_busy_pct: float = 70.0  # mean CPU per data-loader worker (100 = one core): the workers cannot keep up
+    spare_cpu_cores: float = 0.5  # idle cores, of those the job may use, that more workers could take
+    starved_proc_cpu_pct: float = 85.0  # where the workers' own CPU is unknown: a main process CPU-bound outright
     host_cpu_saturated_pct: float = 90.0
     iowait_pct: float = 20.0
     disk_busy_pct: float = 90.0
     net_saturated_pct: float = 80.0
     imbalance_points: float = 30.0
+    numa_drift_share: float = 0.3  # a rank seen on the far socket this share of the window: worth the advice (info)
     swap_mib_s: float = 1.0
     idle_allocation_s: float = 180.0  # "for minutes"
     xid_hold_s: float = 300.0  # an XID finding stays open this long after the last event
@@ -53,3 +61,6 @@ class Thresholds:
     # more with nothing found is GPU-bound, below it the idle gaps are the job's own.
     idle_util_pct: float = 5.0
     verdict_busy_util_pct: float = 80.0
+    # A GPU idle (or busy) for all of its last few seconds is judged by that rather than by the window's mean: a job
+    # that ends is idle, not "underused" while the mean falls through the band between.
+    verdict_settle_s: float = 3.0

@@ -2,11 +2,13 @@
 
 Each rule names the verdict class its finding argues for (`Rule.bound`). A GPU takes the most serious class
 among its open findings (degraded, then throttled, interconnect, input-bound, contended, inefficient,
-memory-bandwidth-bound); a GPU with none is idle when it does nothing, and otherwise GPU-bound: the machine
-delivers, so the speed must come from the job. GPUs that differ make a `mixed` verdict with one group per
-class; idle GPUs beside busy ones are left out of it (a job on four GPUs of eight is not "mixed"). Like a
-finding, a new verdict must hold `hold_s` before it replaces the last, so a value at a threshold does not
-flap it.
+memory-bandwidth-bound). A GPU with none is idle when it does nothing, GPU-bound when it is busy (the machine
+delivers, so the speed must come from the job), and `underused` in between: it waits, and nothing found on
+this machine explains why, which is said as such rather than passed off as GPU-bound. Findings above info that
+argue for no class are named beside GPU-bound and underused, so the verdict never says "nothing found" over an
+open warning. GPUs that differ make a `mixed` verdict with one group per class; idle GPUs beside busy ones are
+left out of it (a job on four GPUs of eight is not "mixed"). Like a finding, a new verdict must hold `hold_s`
+before it replaces the last, so a value at a threshold does not flap it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from gputui.diagnostics.catalog import localize, text
+from gputui.diagnostics.catalog import has_text, localize, text
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Window, ev, rounded
@@ -32,6 +34,7 @@ RANKED: tuple[str, ...] = (
     "contended",
     "inefficient",
     "memory_bound_gpu",
+    "underused",
     "gpu_bound",
     "idle",
 )
@@ -39,8 +42,12 @@ CLASSES: tuple[str, ...] = (*RANKED, "mixed", "unknown")
 BOUNDS: dict[str, str] = {rule.id: rule.bound for rule in ALL_RULES if rule.bound is not None}
 BOUNDS[NVML_UNAVAILABLE] = "degraded"
 SEVERITIES: dict[str, Severity] = {rule.id: rule.severity for rule in ALL_RULES}
-# Not a bound of its own (a quota the GPUs do not wait on bounds nothing), but when they starve it names why.
-_QUOTA_RULE = "cpu_throttled"
+# The classes a GPU takes when no finding argues for one: findings above info are then named beside them.
+_UNBOUND = ("underused", "gpu_bound")
+# Causes that explain only part of a GPU's waiting: each host<->device copy of a rank on the far socket is slower.
+_PARTIAL = frozenset({"numa_mismatch"})
+# Classes that say a GPU waits: a finding never argues for them on a GPU that is busy anyway.
+_WAITING = ("input_bound", "underused")
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,47 +114,72 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
     everyone = tuple(sample.index for sample in window.latest.gpus)
     classes: dict[int, str] = {}
     causes: dict[int, list[Finding]] = {}
+    explained: set[int] = set()  # GPUs whose class a finding argues for
+    jobs = {sample.index for sample in window.gpus() if window.pids(sample)}
     for index in everyone:
         util = window.mean(index, "utilization_gpu_pct")
-        mine = [f for f in findings if _bounds(f, index, util, th)]
+        mine = [f for f in findings if _bounds(f, index, util, th, index in jobs)]
         if mine:
             best = min(RANKED.index(BOUNDS[f.rule]) for f in mine)
             classes[index] = RANKED[best]
             causes[index] = [f for f in mine if RANKED.index(BOUNDS[f.rule]) == best]
-            continue
-        if util is not None:
-            classes[index] = "idle" if util < th.idle_util_pct else "gpu_bound"
+            explained.add(index)
+        elif util is not None:
+            classes[index] = _unbound_class(window, index, util, th)
+            causes[index] = [f for f in findings if f.severity > Severity.INFO and _concerns(f, index)]
     if not classes:
         return Judgement(("unknown", (), ()), lambda: _make("unknown", (), {"seconds": 1}, (), lang, now))
     busy = {i: c for i, c in classes.items() if c != "idle"} or classes
     order = sorted(set(busy.values()), key=RANKED.index)
     parts = tuple((cls, tuple(i for i in everyone if busy.get(i) == cls)) for cls in order)
+    # Beside GPU-bound and underused, the findings named are part of what the verdict says: a new one renews it.
+    noted = tuple(
+        sorted(
+            {f.rule for cls, gpus in parts if cls in _UNBOUND for i in gpus if i not in explained for f in causes[i]}
+        )
+    )
 
     def group(cls: str, gpus: tuple[int, ...]) -> Verdict:
-        return _group(window, th, cls, gpus, causes, findings, everyone, lang)
+        return _group(window, th, cls, gpus, causes, any(i in explained for i in gpus), everyone, lang)
 
     if len(parts) == 1:
         cls, gpus = parts[0]
-        return Judgement((cls, gpus, ()), lambda: group(cls, gpus))
+        return Judgement((cls, gpus, noted), lambda: group(cls, gpus))
 
     def mixed() -> Verdict:
         groups = tuple(group(cls, gpus) for cls, gpus in parts)
         summary = text("verdict.separator", lang).join(f"{g.label} {g.short}" for g in groups)
         return _make("mixed", tuple(sorted(busy)), {"groups": summary}, (), lang, now, groups=groups)
 
-    return Judgement(("mixed", tuple(sorted(busy)), parts), mixed)
+    return Judgement(("mixed", tuple(sorted(busy)), (parts, noted)), mixed)
 
 
-def _bounds(finding: Finding, index: int, util: float | None, th: Thresholds) -> bool:
+def _unbound_class(w: Window, index: int, util: float, th: Thresholds) -> str:
+    """A GPU no finding explains: idle, busy (the machine delivers), or waiting for a reason not seen here. The
+    window's mean decides, unless the last few seconds were all idle or all busy: the job changed."""
+    recent = w.recent(index, "utilization_gpu_pct", th.verdict_settle_s)
+    if util < th.idle_util_pct or (recent and max(recent) < th.idle_util_pct):
+        return "idle"
+    return "gpu_bound" if util >= th.verdict_busy_util_pct or w.busy_now(index, th) else "underused"
+
+
+def _concerns(finding: Finding, index: int) -> bool:
+    """A finding about GPU `index`, or about the whole machine (a quota, swapping, a driver mismatch)."""
+    return not finding.gpus or index in finding.gpus
+
+
+def _bounds(finding: Finding, index: int, util: float | None, th: Thresholds, holds_job: bool) -> bool:
     """Whether a finding argues for GPU `index`'s class. Not one its rule let down to a milder severity (P2P
-    that works but crosses sockets), and not `input_bound` for a GPU that is busy anyway (a rank on the far
-    socket that still keeps its GPU 90% busy is worth a finding, not the verdict)."""
+    that works but crosses sockets, a rank that only drifts to the far socket); not `input_bound` for a GPU
+    that is busy anyway (a rank on the far socket that still keeps its GPU 90% busy, the busiest GPU of an
+    uneven job, are worth a finding, not the verdict); and a finding about the whole machine (a CPU quota,
+    swapping) only for GPUs a job holds."""
     cls = BOUNDS.get(finding.rule)
-    if cls is None or (finding.gpus and index not in finding.gpus):
+    if cls is None or not _concerns(finding, index) or (not finding.gpus and not holds_job):
         return False
     if finding.severity < SEVERITIES.get(finding.rule, finding.severity):
         return False
-    return not (cls == "input_bound" and util is not None and util >= th.verdict_busy_util_pct)
+    return not (cls in _WAITING and util is not None and util >= th.verdict_busy_util_pct)
 
 
 def _group(
@@ -156,7 +188,7 @@ def _group(
     cls: str,
     gpus: tuple[int, ...],
     causes: dict[int, list[Finding]],
-    findings: Sequence[Finding],
+    explained: bool,
     everyone: tuple[int, ...],
     lang: str,
 ) -> Verdict:
@@ -165,9 +197,7 @@ def _group(
     sm = _mean(w.mean(i, "sm_active_pct") for i in gpus)
     tensor = _mean(w.mean(i, "tensor_active_pct") for i in gpus)
     dram = _mean(w.mean(i, "dram_bw_pct") for i in gpus)
-    own = [f for i in gpus for f in causes.get(i, ())]
-    if cls == "input_bound":
-        own += [f for f in findings if f.rule == _QUOTA_RULE]
+    own = list({id(f): f for i in gpus for f in causes.get(i, ())}.values())
     params: dict[str, object] = {
         "gpus": _gpus_text(gpus, everyone, lang),
         "util": _pct(util),
@@ -176,9 +206,12 @@ def _group(
         "sm": _pct(sm),
         "tensor": _pct(tensor),
         "dram": _pct(dram),
-        "causes": _causes(own, lang),
+        "causes": _causes(own, len(gpus), lang),
     }
-    variant = "gaps" if cls == "gpu_bound" and util is not None and util < th.verdict_busy_util_pct else ""
+    variant = ""
+    if cls in _UNBOUND and own:
+        # A finding explains the waiting (GPUs waiting on the busiest one), or what is open is named beside it.
+        variant = "cause" if explained else "open"
     if cls == "idle" and len(gpus) > 1 and set(gpus) == set(everyone):
         variant, params["count"] = "all", len(gpus)
     evidence = [ev("gpu_util", rounded(util), "%", "mean"), ev("clock_of_max", rounded(clock), "%", "mean")]
@@ -215,7 +248,7 @@ def _make(
         evidence=evidence,
         groups=groups,
         since=now,
-        short=text(f"verdict.{cls}.short", lang, **params) if with_short else "",
+        short=text(_variant_key(f"verdict.{cls}.short", variant), lang, **params) if with_short else "",
     )
 
 
@@ -225,10 +258,23 @@ def unavailable_verdict(lang: str = "en", now: float = 0.0) -> Verdict:
     return _make("degraded", (), {"causes": causes}, (), lang, now)
 
 
-def _causes(findings: Iterable[Finding], lang: str) -> str:
-    """The findings' causes in words, each once, in the order found: 'heat, the power cap'."""
-    rules = dict.fromkeys(f.rule for f in findings)
-    return ", ".join(text(f"verdict.cause.{rule}", lang) for rule in rules)
+def _causes(findings: Sequence[Finding], gpus: int, lang: str) -> str:
+    """The findings' causes in words, each once: the most severe first, then what the GPUs wait on before what
+    only slows each copy (a rank on the far socket), then those that cover more of the group's GPUs (a finding
+    about the whole machine covers them all), then the first to open. 'heat, the power cap'. A rule's variant
+    has words of its own where the cause differs (starvation_cpu: the main process, too few workers, the
+    quota...)."""
+    ranked = sorted(findings, key=lambda f: (-f.severity, f.rule in _PARTIAL, -(len(f.gpus) or gpus), f.started_at))
+    return ", ".join(dict.fromkeys(_cause_words(f, lang) for f in ranked))
+
+
+def _cause_words(finding: Finding, lang: str) -> str:
+    return text(_variant_key(f"verdict.cause.{finding.rule}", finding.variant), lang)
+
+
+def _variant_key(key: str, variant: str) -> str:
+    """`key.variant` where that has words of its own, else `key`."""
+    return f"{key}.{variant}" if variant and has_text(f"{key}.{variant}") else key
 
 
 def _gpus_text(gpus: tuple[int, ...], everyone: tuple[int, ...], lang: str) -> str:

@@ -18,11 +18,22 @@ TEXTS: Texts = {
             "{gpus} {util} busy at {clock} of max clock; nothing on this machine holds them back: speed-ups must "
             "come from the job (batch size, mixed precision, torch.compile)"
         ),
-        "verdict.gpu_bound.short": "{gpus} {util} busy",
-        "verdict.gpu_bound.summary.gaps": (
-            "{gpus} {util} busy, and nothing found on this machine holds them back: the idle gaps come from the "
-            "job itself (synchronisation, evaluation or checkpoint pauses, uneven ranks)"
+        "verdict.gpu_bound.summary.open": (
+            "{gpus} {util} busy at {clock} of max clock; open here, not holding them back now: {causes}"
         ),
+        "verdict.gpu_bound.short": "{gpus} {util} busy",
+        "verdict.underused": "Underused",
+        "verdict.underused.summary": (
+            "{gpus} only {util} busy, and nothing on this machine explains the waiting: look inside the job "
+            "(synchronisation, small batches, a slow Python step, other nodes)"
+        ),
+        "verdict.underused.summary.open": (
+            "{gpus} only {util} busy; what is open here ({causes}) is not known to cause the waiting: look inside "
+            "the job (synchronisation, small batches, a slow Python step, other nodes)"
+        ),
+        "verdict.underused.summary.cause": "{gpus} only {util} busy, waiting because of {causes}",
+        "verdict.underused.short": "{gpus} only {util} busy, not explained here",
+        "verdict.underused.short.cause": "{gpus} only {util} busy ({causes})",
         "verdict.input_bound": "Input-bound",
         "verdict.input_bound.summary": "{gpus} only {util} busy, waiting for data ({causes})",
         "verdict.input_bound.short": "{gpus} waiting for data ({causes})",
@@ -61,14 +72,33 @@ TEXTS: Texts = {
         "verdict.cause.power_brake": "the power brake",
         "verdict.cause.clocks_low": "clocks low for no reported reason",
         "verdict.cause.starvation_cpu": "the CPU",
+        "verdict.cause.starvation_cpu.main_process": "data loading in the main process (num_workers=0)",
+        "verdict.cause.starvation_cpu.workers": "too few data-loader workers",
+        "verdict.cause.starvation_cpu.cpus": "every CPU it may use busy with data loading",
+        "verdict.cause.starvation_cpu.quota": "the CPU quota",
+        "verdict.cause.starvation_cpu.main_loop": "CPU work in the training loop",
+        "verdict.cause.starvation_cpu.hidden": "a process in another PID namespace",
+        "verdict.cause.cpu_contention": "other processes on its CPUs",
+        "verdict.cause.host_swap": "the host swapping",
         "verdict.cause.starvation_io": "the disk",
         "verdict.cause.starvation_net": "the network",
-        "verdict.cause.cpu_throttled": "the container's CPU quota",
+        "verdict.cause.cpu_throttled": "the CPU quota",
+        "verdict.cause.workers_oversubscribed": "more workers than CPUs",
         "verdict.cause.pcie_downgrade": "PCIe link below its max",
         "verdict.cause.pcie_saturated": "PCIe link saturated",
         "verdict.cause.nvlink_down": "NVLinks down",
         "verdict.cause.p2p_unavailable": "no GPU-to-GPU P2P",
-        "verdict.cause.numa_mismatch": "a rank on the far CPU socket",
+        "verdict.cause.numa_mismatch": "a rank on CPUs away from its GPU",
+        "verdict.cause.thermal_margin": "a GPU near its slowdown temperature",
+        "verdict.cause.vram_pressure": "GPU memory nearly full",
+        "verdict.cause.pcie_slot_limited": "a slot slower than the GPU",
+        "verdict.cause.pcie_errors": "PCIe errors",
+        "verdict.cause.nvlink_errors": "NVLink errors",
+        "verdict.cause.shm_small": "a small /dev/shm",
+        "verdict.cause.oom_kill": "processes killed for memory",
+        "verdict.cause.memory_limit": "the memory limit nearly reached",
+        "verdict.cause.imbalance": "uneven work across the job's GPUs",
+        "verdict.cause.cuda_mismatch": "a driver older than torch's CUDA",
         "verdict.cause.gpu_contention": "other users' processes",
         "verdict.cause.low_sm_activity": "kernels too small to fill the SMs",
         "verdict.cause.tensor_cores_idle": "math in FP32, tensor cores idle",
@@ -87,11 +117,22 @@ TEXTS: Texts = {
             "{gpus} 利用率 {util}，频率为最大值的 {clock}；本机没有任何因素拖慢它们：提速只能来自任务本身"
             "（batch 大小、混合精度、torch.compile）"
         ),
-        "verdict.gpu_bound.short": "{gpus} 利用率 {util}",
-        "verdict.gpu_bound.summary.gaps": (
-            "{gpus} 利用率 {util}，本机未发现拖慢它们的因素：空闲间隙来自任务本身（同步、评估或保存检查点的停顿、"
-            "各 rank 不均）"
+        "verdict.gpu_bound.summary.open": (
+            "{gpus} 利用率 {util}，频率为最大值的 {clock}；此处有未解决的问题，但目前没有拖慢它们：{causes}"
         ),
+        "verdict.gpu_bound.short": "{gpus} 利用率 {util}",
+        "verdict.underused": "未充分利用",
+        "verdict.underused.summary": (
+            "{gpus} 利用率只有 {util}，本机上没有任何因素能解释这些等待：请检查任务内部"
+            "（同步、batch 太小、缓慢的 Python 步骤、其他节点）"
+        ),
+        "verdict.underused.summary.open": (
+            "{gpus} 利用率只有 {util}；此处未解决的问题（{causes}）并不能解释这些等待：请检查任务内部"
+            "（同步、batch 太小、缓慢的 Python 步骤、其他节点）"
+        ),
+        "verdict.underused.summary.cause": "{gpus} 利用率只有 {util}，在等待，原因：{causes}",
+        "verdict.underused.short": "{gpus} 利用率只有 {util}，本机无法解释",
+        "verdict.underused.short.cause": "{gpus} 利用率只有 {util}（{causes}）",
         "verdict.input_bound": "输入瓶颈",
         "verdict.input_bound.summary": "{gpus} 利用率只有 {util}，在等数据（{causes}）",
         "verdict.input_bound.short": "{gpus} 在等数据（{causes}）",
@@ -130,14 +171,33 @@ TEXTS: Texts = {
         "verdict.cause.power_brake": "功耗制动",
         "verdict.cause.clocks_low": "频率偏低且无原因",
         "verdict.cause.starvation_cpu": "CPU",
+        "verdict.cause.starvation_cpu.main_process": "主进程自己加载数据（num_workers=0）",
+        "verdict.cause.starvation_cpu.workers": "数据加载 worker 太少",
+        "verdict.cause.starvation_cpu.cpus": "可用的 CPU 全部忙于数据加载",
+        "verdict.cause.starvation_cpu.quota": "CPU 配额",
+        "verdict.cause.starvation_cpu.main_loop": "训练循环中的 CPU 工作",
+        "verdict.cause.starvation_cpu.hidden": "另一个 PID 命名空间中的进程",
+        "verdict.cause.cpu_contention": "其他进程占用了它的 CPU",
+        "verdict.cause.host_swap": "主机在使用交换分区",
         "verdict.cause.starvation_io": "磁盘",
         "verdict.cause.starvation_net": "网络",
-        "verdict.cause.cpu_throttled": "容器的 CPU 配额",
+        "verdict.cause.cpu_throttled": "CPU 配额",
+        "verdict.cause.workers_oversubscribed": "worker 多于 CPU",
         "verdict.cause.pcie_downgrade": "PCIe 链路低于最大规格",
         "verdict.cause.pcie_saturated": "PCIe 链路已饱和",
         "verdict.cause.nvlink_down": "NVLink 断开",
         "verdict.cause.p2p_unavailable": "GPU 之间没有 P2P",
-        "verdict.cause.numa_mismatch": "rank 运行在远端 CPU 插槽上",
+        "verdict.cause.numa_mismatch": "rank 运行在远离其 GPU 的 CPU 上",
+        "verdict.cause.thermal_margin": "GPU 接近降频温度",
+        "verdict.cause.vram_pressure": "显存接近用满",
+        "verdict.cause.pcie_slot_limited": "插槽比 GPU 慢",
+        "verdict.cause.pcie_errors": "PCIe 错误",
+        "verdict.cause.nvlink_errors": "NVLink 错误",
+        "verdict.cause.shm_small": "/dev/shm 太小",
+        "verdict.cause.oom_kill": "有进程因内存不足被杀",
+        "verdict.cause.memory_limit": "接近内存上限",
+        "verdict.cause.imbalance": "任务在各 GPU 上的负载不均",
+        "verdict.cause.cuda_mismatch": "驱动比 torch 的 CUDA 旧",
         "verdict.cause.gpu_contention": "其他用户的进程",
         "verdict.cause.low_sm_activity": "kernel 太小，填不满 SM",
         "verdict.cause.tensor_cores_idle": "以 FP32 计算，Tensor Core 空闲",

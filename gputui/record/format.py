@@ -273,6 +273,7 @@ def finding_from_dict(data: Mapping[str, Any]) -> Finding:
             title=str(data["title"]),
             advice=str(data.get("advice", "")),
             gpus=tuple(int(g) for g in data.get("gpus") or ()),
+            variant=str(data.get("variant") or ""),
             pids=tuple(int(p) for p in data.get("pids") or ()),
             evidence=tuple(
                 Evidence(

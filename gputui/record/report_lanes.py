@@ -19,6 +19,7 @@ VERDICT_LANE = "verdict"
 # One colour per verdict class, so the verdict lane reads at a glance: green where the machine delivers.
 _VERDICT_RGB = {
     "gpu_bound": (44, 160, 44),
+    "underused": (188, 220, 120),
     "input_bound": (148, 103, 189),
     "throttled": (214, 39, 40),
     "memory_bound_gpu": (23, 190, 207),

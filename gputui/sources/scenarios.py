@@ -149,11 +149,13 @@ def _vram(stage: Stage, t: float) -> Scene:
 
 
 def _starved_cpu(stage: Stage, t: float) -> Scene:
+    # DataLoader num_workers=0: the main process decodes and augments each batch, then waits on the GPU step, so it
+    # reads 70-90% of a core (not a flat 100%: it sleeps in the CUDA sync) while its GPU waits ~80% of the time.
     jobs = stage.ranks(
         "python3 train_resnet50.py --data /data/imagenet --num-workers 0",
         21.0,
-        cpu_pct=99.2,
-        cpu_swing=0.6,
+        cpu_pct=80.0,
+        cpu_swing=9.0,
         children=0,
         threads=14,
         read_bytes_s=30e6,
@@ -381,9 +383,9 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
     ),
     Scenario(
         "starved-cpu",
-        "training process at ~100% of one core, no data-loader workers; GPU utilization 10-35%",
+        "num_workers=0: the main process loads the data at 70-90% of a core; GPU utilization 10-35%",
         _starved_cpu,
-        signs=frozenset({"low_util", "cpu_bound"}),
+        signs=frozenset({"low_util", "main_loading"}),
         findings=_each_gpu("starvation_cpu", "warning"),
         verdict=("input_bound",),
     ),
@@ -409,7 +411,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _imbalance,
         signs=frozenset({"imbalance"}),
         findings=(ExpectedFinding("imbalance", "warning", tuple(range(DEFAULT_GPU_COUNT))),),
-        verdict=("gpu_bound",),
+        verdict=("mixed", "underused", "gpu_bound"),
     ),
     Scenario(
         "fp32",

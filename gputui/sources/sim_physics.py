@@ -402,9 +402,11 @@ class MachinePhysics:
         for job in scene.jobs:
             cpu = clamp(job.cpu_pct + job.cpu_swing * wave(f"pid{job.pid}/cpu", t), 0.0, 100.0 * CPU_COUNT)
             loads.append(cpu)
+            worker_loads = [0.0] * job.children
             if plan.worker_cpu_pct > 0:
                 workers = wave.many(_worker_keys(job.pid, job.children), t)
-                loads.extend(clamp(plan.worker_cpu_pct + 8.0 * w, 0.0, 100.0) for w in workers)
+                worker_loads = [clamp(plan.worker_cpu_pct + 8.0 * w, 0.0, 100.0) for w in workers]
+            loads.extend(worker_loads)
             if job.pid in listed:
                 procs.append(
                     ProcSample(
@@ -415,6 +417,7 @@ class MachinePhysics:
                         cpu_pct=round(cpu, 1),
                         threads=job.threads,
                         children=job.children,
+                        workers_cpu_pct=round(sum(worker_loads), 1),
                         read_bytes_s=round(job.read_bytes_s * (1.0 + 0.03 * wave(f"pid{job.pid}/read", t))),
                         rss_bytes=int(job.rss_gib * GIB),
                         state=job.state,

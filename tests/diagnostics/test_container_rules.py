@@ -102,8 +102,14 @@ def test_starvation_cpu_is_judged_against_the_quota_not_the_host() -> None:
 
 
 def test_cpu_pressure_counts_as_saturation() -> None:
-    waiting = host([proc(cpu_pct=60.0)], psi=PsiSample(cpu_some_pct=30.0))
-    assert len(run(starvation_cpu, steady(gpus=[starved()], host_sample=waiting))) == 1
+    """Half the cores read busy, but runnable tasks wait for a CPU 30% of the time: the job's own workers fill
+    what they may use."""
+    job = proc(cpu_pct=60.0, workers_cpu_pct=350.0)
+    waiting = host([job], cpu_pct_per_core=(50.0,) * 8, psi=PsiSample(cpu_some_pct=30.0))
+    [hit] = run(starvation_cpu, steady(gpus=[starved()], host_sample=waiting))
+    assert hit.variant == "cpus"
+    calm = host([replace(job, cpu_pct=20.0)], cpu_pct_per_core=(50.0,) * 8, psi=PsiSample(cpu_some_pct=3.0))
+    assert run(starvation_cpu, steady(gpus=[starved()], host_sample=calm)) == []
 
 
 def test_a_main_process_that_waits_for_a_cpu_is_cpu_bound() -> None:
@@ -126,7 +132,15 @@ def test_a_gpu_whose_process_is_in_another_pid_namespace_is_still_reported() -> 
 
 def test_outside_a_container_the_evidence_has_no_empty_quota_lines() -> None:
     [hit] = run(starvation_cpu, steady(gpus=[starved()], host_sample=host([proc(cpu_pct=99.0)])))
-    assert set(evidence(hit)) == {"gpu_util", "process", "process_cpu", "workers", "host_cpu"}
+    assert set(evidence(hit)) == {
+        "gpu_util",
+        "process",
+        "process_cpu",
+        "workers",
+        "host_cpu",
+        "cpus_usable",
+        "cpus_spare",
+    }
 
 
 def test_io_pressure_full_counts_as_an_io_stall() -> None:

@@ -38,6 +38,7 @@ def test_json_shape_and_critical_exit_code(capsys: pytest.CaptureFixture[str]) -
     [finding] = data["findings"]  # type: ignore[misc]
     assert list(finding) == [
         "rule",
+        "variant",
         "severity",
         "gpus",
         "pids",

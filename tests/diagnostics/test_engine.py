@@ -152,6 +152,7 @@ def test_json_form_has_the_issues_keys() -> None:
     data = finding_to_dict(state.active[0])
     assert list(data) == [
         "rule",
+        "variant",
         "severity",
         "gpus",
         "pids",

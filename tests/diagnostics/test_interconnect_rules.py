@@ -150,7 +150,35 @@ def test_numa_mismatch_when_a_rank_runs_on_the_other_socket() -> None:
     [hit] = run(numa_mismatch, box(topology(8), eight(), ranks(r0={"last_cpu": 40, "cpus_allowed": (32, 40)})))
     assert hit.gpus == (0,) and hit.pids == (100,) and hit.value == 100.0
     assert hit.params == {"gpu": 0, "pid": 100, "node": 0}
-    assert evidence(hit) == {"gpu_cpus": "0-31,64-95", "last_cpu": 40, "allowed_near": "0/2", "far_share": 100.0}
+    assert evidence(hit) == {
+        "gpu_cpus": "0-31,64-95",
+        "last_cpu": 40,
+        "allowed_near": "0/2",
+        "far_share": 100.0,
+        "gpu_util": 97.0,
+    }
+    assert (hit.variant, hit.severity) == ("", None)  # pinned there: a warning even while its GPU is busy
+
+
+def _waiting(samples: list[GpuSample], util: float = 60.0) -> list[GpuSample]:
+    return [replace(g, utilization_gpu_pct=util) if g.index == 0 else g for g in samples]
+
+
+def test_numa_mismatch_for_an_unpinned_rank_far_while_its_gpu_waits() -> None:
+    roams = ranks(r0={"last_cpu": 40, "cpus_allowed": tuple(range(128))})
+    [hit] = run(numa_mismatch, box(topology(8), _waiting(eight()), roams))
+    assert (hit.variant, hit.severity, hit.gpus) == ("far", None, (0,))
+
+
+def test_numa_mismatch_for_an_unpinned_rank_that_drifts_or_keeps_its_gpu_busy_is_info() -> None:
+    """The scheduler moved it (no one pinned it): the advice at info level, never a verdict cause."""
+    roams = ranks(r0={"last_cpu": 40, "cpus_allowed": tuple(range(128))})
+    [busy] = run(numa_mismatch, box(topology(8), eight(), roams))
+    assert (busy.variant, busy.severity) == ("drift", Severity.INFO)
+    snaps = box(topology(8), _waiting(eight()), ranks())
+    snaps[-4:] = box(topology(8), _waiting(eight()), roams, count=4)
+    [drift] = run(numa_mismatch, snaps)
+    assert (drift.variant, drift.severity, drift.value) == ("drift", Severity.INFO, 40.0)
 
 
 def test_numa_mismatch_when_pinned_away_even_before_it_ran() -> None:

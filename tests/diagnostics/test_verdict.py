@@ -98,11 +98,65 @@ def test_idle_gpus_beside_a_busy_job_do_not_make_it_mixed() -> None:
     assert "GPUs 0-1 97% busy at 100% of max clock" in verdict.summary
 
 
-def test_a_job_below_busy_with_nothing_found_is_the_jobs_own_limit() -> None:
-    snaps = series(10, lambda i: {"gpus": [gpu(0, utilization_gpu_pct=60.0)]})
+def test_a_gpu_that_waits_for_no_reason_seen_here_is_underused_not_gpu_bound() -> None:
+    snaps = series(10, lambda i: {"gpus": [gpu(0, utilization_gpu_pct=21.0)]})
     verdict = judge(Window(snaps, TH.window_s), (), TH)
-    assert verdict.cls == "gpu_bound"
-    assert "the idle gaps come from the job itself" in verdict.summary
+    assert verdict.cls == "underused"
+    assert verdict.line == (
+        "Underused: GPU 0 only 21% busy, and nothing on this machine explains the waiting: look inside the job "
+        "(synchronisation, small batches, a slow Python step, other nodes)"
+    )
+    busy = judge(Window(series(10, lambda i: {"gpus": [gpu(0, utilization_gpu_pct=85.0)]}), TH.window_s), (), TH)
+    assert busy.cls == "gpu_bound"
+
+
+@pytest.mark.parametrize("util", [21.0, 97.0])
+def test_the_verdict_never_says_nothing_found_beside_an_open_warning(util: float) -> None:
+    """A finding above info that argues for no class (memory nearly full) is named, not talked over."""
+    window = Window(series(10, lambda i: {"gpus": [gpu(0, utilization_gpu_pct=util)]}), TH.window_s)
+    verdict = judge(window, (_finding("vram_pressure", Severity.WARNING),), TH)
+    assert verdict.cls == ("underused" if util < 80 else "gpu_bound")
+    assert "GPU memory nearly full" in verdict.summary and "nothing" not in verdict.summary
+    quiet = judge(window, (_finding("idle_allocation", Severity.INFO),), TH)
+    assert "nothing on this machine" in quiet.summary
+
+
+def test_a_critical_quota_beside_a_waiting_gpu_makes_it_input_bound() -> None:
+    """The real job under a 1-CPU quota: GPU 74% busy, the quota throttled in most periods (a machine-wide
+    finding). It names the quota; a GPU that holds no job is not bound by it."""
+    quota = replace(_finding("cpu_throttled", Severity.CRITICAL), gpus=())
+    window = Window(
+        series(10, lambda i: {"gpus": [gpu(0, utilization_gpu_pct=74.0), gpu(1, pids=(), utilization_gpu_pct=0.0)]}),
+        TH.window_s,
+    )
+    verdict = judge(window, (quota,), TH)
+    assert (verdict.cls, verdict.gpus) == ("input_bound", (0,))
+    assert verdict.summary == "GPU 0 only 74% busy, waiting for data (the CPU quota)"
+
+
+def test_causes_come_most_severe_first() -> None:
+    window = Window(series(10, lambda i: {"gpus": [gpu(0, utilization_gpu_pct=30.0)]}), TH.window_s)
+    far = replace(_finding("numa_mismatch", Severity.WARNING), started_at=1.0)
+    quota = replace(_finding("cpu_throttled", Severity.CRITICAL), gpus=(), started_at=5.0)
+    starving = replace(_finding("starvation_cpu", Severity.WARNING), variant="quota", started_at=2.0)
+    verdict = judge(window, (far, starving, quota), TH)
+    assert verdict.summary.endswith("(the CPU quota, a rank on CPUs away from its GPU)")  # the quota said once
+
+
+def test_a_rank_that_only_drifts_to_the_far_socket_is_no_cause() -> None:
+    window = Window(series(10, lambda i: {"gpus": [gpu(0, utilization_gpu_pct=30.0)]}), TH.window_s)
+    verdict = judge(window, (_finding("numa_mismatch", Severity.INFO),), TH)
+    assert verdict.cls == "underused" and "away from its GPU" not in verdict.summary
+
+
+def test_every_rule_has_cause_words_in_both_languages() -> None:
+    from gputui.diagnostics.catalog import MESSAGES
+    from gputui.diagnostics.rules import ALL_RULES
+
+    for rule in ALL_RULES:
+        if rule.severity > Severity.INFO or rule.bound is not None:
+            for lang in ("en", "zh"):
+                assert f"verdict.cause.{rule.id}" in MESSAGES[lang], (rule.id, lang)
 
 
 def test_an_unreadable_driver_is_degraded() -> None:

@@ -71,6 +71,7 @@ class Window:
         "_info",
         "_means",
         "_pids",
+        "_proc_means",
         "_readable",
         "_series",
         "_shared",
@@ -88,6 +89,7 @@ class Window:
         self._series: dict[int, list[GpuSample]] | None = None
         self._means: dict[tuple[int, str], float | None] = {}
         self._host_means: dict[str, float | None] = {}
+        self._proc_means: dict[tuple[int, str], float | None] = {}
         self._shared: dict[str, object] = {}
         self._pids: dict[int, tuple[int, ...]] = {}
         self._info = {info.index: info for info in self.latest.gpu_info}
@@ -140,6 +142,17 @@ class Window:
         mean = self._means[key] = total / count if count else None
         return mean
 
+    def recent(self, index: int, field: str, seconds: float) -> list[float]:
+        """One GPU's readings of a field over the last `seconds` of the window: what it does now, where the mean
+        still remembers what it did before (a job that just started or ended)."""
+        since = self.latest.timestamp - seconds
+        return [v for s in self.series(index) if s.timestamp >= since and (v := getattr(s, field)) is not None]
+
+    def busy_now(self, index: int, th: Thresholds) -> bool:
+        """Its utilization at `verdict_busy_util_pct` or more in every reading of the last `verdict_settle_s`."""
+        recent = self.recent(index, "utilization_gpu_pct", th.verdict_settle_s)
+        return bool(recent) and min(recent) >= th.verdict_busy_util_pct
+
     def host_mean(self, field: str) -> float | None:
         """Mean of a HostSample field or property (e.g. "cpu_pct"), or of a group's field with a dot
         ("container.cpu_throttled_pct", "psi.cpu_some_pct"); None when never reported."""
@@ -149,6 +162,15 @@ class Window:
             parts = [getattr(host, group) for host in hosts] if group else hosts
             self._host_means[field] = _mean([None if part is None else getattr(part, name) for part in parts])
         return self._host_means[field]
+
+    def proc_mean(self, pid: int, field: str) -> float | None:
+        """Mean of a ProcSample field (e.g. "cpu_pct") of one process over the readings that have it: a real
+        main process swings between 70 and 90% of a core, so a rule judges its mean, not its latest reading."""
+        key = (pid, field)
+        if key not in self._proc_means:
+            procs = (snap.host.process(pid) for snap in self.snapshots)
+            self._proc_means[key] = _mean([None if proc is None else getattr(proc, field) for proc in procs])
+        return self._proc_means[key]
 
     def shared(self, name: str, compute: Callable[[], T]) -> T:
         """What several rules derive from this window alike (the starving GPUs), computed by the first.

@@ -38,7 +38,8 @@ def host_swap(w: Window, th: Thresholds) -> Iterator[Hit]:
     )
 
 
-RULES: tuple[Rule, ...] = (Rule("host_swap", Severity.WARNING, host_swap),)
+# A host paging to disk stalls the data loader's reads and its workers: a cause for a GPU that waits.
+RULES: tuple[Rule, ...] = (Rule("host_swap", Severity.WARNING, host_swap, bound="input_bound"),)
 
 TEXTS: Texts = {
     "en": {

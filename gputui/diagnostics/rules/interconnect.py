@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
-from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
 from gputui.diagnostics.rules.sharing import jobs
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import GpuSample, ProcSample, Topology, parse_cpus
@@ -130,8 +130,11 @@ def _rise(series: list[GpuSample], field: str) -> int | None:
 
 
 def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
-    """A rank fed from the other socket. A process that drives GPUs on both sockets (nn.DataParallel, one
-    process for the whole box) cannot sit near all of them: it is far only when it runs away from every one."""
+    """A rank fed from the other socket: pinned there (a warning), or run there most of the window while its GPU
+    waited (a warning: each copy crosses the link between the sockets); one the scheduler only moves between the
+    sockets, or that keeps its GPU busy anyway, gets the advice at info level. A process that drives GPUs on both
+    sockets (nn.DataParallel, one process for the whole box) cannot sit near all of them: it is far only when
+    it runs away from every one."""
     found = _topology(w)
     if found is None:
         return
@@ -141,15 +144,26 @@ def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
     for g in w.gpus():
         for pid in w.pids(g):
             holders.setdefault(pid, set()).add(g.index)
+    count = len(w.snapshots)
     for g in w.gpus():
         at = place.get(g.index)
         near = near_of.get(g.index)
         if at is None or near is None:
             continue
+        util = w.mean(g.index, "utilization_gpu_pct")
+        waited = util is not None and util < th.verdict_busy_util_pct
         for pid in w.pids(g):
             reach = frozenset().union(*(near_of.get(i) or () for i in holders[pid]))  # near included: pid holds g
-            far = sum(1 for snap in w.snapshots if _runs_far(snap.host.process(pid), reach))
-            if far / len(w.snapshots) < th.sustained_share:
+            procs = [snap.host.process(pid) for snap in w.snapshots]
+            far = sum(1 for proc in procs if _runs_far(proc, reach)) / count
+            pinned = sum(1 for proc in procs if _pinned_away(proc, reach)) / count
+            if pinned >= th.sustained_share:
+                variant, severity = "", None
+            elif far >= th.sustained_share and waited:
+                variant, severity = "far", None
+            elif far >= th.numa_drift_share:
+                variant, severity = "drift", Severity.INFO
+            else:
                 continue
             proc = w.host.process(pid)
             allowed = proc.cpus_allowed if proc is not None else None
@@ -157,13 +171,16 @@ def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
             yield Hit(
                 gpus=(g.index,),
                 pids=(pid,),
-                value=round(100.0 * far / len(w.snapshots), 1),
+                value=round(100.0 * far, 1),
+                severity=severity,
+                variant=variant,
                 params={"gpu": g.index, "pid": pid, "node": "?" if node is None else node},
                 evidence=(
                     ev("gpu_cpus", topo.cpu_affinity[at], "", "static"),
                     ev("last_cpu", proc.last_cpu if proc is not None else None),
                     ev("allowed_near", None if allowed is None else f"{len(near & set(allowed))}/{len(allowed)}"),
-                    ev("far_share", round(100.0 * far / len(w.snapshots), 1), "%", "share"),
+                    ev("far_share", round(100.0 * far, 1), "%", "share"),
+                    ev("gpu_util", rounded(util), "%", "mean"),
                 ),
             )
 
@@ -178,8 +195,12 @@ def _runs_far(proc: ProcSample | None, near: frozenset[int]) -> bool:
     """It last ran outside the GPU's CPUs, or may run only outside them."""
     if proc is None:
         return False
-    last, allowed = proc.last_cpu, proc.cpus_allowed
-    return (last is not None and last not in near) or (allowed is not None and near.isdisjoint(allowed))
+    return (proc.last_cpu is not None and proc.last_cpu not in near) or _pinned_away(proc, near)
+
+
+def _pinned_away(proc: ProcSample | None, near: frozenset[int]) -> bool:
+    """It may run only outside the GPU's CPUs (taskset, numactl, a cpuset): it is far whatever the scheduler does."""
+    return proc is not None and proc.cpus_allowed is not None and near.isdisjoint(proc.cpus_allowed)
 
 
 def p2p_unavailable(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -252,11 +273,24 @@ TEXTS: Texts = {
             "a bad link or connector. Watch nvidia-smi nvlink -e; if they keep rising, report the GPU to the "
             "host provider."
         ),
-        "numa_mismatch.title": "GPU {gpu}: pid {pid} runs on CPUs away from its GPU (NUMA node {node})",
+        "numa_mismatch.title": "GPU {gpu}: pid {pid} is pinned to CPUs away from its GPU (NUMA node {node})",
+        "numa_mismatch.title.far": "GPU {gpu}: pid {pid} runs on CPUs away from its GPU (NUMA node {node}) while "
+        "the GPU waits",
+        "numa_mismatch.title.drift": "GPU {gpu}: pid {pid} moves between CPUs near and away from its GPU (NUMA node "
+        "{node})",
         "numa_mismatch.advice": (
             "Every copy between host and GPU crosses the link between the CPU sockets. Bind each rank to the "
             "CPUs near its GPU: numactl --cpunodebind={node}, or taskset -c with the GPU's CPUs; with torchrun, "
             "keep CUDA_VISIBLE_DEVICES in the order of the ranks and bind each local rank to its GPU's node."
+        ),
+        "numa_mismatch.advice.far": (
+            "The scheduler ran this process on the other CPU socket most of the time while its GPU waited, so its "
+            "copies cross the link between the sockets. Bind each rank to the CPUs near its GPU: numactl "
+            "--cpunodebind={node}, or taskset -c with the GPU's CPUs (torchrun: one node per local rank)."
+        ),
+        "numa_mismatch.advice.drift": (
+            "Not slowing the GPU now: the scheduler moves this unpinned process between the CPU sockets. For steady "
+            "copies, bind it to the CPUs near its GPU (numactl --cpunodebind={node}, or taskset -c)."
         ),
         "p2p_unavailable.title": "GPUs {gpus}: one job, no P2P between {pairs} pairs",
         "p2p_unavailable.title.sys": "GPUs {gpus}: one job, P2P across CPU sockets on {pairs} pairs",
@@ -301,11 +335,22 @@ TEXTS: Texts = {
             "重放和恢复会重发数据，链路因此变慢；CRC 错误持续增加说明链路或连接器有问题。请用 nvidia-smi nvlink -e "
             "观察；若持续增加，请向主机提供商报告这块 GPU。"
         ),
-        "numa_mismatch.title": "GPU {gpu}：pid {pid} 运行在远离其 GPU 的 CPU 上（NUMA 节点 {node}）",
+        "numa_mismatch.title": "GPU {gpu}：pid {pid} 被绑定在远离其 GPU 的 CPU 上（NUMA 节点 {node}）",
+        "numa_mismatch.title.far": "GPU {gpu}：GPU 在等待，而 pid {pid} 运行在远离其 GPU 的 CPU 上（NUMA 节点 {node}）",
+        "numa_mismatch.title.drift": "GPU {gpu}：pid {pid} 在靠近和远离其 GPU 的 CPU 之间来回迁移（NUMA 节点 {node}）",
         "numa_mismatch.advice": (
             "主机与 GPU 之间的每次拷贝都要跨越 CPU 插槽间的链路。请把每个 rank 绑定到其 GPU 附近的 CPU："
             "numactl --cpunodebind={node}，或用 taskset -c 指定 GPU 附近的 CPU；使用 torchrun 时，"
             "让 CUDA_VISIBLE_DEVICES 的顺序与 rank 一致，并把每个 local rank 绑定到其 GPU 所在的节点。"
+        ),
+        "numa_mismatch.advice.far": (
+            "GPU 等待期间，调度器大部分时间把这个进程放在另一个 CPU 插槽上运行，它的拷贝因此要跨越插槽间的链路。"
+            "请把每个 rank 绑定到其 GPU 附近的 CPU：numactl --cpunodebind={node}，或用 taskset -c 指定 GPU 附近的 CPU"
+            "（torchrun：每个 local rank 一个节点）。"
+        ),
+        "numa_mismatch.advice.drift": (
+            "目前没有拖慢 GPU：调度器让这个未绑定的进程在 CPU 插槽之间迁移。若想拷贝速度稳定，请把它绑定到其 GPU "
+            "附近的 CPU（numactl --cpunodebind={node}，或 taskset -c）。"
         ),
         "p2p_unavailable.title": "GPU {gpus}：同一任务，{pairs} 对 GPU 之间没有 P2P",
         "p2p_unavailable.title.sys": "GPU {gpus}：同一任务，{pairs} 对 GPU 的 P2P 跨越 CPU 插槽",

@@ -8,6 +8,7 @@ in what the host shows at the same time.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
@@ -18,8 +19,9 @@ from gputui.model import GpuSample, ProcSample
 
 
 def _starving(w: Window, th: Thresholds) -> list[tuple[GpuSample, float, tuple[int, ...]]]:
-    """GPUs held by a process whose utilization averages low over the window, with that mean (all four rules
-    start from them, so they are found once per window)."""
+    """GPUs held by a process whose utilization averages low over the window, with that mean, and that are not
+    busy now (a job that just started: its window still remembers the idle GPU). All four rules start from
+    them, so they are found once per window."""
 
     def find() -> list[tuple[GpuSample, float, tuple[int, ...]]]:
         found = []
@@ -28,95 +30,198 @@ def _starving(w: Window, th: Thresholds) -> list[tuple[GpuSample, float, tuple[i
             if not pids:
                 continue
             util = w.mean(g.index, "utilization_gpu_pct")
-            if util is not None and util < th.starved_util_pct:
+            if util is not None and util < th.starved_util_pct and not w.busy_now(g.index, th):
                 found.append((g, util, pids))
         return found
 
     return w.shared("starving", find)
 
 
-def _busiest(w: Window, pids: tuple[int, ...]) -> ProcSample | None:
-    procs = [p for p in (w.host.process(pid) for pid in pids) if p is not None and p.cpu_pct is not None]
-    return max(procs, key=lambda p: p.cpu_pct or 0.0) if procs else None
+def _main(w: Window, pids: tuple[int, ...]) -> ProcSample | None:
+    """The GPU's busiest process over the window (the training process; a second one is a notebook)."""
+    procs = [p for p in (w.host.process(pid) for pid in pids) if p is not None]
+    return max(procs, key=lambda p: w.proc_mean(p.pid, "cpu_pct") or 0.0) if procs else None
 
 
 def _util(util: float) -> Evidence:
     return ev("gpu_util", round(util, 1), "%", "mean")
 
 
-def _cpu_bound(proc: ProcSample | None, th: Thresholds) -> bool:
-    """About one core, or runnable that much of the time: on a CPU plus waiting on a run queue (schedstat),
-    which is how a CPU-bound process looks when the CPUs it may use are all taken."""
-    if proc is None or proc.cpu_pct is None:
-        return False
-    return proc.cpu_pct + (proc.run_queue_wait_pct or 0.0) >= th.starved_proc_cpu_pct
+@dataclass(frozen=True, slots=True)
+class _Cpus:
+    """The CPUs the GPU jobs may use over the window, in cores: the host's, a cpuset's, or a CFS quota's, and
+    how many of them were busy. The host's figures are not what a job in a cgroup may use."""
+
+    usable: float | None
+    used: float | None
+    quota: float | None  # the quota's cores, where one binds
+    quota_full: bool  # the quota ran out: spent, or the kernel throttled the group in many periods
+    own: float  # cores the GPU jobs' main processes and data-loader workers used
+
+    @property
+    def spare(self) -> float | None:
+        return None if self.usable is None or self.used is None else max(0.0, self.usable - self.used)
+
+    waiting: bool  # runnable tasks waited for a CPU much of the time (PSI cpu "some")
+
+    def saturated(self, th: Thresholds) -> bool:
+        limit = th.host_cpu_saturated_pct / 100
+        return (
+            self.quota_full
+            or self.waiting
+            or (self.usable is not None and self.used is not None and self.used >= limit * self.usable)
+        )
 
 
-def _cpu_evidence(w: Window, host_cpu: float | None) -> tuple[Evidence, ...]:
-    """The host's CPU and, inside a cgroup with a quota, the quota's: the host's is not what the job may use."""
-    limits = w.latest.system.container
-    quota = limits.cpu_quota_cores if limits else None
+def _cpus(w: Window, th: Thresholds) -> _Cpus:
+    def measure() -> _Cpus:
+        busy_pct, cores = _usable_cpu(w)
+        limits = w.latest.system.container
+        quota = limits.cpu_quota_cores if limits else None
+        usable: float | None = float(cores) if cores else None
+        used = None if busy_pct is None or not cores else busy_pct / 100 * cores
+        quota_full = False
+        if quota is not None and (usable is None or quota < usable):
+            spent = w.host_mean("container.cpu_pct_of_quota")
+            throttled = w.host_mean("container.cpu_throttled_pct")
+            usable, used = quota, None if spent is None else spent / 100 * quota
+            quota_full = (spent is not None and spent >= th.host_cpu_saturated_pct) or (
+                throttled is not None and throttled >= th.cpu_throttled_pct
+            )
+        waiting = w.host_mean("psi.cpu_some_pct")
+        return _Cpus(
+            usable, used, quota, quota_full, _own_cores(w), waiting is not None and waiting >= th.psi_cpu_some_pct
+        )
+
+    return w.shared("cpus", measure)
+
+
+def _own_cores(w: Window) -> float:
+    """Cores the GPU jobs used, main processes and their data-loader workers together, over the window."""
+    pids = {pid for g in w.gpus() for pid in w.pids(g)}
+    total = sum((w.proc_mean(pid, "cpu_pct") or 0.0) + (w.proc_mean(pid, "workers_cpu_pct") or 0.0) for pid in pids)
+    return total / 100
+
+
+def _cause(w: Window, th: Thresholds, proc: ProcSample | None, util: float, cpus: _Cpus) -> str | None:
+    """Why a GPU held by `proc` waits on the CPU, as a `starvation_cpu` variant; None when the CPU side does not
+    explain it. A process "wants" a CPU while it runs or waits on a run queue (schedstat): a main process at
+    70-90% of a core while its GPU waits ~80% of the time is the one loading the data."""
+    if cpus.quota_full:
+        return "quota"
+    if cpus.saturated(th):
+        # CPUs full of other work are cpu_contention's to name; full of this job's own, more workers won't help.
+        return "cpus" if cpus.used and cpus.own >= cpus.used / 2 else None
+    if proc is None:
+        return None
+    wants = (w.proc_mean(proc.pid, "cpu_pct") or 0.0) + (w.proc_mean(proc.pid, "run_queue_wait_pct") or 0.0)
+    main_busy = wants >= max(th.main_busy_cpu_pct, th.main_loading_share * (100.0 - util))
+    if proc.children == 0:
+        return "main_process" if main_busy else None
+    per_worker = _per_worker(w, proc)
+    if per_worker is None:
+        # Workers not counted, or their CPU not read (an older recording, another user's process): only a main
+        # process that is CPU-bound outright says the CPU holds the GPU back, not which part of it.
+        return "" if wants >= th.starved_proc_cpu_pct else None
+    if per_worker >= th.workers_busy_pct:
+        spare = cpus.spare
+        return "workers" if spare is not None and spare >= th.spare_cpu_cores else "cpus"
+    return "main_loop" if main_busy else None
+
+
+def _feeds_a_busy_gpu(w: Window, th: Thresholds, pid: int) -> bool:
+    """One process driving several GPUs (nn.DataParallel) that keeps one of them busy: its CPU side keeps up."""
+    return any(
+        pid in w.pids(g)
+        and (util := w.mean(g.index, "utilization_gpu_pct")) is not None
+        and util >= th.verdict_busy_util_pct
+        for g in w.gpus()
+    )
+
+
+def _per_worker(w: Window, proc: ProcSample) -> float | None:
+    workers = w.proc_mean(proc.pid, "workers_cpu_pct")
+    return None if workers is None or not proc.children else workers / proc.children
+
+
+def _jobs_count(w: Window) -> int:
+    return max(1, len({pid for g in w.gpus() for pid in w.pids(g)}))
+
+
+def _suggested_workers(cause: str, proc: ProcSample | None, cpus: _Cpus, jobs: int) -> int | None:
+    """num_workers to try: a job's share of the CPUs less one for its main process; or, with workers that are
+    all busy, one more for each spare CPU its share allows."""
+    if cpus.usable is None:
+        return None
+    if cause == "main_process":
+        return max(1, int(cpus.usable / jobs) - 1)
+    if cause == "workers" and proc is not None and proc.children and cpus.spare is not None:
+        return proc.children + max(1, int(cpus.spare / jobs))
+    return None
+
+
+def _cpu_evidence(w: Window, cpus: _Cpus) -> tuple[Evidence, ...]:
+    """The CPUs the job may use and how busy they were; inside a cgroup with a quota, the quota's figures too
+    (without one, or without PSI, these say nothing and are left out rather than shown as n/a)."""
     cgroup = (
-        ev("cpu_quota", quota, "CPUs"),
+        ev("cpu_quota", cpus.quota, "CPUs"),
         ev("quota_used", rounded(w.host_mean("container.cpu_pct_of_quota")), "%", "mean"),
         ev("throttled_periods", rounded(w.host_mean("container.cpu_throttled_pct")), "%", "mean"),
         ev("psi_cpu", rounded(w.host_mean("psi.cpu_some_pct")), "%", "mean"),
     )
-    # Without a quota or PSI these say nothing: left out rather than shown as n/a on every host.
-    return (ev("host_cpu", rounded(host_cpu), "%", "mean"), *(e for e in cgroup if e.value is not None))
-
-
-def _host_saturated(host_cpu: float | None, th: Thresholds) -> bool:
-    return host_cpu is not None and host_cpu >= th.host_cpu_saturated_pct
-
-
-def _quota_saturated(w: Window, th: Thresholds) -> bool:
-    """The CPUs the cgroup may use are all busy: its quota spent, its periods throttled, tasks waiting."""
-    quota_used = w.host_mean("container.cpu_pct_of_quota")
-    throttled = w.host_mean("container.cpu_throttled_pct")
-    waiting = w.host_mean("psi.cpu_some_pct")
     return (
-        (quota_used is not None and quota_used >= th.host_cpu_saturated_pct)
-        or (throttled is not None and throttled >= th.cpu_throttled_pct)
-        or (waiting is not None and waiting >= th.psi_cpu_some_pct)
+        ev("host_cpu", rounded(w.host_mean("cpu_pct")), "%", "mean"),
+        ev("cpus_usable", rounded(cpus.usable), "CPUs"),
+        ev("cpus_spare", rounded(cpus.spare), "CPUs", "mean"),
+        *(e for e in cgroup if e.value is not None),
     )
 
 
 def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
-    host_cpu = w.host_mean("cpu_pct")
-    quota_full = _quota_saturated(w, th)
-    saturated = quota_full or _host_saturated(host_cpu, th)
+    cpus = _cpus(w, th)
     for g, util, pids in _starving(w, th):
         hidden = [p.pid for p in g.processes if p.kind == "compute" and p.seen == "hidden"]
         if hidden and len(hidden) == len(pids):
-            yield _hidden_job(w, g, util, hidden, host_cpu)
+            yield _hidden_job(w, g, util, hidden, cpus)
             continue
-        proc = _busiest(w, pids)
-        run_queue = proc.run_queue_wait_pct if proc else None
-        cpu_bound = _cpu_bound(proc, th)
-        if not (cpu_bound or saturated):
+        proc = _main(w, pids)
+        if proc is not None and _feeds_a_busy_gpu(w, th, proc.pid):
+            continue  # the CPU keeps its other GPU busy: this one waits on the imbalance (sharing.imbalance)
+        cause = _cause(w, th, proc, util, cpus)
+        if cause is None:
             continue
-        name = f"{proc.name} ({proc.pid})" if proc else "?"
+        pid = proc.pid if proc else None
+        cpu = w.proc_mean(pid, "cpu_pct") if pid is not None else None
+        run_queue = w.proc_mean(pid, "run_queue_wait_pct") if pid is not None else None
+        per_worker = _per_worker(w, proc) if proc else None
         children = proc.children if proc else None
         yield Hit(
             gpus=(g.index,),
-            pids=(proc.pid,) if proc else pids,
+            pids=(pid,) if pid is not None else pids,
             value=round(util, 1),
-            # Where the cgroup's CPUs are what is full, more data-loader workers only queue for them.
-            variant="quota" if quota_full and not cpu_bound else "",
-            params={"gpu": g.index, "name": name, "children": fmt_num(children)},
+            variant=cause,
+            params={
+                "gpu": g.index,
+                "name": f"{proc.name} ({proc.pid})" if proc else "?",
+                "pid": "?" if pid is None else pid,
+                "children": fmt_num(children),
+                "quota": fmt_num(cpus.quota, 1),
+                "usable": fmt_num(cpus.usable, 1 if cpus.usable and cpus.usable % 1 else 0),
+                "suggest": fmt_num(_suggested_workers(cause, proc, cpus, _jobs_count(w))),
+            },
             evidence=(
                 _util(util),
-                ev("process", name),
-                ev("process_cpu", proc.cpu_pct if proc else None, "%"),
-                *((ev("run_queue_wait", rounded(run_queue), "%"),) if run_queue is not None else ()),
+                ev("process", f"{proc.name} ({proc.pid})" if proc else None),
+                ev("process_cpu", rounded(cpu), "%", "mean"),
+                *((ev("run_queue_wait", rounded(run_queue), "%", "mean"),) if run_queue is not None else ()),
                 ev("workers", children),
-                *_cpu_evidence(w, host_cpu),
+                *((ev("worker_cpu", rounded(per_worker), "%", "mean"),) if per_worker is not None else ()),
+                *_cpu_evidence(w, cpus),
             ),
         )
 
 
-def _hidden_job(w: Window, g: GpuSample, util: float, hidden: list[int], host_cpu: float | None) -> Hit:
+def _hidden_job(w: Window, g: GpuSample, util: float, hidden: list[int], cpus: _Cpus) -> Hit:
     """A GPU whose process lives in another PID namespace: its low use is reported from the GPU's side, with
     what the host and the cgroup show, rather than not at all."""
     pid = ", ".join(str(p) for p in hidden)
@@ -126,7 +231,7 @@ def _hidden_job(w: Window, g: GpuSample, util: float, hidden: list[int], host_cp
         value=round(util, 1),
         variant="hidden",
         params={"gpu": g.index, "pid": pid},
-        evidence=(_util(util), ev("hidden_pid", pid), *_cpu_evidence(w, host_cpu)),
+        evidence=(_util(util), ev("hidden_pid", pid), *_cpu_evidence(w, cpus)),
     )
 
 
@@ -180,27 +285,27 @@ def starvation_net(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 def cpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
-    """The CPUs the job may run on are saturated and most of that is not the GPU jobs' own main processes.
+    """The CPUs the job may run on are saturated and most of that is not the GPU jobs' own work (their main
+    processes and data-loader workers).
 
     Inside a cgroup with a cpuset those are the cpuset's CPUs: a host busy elsewhere takes nothing from it."""
     host_cpu, cores = _usable_cpu(w)
     if host_cpu is None or not cores or host_cpu < th.host_cpu_saturated_pct:
         return
-    used = host_cpu * cores  # in % of one core
-    jobs = sum(p.cpu_pct or 0.0 for p in w.host.processes)
-    others = max(0.0, used - jobs)
+    used = host_cpu * cores / 100  # cores
+    others = max(0.0, used - _own_cores(w))
     if others < used / 2:
         return
-    for g, util, pids in _starving(w, th):
+    for g, util, _ in _starving(w, th):
         yield Hit(
             gpus=(g.index,),
-            pids=pids,
-            value=round(100 * others / (cores * 100), 1),
+            pids=w.pids(g),
+            value=round(100 * others / cores, 1),
             params={"gpu": g.index},
             evidence=(
                 _util(util),
                 ev("host_cpu", round(host_cpu, 1), "%", "mean"),
-                ev("others_cpu", round(others / cores, 1), "%", "mean"),
+                ev("others_cpu", round(100 * others / cores, 1), "%", "mean"),
             ),
         )
 
@@ -249,22 +354,57 @@ RULES: tuple[Rule, ...] = (
         higher_is_worse=False,
         bound="input_bound",
     ),
-    Rule("cpu_contention", Severity.INFO, cpu_contention, metric="utilization_gpu_pct"),
+    Rule(
+        "cpu_contention",
+        Severity.WARNING,
+        cpu_contention,
+        metric="utilization_gpu_pct",
+        higher_is_worse=False,
+        bound="input_bound",
+    ),
 )
 
 TEXTS: Texts = {
     "en": {
         "starvation_cpu.title": "GPU {gpu}: starved by the CPU ({name})",
         "starvation_cpu.advice": (
-            "The GPU waits for input the CPU cannot prepare fast enough ({children} data-loader workers). Raise "
-            "DataLoader num_workers, set pin_memory=True, prefetch (prefetch_factor), and move preprocessing "
-            "and augmentation to the GPU."
+            "The GPU waits while its process keeps a CPU busy ({children} data-loader workers). Load the data in "
+            "DataLoader workers (num_workers), set pin_memory=True, prefetch (prefetch_factor), and move "
+            "preprocessing and augmentation to the GPU."
         ),
-        "starvation_cpu.title.quota": "GPU {gpu}: starved by the container's CPU quota ({name})",
+        "starvation_cpu.title.main_process": "GPU {gpu}: waits while the main process loads the data "
+        "(num_workers=0, {name})",
+        "starvation_cpu.advice.main_process": (
+            "The training process prepares every batch itself (DataLoader num_workers=0), so the GPU idles while "
+            "it does. Set DataLoader num_workers={suggest} (this job's share of the CPUs, less one for the main "
+            "process), pin_memory=True and persistent_workers=True."
+        ),
+        "starvation_cpu.title.workers": "GPU {gpu}: its {children} data-loader workers are all busy and cannot "
+        "keep up, CPUs spare",
+        "starvation_cpu.advice.workers": (
+            "Every worker is busy preparing samples and the GPU still waits, while CPUs this job may use stay "
+            "idle. Raise DataLoader num_workers to about {suggest} and keep prefetch_factor at 2 or more; if "
+            "that is not enough, do less per sample on the CPU."
+        ),
+        "starvation_cpu.title.cpus": "GPU {gpu}: waits while the {usable} CPUs it may use are all busy with its "
+        "data loading",
+        "starvation_cpu.advice.cpus": (
+            "The job's main process and {children} data-loader workers keep every CPU it may use busy, and the "
+            "GPU still waits. More workers will not help: do less per sample on the CPU (decode and augment on "
+            "the GPU, e.g. NVIDIA DALI; pre-process the dataset once), or run it where it gets more CPUs."
+        ),
+        "starvation_cpu.title.quota": "GPU {gpu}: waits while its CPU quota of {quota} CPUs is spent ({name})",
         "starvation_cpu.advice.quota": (
-            "The GPU waits for input while the CPUs this container may use are all busy ({children} data-loader "
-            "workers per job share them). More workers will not help: raise the CPU quota, or do less per "
-            "sample on the CPU (decode and augment on the GPU, e.g. NVIDIA DALI; pre-process the dataset once)."
+            "The GPU waits for input while the CPU quota this job runs under is used up ({children} data-loader "
+            "workers share it). More workers will not help: raise the quota (docker --cpus, Kubernetes "
+            "resources.limits.cpu, Slurm --cpus-per-task), or do less per sample on the CPU (decode and augment "
+            "on the GPU, e.g. NVIDIA DALI; pre-process the dataset once)."
+        ),
+        "starvation_cpu.title.main_loop": "GPU {gpu}: waits while the training loop itself keeps the CPU busy ({name})",
+        "starvation_cpu.advice.main_loop": (
+            "The data-loader workers keep up, but the main process is busy most of the time the GPU waits: work "
+            "in the loop itself holds the GPU back (preprocessing in the loop, logging or metrics every step, a "
+            "CPU-side optimizer or loss). Profile it (py-spy top --pid {pid}) and move that work off the step."
         ),
         "starvation_cpu.title.hidden": "GPU {gpu}: waits for input; its process (host PID {pid}) is outside this "
         "PID namespace",
@@ -293,6 +433,9 @@ TEXTS: Texts = {
         "ev.process": "process",
         "ev.process_cpu": "process CPU (100 = one core)",
         "ev.run_queue_wait": "waiting for a CPU (100 = all the time)",
+        "ev.worker_cpu": "CPU per data-loader worker (100 = one core)",
+        "ev.cpus_usable": "CPUs the job may use",
+        "ev.cpus_spare": "CPUs spare",
         "ev.hidden_pid": "host PID, not visible here",
         "ev.psi_io_full": "I/O pressure (full)",
         "ev.host_cpu": "host CPU",
@@ -307,14 +450,37 @@ TEXTS: Texts = {
     "zh": {
         "starvation_cpu.title": "GPU {gpu}：被 CPU 拖慢（{name}）",
         "starvation_cpu.advice": (
-            "GPU 在等 CPU 准备数据（数据加载 worker 数：{children}）。请增大 DataLoader 的 num_workers，"
-            "设置 pin_memory=True，开启预取（prefetch_factor），并把预处理和数据增强移到 GPU 上。"
+            "GPU 在等待，而它的进程一直占着 CPU（数据加载 worker 数：{children}）。请在 DataLoader worker 中加载数据"
+            "（num_workers），设置 pin_memory=True，开启预取（prefetch_factor），并把预处理和数据增强移到 GPU 上。"
         ),
-        "starvation_cpu.title.quota": "GPU {gpu}：被容器的 CPU 配额拖慢（{name}）",
+        "starvation_cpu.title.main_process": "GPU {gpu}：主进程在自己加载数据，GPU 在等待（num_workers=0，{name}）",
+        "starvation_cpu.advice.main_process": (
+            "训练进程自己准备每一个 batch（DataLoader num_workers=0），这期间 GPU 空闲。请设置 DataLoader "
+            "num_workers={suggest}（本任务可用的 CPU 数减去主进程的一个），pin_memory=True，persistent_workers=True。"
+        ),
+        "starvation_cpu.title.workers": "GPU {gpu}：{children} 个数据加载 worker 全部忙碌仍跟不上，CPU 还有空闲",
+        "starvation_cpu.advice.workers": (
+            "每个 worker 都在忙着准备样本，GPU 仍在等待，而本任务可用的 CPU 还有空闲。请把 DataLoader num_workers "
+            "提高到 {suggest} 左右，prefetch_factor 保持 2 或以上；如果仍不够，请减少每个样本在 CPU 上的工作。"
+        ),
+        "starvation_cpu.title.cpus": "GPU {gpu}：可用的 {usable} 个 CPU 全部忙于数据加载，GPU 在等待",
+        "starvation_cpu.advice.cpus": (
+            "任务的主进程和 {children} 个数据加载 worker 占满了它可用的所有 CPU，GPU 仍在等待。增加 worker 没有用："
+            "请减少每个样本在 CPU 上的工作（在 GPU 上解码和增强，如 NVIDIA DALI；预先处理好数据集），"
+            "或在 CPU 更多的机器上运行。"
+        ),
+        "starvation_cpu.title.quota": "GPU {gpu}：CPU 配额（{quota} 个 CPU）已用尽，GPU 在等待（{name}）",
         "starvation_cpu.advice.quota": (
-            "GPU 在等待输入，而容器可用的 CPU 已全部占满（每个任务有 {children} 个数据加载 worker 在争用）。"
-            "增加 worker 没有用：请提高 CPU 配额，或减少每个样本在 CPU 上的工作（在 GPU 上解码和增强，"
-            "如 NVIDIA DALI；预先处理好数据集）。"
+            "GPU 在等待输入，而本任务所在的 CPU 配额已经用尽（{children} 个数据加载 worker 在争用）。"
+            "增加 worker 没有用："
+            "请提高配额（docker --cpus、Kubernetes resources.limits.cpu、Slurm --cpus-per-task），"
+            "或减少每个样本在 CPU 上的工作（在 GPU 上解码和增强，如 NVIDIA DALI；预先处理好数据集）。"
+        ),
+        "starvation_cpu.title.main_loop": "GPU {gpu}：训练循环本身占满了 CPU，GPU 在等待（{name}）",
+        "starvation_cpu.advice.main_loop": (
+            "数据加载 worker 跟得上，但在 GPU 等待的大部分时间里主进程都在忙：循环本身的工作拖住了 GPU"
+            "（循环内的预处理、每步的日志或指标计算、在 CPU 上的优化器或损失计算）。请用 py-spy top --pid {pid} "
+            "分析，并把这些工作移出训练步。"
         ),
         "starvation_cpu.title.hidden": "GPU {gpu}：在等待输入；其进程（宿主机 PID {pid}）不在本 PID 命名空间内",
         "starvation_cpu.advice.hidden": (
@@ -339,6 +505,9 @@ TEXTS: Texts = {
         "ev.process": "进程",
         "ev.process_cpu": "进程 CPU（100 = 一个核心）",
         "ev.run_queue_wait": "等待 CPU（100 = 一直在等）",
+        "ev.worker_cpu": "每个数据加载 worker 的 CPU（100 = 一个核心）",
+        "ev.cpus_usable": "任务可用的 CPU",
+        "ev.cpus_spare": "空闲的 CPU",
         "ev.hidden_pid": "宿主机 PID（此处不可见）",
         "ev.psi_io_full": "I/O 压力（full）",
         "ev.host_cpu": "主机 CPU",
