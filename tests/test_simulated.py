@@ -56,8 +56,10 @@ def symptoms(snapshots: list[Snapshot]) -> set[str]:
                 found.add("sw_power_cap")
             if gpu.power_limit_w != info.power_default_limit_w:
                 found.add("limit_lowered")
-            if reasons & {"hw_slowdown", "hw_power_brake"}:
-                found.add("hw_bits")
+            if "hw_power_brake" in reasons:
+                found.add("power_brake_bit")
+            if "hw_slowdown" in reasons and not reasons & {"hw_thermal_slowdown", "hw_power_brake"}:
+                found.add("hw_slowdown_unexplained")
             if busy and not reasons and (gpu.sm_clock_mhz or 0) < 0.9 * (info.max_sm_clock_mhz or 0):
                 found.add("clocks_low_unexplained")
             if busy and (gpu.pcie_gen, gpu.pcie_width) != (info.pcie_max_gen, info.pcie_max_width):

@@ -130,6 +130,8 @@ def _powercap(stage: Stage, t: float) -> Scene:
 
 
 def _hwslowdown(stage: Stage, t: float) -> Scene:
+    # A PSU failed or the chassis management asked for less power: the driver sets HW slowdown and names the
+    # cause with the power brake bit beside it (nvml.h).
     reasons = BIT["hw_slowdown"] | BIT["hw_power_brake"]
     plans = {i: GpuPlan(sm_clock_mhz=990.0, reasons=reasons) for i in range(stage.count)}
     return Scene(plans, stage.ranks(_TRAIN, 61.0), HostPlan())
@@ -356,10 +358,10 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
     ),
     Scenario(
         "hwslowdown",
-        "HW slowdown and HW power brake asserted (power supply or external signal)",
+        "HW slowdown with the power brake bit (power supply or chassis management); clocks halved",
         _hwslowdown,
-        signs=frozenset({"hw_bits"}),
-        findings=(*_each_gpu("hw_slowdown", "critical"), *_each_gpu("power_brake", "critical")),
+        signs=frozenset({"power_brake_bit"}),
+        findings=_each_gpu("power_brake", "critical"),
         verdict=("throttled",),
     ),
     Scenario(
