@@ -256,7 +256,11 @@ def test_thermal_climbs_past_slowdown_and_throttles_one_gpu() -> None:
     assert hot.temperature_c is not None and 89 - 5 < hot.temperature_c < 89  # starts inside the margin
     last = snaps[-1].gpus[1]
     assert last.temperature_c is not None and last.temperature_c > 89
-    assert {"sw_thermal_slowdown", "hw_thermal_slowdown"} <= set(last.clock_event_reasons or ())
+    # HW slowdown as a driver sets it for heat: with HW thermal slowdown beside it to name the cause
+    assert {"sw_thermal_slowdown", "hw_thermal_slowdown", "hw_slowdown"} <= set(last.clock_event_reasons or ())
+    for snap in snaps:
+        reasons = set(snap.gpus[1].clock_event_reasons or ())
+        assert "hw_slowdown" not in reasons or "hw_thermal_slowdown" in reasons
     assert (last.sm_clock_mhz or 0) < (hot.sm_clock_mhz or 0) - 300
     assert (last.thermal_violation_ns or 0) - (snaps[15].gpus[1].thermal_violation_ns or 0) >= 14e9
     temps = [s.gpus[1].temperature_c or 0 for s in snaps]
@@ -279,6 +283,14 @@ def test_hwslowdown_sets_both_bits_and_clocks_collapse() -> None:
     for gpu in run("hwslowdown", [3.0])[0].gpus:
         assert {"hw_slowdown", "hw_power_brake"} <= set(gpu.clock_event_reasons or ())
         assert (gpu.sm_clock_mhz or 9999) < 1100 and (gpu.utilization_gpu_pct or 0) > 85
+
+
+def test_hwslowdown_nocause_sets_the_bit_alone_on_cool_gpus_under_their_limit() -> None:
+    for snap in run("hwslowdown-nocause", SECONDS):
+        for gpu in snap.gpus:
+            assert set(gpu.clock_event_reasons or ()) == {"hw_slowdown"}
+            assert (gpu.sm_clock_mhz or 9999) < 1100 and (gpu.utilization_gpu_pct or 0) > 85
+            assert (gpu.temperature_c or 99) < 80 and (gpu.power_w or 999) < 0.5 * (gpu.power_limit_w or 0)
 
 
 def test_pcie_link_trained_low_on_one_busy_gpu() -> None:

@@ -137,6 +137,13 @@ def _hwslowdown(stage: Stage, t: float) -> Scene:
     return Scene(plans, stage.ranks(_TRAIN, 61.0), HostPlan())
 
 
+def _hwslowdown_nocause(stage: Stage, t: float) -> Scene:
+    # HW slowdown held for the whole run with no bit beside it to name the cause (nvml.h: heat, a power brake or
+    # fast-trigger power protection); the GPUs are cool and well under their power limit.
+    plans = {i: GpuPlan(sm_clock_mhz=990.0, reasons=BIT["hw_slowdown"]) for i in range(stage.count)}
+    return Scene(plans, stage.ranks(_TRAIN, 61.0), HostPlan())
+
+
 def _pcie(stage: Stage, t: float) -> Scene:
     busy = stage.busy()
     busy[stage.odd] = GpuPlan(pcie_gen=3, pcie_width=8)
@@ -341,7 +348,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
     ),
     Scenario(
         "thermal",
-        "one GPU heats past its slowdown threshold; SW/HW thermal slowdown; SM clock falls",
+        "one GPU heats past its slowdown threshold; SW/HW thermal slowdown (HW slowdown beside); SM clock falls",
         _thermal,
         signs=frozenset({"hot", "thermal_bits"}),
         findings=(ExpectedFinding("thermal_throttle", "critical", (1,)),),
@@ -362,6 +369,14 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _hwslowdown,
         signs=frozenset({"power_brake_bit"}),
         findings=_each_gpu("power_brake", "critical"),
+        verdict=("throttled",),
+    ),
+    Scenario(
+        "hwslowdown-nocause",
+        "HW slowdown held with no bit naming its cause (heat, power brake or power protection); clocks halved",
+        _hwslowdown_nocause,
+        signs=frozenset({"hw_slowdown_unexplained"}),
+        findings=_each_gpu("hw_slowdown", "critical"),
         verdict=("throttled",),
     ),
     Scenario(
