@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from gputui.model import GpmValues, Topology
+from gputui.model import NVSWITCH, GpmValues, Topology
 
 KIB = 1024
 ALL_LINKS = 0xFFFFFFFF  # scopeId for "every link"; a bare per-link field id reads link 0 only
-NVSWITCH = "NVSwitch"
 # nvmlDeviceGetTopologyCommonAncestor -> the `nvidia-smi topo -m` name. INTERNAL (0) between two GPUs means
 # both sit on one board (a dual-GPU card) behind one switch, which nvidia-smi also prints as PIX.
 PCIE_PATHS = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}

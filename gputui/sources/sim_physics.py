@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from gputui.model import (
     CLOCK_EVENT_REASONS,
+    NVSWITCH,
     ContainerInfo,
     ContainerSample,
     GpmValues,
@@ -225,7 +226,7 @@ def gpu_info(index: int, rng: random.Random, board: Board) -> GpuInfo:
         ecc_mode=True,
         nvlink_links_total=board.nvlinks,
         nvlink_version=board.nvlink_version,
-        nvlink_remote=None if board.nvlinks is None else ("NVSwitch",) * board.nvlinks,
+        nvlink_remote=None if board.nvlinks is None else (NVSWITCH,) * board.nvlinks,
     )
 
 
