@@ -453,6 +453,17 @@ def test_nvlink_two_links_down_on_the_last_gpu_and_replays_climb() -> None:
     assert (last.gpus[3].nvlink_recovery_errors, last.gpus[3].nvlink_crc_errors) == (0, 0)
 
 
+def test_nvswitch_every_gpu_two_links_down_alike_and_no_errors() -> None:
+    snaps = run("nvswitch", SECONDS)
+    last = snaps[-1]
+    assert [g.nvlink_links_active for g in last.gpus] == [16, 16, 16, 16]
+    assert all(info.nvlink_remote == ("NVSwitch",) * 18 for info in last.gpu_info)
+    topology = last.system.topology
+    assert topology is not None
+    assert {cell for a, row in enumerate(topology.matrix) for b, cell in enumerate(row) if a != b} == {"NV16"}
+    assert all(g.nvlink_replay_errors == 0 for snap in snaps for g in snap.gpus)
+
+
 def test_numa_rank_zero_runs_on_the_far_socket() -> None:
     snap = run("numa", [5.0])[0]
     assert snap.system.topology is not None and snap.system.topology.numa_node[0] == 0

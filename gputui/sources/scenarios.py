@@ -300,6 +300,13 @@ def _nvlink(stage: Stage, t: float) -> Scene:
     return Scene(busy, stage.ranks(_TRAIN, 61.0), HostPlan())
 
 
+def _nvswitch(stage: Stage, t: float) -> Scene:
+    # One of the HGX board's NVSwitches failed: every GPU lost the 2 links it had to that switch, alike. No GPU
+    # has all its links to be held against, yet every collective crosses a fabric short of bandwidth.
+    plans = {i: GpuPlan(nvlinks_down=2) for i in range(stage.count)}
+    return Scene(plans, stage.ranks(_TRAIN, 61.0), HostPlan())
+
+
 def _numa(stage: Stage, t: float) -> Scene:
     # The launcher pinned rank 0 to the other socket (a `numactl --cpunodebind` meant for another rank): its
     # batches cross the link between the sockets to reach its GPU, which waits a little on each.
@@ -500,6 +507,14 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
             ExpectedFinding("nvlink_errors", "warning", (3,)),
         ),
         verdict=("mixed", "interconnect", "gpu_bound"),
+    ),
+    Scenario(
+        "nvswitch",
+        "every GPU of the NVSwitch board with 2 of its 18 NVLinks down alike: a failed NVSwitch or fabric manager",
+        _nvswitch,
+        signs=frozenset({"nvlink_down"}),
+        findings=_each_gpu("nvlink_down", "critical"),
+        verdict=("interconnect",),
     ),
     Scenario(
         "numa",
