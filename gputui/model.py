@@ -11,6 +11,9 @@ from typing import Literal, TypedDict
 
 SourceKind = Literal["nvml", "simulated", "replay", "remote"]
 
+# What GpuInfo.nvlink_remote names a link to an NVSwitch; a link down may read "" (no remote).
+NVSWITCH = "NVSwitch"
+
 # Clock event ("throttle") reason bits, as defined by nvidia-ml-py's nvmlClocksEventReason* constants.
 # They are repeated here (and checked against pynvml in the tests) so that the model imports no driver binding.
 CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
@@ -164,7 +167,7 @@ class GpuInfo:
     ecc_mode: bool | None = None
     nvlink_links_total: int | None = None  # links the GPU has; None on boards without NVLink
     nvlink_version: int | None = None  # NVLink generation (3 on A100, 4 on H100), not NVML's enum
-    nvlink_remote: tuple[str, ...] | None = None  # what each link reaches: a PCI bus id, or "NVSwitch"
+    nvlink_remote: tuple[str, ...] | None = None  # what each link reaches: a GPU's PCI bus id, NVSWITCH, or ""
 
 
 # How a GPU process was matched with a process in this PID namespace. NVML lists host PIDs, which inside a

@@ -118,9 +118,7 @@ def gpu_table(info: GpuInfo | None, gpu: GpuSample) -> Table:
 
 def host_lines(host: HostSample) -> list[str]:
     cores = host.cpu_pct_per_core
-    cpu = f"CPU {fmt_pct(host.cpu_pct)} of {len(cores)} cores"
-    if cores:
-        cpu += f" (busiest {max(cores):.0f}%)"
+    cpu = f"CPU {fmt_pct(host.cpu_pct)} of {len(cores)} cores (busiest {max(cores):.0f}%)" if cores else f"CPU {NA}"
     load = " ".join(f"{v:.1f}" for v in host.load_avg) if host.load_avg else NA
     pad = " " * 6
     return [

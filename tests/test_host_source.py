@@ -101,16 +101,80 @@ def test_guest_time_is_not_counted_twice(ps: FakePsutil, clock: Clock, host: Hos
     assert host.sample([], 1.0).cpu_pct_per_core == pytest.approx((50.0, 0.0))
 
 
-def test_cpu_times_that_go_backwards_or_lose_cores_are_unknown(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+def test_iowait_moved_back_to_idle_costs_no_core_and_no_negative_share(
+    ps: FakePsutil, clock: Clock, host: HostSource
+) -> None:
+    """proc(5): iowait can go down. Time the kernel moves from iowait to idle is idle all the same."""
     clock.now += 1.0
-    ps.cores[0] = scputimes(user=1.0, idle=1.0)
-    ps.advance_cpu(1, idle=1.0)
+    ps.advance_cpu(0, user=0.5, idle=0.7, iowait=-0.2)
+    ps.advance_cpu(1, user=0.3, idle=0.7)
     sample = host.sample([], 1.0)
-    assert sample.cpu_pct_per_core == ()
-    assert sample.iowait_pct is None
+    assert sample.cpu_pct_per_core == pytest.approx((50.0, 30.0))
+    assert sample.iowait_pct == 0.0  # the fall counts as no iowait, never as a negative share
+    clock.now += 1.0
+    ps.advance_cpu(0, user=0.5, idle=0.4, iowait=-0.1)  # down, and not made up by idle
+    ps.advance_cpu(1, user=0.3, idle=0.5, iowait=0.2)
+    sample = host.sample([], 2.0)
+    assert sample.cpu_pct_per_core == pytest.approx((62.5, 30.0))
+    assert sample.iowait_pct == pytest.approx(11.1)  # 0.2 s of 1.8 core-seconds
+    clock.now += 1.0
+    ps.advance_cpu(0, user=0.5, idle=0.1, iowait=-3.0)  # down by more than the idle time gained
+    ps.advance_cpu(1, user=0.4, idle=0.6)
+    sample = host.sample([], 3.0)
+    assert sample.cpu_pct_per_core == pytest.approx((62.5, 40.0))  # that core keeps its figure, the host goes on
+    assert sample.iowait_pct == 0.0
+
+
+def test_idle_going_backwards_costs_that_core_one_tick(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    clock.now += 1.0
+    ps.advance_cpu(0, user=0.9, idle=0.1)
+    ps.advance_cpu(1, user=0.3, idle=0.7)
+    assert host.sample([], 1.0).cpu_pct_per_core == pytest.approx((90.0, 30.0))
+    clock.now += 1.0
+    ps.advance_cpu(0, user=0.5, idle=-5.0)  # the kernel's idle time went backwards
+    ps.advance_cpu(1, user=0.4, steal=0.1, idle=0.4, iowait=0.1)
+    sample = host.sample([], 2.0)
+    assert sample.cpu_pct_per_core == pytest.approx((90.0, 50.0))  # core 0 keeps its last figure, core 1 is read
+    assert (sample.iowait_pct, sample.steal_pct) == (10.0, 10.0)  # of core 1's second alone
+    clock.now += 1.0
+    ps.advance_cpu(0, user=0.2, idle=0.8)
+    ps.advance_cpu(1, user=0.2, idle=0.8)
+    assert host.sample([], 3.0).cpu_pct_per_core == pytest.approx((20.0, 20.0))  # read again
+
+
+def test_a_core_read_badly_on_the_first_tick_takes_the_mean_of_the_others(clock: Clock) -> None:
+    ps = FakePsutil(cores=3)
+    host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
+    host.open()
+    clock.now += 1.0
+    ps.cores[0] = scputimes(user=1.0, idle=1.0)  # every counter back to near zero
+    ps.advance_cpu(1, user=0.8, idle=0.2)
+    ps.advance_cpu(2, user=0.2, idle=0.8)
+    sample = host.sample([], 1.0)
+    assert sample.cpu_pct_per_core == pytest.approx((50.0, 80.0, 20.0))
+    assert sample.cpu_pct == pytest.approx(50.0)  # the host's mean is the mean of the cores read well
+
+
+def test_every_core_read_well_moves_every_figure(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    for tick, (first, second) in enumerate([(0.9, 0.1), (0.4, 0.6), (0.0, 1.0)], start=1):
+        clock.now += 1.0
+        ps.advance_cpu(0, user=first, idle=1.0 - first)
+        ps.advance_cpu(1, user=second, idle=1.0 - second)
+        sample = host.sample([], float(tick))
+        assert sample.cpu_pct_per_core == pytest.approx((100 * first, 100 * second))
+        assert (sample.iowait_pct, sample.steal_pct) == (0.0, 0.0)
+
+
+def test_a_change_in_the_number_of_cores_makes_one_tick_unknown(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    idle_tick(ps, clock)
+    assert host.sample([], 1.0).cpu_pct_per_core == (0.0, 0.0)
     idle_tick(ps, clock)
     ps.cores = ps.cores[:1]  # a core went offline
-    assert host.sample([], 2.0).cpu_pct_per_core == ()
+    sample = host.sample([], 2.0)
+    assert (sample.cpu_pct_per_core, sample.iowait_pct, sample.steal_pct) == ((), None, None)
+    clock.now += 1.0
+    ps.advance_cpu(0, user=0.25, idle=0.75)
+    assert host.sample([], 3.0).cpu_pct_per_core == pytest.approx((25.0,))
 
 
 def test_platform_without_iowait_or_steal_reports_none(clock: Clock) -> None:

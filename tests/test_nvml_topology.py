@@ -66,6 +66,20 @@ def test_direct_nvlink_bridge_counts_the_links_to_the_peer(clock: Clock) -> None
     assert source.sample().gpu_info[1].nvlink_remote == ("00000000:18:00.0",) * 4
 
 
+def test_a_bridged_peer_left_out_of_the_selection_is_no_nvswitch(clock: Clock) -> None:
+    gpus = [FakeGpu(pci_bus_id="00000000:18:00.0"), FakeGpu(pci_bus_id="00000000:28:00.0")]
+    gpus[0].nvlink_remotes = ["00000000:28:00.0"] * 12 + [""] * 6
+    gpus[1].nvlink_remotes = ["00000000:18:00.0"] * 12 + [""] * 6
+    host = HostSource(clock=clock, psutil_module=FakePsutil(), root=NO_PROC)  # type: ignore[arg-type]
+    source = NvmlSource(nvml=FakeNvml(gpus), host=host, clock=clock, root=NO_PROC, watch_xid=False, gpu_indices=[0])
+    source.open()
+    assert source.sample().gpu_info[0].nvlink_remote == ("00000000:28:00.0",) * 12 + ("",) * 6
+    untyped = FakeNvml(gpus, missing=["nvmlDeviceGetNvLinkRemoteDeviceType"])  # the driver does not say: a switch
+    source = NvmlSource(nvml=untyped, host=host, clock=clock, root=NO_PROC, watch_xid=False, gpu_indices=[0])
+    source.open()
+    assert source.sample().gpu_info[0].nvlink_remote == ("NVSwitch",) * 12 + ("",) * 6
+
+
 def test_two_socket_pcie_box_is_pix_or_phb_within_a_socket_and_sys_across(clock: Clock) -> None:
     gpus = [
         consumer_gpu(socket=0, pcie_switch=None, numa_node=0, cpu_affinity=(*range(0, 16), *range(32, 48))),

@@ -56,8 +56,10 @@ def symptoms(snapshots: list[Snapshot]) -> set[str]:
                 found.add("sw_power_cap")
             if gpu.power_limit_w != info.power_default_limit_w:
                 found.add("limit_lowered")
-            if reasons & {"hw_slowdown", "hw_power_brake"}:
-                found.add("hw_bits")
+            if "hw_power_brake" in reasons:
+                found.add("power_brake_bit")
+            if "hw_slowdown" in reasons and not reasons & {"hw_thermal_slowdown", "hw_power_brake"}:
+                found.add("hw_slowdown_unexplained")
             if busy and not reasons and (gpu.sm_clock_mhz or 0) < 0.9 * (info.max_sm_clock_mhz or 0):
                 found.add("clocks_low_unexplained")
             if busy and (gpu.pcie_gen, gpu.pcie_width) != (info.pcie_max_gen, info.pcie_max_width):
@@ -254,7 +256,11 @@ def test_thermal_climbs_past_slowdown_and_throttles_one_gpu() -> None:
     assert hot.temperature_c is not None and 89 - 5 < hot.temperature_c < 89  # starts inside the margin
     last = snaps[-1].gpus[1]
     assert last.temperature_c is not None and last.temperature_c > 89
-    assert {"sw_thermal_slowdown", "hw_thermal_slowdown"} <= set(last.clock_event_reasons or ())
+    # HW slowdown as a driver sets it for heat: with HW thermal slowdown beside it to name the cause
+    assert {"sw_thermal_slowdown", "hw_thermal_slowdown", "hw_slowdown"} <= set(last.clock_event_reasons or ())
+    for snap in snaps:
+        reasons = set(snap.gpus[1].clock_event_reasons or ())
+        assert "hw_slowdown" not in reasons or "hw_thermal_slowdown" in reasons
     assert (last.sm_clock_mhz or 0) < (hot.sm_clock_mhz or 0) - 300
     assert (last.thermal_violation_ns or 0) - (snaps[15].gpus[1].thermal_violation_ns or 0) >= 14e9
     temps = [s.gpus[1].temperature_c or 0 for s in snaps]
@@ -277,6 +283,14 @@ def test_hwslowdown_sets_both_bits_and_clocks_collapse() -> None:
     for gpu in run("hwslowdown", [3.0])[0].gpus:
         assert {"hw_slowdown", "hw_power_brake"} <= set(gpu.clock_event_reasons or ())
         assert (gpu.sm_clock_mhz or 9999) < 1100 and (gpu.utilization_gpu_pct or 0) > 85
+
+
+def test_hwslowdown_nocause_sets_the_bit_alone_on_cool_gpus_under_their_limit() -> None:
+    for snap in run("hwslowdown-nocause", SECONDS):
+        for gpu in snap.gpus:
+            assert set(gpu.clock_event_reasons or ()) == {"hw_slowdown"}
+            assert (gpu.sm_clock_mhz or 9999) < 1100 and (gpu.utilization_gpu_pct or 0) > 85
+            assert (gpu.temperature_c or 99) < 80 and (gpu.power_w or 999) < 0.5 * (gpu.power_limit_w or 0)
 
 
 def test_pcie_link_trained_low_on_one_busy_gpu() -> None:
@@ -437,6 +451,17 @@ def test_nvlink_two_links_down_on_the_last_gpu_and_replays_climb() -> None:
     assert (last.gpus[3].nvlink_replay_errors or 0) > (first.gpus[3].nvlink_replay_errors or 0)
     assert all(g.nvlink_replay_errors == 0 for g in last.gpus[:3])
     assert (last.gpus[3].nvlink_recovery_errors, last.gpus[3].nvlink_crc_errors) == (0, 0)
+
+
+def test_nvswitch_every_gpu_two_links_down_alike_and_no_errors() -> None:
+    snaps = run("nvswitch", SECONDS)
+    last = snaps[-1]
+    assert [g.nvlink_links_active for g in last.gpus] == [16, 16, 16, 16]
+    assert all(info.nvlink_remote == ("NVSwitch",) * 18 for info in last.gpu_info)
+    topology = last.system.topology
+    assert topology is not None
+    assert {cell for a, row in enumerate(topology.matrix) for b, cell in enumerate(row) if a != b} == {"NV16"}
+    assert all(g.nvlink_replay_errors == 0 for snap in snaps for g in snap.gpus)
 
 
 def test_numa_rank_zero_runs_on_the_far_socket() -> None:

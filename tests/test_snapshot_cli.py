@@ -167,6 +167,7 @@ def test_missing_values_show_as_na(capsys: pytest.CaptureFixture[str]) -> None:
     print_snapshot(model.Snapshot(snap.timestamp, snap.system, snap.gpu_info, (bare,), model.HostSample(0.0)))
     out = capsys.readouterr().out
     assert "n/a / 1980 MHz" in out and "clock events: n/a" in out and "iowait n/a" in out
+    assert "host  CPU n/a  iowait" in out and "0 cores" not in out  # no per-core figures: not a host of 0 cores
     assert " 0%" not in out
 
 

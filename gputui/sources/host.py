@@ -4,7 +4,8 @@ the cgroup this process runs in (gputui.sources.cgroup), with the per-process fa
 may run on and last ran on.
 
 Every rate is a difference of two counter readings over the time between them. A counter that went
-backwards (a reset, a wrap, a disk that was removed) gives no rate for that tick rather than a negative one.
+backwards (a reset, a wrap, a disk that was removed) gives no rate for that tick rather than a negative one;
+a core's CPU times that went backwards cost that core alone its figure for the tick (see _cpu_percentages).
 """
 
 from __future__ import annotations
@@ -99,6 +100,7 @@ class HostSource:
         # psutil reports swap-in/out as 0 on Windows, which would read as "no swapping"
         self._swap_io = not getattr(psutil_module, "WINDOWS", False)
         self._last: _Counters | None = None
+        self._cpu_pct: tuple[float, ...] = ()  # the last tick's per-core busy %, held for a core read badly
         self._procs: dict[int, _Tracked] = {}
         self._tick = 0
         self._link_bytes_s: float | None = None
@@ -113,6 +115,7 @@ class HostSource:
         """
         self._tick = 0
         self._procs = {}
+        self._cpu_pct = ()
         self._last = self._read_counters()
         cgroup = read_cgroup(self._root)
         self.container = cgroup.info
@@ -122,6 +125,7 @@ class HostSource:
     def close(self) -> None:
         self._procs = {}
         self._last = None
+        self._cpu_pct = ()
 
     def sample(self, gpu_pids: Collection[int], timestamp: float) -> HostSample:
         counters = self._read_counters()
@@ -131,7 +135,8 @@ class HostSource:
         self._parents, self._scanned = None, False
         if self._tick % LINK_EVERY == 0:
             self._link_bytes_s = self._read_link_speed()
-        per_core, iowait, steal = _cpu_percentages(last.cpu, counters.cpu)
+        per_core, iowait, steal = _cpu_percentages(last.cpu, counters.cpu, self._cpu_pct)
+        self._cpu_pct = per_core
         container, psi = self._cgroup.sample() if self._cgroup is not None else (None, None)
         memory = self._call(self._ps.virtual_memory)
         swap = counters.swap
@@ -321,33 +326,48 @@ class HostSource:
 
 
 def _cpu_percentages(
-    old: Sequence[Any] | None, new: Sequence[Any] | None
+    old: Sequence[Any] | None, new: Sequence[Any] | None, previous: tuple[float, ...]
 ) -> tuple[tuple[float, ...], float | None, float | None]:
-    """Per-core busy %, and iowait % and steal % of all cores, from two per-core cpu_times readings.
+    """Per-core busy %, and iowait % and steal % of the cores read well, from two per-core cpu_times readings;
+    `previous` is the last tick's per-core figures.
 
-    Busy time follows psutil.cpu_percent (and its rounding to 0.1 %): total minus idle and iowait, with
-    guest time (already counted in user time on Linux) left out of the total. Unknown (empty, None) when
-    the cores changed or a counter went backwards.
+    Busy time follows psutil.cpu_percent (and its rounding to 0.1 %): the non-idle fields over those plus idle
+    and iowait, guest time (already counted in user time on Linux) left out. proc(5): iowait is not reliable
+    and can go down, and on some kernels idle can go backwards. Idle and iowait are taken together, so time the
+    kernel moved from one to the other costs nothing, and a fall in iowait counts as none in the iowait share.
+    A core whose idle or busy time still went backwards, or that saw no time pass, keeps its previous figure
+    for this tick (the mean of the cores read well when it has none), and the host's iowait and steal come from
+    the other cores: one core's counter costs that core one tick, never the host or the core count. Only a
+    change in the number of cores (CPU hotplug) makes the tick unknown.
     """
     if old is None or new is None or len(old) != len(new) or not new:
         return (), None, None
-    per_core = []
+    per_core: list[float | None] = []
     total_all = iowait_all = steal_all = 0.0
     for before, after in zip(old, new, strict=True):
-        total = _total_time(after) - _total_time(before)
         idle = _idle_time(after) - _idle_time(before)
-        if total <= 0 or idle < 0 or idle > total:
-            return (), None, None
-        per_core.append(round((total - idle) / total * 100.0, 1))
-        total_all += total
-        iowait_all += getattr(after, "iowait", 0.0) - getattr(before, "iowait", 0.0)
-        steal_all += getattr(after, "steal", 0.0) - getattr(before, "steal", 0.0)
+        busy = _total_time(after) - _total_time(before) - idle
+        if busy < 0 or idle < 0 or busy + idle <= 0:
+            per_core.append(None)
+            continue
+        per_core.append(round(busy / (busy + idle) * 100.0, 1))
+        total_all += busy + idle
+        iowait_all += max(0.0, getattr(after, "iowait", 0.0) - getattr(before, "iowait", 0.0))
+        steal_all += max(0.0, getattr(after, "steal", 0.0) - getattr(before, "steal", 0.0))
+    read = [pct for pct in per_core if pct is not None]
+    if len(previous) == len(per_core):
+        fill = previous
+    elif read:
+        fill = (round(sum(read) / len(read), 1),) * len(per_core)
+    else:
+        return (), None, None
+    filled = tuple(fill[core] if pct is None else pct for core, pct in enumerate(per_core))
     has_iowait = hasattr(new[0], "iowait")
     has_steal = hasattr(new[0], "steal")
     return (
-        tuple(per_core),
-        round(max(iowait_all, 0.0) / total_all * 100.0, 1) if has_iowait else None,
-        round(max(steal_all, 0.0) / total_all * 100.0, 1) if has_steal else None,
+        filled,
+        round(iowait_all / total_all * 100.0, 1) if has_iowait and total_all else None,
+        round(steal_all / total_all * 100.0, 1) if has_steal and total_all else None,
     )
 
 

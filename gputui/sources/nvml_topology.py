@@ -18,11 +18,10 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
-from gputui.model import GpmValues, Topology
+from gputui.model import NVSWITCH, GpmValues, Topology
 
 KIB = 1024
 ALL_LINKS = 0xFFFFFFFF  # scopeId for "every link"; a bare per-link field id reads link 0 only
-NVSWITCH = "NVSwitch"
 # nvmlDeviceGetTopologyCommonAncestor -> the `nvidia-smi topo -m` name. INTERNAL (0) between two GPUs means
 # both sit on one board (a dual-GPU card) behind one switch, which nvidia-smi also prints as PIX.
 PCIE_PATHS = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
@@ -87,6 +86,7 @@ class NvLinkReader:
         self.version: int | None = None
         self.active_at_open: tuple[bool, ...] = ()
         self.remotes: tuple[str, ...] = ()  # raw: a bus id, or NVSWITCH where the driver says so
+        self.gpu_links: frozenset[int] = frozenset()  # links the driver says reach a GPU
         self._errors = True
         self._traffic = not gpm_gives_traffic
         self._last_traffic: tuple[float, int, int] | None = None  # (time, rx KiB, tx KiB)
@@ -141,6 +141,7 @@ class NvLinkReader:
         n = self._n
         typed = True
         out = []
+        gpus = set()
         for link in range(total):
             if typed:
                 try:
@@ -148,6 +149,8 @@ class NvLinkReader:
                     if kind == n.NVML_NVLINK_DEVICE_TYPE_SWITCH:
                         out.append(NVSWITCH)
                         continue
+                    if kind == n.NVML_NVLINK_DEVICE_TYPE_GPU:
+                        gpus.add(link)
                 except Unavailable:
                     typed = False
             try:
@@ -155,6 +158,7 @@ class NvLinkReader:
             except Unavailable:
                 pci = None
             out.append(pci.busId if pci is not None else "")
+        self.gpu_links = frozenset(gpus)
         return tuple(out)
 
     def counters(self) -> NvLinkCounters:
@@ -237,12 +241,19 @@ class NvLinkReader:
 
 
 def resolve_remotes(reader: NvLinkReader | None, gpu_buses: Sequence[str | None]) -> tuple[str, ...] | None:
-    """What each link reaches: a GPU's bus id as NVML spells it, or NVSWITCH (also any remote that is no GPU)."""
+    """What each link reaches: a GPU's bus id as NVML spells it, or NVSWITCH (also any remote that is no GPU).
+
+    A link the driver says reaches a GPU keeps its bus id when that GPU is not opened (`--gpus`): a bridged
+    peer left out of the selection is no NVSwitch, and nvlink_down holds a GPU on NVSwitch to all its links.
+    """
     if reader is None or reader.total is None:
         return None
     known = {bus_key(bus): bus for bus in gpu_buses if bus}
     return tuple(
-        remote if remote in ("", NVSWITCH) else known.get(bus_key(remote), NVSWITCH) for remote in reader.remotes
+        remote
+        if remote in ("", NVSWITCH)
+        else known.get(bus_key(remote), remote if link in reader.gpu_links else NVSWITCH)
+        for link, remote in enumerate(reader.remotes)
     )
 
 

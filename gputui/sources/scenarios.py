@@ -130,8 +130,17 @@ def _powercap(stage: Stage, t: float) -> Scene:
 
 
 def _hwslowdown(stage: Stage, t: float) -> Scene:
+    # A PSU failed or the chassis management asked for less power: the driver sets HW slowdown and names the
+    # cause with the power brake bit beside it (nvml.h).
     reasons = BIT["hw_slowdown"] | BIT["hw_power_brake"]
     plans = {i: GpuPlan(sm_clock_mhz=990.0, reasons=reasons) for i in range(stage.count)}
+    return Scene(plans, stage.ranks(_TRAIN, 61.0), HostPlan())
+
+
+def _hwslowdown_nocause(stage: Stage, t: float) -> Scene:
+    # HW slowdown held for the whole run with no bit beside it to name the cause (nvml.h: heat, a power brake or
+    # fast-trigger power protection); the GPUs are cool and well under their power limit.
+    plans = {i: GpuPlan(sm_clock_mhz=990.0, reasons=BIT["hw_slowdown"]) for i in range(stage.count)}
     return Scene(plans, stage.ranks(_TRAIN, 61.0), HostPlan())
 
 
@@ -293,6 +302,13 @@ def _nvlink(stage: Stage, t: float) -> Scene:
     return Scene(busy, stage.ranks(_TRAIN, 61.0), HostPlan())
 
 
+def _nvswitch(stage: Stage, t: float) -> Scene:
+    # One of the HGX board's NVSwitches failed: every GPU lost the 2 links it had to that switch, alike. No GPU
+    # has all its links to be held against, yet every collective crosses a fabric short of bandwidth.
+    plans = {i: GpuPlan(nvlinks_down=2) for i in range(stage.count)}
+    return Scene(plans, stage.ranks(_TRAIN, 61.0), HostPlan())
+
+
 def _numa(stage: Stage, t: float) -> Scene:
     # The launcher pinned rank 0 to the other socket (a `numactl --cpunodebind` meant for another rank): its
     # batches cross the link between the sockets to reach its GPU, which waits a little on each.
@@ -341,7 +357,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
     ),
     Scenario(
         "thermal",
-        "one GPU heats past its slowdown threshold; SW/HW thermal slowdown; SM clock falls",
+        "one GPU heats past its slowdown threshold; SW/HW thermal slowdown (HW slowdown beside); SM clock falls",
         _thermal,
         signs=frozenset({"hot", "thermal_bits"}),
         findings=(ExpectedFinding("thermal_throttle", "critical", (1,)),),
@@ -358,10 +374,18 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
     ),
     Scenario(
         "hwslowdown",
-        "HW slowdown and HW power brake asserted (power supply or external signal)",
+        "HW slowdown with the power brake bit (power supply or chassis management); clocks halved",
         _hwslowdown,
-        signs=frozenset({"hw_bits"}),
-        findings=(*_each_gpu("hw_slowdown", "critical"), *_each_gpu("power_brake", "critical")),
+        signs=frozenset({"power_brake_bit"}),
+        findings=_each_gpu("power_brake", "critical"),
+        verdict=("throttled",),
+    ),
+    Scenario(
+        "hwslowdown-nocause",
+        "HW slowdown held with no bit naming its cause (heat, power brake or power protection); clocks halved",
+        _hwslowdown_nocause,
+        signs=frozenset({"hw_slowdown_unexplained"}),
+        findings=_each_gpu("hw_slowdown", "critical"),
         verdict=("throttled",),
     ),
     Scenario(
@@ -485,6 +509,14 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
             ExpectedFinding("nvlink_errors", "warning", (3,)),
         ),
         verdict=("mixed", "interconnect", "gpu_bound"),
+    ),
+    Scenario(
+        "nvswitch",
+        "every GPU of the NVSwitch board with 2 of its 18 NVLinks down alike: a failed NVSwitch or fabric manager",
+        _nvswitch,
+        signs=frozenset({"nvlink_down"}),
+        findings=_each_gpu("nvlink_down", "critical"),
+        verdict=("interconnect",),
     ),
     Scenario(
         "numa",

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from gputui.model import (
     CLOCK_EVENT_REASONS,
+    NVSWITCH,
     ContainerInfo,
     ContainerSample,
     GpmValues,
@@ -119,7 +120,7 @@ class GpuPlan:
     temperature_c: float | None = None  # forced (bad cooling); None: follows the power draw
     pcie_gen: int = PCIE_MAX_GEN
     pcie_width: int = PCIE_MAX_WIDTH
-    reasons: int = 0  # clock event bits asserted from outside (HW slowdown, power brake)
+    reasons: int = 0  # clock event bits asserted from outside (HW slowdown, with or without the power brake)
     ecc_uncorrected: int = 0  # uncorrected ECC errors counted since the driver loaded
     nvlinks_down: int = 0  # of the board's NVLinks (a bad reseat, the fabric manager not running)
     nvlink_replays_s: float = 0.0  # NVLink replay errors added per second (a marginal link)
@@ -225,7 +226,7 @@ def gpu_info(index: int, rng: random.Random, board: Board) -> GpuInfo:
         ecc_mode=True,
         nvlink_links_total=board.nvlinks,
         nvlink_version=board.nvlink_version,
-        nvlink_remote=None if board.nvlinks is None else ("NVSwitch",) * board.nvlinks,
+        nvlink_remote=None if board.nvlinks is None else (NVSWITCH,) * board.nvlinks,
     )
 
 
@@ -290,7 +291,8 @@ class MachinePhysics:
                     reasons |= BIT["sw_thermal_slowdown"]
                     thermal_throttled = True
                 if temp >= SLOWDOWN_C + 1:
-                    reasons |= BIT["hw_thermal_slowdown"]
+                    # As a driver reports it (nvml.h): HW slowdown, and HW thermal slowdown beside it for the cause.
+                    reasons |= BIT["hw_thermal_slowdown"] | BIT["hw_slowdown"]
             dynamic = util / 100.0 * board.load_power_w
             power = (
                 board.base_power_w + dynamic * (clock / board.max_sm_clock_mhz) ** 2 + 12.0 * wave(f"{key}/power", t)

@@ -118,6 +118,18 @@ def test_warnings_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     assert [f["rule"] for f in data["findings"]] == ["gpu_contention"]  # type: ignore[attr-defined]
 
 
+def test_an_nvswitch_board_with_every_gpu_short_alike_is_critical(capsys: pytest.CaptureFixture[str]) -> None:
+    """No GPU has all its links to be held against: on NVSwitch the fabric is at fault, and the check fails."""
+    code, data = diagnose_json(capsys, "--demo", "nvswitch")
+    assert code == 4
+    findings = data["findings"]
+    assert [(f["rule"], f["severity"], f["gpus"]) for f in findings] == [  # type: ignore[attr-defined,index]
+        ("nvlink_down", "critical", [gpu]) for gpu in range(4)
+    ]
+    assert data["verdict"]["class"] == "interconnect"  # type: ignore[index]
+    assert "every peer short too: the NVSwitch fabric" in findings[0]["title"]  # type: ignore[index]
+
+
 def test_healthy_exits_0_and_says_simulated(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diagnose", "--demo", "healthy"]) == 0
     out = capsys.readouterr().out

@@ -13,7 +13,7 @@ from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules.base import Check, Hit, Window
 from gputui.diagnostics.rules.interconnect import numa_mismatch, nvlink_down, nvlink_errors, p2p_unavailable
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.model import GpuSample, ProcSample, Snapshot, Topology
+from gputui.model import NVSWITCH, GpuSample, ProcSample, Snapshot, Topology
 from tests.diagnostics.builders import SYSTEM, gpu, host, info, proc, series
 
 TH = Thresholds()
@@ -51,10 +51,15 @@ def box(
     count: int = 10,
     links_total: int | None = 18,
     vary: Any = None,
+    remotes: Any = None,
 ) -> list[Snapshot]:
-    """`count` ticks of a machine whose GPUs are `samples` (changed per tick by `vary(i, samples)`)."""
+    """`count` ticks of a machine whose GPUs are `samples` (changed per tick by `vary(i, samples)`), their
+    links reaching `remotes(index)` (None: not read)."""
     system = replace(SYSTEM, gpu_count=len(samples), topology=topo)
-    infos = [info(g.index, nvlink_links_total=links_total) for g in samples]
+    infos = [
+        info(g.index, nvlink_links_total=links_total, nvlink_remote=remotes(g.index) if remotes else None)
+        for g in samples
+    ]
     hosts = host(procs or [proc(g.index + 100, cmdline=f"python3 train.py --local-rank={g.index}") for g in samples])
     return series(
         count,
@@ -105,6 +110,61 @@ def test_nvlink_down_from_the_matrix_where_live_counts_are_missing() -> None:
 )
 def test_nvlink_down_leaves_look_alikes_alone(samples: list[GpuSample], topo: Topology, total: int | None) -> None:
     assert run(nvlink_down, box(topo, samples, links_total=total)) == []
+
+
+def test_nvlink_down_quiet_on_an_nvswitch_board_with_every_link_up() -> None:
+    assert run(nvlink_down, box(topology(8), eight(), remotes=switch)) == []
+
+
+def test_nvlink_down_quiet_on_bridged_pairs_all_short_alike() -> None:
+    """H100 NVL pairs: NVML lists 18 links, the bridges wire 12 of them on every GPU."""
+    four = [gpu(i, pids=(100 + i,), nvlink_links_active=12) for i in range(4)]
+    topo = topology(4, "PHB", g0_1="NV12", g2_3="NV12")
+    assert run(nvlink_down, box(topo, four, remotes=bridged(12, 18))) == []
+
+
+def switch(index: int) -> tuple[str, ...]:
+    """An HGX board: all 18 links of each GPU reach an NVSwitch."""
+    return (NVSWITCH,) * 18
+
+
+def switch_down(down: int) -> Any:
+    """An HGX board whose GPUs read no remote ("") on `down` links that are down."""
+    return lambda index: (NVSWITCH,) * (18 - down) + ("",) * down
+
+
+def bridged(wired: int, total: int) -> Any:
+    """GPUs bridged in pairs (0-1, 2-3, ...): `wired` links to the partner's bus id, the rest of `total` to
+    nothing ("")."""
+    return lambda index: (f"00000000:{index ^ 1:02X}:00.0",) * wired + ("",) * (total - wired)
+
+
+def test_nvlink_down_on_an_nvswitch_board_where_every_gpu_is_short_alike_is_the_fabric() -> None:
+    short = eight(**{f"g{i}": {"nvlink_links_active": 16} for i in range(8)})
+    hits = run(nvlink_down, box(topology(8, "NV16"), short, remotes=switch_down(2)))
+    assert [hit.gpus for hit in hits] == [(i,) for i in range(8)]
+    assert {(hit.variant, hit.value) for hit in hits} == {("fabric", 16)}
+    assert hits[0].params == {"gpu": 0, "active": 16, "total": 18}
+    assert evidence(hits[0])["peer_links"] == "1: 16/18, 2: 16/18, 3: 16/18, 4: 16/18, 5: 16/18, 6: 16/18, 7: 16/18"
+
+
+def test_nvlink_down_on_an_nvswitch_board_one_gpu_short_is_held_against_its_peers() -> None:
+    [hit] = run(nvlink_down, box(topology(8), eight(g3={"nvlink_links_active": 16}), remotes=switch))
+    assert (hit.gpus, hit.variant) == ((3,), "")
+
+
+def test_nvlink_down_on_one_gpu_of_an_nvswitch_board_with_no_peer_in_view() -> None:
+    [hit] = run(nvlink_down, box(topology(1), [gpu(5, nvlink_links_active=17)], remotes=switch))
+    assert (hit.gpus, hit.variant, hit.value) == ((5,), "switch", 17)
+    assert evidence(hit)["peer_links"] is None
+
+
+def test_nvlink_down_on_bridged_pairs_with_one_gpu_short_while_its_peers_have_all_theirs() -> None:
+    """A100 PCIe pairs, three bridges each: 12 links of 12, one GPU with a bridge off."""
+    four = [gpu(i, pids=(100 + i,), nvlink_links_active=8 if i == 2 else 12) for i in range(4)]
+    topo = topology(4, "PHB", g0_1="NV12", g2_3="NV8")
+    [hit] = run(nvlink_down, box(topo, four, links_total=12, remotes=bridged(12, 12)))
+    assert (hit.gpus, hit.variant, hit.value) == ((2,), "", 8)
 
 
 # -- nvlink_errors ------------------------------------------------------------------------------------------

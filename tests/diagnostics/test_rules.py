@@ -92,6 +92,7 @@ def test_thermal_throttle_on_the_slowdown_bits_while_busy() -> None:
     )
     assert hit.gpus == (0,) and hit.value == 90.0
     assert evidence(hit)["slowdown_threshold"] == 89 and evidence(hit)["sm_clock"] == 1500
+    assert evidence(hit)["clock_events"] == "sw_thermal_slowdown (0x20)"
 
 
 def test_thermal_throttle_on_a_growing_violation_counter_measures_the_share() -> None:
@@ -136,11 +137,74 @@ def test_power_cap_needs_the_bit_and_load() -> None:
     assert run(power_cap, steady(gpus=[idle])) == []
 
 
-@pytest.mark.parametrize(("check", "bit"), [(hw_slowdown, 0x8), (power_brake, 0x80)])
-def test_hardware_slowdown_and_power_brake_on_their_bits(check: Check, bit: int) -> None:
-    [hit] = run(check, steady(gpus=[gpu(sm_clock_mhz=990, clock_event_reasons_mask=bit)]))
+# HW slowdown (0x8) is an umbrella; nvml.h names its cause by HW thermal slowdown (0x40) or the power brake
+# (0x80) beside it. Each combination is one finding of the rule for that cause.
+CLOCK_RULES = {"thermal_throttle": thermal_throttle, "hw_slowdown": hw_slowdown, "power_brake": power_brake}
+
+
+def clock_findings(snaps: Sequence[Snapshot]) -> dict[str, list[Hit]]:
+    return {rule: hits for rule, check in CLOCK_RULES.items() if (hits := run(check, snaps))}
+
+
+def test_hw_slowdown_beside_hw_thermal_slowdown_is_heat_alone() -> None:
+    hot = gpu(temperature_c=91.0, sm_clock_mhz=1400, clock_event_reasons_mask=0x8 | 0x20 | 0x40)
+    found = clock_findings(steady(gpus=[hot]))
+    assert list(found) == ["thermal_throttle"]
+    [hit] = found["thermal_throttle"]
+    assert evidence(hit)["clock_events"] == "hw_slowdown, sw_thermal_slowdown, hw_thermal_slowdown (0x68)"
+
+
+def test_hw_slowdown_beside_the_power_brake_is_the_power_brake_alone() -> None:
+    braked = gpu(sm_clock_mhz=990, clock_event_reasons_mask=0x8 | 0x80)
+    found = clock_findings(steady(gpus=[braked]))
+    assert list(found) == ["power_brake"]
+    [hit] = found["power_brake"]
+    assert hit.value == 990 and evidence(hit)["clock_events"] == "hw_slowdown, hw_power_brake (0x88)"
+    assert list(clock_findings(steady(gpus=[gpu(clock_event_reasons_mask=0x80)]))) == ["power_brake"]
+
+
+def test_hw_slowdown_alone_and_held_says_the_cause_is_not_reported_and_gives_what_tells_causes_apart() -> None:
+    slow = gpu(sm_clock_mhz=990, power_w=250.0, temperature_c=55.0, clock_event_reasons_mask=0x8)
+    found = clock_findings(steady(gpus=[slow]))
+    assert list(found) == ["hw_slowdown"]
+    [hit] = found["hw_slowdown"]
     assert hit.value == 990
-    assert run(check, steady(gpus=[gpu(clock_event_reasons_mask=0x4 | 0x20)])) == []
+    assert evidence(hit) == {
+        "temperature": 55.0,
+        "slowdown_threshold": 89,
+        "power": 250.0,
+        "power_limit": 700.0,
+        "sm_clock": 990,
+        "max_sm_clock": 1980,
+        "clock_events": "hw_slowdown (0x8)",
+        "throttled_share": 100.0,
+    }
+
+
+@pytest.mark.parametrize(
+    ("set_at", "fires"),
+    [
+        ({9}, False),  # one sample, the latest: a P-state or clock change
+        ({4}, False),  # one sample in the middle
+        (set(range(8)), False),  # most of the window, but no longer
+        (set(range(4, 10)), True),  # 6 of 10 (the sustained share) and now
+    ],
+    ids=["blip-now", "blip-before", "gone-now", "held"],
+)
+def test_hw_slowdown_alone_needs_most_of_the_window_and_now(set_at: set[int], fires: bool) -> None:
+    snaps = series(10, lambda i: {"gpus": [gpu(clock_event_reasons_mask=0x8 if i in set_at else 0)]})
+    assert bool(run(hw_slowdown, snaps)) == fires
+
+
+def test_hw_slowdown_beside_a_cause_bit_does_not_count_towards_its_share() -> None:
+    """Heat named for most of the window, then the cause bit drops for the last ticks: no hw_slowdown yet."""
+    snaps = series(10, lambda i: {"gpus": [gpu(clock_event_reasons_mask=0x8 | (0x40 if i < 7 else 0))]})
+    assert run(hw_slowdown, snaps) == []
+
+
+def test_no_hardware_finding_without_the_bits() -> None:
+    assert clock_findings(steady(gpus=[gpu(clock_event_reasons_mask=0x4)])) == {}
+    assert clock_findings(steady(gpus=[gpu(clock_event_reasons_mask=None)])) == {}
 
 
 def test_clocks_low_when_busy_with_no_reason() -> None:

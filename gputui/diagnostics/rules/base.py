@@ -12,7 +12,14 @@ from typing import TypeVar, cast
 
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, encode_clock_event_reasons
+from gputui.model import (
+    GpuInfo,
+    GpuSample,
+    HostSample,
+    Snapshot,
+    decode_clock_event_reasons,
+    encode_clock_event_reasons,
+)
 
 T = TypeVar("T")
 
@@ -25,6 +32,10 @@ CLOCK_THERMAL = encode_clock_event_reasons(("sw_thermal_slowdown", "hw_thermal_s
 CLOCK_SW_POWER_CAP = encode_clock_event_reasons(("sw_power_cap",))
 CLOCK_HW_SLOWDOWN = encode_clock_event_reasons(("hw_slowdown",))
 CLOCK_HW_POWER_BRAKE = encode_clock_event_reasons(("hw_power_brake",))
+# nvml.h and the DCGM field docs: HwSlowdown is an umbrella (high temperature, an external power brake, or
+# fast-trigger power protection; also briefly during a P-state or clock change), and drivers name its cause
+# by setting HwThermalSlowdown or HwPowerBrakeSlowdown beside it. With one of these, that bit's rule speaks.
+CLOCK_HW_CAUSE = encode_clock_event_reasons(("hw_thermal_slowdown", "hw_power_brake"))
 # Reasons that explain low clocks by power, heat or hardware: clocks_low looks for their absence.
 CLOCK_LIMITING = CLOCK_SW_POWER_CAP | CLOCK_HW_SLOWDOWN | CLOCK_THERMAL | CLOCK_HW_POWER_BRAKE
 
@@ -222,6 +233,15 @@ def is_busy(sample: GpuSample, th: Thresholds) -> bool:
 
 def has_bits(sample: GpuSample, bits: int) -> bool:
     return sample.clock_event_reasons_mask is not None and bool(sample.clock_event_reasons_mask & bits)
+
+
+def clock_events(sample: GpuSample) -> str | None:
+    """The clock event reasons set now, by name and as the mask nvidia-smi shows; None when not reported."""
+    mask = sample.clock_event_reasons_mask
+    if mask is None:
+        return None
+    names = ", ".join(decode_clock_event_reasons(mask) or ())
+    return f"{names} (0x{mask:x})" if names else f"0x{mask:x}"
 
 
 def compute_pids(sample: GpuSample) -> tuple[int, ...]:

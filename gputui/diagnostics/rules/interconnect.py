@@ -3,8 +3,10 @@
 
 The topology (`SystemInfo.topology`) is read once, its tables in the order of `Snapshot.gpu_info`; link counts
 and error counters come on the slow cadence. Boards without NVLink report None and the NVLink rules say
-nothing of them. A GPU is judged against its peers, not against what it could have: a board or SKU that
-wires fewer links than NVML lists (every GPU short alike) is how the machine is built, not a fault.
+nothing of them. On an NVSwitch board every link of every GPU reaches the fabric, so a GPU short of any link
+is degraded, even when all are short alike (a failed NVSwitch or fabric manager looks like that). GPUs bridged
+directly to each other are judged against their peers instead: a board or SKU that wires fewer links than
+NVML lists (every GPU short alike) is how the machine is built, not a fault.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
 from gputui.diagnostics.rules.sharing import jobs
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.model import GpuSample, ProcSample, Topology, parse_cpus
+from gputui.model import NVSWITCH, GpuSample, ProcSample, Topology, parse_cpus
 
 _NV = re.compile(r"NV(\d+)")
 
@@ -38,22 +40,27 @@ def _nv(path: str | None) -> int | None:
 
 def nvlink_down(w: Window, th: Thresholds) -> Iterator[Hit]:
     links: dict[int, tuple[int, int]] = {}  # GPU -> (active, total), where both are known
+    switched: set[int] = set()  # links reach an NVSwitch; a GPU with none up may read no remote: peers judge it
     for g in w.gpus():
         info = w.info(g.index)
         if info is not None and info.nvlink_links_total and g.nvlink_links_active is not None:
             links[g.index] = (g.nvlink_links_active, info.nvlink_links_total)
+            if NVSWITCH in (info.nvlink_remote or ()):
+                switched.add(g.index)
     for index, (active, total) in links.items():
         peers = {i: counts for i, counts in links.items() if i != index}
-        if active >= total or not any(a >= t for a, t in peers.values()):
-            continue  # all up, or no peer has all its links either: the board's wiring, not a fault
+        full_peer = any(a >= t for a, t in peers.values())
+        if active >= total or not (full_peer or index in switched):
+            continue  # all up, or bridged and no peer has all its links either: the board's wiring, not a fault
         yield Hit(
             gpus=(index,),
             pids=_pids(w, index),
             value=active,
+            variant="" if full_peer else "fabric" if peers else "switch",
             params={"gpu": index, "active": active, "total": total},
             evidence=(
                 ev("nvlink_links", f"{active}/{total}"),
-                ev("peer_links", ", ".join(f"{i}: {a}/{t}" for i, (a, t) in sorted(peers.items()))),
+                ev("peer_links", ", ".join(f"{i}: {a}/{t}" for i, (a, t) in sorted(peers.items())) or None),
             ),
         )
     yield from _short_in_matrix(w, set(links))
@@ -267,6 +274,22 @@ TEXTS: Texts = {
             "manager on NVSwitch machines (systemctl status nvidia-fabricmanager; nvidia-smi nvlink -s), reseat "
             "the GPU or its bridge, and report the GPU to the host provider."
         ),
+        "nvlink_down.title.fabric": (
+            "GPU {gpu}: {active} of {total} NVLinks up, every peer short too: the NVSwitch fabric"
+        ),
+        "nvlink_down.advice.fabric": (
+            "Every GPU here reaches the others through NVSwitches, and none has all its links up: a fault in the "
+            "fabric (an NVSwitch, its baseboard or the fabric manager) rather than in one GPU. NCCL all-reduce "
+            "crawls while every GPU reads busy. Check systemctl status nvidia-fabricmanager and its log, and "
+            "nvidia-smi nvlink -s on every GPU; restart the fabric manager, and report the board to the host "
+            "provider if links stay down."
+        ),
+        "nvlink_down.title.switch": "GPU {gpu}: {active} of {total} NVLinks to the NVSwitches up",
+        "nvlink_down.advice.switch": (
+            "On an NVSwitch board every link of a GPU should be up; NCCL runs at the pace of the slowest GPU. "
+            "Check the fabric manager (systemctl status nvidia-fabricmanager; nvidia-smi nvlink -s), compare with "
+            "the other GPUs of the board, reseat the GPU, and report it to the host provider."
+        ),
         "nvlink_errors.title": "GPU {gpu}: {count} new NVLink errors",
         "nvlink_errors.advice": (
             "Replays and recoveries resend data, so the links run slower; CRC errors that keep rising point to "
@@ -329,6 +352,21 @@ TEXTS: Texts = {
             "gputui 启动时，这块 GPU 与其他 GPU 之间的 NVLink 比其余 GPU 之间少。NVSwitch 机器请检查 fabric manager"
             "（systemctl status nvidia-fabricmanager；nvidia-smi nvlink -s），重新插拔 GPU 或其桥接器，"
             "并向主机提供商报告这块 GPU。"
+        ),
+        "nvlink_down.title.fabric": (
+            "GPU {gpu}：只有 {active}/{total} 条 NVLink 在线，其他 GPU 也都缺链路：问题在 NVSwitch 互连"
+        ),
+        "nvlink_down.advice.fabric": (
+            "这里的每块 GPU 都经由 NVSwitch 互连，而没有一块的链路全部在线：故障在互连网络（某个 NVSwitch、"
+            "其基板或 fabric manager），而不在某一块 GPU。NCCL all-reduce 会变得很慢，而每块 GPU 看起来都很忙。"
+            "请检查 systemctl status nvidia-fabricmanager 及其日志，并在每块 GPU 上运行 nvidia-smi nvlink -s；"
+            "重启 fabric manager，若链路仍然断开，请向主机提供商报告这块基板。"
+        ),
+        "nvlink_down.title.switch": "GPU {gpu}：通往 NVSwitch 的 NVLink 只有 {active}/{total} 条在线",
+        "nvlink_down.advice.switch": (
+            "在 NVSwitch 基板上，GPU 的每条链路都应在线；NCCL 的速度取决于最慢的 GPU。请检查 fabric manager"
+            "（systemctl status nvidia-fabricmanager；nvidia-smi nvlink -s），与基板上其他 GPU 对比，"
+            "重新插拔这块 GPU，并向主机提供商报告。"
         ),
         "nvlink_errors.title": "GPU {gpu}：新增 {count} 个 NVLink 错误",
         "nvlink_errors.advice": (

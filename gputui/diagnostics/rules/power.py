@@ -1,4 +1,8 @@
-"""Clocks held down by power or hardware: `power_cap`, `hw_slowdown`, `power_brake`, and `clocks_low`."""
+"""Clocks held down by power or hardware: `power_cap`, `hw_slowdown`, `power_brake`, and `clocks_low`.
+
+The HW slowdown bit (0x8) is read with the bits beside it: HW thermal slowdown makes it heat (thermal.py),
+the power brake makes it `power_brake`, and only alone is it `hw_slowdown`, cause not said.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ from collections.abc import Iterator
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import (
+    CLOCK_HW_CAUSE,
     CLOCK_HW_POWER_BRAKE,
     CLOCK_HW_SLOWDOWN,
     CLOCK_LIMITING,
@@ -14,6 +19,7 @@ from gputui.diagnostics.rules.base import (
     Hit,
     Rule,
     Window,
+    clock_events,
     ev,
     has_bits,
     is_busy,
@@ -21,6 +27,7 @@ from gputui.diagnostics.rules.base import (
 from gputui.diagnostics.rules.thermal import throttled_pct
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
+from gputui.model import GpuSample
 
 
 def power_cap(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -54,10 +61,47 @@ def power_cap(w: Window, th: Thresholds) -> Iterator[Hit]:
         )
 
 
-def _hardware(w: Window, bits: int) -> Iterator[Hit]:
-    """HW slowdown and power brake are bad whenever they are set: no load condition."""
+def hw_slowdown(w: Window, th: Thresholds) -> Iterator[Hit]:
+    """HW slowdown with no cause bit beside it, in most of the window and now.
+
+    nvml.h and the DCGM field docs: the bit stands for high temperature, an external power brake or fast-trigger
+    power protection, and may show briefly during a P-state or clock change. Drivers name heat and the brake by a
+    second bit (thermal_throttle and power_brake speak then); with none, the evidence holds what tells the causes
+    apart: temperature against its slowdown threshold, power against its limit. A blip is no finding.
+    """
     for g in w.gpus():
-        if has_bits(g, bits):
+        if not _cause_unsaid(g):
+            continue
+        series = w.series(g.index)
+        share = sum(1 for sample in series if _cause_unsaid(sample)) / len(series)
+        if share < th.sustained_share:
+            continue
+        info = w.info(g.index)
+        yield Hit(
+            gpus=(g.index,),
+            value=g.sm_clock_mhz,
+            params={"gpu": g.index},
+            evidence=(
+                ev("temperature", g.temperature_c, "C"),
+                ev("slowdown_threshold", info.temperature_slowdown_c if info else None, "C", "static"),
+                ev("power", g.power_w, "W"),
+                ev("power_limit", g.power_limit_w, "W"),
+                ev("sm_clock", g.sm_clock_mhz, "MHz"),
+                ev("max_sm_clock", info.max_sm_clock_mhz if info else None, "MHz", "static"),
+                ev("clock_events", clock_events(g)),
+                ev("throttled_share", round(100.0 * share, 1), "%", "share"),
+            ),
+        )
+
+
+def _cause_unsaid(sample: GpuSample) -> bool:
+    return has_bits(sample, CLOCK_HW_SLOWDOWN) and not has_bits(sample, CLOCK_HW_CAUSE)
+
+
+def power_brake(w: Window, th: Thresholds) -> Iterator[Hit]:
+    """The power brake bit (alone or beside HW slowdown) is bad whenever it is set: no load condition."""
+    for g in w.gpus():
+        if has_bits(g, CLOCK_HW_POWER_BRAKE):
             info = w.info(g.index)
             yield Hit(
                 gpus=(g.index,),
@@ -68,16 +112,9 @@ def _hardware(w: Window, bits: int) -> Iterator[Hit]:
                     ev("max_sm_clock", info.max_sm_clock_mhz if info else None, "MHz", "static"),
                     ev("power", g.power_w, "W"),
                     ev("temperature", g.temperature_c, "C"),
+                    ev("clock_events", clock_events(g)),
                 ),
             )
-
-
-def hw_slowdown(w: Window, th: Thresholds) -> Iterator[Hit]:
-    return _hardware(w, CLOCK_HW_SLOWDOWN)
-
-
-def power_brake(w: Window, th: Thresholds) -> Iterator[Hit]:
-    return _hardware(w, CLOCK_HW_POWER_BRAKE)
 
 
 def clocks_low(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -124,10 +161,14 @@ TEXTS: Texts = {
             "clocks drop under load. Restore it with `sudo nvidia-smi -i {gpu} -pl {default}`, or ask the "
             "administrator why it was lowered."
         ),
-        "hw_slowdown.title": "GPU {gpu}: hardware slowdown",
+        "hw_slowdown.title": "GPU {gpu}: hardware slowdown, cause not reported (heat, power brake or power protection)",
         "hw_slowdown.advice": (
-            "The board itself forces the clocks down: a power supply problem or an external signal. Check the "
-            "power supply and the GPU's power cables, and the server's BMC/IPMI event log; report it to the host."
+            "The board holds its clocks down (HW slowdown) and the driver sets no bit naming the cause. NVML's HW "
+            "slowdown covers a temperature too high, an external power brake (e.g. the power supply) and "
+            "fast-trigger power protection against a draw too high. Compare the temperature with its slowdown "
+            "threshold and the power with its limit: near the threshold, check the cooling; otherwise check the "
+            "PSUs, the GPU's power cables and the server's BMC/IPMI event log. If it persists, report the GPU to "
+            "the host."
         ),
         "power_brake.title": "GPU {gpu}: hardware power brake",
         "power_brake.advice": (
@@ -152,10 +193,12 @@ TEXTS: Texts = {
             "功耗上限被调低了（管理员、开机脚本或带外管理），负载下频率会下降。可用 "
             "`sudo nvidia-smi -i {gpu} -pl {default}` 恢复，或询问管理员为何调低。"
         ),
-        "hw_slowdown.title": "GPU {gpu}：硬件强制降频",
+        "hw_slowdown.title": "GPU {gpu}：硬件强制降频，原因未报告（过热、功率制动或功耗保护）",
         "hw_slowdown.advice": (
-            "板卡本身在强制降频：电源问题或外部信号。请检查电源和 GPU 供电线，以及服务器 BMC/IPMI 事件日志，"
-            "并报告给机房或服务商。"
+            "板卡在强制压低频率（硬件降频），而驱动没有置位说明原因的标志。NVML 的硬件降频涵盖温度过高、"
+            "外部功率制动（例如电源）以及功耗过高时的快速触发保护。请对照温度与降频阈值、功耗与功耗上限："
+            "接近降频阈值时检查散热；否则检查电源、GPU 供电线以及服务器 BMC/IPMI 事件日志。若持续存在，"
+            "请向主机提供商报告这块 GPU。"
         ),
         "power_brake.title": "GPU {gpu}：硬件功率制动",
         "power_brake.advice": (

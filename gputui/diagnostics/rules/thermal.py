@@ -1,4 +1,8 @@
-"""Heat: throttling now (`thermal_throttle`) and the warning before it (`thermal_margin`)."""
+"""Heat: throttling now (`thermal_throttle`) and the warning before it (`thermal_margin`).
+
+Drivers set HW slowdown (0x8) beside HW thermal slowdown (0x40) when heat is the cause (nvml.h): that is this
+family's finding, with the bits in its evidence, and not `hw_slowdown`'s (power.py).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from collections.abc import Callable, Iterator
 
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
-from gputui.diagnostics.rules.base import CLOCK_THERMAL, Hit, Rule, Window, ev, has_bits, is_busy
+from gputui.diagnostics.rules.base import CLOCK_THERMAL, Hit, Rule, Window, clock_events, ev, has_bits, is_busy
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
 from gputui.model import GpuSample
@@ -50,6 +54,7 @@ def thermal_throttle(w: Window, th: Thresholds) -> Iterator[Hit]:
                 ev("throttled_share", throttled_pct(series, CLOCK_THERMAL, _thermal_ns), "%", "share"),
                 ev("sm_clock", g.sm_clock_mhz, "MHz"),
                 ev("max_sm_clock", info.max_sm_clock_mhz if info else None, "MHz", "static"),
+                ev("clock_events", clock_events(g)),
             ),
         )
 
@@ -91,7 +96,6 @@ TEXTS: Texts = {
             "Not throttling yet, but a little more heat will slow it down. Check the airflow and fans, the room "
             "temperature and the space between GPUs before a long run."
         ),
-        "ev.slowdown_threshold": "slowdown threshold",
     },
     "zh": {
         "thermal_throttle.title": "GPU {gpu}：过热降频",
@@ -103,6 +107,5 @@ TEXTS: Texts = {
         "thermal_margin.advice": (
             "还没有降频，但再热一点就会降频。长时间训练前请检查风道和风扇、机房温度以及 GPU 间距。"
         ),
-        "ev.slowdown_threshold": "降频温度阈值",
     },
 }
