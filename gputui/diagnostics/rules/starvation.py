@@ -144,6 +144,11 @@ def _per_worker(w: Window, proc: ProcSample) -> float | None:
     return None if workers is None or not proc.children else workers / proc.children
 
 
+def _cores(value: float | None) -> str:
+    """8 CPUs, 1.5 CPUs: a whole number of cores without the decimal."""
+    return fmt_num(value, 1 if value is not None and value % 1 else 0)
+
+
 def _jobs_count(w: Window) -> int:
     return max(1, len({pid for g in w.gpus() for pid in w.pids(g)}))
 
@@ -205,8 +210,8 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
                 "name": f"{proc.name} ({proc.pid})" if proc else "?",
                 "pid": "?" if pid is None else pid,
                 "children": fmt_num(children),
-                "quota": fmt_num(cpus.quota, 1),
-                "usable": fmt_num(cpus.usable, 1 if cpus.usable and cpus.usable % 1 else 0),
+                "quota": _cores(cpus.quota),
+                "usable": _cores(cpus.usable),
                 "suggest": fmt_num(_suggested_workers(cause, proc, cpus, _jobs_count(w))),
             },
             evidence=(
