@@ -26,10 +26,19 @@ from gputui.sources.sim_job import JOB_MEMORY_GIB, JobSource, TraceError, is_job
 from tests.conftest import Clock
 
 
-def write_trace(path: Path, pid: int, busy_s: float = 0.0, step_started: float | None = None, steps: int = 0) -> None:
-    """A record as examples/lab/train.py writes it."""
-    record = {"format": "gputui-job-trace", "version": 1, "pid": pid, "gpu_busy_s": busy_s}
-    path.write_text(json.dumps({**record, "step_started": step_started, "steps": steps}))
+def write_trace(
+    path: Path,
+    pid: int,
+    busy_s: float = 0.0,
+    step_started: float | None = None,
+    steps: int = 0,
+    step_s: float | None = None,
+) -> None:
+    """A record as examples/lab/train.py writes it (which gives `step_s`; a job that does not know it leaves it
+    out)."""
+    record = {"format": "gputui-job-trace", "version": 1, "pid": pid, "gpu_busy_s": busy_s, "steps": steps}
+    extra = {} if step_s is None else {"step_s": step_s}
+    path.write_text(json.dumps({**record, "step_started": step_started, **extra}))
 
 
 @pytest.fixture
@@ -60,10 +69,21 @@ def test_a_record_reads_and_counts_the_step_in_progress(trace: Path) -> None:
     write_trace(trace, 4242, busy_s=12.5, step_started=100.0, steps=300)
     record = read_trace(trace)
     assert (record.pid, record.gpu_busy_s, record.step_started, record.steps) == (4242, 12.5, 100.0, 300)
+    assert record.step_s is None
     assert record.busy_at(100.25) == 12.75
     assert record.busy_at(99.0) == 12.5  # a step that began after `now` adds nothing
     write_trace(trace, 4242, busy_s=12.5)
     assert read_trace(trace).busy_at(500.0) == 12.5
+    assert not read_trace(trace).busy_now(500.0)
+
+
+def test_a_step_that_knows_its_gpu_work_counts_no_more(trace: Path) -> None:
+    """The process may wake long after its GPU finished (a spent CPU quota): the GPU was busy only `step_s`."""
+    write_trace(trace, 4242, busy_s=1.0, step_started=100.0, step_s=0.025)
+    record = read_trace(trace)
+    assert record.busy_at(100.01) == pytest.approx(1.01)
+    assert record.busy_at(100.5) == pytest.approx(1.025)
+    assert record.busy_now(100.01) and not record.busy_now(100.5)
 
 
 @pytest.mark.parametrize(
@@ -79,6 +99,10 @@ def test_a_record_reads_and_counts_the_step_in_progress(trace: Path) -> None:
         (
             '{"format": "gputui-job-trace", "version": 1, "pid": 5, "gpu_busy_s": 1, "steps": 1, "step_started": "x"}',
             "bad step_started",
+        ),
+        (
+            '{"format": "gputui-job-trace", "version": 1, "pid": 5, "gpu_busy_s": 1, "steps": 1, "step_s": -1}',
+            "bad step_s",
         ),
     ],
 )

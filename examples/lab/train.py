@@ -15,12 +15,13 @@ The trace is one JSON object, replaced whole on every entry to and exit from a G
 file beside it, then renamed over it, so a reader never sees half a record):
 
     {"format": "gputui-job-trace", "version": 1, "pid": 1234, "gpu_busy_s": 12.5, "step_started": 8123.25,
-     "steps": 300}
+     "step_s": 0.025, "steps": 300}
 
-pid: this process; gpu_busy_s: seconds in GPU steps that have ended; step_started: time.monotonic() when the
-step in progress began, null between steps; steps: steps ended. The first record is written after the first
-batch, once the DataLoader's workers have all started. gputui reads it in gputui/sources/sim_job.py. This script
-does not import gputui: it is what a user's job looks like.
+pid: this process; gpu_busy_s: the GPU's seconds in the steps that have ended; step_started: time.monotonic()
+when the step in progress began, null between steps; step_s: the GPU work of that step (the GPU is busy for it,
+however late this process wakes: under a spent CPU quota it wakes long after); steps: steps ended. The first
+record is written after the first batch, once the DataLoader's workers have all started. gputui reads it in
+gputui/sources/sim_job.py. This script does not import gputui: it is what a user's job looks like.
 
 torch.set_num_threads(1) holds in the main process and in every worker, so one sample keeps one core busy.
 """
@@ -128,26 +129,26 @@ class Trace:
         self.busy_s = 0.0
         self.steps = 0
 
-    def write(self, step_started: float | None) -> None:
+    def write(self, step_started: float | None = None, step_s: float | None = None) -> None:
         record = {
             "format": "gputui-job-trace",
             "version": 1,
             "pid": os.getpid(),
             "gpu_busy_s": self.busy_s,
             "step_started": step_started,
+            "step_s": step_s,
             "steps": self.steps,
         }
         self.temporary.write_text(json.dumps(record))
         os.replace(self.temporary, self.path)
 
     def gpu_step(self, seconds: float) -> None:
-        """Sleep as a process waiting on its GPU does, reported as busy from the first instant to the last."""
-        started = time.monotonic()
-        self.write(started)
+        """Sleep as a process waiting on its GPU does; the GPU is busy for `seconds` from the start."""
+        self.write(time.monotonic(), seconds)
         time.sleep(seconds)
-        self.busy_s += time.monotonic() - started
+        self.busy_s += seconds
         self.steps += 1
-        self.write(None)
+        self.write()
 
 
 def one_thread(_: int = 0) -> None:
@@ -224,7 +225,7 @@ def main() -> int:
     try:
         for n, (images, _labels) in enumerate(stream):
             if n == 0:
-                trace.write(None)  # the workers have started: the process tree is complete
+                trace.write()  # the workers have started: the process tree is complete
             if time.monotonic() >= end:
                 break
             images.sum()  # the host side of the step: the batch is touched, as a copy to the GPU would

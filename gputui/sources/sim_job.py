@@ -11,15 +11,18 @@ diagnosis can be tried on real PyTorch input pipelines without a GPU. Every view
 The trace, which this module owns (the job writes it with the standard library alone): one JSON object,
 
     {"format": "gputui-job-trace", "version": 1, "pid": 1234, "gpu_busy_s": 12.5, "step_started": 8123.25,
-     "steps": 300}
+     "step_s": 0.025, "steps": 300}
 
 replaced whole on every entry to and exit from a GPU step: written to a temporary file in the same directory
 and renamed over the trace (os.replace), so a reader sees the old record or the new one, never a mix of them.
-`pid` is the job's main process; `gpu_busy_s` the seconds spent in GPU steps that have ended; `step_started`
+`pid` is the job's main process; `gpu_busy_s` the GPU's busy seconds in the steps that have ended; `step_started`
 the time.monotonic() at which the step in progress began, null between steps (CLOCK_MONOTONIC is one clock for
-every process of a Linux machine, so this process can compare it with its own); `steps` the steps ended. The
-job writes its first record once its data-loader workers have started, so its process tree is complete from
-the first look. gputui must see the job's PID namespace (the same machine or container).
+every process of a Linux machine, so this process can compare it with its own); `step_s` the GPU work that
+step holds, when the job knows it (optional; null or absent: busy until the step ends); `steps` the steps
+ended. The GPU's time is not the process's: a process waiting for a CPU (a spent cgroup quota, a busy core)
+wakes after its GPU has gone idle, so a step that knows its work counts only that. The job writes its first
+record once its data-loader workers have started, so its process tree is complete from the first look. gputui
+must see the job's PID namespace (the same machine or container).
 """
 
 from __future__ import annotations
@@ -64,13 +67,21 @@ class JobTrace:
     pid: int
     gpu_busy_s: float
     step_started: float | None
+    step_s: float | None
     steps: int
 
     def busy_at(self, now: float) -> float:
-        """Seconds spent in the GPU step up to monotonic time `now`, the step in progress included."""
+        """The GPU's busy seconds up to monotonic time `now`, the step in progress included."""
         if self.step_started is None:
             return self.gpu_busy_s
-        return self.gpu_busy_s + max(0.0, now - self.step_started)
+        spent = max(0.0, now - self.step_started)
+        return self.gpu_busy_s + (spent if self.step_s is None else min(spent, self.step_s))
+
+    def busy_now(self, now: float) -> bool:
+        """Whether the GPU is running the step's work at `now`."""
+        if self.step_started is None:
+            return False
+        return self.step_s is None or now - self.step_started < self.step_s
 
 
 def read_trace(path: Path) -> JobTrace:
@@ -91,14 +102,14 @@ def read_trace(path: Path) -> JobTrace:
         raise TraceError(
             f"the job trace at {path} is version {record.get('version')!r}; this gputui reads {TRACE_VERSION}"
         )
-    started = record.get("step_started")
     pid = _count(record, "pid", path)
     if pid == 0:
         raise TraceError(f"the job trace at {path} has a bad pid: 0")
     return JobTrace(
         pid,
         _seconds(record, "gpu_busy_s", path),
-        None if started is None else _seconds(record, "step_started", path),
+        None if record.get("step_started") is None else _seconds(record, "step_started", path),
+        None if record.get("step_s") is None else _seconds(record, "step_s", path),
         _count(record, "steps", path),
     )
 
@@ -219,9 +230,7 @@ class JobSource:
             # Since the last reading; a job seen for the first time counts from its start, within the interval.
             spent = busy - self._last_busy if self._last_busy is not None else busy
             self._last_busy = busy
-            util = (
-                100.0 * min(max(spent, 0.0), dt) / dt if dt > 0 else (100.0 if trace.step_started is not None else 0.0)
-            )
+            util = 100.0 * min(max(spent, 0.0), dt) / dt if dt > 0 else (100.0 if trace.busy_now(now) else 0.0)
             job = Job(pid=trace.pid, user="", cmdline="", memory_gib=((0, JOB_MEMORY_GIB),), cpu_pct=0.0)
             scene = Scene({0: GpuPlan(util=util, util_swing=0.0)}, (job,), HostPlan())
         else:
