@@ -150,7 +150,11 @@ class JobSource:
     """The Source protocol over one simulated GPU that follows the job writing `trace`.
 
     `near_cpus` is the cpulist of the CPUs near the GPU (its `Topology.cpu_affinity`); default every CPU of this
-    machine. `clock` must be CLOCK_MONOTONIC (the trace's clock); tests move it themselves.
+    machine. `clock` must be CLOCK_MONOTONIC (the trace's clock); tests move it themselves. `open()` raises
+    NoJobTrace (a SourceUnavailable) when the trace is missing or unreadable; once open, a job that has exited,
+    or a trace that went unreadable, is an idle GPU with no process, and a new PID in the trace is followed.
+
+    The first sample's utilization covers the moments since `open()`; later ones each cover one interval.
     """
 
     def __init__(
@@ -203,11 +207,10 @@ class JobSource:
         self._started = self._last_at = self._clock()
         self._epoch = time.time()
         self._trace_broken = False
-        self._follow(trace.pid)
+        system = self._follow(trace.pid)
         self._running = self._is_running(trace.pid)
         self._last_busy = trace.busy_at(self._last_at) if self._running else None
-        assert self._system is not None
-        return self._system
+        return system
 
     def sample(self) -> Snapshot:
         if self._system is None or self._host is None:
@@ -265,7 +268,7 @@ class JobSource:
         """The job's process exists and has not exited (an exited child not yet reaped reads Z)."""
         return procfs.state(pid, self._root) not in (None, "Z", "X")
 
-    def _follow(self, pid: int) -> None:
+    def _follow(self, pid: int) -> SystemInfo:
         """Read the host through job `pid`'s cgroup, and describe the machine with it."""
         if self._host is not None:
             self._host.close()
@@ -288,3 +291,4 @@ class JobSource:
             container=self._host.container,
             topology=Topology(matrix=(("X",),), p2p=((None,),), numa_node=(None,), cpu_affinity=(self._near,)),
         )
+        return self._system
