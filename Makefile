@@ -30,14 +30,14 @@ test: $(VENV)/.installed-dev
 	$(BIN)/python -m pytest
 
 lint: $(VENV)/.installed-dev
-	$(BIN)/ruff format --check gputui tests benchmarks scripts
-	$(BIN)/ruff check gputui tests benchmarks scripts
+	$(BIN)/ruff format --check gputui tests benchmarks scripts examples
+	$(BIN)/ruff check gputui tests benchmarks scripts examples
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
 format: $(VENV)/.installed-dev
-	$(BIN)/ruff format gputui tests benchmarks scripts
-	$(BIN)/ruff check --fix gputui tests benchmarks scripts
+	$(BIN)/ruff format gputui tests benchmarks scripts examples
+	$(BIN)/ruff check --fix gputui tests benchmarks scripts examples
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/run_all.py

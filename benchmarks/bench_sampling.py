@@ -3,7 +3,8 @@
 The NVML side measures our own per-tick work (guards, fallbacks, building the frozen samples) over a fake
 whose calls build the same ctypes structures the real pynvml returns; the driver's own time is not in it.
 The host side is the real psutil on this machine, following 8 real processes (this one and 7 children,
-standing in for 8 training ranks). Matching NVML's PIDs with their device files reads a fake /proc in which
+standing in for 8 training ranks, each of the 7 with 12 children of its own standing in for data-loader
+workers, whose CPU is read every few ticks). Matching NVML's PIDs with their device files reads a fake /proc in which
 each rank holds 50 files, one of them its GPU's /dev/nvidiaN (no real one exists here). Target: under 5 ms
 of CPU per tick.
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -30,6 +32,7 @@ from gputui.sources.host import HostSource
 from gputui.sources.nvml import NvmlSource
 
 GPUS = 8
+WORKERS = 12
 WARMUP = 10
 
 
@@ -61,6 +64,7 @@ def measure(ticks: int, pids: list[int], root: Path) -> list[float]:
             snap = source.sample()
             costs.append(time.process_time() - start)
         assert len(snap.gpus) == GPUS and len(snap.host.processes) == GPUS, "every rank should be followed"
+        assert sum(p.children or 0 for p in snap.host.processes) == (GPUS - 1) * (WORKERS + 1), "workers counted"
         return costs
     finally:
         source.close()
@@ -72,13 +76,14 @@ def main() -> int:
     args = parser.parse_args()
     if args.ticks < 1:
         parser.error("--ticks must be at least 1")
-    ranks = [subprocess.Popen(["sleep", "600"]) for _ in range(GPUS - 1)]
+    workers = f"for i in $(seq {WORKERS}); do sleep 600 & done; wait"
+    ranks = [subprocess.Popen(["sh", "-c", workers], start_new_session=True) for _ in range(GPUS - 1)]
     try:
         with tempfile.TemporaryDirectory() as root:
             costs = measure(args.ticks, [os.getpid(), *(rank.pid for rank in ranks)], Path(root))
     finally:
         for rank in ranks:
-            rank.terminate()
+            os.killpg(rank.pid, signal.SIGKILL)  # the rank and its workers
             rank.wait()
     ms = sorted(cost * 1000 for cost in costs)
     print(f"sampling: {GPUS} GPUs + host: median {statistics.median(ms):.2f} ms CPU per tick ({len(ms)} ticks)")

@@ -110,3 +110,12 @@ def gpu_list(text: str) -> tuple[int, ...]:
     if not indices or any(i < 0 for i in indices):
         raise argparse.ArgumentTypeError(f"not a list of GPU indices: {text!r} (expected e.g. 0,2)")
     return indices
+
+
+def cpu_list(text: str) -> str:
+    """`0-3,8`: a cpulist as the kernel writes one (the CPUs near a GPU), kept as text once it reads."""
+    from gputui.model import parse_cpus
+
+    if not parse_cpus(text):
+        raise argparse.ArgumentTypeError(f"not a CPU list: {text!r} (expected e.g. 0-3,8)")
+    return text.strip()

@@ -53,6 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    problem = common.source_option_problem(args)
+    if problem is not None:
+        parser.error(problem)
     if args.command is None:
         from gputui.commands import monitor
 

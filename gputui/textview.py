@@ -19,6 +19,7 @@ from gputui import topology as topo
 from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes, fmt_bytes_pair, fmt_num, fmt_pct, fmt_rate
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
 from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
+from gputui.sources.sim_job import is_job_scenario, job_banner
 
 T = TypeVar("T")
 
@@ -47,13 +48,18 @@ def banner(system: SystemInfo) -> Text | None:
     if parts:
         label += f" ({', '.join(parts)})"
     line = Text(label, style="bold reverse yellow")
-    line.append(" - not live data from this machine", style="yellow")
+    if is_job_scenario(system.scenario) and system.source == "simulated":
+        line.append(" - the GPU is simulated; the host and the job are this machine's", style="yellow")
+    else:
+        line.append(" - not live data from this machine", style="yellow")
     return line
 
 
 def banner_details(system: SystemInfo) -> list[str]:
     """What the scenario shows, and why the real driver was not read when the simulation stands in for it."""
     lines = []
+    if is_job_scenario(system.scenario) and system.source == "simulated":
+        lines.append(job_banner(system))
     if system.scenario in SCENARIO_DESCRIPTIONS:
         lines.append(f"{system.scenario}: {SCENARIO_DESCRIPTIONS[system.scenario]}")
     if system.fallback_reason:

@@ -47,6 +47,7 @@ class FakeProcess:
     cpu_percent_: float = 99.5
     threads: int = 42
     children_: int = 4
+    child_pids: list[int] | None = None  # the children's PIDs; None: `children_` made-up ones
     read_bytes: int = 0
     rss: int = 8 * 1024**3
     status_: str = "running"
@@ -85,9 +86,15 @@ class FakeProcess:
         self._enter("num_threads")
         return self.threads
 
-    def children(self) -> list[int]:
+    def kids(self) -> list[int]:
+        """Its children's PIDs: `child_pids`, or `children_` made-up ones that no other fake process shares."""
+        if self.child_pids is not None:
+            return list(self.child_pids)
+        return [1_000_000 + 1000 * self.pid + n for n in range(self.children_)]
+
+    def children(self) -> list[Any]:
         self._enter("children")
-        return list(range(self.children_))
+        return [types.SimpleNamespace(pid=pid) for pid in self.kids()]
 
     def io_counters(self) -> Any:
         self._enter("io_counters")
@@ -167,14 +174,12 @@ class FakePsutil(types.ModuleType):
         return proc
 
     def _scan_parents(self) -> dict[int, int]:
-        """{pid: ppid} for every process, as psutil._ppid_map returns; children get made-up pids."""
+        """{pid: ppid} for every process, as psutil._ppid_map returns."""
         self.calls["_ppid_map"] += 1
         parents = {pid: 1 for pid, proc in self.processes.items() if not proc.gone}
-        child = 100_000
         for pid, proc in self.processes.items():
-            for _ in range(proc.children_ if not proc.gone else 0):
+            for child in proc.kids() if not proc.gone else ():
                 parents[child] = pid
-                child += 1
         return parents
 
     def advance_cpu(self, core: int, **seconds: float) -> None:

@@ -23,6 +23,7 @@ from gputui import argtypes
         (argtypes.gpu_index, "0", 0),
         (argtypes.matrix_size, "8192", 8192),
         (argtypes.port_number, "0", 0),
+        (argtypes.cpu_list, " 0-3,8 ", "0-3,8"),
     ],
 )
 def test_good_values(parse: Callable[[str], object], text: str, value: object) -> None:
@@ -51,6 +52,8 @@ def test_good_values(parse: Callable[[str], object], text: str, value: object) -
         (argtypes.matrix_size, "0", "must be greater than 0: '0'"),
         (argtypes.port_number, "http", "not a port number: 'http'"),
         (argtypes.port_number, "70000", "not a port number: '70000' (0-65535; 0 picks a free one)"),
+        (argtypes.cpu_list, "1-x", "not a CPU list: '1-x' (expected e.g. 0-3,8)"),
+        (argtypes.cpu_list, "3-1", "not a CPU list: '3-1' (expected e.g. 0-3,8)"),
     ],
 )
 def test_bad_values_name_themselves(parse: Callable[[str], object], text: str, message: str) -> None:

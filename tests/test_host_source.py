@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from fake_psutil import NO_PROC, FakeProcess, FakePsutil, netio, scputimes, sdiskio
 
 from gputui.sources.host import CHILDREN_EVERY, LINK_EVERY, SCHED_EVERY, HostSource, rate
+from gputui.sources.procfs import CLOCK_TICKS
 from tests.conftest import Clock
-from tests.container.fake_tree import process
+from tests.container.fake_tree import process, stat_line, write
 
 GIB = 1024**3
 
@@ -474,3 +479,119 @@ def test_without_cgroup_files_the_container_reads_unknown(ps: FakePsutil, clock:
     sample = host.sample([], 1.0)
     assert host.container is not None and host.container.cgroup_version is None
     assert (sample.container, sample.psi, sample.shm_used_bytes, sample.oom_kills) == (None, None, None, None)
+
+
+def _child_stat(root: Path, pid: int, parent: int, cpu_s: float, starttime: int = 500) -> None:
+    """/proc/<pid>/stat of a data-loader worker that has used `cpu_s` seconds of CPU (as user time)."""
+    line = stat_line(pid, "pt_data_worker", ppid=parent, utime=round(cpu_s * CLOCK_TICKS), starttime=starttime)
+    write(root, f"proc/{pid}/stat", line)
+
+
+def test_workers_cpu_is_the_childrens_cpu_over_the_sched_interval(ps: FakePsutil, clock: Clock, tmp_path: Path) -> None:
+    ps.processes[4242] = FakeProcess(4242, child_pids=[501, 502, 503])
+    for pid in (501, 502, 503):
+        _child_stat(tmp_path, pid, 4242, cpu_s=10.0)
+    host = HostSource(clock=clock, psutil_module=ps, root=tmp_path)
+    host.open()
+    seen = []
+    for tick in range(SCHED_EVERY + 1):
+        if tick == SCHED_EVERY:
+            _child_stat(tmp_path, 501, 4242, cpu_s=15.0)  # a full core over the 5 s between the readings
+            _child_stat(tmp_path, 502, 4242, cpu_s=12.5)  # half a core
+            (tmp_path / "proc/503/stat").unlink()  # exited: drops out
+        sample = host.sample([4242], clock.now).process(4242)
+        assert sample is not None
+        seen.append(sample.workers_cpu_pct)
+        idle_tick(ps, clock)
+    assert seen[:SCHED_EVERY] == [None] * SCHED_EVERY  # one reading is no interval
+    assert seen[-1] == pytest.approx(150.0)
+    assert sample.children == 3  # counted on the CHILDREN_EVERY cadence, not when a worker exits
+
+
+def test_workers_cpu_leaves_out_a_reused_pid_and_a_new_worker(ps: FakePsutil, clock: Clock, tmp_path: Path) -> None:
+    ps.processes[4242] = FakeProcess(4242, child_pids=[501, 502])
+    _child_stat(tmp_path, 501, 4242, cpu_s=10.0)
+    _child_stat(tmp_path, 502, 4242, cpu_s=10.0)
+    host = HostSource(clock=clock, psutil_module=ps, root=tmp_path)
+    host.open()
+    readings: list[float | None] = []
+    for tick in range(2 * CHILDREN_EVERY + 1):
+        if tick == SCHED_EVERY:
+            _child_stat(tmp_path, 501, 4242, cpu_s=0.5, starttime=900)  # 501 exited; its PID is another process
+            _child_stat(tmp_path, 502, 4242, cpu_s=12.5)
+        if tick == CHILDREN_EVERY - 1:  # a worker restarted under a new PID, seen by the next scan
+            ps.processes[4242].child_pids = [502, 601]
+            _child_stat(tmp_path, 601, 4242, cpu_s=0.0)
+        if tick == 2 * CHILDREN_EVERY:
+            _child_stat(tmp_path, 601, 4242, cpu_s=2.5)
+            _child_stat(tmp_path, 502, 4242, cpu_s=15.0)
+        sample = host.sample([4242], clock.now).process(4242)
+        assert sample is not None
+        if tick % SCHED_EVERY == 0:
+            readings.append(sample.workers_cpu_pct)
+        idle_tick(ps, clock)
+    # Tick 5: only 502 (2.5 s in 5 s); tick 10: nothing moved, 601 first read; tick 15: idle; tick 20: both.
+    assert readings == [None, pytest.approx(50.0), 0.0, 0.0, pytest.approx(100.0)]
+
+
+def test_workers_cpu_is_zero_without_workers_and_unknown_when_they_cannot_be_counted(clock: Clock) -> None:
+    for ppid_map, denied, expected in ((True, set(), 0.0), (False, {"children"}, None)):
+        ps = FakePsutil(ppid_map=ppid_map)
+        ps.processes[7] = FakeProcess(7, children_=0, denied=denied)
+        host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
+        host.open()
+        for _ in range(SCHED_EVERY + 1):
+            sample = host.sample([7], clock.now).process(7)
+            idle_tick(ps, clock)
+        assert sample is not None and sample.workers_cpu_pct == expected
+
+
+def test_workers_cpu_of_real_children(tmp_path: Path) -> None:
+    """A real parent with two children, one spinning and one asleep: about one core, read from the real /proc."""
+    script = (
+        "import os, sys, time\n"
+        "for busy in (True, False):\n"
+        "    if os.fork() == 0:\n"
+        "        end = time.monotonic() + 60\n"
+        "        while busy and time.monotonic() < end:\n"
+        "            pass\n"
+        "        time.sleep(60)\n"
+        "        os._exit(0)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, start_new_session=True)
+    try:
+        assert parent.stdout is not None and parent.stdout.readline().strip() == b"ready"
+        host = HostSource()
+        host.open()
+        for _ in range(SCHED_EVERY + 1):
+            sample = host.sample([parent.pid], time.time()).process(parent.pid)
+            time.sleep(0.2)
+        host.close()
+    finally:
+        os.killpg(parent.pid, signal.SIGKILL)
+        parent.wait(timeout=10)
+    assert sample is not None and sample.children == 2
+    print(f"workers_cpu_pct of one spinning child and one asleep: {sample.workers_cpu_pct}")
+    # One core over ~1 s; a machine busy with other work may give the spinning child less of it.
+    assert sample.workers_cpu_pct is not None and 40 <= sample.workers_cpu_pct <= 130
+
+
+def test_the_cgroup_read_is_the_named_processs(ps: FakePsutil, clock: Clock, tmp_path: Path) -> None:
+    """Following one job, the limits and counters are its cgroup's, not this process's."""
+    _v2_container(tmp_path, usage_usec=0, periods=0, throttled=0, cpu_some_us=0)  # "self": a 4-CPU quota
+    job = tmp_path / "sys/fs/cgroup/lab"
+    job.mkdir()
+    (job / "cgroup.procs").write_text("")
+    (job / "cpu.max").write_text("100000 100000\n")
+    (job / "cpu.stat").write_text("usage_usec 0\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n")
+    write(tmp_path, "proc/4242/cgroup", "0::/lab\n")
+    host = HostSource(clock=clock, psutil_module=ps, root=tmp_path, cgroup_pid=4242)
+    host.open()
+    assert host.container is not None and host.container.cpu_quota_cores == 1.0
+    (job / "cpu.stat").write_text("usage_usec 1500000\nnr_periods 20\nnr_throttled 15\nthrottled_usec 400000\n")
+    idle_tick(ps, clock, 2.0)
+    sample = host.sample([], 1.0)
+    assert sample.container is not None
+    assert (sample.container.cpu_pct_of_quota, sample.container.cpu_throttled_pct) == (75.0, 75.0)

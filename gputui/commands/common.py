@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
-from gputui.argtypes import gpu_list, positive_seconds
+from gputui.argtypes import cpu_list, gpu_list, positive_seconds
 from gputui.model import SystemInfo
-from gputui.sources.base import Source, SourceUnavailable
+from gputui.sources.base import NoJobTrace, Source, SourceUnavailable
 from gputui.sources.sim_physics import BOARDS, DEFAULT_BOARD
 
 EXIT_OK = 0
@@ -26,7 +27,8 @@ def scenario_name(text: str) -> str:
 
 
 def add_source_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    simulated = parser.add_mutually_exclusive_group()
+    simulated.add_argument(
         "--demo",
         nargs="?",
         const="tour",
@@ -35,12 +37,28 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         metavar="SCENARIO",
         help="use the simulated machine (labelled SIMULATED everywhere); default scenario: tour",
     )
+    simulated.add_argument(
+        "--demo-job",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="the lab: one simulated GPU that is busy exactly while a real job is in its GPU step, as the job "
+        "reports in FILE (start examples/lab/train.py --trace FILE); the host, the job's processes and its "
+        "cgroup are this machine's, read in real time; labelled SIMULATED everywhere",
+    )
+    parser.add_argument(
+        "--demo-job-cpus",
+        type=cpu_list,
+        default=None,
+        metavar="LIST",
+        help="with --demo-job: the CPUs near the simulated GPU, e.g. 0-3 (default: every CPU of this machine)",
+    )
     parser.add_argument(
         "--demo-gpu",
         choices=tuple(BOARDS),
         default=DEFAULT_BOARD,
-        help=f"with --demo: the simulated GPU model (default {DEFAULT_BOARD}; a100 has no GPM, so SM and tensor "
-        "activity read n/a; rtx4090 has neither GPM nor NVLink)",
+        help=f"with --demo or --demo-job: the simulated GPU model (default {DEFAULT_BOARD}; a100 has no GPM, so "
+        "SM and tensor activity read n/a; rtx4090 has neither GPM nor NVLink)",
     )
     parser.add_argument("--gpus", type=gpu_list, default=None, metavar="LIST", help="only these GPUs, e.g. 0,2")
 
@@ -91,6 +109,18 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
     add_record_options(parser)
 
 
+def source_option_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the source options together (argparse checks each alone), as a usage error's line."""
+    job = getattr(args, "demo_job", None)
+    if getattr(args, "demo_job_cpus", None) is not None and job is None:
+        return "--demo-job-cpus needs --demo-job"
+    if job is not None and getattr(args, "demo_gpus", None) is not None:
+        return "--demo-gpus is for --demo: the --demo-job machine has one GPU"
+    if job is not None and getattr(args, "remote", None) is not None:
+        return "--remote watches other servers: it cannot be combined with --demo-job"
+    return None
+
+
 def make_source(
     args: argparse.Namespace, *, fallback_demo: bool = False, long_running: bool = False
 ) -> tuple[Source, SystemInfo]:
@@ -104,13 +134,20 @@ def make_source(
     from gputui.sources.simulated import SimulatedSource
 
     gpus = getattr(args, "gpus", None)
+    job = getattr(args, "demo_job", None)
+    if job is not None:
+        from gputui.sources.sim_job import JobSource
+
+        board = getattr(args, "demo_gpu", DEFAULT_BOARD)
+        followed = JobSource(job, near_cpus=getattr(args, "demo_job_cpus", None), board=board, gpu_indices=gpus)
+        return followed, followed.open()
     if args.demo is not None:
         count = getattr(args, "demo_gpus", None)
         board = getattr(args, "demo_gpu", DEFAULT_BOARD)
-        source: Source = SimulatedSource(scenario=args.demo, gpu_count=count, gpu_indices=gpus, board=board)
-        return source, source.open()
+        demo = SimulatedSource(scenario=args.demo, gpu_count=count, gpu_indices=gpus, board=board)
+        return demo, demo.open()
     # The monitor and the exporter run for days: their XID thread wakes every few seconds, not 5 times a second.
-    source = NvmlSource(gpu_indices=gpus, xid_wait_ms=LONG_WAIT_MS if long_running else DEFAULT_WAIT_MS)
+    source: Source = NvmlSource(gpu_indices=gpus, xid_wait_ms=LONG_WAIT_MS if long_running else DEFAULT_WAIT_MS)
     try:
         return source, source.open()
     except SourceUnavailable as exc:
@@ -122,5 +159,6 @@ def make_source(
 
 def report_unavailable(exc: SourceUnavailable) -> int:
     print(f"gputui: {exc}", file=sys.stderr)
-    print("gputui: to see gputui on a simulated machine, add --demo", file=sys.stderr)
+    if not isinstance(exc, NoJobTrace):  # that one says how to start the job it waits for
+        print("gputui: to see gputui on a simulated machine, add --demo", file=sys.stderr)
     return EXIT_NO_DRIVER

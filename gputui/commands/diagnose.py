@@ -5,6 +5,7 @@ marked with when it held. Exit codes make it a node health check in scripts, fro
 0 nothing above info, 1 warnings, 4 critical findings, 2 usage or config error, 3 the driver cannot be read
 (the `nvml_unavailable` finding is printed too, so a script reading the JSON sees why). The simulated
 machine (`--demo`) runs on simulated time: its N seconds pass at once, and everything it prints says SIMULATED.
+The lab's machine (`--demo-job`: a simulated GPU that follows a real job) runs in real time, as the job does.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from gputui.diagnostics.locale import LANGS, resolve_lang
 from gputui.diagnostics.verdict import Verdict, verdict_to_dict
 from gputui.formatting import fmt_duration
 from gputui.model import Snapshot, SystemInfo
-from gputui.sources.base import InvalidGpuSelection, Source, SourceUnavailable
+from gputui.sources.base import InvalidGpuSelection, NoJobTrace, Source, SourceUnavailable
 
 if TYPE_CHECKING:
     from gputui.record.writer import RecordingWriter
@@ -97,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
     except InvalidGpuSelection as exc:
         print(f"gputui: error: {exc}", file=sys.stderr)
         return common.EXIT_USAGE
+    except NoJobTrace as exc:
+        return common.report_unavailable(exc)  # no driver was asked: nothing for a driver finding to say
     except SourceUnavailable as exc:
         now = time.time()
         _emit(args, Outcome(None, unavailable_verdict(lang, now), (unavailable_finding(str(exc), lang, now),)), lang)
@@ -207,7 +210,12 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
         return
     out: list[str] = []
     if system is not None and not system.is_live:
-        out.append(text("cli.simulated", lang, scenario=system.scenario or system.source))
+        from gputui.sources.sim_job import is_job_scenario, job_banner
+
+        if is_job_scenario(system.scenario):
+            out.append(job_banner(system))
+        else:
+            out.append(text("cli.simulated", lang, scenario=system.scenario or system.source))
     if verdict is not None:
         out.append(text("cli.verdict", lang, line=verdict.line))
     if system is not None:

@@ -28,5 +28,9 @@ class Source(Protocol):
         ...
 
 
+class NoJobTrace(SourceUnavailable):
+    """`--demo-job`: the job's trace is missing or unreadable; the message says how to start the job."""
+
+
 class InvalidGpuSelection(ValueError):
     """`--gpus` named a GPU this machine does not have: a usage error, not a driver failure."""

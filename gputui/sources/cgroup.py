@@ -1,9 +1,12 @@
-"""The cgroup this process runs in: where its files are, its limits (read once) and its counters (each sample).
+"""The cgroup a process runs in (this one, or another by PID): where its files are, its limits (read once) and
+its counters (each sample).
 
 Inside a container psutil and `os.cpu_count()` report the host; the kernel enforces the cgroup's limits. The
-group is found through /proc/self/cgroup and /proc/self/mountinfo (kernel Documentation/filesystems/proc.rst),
+group is found through /proc/PID/cgroup and /proc/self/mountinfo (kernel Documentation/filesystems/proc.rst),
 for cgroup v1 (a hierarchy per controller: cpu, cpuacct, cpuset, memory, possibly co-mounted) and v2 (one
-tree). Inside a cgroup namespace the group reads `/` and the mount's root is the group itself.
+tree). Inside a cgroup namespace the group reads `/` and the mount's root is the group itself. Another process's
+group is read through this process's mounts: the kernel writes /proc/PID/cgroup relative to the reader's cgroup
+namespace, and its files are opened from here.
 
 File formats: Documentation/admin-guide/cgroup-v2.rst (cpu.max, cpu.stat, cpuset.cpus.effective, memory.max,
 memory.current, memory.events, *.pressure), admin-guide/cgroup-v1/{cpuacct,cpusets,memory}.rst and
@@ -120,12 +123,13 @@ def _group_dir(root: Path, mount: _Mount, group: str) -> Path | None:
     return path if path.is_dir() else (base if base.is_dir() else None)
 
 
-def locate(root: Path = Path("/"), groups_text: str | None = None) -> CgroupDirs:
-    """Where this process's cgroup files are; version None when /proc/self/cgroup cannot be read.
+def locate(root: Path = Path("/"), groups_text: str | None = None, pid: int | str = "self") -> CgroupDirs:
+    """Where the cgroup files of process `pid` (default: this one) are; version None when /proc/PID/cgroup cannot
+    be read.
 
     `groups_text` is that file's text when the caller has read it already."""
     if groups_text is None:
-        groups_text = read_text(root / "proc/self/cgroup")
+        groups_text = read_text(root / f"proc/{pid}/cgroup")
     groups = _groups(groups_text)
     if not groups:
         return CgroupDirs(None)
@@ -222,9 +226,10 @@ class Cgroup:
     dirs: CgroupDirs
 
 
-def read_cgroup(root: Path = Path("/")) -> Cgroup:
-    groups_text = read_text(root / "proc/self/cgroup")
-    dirs = locate(root, groups_text)
+def read_cgroup(root: Path = Path("/"), pid: int | str = "self") -> Cgroup:
+    """The cgroup of process `pid` (default: this one): a monitor that follows a job reads the job's limits."""
+    groups_text = read_text(root / f"proc/{pid}/cgroup")
+    dirs = locate(root, groups_text, pid)
     cores, binding = _quota(dirs)
     runtime, recognised_by = _runtime(root, groups_text)
     info = ContainerInfo(

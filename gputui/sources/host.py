@@ -1,7 +1,7 @@
 """The host the GPUs sit in, read with psutil: CPU, memory, swap, disk, network and the GPU processes; and
-the cgroup this process runs in (gputui.sources.cgroup), with the per-process facts psutil lacks from /proc
-(gputui.sources.procfs): the container a GPU process runs in, how long it waited for a CPU, and the CPUs it
-may run on and last ran on.
+the cgroup this process (or the job it follows) runs in (gputui.sources.cgroup), with the per-process facts
+psutil lacks from /proc (gputui.sources.procfs): the container a GPU process runs in, how long it waited for a
+CPU, the CPU its data-loader workers used, and the CPUs it may run on and last ran on.
 
 Every rate is a difference of two counter readings over the time between them. A counter that went
 backwards (a reset, a wrap, a disk that was removed) gives no rate for that tick rather than a negative one;
@@ -11,7 +11,7 @@ a core's CPU times that went backwards cost that core alone its figure for the t
 from __future__ import annotations
 
 import time
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,13 +26,14 @@ from gputui.sources.cgroup import CgroupReader, host_oom_kills, read_cgroup, shm
 
 # Counting children scans every process on the machine (~5-40 µs each), so the counts of all GPU processes
 # are refreshed together, in one scan, every CHILDREN_EVERY ticks (and for a process when it first appears).
-# Thread counts, which change as rarely, are read on the same ticks.
+# Thread counts, which change as rarely, are read on the same ticks, and so is which PIDs the children are.
 CHILDREN_EVERY = 10
 # Link speeds change only when a cable or a driver does; asking costs an ioctl per interface.
 LINK_EVERY = 30
 # A process's wait for a CPU is a share over an interval: measured over 5 ticks and held in between, it costs
 # one /proc/PID/schedstat read per GPU process every 5 ticks rather than every tick. Where it may run and last
-# ran (/proc/PID/status and stat) are read on the same ticks: a rule judges them over a window of seconds.
+# ran (/proc/PID/status and stat) are read on the same ticks: a rule judges them over a window of seconds. So is
+# the CPU time of its children: one /proc/PID/stat each (~4 µs), so 8 ranks of 16 workers add ~0.1 ms a tick.
 SCHED_EVERY = 5
 
 
@@ -72,6 +73,7 @@ class _Tracked:
     read_bytes: float | None = None
     read_at: float = 0.0
     children: int | None = None
+    child_pids: tuple[int, ...] = ()  # as of the last tick that counted them
     threads: int | None = None
     container: str | None = None  # seen from the host: the container it runs in, and its PID there
     container_pid: int | None = None
@@ -80,6 +82,11 @@ class _Tracked:
     run_queue_wait_pct: float | None = None  # over the last SCHED_EVERY ticks
     cpus_allowed: tuple[int, ...] | None = None  # as of the last SCHED_EVERY tick (or when first followed)
     last_cpu: int | None = None
+    # Each child's CPU seconds so far, by (pid, start time) so that a reused PID is another process, as read at
+    # `workers_at`; and their CPU together over the last SCHED_EVERY ticks.
+    workers_cpu_s: dict[tuple[int, int], float] | None = None
+    workers_at: float = 0.0
+    workers_cpu_pct: float | None = None
 
 
 class HostSource:
@@ -90,12 +97,15 @@ class HostSource:
         clock: Callable[[], float] = time.monotonic,
         psutil_module: ModuleType = psutil,
         root: Path = Path("/"),
+        cgroup_pid: int | str = "self",
     ):
         self._clock = clock
         self._ps = psutil_module
         self._root = root  # where /proc, /sys/fs/cgroup and /dev/shm are read: tests point it at a fake tree
+        # Whose cgroup is read: this process's, or (for a monitor that follows one job) the job's.
+        self._cgroup_pid = cgroup_pid
         self._cgroup: CgroupReader | None = None
-        self.container: ContainerInfo | None = None  # this process's cgroup and limits, read by open()
+        self.container: ContainerInfo | None = None  # that process's cgroup and limits, read by open()
         self._errors: tuple[type[BaseException], ...] = (OSError, NotImplementedError, psutil_module.Error)
         # psutil reports swap-in/out as 0 on Windows, which would read as "no swapping"
         self._swap_io = not getattr(psutil_module, "WINDOWS", False)
@@ -104,7 +114,7 @@ class HostSource:
         self._procs: dict[int, _Tracked] = {}
         self._tick = 0
         self._link_bytes_s: float | None = None
-        self._parents: Counter[int] | None = None  # children per parent pid, from this tick's scan
+        self._parents: dict[int, list[int]] | None = None  # child pids per parent pid, from this tick's scan
         self._scanned = False
 
     def open(self) -> None:
@@ -117,7 +127,7 @@ class HostSource:
         self._procs = {}
         self._cpu_pct = ()
         self._last = self._read_counters()
-        cgroup = read_cgroup(self._root)
+        cgroup = read_cgroup(self._root, self._cgroup_pid)
         self.container = cgroup.info
         self._cgroup = CgroupReader(cgroup, self._root, self._clock)
         self._cgroup.sample()  # the first counters, so the first sample has rates
@@ -228,7 +238,7 @@ class HostSource:
             if tracked is None:
                 tracked = self._follow(pid)
             elif self._tick % CHILDREN_EVERY == 0:
-                tracked.children = self._count_children(tracked)
+                self._count_children(tracked)
                 tracked.threads = self._denied_as_none(tracked.process.num_threads)
             process = tracked.process
             with process.oneshot():
@@ -243,6 +253,7 @@ class HostSource:
                 memory = self._denied_as_none(process.memory_info)
                 if self._tick % SCHED_EVERY == 0:
                     tracked.run_queue_wait_pct = self._run_queue_wait_pct(tracked, now)
+                    tracked.workers_cpu_pct = self._workers_cpu_pct(tracked, now)
                     self._read_placement(tracked)
                 return ProcSample(
                     pid=pid,
@@ -252,6 +263,7 @@ class HostSource:
                     cpu_pct=cpu_pct,
                     threads=tracked.threads,
                     children=tracked.children,
+                    workers_cpu_pct=tracked.workers_cpu_pct,
                     read_bytes_s=read_rate,
                     rss_bytes=memory.rss if memory is not None else None,
                     state=self._denied_as_none(process.status),
@@ -280,13 +292,13 @@ class HostSource:
                 container=procfs.container_of(pid, self._root),
                 container_pid=procfs.inner_pid(pid, self._root),
             )
-        tracked.children = self._count_children(tracked)
+        self._count_children(tracked)
         self._read_placement(tracked)
         self._procs[pid] = tracked
         return tracked
 
-    def _count_children(self, tracked: _Tracked) -> int | None:
-        """Direct children, from one scan of all processes per tick shared by every GPU process.
+    def _count_children(self, tracked: _Tracked) -> None:
+        """Its direct children and their PIDs, from one scan of all processes per tick shared by every GPU process.
 
         psutil's `_ppid_map` is the scan its own Process.children() makes; where it is missing or fails,
         each process asks psutil.children() itself.
@@ -295,11 +307,19 @@ class HostSource:
             self._scanned = True
             ppid_map = getattr(self._ps, "_ppid_map", None)
             parents = self._call(ppid_map) if ppid_map is not None else None
-            self._parents = Counter(parents.values()) if parents is not None else None
+            if parents is None:
+                self._parents = None
+            else:
+                self._parents = defaultdict(list)
+                for child, parent in parents.items():
+                    self._parents[parent].append(child)
         if self._parents is not None:
-            return self._parents[tracked.process.pid]
+            pids = self._parents.get(tracked.process.pid, [])
+            tracked.children, tracked.child_pids = len(pids), tuple(pids)
+            return
         children = self._denied_as_none(tracked.process.children)
-        return len(children) if children is not None else None
+        tracked.children = len(children) if children is not None else None
+        tracked.child_pids = tuple(child.pid for child in children or ())
 
     def _run_queue_wait_pct(self, tracked: _Tracked, now: float) -> float | None:
         """Share of the interval the main thread was runnable but waiting for a CPU (from /proc/PID/schedstat):
@@ -310,6 +330,25 @@ class HostSource:
         tracked.waited_ns, tracked.waited_at = waited, now
         wait_ns = rate(waited, before, now - before_at)  # ns waited per second; None on a reset
         return None if wait_ns is None else min(100.0, 100.0 * wait_ns / 1e9)
+
+    def _workers_cpu_pct(self, tracked: _Tracked, now: float) -> float | None:
+        """The CPU its children used together since the last reading (100 = one core): whether the data-loader
+        workers keep up. A child that exited since drops out; one that is new counts from its next reading."""
+        readings = {}
+        for pid in tracked.child_pids:
+            used = procfs.cpu_seconds(pid, self._root)
+            if used is not None:
+                readings[(pid, used[0])] = used[1]
+        before, before_at = tracked.workers_cpu_s, tracked.workers_at
+        tracked.workers_cpu_s, tracked.workers_at = readings, now
+        if before is None or now <= before_at or tracked.children is None:
+            return None
+        if tracked.children == 0:
+            return 0.0  # no workers: the main process loads the data itself
+        both = [key for key in readings if key in before]
+        if not both:
+            return None  # children, but none read twice yet: unknown, not idle
+        return 100.0 * sum(max(0.0, readings[key] - before[key]) for key in both) / (now - before_at)
 
     def _read_placement(self, tracked: _Tracked) -> None:
         """Where it may run and where it last ran: the CPUs numa_mismatch holds against its GPU's."""

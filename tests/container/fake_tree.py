@@ -147,10 +147,14 @@ def process(
     return directory
 
 
-def stat_line(pid: int, comm: str, *, ppid: int, processor: int) -> str:
+def stat_line(
+    pid: int, comm: str, *, ppid: int, processor: int = 0, utime: int = 0, stime: int = 0, starttime: int = 0
+) -> str:
     """/proc/<pid>/stat as the kernel writes it (52 fields): the command in parentheses, may hold spaces;
-    field 4 the parent, field 39 the CPU it last ran on."""
+    field 4 the parent, 14 and 15 the user and system CPU time and 22 the start time (clock ticks), 39 the CPU
+    it last ran on."""
     fields = ["S", str(ppid)] + ["0"] * 34 + [str(processor)] + ["0"] * 13
+    fields[11], fields[12], fields[19] = str(utime), str(stime), str(starttime)
     return f"{pid} ({comm}) " + " ".join(fields) + "\n"
 
 

@@ -160,6 +160,29 @@ def test_v1_private_mount_without_namespace(tmp_path: Path) -> None:
     assert read_cgroup(tmp_path).info.cpu_quota_cores == 1.0
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_another_process_is_read_in_its_own_group(tmp_path: Path, version: int) -> None:
+    """A monitor that follows a job reads the job's group (from /proc/PID/cgroup) through its own mounts; this
+    process's group and limits stay as they were for every caller that names no PID."""
+    if version == 1:
+        dirs = cgroup_v1(tmp_path, group="/")
+        v1_limits(dirs["cpu"], quota_us=-1)
+        job = make_group(tmp_path / CGROUP_FS / "cpu", "/lab/job")
+        make_group(tmp_path / CGROUP_FS / "cpuacct", "/lab/job")
+        v1_limits(job, quota_us=150_000)
+        write(tmp_path, "proc/4242/cgroup", "4:cpuacct:/lab/job\n3:cpu:/lab/job\n1:name=systemd:/\n")
+    else:
+        cgroup_v2(tmp_path, group="/")
+        job = make_group(tmp_path / CGROUP_FS, "/lab/job")
+        (job / "cpu.max").write_text("150000 100000\n")
+        write(tmp_path, "proc/4242/cgroup", "0::/lab/job\n")
+    assert locate(tmp_path, pid=4242).cpu == job
+    assert read_cgroup(tmp_path, 4242).info.cpu_quota_cores == 1.5
+    assert read_cgroup(tmp_path, 4242).dirs.cpu == job  # the group the counters are read from
+    assert read_cgroup(tmp_path).info.cpu_quota_cores is None  # "self": this process's group, no quota
+    assert read_cgroup(tmp_path, 999).info.cgroup_version is None  # no such process: unknown, not an error
+
+
 def test_cpuset_v2_effective(tmp_path: Path) -> None:
     group = cgroup_v2(tmp_path)
     (group / "cpuset.cpus.effective").write_text("0-3,8\n")

@@ -1,26 +1,31 @@
 """gputui.sources.procfs over a fake /proc: who holds which GPU's device file, the scan's cache of non-users,
-a process's container, its PID inside its namespace, its run-queue wait, and where it may run and last ran."""
+a process's container, its PID inside its namespace, its run-queue wait, its CPU time and state, and where it
+may run and last ran."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gputui.sources.procfs import (
+    CLOCK_TICKS,
     DeviceCheck,
     GpuUsers,
     container_of,
+    cpu_seconds,
     cpus_allowed,
     device_minors,
     holds_device,
     inner_pid,
     last_cpu,
     schedstat,
+    state,
 )
 from tests.conftest import Clock
 from tests.container.fake_tree import add_fd, proc_root, process, stat_line, write
@@ -251,6 +256,33 @@ def test_last_cpu_is_field_39_even_with_spaces_and_parentheses_in_the_command(ro
     write(root, "proc/102/stat", "102 (python3) S 1 102 102 0 -1\n")  # cut short
     assert last_cpu(102, root) is None
     assert last_cpu(103, root) is None
+
+
+def test_cpu_seconds_are_user_plus_system_time_with_the_start_time(root: Path) -> None:
+    write(root, "proc/100/stat", stat_line(100, "pt_data_worker", ppid=1, utime=250, stime=50, starttime=987))
+    assert cpu_seconds(100, root) == (987, 300 / CLOCK_TICKS)
+    write(root, "proc/101/stat", stat_line(101, "evil) 1 2 (x", ppid=1, utime=7, starttime=3))
+    assert cpu_seconds(101, root) == (3, 7 / CLOCK_TICKS)
+    write(root, "proc/102/stat", "102 (python3) S 1 102 102 0 -1\n")  # cut short
+    assert cpu_seconds(102, root) is None
+    assert cpu_seconds(103, root) is None  # gone
+
+
+def test_cpu_seconds_of_this_process_grow_as_it_works() -> None:
+    before = cpu_seconds(os.getpid())
+    end = time.process_time() + 0.05
+    while time.process_time() < end:
+        pass
+    after = cpu_seconds(os.getpid())
+    assert before is not None and after is not None and before[0] == after[0]
+    assert after[1] > before[1]
+
+
+def test_state(root: Path) -> None:
+    write(root, "proc/100/stat", stat_line(100, "python (zombie)", ppid=1).replace(" S ", " Z ", 1))
+    assert state(100, root) == "Z"
+    assert state(101, root) is None
+    assert state(os.getpid()) == "R"
 
 
 def test_forked_data_loader_workers_are_not_counted_as_gpu_users(root: Path, clock: Clock) -> None:

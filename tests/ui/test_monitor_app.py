@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -14,6 +17,7 @@ from textual.widgets import Static
 from textual.worker import WorkerFailed
 
 from gputui.model import XID_UNWATCHED, GpuSample, Snapshot
+from gputui.sources.sim_job import JobSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.messages import SampleFailed
 from gputui.ui.screens.detail import DetailScreen, DetailView
@@ -436,3 +440,18 @@ async def test_a_worker_that_raises_is_shown_on_screen_and_logged(caplog: pytest
         assert any("RuntimeError: the replay refresh broke" in text for text in toasts), toasts
         assert app.is_running
     assert "worker refresh failed" in caplog.text and "RuntimeError: the replay refresh broke" in caplog.text
+
+
+async def test_a_followed_job_is_labelled_simulated_with_its_pid(tmp_path: Path) -> None:
+    """`gputui --demo-job FILE`: the header names the real job the simulated GPU follows."""
+    trace = tmp_path / "job.json"
+    record = {"format": "gputui-job-trace", "version": 1, "pid": os.getpid(), "gpu_busy_s": 0.0, "steps": 0}
+    trace.write_text(json.dumps(record))
+    source = JobSource(trace)
+    app = GpuTuiApp(source, source.open(), interval=1.0, auto_sample=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        await pilot.pause()
+        assert f"SIMULATED: GPU follows real job pid {os.getpid()}" in header_text(app)
+        assert "simulated H100" in gpu_text(app)
+    source.close()

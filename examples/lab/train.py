@@ -1,0 +1,239 @@
+"""A real PyTorch training loop whose GPU step is simulated: the lab gputui's diagnosis is tried against.
+
+The input pipeline is real: a map-style Dataset whose samples cost real CPU (crop, flip, normalise, convolution
+and resizing of a small image, repeated until `--sample-ms` of this thread's CPU time is spent, so a sample
+costs the same on any machine), read from files when `--data-dir` is given, and a real DataLoader with its
+worker processes. Only the GPU is missing: between batches the main process sleeps `--gpu-step-ms`, as a process
+blocked in a CUDA synchronisation does, and reports the time it spends there to `--trace`.
+
+Run it, then point gputui at the trace; its one simulated GPU is busy exactly while this job is in its step:
+
+    python examples/lab/train.py --trace /tmp/job.json --num-workers 2 --sample-ms 20 --seconds 600 &
+    gputui --demo-job /tmp/job.json            # or: gputui diagnose --demo-job /tmp/job.json
+
+The trace is one JSON object, replaced whole on every entry to and exit from a GPU step (written to a temporary
+file beside it, then renamed over it, so a reader never sees half a record):
+
+    {"format": "gputui-job-trace", "version": 1, "pid": 1234, "gpu_busy_s": 12.5, "step_started": 8123.25,
+     "step_s": 0.025, "steps": 300}
+
+pid: this process; gpu_busy_s: the GPU's seconds in the steps that have ended; step_started: time.monotonic()
+when the step in progress began, null between steps; step_s: the GPU work of that step (the GPU is busy for it,
+however late this process wakes: under a spent CPU quota it wakes long after); steps: steps ended. The first
+record is written after the first batch, once the DataLoader's workers have all started. gputui reads it in
+gputui/sources/sim_job.py. This script does not import gputui: it is what a user's job looks like.
+
+torch.set_num_threads(1) holds in the main process and in every worker, so one sample keeps one core busy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+import warnings
+from collections.abc import Generator
+from pathlib import Path
+
+# The CPU build of torch warns on import when numpy is missing; the lab needs no numpy.
+warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from torch.utils.data import DataLoader, Dataset  # noqa: E402
+
+SIDE = 72  # the stored image: 3 x 72 x 72 bytes
+CROP = 64  # what the model is fed
+MIB = 1 << 20
+
+
+class Images(Dataset[tuple[torch.Tensor, int]]):
+    """Samples that each cost `sample_ms` of CPU: generated, or read from the files in `data_dir`."""
+
+    def __init__(self, length: int, sample_ms: float, files: list[Path], cold_cache: bool) -> None:
+        self.length = length
+        self.sample_s = sample_ms / 1000.0
+        self.files = files
+        self.cold_cache = cold_cache
+        self.kernel = torch.randn(8, 3, 3, 3, generator=torch.Generator().manual_seed(0))
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __getitem__(self, index: int) -> tuple[torch.Tensor, int]:
+        start = time.thread_time()
+        generator = torch.Generator().manual_seed(index)
+        image = self._load(index, generator)
+        while True:
+            sample = self._augment(image, generator)
+            if time.thread_time() - start >= self.sample_s:
+                return sample, index % 10
+
+    def _load(self, index: int, generator: torch.Generator) -> torch.Tensor:
+        """The raw image: random bytes, or the bytes of one file (all of it is read, as a decoder would)."""
+        if not self.files:
+            return torch.randint(0, 256, (3, SIDE, SIDE), dtype=torch.uint8, generator=generator)
+        data = read_file(self.files[index % len(self.files)], self.cold_cache)
+        return torch.frombuffer(bytearray(data[: 3 * SIDE * SIDE]), dtype=torch.uint8).view(3, SIDE, SIDE)
+
+    def _augment(self, image: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """A random crop and flip, normalised, through a convolution and a resize there and back."""
+        top, left = (int(torch.randint(0, SIDE - CROP + 1, (1,), generator=generator)) for _ in range(2))
+        x = image[:, top : top + CROP, left : left + CROP].float().div(255.0)
+        if torch.rand(1, generator=generator).item() < 0.5:
+            x = x.flip(2)
+        x = (x - 0.45) / 0.225
+        features = F.conv2d(x.unsqueeze(0), self.kernel, padding=1).relu()
+        x = x + 0.01 * features.mean(1, keepdim=True).squeeze(0)
+        up = F.interpolate(x.unsqueeze(0), scale_factor=1.5, mode="bilinear", align_corners=False)
+        return F.interpolate(up, size=(CROP, CROP), mode="bilinear", align_corners=False).squeeze(0)
+
+
+def read_file(path: Path, cold_cache: bool) -> bytes:
+    """The whole file; with `cold_cache`, its cached pages are dropped first so every read goes to the disk
+    (POSIX_FADV_DONTNEED drops clean pages; the files were synced when made)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if cold_cache:
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        chunks = []
+        while chunk := os.read(fd, 4 * MIB):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def make_data(directory: Path, count: int, file_mb: float) -> list[Path]:
+    """`count` files of `file_mb` MiB of random bytes, synced and dropped from the page cache."""
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for n in range(count):
+        path = directory / f"sample-{n:05d}.bin"
+        with path.open("wb") as handle:
+            handle.write(os.urandom(int(file_mb * MIB)))
+            handle.flush()
+            os.fsync(handle.fileno())
+            os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+        paths.append(path)
+    return paths
+
+
+class Trace:
+    """The time this process spends in its GPU step, written as the module's docstring describes."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        self.busy_s = 0.0
+        self.steps = 0
+
+    def write(self, step_started: float | None = None, step_s: float | None = None) -> None:
+        record = {
+            "format": "gputui-job-trace",
+            "version": 1,
+            "pid": os.getpid(),
+            "gpu_busy_s": self.busy_s,
+            "step_started": step_started,
+            "step_s": step_s,
+            "steps": self.steps,
+        }
+        self.temporary.write_text(json.dumps(record))
+        os.replace(self.temporary, self.path)
+
+    def gpu_step(self, seconds: float) -> None:
+        """Sleep as a process waiting on its GPU does; the GPU is busy for `seconds` from the start."""
+        self.write(time.monotonic(), seconds)
+        time.sleep(seconds)
+        self.busy_s += seconds
+        self.steps += 1
+        self.write()
+
+
+def one_thread(_: int = 0) -> None:
+    """One intra-op thread (and in each worker, its worker_init_fn): one sample then keeps one core busy."""
+    torch.set_num_threads(1)
+
+
+def batches(loader: DataLoader[tuple[torch.Tensor, int]]) -> Generator[tuple[torch.Tensor, torch.Tensor]]:
+    """The loader's batches, epoch after epoch, until the caller stops asking."""
+    while True:
+        yield from loader
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--trace", type=Path, required=True, help="where to report the time in the GPU step")
+    parser.add_argument("--seconds", type=float, default=60.0, help="run this long, then exit (default 60)")
+    parser.add_argument("--num-workers", type=int, default=0, help="DataLoader worker processes (default 0)")
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--prefetch-factor", type=int, default=None, help="batches each worker keeps ready")
+    parser.add_argument("--pin-memory", action="store_true", help="DataLoader(pin_memory=True); no-op on a CPU build")
+    parser.add_argument("--sample-ms", type=float, default=10.0, help="CPU time each sample costs (default 10)")
+    parser.add_argument("--gpu-step-ms", type=float, default=50.0, help="the simulated GPU step (default 50)")
+    parser.add_argument("--cpus", default=None, help="run only on these CPUs, e.g. 1 or 0-3 (workers inherit it)")
+    parser.add_argument("--data-dir", type=Path, default=None, help="read each sample from a file in this directory")
+    parser.add_argument("--make-data", type=int, default=0, metavar="N", help="first write N files into --data-dir")
+    parser.add_argument("--file-mb", type=float, default=1.0, help="size of each file --make-data writes (MiB)")
+    parser.add_argument(
+        "--cold-cache", action="store_true", help="drop each file from the page cache before it is read"
+    )
+    args = parser.parse_args()
+    if args.make_data and args.data_dir is None:
+        parser.error("--make-data needs --data-dir")
+    return args
+
+
+def cpulist(text: str) -> set[int]:
+    """ "0-3,8" -> {0, 1, 2, 3, 8}."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
+def main() -> int:
+    args = parse_args()
+    if args.cpus is not None:
+        # sched_setaffinity binds one thread: every thread that exists now is pinned (as `taskset -a` does), and
+        # threads and worker processes started later inherit it.
+        for task in os.listdir("/proc/self/task"):
+            os.sched_setaffinity(int(task), cpulist(args.cpus))
+    one_thread()
+    files: list[Path] = []
+    if args.data_dir is not None:
+        if args.make_data:
+            files = make_data(args.data_dir, args.make_data, args.file_mb)
+        else:
+            files = sorted(p for p in args.data_dir.iterdir() if p.is_file())
+    # A long epoch: the workers of a DataLoader without persistent_workers are started anew every epoch.
+    dataset = Images(10**6, args.sample_ms, files, args.cold_cache)
+    loader = DataLoader(
+        dataset,
+        batch_size=args.batch_size,
+        shuffle=True,
+        num_workers=args.num_workers,
+        pin_memory=args.pin_memory,
+        prefetch_factor=args.prefetch_factor if args.num_workers else None,
+        worker_init_fn=one_thread if args.num_workers else None,
+    )
+    trace = Trace(args.trace)
+    end = time.monotonic() + args.seconds
+    stream = batches(loader)
+    try:
+        for n, (images, _labels) in enumerate(stream):
+            if n == 0:
+                trace.write()  # the workers have started: the process tree is complete
+            if time.monotonic() >= end:
+                break
+            images.sum()  # the host side of the step: the batch is touched, as a copy to the GPU would
+            trace.gpu_step(args.gpu_step_ms / 1000.0)
+    finally:
+        stream.close()  # the loader's iterator goes, and shuts its workers down
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,446 @@
+"""The lab: real PyTorch training jobs (examples/lab/train.py) on a simulated GPU, diagnosed in real time.
+
+Each case starts one job as a subprocess, waits for its trace, follows it with the `--demo-job` source
+(gputui.sources.sim_job) and the diagnostics engine at 0.5 s for RUN_S seconds, and returns what was seen: the
+snapshots, the verdict at the end, and every finding that was open at some point. The job is killed with its
+whole process group (its data-loader workers too) in a `finally`, and so is any cgroup made for it.
+
+A case that this machine cannot stage raises CaseSkipped with the reason: tests turn it into pytest.skip, and
+`python -m tests.lab.show` prints it. The cases measure CPU, so they run one after another, never in parallel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
+from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.rules.base import Window
+from gputui.model import HostSample, ProcSample, Snapshot
+from gputui.sources.sim_job import JobSource, TraceError, read_trace
+
+REPO = Path(__file__).resolve().parents[2]
+TRAIN = REPO / "examples/lab/train.py"
+INTERVAL_S = 0.5
+# The engine's window is 10 s, a finding opens after 3 s and the verdict needs half a window: 15 s sees them all.
+RUN_S = 15.0
+# The longest a job may take to import torch, start its workers (and write its files) and report its first batch.
+START_TIMEOUT_S = 60.0
+
+
+class CaseSkipped(Exception):
+    """This machine cannot stage the case; the message says why."""
+
+
+@dataclass(frozen=True)
+class Case:
+    """One lab job: what it stages, how train.py is started, and what the machine around it must be."""
+
+    name: str  # "a" ... "f"
+    slug: str
+    title: str
+    args: tuple[str, ...]  # train.py's options, --trace and --seconds aside
+    near_cpus: str | None = None  # the simulated GPU's near CPUs (--demo-job-cpus); None: every CPU
+    quota_cores: float | None = None  # run the job in a new cgroup v1 group with this CPU quota
+    data_files: int = 0  # files of `file_mb` MiB the job writes and then reads with a cold page cache
+    file_mb: int = 0
+    needs_cpus: int = 1
+
+
+CASES: tuple[Case, ...] = (
+    Case(
+        "a",
+        "no-workers",
+        "num_workers=0, heavy samples (4 x 20 ms of CPU a batch) in the main process, GPU step 25 ms; cores spare",
+        ("--num-workers", "0", "--batch-size", "4", "--sample-ms", "20", "--gpu-step-ms", "25"),
+    ),
+    Case(
+        "b",
+        "keeps-up",
+        "2 workers, light samples (4 x 2 ms a batch), GPU step 40 ms: the loader keeps up",
+        ("--num-workers", "2", "--batch-size", "4", "--sample-ms", "2", "--gpu-step-ms", "40"),
+    ),
+    Case(
+        "c",
+        "too-few-workers",
+        "1 worker, heavy samples (4 x 20 ms a batch), GPU step 25 ms: the worker is always busy, a core spare",
+        ("--num-workers", "1", "--batch-size", "4", "--sample-ms", "20", "--gpu-step-ms", "25"),
+    ),
+    Case(
+        "d",
+        "quota",
+        "4 workers, heavy samples (4 x 20 ms a batch), GPU step 25 ms, in a cgroup v1 group with a 1-CPU quota",
+        ("--num-workers", "4", "--batch-size", "4", "--sample-ms", "20", "--gpu-step-ms", "25"),
+        quota_cores=1.0,
+    ),
+    Case(
+        "e",
+        "far-cpus",
+        "2 workers that keep up (as b), the job pinned to CPU 1 (--cpus 1) while the GPU's near CPUs are CPU 0",
+        ("--num-workers", "2", "--batch-size", "4", "--sample-ms", "2", "--gpu-step-ms", "40", "--cpus", "1"),
+        near_cpus="0",
+        needs_cpus=2,
+    ),
+    Case(
+        "f",
+        "cold-disk",
+        "2 workers reading a 32 MiB file per sample with a cold page cache (4 samples a batch, 1 ms of CPU each), "
+        "GPU step 25 ms",
+        ("--num-workers", "2", "--batch-size", "4", "--sample-ms", "1", "--gpu-step-ms", "25"),
+        data_files=8,
+        file_mb=32,
+    ),
+)
+BY_NAME = {case.name: case for case in CASES} | {case.slug: case for case in CASES}
+
+
+@dataclass(frozen=True)
+class Seen:
+    """A finding as last seen during the run, with the variant of the rule's words it was in."""
+
+    finding: Finding
+    variant: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What following one lab job showed."""
+
+    case: Case
+    command: tuple[str, ...]
+    pid: int
+    snapshots: tuple[Snapshot, ...]
+    state: DiagnosticsState  # after the last snapshot: the verdict and the findings open then
+    seen: tuple[Seen, ...]  # every finding open at some point, by when it opened
+    job_busy_pct: float  # the share of the time sampled that the job itself reports in its GPU step
+    start_s: float  # from starting the job to its first record
+    run_s: float  # the whole case, the job's start and stop included
+
+    def procs(self) -> list[ProcSample]:
+        """The job's process in each snapshot it was read in."""
+        return [p for p in (s.host.process(self.pid) for s in self.snapshots) if p is not None]
+
+
+@dataclass
+class Job:
+    """A started train.py: its process (the leader of its own process group) and where it reports."""
+
+    process: subprocess.Popen[bytes]
+    command: tuple[str, ...]
+    trace: Path
+    log: Path
+    start_s: float = 0.0
+
+    def log_tail(self, lines: int = 15) -> str:
+        with contextlib.suppress(OSError):
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        return ""
+
+
+def torch_missing() -> str | None:
+    """Why the lab's jobs cannot run here, when torch is not installed (it is looked up, not imported)."""
+    if importlib.util.find_spec("torch") is None:
+        return "the lab's jobs need torch (make test installs the CPU build), and it is not installed here"
+    return None
+
+
+def train_command(args: Sequence[str], trace: Path, seconds: float) -> list[str]:
+    """The command line of a lab job that reports to `trace` and exits by itself after `seconds`."""
+    return [sys.executable, str(TRAIN), "--trace", str(trace), "--seconds", f"{seconds:g}", *args]
+
+
+@contextlib.contextmanager
+def started_job(
+    args: Sequence[str], workdir: Path, seconds: float = 120.0, cgroups: Sequence[Path] = ()
+) -> Iterator[Job]:
+    """Start train.py with `args` (in the cgroups given, from its first instruction on, so its workers are too),
+    wait for its first record, and kill its process group on the way out, whatever happens."""
+    trace, log = workdir / "job.json", workdir / "job.log"
+    train = train_command(args, trace, seconds)
+    command = train
+    if cgroups:
+        join = 'for g in $LAB_CGROUPS; do echo $$ > "$g/cgroup.procs" || exit 97; done; exec "$@"'
+        command = ["sh", "-c", join, "sh", *train]
+    env = {**os.environ, "LAB_CGROUPS": " ".join(str(g) for g in cgroups)}
+    began = time.monotonic()
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env
+        )
+    job = Job(process, tuple(train), trace, log)
+    try:
+        wait_for_trace(job, START_TIMEOUT_S)
+        job.start_s = time.monotonic() - began
+        yield job
+    finally:
+        stop(job)
+
+
+def wait_for_trace(job: Job, timeout: float) -> None:
+    """Until the job's first record can be read; RuntimeError with its output if it ends or stalls first."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with contextlib.suppress(TraceError):
+            read_trace(job.trace)
+            return
+        code = job.process.poll()
+        if code is not None:
+            raise RuntimeError(f"the lab job exited ({code}) before its first record:\n{job.log_tail()}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the lab job wrote no record in {timeout:g} s:\n{job.log_tail()}")
+        time.sleep(0.05)
+
+
+def stop(job: Job) -> None:
+    """Kill the job and its workers (one process group) and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(job.process.pid, signal.SIGKILL)
+    job.process.wait(timeout=30)
+
+
+# -- staging: a CPU quota, a disk the page cache does not hide ------------------------------------------------
+
+
+def _v1_mount(controller: str) -> Path | None:
+    """Where the cgroup v1 hierarchy of `controller` is mounted, from this process's mountinfo."""
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        left, _, right = line.partition(" - ")
+        fields, tail = left.split(), right.split()
+        if len(fields) >= 5 and len(tail) >= 3 and tail[0] == "cgroup" and controller in tail[2].split(","):
+            return Path(fields[4])
+    return None
+
+
+@contextlib.contextmanager
+def quota_group(cores: float) -> Iterator[tuple[Path, ...]]:
+    """A new cgroup v1 cpu (and cpuacct) group with a CFS quota of `cores`, removed on the way out once empty.
+    Needs root and the v1 cpu and cpuacct hierarchies (as tests/container/test_real_kernel.py); else CaseSkipped."""
+    if os.geteuid() != 0:
+        raise CaseSkipped("needs root: creating a cgroup and moving a process into it are privileged")
+    cpu_mount, cpuacct_mount = _v1_mount("cpu"), _v1_mount("cpuacct")
+    if cpu_mount is None or cpuacct_mount is None:
+        raise CaseSkipped("no cgroup v1 cpu and cpuacct hierarchies are mounted here (the lab stages v1 quotas)")
+    name = f"gputui-lab-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    groups: list[Path] = []
+    try:
+        for mount in dict.fromkeys((cpu_mount, cpuacct_mount)):  # co-mounted: one directory for both
+            try:
+                (mount / name).mkdir()
+            except OSError as error:
+                raise CaseSkipped(f"the cgroup fs is not writable here: {error}") from None
+            groups.append(mount / name)
+        cpu = cpu_mount / name
+        period = 100_000
+        (cpu / "cpu.cfs_period_us").write_text(f"{period}\n")
+        (cpu / "cpu.cfs_quota_us").write_text(f"{round(cores * period)}\n")
+        yield tuple(groups)
+    finally:
+        for group in groups:
+            for _ in range(100):  # the group empties once its killed processes are reaped
+                try:
+                    group.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.1)
+
+
+def _read_bytes() -> int | None:
+    """This process's bytes read from storage (/proc/self/io), the page cache aside."""
+    with contextlib.suppress(OSError, ValueError, KeyError):
+        rows = dict(line.split(": ") for line in Path("/proc/self/io").read_text().splitlines())
+        return int(rows["read_bytes"])
+    return None
+
+
+def cold_reads_reach_the_disk(directory: Path) -> str | None:
+    """None when a file written, synced and dropped from the page cache here is read back from a storage device;
+    otherwise why not (tmpfs, no fadvise, no I/O accounting): the cold-disk case then cannot make disk waits."""
+    if not hasattr(os, "posix_fadvise"):
+        return "os.posix_fadvise is not available on this platform"
+    before = _read_bytes()
+    if before is None:
+        return "/proc/self/io cannot be read (no task I/O accounting): disk reads cannot be told from cache hits"
+    probe = directory / "cold-probe.bin"
+    size = 4 << 20
+    with probe.open("wb") as handle:
+        handle.write(os.urandom(size))
+        handle.flush()
+        os.fsync(handle.fileno())
+        os.posix_fadvise(handle.fileno(), 0, 0, os.POSIX_FADV_DONTNEED)
+    fd = os.open(probe, os.O_RDONLY)
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        while os.read(fd, 1 << 20):
+            pass
+    finally:
+        os.close(fd)
+        probe.unlink()
+    read = (_read_bytes() or 0) - before
+    if read < size // 2:
+        return f"reads in {directory} do not reach a disk after POSIX_FADV_DONTNEED (read {read} of {size} bytes)"
+    return None
+
+
+# -- following a job ---------------------------------------------------------------------------------------
+
+
+def run_case(
+    case: Case, seconds: float = RUN_S, interval: float = INTERVAL_S, log: Callable[[str], object] | None = None
+) -> Outcome:
+    """Stage `case`, follow its job for `seconds` at `interval`, and return what was seen; CaseSkipped when this
+    machine cannot stage it."""
+    began = time.monotonic()
+    missing = torch_missing()
+    if missing is not None:
+        raise CaseSkipped(missing)
+    if (os.cpu_count() or 1) < case.needs_cpus:
+        raise CaseSkipped(f"needs {case.needs_cpus} CPUs, this machine has {os.cpu_count()}")
+    with contextlib.ExitStack() as stack:
+        # Data files go beside the repository, on the disk it is on: /tmp may be a tmpfs, which no read misses.
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=".lab-", dir=REPO)))
+        args = list(case.args)
+        if case.data_files:
+            reason = cold_reads_reach_the_disk(workdir)
+            if reason is not None:
+                raise CaseSkipped(reason)
+            data = ["--make-data", str(case.data_files), "--file-mb", str(case.file_mb), "--cold-cache"]
+            args += ["--data-dir", str(workdir / "data"), *data]
+        groups = stack.enter_context(quota_group(case.quota_cores)) if case.quota_cores is not None else ()
+        job = stack.enter_context(started_job(args, workdir, seconds=seconds + 60.0, cgroups=groups))
+        if log is not None:
+            log(f"case {case.name}: job pid {job.process.pid} reported after {job.start_s:.1f} s; following it")
+        followed = follow_job(job.trace, case.near_cpus, seconds, interval)
+    return Outcome(
+        case=case,
+        command=job.command,
+        pid=job.process.pid,
+        snapshots=followed.snapshots,
+        state=followed.state,
+        seen=followed.seen,
+        job_busy_pct=followed.job_busy_pct,
+        start_s=job.start_s,
+        run_s=time.monotonic() - began,  # the job stopped and its files and cgroup removed
+    )
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What following a job showed: every snapshot, the engine's state after the last, every finding seen."""
+
+    snapshots: tuple[Snapshot, ...]
+    state: DiagnosticsState
+    seen: tuple[Seen, ...]
+    # The share of the time from the first snapshot to the last that the job itself reports in its GPU step:
+    # what the simulated GPU's utilization after the first snapshot must add up to.
+    job_busy_pct: float
+
+
+def follow_job(trace: Path, near_cpus: str | None, seconds: float, interval: float) -> Followed:
+    """Follow the job writing `trace` in real time with the source and the engine as `gputui diagnose --demo-job`
+    runs them, one snapshot every `interval` from the first (taken at once) for `seconds`."""
+    source = JobSource(trace, near_cpus=near_cpus)
+    source.open()
+    engine = DiagnosticsEngine()
+    th = engine.config.thresholds
+    snapshots: list[Snapshot] = []
+    seen: dict[tuple[str, tuple[int, ...], float], Seen] = {}
+    variants: dict[tuple[str, tuple[int, ...]], str] = {}
+    marks: list[tuple[float, float]] = []  # (monotonic time, the job's busy seconds then) at the first and last
+    state = DiagnosticsState()
+    start = time.monotonic()
+    count = round(seconds / interval) + 1
+    try:
+        for i in range(count):
+            time.sleep(max(0.0, start + i * interval - time.monotonic()))
+            snapshot = source.sample()
+            if i in (0, count - 1):
+                now = time.monotonic()
+                marks.append((now, read_trace(trace).busy_at(now)))
+            snapshots.append(snapshot)
+            state = engine.update(snapshot)
+            # Which words each rule chose: a finding carries its title; the variant behind it only shows here.
+            window = Window(engine.history.window(th.window_s), th.window_s)
+            for rule in engine.rules:
+                for hit in rule.check(window, th):
+                    variants[(rule.id, hit.gpus)] = hit.variant
+            for finding in (*state.active, *state.closed):
+                key = (finding.rule, finding.gpus, finding.started_at)
+                seen[key] = Seen(finding, variants.get((finding.rule, finding.gpus), ""))
+    finally:
+        source.close()
+    (first_at, first_busy), (last_at, last_busy) = marks[0], marks[-1]
+    busy_pct = 100.0 * (last_busy - first_busy) / (last_at - first_at) if last_at > first_at else 0.0
+    ordered = tuple(sorted(seen.values(), key=lambda s: (s.finding.started_at, s.finding.rule)))
+    return Followed(tuple(snapshots), state, ordered, busy_pct)
+
+
+# -- what the rules saw --------------------------------------------------------------------------------------
+
+
+def mean(values: Sequence[float | int | None]) -> float | None:
+    """The mean of the values that were read; None when none was."""
+    known = [float(v) for v in values if v is not None]
+    return sum(known) / len(known) if known else None
+
+
+def host_mean(outcome: Outcome, read: Callable[[HostSample], float | None]) -> float | None:
+    return mean([read(s.host) for s in outcome.snapshots])
+
+
+def figures(outcome: Outcome) -> dict[str, float | None]:
+    """The means over the run of what the rules read: the GPU, the job's process, the host, PSI, the cgroup."""
+    procs = outcome.procs()
+
+    def proc(read: Callable[[ProcSample], float | int | None]) -> float | None:
+        return mean([read(p) for p in procs])
+
+    def container(name: str) -> float | None:
+        return host_mean(outcome, lambda h: getattr(h.container, name) if h.container is not None else None)
+
+    def psi(name: str) -> float | None:
+        return host_mean(outcome, lambda h: getattr(h.psi, name) if h.psi is not None else None)
+
+    return {
+        "gpu_util": mean([s.gpus[0].utilization_gpu_pct for s in outcome.snapshots]),
+        "job_busy": outcome.job_busy_pct,
+        "proc_cpu": proc(lambda p: p.cpu_pct),
+        "children": proc(lambda p: p.children),
+        "threads": proc(lambda p: p.threads),
+        "workers_cpu": proc(lambda p: p.workers_cpu_pct),
+        "run_queue_wait": proc(lambda p: p.run_queue_wait_pct),
+        "host_cpu": host_mean(outcome, lambda h: h.cpu_pct),
+        "iowait": host_mean(outcome, lambda h: h.iowait_pct),
+        "disk_read_mb_s": host_mean(outcome, lambda h: h.disk_read_bytes_s and h.disk_read_bytes_s / 1e6),
+        "disk_busy": host_mean(outcome, lambda h: h.disk_busy_pct),
+        "psi_cpu_some": psi("cpu_some_pct"),
+        "psi_io_some": psi("io_some_pct"),
+        "psi_io_full": psi("io_full_pct"),
+        "psi_memory_some": psi("memory_some_pct"),
+        "quota_used": container("cpu_pct_of_quota"),
+        "throttled_periods": container("cpu_throttled_pct"),
+        "throttled_s": container("cpu_throttled_s"),
+    }
+
+
+def last_cpus(outcome: Outcome) -> Counter[int]:
+    """How often the job's main thread was last seen on each CPU."""
+    return Counter(p.last_cpu for p in outcome.procs() if p.last_cpu is not None)
+
+
+def describe_command(outcome: Outcome) -> str:
+    return shlex.join(str(Path(part).relative_to(REPO)) if part == str(TRAIN) else part for part in outcome.command)

@@ -1,0 +1,117 @@
+"""Run lab cases and print what gputui's diagnostics said about each: `python -m tests.lab.show [case ...]`.
+
+Cases are named by letter or slug (`a`, `no-workers`, ...; all of them by default). For each: the job, the
+verdict at the end, every finding that was open at some point (rule, severity, the variant of its words, title,
+evidence), and the figures the rules read, as means over the run. It asserts nothing: it is what the rules
+are tuned and the lab's assertions written from.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from gputui.diagnostics.findings import format_evidence, severity_label
+from tests.lab.jobs import (
+    BY_NAME,
+    CASES,
+    INTERVAL_S,
+    RUN_S,
+    CaseSkipped,
+    Outcome,
+    describe_command,
+    figures,
+    last_cpus,
+    run_case,
+)
+
+
+def _pct(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}%"
+
+
+def _num(value: float | None, digits: int = 1, unit: str = "") -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}{unit}"
+
+
+def report(outcome: Outcome) -> list[str]:
+    """The lines printed for one case."""
+    state = outcome.state
+    first = outcome.snapshots[0].timestamp
+    lines = [
+        f"job: {describe_command(outcome)}",
+        f"     pid {outcome.pid}; first record {outcome.start_s:.1f} s after start; sampled {len(outcome.snapshots)}"
+        f" times at {INTERVAL_S:g} s; the case took {outcome.run_s:.1f} s",
+    ]
+    verdict = state.verdict
+    if verdict is None:
+        lines.append("verdict: none")
+    else:
+        lines.append(f"verdict: [{verdict.cls}] {verdict.line}")
+        lines += [f"         group [{group.cls}] GPUs {list(group.gpus)}: {group.line}" for group in verdict.groups]
+        if verdict.evidence:
+            lines.append("         " + " | ".join(format_evidence(ev) for ev in verdict.evidence))
+    open_now = {(f.rule, f.gpus, f.started_at) for f in state.active}
+    lines.append(f"findings seen: {len(outcome.seen)}")
+    for seen in outcome.seen:
+        f = seen.finding
+        key = (f.rule, f.gpus, f.started_at)
+        end = "open at the end" if key in open_now else f"closed at {(f.ended_at or first) - first:.1f} s"
+        lines.append(
+            f"  {severity_label(f.severity, 'en')} {f.rule} [variant: {seen.variant or '-'}] GPUs {list(f.gpus)}"
+            f" from {f.started_at - first:.1f} s, {end}"
+        )
+        lines.append(f"       title: {f.title}")
+        if f.evidence:
+            lines.append("       evidence: " + " | ".join(format_evidence(ev) for ev in f.evidence))
+    fig = figures(outcome)
+    procs = outcome.procs()
+    allowed = procs[-1].cpus_allowed if procs else None
+    container = outcome.snapshots[-1].system.container
+    topology = outcome.snapshots[-1].system.topology
+    near = topology.cpu_affinity[0] if topology is not None else None
+    lines += [
+        "figures (means over the run):",
+        f"  GPU 0: util {_pct(fig['gpu_util'])} (the job reports {_pct(fig['job_busy'])} of the time in its GPU"
+        f" step); near CPUs {near}",
+        f"  job process: CPU {_pct(fig['proc_cpu'])}, threads {_num(fig['threads'])}, children"
+        f" {_num(fig['children'])}, workers_cpu {_pct(fig['workers_cpu'])}, run-queue wait"
+        f" {_pct(fig['run_queue_wait'])}, cpus_allowed {allowed}, last_cpu {dict(sorted(last_cpus(outcome).items()))}",
+        f"  host: CPU {_pct(fig['host_cpu'])} of {outcome.snapshots[-1].system.cpu_count} CPUs, iowait"
+        f" {_pct(fig['iowait'])}, disk read {_num(fig['disk_read_mb_s'], 1, ' MB/s')}, disk busy"
+        f" {_pct(fig['disk_busy'])}",
+        f"  PSI: cpu some {_pct(fig['psi_cpu_some'])}, io some {_pct(fig['psi_io_some'])}, io full"
+        f" {_pct(fig['psi_io_full'])}, memory some {_pct(fig['psi_memory_some'])}",
+        f"  container: v{container.cgroup_version if container else None}, CPU quota"
+        f" {container.cpu_quota_cores if container else None}, cpuset {container.cpuset_cpus if container else None};"
+        f" used {_pct(fig['quota_used'])} of the quota, throttled in {_pct(fig['throttled_periods'])} of periods"
+        f" ({_num(fig['throttled_s'], 3, ' s')} a sample)",
+    ]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.lab.show", description=__doc__)
+    parser.add_argument("cases", nargs="*", metavar="case", help="a-f or their slugs (default: all)")
+    parser.add_argument("--seconds", type=float, default=RUN_S, help=f"how long to follow each job (default {RUN_S:g})")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.cases if name not in BY_NAME]
+    if unknown:
+        parser.error(f"unknown case {unknown[0]!r} (choose from {', '.join(c.name for c in CASES)} or their slugs)")
+    chosen = [BY_NAME[name] for name in args.cases] or list(CASES)
+    began = time.monotonic()
+    for case in chosen:
+        print(f"=== {case.name} ({case.slug}): {case.title}", flush=True)
+        try:
+            outcome = run_case(case, args.seconds)
+        except CaseSkipped as skipped:
+            print(f"SKIPPED: {skipped}\n", flush=True)
+            continue
+        print("\n".join(report(outcome)) + "\n", flush=True)
+    print(f"all cases: {time.monotonic() - began:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,79 @@
+"""Each lab case stages what it claims: the raw signs on the simulated GPU, the job's processes, the host and its
+cgroup, as gputui read them. What the diagnostics conclude from them is printed (`python -m tests.lab.show`)
+and is asserted only once the rules are tuned on these cases.
+
+Bounds are wide: the jobs run on real CPUs, which other work on a shared machine may take.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from tests.lab.jobs import Outcome, figures, last_cpus
+from tests.lab.show import report
+
+Lab = Callable[[str], Outcome]
+
+
+def _figures(outcome: Outcome) -> dict[str, float | None]:
+    print("\n".join(report(outcome)))  # shown when a bound fails, and with -s
+    return figures(outcome)
+
+
+def _at_least(value: float | None, low: float) -> bool:
+    return value is not None and value >= low
+
+
+def _between(value: float | None, low: float, high: float) -> bool:
+    return value is not None and low <= value <= high
+
+
+def test_a_no_workers_the_main_process_loads_and_the_gpu_waits(lab: Lab) -> None:
+    fig = _figures(lab("a"))
+    assert fig["children"] == 0 and fig["workers_cpu"] == 0.0
+    assert _between(fig["job_busy"], 10, 40)  # 25 ms of GPU after 80 ms of loading: ~24%
+    assert _at_least(fig["proc_cpu"], 50)  # the main process does the samples' work, between its GPU steps
+
+
+def test_b_workers_that_keep_up_keep_the_gpu_busy(lab: Lab) -> None:
+    fig = _figures(lab("b"))
+    assert fig["children"] == 2
+    assert _at_least(fig["job_busy"], 80)
+    assert _between(fig["workers_cpu"], 5, 80)  # they keep up with time to spare
+
+
+def test_c_one_worker_for_heavy_samples_is_busy_all_the_time(lab: Lab) -> None:
+    fig = _figures(lab("c"))
+    assert fig["children"] == 1
+    assert _between(fig["job_busy"], 15, 50)  # 25 ms of GPU for each 80 ms batch: ~31%
+    assert _at_least(fig["workers_cpu"], 60)  # one worker, about one core
+    assert _between(fig["proc_cpu"], 0, 30)  # the main process mostly waits
+
+
+def test_d_a_one_cpu_quota_throttles_four_workers(lab: Lab) -> None:
+    outcome = lab("d")
+    fig = _figures(outcome)
+    container = outcome.snapshots[-1].system.container
+    assert container is not None and container.cgroup_version == 1 and container.cpu_quota_cores == 1.0
+    assert fig["children"] == 4
+    assert _at_least(fig["throttled_periods"], 30)
+    assert _between(fig["workers_cpu"], 50, 125)  # four workers held to about one core
+    assert _between(fig["job_busy"], 10, 65)
+
+
+def test_e_a_job_pinned_away_from_its_gpus_cpus(lab: Lab) -> None:
+    outcome = lab("e")
+    fig = _figures(outcome)
+    topology = outcome.snapshots[-1].system.topology
+    assert topology is not None and topology.cpu_affinity == ("0",)
+    assert {p.cpus_allowed for p in outcome.procs()} == {(1,)}
+    assert set(last_cpus(outcome)) == {1}
+    assert fig["children"] == 2 and _at_least(fig["job_busy"], 70)
+
+
+def test_f_a_cold_page_cache_makes_the_loader_wait_for_the_disk(lab: Lab) -> None:
+    fig = _figures(lab("f"))
+    assert fig["children"] == 2
+    assert _at_least(fig["disk_read_mb_s"], 50)
+    assert _at_least(fig["iowait"], 2) or _at_least(fig["psi_io_some"], 2)
+    assert _between(fig["job_busy"], 0, 80)

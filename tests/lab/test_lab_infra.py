@@ -1,0 +1,102 @@
+"""The lab's own machinery against real PyTorch jobs: the simulated GPU follows the job's reported GPU time, its
+process is the job's real one with its real workers, the cgroup read is the job's, a job that ends leaves an
+idle GPU, and `gputui diagnose --demo-job` runs in real time, labelled SIMULATED.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+
+from gputui.cli import main
+from gputui.sources.base import SourceUnavailable
+from gputui.sources.cgroup import read_cgroup
+from gputui.sources.sim_job import JobSource
+from tests.lab.jobs import Job, Outcome, follow_job, mean, started_job
+
+# One worker making 4 samples of 10 ms of CPU (40 ms a batch) for a 20 ms GPU step: the GPU is busy about half
+# of the time, and the worker all of it.
+HALF = ("--num-workers", "1", "--batch-size", "4", "--sample-ms", "10", "--gpu-step-ms", "20")
+
+
+@pytest.fixture(scope="module")
+def half_busy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Job]:
+    with started_job(HALF, tmp_path_factory.mktemp("lab-half"), seconds=90.0) as job:
+        yield job
+
+
+def test_the_gpu_follows_the_jobs_gpu_time_and_its_process_is_the_real_job(half_busy: Job) -> None:
+    pid = half_busy.process.pid
+    (worker,) = psutil.Process(pid).children()
+    before = worker.cpu_times()
+    started = time.monotonic()
+    followed = follow_job(half_busy.trace, None, seconds=4.0, interval=0.25)
+    after, elapsed = worker.cpu_times(), time.monotonic() - started
+    utils = [s.gpus[0].utilization_gpu_pct for s in followed.snapshots]
+    # After the first reading (the instant after open), the readings tile the time the job reports on.
+    util = mean(utils[1:])
+    print(f"GPU utilization {util}, the job's own share {followed.job_busy_pct}")
+    assert util is not None and abs(util - followed.job_busy_pct) < 3
+    assert 35 <= followed.job_busy_pct <= 65  # what the job was built to do: 20 ms of every ~40
+    last = followed.snapshots[-1]
+    assert [p.pid for p in last.gpus[0].processes] == [pid]
+    proc = last.host.process(pid)
+    assert proc is not None and proc.cmdline is not None and "examples/lab/train.py" in proc.cmdline
+    assert proc.children == 1
+    # The worker's CPU as psutil counts it over the same run: about one core, and what gputui read.
+    measured = 100.0 * (sum(after[:2]) - sum(before[:2])) / elapsed
+    print(f"workers_cpu_pct {proc.workers_cpu_pct}, psutil's {measured}")
+    assert proc.workers_cpu_pct is not None and abs(proc.workers_cpu_pct - measured) < 25
+    assert proc.workers_cpu_pct >= 50
+
+
+def test_diagnose_follows_a_job_in_real_time_labelled_simulated(
+    half_busy: Job, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started = time.monotonic()
+    code = main(["diagnose", "--demo-job", str(half_busy.trace), "--seconds", "2", "--interval", "0.5"])
+    took = time.monotonic() - started
+    out = capsys.readouterr().out
+    print(out)
+    assert code in (0, 1, 4)  # a health code: ok, warnings, critical
+    assert out.splitlines()[0].startswith(f"SIMULATED GPU following the real job pid {half_busy.process.pid}:")
+    assert took >= 2.0  # real time: two seconds of the job, not a simulated clock
+
+
+def test_a_job_that_ends_leaves_an_idle_gpu(tmp_path: Path) -> None:
+    with started_job(HALF, tmp_path, seconds=1.0) as job:
+        source = JobSource(job.trace)
+        source.open()
+        try:
+            running = source.sample()
+            job.process.wait(timeout=30)  # it ends by itself after its second
+            ended = source.sample()
+        finally:
+            source.close()
+    assert [p.pid for p in running.gpus[0].processes] == [job.process.pid]
+    assert ended.gpus[0].processes == () and ended.host.processes == ()
+    assert ended.gpus[0].utilization_gpu_pct == 0.0
+    assert ended.events == (f"the job (pid {job.process.pid}) is no longer running: the simulated GPU is idle",)
+
+
+def test_a_missing_or_corrupt_trace_cannot_open(tmp_path: Path) -> None:
+    trace = tmp_path / "job.json"
+    with pytest.raises(SourceUnavailable, match=r"no job trace at .*: start examples/lab/train.py --trace"):
+        JobSource(trace).open()
+    trace.write_text('{"format": "gputui-job-trace", "version": 1, "pid": 12')  # torn: what os.replace prevents
+    with pytest.raises(SourceUnavailable, match="is not JSON"):
+        JobSource(trace).open()
+
+
+def test_the_cgroup_read_is_the_jobs(lab: Callable[[str], Outcome]) -> None:
+    """Case d runs its job in a new group with a 1-CPU quota; gputui itself runs outside it."""
+    outcome = lab("d")
+    container = outcome.snapshots[-1].system.container
+    assert container is not None and container.cpu_quota_cores == 1.0
+    assert read_cgroup().info.cpu_quota_cores != 1.0  # this process's own group has no such quota
+    throttled = [s.host.container.cpu_throttled_pct for s in outcome.snapshots if s.host.container is not None]
+    assert any(pct is not None and pct > 0 for pct in throttled)
