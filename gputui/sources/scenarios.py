@@ -126,6 +126,8 @@ def _thermal(stage: Stage, t: float) -> Scene:
 
 
 def _powercap(stage: Stage, t: float) -> Scene:
+    # An admin lowered the limit: the power policy holds the draw under it by lowering the clocks, and the driver
+    # sets SW power cap (0x4, nvml.h nvmlClocksEventReasonSwPowerCap) while the power violation counter grows.
     return Scene({i: GpuPlan(power_limit_w=400.0) for i in range(stage.count)}, stage.ranks(_TRAIN, 61.0), HostPlan())
 
 
@@ -145,6 +147,8 @@ def _hwslowdown_nocause(stage: Stage, t: float) -> Scene:
 
 
 def _pcie(stage: Stage, t: float) -> Scene:
+    # A link that trained narrow and slow stays so under load (nvmlDeviceGetCurrPcieLinkGeneration/Width below
+    # the system's max); at idle every GPU downshifts, which is normal and not this.
     busy = stage.busy()
     busy[stage.odd] = GpuPlan(pcie_gen=3, pcie_width=8)
     return Scene(busy, stage.ranks(_TRAIN, 61.0), HostPlan())
@@ -175,6 +179,8 @@ def _starved_cpu(stage: Stage, t: float) -> Scene:
 
 
 def _starved_io(stage: Stage, t: float) -> Scene:
+    # Workers blocked on reads: the CPUs they leave idle count as iowait (proc(5): "time waiting for I/O to
+    # complete"), the disk is busy nearly all the time (/proc/diskstats io_ticks), and the GPU waits.
     jobs = stage.ranks(
         "python3 train_resnet50.py --data /mnt/hdd/imagenet --num-workers 8",
         21.0,

@@ -44,6 +44,7 @@ import psutil
 from gputui.model import Snapshot, SystemInfo, Topology, parse_cpus
 from gputui.sources import procfs
 from gputui.sources.base import InvalidGpuSelection, NoJobTrace
+from gputui.sources.cgroup import read_text
 from gputui.sources.host import HostSource
 from gputui.sources.sim_physics import BOARDS, DEFAULT_BOARD, GpuPlan, HostPlan, Job, MachinePhysics, Scene, gpu_info
 from gputui.sources.sim_waves import Waves
@@ -268,6 +269,17 @@ class JobSource:
         """The job's process exists and has not exited (an exited child not yet reaped reads Z)."""
         return procfs.state(pid, self._root) not in (None, "Z", "X")
 
+    def _numa_node(self) -> int | None:
+        """This machine's NUMA node of the CPUs the simulated GPU sits near (sysfs), as NVML would give a real
+        GPU's; None where sysfs has no nodes or the CPUs span several."""
+        near = set(parse_cpus(self._near) or ())
+        nodes = {
+            int(path.name.removeprefix("node"))
+            for path in (self._root / "sys/devices/system/node").glob("node[0-9]*")
+            if near & set(parse_cpus(read_text(path / "cpulist")) or ())
+        }
+        return nodes.pop() if len(nodes) == 1 else None
+
     def _follow(self, pid: int) -> SystemInfo:
         """Read the host through job `pid`'s cgroup, and describe the machine with it."""
         if self._host is not None:
@@ -289,6 +301,8 @@ class JobSource:
             kernel=platform.release(),
             scenario=job_scenario(pid),
             container=self._host.container,
-            topology=Topology(matrix=(("X",),), p2p=((None,),), numa_node=(None,), cpu_affinity=(self._near,)),
+            topology=Topology(
+                matrix=(("X",),), p2p=((None,),), numa_node=(self._numa_node(),), cpu_affinity=(self._near,)
+            ),
         )
         return self._system

@@ -42,7 +42,8 @@ def test_throttled_half_the_time_is_critical_and_rarely_is_nothing() -> None:
 def test_workers_beyond_the_quota_are_oversubscribed() -> None:
     procs = [proc(100, children=16), proc(101, children=16)]
     gpus = [gpu(0, pids=(100,)), gpu(1, pids=(101,))]
-    [hit] = run(workers_oversubscribed, steady(system=IN_CONTAINER, gpus=gpus, host_sample=host(procs)))
+    full = host(procs, container=throttled(40.0))
+    [hit] = run(workers_oversubscribed, steady(system=IN_CONTAINER, gpus=gpus, host_sample=full))
     assert hit.gpus == (0, 1) and hit.pids == (100, 101) and hit.value == 34.0
     assert evidence(hit) == {"workers": 32, "jobs": 2, "cpu_limit": 8.0, "host_cpus": 128}
     assert hit.params["per_job"] == "3"
@@ -54,7 +55,16 @@ def test_workers_within_the_limit_or_without_a_limit_are_fine() -> None:
     many = host([proc(children=64)])
     assert run(workers_oversubscribed, steady(host_sample=many)) == []  # no container: the host's cores
     cpuset = replace(SYSTEM, container=ContainerInfo(None, None, 1, None, (0, 1, 2, 3)))
-    assert len(run(workers_oversubscribed, steady(system=cpuset, host_sample=host([proc(children=4)])))) == 1
+    busy = host([proc(children=4)], cpu_pct_per_core=(98.0,) * 4 + (5.0,) * 4)
+    assert len(run(workers_oversubscribed, steady(system=cpuset, host_sample=busy))) == 1
+
+
+def test_more_processes_than_cpus_that_mostly_wait_take_turns_with_no_one() -> None:
+    """Two workers that keep up beside their main process on two CPUs: three processes, CPUs 15% busy."""
+    two = replace(SYSTEM, container=ContainerInfo(None, None, 1, None, (0, 1)))
+    calm = host([proc(cpu_pct=5.0, children=2, workers_cpu_pct=25.0)], cpu_pct_per_core=(15.0,) * 2)
+    assert run(workers_oversubscribed, steady(system=two, host_sample=calm)) == []
+    assert run(workers_oversubscribed, steady(system=IN_CONTAINER, host_sample=host([proc(children=16)]))) == []
 
 
 def test_small_or_full_shm_with_workers() -> None:

@@ -28,7 +28,6 @@ from pathlib import Path
 
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding
-from gputui.diagnostics.rules.base import Window
 from gputui.model import HostSample, ProcSample, Snapshot
 from gputui.sources.sim_job import JobSource, TraceError, read_trace
 
@@ -108,14 +107,6 @@ BY_NAME = {case.name: case for case in CASES} | {case.slug: case for case in CAS
 
 
 @dataclass(frozen=True)
-class Seen:
-    """A finding as last seen during the run, with the variant of the rule's words it was in."""
-
-    finding: Finding
-    variant: str
-
-
-@dataclass(frozen=True)
 class Outcome:
     """What following one lab job showed."""
 
@@ -124,7 +115,7 @@ class Outcome:
     pid: int
     snapshots: tuple[Snapshot, ...]
     state: DiagnosticsState  # after the last snapshot: the verdict and the findings open then
-    seen: tuple[Seen, ...]  # every finding open at some point, by when it opened
+    seen: tuple[Finding, ...]  # every finding open at some point, as last seen, by when it opened
     job_busy_pct: float  # the share of the time sampled that the job itself reports in its GPU step
     start_s: float  # from starting the job to its first record
     run_s: float  # the whole case, the job's start and stop included
@@ -344,7 +335,7 @@ class Followed:
 
     snapshots: tuple[Snapshot, ...]
     state: DiagnosticsState
-    seen: tuple[Seen, ...]
+    seen: tuple[Finding, ...]
     # The share of the time from the first snapshot to the last that the job itself reports in its GPU step:
     # what the simulated GPU's utilization after the first snapshot must add up to.
     job_busy_pct: float
@@ -356,10 +347,8 @@ def follow_job(trace: Path, near_cpus: str | None, seconds: float, interval: flo
     source = JobSource(trace, near_cpus=near_cpus)
     source.open()
     engine = DiagnosticsEngine()
-    th = engine.config.thresholds
     snapshots: list[Snapshot] = []
-    seen: dict[tuple[str, tuple[int, ...], float], Seen] = {}
-    variants: dict[tuple[str, tuple[int, ...]], str] = {}
+    seen: dict[tuple[str, tuple[int, ...], float], Finding] = {}
     marks: list[tuple[float, float]] = []  # (monotonic time, the job's busy seconds then) at the first and last
     state = DiagnosticsState()
     start = time.monotonic()
@@ -373,19 +362,12 @@ def follow_job(trace: Path, near_cpus: str | None, seconds: float, interval: flo
                 marks.append((now, read_trace(trace).busy_at(now)))
             snapshots.append(snapshot)
             state = engine.update(snapshot)
-            # Which words each rule chose: a finding carries its title; the variant behind it only shows here.
-            window = Window(engine.history.window(th.window_s), th.window_s)
-            for rule in engine.rules:
-                for hit in rule.check(window, th):
-                    variants[(rule.id, hit.gpus)] = hit.variant
-            for finding in (*state.active, *state.closed):
-                key = (finding.rule, finding.gpus, finding.started_at)
-                seen[key] = Seen(finding, variants.get((finding.rule, finding.gpus), ""))
+            seen.update(((f.rule, f.gpus, f.started_at), f) for f in (*state.active, *state.closed))
     finally:
         source.close()
     (first_at, first_busy), (last_at, last_busy) = marks[0], marks[-1]
     busy_pct = 100.0 * (last_busy - first_busy) / (last_at - first_at) if last_at > first_at else 0.0
-    ordered = tuple(sorted(seen.values(), key=lambda s: (s.finding.started_at, s.finding.rule)))
+    ordered = tuple(sorted(seen.values(), key=lambda f: (f.started_at, f.rule)))
     return Followed(tuple(snapshots), state, ordered, busy_pct)
 
 

@@ -54,12 +54,11 @@ def report(outcome: Outcome) -> list[str]:
             lines.append("         " + " | ".join(format_evidence(ev) for ev in verdict.evidence))
     open_now = {(f.rule, f.gpus, f.started_at) for f in state.active}
     lines.append(f"findings seen: {len(outcome.seen)}")
-    for seen in outcome.seen:
-        f = seen.finding
+    for f in outcome.seen:
         key = (f.rule, f.gpus, f.started_at)
         end = "open at the end" if key in open_now else f"closed at {(f.ended_at or first) - first:.1f} s"
         lines.append(
-            f"  {severity_label(f.severity, 'en')} {f.rule} [variant: {seen.variant or '-'}] GPUs {list(f.gpus)}"
+            f"  {severity_label(f.severity, 'en')} {f.rule} [variant: {f.variant or '-'}] GPUs {list(f.gpus)}"
             f" from {f.started_at - first:.1f} s, {end}"
         )
         lines.append(f"       title: {f.title}")

@@ -1,14 +1,15 @@
-"""Each lab case stages what it claims: the raw signs on the simulated GPU, the job's processes, the host and its
-cgroup, as gputui read them. What the diagnostics conclude from them is printed (`python -m tests.lab.show`)
-and is asserted only once the rules are tuned on these cases.
+"""Each lab case stages what it claims (the raw signs on the simulated GPU, the job's processes, the host and its
+cgroup, as gputui read them) and is diagnosed as a user would want it: the verdict, the cause in the words users
+know with its advice, and nothing else raised. `python -m tests.lab.show` prints the same outcomes in full.
 
-Bounds are wide: the jobs run on real CPUs, which other work on a shared machine may take.
+Bounds on the raw figures are wide: the jobs run on real CPUs, which other work on a shared machine may take.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from gputui.diagnostics.findings import Finding
 from tests.lab.jobs import Outcome, figures, last_cpus
 from tests.lab.show import report
 
@@ -18,6 +19,22 @@ Lab = Callable[[str], Outcome]
 def _figures(outcome: Outcome) -> dict[str, float | None]:
     print("\n".join(report(outcome)))  # shown when a bound fails, and with -s
     return figures(outcome)
+
+
+def _seen(outcome: Outcome) -> set[tuple[str, str, str]]:
+    """(rule, variant, severity) of every finding open at some point during the run."""
+    return {(f.rule, f.variant, f.severity.label) for f in outcome.seen}
+
+
+def _open(outcome: Outcome, rule: str) -> Finding:
+    [finding] = [f for f in outcome.state.active if f.rule == rule]
+    return finding
+
+
+def _verdict(outcome: Outcome) -> tuple[str, str]:
+    verdict = outcome.state.verdict
+    assert verdict is not None
+    return verdict.cls, verdict.summary
 
 
 def _at_least(value: float | None, low: float) -> bool:
@@ -33,6 +50,11 @@ def test_a_no_workers_the_main_process_loads_and_the_gpu_waits(lab: Lab) -> None
     assert fig["children"] == 0 and fig["workers_cpu"] == 0.0
     assert _between(fig["job_busy"], 10, 40)  # 25 ms of GPU after 80 ms of loading: ~24%
     assert _at_least(fig["proc_cpu"], 50)  # the main process does the samples' work, between its GPU steps
+    outcome = lab("a")
+    cls, summary = _verdict(outcome)
+    assert cls == "input_bound" and "data loading in the main process (num_workers=0)" in summary
+    assert _seen(outcome) == {("starvation_cpu", "main_process", "warning")}
+    assert "num_workers=1" in _open(outcome, "starvation_cpu").advice  # 2 CPUs: one for the main process
 
 
 def test_b_workers_that_keep_up_keep_the_gpu_busy(lab: Lab) -> None:
@@ -40,6 +62,9 @@ def test_b_workers_that_keep_up_keep_the_gpu_busy(lab: Lab) -> None:
     assert fig["children"] == 2
     assert _at_least(fig["job_busy"], 80)
     assert _between(fig["workers_cpu"], 5, 80)  # they keep up with time to spare
+    outcome = lab("b")
+    assert _verdict(outcome)[0] == "gpu_bound" and "nothing on this machine holds them back" in _verdict(outcome)[1]
+    assert _seen(outcome) == set()
 
 
 def test_c_one_worker_for_heavy_samples_is_busy_all_the_time(lab: Lab) -> None:
@@ -48,6 +73,11 @@ def test_c_one_worker_for_heavy_samples_is_busy_all_the_time(lab: Lab) -> None:
     assert _between(fig["job_busy"], 15, 50)  # 25 ms of GPU for each 80 ms batch: ~31%
     assert _at_least(fig["workers_cpu"], 60)  # one worker, about one core
     assert _between(fig["proc_cpu"], 0, 30)  # the main process mostly waits
+    outcome = lab("c")
+    cls, summary = _verdict(outcome)
+    assert cls == "input_bound" and "too few data-loader workers" in summary
+    assert _seen(outcome) == {("starvation_cpu", "workers", "warning")}
+    assert "Raise DataLoader num_workers to about 2" in _open(outcome, "starvation_cpu").advice
 
 
 def test_d_a_one_cpu_quota_throttles_four_workers(lab: Lab) -> None:
@@ -59,6 +89,14 @@ def test_d_a_one_cpu_quota_throttles_four_workers(lab: Lab) -> None:
     assert _at_least(fig["throttled_periods"], 30)
     assert _between(fig["workers_cpu"], 50, 125)  # four workers held to about one core
     assert _between(fig["job_busy"], 10, 65)
+    cls, summary = _verdict(outcome)
+    assert cls == "input_bound" and summary.endswith("waiting for data (the CPU quota, more workers than CPUs)")
+    assert _seen(outcome) == {
+        ("cpu_throttled", "", "critical"),
+        ("workers_oversubscribed", "", "warning"),
+        ("starvation_cpu", "quota", "warning"),
+    }
+    assert "More workers will not help: raise the quota" in _open(outcome, "starvation_cpu").advice
 
 
 def test_e_a_job_pinned_away_from_its_gpus_cpus(lab: Lab) -> None:
@@ -69,6 +107,10 @@ def test_e_a_job_pinned_away_from_its_gpus_cpus(lab: Lab) -> None:
     assert {p.cpus_allowed for p in outcome.procs()} == {(1,)}
     assert set(last_cpus(outcome)) == {1}
     assert fig["children"] == 2 and _at_least(fig["job_busy"], 70)
+    cls, summary = _verdict(outcome)
+    assert cls == "gpu_bound" and summary.endswith("not holding them back now: a rank on CPUs away from its GPU")
+    assert _seen(outcome) == {("numa_mismatch", "", "warning")}
+    assert _open(outcome, "numa_mismatch").title.endswith("is pinned to CPUs away from its GPU (NUMA node 0)")
 
 
 def test_f_a_cold_page_cache_makes_the_loader_wait_for_the_disk(lab: Lab) -> None:
@@ -77,3 +119,7 @@ def test_f_a_cold_page_cache_makes_the_loader_wait_for_the_disk(lab: Lab) -> Non
     assert _at_least(fig["disk_read_mb_s"], 50)
     assert _at_least(fig["iowait"], 2) or _at_least(fig["psi_io_some"], 2)
     assert _between(fig["job_busy"], 0, 80)
+    outcome = lab("f")
+    cls, summary = _verdict(outcome)
+    assert cls == "input_bound" and summary.endswith("waiting for data (the disk)")
+    assert _seen(outcome) == {("starvation_io", "", "warning")}

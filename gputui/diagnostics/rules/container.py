@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gputui.diagnostics.cpus import job_cpus
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, at_once, compute_pids, ev, rounded
@@ -60,14 +61,15 @@ def cpu_throttled(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 def workers_oversubscribed(w: Window, th: Thresholds) -> Iterator[Hit]:
-    """More busy processes than CPUs to run them: `num_workers=os.cpu_count()` counts the host's CPUs."""
+    """More job processes than CPUs to run them, and those CPUs full: `num_workers=os.cpu_count()` counts the
+    host's CPUs. Processes that mostly wait (workers that keep up, two on two CPUs) take turns with no one."""
     limits = _limits(w)
     limit = limits.cpu_limit if limits else None
     jobs = [(gpu, proc) for gpu, proc in _jobs(w) if proc.children is not None]
     if limit is None or not jobs:
         return
     processes = sum(1 + (proc.children or 0) for _, proc in jobs)
-    if processes <= limit:
+    if processes <= limit or not job_cpus(w, th).saturated(th):
         return
     workers = sum(proc.children or 0 for _, proc in jobs)
     yield Hit(

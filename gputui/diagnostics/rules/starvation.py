@@ -8,8 +8,8 @@ in what the host shows at the same time.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
+from gputui.diagnostics.cpus import Cpus, job_cpus, own_cores, usable_cpu
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
@@ -47,63 +47,7 @@ def _util(util: float) -> Evidence:
     return ev("gpu_util", round(util, 1), "%", "mean")
 
 
-@dataclass(frozen=True, slots=True)
-class _Cpus:
-    """The CPUs the GPU jobs may use over the window, in cores: the host's, a cpuset's, or a CFS quota's, and
-    how many of them were busy. The host's figures are not what a job in a cgroup may use."""
-
-    usable: float | None
-    used: float | None
-    quota: float | None  # the quota's cores, where one binds
-    quota_full: bool  # the quota ran out: spent, or the kernel throttled the group in many periods
-    own: float  # cores the GPU jobs' main processes and data-loader workers used
-
-    @property
-    def spare(self) -> float | None:
-        return None if self.usable is None or self.used is None else max(0.0, self.usable - self.used)
-
-    waiting: bool  # runnable tasks waited for a CPU much of the time (PSI cpu "some")
-
-    def saturated(self, th: Thresholds) -> bool:
-        limit = th.host_cpu_saturated_pct / 100
-        return (
-            self.quota_full
-            or self.waiting
-            or (self.usable is not None and self.used is not None and self.used >= limit * self.usable)
-        )
-
-
-def _cpus(w: Window, th: Thresholds) -> _Cpus:
-    def measure() -> _Cpus:
-        busy_pct, cores = _usable_cpu(w)
-        limits = w.latest.system.container
-        quota = limits.cpu_quota_cores if limits else None
-        usable: float | None = float(cores) if cores else None
-        used = None if busy_pct is None or not cores else busy_pct / 100 * cores
-        quota_full = False
-        if quota is not None and (usable is None or quota < usable):
-            spent = w.host_mean("container.cpu_pct_of_quota")
-            throttled = w.host_mean("container.cpu_throttled_pct")
-            usable, used = quota, None if spent is None else spent / 100 * quota
-            quota_full = (spent is not None and spent >= th.host_cpu_saturated_pct) or (
-                throttled is not None and throttled >= th.cpu_throttled_pct
-            )
-        waiting = w.host_mean("psi.cpu_some_pct")
-        return _Cpus(
-            usable, used, quota, quota_full, _own_cores(w), waiting is not None and waiting >= th.psi_cpu_some_pct
-        )
-
-    return w.shared("cpus", measure)
-
-
-def _own_cores(w: Window) -> float:
-    """Cores the GPU jobs used, main processes and their data-loader workers together, over the window."""
-    pids = {pid for g in w.gpus() for pid in w.pids(g)}
-    total = sum((w.proc_mean(pid, "cpu_pct") or 0.0) + (w.proc_mean(pid, "workers_cpu_pct") or 0.0) for pid in pids)
-    return total / 100
-
-
-def _cause(w: Window, th: Thresholds, proc: ProcSample | None, util: float, cpus: _Cpus) -> str | None:
+def _cause(w: Window, th: Thresholds, proc: ProcSample | None, util: float, cpus: Cpus) -> str | None:
     """Why a GPU held by `proc` waits on the CPU, as a `starvation_cpu` variant; None when the CPU side does not
     explain it. A process "wants" a CPU while it runs or waits on a run queue (schedstat): a main process at
     70-90% of a core while its GPU waits ~80% of the time is the one loading the data."""
@@ -153,7 +97,7 @@ def _jobs_count(w: Window) -> int:
     return max(1, len({pid for g in w.gpus() for pid in w.pids(g)}))
 
 
-def _suggested_workers(cause: str, proc: ProcSample | None, cpus: _Cpus, jobs: int) -> int | None:
+def _suggested_workers(cause: str, proc: ProcSample | None, cpus: Cpus, jobs: int) -> int | None:
     """num_workers to try: a job's share of the CPUs less one for its main process; or, with workers that are
     all busy, one more for each spare CPU its share allows."""
     if cpus.usable is None:
@@ -165,7 +109,7 @@ def _suggested_workers(cause: str, proc: ProcSample | None, cpus: _Cpus, jobs: i
     return None
 
 
-def _cpu_evidence(w: Window, cpus: _Cpus) -> tuple[Evidence, ...]:
+def _cpu_evidence(w: Window, cpus: Cpus) -> tuple[Evidence, ...]:
     """The CPUs the job may use and how busy they were; inside a cgroup with a quota, the quota's figures too
     (without one, or without PSI, these say nothing and are left out rather than shown as n/a)."""
     cgroup = (
@@ -183,7 +127,7 @@ def _cpu_evidence(w: Window, cpus: _Cpus) -> tuple[Evidence, ...]:
 
 
 def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
-    cpus = _cpus(w, th)
+    cpus = job_cpus(w, th)
     for g, util, pids in _starving(w, th):
         hidden = [p.pid for p in g.processes if p.kind == "compute" and p.seen == "hidden"]
         if hidden and len(hidden) == len(pids):
@@ -226,7 +170,7 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
         )
 
 
-def _hidden_job(w: Window, g: GpuSample, util: float, hidden: list[int], cpus: _Cpus) -> Hit:
+def _hidden_job(w: Window, g: GpuSample, util: float, hidden: list[int], cpus: Cpus) -> Hit:
     """A GPU whose process lives in another PID namespace: its low use is reported from the GPU's side, with
     what the host and the cgroup show, rather than not at all."""
     pid = ", ".join(str(p) for p in hidden)
@@ -294,11 +238,11 @@ def cpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
     processes and data-loader workers).
 
     Inside a cgroup with a cpuset those are the cpuset's CPUs: a host busy elsewhere takes nothing from it."""
-    host_cpu, cores = _usable_cpu(w)
+    host_cpu, cores = usable_cpu(w)
     if host_cpu is None or not cores or host_cpu < th.host_cpu_saturated_pct:
         return
     used = host_cpu * cores / 100  # cores
-    others = max(0.0, used - _own_cores(w))
+    others = max(0.0, used - own_cores(w))
     if others < used / 2:
         return
     for g, util, _ in _starving(w, th):
@@ -313,25 +257,6 @@ def cpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
                 ev("others_cpu", round(100 * others / cores, 1), "%", "mean"),
             ),
         )
-
-
-def _usable_cpu(w: Window) -> tuple[float | None, int]:
-    """Mean busy % over the window of the CPUs this machine's jobs may use, and how many there are."""
-    limits = w.latest.system.container
-    cpuset = limits.cpuset_cpus if limits is not None else None
-    cores = len(w.host.cpu_pct_per_core)
-    if not cpuset or len(cpuset) >= cores:
-        return w.host_mean("cpu_pct"), cores
-
-    def busy() -> float | None:
-        readings = [
-            sum(per_core[c] for c in cpuset if c < len(per_core)) / len(cpuset)
-            for per_core in (snap.host.cpu_pct_per_core for snap in w.snapshots)
-            if per_core
-        ]
-        return sum(readings) / len(readings) if readings else None
-
-    return w.shared("cpuset_cpu", busy), len(cpuset)
 
 
 RULES: tuple[Rule, ...] = (
