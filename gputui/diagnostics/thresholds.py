@@ -30,7 +30,7 @@ class Thresholds:
     # least main_busy_cpu_pct of a core, is what the GPU waits for (a real num_workers=0 loop reads 70-90%).
     main_loading_share: float = 0.6
     main_busy_cpu_pct: float = 40.0
-    workers_busy_pct: float = 70.0  # mean CPU per data-loader worker (100 = one core): the workers cannot keep up
+    workers_busy_pct: float = 80.0  # mean CPU per data-loader worker (100 = one core): the workers cannot keep up
     spare_cpu_cores: float = 0.5  # idle cores, of those the job may use, that more workers could take
     starved_proc_cpu_pct: float = 85.0  # where the workers' own CPU is unknown: a main process CPU-bound outright
     host_cpu_saturated_pct: float = 90.0

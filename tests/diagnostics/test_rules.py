@@ -363,6 +363,19 @@ def test_starvation_cpu_names_too_few_workers_when_they_are_all_busy_and_cpus_sp
     assert run(starvation_cpu, relaxed) == []
 
 
+def test_workers_that_wait_on_a_cold_disk_are_the_disks_to_name() -> None:
+    """Reading from disk costs the workers kernel time too (70-90% of a core each in the lab's cold-cache job):
+    with tasks waiting on storage, the disk is the cause, not too few workers."""
+
+    def reading(i: int) -> dict[str, object]:
+        made = _noisy_loader(i, children=2, workers_cpu=170.0, main=5.0)
+        made["host_sample"] = replace(made["host_sample"], iowait_pct=26.0)  # type: ignore[type-var]
+        return made
+
+    assert run(starvation_cpu, series(10, reading)) == []
+    assert len(run(starvation_io, series(10, reading))) == 1
+
+
 def test_starvation_cpu_names_the_training_loop_when_the_workers_keep_up() -> None:
     [hit] = run(starvation_cpu, series(10, lambda i: _noisy_loader(i, children=4, workers_cpu=80.0)))
     assert hit.variant == "main_loop"

@@ -67,7 +67,8 @@ def _cause(w: Window, th: Thresholds, proc: ProcSample | None, util: float, cpus
         # Workers not counted, or their CPU not read (an older recording, another user's process): only a main
         # process that is CPU-bound outright says the CPU holds the GPU back, not which part of it.
         return "" if wants >= th.starved_proc_cpu_pct else None
-    if per_worker >= th.workers_busy_pct:
+    if per_worker >= th.workers_busy_pct and not _io_stalled(w, th):
+        # Workers that read a cold disk spend kernel time copying what they wait for: the disk is the cause.
         spare = cpus.spare
         return "workers" if spare is not None and spare >= th.spare_cpu_cores else "cpus"
     return "main_loop" if main_busy else None
@@ -184,16 +185,24 @@ def _hidden_job(w: Window, g: GpuSample, util: float, hidden: list[int], cpus: C
     )
 
 
-def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
+def _io_stalled(w: Window, th: Thresholds) -> bool:
+    """Tasks wait on storage: iowait, the busiest disk, or PSI io "full" (every task waiting on I/O)."""
     iowait = w.host_mean("iowait_pct")
     busy = w.host_mean("disk_busy_pct")
     stalled = w.host_mean("psi.io_full_pct")
-    if not (
+    return (
         (iowait is not None and iowait >= th.iowait_pct)
         or (busy is not None and busy >= th.disk_busy_pct)
         or (stalled is not None and stalled >= th.psi_io_full_pct)
-    ):
+    )
+
+
+def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
+    if not _io_stalled(w, th):
         return
+    iowait = w.host_mean("iowait_pct")
+    busy = w.host_mean("disk_busy_pct")
+    stalled = w.host_mean("psi.io_full_pct")
     read = w.host_mean("disk_read_bytes_s")
     for g, util, pids in _starving(w, th):
         procs = [p for p in (w.host.process(pid) for pid in pids) if p is not None]
