@@ -16,6 +16,7 @@ from gputui.model import (
     GpuInfo,
     GpuSample,
     HostSample,
+    ProcSample,
     Snapshot,
     decode_clock_event_reasons,
     encode_clock_event_reasons,
@@ -83,6 +84,7 @@ class Window:
         "_means",
         "_pids",
         "_proc_means",
+        "_procs",
         "_readable",
         "_series",
         "_shared",
@@ -101,6 +103,7 @@ class Window:
         self._means: dict[tuple[int, str], float | None] = {}
         self._host_means: dict[str, float | None] = {}
         self._proc_means: dict[tuple[int, str], float | None] = {}
+        self._procs: dict[int, list[ProcSample]] | None = None
         self._shared: dict[str, object] = {}
         self._pids: dict[int, tuple[int, ...]] = {}
         self._info = {info.index: info for info in self.latest.gpu_info}
@@ -174,13 +177,21 @@ class Window:
             self._host_means[field] = _mean([None if part is None else getattr(part, name) for part in parts])
         return self._host_means[field]
 
+    def proc_series(self, pid: int) -> list[ProcSample]:
+        """One process's readings within the window, oldest first (every process's in one pass)."""
+        if self._procs is None:
+            self._procs = {}
+            for snap in self.snapshots:
+                for proc in snap.host.processes:
+                    self._procs.setdefault(proc.pid, []).append(proc)
+        return self._procs.get(pid, [])
+
     def proc_mean(self, pid: int, field: str) -> float | None:
         """Mean of a ProcSample field (e.g. "cpu_pct") of one process over the readings that have it: a real
         main process swings between 70 and 90% of a core, so a rule judges its mean, not its latest reading."""
         key = (pid, field)
         if key not in self._proc_means:
-            procs = (snap.host.process(pid) for snap in self.snapshots)
-            self._proc_means[key] = _mean([None if proc is None else getattr(proc, field) for proc in procs])
+            self._proc_means[key] = _mean([getattr(proc, field) for proc in self.proc_series(pid)])
         return self._proc_means[key]
 
     def shared(self, name: str, compute: Callable[[], T]) -> T:

@@ -19,7 +19,7 @@ from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
 from gputui.diagnostics.rules.sharing import jobs
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.model import NVSWITCH, GpuSample, ProcSample, Topology, parse_cpus
+from gputui.model import NVSWITCH, GpuSample, Topology, parse_cpus
 
 _NV = re.compile(r"NV(\d+)")
 
@@ -151,7 +151,6 @@ def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
     for g in w.gpus():
         for pid in w.pids(g):
             holders.setdefault(pid, set()).add(g.index)
-    count = len(w.snapshots)
     for g in w.gpus():
         at = place.get(g.index)
         near = near_of.get(g.index)
@@ -161,9 +160,7 @@ def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
         waited = util is not None and util < th.verdict_busy_util_pct
         for pid in w.pids(g):
             reach = frozenset().union(*(near_of.get(i) or () for i in holders[pid]))  # near included: pid holds g
-            procs = [snap.host.process(pid) for snap in w.snapshots]
-            far = sum(1 for proc in procs if _runs_far(proc, reach)) / count
-            pinned = sum(1 for proc in procs if _pinned_away(proc, reach)) / count
+            far, pinned = _placement(w, pid, reach)
             if pinned >= th.sustained_share:
                 variant, severity = "", None
             elif far >= th.sustained_share and waited:
@@ -198,16 +195,16 @@ def _near(topo: Topology, at: int) -> frozenset[int] | None:
     return frozenset(cpus) if cpus is not None else None
 
 
-def _runs_far(proc: ProcSample | None, near: frozenset[int]) -> bool:
-    """It last ran outside the GPU's CPUs, or may run only outside them."""
-    if proc is None:
-        return False
-    return (proc.last_cpu is not None and proc.last_cpu not in near) or _pinned_away(proc, near)
-
-
-def _pinned_away(proc: ProcSample | None, near: frozenset[int]) -> bool:
-    """It may run only outside the GPU's CPUs (taskset, numactl, a cpuset): it is far whatever the scheduler does."""
-    return proc is not None and proc.cpus_allowed is not None and near.isdisjoint(proc.cpus_allowed)
+def _placement(w: Window, pid: int, near: frozenset[int]) -> tuple[float, float]:
+    """Shares of the window in which the process ran away from the GPU's CPUs (it last ran outside them, or may
+    run only outside them), and in which it was pinned away (taskset, numactl, a cpuset: far whatever the
+    scheduler does)."""
+    far = pinned = 0
+    for proc in w.proc_series(pid):
+        away = proc.cpus_allowed is not None and near.isdisjoint(proc.cpus_allowed)
+        pinned += away
+        far += away or (proc.last_cpu is not None and proc.last_cpu not in near)
+    return far / len(w.snapshots), pinned / len(w.snapshots)
 
 
 def p2p_unavailable(w: Window, th: Thresholds) -> Iterator[Hit]:

@@ -76,12 +76,12 @@ def _cause(w: Window, th: Thresholds, proc: ProcSample | None, util: float, cpus
 
 def _feeds_a_busy_gpu(w: Window, th: Thresholds, pid: int) -> bool:
     """One process driving several GPUs (nn.DataParallel) that keeps one of them busy: its CPU side keeps up."""
-    return any(
-        pid in w.pids(g)
-        and (util := w.mean(g.index, "utilization_gpu_pct")) is not None
-        and util >= th.verdict_busy_util_pct
-        for g in w.gpus()
-    )
+
+    def feeders() -> frozenset[int]:
+        busy = [g for g in w.gpus() if (u := w.mean(g.index, "utilization_gpu_pct")) and u >= th.verdict_busy_util_pct]
+        return frozenset(pid for g in busy for pid in w.pids(g))
+
+    return pid in w.shared("feeders", feeders)
 
 
 def _per_worker(w: Window, proc: ProcSample) -> float | None:
@@ -95,7 +95,7 @@ def _cores(value: float | None) -> str:
 
 
 def _jobs_count(w: Window) -> int:
-    return max(1, len({pid for g in w.gpus() for pid in w.pids(g)}))
+    return w.shared("jobs_count", lambda: max(1, len({pid for g in w.gpus() for pid in w.pids(g)})))
 
 
 def _suggested_workers(cause: str, proc: ProcSample | None, cpus: Cpus, jobs: int) -> int | None:
@@ -128,8 +128,11 @@ def _cpu_evidence(w: Window, cpus: Cpus) -> tuple[Evidence, ...]:
 
 
 def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
+    starving = _starving(w, th)
+    if not starving:
+        return  # the usual tick: the CPUs are measured only when some GPU waits
     cpus = job_cpus(w, th)
-    for g, util, pids in _starving(w, th):
+    for g, util, pids in starving:
         hidden = [p.pid for p in g.processes if p.kind == "compute" and p.seen == "hidden"]
         if hidden and len(hidden) == len(pids):
             yield _hidden_job(w, g, util, hidden, cpus)
