@@ -8,6 +8,8 @@ and disk speeds are quoted.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 NA = "n/a"
 # What a view shows for a GPU process NVML lists by a host PID that is no process here (GpuProcess.seen "hidden").
 HIDDEN_PROCESS = "(host PID: outside this PID namespace)"
@@ -110,3 +112,14 @@ def hms(seconds: float, *, pad_hours: bool = False) -> str:
     whole = int(seconds)
     hours = f"{whole // 3600:02d}" if pad_hours else f"{whole // 3600}"
     return f"{hours}:{whole % 3600 // 60:02d}:{whole % 60:02d}"
+
+
+def fmt_ranges(indices: Iterable[int]) -> str:
+    """(0, 1, 2, 5) -> "0-2,5", as cpuset files write CPU lists and the verdict and grouped findings name GPUs."""
+    runs: list[list[int]] = []
+    for index in sorted(indices):
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)

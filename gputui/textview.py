@@ -7,7 +7,7 @@ not report, so a missing reading is never mistaken for a zero.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from rich import box
@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gputui import topology as topo
-from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes, fmt_bytes_pair, fmt_num, fmt_pct, fmt_rate
+from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes, fmt_bytes_pair, fmt_num, fmt_pct, fmt_ranges, fmt_rate
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
 from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
 from gputui.sources.sim_job import is_job_scenario, job_banner
@@ -67,12 +67,36 @@ def banner_details(system: SystemInfo) -> list[str]:
     return lines
 
 
-def _system_line(snapshot: Snapshot) -> Text:
+def pack(label: str, fields: Sequence[str], width: int, sep: str = "  ") -> list[str]:
+    """`label` then the fields, `sep` apart, on as many lines of `width` as they need, each further line indented
+    under the first field: a phrase ("memory 38.0 / 64.0 GiB") is never split across two lines."""
+    indent = " " * len(label)
+    lines: list[str] = []
+    line, empty = label, True  # `empty`: no field on this line yet
+    for field in fields:
+        joined = line + field if empty else f"{line}{sep}{field}"
+        if len(joined) > width and not empty:
+            lines.append(line)
+            joined = indent + field
+        line, empty = joined, False
+    lines.append(line)
+    return lines
+
+
+def _system_lines(snapshot: Snapshot, width: int) -> list[str]:
     system = snapshot.system
     when = datetime.datetime.fromtimestamp(snapshot.timestamp, tz=datetime.timezone.utc)
-    return Text(
-        f"{system.hostname}  driver {system.driver_version or NA}  CUDA {system.cuda_driver_version or NA}"
-        f"  {system.gpu_count} GPUs  {system.cpu_count} CPUs  {when:%Y-%m-%d %H:%M:%S}Z"
+    return pack(
+        "",
+        [
+            system.hostname,
+            f"driver {system.driver_version or NA}",
+            f"CUDA {system.cuda_driver_version or NA}",
+            f"{system.gpu_count} GPUs",
+            f"{system.cpu_count} CPUs",
+            f"{when:%Y-%m-%d %H:%M:%S}Z",
+        ],
+        width,
     )
 
 
@@ -122,60 +146,67 @@ def gpu_table(info: GpuInfo | None, gpu: GpuSample) -> Table:
     return table
 
 
-def host_lines(host: HostSample) -> list[str]:
+def host_lines(host: HostSample, width: int = 120) -> list[str]:
     cores = host.cpu_pct_per_core
     cpu = f"CPU {fmt_pct(host.cpu_pct)} of {len(cores)} cores (busiest {max(cores):.0f}%)" if cores else f"CPU {NA}"
     load = " ".join(f"{v:.1f}" for v in host.load_avg) if host.load_avg else NA
-    pad = " " * 6
-    return [
-        f"host  {cpu}  iowait {fmt_pct(host.iowait_pct)}  steal {fmt_pct(host.steal_pct)}",
-        f"{pad}load {load}  memory {fmt_bytes_pair(host.memory_used_bytes, host.memory_total_bytes)}"
-        f"  swap {fmt_bytes_pair(host.swap_used_bytes, host.swap_total_bytes)}",
-        f"{pad}swap in {fmt_rate(host.swap_in_bytes_s)} out {fmt_rate(host.swap_out_bytes_s)}"
-        f"  disk read {fmt_rate(host.disk_read_bytes_s)} write {fmt_rate(host.disk_write_bytes_s)}",
-        f"{pad}disk busy {fmt_pct(host.disk_busy_pct)}  net rx {fmt_rate(host.net_rx_bytes_s)}"
-        f" tx {fmt_rate(host.net_tx_bytes_s)} (link {fmt_rate(host.net_link_bytes_s)})",
-    ]
+    return pack(
+        "host  ",
+        [
+            cpu,
+            f"iowait {fmt_pct(host.iowait_pct)}",
+            f"steal {fmt_pct(host.steal_pct)}",
+            f"load {load}",
+            f"memory {fmt_bytes_pair(host.memory_used_bytes, host.memory_total_bytes)}",
+            f"swap {fmt_bytes_pair(host.swap_used_bytes, host.swap_total_bytes)}",
+            f"swap in {fmt_rate(host.swap_in_bytes_s)} out {fmt_rate(host.swap_out_bytes_s)}",
+            f"disk read {fmt_rate(host.disk_read_bytes_s)} write {fmt_rate(host.disk_write_bytes_s)}",
+            f"disk busy {fmt_pct(host.disk_busy_pct)}",
+            f"net rx {fmt_rate(host.net_rx_bytes_s)} tx {fmt_rate(host.net_tx_bytes_s)}",
+            f"(link {fmt_rate(host.net_link_bytes_s)})",
+        ],
+        width,
+    )
 
 
-def container_lines(snapshot: Snapshot) -> list[str]:
+def container_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
     """The cgroup gputui runs in, its limits and its figures now, and PSI; nothing where none is known."""
     limits, group, psi = snapshot.system.container, snapshot.host.container, snapshot.host.psi
     lines: list[str] = []
+    cgroup: list[str] = []
     if limits is not None:
         where = limits.runtime or "no container"
         if limits.recognised_by:
             where += f" ({limits.recognised_by})"
-        cpuset = _cpu_ranges(limits.cpuset_cpus) if limits.cpuset_cpus else NA
-        lines.append(
-            f"cgroup  {where}, v{fmt_num(limits.cgroup_version)}, CPU quota {fmt_num(limits.cpu_quota_cores, 1)}, "
-            f"cpuset {cpuset}, memory limit {fmt_bytes(limits.memory_limit_bytes)}, "
-            f"/dev/shm {fmt_bytes(limits.shm_bytes)} (used {fmt_bytes(snapshot.host.shm_used_bytes)})"
-        )
+        cpuset = fmt_ranges(limits.cpuset_cpus) if limits.cpuset_cpus else NA
+        cgroup += [
+            where,
+            f"v{fmt_num(limits.cgroup_version)}",
+            f"CPU quota {fmt_num(limits.cpu_quota_cores, 1)}",
+            f"cpuset {cpuset}",
+            f"memory limit {fmt_bytes(limits.memory_limit_bytes)}",
+            f"/dev/shm {fmt_bytes(limits.shm_bytes)} (used {fmt_bytes(snapshot.host.shm_used_bytes)})",
+        ]
     if group is not None:
-        lines.append(
-            f"        CPU {fmt_pct(group.cpu_pct_of_quota)} of quota, throttled {fmt_pct(group.cpu_throttled_pct)} "
-            f"of periods, memory {fmt_bytes_pair(group.memory_used_bytes, group.memory_limit_bytes)}, "
-            f"OOM kills {fmt_num(group.oom_kills)}"
-        )
+        cgroup += [
+            f"CPU {fmt_pct(group.cpu_pct_of_quota)} of quota",
+            f"throttled {fmt_pct(group.cpu_throttled_pct)} of periods",
+            f"memory {fmt_bytes_pair(group.memory_used_bytes, group.memory_limit_bytes)}",
+            f"OOM kills {fmt_num(group.oom_kills)}",
+        ]
+    if cgroup:
+        lines += pack("cgroup  ", cgroup, width, sep=", ")
     if psi is not None:
-        lines.append(
-            f"PSI     cpu some {fmt_pct(psi.cpu_some_pct)}  io some {fmt_pct(psi.io_some_pct)} "
-            f"full {fmt_pct(psi.io_full_pct)}  memory some {fmt_pct(psi.memory_some_pct)} "
-            f"full {fmt_pct(psi.memory_full_pct)}"
+        lines += pack(
+            "PSI     ",
+            [
+                f"cpu some {fmt_pct(psi.cpu_some_pct)}",
+                f"io some {fmt_pct(psi.io_some_pct)} full {fmt_pct(psi.io_full_pct)}",
+                f"memory some {fmt_pct(psi.memory_some_pct)} full {fmt_pct(psi.memory_full_pct)}",
+            ],
+            width,
         )
     return lines
-
-
-def _cpu_ranges(cpus: tuple[int, ...]) -> str:
-    """(0, 1, 2, 3, 8) -> "0-3,8", as cpuset files write them."""
-    runs: list[list[int]] = []
-    for cpu in sorted(cpus):
-        if runs and cpu == runs[-1][-1] + 1:
-            runs[-1].append(cpu)
-        else:
-            runs.append([cpu])
-    return ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
 def _shorten(text: str, width: int) -> str:
@@ -237,14 +268,16 @@ def print_snapshot(snapshot: Snapshot, console: Console | None = None) -> None:
         console.print(label)
         for line in banner_details(snapshot.system):
             console.print(Text(line, style="yellow"))
-    console.print(_system_line(snapshot))
+    width = console.width
+    for line in _system_lines(snapshot, width):
+        console.print(Text(line))
     for event in snapshot.events:
         console.print(Text(f"notice: {event}"))
     for gpu in snapshot.gpus:
         console.print(gpu_table(snapshot.info(gpu.index), gpu))
-    for line in host_lines(snapshot.host) + container_lines(snapshot):
+    for line in host_lines(snapshot.host, width) + container_lines(snapshot, width):
         console.print(Text(line))
-    for line in process_lines(snapshot, console.width):
+    for line in process_lines(snapshot, width):
         console.print(Text(line))
     if label is not None:
         console.print(label)
@@ -289,7 +322,9 @@ def print_topology(snapshot: Snapshot, console: Console | None = None) -> None:
     label = banner(snapshot.system)
     if label is not None:
         console.print(label)
-    console.print(_system_line(snapshot))
+    width = console.width
+    for line in _system_lines(snapshot, width):
+        console.print(Text(line))
     for line in topology_lines(snapshot):
         console.print(Text(line), soft_wrap=True)
     if label is not None:

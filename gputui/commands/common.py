@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gputui.argtypes import cpu_list, gpu_list, positive_seconds
+from gputui.argtypes import cpu_list, gpu_list, positive_int, positive_seconds
 from gputui.model import SystemInfo
 from gputui.sources.base import NoJobTrace, Source, SourceUnavailable
 from gputui.sources.sim_physics import BOARDS, DEFAULT_BOARD
@@ -60,6 +60,13 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         help=f"with --demo or --demo-job: the simulated GPU model (default {DEFAULT_BOARD}; a100 has no GPM, so "
         "SM and tensor activity read n/a; rtx4090 has neither GPM nor NVLink)",
     )
+    parser.add_argument(
+        "--demo-gpus",
+        type=positive_int,
+        default=None,
+        metavar="N",
+        help="with --demo: how many GPUs the simulated machine has (default 4)",
+    )
     parser.add_argument("--gpus", type=gpu_list, default=None, metavar="LIST", help="only these GPUs, e.g. 0,2")
 
 
@@ -96,13 +103,6 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="S",
         help="seconds between samples (default 1; 2 with --remote, where each scrape costs more)",
-    )
-    parser.add_argument(
-        "--demo-gpus",
-        type=int,
-        default=None,
-        metavar="N",
-        help="with --demo: how many GPUs the simulated machine has (default 4)",
     )
     from gputui.record.options import add_record_options
 

@@ -32,6 +32,7 @@ from gputui.diagnostics.findings import (
     format_evidence,
     severity_label,
 )
+from gputui.diagnostics.groups import group_findings, group_to_dict, sort_groups
 from gputui.diagnostics.locale import LANGS, resolve_lang
 from gputui.diagnostics.verdict import Verdict, verdict_to_dict
 from gputui.formatting import fmt_duration
@@ -126,7 +127,9 @@ def _open(args: argparse.Namespace) -> tuple[Source, SystemInfo, list[float]]:
     from gputui.sources.simulated import SimulatedSource
 
     now = [0.0]
-    demo = SimulatedSource(scenario=args.demo, gpu_indices=args.gpus, clock=lambda: now[0], board=args.demo_gpu)
+    demo = SimulatedSource(
+        scenario=args.demo, gpu_count=args.demo_gpus, gpu_indices=args.gpus, clock=lambda: now[0], board=args.demo_gpu
+    )
     return demo, demo.open(), now
 
 
@@ -195,14 +198,18 @@ def _with_torch(snapshot: Snapshot, version: str) -> Snapshot:
 
 def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
     system, verdict, findings = outcome.system, outcome.verdict, outcome.findings
+    groups = sort_groups(group_findings(findings, lang))
     if args.json:
         from gputui.serialize import system_to_dict
 
+        # A finding per GPU (as the exporter's `gpu` label has them), and the rows they make, by index.
+        at = {id(f): n for n, f in enumerate(findings)}
         document = {
             "schema": SCHEMA_VERSION,
             "system": system_to_dict(system) if system is not None else None,
             "verdict": verdict_to_dict(verdict) if verdict is not None else None,
             "findings": [finding_to_dict(f) for f in findings],
+            "groups": [group_to_dict(g, [at[id(f)] for f in g.findings]) for g in groups],
             "notices": list(outcome.notices),
         }
         json.dump(document, sys.stdout, indent=2, ensure_ascii=False)
@@ -223,17 +230,19 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
     out += [text("cli.notice", lang, notice=notice) for notice in outcome.notices]
     if not any(f.severity > Severity.INFO for f in findings):
         out.append(text("cli.none", lang))
-    for finding in findings:
-        where = finding.rule
-        if finding.ended_at is not None:
-            held = f"{_clock(finding.started_at)}-{_clock(finding.ended_at)}"
+    now = text("win.now", lang)
+    for group in groups:
+        where = group.rule
+        ended = group.ended_at
+        if ended is not None:
+            held = f"{_clock(group.started_at)}-{_clock(ended)}"
             where += ", " + text("cli.was", lang, span=held)
-        elif finding.duration_s >= 1:
-            where += ", " + text("cli.since", lang, duration=fmt_duration(finding.duration_s))
-        out.append(f"{severity_label(finding.severity, lang)}  {finding.title}  [{where}]")
-        if finding.evidence:
-            out.append("      " + " | ".join(format_evidence(ev) for ev in finding.evidence))
-        out.append(f"      {text('cli.advice', lang)}: {finding.advice}")
+        elif group.duration_s >= 1:
+            where += ", " + text("cli.since", lang, duration=fmt_duration(group.duration_s))
+        out.append(f"{severity_label(group.severity, lang)}  {group.title}  [{where}]")
+        if group.evidence:
+            out.append("      " + " | ".join(format_evidence(ev, quiet_window=now) for ev in group.evidence))
+        out.append(f"      {text('cli.advice', lang)}: {group.advice}")
     print("\n".join(out))
 
 

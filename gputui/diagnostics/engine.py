@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from gputui.diagnostics.catalog import localize, text
 from gputui.diagnostics.config import DiagnosticsConfig
-from gputui.diagnostics.findings import Finding, Severity
+from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
@@ -75,6 +75,7 @@ class _Track:
     last_seen: float
     severity: Severity
     worst: float | None
+    worst_hit: Hit  # the hit at the worst value: a closed finding shows its evidence, not the last
     opened: bool = False
     words: _Words | None = None
 
@@ -132,12 +133,16 @@ class DiagnosticsEngine:
         severity = hit.severity if hit.severity is not None else rule.severity
         track = self._tracks.get(key)
         if track is None:
-            track = _Track(rule=rule, hit=hit, first_seen=now, last_seen=now, severity=severity, worst=hit.value)
+            track = _Track(
+                rule=rule, hit=hit, first_seen=now, last_seen=now, severity=severity, worst=hit.value, worst_hit=hit
+            )
             self._tracks[key] = track
         else:
             track.hit, track.last_seen = hit, now
             track.severity = max(track.severity, severity)
-            track.worst = _worse(track.worst, hit.value, rule.higher_is_worse)
+            worst = _worse(track.worst, hit.value, rule.higher_is_worse)
+            if worst != track.worst or track.worst is None:
+                track.worst, track.worst_hit = worst, hit
         hold = rule.open_after(self.config.thresholds)
         if not track.opened and now - track.first_seen >= (self.config.open_after_s if hold is None else hold):
             track.opened = True
@@ -165,6 +170,8 @@ class DiagnosticsEngine:
                 title=text(f"{rule.id}.title{suffix}", lang, **hit.params),
                 advice=text(f"{rule.id}.advice{suffix}", lang, **hit.params),
             )
+        # Open, the evidence of now; closed, that of its worst moment ("now" then reads "at its worst").
+        evidence = track.worst_hit.evidence if ended else hit.evidence
         return Finding(
             rule=rule.id,
             severity=track.severity,
@@ -173,13 +180,18 @@ class DiagnosticsEngine:
             gpus=hit.gpus,
             variant=hit.variant,
             pids=hit.pids,
-            evidence=tuple(localize(e, lang, span) for e in hit.evidence),
+            evidence=tuple(localize(_at_worst(e) if ended else e, lang, span) for e in evidence),
             started_at=track.first_seen,
             duration_s=max(0.0, now - track.first_seen),
             ended_at=now if ended else None,
             worst=track.worst,
             metric=rule.metric,
+            params=tuple(hit.params.items()),
         )
+
+
+def _at_worst(evidence: Evidence) -> Evidence:
+    return dataclasses.replace(evidence, window="worst") if evidence.window == "now" else evidence
 
 
 def _worse(old: float | None, new: float | None, higher_is_worse: bool) -> float | None:

@@ -49,6 +49,9 @@ class Finding:
     ended_at: float | None = None  # None while the finding is open
     worst: float | None = None  # the worst value seen of the rule's key metric
     metric: str | None = None  # the GpuSample field it concerns, so a view can highlight it
+    # The placeholders its title and advice were made from: findings of one rule and cause on several GPUs are
+    # worded as one row from them (groups.py). Not in the JSON; () for findings no rule made.
+    params: tuple[tuple[str, object], ...] = ()
 
     @property
     def is_open(self) -> bool:
@@ -94,7 +97,7 @@ def format_evidence(ev: Evidence, *, quiet_window: str = "") -> str:
     """'SM clock 1410 MHz (mean over 10 s)'; a window equal to `quiet_window` (e.g. "now") is left out."""
     unit = ev.unit if ev.unit in ("%", "") else f" {ev.unit}"
     window = f" ({ev.window})" if ev.window and ev.window != quiet_window else ""
-    if isinstance(ev.value, str):
+    if isinstance(ev.value, str) and not ev.unit:  # words ("process: python3 (4242)"); a range has its unit
         return f"{ev.label}: {ev.value}{window}"
     return f"{ev.label} {format_value(ev.value)}{unit}{window}"
 

@@ -21,6 +21,7 @@ from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from gputui.diagnostics.findings import Finding, Severity
+from gputui.diagnostics.groups import row_key
 from gputui.history import History
 from gputui.model import Snapshot, SystemInfo
 from gputui.probes.protocol import ProbeName
@@ -54,10 +55,11 @@ def terminal_fd() -> int | None:
     return None
 
 
-# The five probe keys share one footer entry ("s b m i n Probe"), so the footer still fits 120 columns.
+# Keys that do one kind of thing share one footer entry ("s b m i n Probe"), and the refresh and sort keys are
+# left to `?`, so that the footer, compact, fits 80 columns with `? Help` at its end on every screen.
 PROBE_KEYS = Binding.Group("Probe")
-# Likewise the two views that cover the main one ("enter t Views"); `?` names each.
 VIEW_KEYS = Binding.Group("Views")
+MAIN_VIEW_ACTIONS = frozenset({"toggle_diagnostics", "detail", "topo", "filter", "sort", "close_filter"})
 
 
 def clamp_interval(seconds: float) -> float:
@@ -82,13 +84,13 @@ class GpuTuiApp(RecordReplayApp):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("p", "toggle_pause", "Pause"),
-        Binding("plus,equals_sign", "slower", "Slower", key_display="+"),
-        Binding("minus", "faster", "Faster", key_display="-"),
-        Binding("d", "toggle_diagnostics", "Diagnostics"),
+        Binding("plus,equals_sign", "slower", "Slower refresh", key_display="+", show=False),
+        Binding("minus", "faster", "Faster refresh", key_display="-", show=False),
+        Binding("d", "toggle_diagnostics", "Findings"),
         Binding("enter", "detail", "Detail", key_display="enter", group=VIEW_KEYS),
         Binding("t", "topo", "Topology", group=VIEW_KEYS),
         Binding("slash", "filter", "Filter", key_display="/"),
-        Binding("o", "sort", "Sort"),
+        Binding("o", "sort", "Sort", show=False),
         Binding("escape", "close_filter", "Close filter", show=False),
         Binding("s", "probe('stress')", "Stress probe", group=PROBE_KEYS),
         Binding("b", "probe('pcie')", "PCIe probe", group=PROBE_KEYS),
@@ -134,6 +136,13 @@ class GpuTuiApp(RecordReplayApp):
 
     def get_default_screen(self) -> MainScreen:
         return self.main
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The keys of the main view (the pane, the views, the filter, the sort) only there: the footer of the
+        detail and topology views shows what works in them."""
+        if action in MAIN_VIEW_ACTIONS and self.screen is not self.main:
+            return False
+        return super().check_action(action, parameters)
 
     def on_mount(self) -> None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit)
@@ -236,10 +245,11 @@ class GpuTuiApp(RecordReplayApp):
     # -- drawing -----------------------------------------------------------------------------------------
 
     def _header_state(self) -> HeaderState:
-        active = self.latest.active if self.latest is not None else ()
+        # Counted as the pane lists them: a finding alike on eight GPUs is one thing to fix, not eight.
+        rows = {row_key(f): f.severity for f in (self.latest.active if self.latest is not None else ())}
         return HeaderState(
-            critical=sum(1 for f in active if f.severity == Severity.CRITICAL),
-            warnings=sum(1 for f in active if f.severity == Severity.WARNING),
+            critical=sum(1 for severity in rows.values() if severity == Severity.CRITICAL),
+            warnings=sum(1 for severity in rows.values() if severity == Severity.WARNING),
             system=self.system,
             interval_s=self.interval,
             clock=self._now().strftime("%H:%M:%S"),
@@ -249,6 +259,7 @@ class GpuTuiApp(RecordReplayApp):
             error=self._error,
             recording=self.recording_badge,
             replay=self.replay_position,
+            verdict=self.latest.verdict if self.latest is not None else None,
         )
 
     def _show_header(self) -> None:
@@ -314,6 +325,7 @@ class GpuTuiApp(RecordReplayApp):
 
     def on_diagnostics_pane_finding_selected(self, message: DiagnosticsPane.FindingSelected) -> None:
         self.main.gpus.highlight(message.finding.gpus, message.finding.metric)
+        self.main.relayout()  # its advice may need more of the pane
 
     def on_process_table_chosen(self, message: ProcessTable.Chosen) -> None:
         self.action_detail(message.gpu)
@@ -329,7 +341,8 @@ class GpuTuiApp(RecordReplayApp):
     def on_input_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value.strip()
         if self.latest is not None:
-            self.main.table.show_rows(process_rows(self.latest.snapshot, self.filter_text))
+            self.main.table.show_rows(process_rows(self.latest.snapshot, self.filter_text), bool(self.filter_text))
+            self.main.relayout()
 
     def on_input_submitted(self) -> None:
         self.action_close_filter()

@@ -137,7 +137,7 @@ def test_evidence_is_in_words_with_its_window() -> None:
         "C",
         "now",
     )
-    assert threshold.window == "fixed"
+    assert threshold.window == ""  # a board's fixed figure: no window to name
 
 
 def test_nvml_unavailable_is_critical_and_says_why() -> None:

@@ -209,7 +209,7 @@ def ranks(**changes: Any) -> list[ProcSample]:
 def test_numa_mismatch_when_a_rank_runs_on_the_other_socket() -> None:
     [hit] = run(numa_mismatch, box(topology(8), eight(), ranks(r0={"last_cpu": 40, "cpus_allowed": (32, 40)})))
     assert hit.gpus == (0,) and hit.pids == (100,) and hit.value == 100.0
-    assert hit.params == {"gpu": 0, "pid": 100, "node": 0}
+    assert hit.params == {"gpu": 0, "node": 0}  # the pid is in the evidence: one title for every rank alike
     assert evidence(hit) == {
         "gpu_cpus": "0-31,64-95",
         "last_cpu": 40,

@@ -9,7 +9,6 @@ from textual.app import App, ComposeResult
 from textual.containers import Container
 
 from gputui.diagnostics.findings import Evidence, Finding, Severity
-from gputui.diagnostics.verdict import Verdict
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 
 HOT = Finding(
@@ -167,39 +166,34 @@ async def test_click_chooses_the_finding_under_the_mouse() -> None:
         assert [f.rule for f in app.selected] == ["gpu_contention"]
 
 
-THROTTLED = Verdict(
-    "throttled",
-    "Throttled",
-    (1,),
-    "21% of the clock lost on GPU 1 (heat)",
-    "Throttled: 21% of the clock lost on GPU 1 (heat)",
-)
+def alike(count: int) -> list[Finding]:
+    """The same finding on `count` GPUs, as a rule makes it: its words from the same placeholders."""
+    return [replace(HOT, gpus=(i,), title=f"GPU {i}: thermal throttling", params=(("gpu", i),)) for i in range(count)]
 
 
-async def test_the_verdict_is_the_line_under_the_title_and_wraps_whole() -> None:
+async def test_findings_alike_on_several_gpus_are_one_row_with_the_advice_once() -> None:
     app = PaneApp()
-    async with app.run_test(size=(40, 20)) as pilot:
+    async with app.run_test(size=(100, 20)) as pilot:
         pane = app.query_one(DiagnosticsPane)
-        pane.show_findings([HOT], [], THROTTLED)
-        await pilot.pause()
+        pane.show_findings([*alike(8), SHARED], [])
+        pane.focus()
+        await pilot.press("enter")
         lines = plain(pane).splitlines()
-        assert lines[1].startswith("Throttled: 21% of the clock lost")
-        assert " ".join(lines[1:3]).replace("  ", " ").endswith("GPU 1 (heat)")  # wrapped at 40 columns, not cut
-        hot = next(i for i, line in enumerate(lines) if "thermal throttling" in line)
-        await pilot.click(DiagnosticsPane, offset=(5, hot))
-        await pilot.pause()
-        assert [f.rule for f in app.selected] == ["thermal_throttle"]  # clicks still land on the right finding
+        assert lines[0].endswith("1 critical, 1 warning")  # rows, in words
+        assert [row.gpus for row in pane.entries] == [tuple(range(8)), (0,)]
+        assert sum("thermal throttling" in line for line in lines) == 2  # the row and its advice's title
+        assert any(line.startswith("> CRIT GPUs 0-7: thermal throttling") for line in lines)
+        assert plain(pane).count("Improve the airflow.") == 1
+        assert app.selected[-1].gpus == tuple(range(8))
 
 
-async def test_a_new_verdict_alone_redraws_the_pane() -> None:
-    app = PaneApp()
-    async with app.run_test(size=(100, 20)):
+async def test_what_does_not_fit_is_counted() -> None:
+    app = PaneApp(slot=True)
+    async with app.run_test(size=(100, 30)):
         pane = app.query_one(DiagnosticsPane)
-        pane.show_findings([HOT], [], THROTTLED)
-        first = pane.render()
-        pane.show_findings([HOT], [], replace(THROTTLED, summary="30% of the clock lost on GPU 1 (heat)"))
-        assert pane.render() is not first
-        assert "30% of the clock" in plain(pane)
+        pane.show_findings(many(9), [])
+        lines = plain(pane).splitlines()
+        assert lines[-2] == "+4 more (up/down)" and len(lines) == 8  # 5 rows shown, 4 counted, the hint below
 
 
 async def test_unchanged_findings_do_not_rebuild() -> None:

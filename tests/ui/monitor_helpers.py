@@ -7,6 +7,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from textual.app import App
+
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo, Topology
 from gputui.sources.simulated import SimulatedSource
 from gputui.ui.app import GpuTuiApp
@@ -33,6 +35,11 @@ async def run_ticks(app: GpuTuiApp, clock: Clock, count: int, step: float = 1.0)
 
 def plain(lines: Sequence[Line]) -> str:
     return "\n".join("".join(text for text, _ in line) for line in lines)
+
+
+def screen_rows(app: App[object]) -> list[str]:
+    """What the terminal shows now, row by row, as a user reads it (the composited screen, overlays included)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
 
 
 SYSTEM = SystemInfo(

@@ -66,7 +66,8 @@ async def test_a_fallback_says_why_there_is_no_live_data() -> None:
         await app.tick()
         await pilot.pause()
         assert "NVML: driver not loaded" in header_text(app)
-        assert app.main.header.styles.height is not None and app.main.header.styles.height.value == 2
+        verdict = len(app.main.header._verdict_lines(SIZE[0]))  # the facts, the verdict, then the notice
+        assert app.main.header.styles.height is not None and app.main.header.styles.height.value == 2 + verdict
 
 
 LONG_REASON = (
@@ -100,7 +101,8 @@ async def test_a_long_notice_is_shown_whole_then_only_its_badge_after_a_minute(s
         assert XID_NOTICE in header_text(app).replace("\n", " ")
         await app.tick()  # a minute after they appeared: the badges remain, the rows are gone
         await pilot.pause()
-        assert header_text(app).count("\n") == 0 and app.main.header.size.height == 1
+        verdict = len(app.main.header._verdict_lines(size[0]))  # the verdict line stays under the facts
+        assert header_text(app).count("\n") == verdict and app.main.header.size.height == 1 + verdict
         assert " NO DRIVER " in header_text(app) and " NO XID " in header_text(app)
         await pilot.press("question_mark")
         await pilot.pause()
@@ -142,11 +144,11 @@ async def test_a_few_gpus_get_full_panels_at_120x40(clock: Clock) -> None:
 
 
 async def test_the_layout_follows_a_resize(clock: Clock) -> None:
-    app = simulated_app("healthy", gpus=8, clock=clock)
+    app = simulated_app("powercap", gpus=8, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
-        await run_ticks(app, clock, 1)
+        await run_ticks(app, clock, 10)
         await pilot.pause()
-        assert app.main.gpus.mode == 2 and app.main.diagnostics.display  # room for the pane beside 8 GPUs
+        assert app.main.gpus.mode == 3 and app.main.diagnostics.display  # full panels beside a pane of one row
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         assert app.main.gpus.mode == 1 and not app.main.diagnostics.display  # the panels come first
@@ -227,6 +229,15 @@ async def test_q_quits() -> None:
     assert source.closed
 
 
+async def test_a_pane_with_nothing_to_say_takes_little_and_the_panels_get_the_rest(clock: Clock) -> None:
+    app = simulated_app("healthy", gpus=8, clock=clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 10)
+        await pilot.pause()
+        assert app.main.diagnostics.display and app.main.diagnostics.size.height == 2  # its title and "none"
+        assert app.main.gpus.mode == 3
+
+
 async def test_d_toggles_the_diagnostics_pane_and_it_gets_the_findings(clock: Clock) -> None:
     app = simulated_app("thermal", gpus=2, clock=clock)
     async with app.run_test(size=SIZE) as pilot:
@@ -235,7 +246,7 @@ async def test_d_toggles_the_diagnostics_pane_and_it_gets_the_findings(clock: Cl
         pane = app.main.query_one(DiagnosticsPane)
         assert app.main.diagnostics.display and pane.region.height > 0  # open by default when there is room
         assert app.latest is not None and app.latest.active  # the thermal scenario has an open finding
-        assert pane.entries == app.latest.active + app.latest.closed
+        assert [f for row in pane.entries for f in row.findings] == [*app.latest.active, *app.latest.closed]
         await pilot.press("d")  # on the pane that opened by itself, `d` first gives it the keys
         await pilot.pause()
         assert app.main.diagnostics.display and pane.has_focus
@@ -256,7 +267,7 @@ def pane_text(pane: DiagnosticsPane) -> str:
 
 @pytest.mark.parametrize("height", [40, 30], ids=["pane-opened-by-itself", "pane-hidden"])
 async def test_d_then_down_and_enter_show_a_findings_advice_not_the_detail_view(clock: Clock, height: int) -> None:
-    app = simulated_app("powercap", gpus=4, clock=clock)  # a power-cap finding on each GPU
+    app = simulated_app("powercap", gpus=4, clock=clock)  # a power-cap finding on each GPU: one row
     async with app.run_test(size=(120, height)) as pilot:
         await run_ticks(app, clock, 40)
         await pilot.pause()
@@ -270,9 +281,10 @@ async def test_d_then_down_and_enter_show_a_findings_advice_not_the_detail_view(
         await pilot.press("down", "enter")
         await pilot.pause()
         assert app.screen is app.main and app.main.diagnostics.display
-        assert len(pane.entries) == 4 and pane.chosen == pane.entries[1]
+        assert len(pane.entries) == 1 and pane.chosen == pane.entries[0] and pane.chosen.gpus == (0, 1, 2, 3)
         text = pane_text(pane)
-        assert f"Advice: {pane.chosen.title}" in text and pane.chosen.advice[:40] in text
+        assert "Advice: GPUs 0-3: power capped at 400 W, below its default 700 W" in text
+        assert text.count(pane.chosen.advice[:40]) == 1  # the advice once, for the four GPUs
         assert app.main.gpus.cursor == 0  # down moved through the findings, not the GPUs
         assert [p.highlight is not None for p in app.main.gpus.panels] == [i in pane.chosen.gpus for i in range(4)]
 

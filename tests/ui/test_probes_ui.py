@@ -132,7 +132,7 @@ async def test_membw_runs_on_the_cpu_and_its_result_is_a_finding_labelled_cpu_ru
         await pilot.pause()
         [shown] = [f for f in app.main.findings.entries if f.rule == "probe_membw"]
         assert shown.is_open and shown.title == finding.title
-        assert app.latest is not None and shown in app.latest.active
+        assert app.latest is not None and shown.first in app.latest.active
 
 
 async def test_x_cancels_a_running_stress_probe_and_its_process_is_gone(clock: Clock) -> None:

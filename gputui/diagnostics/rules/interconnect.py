@@ -178,7 +178,7 @@ def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
                 value=round(100.0 * far, 1),
                 severity=severity,
                 variant=variant,
-                params={"gpu": g.index, "pid": pid, "node": "?" if node is None else node},
+                params={"gpu": g.index, "node": "?" if node is None else node},
                 evidence=(
                     ev("gpu_cpus", topo.cpu_affinity[at], "", "static"),
                     ev("last_cpu", proc.last_cpu if proc is not None else None),
@@ -293,10 +293,10 @@ TEXTS: Texts = {
             "a bad link or connector. Watch nvidia-smi nvlink -e; if they keep rising, report the GPU to the "
             "host provider."
         ),
-        "numa_mismatch.title": "GPU {gpu}: pid {pid} is pinned to CPUs away from its GPU (NUMA node {node})",
-        "numa_mismatch.title.far": "GPU {gpu}: pid {pid} runs on CPUs away from its GPU (NUMA node {node}) while "
+        "numa_mismatch.title": "GPU {gpu}: its process is pinned to CPUs away from the GPU (NUMA node {node})",
+        "numa_mismatch.title.far": "GPU {gpu}: its process runs on CPUs away from the GPU (NUMA node {node}) while "
         "the GPU waits",
-        "numa_mismatch.title.drift": "GPU {gpu}: pid {pid} moves between CPUs near and away from its GPU (NUMA node "
+        "numa_mismatch.title.drift": "GPU {gpu}: its process moves between CPUs near and away from the GPU (NUMA node "
         "{node})",
         "numa_mismatch.advice": (
             "Every copy between host and GPU crosses the link between the CPU sockets. Bind each rank to the "
@@ -370,9 +370,9 @@ TEXTS: Texts = {
             "重放和恢复会重发数据，链路因此变慢；CRC 错误持续增加说明链路或连接器有问题。请用 nvidia-smi nvlink -e "
             "观察；若持续增加，请向主机提供商报告这块 GPU。"
         ),
-        "numa_mismatch.title": "GPU {gpu}：pid {pid} 被绑定在远离其 GPU 的 CPU 上（NUMA 节点 {node}）",
-        "numa_mismatch.title.far": "GPU {gpu}：GPU 在等待，而 pid {pid} 运行在远离其 GPU 的 CPU 上（NUMA 节点 {node}）",
-        "numa_mismatch.title.drift": "GPU {gpu}：pid {pid} 在靠近和远离其 GPU 的 CPU 之间来回迁移（NUMA 节点 {node}）",
+        "numa_mismatch.title": "GPU {gpu}：其进程被绑定在远离该 GPU 的 CPU 上（NUMA 节点 {node}）",
+        "numa_mismatch.title.far": "GPU {gpu}：GPU 在等待，而其进程运行在远离该 GPU 的 CPU 上（NUMA 节点 {node}）",
+        "numa_mismatch.title.drift": "GPU {gpu}：其进程在靠近和远离该 GPU 的 CPU 之间来回迁移（NUMA 节点 {node}）",
         "numa_mismatch.advice": (
             "主机与 GPU 之间的每次拷贝都要跨越 CPU 插槽间的链路。请把每个 rank 绑定到其 GPU 附近的 CPU："
             "numactl --cpunodebind={node}，或用 taskset -c 指定 GPU 附近的 CPU；使用 torchrun 时，"

@@ -155,7 +155,6 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
             variant=cause,
             params={
                 "gpu": g.index,
-                "name": f"{proc.name} ({proc.pid})" if proc else "?",
                 "pid": "?" if pid is None else pid,
                 "children": fmt_num(children),
                 "quota": _cores(cpus.quota),
@@ -308,14 +307,13 @@ RULES: tuple[Rule, ...] = (
 
 TEXTS: Texts = {
     "en": {
-        "starvation_cpu.title": "GPU {gpu}: starved by the CPU ({name})",
+        "starvation_cpu.title": "GPU {gpu}: starved by the CPU",
         "starvation_cpu.advice": (
             "The GPU waits while its process keeps a CPU busy ({children} data-loader workers). Load the data in "
             "DataLoader workers (num_workers), set pin_memory=True, prefetch (prefetch_factor), and move "
             "preprocessing and augmentation to the GPU."
         ),
-        "starvation_cpu.title.main_process": "GPU {gpu}: waits while the main process loads the data "
-        "(num_workers=0, {name})",
+        "starvation_cpu.title.main_process": "GPU {gpu}: waits while the main process loads the data (num_workers=0)",
         "starvation_cpu.advice.main_process": (
             "The training process prepares every batch itself (DataLoader num_workers=0), so the GPU idles while "
             "it does. Set DataLoader num_workers={suggest} (this job's share of the CPUs, less one for the main "
@@ -335,14 +333,14 @@ TEXTS: Texts = {
             "GPU still waits. More workers will not help: do less per sample on the CPU (decode and augment on "
             "the GPU, e.g. NVIDIA DALI; pre-process the dataset once), or run it where it gets more CPUs."
         ),
-        "starvation_cpu.title.quota": "GPU {gpu}: waits while its CPU quota of {quota} CPUs is spent ({name})",
+        "starvation_cpu.title.quota": "GPU {gpu}: waits while its CPU quota of {quota} CPUs is spent",
         "starvation_cpu.advice.quota": (
             "The GPU waits for input while the CPU quota this job runs under is used up ({children} data-loader "
             "workers share it). More workers will not help: raise the quota (docker --cpus, Kubernetes "
             "resources.limits.cpu, Slurm --cpus-per-task), or do less per sample on the CPU (decode and augment "
             "on the GPU, e.g. NVIDIA DALI; pre-process the dataset once)."
         ),
-        "starvation_cpu.title.main_loop": "GPU {gpu}: waits while the training loop itself keeps the CPU busy ({name})",
+        "starvation_cpu.title.main_loop": "GPU {gpu}: waits while the training loop itself keeps the CPU busy",
         "starvation_cpu.advice.main_loop": (
             "The data-loader workers keep up, but the main process is busy most of the time the GPU waits: work "
             "in the loop itself holds the GPU back (preprocessing in the loop, logging or metrics every step, a "
@@ -390,12 +388,12 @@ TEXTS: Texts = {
         "ev.net_link": "link speed",
     },
     "zh": {
-        "starvation_cpu.title": "GPU {gpu}：被 CPU 拖慢（{name}）",
+        "starvation_cpu.title": "GPU {gpu}：被 CPU 拖慢",
         "starvation_cpu.advice": (
             "GPU 在等待，而它的进程一直占着 CPU（数据加载 worker 数：{children}）。请在 DataLoader worker 中加载数据"
             "（num_workers），设置 pin_memory=True，开启预取（prefetch_factor），并把预处理和数据增强移到 GPU 上。"
         ),
-        "starvation_cpu.title.main_process": "GPU {gpu}：主进程在自己加载数据，GPU 在等待（num_workers=0，{name}）",
+        "starvation_cpu.title.main_process": "GPU {gpu}：主进程在自己加载数据，GPU 在等待（num_workers=0）",
         "starvation_cpu.advice.main_process": (
             "训练进程自己准备每一个 batch（DataLoader num_workers=0），这期间 GPU 空闲。请设置 DataLoader "
             "num_workers={suggest}（本任务可用的 CPU 数减去主进程的一个），pin_memory=True，persistent_workers=True。"
@@ -411,14 +409,14 @@ TEXTS: Texts = {
             "请减少每个样本在 CPU 上的工作（在 GPU 上解码和增强，如 NVIDIA DALI；预先处理好数据集），"
             "或在 CPU 更多的机器上运行。"
         ),
-        "starvation_cpu.title.quota": "GPU {gpu}：CPU 配额（{quota} 个 CPU）已用尽，GPU 在等待（{name}）",
+        "starvation_cpu.title.quota": "GPU {gpu}：CPU 配额（{quota} 个 CPU）已用尽，GPU 在等待",
         "starvation_cpu.advice.quota": (
             "GPU 在等待输入，而本任务所在的 CPU 配额已经用尽（{children} 个数据加载 worker 在争用）。"
             "增加 worker 没有用："
             "请提高配额（docker --cpus、Kubernetes resources.limits.cpu、Slurm --cpus-per-task），"
             "或减少每个样本在 CPU 上的工作（在 GPU 上解码和增强，如 NVIDIA DALI；预先处理好数据集）。"
         ),
-        "starvation_cpu.title.main_loop": "GPU {gpu}：训练循环本身占满了 CPU，GPU 在等待（{name}）",
+        "starvation_cpu.title.main_loop": "GPU {gpu}：训练循环本身占满了 CPU，GPU 在等待",
         "starvation_cpu.advice.main_loop": (
             "数据加载 worker 跟得上，但在 GPU 等待的大部分时间里主进程都在忙：循环本身的工作拖住了 GPU"
             "（循环内的预处理、每步的日志或指标计算、在 CPU 上的优化器或损失计算）。请用 py-spy top --pid {pid} "

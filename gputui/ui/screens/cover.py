@@ -30,7 +30,7 @@ class CoverScreen(Screen[None]):
     def compose(self) -> ComposeResult:
         yield StatusHeader()
         yield self.body()
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._shown()

@@ -18,8 +18,11 @@ from gputui.ui.widgets.host import HostPanel
 from gputui.ui.widgets.processes import ProcessTable, process_rows
 
 PROCESS_ROWS_MIN = 5  # the table's header and a few rows stay visible whatever the GPU count
+PROCESS_ROWS_BESIDE_PANE = 3  # fewer while the pane is open on a short terminal: the findings come first
 DIAGNOSTICS_HEIGHT = 10
-# The pane is why gputui exists: it opens by itself when the terminal has room for it beside the panels.
+DIAGNOSTICS_MIN_HEIGHT = 6
+# The pane opens by itself when the terminal has room for it beside the panels; the verdict, under the header,
+# is on screen at every size.
 DIAGNOSTICS_SHOWN_FROM_HEIGHT = 36
 
 
@@ -63,12 +66,19 @@ class MainScreen(Screen[None]):
         yield self.table
         with self.diagnostics:
             yield self.findings
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._on_shown()
 
     def on_resize(self) -> None:
+        self.relayout()
+
+    def on_descendant_focus(self) -> None:
+        """The pane with the keys is being read: it may take more room (and gives it back on blur)."""
+        self.relayout()
+
+    def on_descendant_blur(self) -> None:
         self.relayout()
 
     def on_screen_resume(self) -> None:
@@ -104,25 +114,37 @@ class MainScreen(Screen[None]):
         count = len(self.gpus.panels)
         filter_shown = bool(self.filter_box.display)
         diagnostics_shown = bool(self.diagnostics.display)
-        key = (width, height, header_lines, host_lines, count, filter_shown, diagnostics_shown)
+        empty = self.table.empty  # no GPU process: the table is one line, and its room goes to the pane
+        wanted = self.findings.wanted_height + 1  # and the pane's top border
+        reading = self.findings.has_focus
+        key = (width, height, header_lines, host_lines, count, filter_shown, diagnostics_shown, empty, wanted, reading)
         if key == self._layout_key or not width:
             return
         self._layout_key = key
         self.header.styles.height = header_lines
         self.host.styles.height = host_lines
-        fixed = header_lines + host_lines + 1 + int(filter_shown)
-        fixed += DIAGNOSTICS_HEIGHT if diagnostics_shown else 0
-        room = height - fixed - PROCESS_ROWS_MIN
+        left = height - header_lines - host_lines - 1 - int(filter_shown)
+        # The pane takes what its rows need, up to a third of the terminal, or 10 lines while it has the keys (its
+        # advice is being read): what does not fit is counted in it.
+        cap = DIAGNOSTICS_HEIGHT if reading else max(DIAGNOSTICS_MIN_HEIGHT, height // 3)
+        cap = min(DIAGNOSTICS_HEIGHT, cap)
+        pane = min(cap, wanted) if diagnostics_shown else 0
+        table = 1 if empty else PROCESS_ROWS_BESIDE_PANE if diagnostics_shown and height < 40 else PROCESS_ROWS_MIN
+        room = left - pane - table
         mode = panel_mode(count, width, room)
         self.gpus.mode = mode
-        self.gpus.styles.height = max(mode, min(count * mode, room))
+        gpu_rows = max(mode, min(count * mode, room))
+        self.gpus.styles.height = gpu_rows
+        # What the panels leave goes to the table, or to the pane when there is no process to list.
+        self.table.styles.height = 1 if empty else "1fr"
+        self.diagnostics.styles.height = max(pane, left - gpu_rows - 1) if diagnostics_shown and empty else pane
         self.gpus.redraw()
 
     def draw(self, tick: Tick, header: HeaderState, filter_text: str) -> None:
         self.header.show(header)
         self.gpus.redraw()
         self.host.show(tick.snapshot.host, tick.snapshot.system.container)
-        self.table.show_rows(process_rows(tick.snapshot, filter_text))
+        self.table.show_rows(process_rows(tick.snapshot, filter_text), filtered=bool(filter_text))
         if self.diagnostics.display:
-            self.findings.show_findings(tick.active, tick.closed, tick.verdict)
+            self.findings.show_findings(tick.active, tick.closed)
         self.relayout()

@@ -1,9 +1,10 @@
-"""The diagnostics pane: the verdict, open findings worst first, their evidence, the chosen one's advice, and
-history.
+"""The diagnostics pane: open findings worst first, one row per rule and cause with the GPUs it covers
+(groups.py), their evidence, the chosen one's advice, and history. The verdict is not repeated here: it is on
+the line under the header on every screen.
 
 It is one Rich Text, rebuilt only when what it shows changes (durations are shown to the second, so an open
-finding repaints once a second at most). Only ASCII is used for its own marks, so it reads the same in PuTTY,
-tmux and a Linux console.
+finding repaints once a second at most). What does not fit is counted ("+3 more"), never dropped silently.
+Only ASCII is used for its own marks, so it reads the same in PuTTY, tmux and a Linux console.
 """
 
 from __future__ import annotations
@@ -20,18 +21,15 @@ from textual.widget import Widget
 
 from gputui.diagnostics.catalog import text
 from gputui.diagnostics.findings import Finding, Severity, format_evidence, severity_label
-from gputui.diagnostics.verdict import Verdict
+from gputui.diagnostics.groups import FindingGroup, counts_text, group_findings, sort_groups
 from gputui.formatting import fmt_duration
 
 SEVERITY_STYLES = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 HISTORY_STYLE = "dim"
-# The verdict's label: green where the machine delivers, red where it fails, yellow where something holds it back.
-VERDICT_STYLES = {"gpu_bound": "bold green", "idle": "bold", "unknown": "dim", "degraded": "bold red"}
-VERDICT_DEFAULT_STYLE = "bold yellow"
 CURSOR_STYLE = "reverse"
 MAX_EVIDENCE = 4  # evidence items shown per finding; the rest is in `gputui diagnose --json`
 
-FindingKey = tuple[str, tuple[int, ...], float]
+GroupKey = tuple[object, ...]
 
 
 class _Lines:
@@ -48,12 +46,12 @@ class _Lines:
         self.owners.append(owner)
 
 
-def _key(finding: Finding) -> FindingKey:
-    return finding.rule, finding.gpus, finding.started_at
+def _key(group: FindingGroup) -> GroupKey:
+    return group.key
 
 
 class DiagnosticsPane(Widget, can_focus=True):
-    """Findings by severity; up/down and enter (or a click) choose one and show its advice.
+    """Finding rows by severity; up/down and enter (or a click) choose one and show its advice.
 
     It fills the slot it is given (height 100%) and scrolls its list to keep the cursor in view.
     """
@@ -72,9 +70,9 @@ class DiagnosticsPane(Widget, can_focus=True):
     ]
 
     class FindingSelected(Message):
-        """A finding was chosen: the app highlights `finding.metric` on the GPU panels it names."""
+        """A row was chosen: the app highlights `finding.metric` on the GPU panels it names."""
 
-        def __init__(self, finding: Finding) -> None:
+        def __init__(self, finding: FindingGroup) -> None:
             super().__init__()
             self.finding = finding
 
@@ -83,43 +81,39 @@ class DiagnosticsPane(Widget, can_focus=True):
     ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.lang = lang
-        self._open: tuple[Finding, ...] = ()
-        self._history: tuple[Finding, ...] = ()
-        self._verdict: Verdict | None = None
+        self._open: tuple[FindingGroup, ...] = ()
+        self._history: tuple[FindingGroup, ...] = ()
         self._shown: tuple[object, ...] | None = None
         self._cursor = 0
-        self._chosen: FindingKey | None = None
+        self._chosen: GroupKey | None = None
         self._line_owner: list[int | None] = []  # rendered line -> index into _entries
+        self.wanted_height = 2  # the lines it would take to show everything: the layout gives it no more
         self._text: Group = Group()
 
     @property
-    def entries(self) -> tuple[Finding, ...]:
-        """What can be chosen, in screen order: open findings, then history."""
+    def entries(self) -> tuple[FindingGroup, ...]:
+        """What can be chosen, in screen order: open rows, then history."""
         return self._open + self._history
 
     @property
-    def chosen(self) -> Finding | None:
-        for finding in self.entries:
-            if _key(finding) == self._chosen:
-                return finding
+    def chosen(self) -> FindingGroup | None:
+        for group in self.entries:
+            if _key(group) == self._chosen:
+                return group
         return None
 
-    def show_findings(
-        self, active: Sequence[Finding], closed: Sequence[Finding], verdict: Verdict | None = None
-    ) -> None:
+    def show_findings(self, active: Sequence[Finding], closed: Sequence[Finding]) -> None:
         """New engine state; nothing is redrawn when the screen would not change."""
-        shown = (
-            None if verdict is None else (verdict.cls, verdict.label, verdict.summary),
-            *(
-                (_key(f), f.severity, f.title, int(f.duration_s), f.evidence, f.ended_at is None)
-                for f in (*active, *closed)
-            ),
+        shown = tuple(
+            (f.rule, f.gpus, f.started_at, f.severity, f.title, int(f.duration_s), f.evidence, f.ended_at is None)
+            for f in (*active, *closed)
         )
         if shown == self._shown:
             return
         cursor_key = _key(self.entries[self._cursor]) if self.entries else None
-        self._open, self._history, self._shown = tuple(active), tuple(closed), shown
-        self._verdict = verdict
+        self._open = sort_groups(group_findings(active, self.lang))
+        self._history = group_findings(closed, self.lang)
+        self._shown = shown
         keys = [_key(f) for f in self.entries]
         self._cursor = keys.index(cursor_key) if cursor_key in keys else min(self._cursor, max(0, len(keys) - 1))
         self._rebuild()
@@ -143,10 +137,10 @@ class DiagnosticsPane(Widget, can_focus=True):
             self._choose(owner)
 
     def _choose(self, index: int) -> None:
-        finding = self.entries[index]
-        self._chosen = _key(finding)
+        group = self.entries[index]
+        self._chosen = _key(group)
         self._rebuild()
-        self.post_message(self.FindingSelected(finding))
+        self.post_message(self.FindingSelected(group))
 
     def _rebuild(self) -> None:
         """New text for the same region: the pane fills its slot, so no layout pass is needed."""
@@ -162,20 +156,10 @@ class DiagnosticsPane(Widget, can_focus=True):
         """Header, the findings (scrolled to keep the cursor in view when the pane is short), then advice."""
         lang = self.lang
         header = Text(text("ui.title", lang), style="bold", no_wrap=True, overflow="ellipsis")
-        counts = [
-            text(f"ui.count.{sev.label}", lang, count=n)
-            for sev in reversed(Severity)
-            if (n := sum(1 for f in self._open if f.severity == sev))
-        ]
+        counts = counts_text(self._open, lang)
         if counts:
-            header.append("  " + ", ".join(counts))
+            header.append("  " + counts)
         top = [header]
-        if self._verdict is not None:
-            # Wrapped, not cut: its end is what to do ("speed-ups must come from the job: ...").
-            verdict = Text()
-            verdict.append(self._verdict.label, style=VERDICT_STYLES.get(self._verdict.cls, VERDICT_DEFAULT_STYLE))
-            verdict.append(text("verdict.line", lang, label="", summary=self._verdict.summary))
-            top += list(verdict.wrap(self.app.console, max(1, self.size.width)))
         body = _Lines()
         if not self._open:
             body.add(Text(text("ui.none", lang), style="green"))
@@ -197,10 +181,26 @@ class DiagnosticsPane(Widget, can_focus=True):
             foot_rows = 1
         else:
             foot_rows = 0
-        start, rows = self._scroll(body.owners, self.size.height - len(top) - foot_rows)
-        # Only the findings can be clicked; the header, the verdict and the advice below own no finding.
-        self._line_owner = [*(None for _ in top), *body.owners[start : start + rows]]
-        return Group(*top, *body.texts[start : start + rows], *foot)
+        self.wanted_height = len(top) + len(body.texts) + foot_rows
+        room = self.size.height - len(top) - foot_rows
+        start, rows = self._scroll(body.owners, room)
+        if self._hidden(body.owners, start, rows):
+            # What does not fit is counted on a row of its own, rather than left to be guessed.
+            start, rows = self._scroll(body.owners, room - 1)
+        shown = body.texts[start : start + rows]
+        owners = body.owners[start : start + rows]
+        hidden = self._hidden(body.owners, start, rows)
+        if hidden:
+            shown.append(Text(text("ui.more", lang, count=hidden), style=HISTORY_STYLE, no_wrap=True))
+            owners.append(None)
+        # Only the findings can be clicked; the header and the advice below own no finding.
+        self._line_owner = [*(None for _ in top), *owners]
+        return Group(*top, *shown, *foot)
+
+    @staticmethod
+    def _hidden(owners: list[int | None], start: int, rows: int) -> int:
+        """Rows (findings) none of whose lines are among those shown."""
+        return len({o for o in owners if o is not None} - set(owners[start : start + rows]))
 
     def _scroll(self, owners: list[int | None], room: int) -> tuple[int, int]:
         """The first body line to show and how many, so that the cursor's lines are in view."""
@@ -211,18 +211,18 @@ class DiagnosticsPane(Widget, can_focus=True):
         start = max(0, mine[-1] + 1 - room)
         return min(start, mine[0]), room
 
-    def _finding_lines(self, finding: Finding, index: int, history: bool, lines: _Lines) -> None:
+    def _finding_lines(self, group: FindingGroup, index: int, history: bool, lines: _Lines) -> None:
         lang = self.lang
-        style = HISTORY_STYLE if history else SEVERITY_STYLES[finding.severity]
+        style = HISTORY_STYLE if history else SEVERITY_STYLES[group.severity]
         head = Text("> " if index == self._cursor else "  ", style=CURSOR_STYLE if self.has_focus else "")
-        head.append(severity_label(finding.severity, lang) + " ", style=style)
-        head.append(finding.title, style=HISTORY_STYLE if history else "")
-        duration = fmt_duration(finding.duration_s)
+        head.append(severity_label(group.severity, lang) + " ", style=style)
+        head.append(group.title, style=HISTORY_STYLE if history else "")
+        duration = fmt_duration(group.duration_s)
         head.append("  " + (text("ui.lasted", lang, duration=duration) if history else duration), style=HISTORY_STYLE)
         lines.add(head, index)
-        if not history and finding.evidence:
+        if not history and group.evidence:
             now = text("win.now", lang)
-            evidence = " | ".join(format_evidence(e, quiet_window=now) for e in finding.evidence[:MAX_EVIDENCE])
+            evidence = " | ".join(format_evidence(e, quiet_window=now) for e in group.evidence[:MAX_EVIDENCE])
             lines.add(Text("       " + evidence, style=HISTORY_STYLE), index)
 
     def on_mount(self) -> None:

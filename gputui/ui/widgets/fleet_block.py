@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 from gputui import formatting as f
 from gputui.diagnostics.findings import Finding, severity_label
+from gputui.diagnostics.groups import group_findings, sort_groups
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.session.fleet import HostState
 from gputui.ui import text as t
@@ -104,26 +105,23 @@ def gpu_line(info: GpuInfo, sample: GpuSample | None, bar: bool = True) -> Line:
     return line
 
 
-def worst_first(findings: Sequence[Finding]) -> list[Finding]:
-    return sorted(findings, key=lambda f: (-f.severity, f.rule, f.gpus))
-
-
 def findings_line(findings: Sequence[Finding], width: int, closed: Sequence[Finding] = ()) -> Line:
-    """The open findings, worst first, then those that closed while watched ("was"), as many as the width
-    holds, then how many more there are: a summary that misses nothing that happened."""
+    """The open findings, one item per rule and cause with the GPUs it covers, worst first, then those that
+    closed while watched ("was"), as many as the width holds, then how many more there are: a summary that
+    misses nothing that happened."""
     if not findings and not closed:
         return [(INDENT, ""), ("no findings", LABEL)]
-    ordered = worst_first(findings) + worst_first(closed)
+    ordered = sort_groups(group_findings(findings)) + sort_groups(group_findings(closed))
     line: Line = [(INDENT, "")]
-    for shown, finding in enumerate(ordered):
-        where = f" GPU {','.join(map(str, finding.gpus))}" if finding.gpus else ""
-        was: Line = [("was ", LABEL)] if finding.ended_at is not None else []
-        style = SEVERITY_STYLES[finding.severity] if finding.ended_at is None else LABEL
+    for shown, group in enumerate(ordered):
+        where = f" GPU {f.fmt_ranges(group.gpus)}" if group.gpus else ""
+        was: Line = [("was ", LABEL)] if not group.is_open else []
+        style = SEVERITY_STYLES[group.severity] if group.is_open else LABEL
         item: Line = [
             *was,
-            (severity_label(finding.severity, "en").strip(), style),
+            (severity_label(group.severity, "en").strip(), style),
             (" ", ""),
-            (f"{finding.rule}{where}", "" if finding.ended_at is None else LABEL),
+            (f"{group.rule}{where}", "" if group.is_open else LABEL),
         ]
         rest = len(ordered) - shown - 1
         more = len(f"  +{rest} more") if rest else 0

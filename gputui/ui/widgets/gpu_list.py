@@ -12,6 +12,7 @@ from typing import ClassVar
 from textual import events
 from textual.binding import Binding, BindingType
 
+from gputui.formatting import fmt_ranges
 from gputui.model import Snapshot
 from gputui.ui.widgets.gpu_panel import METRIC_GROUPS, GpuPanel
 from gputui.ui.widgets.lines import Line, LineView
@@ -50,20 +51,33 @@ class GpuList(LineView):
         return changed
 
     def highlight(self, gpus: Sequence[int], metric: str | None) -> None:
-        """Reverse the value a chosen finding is about on the GPUs it names (and clear it elsewhere)."""
+        """Reverse the value a chosen finding is about on the GPUs it names (and clear it elsewhere), and bring
+        the first of them into view."""
         group = METRIC_GROUPS.get(metric or "")
         for panel in self.panels:
             panel.highlight = group if panel.gpu_index in gpus else None
+        named = [n for n, panel in enumerate(self.panels) if panel.gpu_index in gpus]
+        if named:
+            self.cursor = named[0]
         self.redraw()
 
     def build_lines(self, width: int) -> Sequence[Line]:
+        """The panels that fit, scrolled to keep the cursor's; when some do not fit, the last line counts them."""
         per = max(1, self.mode)
+        count = len(self.panels)
         visible = max(1, self.known_height // per)
-        self._top = min(max(0, self._top, self.cursor - visible + 1), self.cursor)
+        if count > visible:
+            visible = max(1, (self.known_height - 1) // per)  # a line for the count of those out of view
+        self._top = min(max(0, self._top, self.cursor - visible + 1), self.cursor, max(0, count - visible))
         lines: list[Line] = []
-        for n, panel in enumerate(self.panels[self._top : self._top + visible], start=self._top):
+        shown = self.panels[self._top : self._top + visible]
+        for n, panel in enumerate(shown, start=self._top):
             panel.selected = n == self.cursor and self.has_focus
             lines += panel.build_lines(width, self.mode)
+        hidden = [p.gpu_index for p in self.panels if p not in shown]
+        if hidden:
+            more = f" +{len(hidden)} more: GPU{'s' if len(hidden) > 1 else ''} {fmt_ranges(hidden)} (up/down)"
+            lines.append([(more, "bright_black")])
         return lines
 
     def action_move(self, delta: int) -> None:

@@ -141,7 +141,7 @@ class GpuPanel:
     def _util(self, s: GpuSample | None, bar_width: int) -> Line:
         util = None if s is None else s.utilization_gpu_pct
         frac = None if util is None else util / 100.0
-        style = t.level_style(frac)
+        style = t.util_style(util, s is not None and bool(s.processes))
         line: Line = []
         if bar_width:
             line += [("UTIL [", LABEL), (t.bar(frac, bar_width), style), ("] ", LABEL)]
@@ -170,8 +170,7 @@ class GpuPanel:
     def _power(self, s: GpuSample | None, mark_default: bool) -> Line:
         power = None if s is None else s.power_w
         limit = None if s is None else s.power_limit_w
-        frac = None if power is None or not limit else power / limit
-        line: Line = [(f"{f.fmt_num(power):>3}/{f.fmt_num(limit)}W", self._mark("power", t.level_style(frac)))]
+        line: Line = [(f"{f.fmt_num(power):>3}/{f.fmt_num(limit)}W", self._mark("power", t.power_style(power, limit)))]
         if mark_default and self._lowered_limit(s):
             line.append((f"<{self.info.power_default_limit_w:.0f}", "yellow"))
         return line
@@ -193,13 +192,15 @@ class GpuPanel:
         frac = None if used is None or not total else used / total
         line: Line = []
         if bar_width:
-            line += [("[", LABEL), (t.bar(frac, bar_width), t.level_style(frac)), ("] ", LABEL)]
-        return [*line, (f"{f.fmt_gib(used)}/{f.fmt_gib(total, 0)}G", self._mark("vram", ""))]
+            line += [("[", LABEL), (t.bar(frac, bar_width), t.memory_style(frac)), ("] ", LABEL)]
+        return [*line, (f"{f.fmt_gib(used)}/{f.fmt_gib(total, 0)}G", self._mark("vram", t.memory_style(frac)))]
 
     def _clocks(self, s: GpuSample | None, memory: bool = True) -> Line:
         sm = None if s is None else s.sm_clock_mhz
-        sm_text = f"{f.fmt_num(sm):>4}/{f.fmt_num(self.info.max_sm_clock_mhz)}"
-        line: Line = [("SM ", LABEL), (sm_text, self._mark("clocks", ""))]
+        top = self.info.max_sm_clock_mhz
+        sm_text = f"{f.fmt_num(sm):>4}/{f.fmt_num(top)}"
+        lost = t.clock_style(sm, top, None if s is None else s.utilization_gpu_pct)
+        line: Line = [("SM ", LABEL), (sm_text, self._mark("clocks", lost))]
         if memory:
             mem = None if s is None else s.memory_clock_mhz
             line += [("  MEM ", LABEL), (f"{f.fmt_num(mem):>4}/{f.fmt_num(self.info.max_memory_clock_mhz)}", "")]
@@ -223,13 +224,29 @@ class GpuPanel:
         pstate = t.fmt_pstate(None if s is None else s.pstate)
         return [("Fan ", LABEL), (f"{f.fmt_pct(fan):>4}", ""), ("  ", ""), (f"{pstate:<3}", "")]
 
-    def _tags(self, s: GpuSample | None) -> Line:
+    def _tags(self, s: GpuSample | None, room: int | None = None) -> Line:
+        """The clock event tags, worst first; within `room` cells, those that fit whole and "+N" for the rest."""
+        tags = t.reason_tags(None if s is None else s.clock_event_reasons)
         line: Line = []
-        for tag, style in t.reason_tags(None if s is None else s.clock_event_reasons):
+        used = 0
+        for n, (tag, style) in enumerate(tags):
+            rest = len(tags) - n - 1
+            if room is not None and used + 1 + len(tag) + (len(f" +{rest}") if rest else 0) > room:
+                line.append((f" +{len(tags) - n}", "bold red"))
+                break
             line += [(" ", ""), (tag, f"{style} reverse")]
+            used += 1 + len(tag)
         if s is not None and s.error:
             line.append((f" {s.error}", "red"))
         return line
+
+    def _spark_and_tags(self, s: GpuSample | None, line: Line, width: int) -> Line:
+        """After a compact line: the tags first call on the room left (they name what is lost, never cut), then
+        the sparkline takes what they leave, up to 30 cells, or none under 4."""
+        room = width - line_len(line)
+        tags = self._tags(s, room - 1)
+        spark = min(30, room - line_len(tags) - 1)
+        return [*(self._spark(spark) if spark >= 4 else []), *tags]
 
     # -- layouts ---------------------------------------------------------------------------------------
 
@@ -264,8 +281,7 @@ class GpuPanel:
             head += [*self._gpm(s, ("SM act ", "tensor ", None), " "), *gap]
         head += [*self._temp(s, False), *gap]
         head += [*self._power(s, True), *gap, *self._vram(s, 0), *gap]
-        head += self._spark(max(4, min(30, width - line_len(head) - 20)))
-        head += self._tags(s)
+        head += self._spark_and_tags(s, head, width)
         line2: Line = [("   ", ""), *self._clocks(s), *gap]
         if width >= 100:
             line2 += [*self._rates(s), *gap]
@@ -282,8 +298,7 @@ class GpuPanel:
         gen = None if s is None else s.pcie_gen
         lanes = None if s is None else s.pcie_width
         line += [(t.fmt_pcie(gen, lanes).replace(" ", ""), LABEL), *gap]
-        line += self._spark(max(4, min(30, width - line_len(line) - 18)))
-        return line + self._tags(s)
+        return line + self._spark_and_tags(s, line, width)
 
     def _has_gpm(self, s: GpuSample | None) -> bool:
         """Compact layouts give GPM room only on GPUs that report it (Hopper and newer); the full one says n/a."""

@@ -1,10 +1,14 @@
-"""The top line: what machine, which driver, how often, when; and a badge whenever the data is not live."""
+"""The top lines: what machine, which driver, how often, when, a badge whenever the data is not live; then the
+verdict, on every screen and at every size; then the sampling error and fresh notices."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rich.cells import cell_len, chop_cells
+
+from gputui.diagnostics.verdict import Verdict
 from gputui.formatting import NA, fmt_bytes, fmt_bytes_short
 from gputui.model import ContainerInfo, SystemInfo
 from gputui.ui.notices import Level, Notice
@@ -14,6 +18,13 @@ from gputui.ui.widgets.lines import Line, LineView, line_len
 LABEL = "bright_black"
 LEVEL_STYLES: dict[Level, str] = {"alarm": "bold red", "warning": "yellow", "info": LABEL}
 FLAG_STYLE = "bold black on yellow"  # a notice that stays true: the data lacks something for the whole session
+# The verdict's label: green where the machine delivers, red where it fails, yellow where something holds it back.
+VERDICT_STYLES = {"gpu_bound": "bold green", "idle": "bold", "unknown": "dim", "degraded": "bold red"}
+VERDICT_DEFAULT_STYLE = "bold yellow"
+# The verdict is wrapped whole at word boundaries onto at most this many lines; a longer one ends at the last
+# whole word that fits, with "…" (the pane and `gputui diagnose` give it whole).
+VERDICT_MAX_LINES = 3
+ELLIPSIS = "…"
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +40,7 @@ class HeaderState:
     warnings: int = 0
     recording: str | None = None  # the --record badge: "REC", or "REC STOPPED" once the writer gave up
     replay: str | None = None  # where a replay is and how fast: "01:12:30 / 08:00:00 x4"
+    verdict: Verdict | None = None  # what bounds the job: under the facts, on every screen
 
 
 def badges(system: SystemInfo, paused: bool) -> list[tuple[str, str]]:
@@ -90,7 +102,11 @@ class StatusHeader(LineView):
         self.redraw()
 
     def line_count(self, width: int) -> int:
-        return 1 + len(self._notice_lines(width))
+        return 1 + len(self._verdict_lines(width)) + len(self._notice_lines(width))
+
+    def _verdict_lines(self, width: int) -> list[Line]:
+        verdict = self.state.verdict if self.state is not None else None
+        return [] if verdict is None else verdict_lines(verdict, width)
 
     def _notice_lines(self, width: int) -> list[Line]:
         s = self.state
@@ -101,44 +117,74 @@ class StatusHeader(LineView):
         return [[(row, LEVEL_STYLES[level])] for text, level in said for row in wrap_text(text, width)]
 
     @staticmethod
-    def _facts(s: HeaderState, wide: bool) -> Line:
-        """The facts line; narrow terminals get it without the labels, badges first so they always show."""
+    def _facts(s: HeaderState, width: int) -> Line:
+        """The facts line at `width`: whole with its labels where it fits, else without them, leaving out the least
+        needed facts (the GPU count, the versions, the container, the host) one by one from the end, so that
+        nothing is cut mid-word. The clock, the badges and the refresh interval always show."""
+        head, facts, tail = StatusHeader._fact_parts(s, wide=True)
+        line = [*head, *(part for fact in facts for part in fact), *tail]
+        if line_len(line) <= width:
+            return line
+        head, facts, tail = StatusHeader._fact_parts(s, wide=False)
+        for keep in range(len(facts), 0, -1):
+            line = [*head, *(part for fact in facts[:keep] for part in fact), *tail]
+            if line_len(line) <= width:
+                return line
+        return [*head, *tail]
+
+    @staticmethod
+    def _fact_parts(s: HeaderState, wide: bool) -> tuple[Line, list[Line], Line]:
+        """What must show (the clock, the badges), the facts in the order they are given up last to first, and
+        the refresh interval."""
         sysinfo = s.system
-        line: Line = [(s.clock, ""), ("  ", "")]
+        head: Line = [(s.clock, ""), ("  ", "")]
         if wide:
-            line.append(("gputui  ", "bold"))
+            head.append(("gputui  ", "bold"))
         for label, style in badges(sysinfo, s.paused):
-            line += [(f" {label} ", style), ("  ", "")]
+            head += [(f" {label} ", style), ("  ", "")]
             if label == "REPLAY" and s.replay:
-                line += [(s.replay, "bold"), ("  ", "")]
+                head += [(s.replay, "bold"), ("  ", "")]
         for flag in s.flags:
-            line += [(f" {flag} ", FLAG_STYLE), ("  ", "")]
+            head += [(f" {flag} ", FLAG_STYLE), ("  ", "")]
         if s.recording:
-            line += [(f" {s.recording} ", "bold white on red"), ("  ", "")]
+            head += [(f" {s.recording} ", "bold white on red"), ("  ", "")]
         if s.critical:
-            line += [(f" {s.critical} CRITICAL ", "bold white on red"), ("  ", "")]
+            head += [(f" {s.critical} CRITICAL ", "bold white on red"), ("  ", "")]
         if s.warnings:
-            line += [(f" {s.warnings} WARNING{'S' if s.warnings > 1 else ''} ", "bold black on yellow"), ("  ", "")]
-        line.append((sysinfo.hostname, ""))
+            head += [(f" {s.warnings} WARNING{'S' if s.warnings > 1 else ''} ", "bold black on yellow"), ("  ", "")]
+        facts: list[Line] = [[(sysinfo.hostname, "")]]
         brief = container_brief(sysinfo.container, wide=wide)
         if brief:
-            line.append((f"  {brief}", "cyan"))
-        line += [
-            ("  driver " if wide else "  drv ", LABEL),
-            (sysinfo.driver_version or NA, ""),
-            ("  CUDA ", LABEL),
-            (sysinfo.cuda_driver_version or NA, ""),
-            (f"  {sysinfo.gpu_count} GPU{'s' if sysinfo.gpu_count != 1 else ''}", ""),
-            ("  every " if wide else "  ", LABEL),
-            (f"{s.interval_s:g}s", ""),
+            facts.append([(f"  {brief}", "cyan")])
+        facts += [
+            [("  driver " if wide else "  drv ", LABEL), (sysinfo.driver_version or NA, "")],
+            [("  CUDA ", LABEL), (sysinfo.cuda_driver_version or NA, "")],
+            [(f"  {sysinfo.gpu_count} GPU{'s' if sysinfo.gpu_count != 1 else ''}", "")],
         ]
-        return line
+        tail: Line = [("  every " if wide else "  ", LABEL), (f"{s.interval_s:g}s", "")]
+        return head, facts, tail
 
     def build_lines(self, width: int) -> Sequence[Line]:
         s = self.state
         if s is None:
             return [[("gputui", "bold"), ("  starting...", LABEL)]]
-        line = self._facts(s, wide=True)
-        if line_len(line) > width:
-            line = self._facts(s, wide=False)
-        return [line, *self._notice_lines(width)]
+        return [self._facts(s, width), *self._verdict_lines(width), *self._notice_lines(width)]
+
+
+def verdict_lines(verdict: Verdict, width: int, max_lines: int = VERDICT_MAX_LINES) -> list[Line]:
+    """The verdict's sentence wrapped at word boundaries, its label in its class's colour; never cut mid-word."""
+    rows = list(wrap_text(verdict.line, width))
+    if len(rows) > max_lines:
+        rows = rows[:max_lines]
+        words = rows[-1].split(" ")
+        while len(words) > 1 and cell_len(" ".join(words)) + len(ELLIPSIS) > width:
+            words.pop()
+        last = " ".join(words)
+        if cell_len(last) + len(ELLIPSIS) > width:  # one long word, or Chinese, which has no spaces to break at
+            last = chop_cells(last, max(1, width - len(ELLIPSIS)))[0]
+        rows[-1] = last + ELLIPSIS
+    style = VERDICT_STYLES.get(verdict.cls, VERDICT_DEFAULT_STYLE)
+    label = verdict.label
+    first = rows[0]
+    head: Line = [(label, style), (first[len(label) :], "")] if first.startswith(label) else [(first, "")]
+    return [head, *[[(row, "")] for row in rows[1:]]]

@@ -151,6 +151,7 @@ class ProcessTable(LineView):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rows: dict[str, Row] = {}
+        self.filtered = False  # the rows are those a filter kept
         self.shown: list[int] = shown_columns({})
         self.order: list[str] = []
         self.sort_column = 0
@@ -160,8 +161,14 @@ class ProcessTable(LineView):
 
     # -- data ------------------------------------------------------------------------------------------
 
-    def show_rows(self, rows: dict[str, Row]) -> None:
+    @property
+    def empty(self) -> bool:
+        """No GPU process at all (not merely none that matches the filter): the table is one line then."""
+        return not self.rows and not self.filtered
+
+    def show_rows(self, rows: dict[str, Row], filtered: bool = False) -> None:
         self.rows = rows
+        self.filtered = filtered
         self.shown = shown_columns(rows)
         if self.sort_column not in self.shown:
             self.sort_column = 0
@@ -206,6 +213,8 @@ class ProcessTable(LineView):
         return [c.width or max(10, width - fixed) for c in columns]
 
     def build_lines(self, width: int) -> Sequence[Line]:
+        if self.empty:
+            return [[("GPU processes: none", LABEL)]]  # one line, no header: the room goes to what has content
         widths = self.widths(width)
         header: Line = []
         for n, (index, w) in enumerate(zip(self.shown, widths, strict=True)):
@@ -231,7 +240,7 @@ class ProcessTable(LineView):
                 line.append((fit(cells[index].shown, w, COLUMNS[index].right), style))
             lines.append(line)
         if not self.order:
-            lines.append([("no processes", LABEL)])
+            lines.append([("no processes match the filter", LABEL)])
         return lines
 
     def watch_has_focus(self, has_focus: bool) -> None:
