@@ -18,12 +18,27 @@ EXIT_NO_DRIVER = 3
 EXIT_CRITICAL = 4
 
 
+# `--demo list` prints the scenarios, each with what it shows, and exits 0.
+LIST_SCENARIOS = "list"
+
+
 def scenario_name(text: str) -> str:
     from gputui.sources.scenarios import SCENARIOS
 
-    if text not in SCENARIOS:
-        raise argparse.ArgumentTypeError(f"unknown scenario {text!r} (choose from {', '.join(SCENARIOS)})")
+    if text not in (*SCENARIOS, LIST_SCENARIOS):
+        raise argparse.ArgumentTypeError(
+            f"unknown scenario {text!r} (choose from {', '.join(SCENARIOS)}; `--demo list` describes them)"
+        )
     return text
+
+
+def print_scenarios() -> int:
+    from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
+
+    width = max(len(name) for name in SCENARIO_DESCRIPTIONS)
+    for name, description in SCENARIO_DESCRIPTIONS.items():
+        print(f"{name:<{width}}  {description}")
+    return EXIT_OK
 
 
 def add_source_options(parser: argparse.ArgumentParser) -> None:
@@ -35,7 +50,8 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         type=scenario_name,
         metavar="SCENARIO",
-        help="use the simulated machine (labelled SIMULATED everywhere); default scenario: tour",
+        help="use the simulated machine (labelled SIMULATED everywhere); default scenario: tour; "
+        "`--demo list` lists the scenarios",
     )
     simulated.add_argument(
         "--demo-job",

@@ -107,7 +107,7 @@ TEXTS: Texts = {
         "verdict.cause.ecc_errors": "uncorrected ECC errors",
         "verdict.cause.xid": "XID errors",
         "verdict.cause.nvml_unavailable": "the NVIDIA driver cannot be read",
-        "ev.clock_of_max": "SM clock of max",
+        "ev.clock_of_max": "SM clock, share of its max",
     },
     "zh": {
         "verdict.line": "{label}：{summary}",

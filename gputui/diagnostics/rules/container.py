@@ -221,7 +221,7 @@ TEXTS: Texts = {
         "ev.oom_kills": "OOM kills",
         "ev.memory_limit": "memory limit",
         "ev.cgroup_memory": "memory used",
-        "ev.psi_memory": "memory pressure (some)",
+        "ev.psi_memory": "time tasks waited for memory",
     },
     "zh": {
         "cpu_throttled.title": "{quota} 核的 CPU 配额在 {pct} 的周期内被用完",
@@ -272,6 +272,6 @@ TEXTS: Texts = {
         "ev.oom_kills": "OOM 次数",
         "ev.memory_limit": "内存上限",
         "ev.cgroup_memory": "已用内存",
-        "ev.psi_memory": "内存压力（some）",
+        "ev.psi_memory": "任务等待内存的时间",
     },
 }

@@ -117,7 +117,7 @@ TEXTS: Texts = {
         "ev.sm_active": "SM activity",
         "ev.sm_occupancy": "SM occupancy",
         "ev.tensor_active": "tensor-core activity",
-        "ev.fp32_active": "FP32 pipe activity",
+        "ev.fp32_active": "plain FP32 math activity",
         "ev.dram_bw": "DRAM bandwidth",
     },
     "zh": {

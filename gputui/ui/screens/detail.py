@@ -14,7 +14,7 @@ from gputui.model import GpuInfo, GpuSample, Snapshot
 from gputui.ui import text as t
 from gputui.ui.screens.cover import CoverScreen
 from gputui.ui.widgets.header import HeaderState
-from gputui.ui.widgets.lines import Line, LineView
+from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"
 MARGIN = 2  # the scale is in the title line of each chart
@@ -98,17 +98,18 @@ class DetailView(LineView):
         columns = max(1, width - MARGIN)
         window = list(history)[-columns:]
         span = window[-1].timestamp - window[0].timestamp if window else 0.0
-        lines = [self._title(info, sample), [(f"{span_label(len(window), span)}, one column per sample", LABEL)]]
+        lines = [self._title(info, sample, width), [(f"{span_label(len(window), span)}, one column per sample", LABEL)]]
         gpm = any(g.sm_active_pct is not None for snap in window for g in snap.gpus if g.index == self.index)
         charts = CHARTS + GPM_CHARTS if gpm else CHARTS
         if not gpm:
-            lines.append([(NO_GPM, LABEL)])
+            lines += [[(row, LABEL)] for row in t.wrap_text(NO_GPM, width)]
         block = max(2, (self.known_height - len(lines)) // len(charts))
         for chart in charts:
             lines += self._chart(chart, info, history, columns, block - 1)
         return lines
 
-    def _title(self, info: GpuInfo, sample: GpuSample | None) -> Line:
+    def _title(self, info: GpuInfo, sample: GpuSample | None, width: int) -> Line:
+        """The GPU, its state and tags; then its bus id and UUID, each only where it fits whole."""
         line: Line = [(f"GPU {info.index}  ", "bold"), (info.name, "bold")]
         if sample is not None and sample.lost:
             line += [("  ", ""), (" LOST ", "bold white on red"), (f" {sample.error or ''}", "red")]
@@ -117,7 +118,10 @@ class DetailView(LineView):
             for tag, style in t.reason_tags(sample.clock_event_reasons):
                 line += [(" ", ""), (tag, f"{style} reverse")]
         for label, value in (("bus", info.pci_bus_id), ("uuid", info.uuid)):
-            line += [(f"  {label} ", LABEL), (value or f.NA, "")]
+            part: Line = [(f"  {label} ", LABEL), (value or f.NA, "")]
+            if line_len(line) + line_len(part) > width:
+                break
+            line += part
         return line
 
     def _chart(self, chart: Chart, info: GpuInfo, history: History, columns: int, rows: int) -> list[Line]:

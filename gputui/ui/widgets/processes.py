@@ -123,7 +123,9 @@ def shown_columns(rows: dict[str, Row]) -> list[int]:
 
 
 def fit(text: str, width: int, right: bool) -> str:
-    text = text[:width]
+    """A cell of exactly `width`; a longer text ends in "…" so that a cut never passes for the whole."""
+    if len(text) > width:
+        text = text[: max(0, width - 1)] + "…" if width > 0 else ""
     return text.rjust(width) if right else text.ljust(width)
 
 
