@@ -21,6 +21,17 @@ def _table_unit(value: float) -> tuple[str, int]:
     return next(((unit, size) for unit, size in _TABLE_UNITS if abs(value) >= size), ("B", 1))
 
 
+def index_ranges(indices: tuple[int, ...]) -> str:
+    """(0, 1, 2, 3, 8) -> "0-3,8": GPUs and CPUs as cpuset files write them."""
+    runs: list[list[int]] = []
+    for index in sorted(indices):
+        if runs and index == runs[-1][-1] + 1:
+            runs[-1].append(index)
+        else:
+            runs.append([index])
+    return ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
 def fmt_num(value: float | None, digits: int = 0, unit: str = "") -> str:
     return NA if value is None else f"{value:.{digits}f}{unit}"
 

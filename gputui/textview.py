@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gputui import topology as topo
-from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes, fmt_bytes_pair, fmt_num, fmt_pct, fmt_rate
+from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes, fmt_bytes_pair, fmt_num, fmt_pct, fmt_rate, index_ranges
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
 from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
 from gputui.sources.sim_job import is_job_scenario, job_banner
@@ -146,7 +146,7 @@ def container_lines(snapshot: Snapshot) -> list[str]:
         where = limits.runtime or "no container"
         if limits.recognised_by:
             where += f" ({limits.recognised_by})"
-        cpuset = _cpu_ranges(limits.cpuset_cpus) if limits.cpuset_cpus else NA
+        cpuset = index_ranges(limits.cpuset_cpus) if limits.cpuset_cpus else NA
         lines.append(
             f"cgroup  {where}, v{fmt_num(limits.cgroup_version)}, CPU quota {fmt_num(limits.cpu_quota_cores, 1)}, "
             f"cpuset {cpuset}, memory limit {fmt_bytes(limits.memory_limit_bytes)}, "
@@ -165,17 +165,6 @@ def container_lines(snapshot: Snapshot) -> list[str]:
             f"full {fmt_pct(psi.memory_full_pct)}"
         )
     return lines
-
-
-def _cpu_ranges(cpus: tuple[int, ...]) -> str:
-    """(0, 1, 2, 3, 8) -> "0-3,8", as cpuset files write them."""
-    runs: list[list[int]] = []
-    for cpu in sorted(cpus):
-        if runs and cpu == runs[-1][-1] + 1:
-            runs[-1].append(cpu)
-        else:
-            runs.append([cpu])
-    return ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
 
 
 def _shorten(text: str, width: int) -> str:

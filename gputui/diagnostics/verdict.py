@@ -24,6 +24,7 @@ from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Window, ev, rounded
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.formatting import index_ranges
 
 # Most serious first: a GPU with findings of several classes takes the first.
 RANKED: tuple[str, ...] = (
@@ -280,23 +281,7 @@ def _variant_key(key: str, variant: str) -> str:
 def _gpus_text(gpus: tuple[int, ...], everyone: tuple[int, ...], lang: str) -> str:
     if len(gpus) > 1 and set(gpus) == set(everyone):
         return text("verdict.gpus.all", lang, count=len(gpus))
-    return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=_ranges(gpus))
-
-
-def _ranges(indices: tuple[int, ...]) -> str:
-    """(0, 1, 2, 5) -> '0-2,5'."""
-    parts: list[str] = []
-    start = prev = None
-    for i in sorted(indices):
-        if prev is not None and i == prev + 1:
-            prev = i
-            continue
-        if start is not None:
-            parts.append(f"{start}-{prev}" if prev != start else str(start))
-        start = prev = i
-    if start is not None:
-        parts.append(f"{start}-{prev}" if prev != start else str(start))
-    return ",".join(parts)
+    return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=index_ranges(gpus))
 
 
 def _clock_share(w: Window, index: int) -> float | None:
