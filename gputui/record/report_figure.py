@@ -311,7 +311,7 @@ def _legends(
         top = max(tops[titles.index(row)], below)
         placed[legend] = {
             "title": {"text": title},
-            "x": 1.01,
+            "x": 1.025,  # clear of the time labels that overhang the right edge
             "xanchor": "left",
             "y": 1 - top / plot_px,
             "yanchor": "top",
