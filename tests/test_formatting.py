@@ -82,3 +82,11 @@ def test_hms_as_an_offset_and_as_a_tape_position() -> None:
 
 def test_durations_are_short() -> None:
     assert [f.fmt_duration(s) for s in (0, 45.9, 125, 3725)] == ["0s", "45s", "2m05s", "1h02m"]
+
+
+@pytest.mark.parametrize(
+    ("indices", "text"),
+    [((), ""), ((3,), "3"), ((0, 1), "0-1"), ((8, 0, 1, 2, 3), "0-3,8"), ((0, 2, 3, 4, 5, 6, 7), "0,2-7")],
+)
+def test_fmt_ranges_as_cpuset_files_write_them(indices: tuple[int, ...], text: str) -> None:
+    assert f.fmt_ranges(indices) == text

@@ -181,7 +181,8 @@ def tick_weights(timestamps: Sequence[float], interval_s: float) -> list[float]:
     return weights + ([interval_s] if timestamps else [])
 
 
-_THROTTLE_BITS = sum(bit for bit, name in CLOCK_EVENT_REASONS if name in THROTTLING_REASONS)
+# The mask bits of THROTTLING_REASONS: a tick is throttled when any is set.
+THROTTLE_BITS = sum(bit for bit, name in CLOCK_EVENT_REASONS if name in THROTTLING_REASONS)
 
 
 class _GpuTally:
@@ -217,7 +218,7 @@ class _GpuTally:
             for bit, name in CLOCK_EVENT_REASONS:
                 if mask & bit:
                     self.reason_s[name] += weight
-            if mask & _THROTTLE_BITS:
+            if mask & THROTTLE_BITS:
                 self.throttled_s += weight
         if sample.power_w is not None:
             self.energy_j += sample.power_w * weight

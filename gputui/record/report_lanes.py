@@ -1,8 +1,10 @@
-"""The findings timeline of the HTML report: one lane per finding key, each span a bar from start to end.
+"""The lanes of the HTML report: the verdict over time, and one lane per finding key; each span a bar.
 
 Lanes are named on a category axis rather than labelled with annotations, so that findings open at the same
-time sit in their own rows instead of printing over each other. The chart is drawn from plain `Lane`s, not
-from findings, so that other strips (a verdict over time) can be laid in as lanes of their own.
+time sit in their own rows instead of printing over each other. Every bar's colour has a legend entry beside
+its row (the verdict's classes, the findings' severities), so the lanes read without hovering; clicking an
+entry hides those bars. The chart is drawn from plain `Lane`s, not from findings, so that any strip of
+coloured spans can be laid in as a lane.
 """
 
 from __future__ import annotations
@@ -12,9 +14,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gputui.formatting import fmt_ranges
 from gputui.record.report import FindingSpan, Report
 
-TIMELINE_TITLE = "Verdict and findings (one lane per rule and GPU)"
+VERDICT_TITLE = "Verdict over time"
+FINDINGS_TITLE = "Findings (one lane per rule and GPU)"
+VERDICT_LEGEND_TITLE = "verdict"
+FINDINGS_LEGEND_TITLE = "findings"
 VERDICT_LANE = "verdict"
 # One colour per verdict class, so the verdict lane reads at a glance: green where the machine delivers.
 _VERDICT_RGB = {
@@ -33,6 +39,9 @@ _VERDICT_RGB = {
 }
 # Most points drawn along one bar: enough that hovering anywhere on it finds one, few enough for long spans.
 _POINTS_PER_BAR = 60
+# Points across the whole recording: one every 10 pixels or so of a wide chart, for the hover to find.
+_POINTS_ACROSS = 100
+SEVERITIES = ("critical", "warning", "info")
 _SEVERITY_RGB = {
     "critical": (214, 39, 40),
     "warning": (245, 140, 0),
@@ -48,12 +57,14 @@ def severity_colour(severity: str, alpha: float = 1.0) -> str:
 
 @dataclass(frozen=True, slots=True)
 class LaneSpan:
-    """One bar: `end` is where it is drawn to; `open_end` says it was still open when the recording ended."""
+    """One bar: `end` is where it is drawn to; `open_end` says it was still open when the recording ended;
+    `key`: its legend entry (the verdict's class, the finding's severity), which decides its colour."""
 
     start: float
     end: float
     colour: str
     label: str
+    key: str
     open_end: bool = False
 
 
@@ -64,10 +75,11 @@ class Lane:
 
 
 def lane_name(span: FindingSpan) -> str:
-    """The finding's key in words, e.g. "thermal_throttle GPU 1"; a host-wide finding is its rule alone."""
+    """The finding's key in words, e.g. "thermal_throttle GPU 1" or "imbalance GPU 0-7" (short, for the lane names
+    set the left margin of every chart); a host-wide finding is its rule alone."""
     if not span.gpus:
         return span.rule
-    return f"{span.rule} GPU {','.join(str(g) for g in span.gpus)}"
+    return f"{span.rule} GPU {fmt_ranges(span.gpus)}"
 
 
 def drawn_end(span: FindingSpan, report: Report) -> float:
@@ -76,18 +88,24 @@ def drawn_end(span: FindingSpan, report: Report) -> float:
     return max(end, span.start + report.interval_s)
 
 
+def verdict_colour(cls: str) -> str:
+    """The verdict class's colour; a class this gputui does not know is drawn as `unknown`."""
+    r, g, b = _VERDICT_RGB.get(cls, _VERDICT_RGB["unknown"])
+    return f"rgba({r},{g},{b},1)"
+
+
 def verdict_lanes(report: Report) -> list[Lane]:
     """The verdict over time as one lane, coloured by class; none when the recording kept no verdict."""
     bars = []
     for span in report.verdicts:
-        r, g, b = _VERDICT_RGB.get(span.cls, _VERDICT_RGB["unknown"])
         end = span.end if span.end is not None else report.end + report.interval_s
         bars.append(
             LaneSpan(
                 start=span.start,
                 end=max(end, span.start + report.interval_s),
-                colour=f"rgba({r},{g},{b},1)",
+                colour=verdict_colour(span.cls),
                 label=f"{span.cls}: {span.label}: {span.summary}",
+                key=span.cls,
                 open_end=span.end is None,
             )
         )
@@ -103,6 +121,7 @@ def finding_lanes(report: Report) -> list[Lane]:
             end=drawn_end(span, report),
             colour=severity_colour(span.severity),
             label=f"{span.severity}: {span.title}",
+            key=span.severity if span.severity in SEVERITIES else "info",
             open_end=span.end is None,
         )
         spans.setdefault(lane_name(span), []).append(bar)
@@ -110,22 +129,28 @@ def finding_lanes(report: Report) -> list[Lane]:
 
 
 def lane_height_px(lanes: Sequence[Lane]) -> int:
-    """Height of the timeline row: room for each lane's name, and for a title on a short one."""
-    return max(90, 40 + 26 * len(lanes))
+    """Height of a row of lanes: room for each lane's name."""
+    return 20 + 26 * len(lanes)
 
 
-def timeline_traces(go: Any, lanes: Sequence[Lane], when: Callable[[float], str]) -> list[Any]:
-    """Thick lines, one trace per lane and colour, the bars apart by gaps. Lines rather than plotly's bars:
-    the charts hover by time ("x unified"), and points along a line answer that for any moment of a span."""
+def timeline_traces(
+    go: Any, lanes: Sequence[Lane], when: Callable[[float], str], *, legend: str, order: Sequence[str], span_s: float
+) -> list[Any]:
+    """Thick lines, one trace per lane and legend entry, the bars apart by gaps; each entry in the legend `legend`
+    once, ranked by `order`. Lines rather than plotly's bars: the charts hover by time ("x unified"), and points
+    along a line answer that for any moment of a span. `span_s`: the recording's length, which sets how many."""
+    step = max(1.0, span_s / _POINTS_ACROSS)
     traces = []
+    shown: set[str] = set()
     for lane in lanes:
-        for colour in dict.fromkeys(bar.colour for bar in lane.spans):
+        for key in dict.fromkeys(bar.key for bar in lane.spans):
+            bars = [b for b in lane.spans if b.key == key]
             x: list[str | None] = []
             text: list[str | None] = []
-            for bar in (b for b in lane.spans if b.colour == colour):
+            for bar in bars:
                 until = "still open when the recording ended" if bar.open_end else when(bar.end)
                 hover = f"{html.escape(bar.label)}<br>{when(bar.start)} to {until}"
-                points = _points(bar.start, bar.end)
+                points = _points(bar.start, bar.end, step)
                 x.extend([*(when(t) for t in points), None])
                 text.extend([*([hover] * len(points)), None])
             traces.append(
@@ -134,18 +159,22 @@ def timeline_traces(go: Any, lanes: Sequence[Lane], when: Callable[[float], str]
                     y=[None if t is None else lane.name for t in x[:-1]],
                     text=text[:-1],
                     mode="lines",
-                    name=lane.name,
-                    showlegend=False,
-                    line={"width": 12, "color": colour},
+                    name=key,
+                    legend=legend,
+                    legendgroup=f"{legend}:{key}",
+                    legendrank=1 + (order.index(key) if key in order else len(order)),
+                    showlegend=key not in shown,
+                    line={"width": 12, "color": bars[0].colour},
                     hovertemplate="%{text}<extra>" + html.escape(lane.name) + "</extra>",
                 )
             )
+            shown.add(key)
     return traces
 
 
-def _points(start: float, end: float) -> list[float]:
-    """Start, end and evenly spaced points between: `_POINTS_PER_BAR` steps at most, none under a second."""
-    steps = max(1, min(_POINTS_PER_BAR, int(end - start)))
+def _points(start: float, end: float, step: float) -> list[float]:
+    """Start, end and a point every `step` seconds between: `_POINTS_PER_BAR` steps at most."""
+    steps = max(1, min(_POINTS_PER_BAR, int((end - start) / step)))
     return [start + (end - start) * k / steps for k in range(steps + 1)]
 
 
@@ -159,4 +188,5 @@ def timeline_axis(lanes: Sequence[Lane]) -> dict[str, Any]:
         "range": [len(names) - 0.5, -0.5],
         "fixedrange": True,
         "automargin": True,
+        "tickfont": {"size": 11},
     }

@@ -5,9 +5,11 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
 from gputui.record.format import RecordedEvent, event_to_dict, header_to_dict, tick_to_dict
-from gputui.record.writer import RecordingFile
+from gputui.record.writer import RecordingFile, RecordingWriter
+from gputui.sources.simulated import SimulatedSource
 
 T0 = 1_780_000_000.0
 
@@ -168,4 +170,21 @@ def write_recording(path: Path, snapshots: list[Snapshot], events: tuple[Recorde
     for event in pending:
         out.write(event_to_dict(event))
     out.close()
+    return path
+
+
+def record_simulated(path: Path, scenario: str, *, gpus: int, seconds: int) -> Path:
+    """`seconds` of the simulated machine on an injected clock, recorded with the engine's findings and verdicts
+    as `gputui diagnose --demo --record` does, but on any number of GPUs."""
+    now = [0.0]
+    source = SimulatedSource(scenario, gpu_count=gpus, clock=lambda: now[0])
+    source.open()
+    engine = DiagnosticsEngine()
+    writer = RecordingWriter(path, interval_s=1.0)
+    for i in range(seconds + 1):
+        now[0] = float(i)
+        snap = source.sample()
+        state = engine.update(snap)
+        writer.record(snap, state.active, state.verdict)
+    writer.close()
     return path

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plotpage import plot, row_axis
+from plotpage import plot, row_axis, times
 from recdata import T0, snapshot, system, with_gpm, write_recording
 
 from gputui.diagnostics.findings import Finding, Severity
@@ -18,7 +18,7 @@ from gputui.model import GpuSample, Snapshot
 from gputui.record.format import RecordingError, finding_event, mark_event, probe_event
 from gputui.record.reader import load_recording
 from gputui.record.report import Stats, build_report, render_text, report_to_dict
-from gputui.record.report_html import EFFICIENCY_TITLE, render_html, thin, write_html
+from gputui.record.report_html import render_html, write_html
 from gputui.record.writer import RecordingWriter
 from gputui.sources.simulated import SimulatedSource
 from tests.conftest import Clock
@@ -187,16 +187,6 @@ def test_html_without_plotly_is_a_clear_error(tmp_path: Path, monkeypatch: pytes
         render_html(recording, build_report(recording, engine_factory=lambda: _Quiet()))
 
 
-def test_thin_keeps_dips_and_spikes() -> None:
-    points = [(float(i), 50.0) for i in range(10_000)]
-    points[1234] = (1234.0, 0.0)
-    points[7777] = (7777.0, 100.0)
-    thinned = thin(points, 100)
-    assert len(thinned) <= 102
-    assert (1234.0, 0.0) in thinned and (7777.0, 100.0) in thinned
-    assert [t for t, _ in thinned] == sorted(t for t, _ in thinned)
-
-
 def test_simulated_label_in_text(tmp_path: Path) -> None:
     snaps = [snapshot(T0 + i, 1, sys_info=system(1, source="simulated")) for i in range(3)]
     report = build_report(load_recording(write_recording(tmp_path / "s.jsonl", snaps)), engine_factory=lambda: _Quiet())
@@ -243,21 +233,24 @@ def test_gpm_means_in_text_and_json(tmp_path: Path) -> None:
     }
 
 
-def test_gpm_chart_in_the_html(tmp_path: Path) -> None:
+GPM_TITLES = ["SM active (%)", "Tensor cores active (%)", "DRAM bandwidth (%)"]
+
+
+def test_gpm_charts_in_the_html_one_per_metric(tmp_path: Path) -> None:
     recording = load_recording(write_recording(tmp_path / "r.jsonl", _gpm_ticks()))
     traces, layout = plot(render_html(recording, build_report(recording, engine_factory=lambda: _Quiet())))
-    axis = row_axis(layout, EFFICIENCY_TITLE)
     titles = [a["text"] for a in layout["annotations"]]
-    assert titles[:3] == ["GPU utilization (%)", EFFICIENCY_TITLE, "SM clock (MHz)"]  # under utilization
-    efficiency = {t["name"]: t for t in traces if t["yaxis"] == axis}
-    assert sorted(efficiency) == [f"GPU {i} {m}" for i in (0, 1) for m in ("DRAM bw", "SM active", "tensor")]
-    assert efficiency["GPU 0 SM active"]["y"] == [None, *(80.0 + i for i in range(1, 10))]
-    assert efficiency["GPU 1 tensor"]["y"] == [None] * 10  # a gap, not a line at 0
-    assert efficiency["GPU 0 tensor"]["line"]["dash"] == "dash" and efficiency["GPU 0 DRAM bw"]["line"]["dash"] == "dot"
-    assert layout["yaxis" + axis.removeprefix("y")]["range"] == [0, 100]
+    assert titles[:5] == ["GPU utilization (%)", *GPM_TITLES, "GPU memory used (%)"]  # under utilization
+    drawn = {title: {t["name"]: t for t in traces if t["yaxis"] == row_axis(layout, title)} for title in GPM_TITLES}
+    assert all(sorted(lines) == ["GPU 0", "GPU 1"] for lines in drawn.values())  # one line per GPU, one metric
+    # A bucket a tick wide is drawn as two points, its lowest and highest reading (here the same one).
+    assert drawn["SM active (%)"]["GPU 0"]["y"] == [None, None, *(80.0 + i for i in range(1, 10) for _ in "lh")]
+    assert drawn["Tensor cores active (%)"]["GPU 1"]["y"] == [None] * 20  # a gap, not a line at 0
+    assert times(drawn["DRAM bandwidth (%)"]["GPU 0"])[:3] == [T0 - 0.25, T0 + 0.25, T0 + 0.75]
+    assert all(layout["yaxis" + row_axis(layout, title).removeprefix("y")]["range"] == [0, 100] for title in GPM_TITLES)
 
 
-def test_without_gpm_one_n_a_and_no_efficiency_chart(tmp_path: Path) -> None:
+def test_without_gpm_one_n_a_and_no_gpm_chart(tmp_path: Path) -> None:
     recording = load_recording(write_recording(tmp_path / "r.jsonl", _ticks()))
     report = build_report(recording, engine_factory=lambda: _Quiet())
     assert not any(gpu.gpm_reported for gpu in report.gpus)
@@ -265,8 +258,7 @@ def test_without_gpm_one_n_a_and_no_efficiency_chart(tmp_path: Path) -> None:
     assert text.count("  efficiency   n/a (no GPM on this GPU)\n") == 2 and "SM active" not in text
     data = json.loads(json.dumps(report_to_dict(report)))
     assert data["gpus"][0]["sm_active_pct"]["mean"] is None and data["gpus"][0]["sm_active_pct"]["count"] == 0
-    page = render_html(recording, report)
-    traces, layout = plot(page)
-    assert EFFICIENCY_TITLE not in page
-    assert not any("SM active" in t["name"] for t in traces)
-    assert [a["text"] for a in layout["annotations"]][:2] == ["GPU utilization (%)", "SM clock (MHz)"]
+    _, layout = plot(render_html(recording, report))
+    titles = [a["text"] for a in layout["annotations"]]
+    assert not set(GPM_TITLES) & set(titles)
+    assert titles[:2] == ["GPU utilization (%)", "GPU memory used (%)"]

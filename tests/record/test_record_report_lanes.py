@@ -1,4 +1,5 @@
-"""The HTML report's findings: a timeline lane per finding key, and marks only on the lines a finding is about."""
+"""The HTML report's findings: a lane per finding key under the charts, and marks only on the lines a finding is
+about."""
 
 from __future__ import annotations
 
@@ -6,19 +7,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from plotpage import plot, row_axis
+from plotpage import plot, row_axis, times
 from recdata import T0, snapshot, write_recording
 
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.record.format import RecordedEvent, finding_event, mark_event
 from gputui.record.reader import load_recording
 from gputui.record.report import build_report
+from gputui.record.report_charts import SM_CLOCK_TITLE
 from gputui.record.report_html import render_html
-from gputui.record.report_lanes import TIMELINE_TITLE, severity_colour
+from gputui.record.report_lanes import FINDINGS_TITLE, severity_colour
 
 CHART_TITLES = [
     "GPU utilization (%)",
-    "SM clock (MHz)",
+    "GPU memory used (%)",
+    SM_CLOCK_TITLE,
     "GPU temperature (°C)",
     "Power (W)",
     "PCIe rx (GB/s)",
@@ -75,26 +78,26 @@ def _bars(trace: dict[str, Any]) -> list[tuple[str, str]]:
     return bars
 
 
-def test_each_chart_row_is_there_under_the_timeline_and_no_note_overprints(tmp_path: Path) -> None:
+def test_each_chart_row_is_there_over_the_lanes_and_no_note_overprints(tmp_path: Path) -> None:
     _, layout = _page(tmp_path)
     notes = [a["text"] for a in layout["annotations"]]
-    # Row titles, then the mark's label: no finding's title is a note any more.
-    assert notes == [TIMELINE_TITLE, *CHART_TITLES, "lr 3e-4"]
-    rows = [row_axis(layout, title) for title in [TIMELINE_TITLE, *CHART_TITLES]]
-    assert rows == [f"y{n}" if n > 1 else "y" for n in range(1, 9)]  # the timeline on top, one axis each
+    # Row titles, then the mark's label: no finding's title is a note.
+    assert notes == [*CHART_TITLES, FINDINGS_TITLE, "lr 3e-4"]
+    rows = [row_axis(layout, title) for title in [*CHART_TITLES, FINDINGS_TITLE]]
+    assert rows == [f"y{n}" if n > 1 else "y" for n in range(1, 10)]  # the lanes last, one axis each
     # The only full-height shape is the mark's dotted line; clocks held back shade the SM clock chart alone.
     assert [s["type"] for s in layout["shapes"] if s["yref"] == "paper"] == ["line"]
     bands = [s for s in layout["shapes"] if s["type"] == "rect"]
     assert [(s["yref"], s["x0"], s["x1"]) for s in bands] == [("y3 domain", at(T0), at(T0 + 5))]
 
 
-def test_the_timeline_has_a_lane_per_finding_key_with_its_spans(tmp_path: Path) -> None:
+def test_the_lanes_have_one_lane_per_finding_key_with_its_spans(tmp_path: Path) -> None:
     traces, layout = _page(tmp_path)
-    axis = row_axis(layout, TIMELINE_TITLE)
+    axis = row_axis(layout, FINDINGS_TITLE)
     lanes = layout["yaxis" + axis.removeprefix("y")]
     expected = [
         "thermal_throttle GPU 1",
-        "imbalance GPU 0,1",
+        "imbalance GPU 0-1",
         "starvation_cpu GPU 0",
         "power_cap GPU 0",
         "idle_allocation GPU 1",
@@ -103,38 +106,50 @@ def test_the_timeline_has_a_lane_per_finding_key_with_its_spans(tmp_path: Path) 
     assert lanes["type"] == "category" and lanes["categoryarray"] == expected
     assert lanes["range"] == [len(expected) - 0.5, -0.5]  # the first lane on top, every lane in view
     timeline = [t for t in traces if t["yaxis"] == axis]
-    drawn = {t["name"]: (t["line"]["color"], _bars(t)) for t in timeline}
+    drawn = {t["y"][0]: (t["line"]["color"], _bars(t)) for t in timeline}
     end = at(T0 + 10)  # open findings run to the end of the last tick
     assert drawn == {
         "thermal_throttle GPU 1": (RED, [(at(T0 + 1), at(T0 + 6)), (at(T0 + 8), end)]),
-        "imbalance GPU 0,1": (ORANGE, [(at(T0 + 2), at(T0 + 4))]),
+        "imbalance GPU 0-1": (ORANGE, [(at(T0 + 2), at(T0 + 4))]),
         "starvation_cpu GPU 0": (ORANGE, [(at(T0 + 2), at(T0 + 5))]),
         "power_cap GPU 0": (RED, [(at(T0 + 3), at(T0 + 7))]),
         "idle_allocation GPU 1": (BLUE, [(at(T0 + 4), end)]),
         "host_swap": (ORANGE, [(at(T0 + 6), at(T0 + 7))]),
     }
     assert len({RED, ORANGE, BLUE}) == 3
-    assert all(y in (t["name"], None) for t in timeline for y in t["y"])  # each bar in its own lane
-    hot = next(t for t in timeline if t["name"] == "thermal_throttle GPU 1")
+    assert all(y in (t["y"][0], None) for t in timeline for y in t["y"])  # each bar in its own lane
+    hot = next(t for t in timeline if t["y"][0] == "thermal_throttle GPU 1")
     assert hot["text"][0] == f"critical: thermal_throttle on (1,)<br>{at(T0 + 1)} to {at(T0 + 6)}"
     assert hot["text"][-1].endswith("to still open when the recording ended")
+    assert hot["hovertemplate"].endswith("<extra>thermal_throttle GPU 1</extra>")
+
+
+def test_the_lanes_legend_has_one_entry_per_severity(tmp_path: Path) -> None:
+    traces, layout = _page(tmp_path)
+    timeline = [t for t in traces if t["yaxis"] == row_axis(layout, FINDINGS_TITLE)]
+    entries = sorted((t["legendrank"], t["name"], t["line"]["color"]) for t in timeline if t["showlegend"])
+    assert entries == [(1, "critical", RED), (2, "warning", ORANGE), (3, "info", BLUE)]
+    assert {t["legend"] for t in timeline} == {"legend3"} and layout["legend3"]["title"]["text"] == "findings"
+    assert all(t["legendgroup"] == f"legend3:{t['name']}" for t in timeline)  # an entry hides all its bars
 
 
 def test_a_finding_marks_only_its_own_gpus_lines_on_its_charts(tmp_path: Path) -> None:
     traces, layout = _page(tmp_path)
     chart = {row_axis(layout, title): title for title in CHART_TITLES}
     marks = [t for t in traces if t.get("hoverinfo") == "skip"]
-    where = sorted((chart[t["yaxis"]], t["name"], t["x"][0], t["x"][-1]) for t in marks)
+    # Each drawn over the buckets of the ticks it was open for, a quarter of a tick either side.
+    where = sorted((chart[t["yaxis"]], t["name"], times(t)[0], times(t)[-1]) for t in marks)
     assert where == [
-        ("GPU temperature (°C)", "GPU 1 thermal_throttle", at(T0 + 1), at(T0 + 6)),
-        ("GPU temperature (°C)", "GPU 1 thermal_throttle", at(T0 + 8), at(T0 + 9)),
-        ("GPU utilization (%)", "GPU 0 starvation_cpu", at(T0 + 2), at(T0 + 5)),
-        ("Power (W)", "GPU 0 power_cap", at(T0 + 3), at(T0 + 7)),
-        ("SM clock (MHz)", "GPU 0 power_cap", at(T0 + 3), at(T0 + 7)),
-    ]  # imbalance, the idle allocation and the host's swapping concern no chart: the timeline only
+        ("GPU temperature (°C)", "GPU 1 thermal_throttle", T0 + 0.75, T0 + 6.25),
+        ("GPU temperature (°C)", "GPU 1 thermal_throttle", T0 + 7.75, T0 + 9.25),
+        ("GPU utilization (%)", "GPU 0 starvation_cpu", T0 + 1.75, T0 + 5.25),
+        ("Power (W)", "GPU 0 power_cap", T0 + 2.75, T0 + 7.25),
+        (SM_CLOCK_TITLE, "GPU 0 power_cap", T0 + 2.75, T0 + 7.25),
+    ]  # imbalance, the idle allocation and the host's swapping concern no chart: the lanes only
     line = next(t for t in traces if t["name"] == "GPU 1" and chart.get(t["yaxis"]) == "GPU temperature (°C)")
     hot = next(t for t in marks if t["name"] == "GPU 1 thermal_throttle")
-    assert hot["legendgroup"] == line["legendgroup"] and hot["y"] == line["y"][1:7]  # on the GPU's own line
+    assert hot["legendgroup"] == line["legendgroup"] and hot["y"] == line["y"][2:14]  # on the GPU's own line
+    assert times(hot) == times(line)[2:14]
     assert traces.index(hot) < traces.index(line)  # drawn under it
 
 

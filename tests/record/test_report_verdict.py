@@ -8,7 +8,7 @@ from gputui.cli import main
 from gputui.record.reader import load_recording
 from gputui.record.report import build_report, render_text, report_to_dict
 from gputui.record.report_html import render_html
-from gputui.record.report_lanes import TIMELINE_TITLE, VERDICT_LANE
+from gputui.record.report_lanes import VERDICT_LANE, VERDICT_TITLE, verdict_colour
 from tests.record.plotpage import plot, row_axis
 from tests.record.recdata import T0, snapshot, write_recording
 
@@ -43,14 +43,22 @@ def test_without_verdict_events_the_engine_works_it_out(tmp_path: Path) -> None:
     assert report.verdict_shares()["gpu_bound"] > 0.5
 
 
-def test_the_html_report_puts_the_verdict_lane_on_top(tmp_path: Path) -> None:
+def test_the_html_report_puts_the_verdict_on_top_with_a_legend_entry_per_class(tmp_path: Path) -> None:
     path = tmp_path / "tour.jsonl"
     main(["diagnose", "--demo", "tour", "--seconds", "100", "--record", str(path)])
     recording = load_recording(path)
     report = build_report(recording)
     traces, layout = plot(render_html(recording, report))
-    axis = row_axis(layout, TIMELINE_TITLE)
-    assert layout["yaxis" + axis.removeprefix("y")]["categoryarray"][0] == VERDICT_LANE
-    verdict_traces = [t for t in traces if t.get("name") == VERDICT_LANE]
+    assert row_axis(layout, VERDICT_TITLE) == "y" and layout["annotations"][0]["text"] == VERDICT_TITLE  # the top
+    assert layout["yaxis"]["categoryarray"] == [VERDICT_LANE]
+    verdict_traces = [t for t in traces if t["yaxis"] == "y"]
     hovers = {text.split(":")[0] for t in verdict_traces for text in t["text"] if text}
-    assert hovers == {span.cls for span in report.verdicts}  # one colour per class, every span drawn
+    assert hovers == {span.cls for span in report.verdicts}  # every span drawn
+    # The legend beside the lane: one entry per class present, in its colour, the class that held most first.
+    entries = sorted((t["legendrank"], t["name"], t["line"]["color"]) for t in verdict_traces if t["showlegend"])
+    shares = list(report.verdict_shares())
+    assert entries == [(n + 1, cls, verdict_colour(cls)) for n, cls in enumerate(shares)]
+    assert all(t["name"] in shares and t["line"]["color"] == verdict_colour(t["name"]) for t in verdict_traces)
+    assert {t["legend"] for t in verdict_traces} == {"legend2"}
+    legend = layout["legend2"]
+    assert legend["title"]["text"] == "verdict" and legend["x"] > 1 and legend["y"] == 1  # beside the lane
