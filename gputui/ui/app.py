@@ -130,7 +130,7 @@ class GpuTuiApp(RecordReplayApp):
         self._error: str | None = None
         self.notices = Notices()
         self._sampling: SamplingLoop | None = None
-        self.probes = ProbeController(self)
+        self.probes = ProbeController(self, lang=self.sampler.engine.lang)
 
     def get_default_screen(self) -> MainScreen:
         return self.main

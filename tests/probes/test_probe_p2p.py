@@ -172,7 +172,9 @@ def test_a_p2p_result_is_a_finding_with_its_figures() -> None:
     finding = to_finding(result, None, 5.0)
     assert finding.rule == "probe_p2p" and finding.severity is Severity.WARNING
     assert "P2P unavailable" in finding.title
-    assert {(e.label, e.unit) for e in finding.evidence} >= {("gpu0_to_gpu1_gb_s", "GB/s"), ("gpu0_to_gpu1_p2p", "")}
+    assert [(e.key, e.label, e.value, e.unit) for e in finding.evidence] == [
+        ("gpu0_to_gpu1_gb_s", "GPU 0 -> GPU 1", 11.0, "GB/s")
+    ]
 
 
 @pytest.fixture
