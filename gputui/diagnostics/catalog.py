@@ -3,9 +3,9 @@
 Many people who rent GPU servers abroad read Chinese first, so titles, advice, evidence labels and the pane's
 own words all come from here. A rule's title, advice and the evidence labels only its family uses live in its
 family module (`rules/<family>.py`, `TEXTS`); this module holds the words no single family owns, the labels of
-the probes' figures, and merges them all. Keys are `<rule>.title[.<variant>]`, `<rule>.advice[.<variant>]`, `ev.<name>` (evidence labels),
-`win.<name>` (evidence windows), `sev.<severity>`, `ui.<name>` and `cli.<name>`. Placeholders are `str.format`
-fields; both languages use the same ones (a test checks it).
+the probes' figures, and merges them all. Keys are `<rule>.title[.<variant>]`, `<rule>.advice[.<variant>]`,
+`ev.<name>` (evidence labels), `win.<name>` (evidence windows), `sev.<severity>`, `ui.<name>` and `cli.<name>`.
+Placeholders are `str.format` fields; both languages use the same ones (a test checks it).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """A finished probe as a Finding, so the monitor keeps it in the diagnostics pane with the rules' findings.
 
 The finding says it in plain words: a title that is one sentence against the reference ("GPU 0 stress: 781
-TFLOP/s, 79% of the H100 SXM dense peak: OK"; "CPU RUN stress: 1.5 GFLOP/s on the CPU (no GPU used, not
-judged)") and at most four figures as evidence, labelled from the diagnostics catalog. The worker's own names
-(copy_64kib_gb_s, bytes) stay in the probe's JSON and the recording's probe_result event, and as each
-evidence item's `key`.
+TFLOP/s, 79% of the H100 SXM dense peak: OK"; "CPU RUN stress: 1.5 GFLOP/s on the CPU (no GPU, not judged)")
+and at most four figures as evidence, labelled from the diagnostics catalog. The worker's own names
+(copy_64kib_gb_s, bytes) stay in the probe's JSON and the recording's probe_result event, and as each evidence
+item's `key`. Titles are English, as the worker's verdicts are; the evidence labels are in every language.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.formatting import fmt_si, fmt_size, si_scaled
 from gputui.probes.judge import RunJudgement
 from gputui.probes.protocol import INSTALL_HINT, Error, ErrorCode, Final, ProbeName, Result
-from gputui.probes.reference import PASS_FRACTION, gpu_peaks
+from gputui.probes.reference import gpu_peaks
 
 CPU_RUN = "CPU RUN"
 # What the user calls each probe.
@@ -50,7 +50,8 @@ def _rate(figures: Figures, key: str, scale: float, unit: str) -> str:
 
 
 def _status(ok: bool) -> str:
-    return "OK" if ok else f"LOW (under {100 * PASS_FRACTION:.0f}%)"
+    """OK, or LOW: under the pass mark (reference.PASS_FRACTION; the advice says it in full)."""
+    return "OK" if ok else "LOW"
 
 
 def _model(device: str) -> str | None:
@@ -65,7 +66,7 @@ def _stress_title(result: Result) -> str:
     if result.faulty:
         return f"FAULTY, {f.get('mismatches') or 0:.0f} of {f.get('results_checked') or 0:.0f} results differed"
     if result.on_cpu:
-        return f"{rate} on the CPU (no GPU used, not judged)"
+        return f"{rate} on the CPU (no GPU, not judged)"
     pct, model = f.get("pct_of_peak"), _model(result.device)
     if pct is None or model is None:
         return f"{rate} (no reference peak for this GPU, not judged)"
@@ -76,7 +77,7 @@ def _membw_title(result: Result) -> str:
     f = result.figures
     rate = _rate(f, "copy_gb_s", 1e9, "B/s")
     if result.on_cpu:
-        return f"{rate} host memory copy (no GPU used, not judged)"
+        return f"{rate} host memory copy (no GPU, not judged)"
     pct, model = f.get("pct_of_peak"), _model(result.device)
     if pct is None or model is None:
         return f"{rate} device copy (no reference peak for this GPU, not judged)"
@@ -86,7 +87,7 @@ def _membw_title(result: Result) -> str:
 def _pcie_title(result: Result) -> str:
     f = result.figures
     if result.on_cpu:
-        return f"{_rate(f, 'copy_gb_s', 1e9, 'B/s')} host memory copy, no PCIe link crossed (no GPU used, not judged)"
+        return f"{_rate(f, 'copy_gb_s', 1e9, 'B/s')} host memory copy (no GPU, no PCIe link: not judged)"
     copies = f"H2D {_rate(f, 'h2d_pinned_gb_s', 1e9, 'B/s')}, D2H {_rate(f, 'd2h_pinned_gb_s', 1e9, 'B/s')}"
     # As pcie_verdict judges: against the slot's best when the link trained below it, else the link as it is.
     now, best = f.get("link_gb_s"), f.get("link_max_gb_s")
@@ -110,13 +111,13 @@ def _p2p_title(result: Result) -> str:
         return "no copy timed"
     if result.on_cpu:
         best = fmt_si(directions[-1][2] * 1e9, "B/s")
-        return f"{best} host memory copies (not two CUDA devices, not judged)"
+        return f"{best} host memory copies (no two GPUs, not judged)"
     src, dst, slowest = directions[0]
     no_p2p = sum(f.get(f"gpu{a}_to_gpu{b}_p2p") == 0.0 for a, b, _ in directions)
     if no_p2p:
         return f"P2P unavailable for {no_p2p} of {len(directions)} directions, copies through host memory: LOW"
     pct = f.get(f"gpu{src}_to_gpu{dst}_pct_of_link")
-    head = f"{len(directions)} directions, slowest GPU {src} -> GPU {dst} {fmt_si(slowest * 1e9, 'B/s')}"
+    head = f"{len(directions)} directions, slowest GPU {src} -> {dst} at {fmt_si(slowest * 1e9, 'B/s')}"
     if pct is None:
         return f"{head} (link unknown, not judged)"
     return f"{head}, {pct:.0f}% of its link: {_status(result.ok)}"

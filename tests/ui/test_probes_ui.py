@@ -125,7 +125,7 @@ def test_a_gpu_run_is_judged_on_the_snapshots_taken_meanwhile() -> None:
     )
     assert "thermal slowdown began after 3 s" in finding.advice and "SM clock 1980 -> 1410 MHz" in finding.advice
     cpu = result_finding(replace(result, device="cpu"), 0, 5.0, snapshots, 0.0)
-    assert cpu.title == "CPU RUN stress: 700 TFLOP/s on the CPU (no GPU used, not judged)"
+    assert cpu.title == "CPU RUN stress: 700 TFLOP/s on the CPU (no GPU, not judged)"
     assert cpu.severity == Severity.INFO and "During" not in cpu.advice
 
 
@@ -142,7 +142,7 @@ async def test_membw_runs_on_the_cpu_and_its_result_is_a_finding_labelled_cpu_ru
         finding = app.probes.last
         assert finding is not None and finding.rule == "probe_membw" and finding.severity == Severity.INFO
         assert finding.title.startswith("CPU RUN memory bandwidth: "), finding.title
-        assert finding.title.endswith(" host memory copy (no GPU used, not judged)"), finding.title
+        assert finding.title.endswith(" host memory copy (no GPU, not judged)"), finding.title
         assert app.probes.status.plain.startswith("CPU RUN memory bandwidth: ")
         await run_ticks(app, clock, 1)
         await pilot.pause()
@@ -212,7 +212,7 @@ async def test_n_asks_first_then_runs_p2p_on_the_cpu_labelled(clock: Clock) -> N
         finding = app.probes.last
         assert finding is not None and finding.rule == "probe_p2p" and finding.gpus == ()
         assert finding.title.startswith("CPU RUN GPU-to-GPU: "), finding.title
-        assert finding.title.endswith(" host memory copies (not two CUDA devices, not judged)"), finding.title
+        assert finding.title.endswith(" host memory copies (no two GPUs, not judged)"), finding.title
 
 
 async def test_a_gpu_probe_waits_for_the_first_reading(clock: Clock) -> None:
