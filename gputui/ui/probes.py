@@ -42,6 +42,8 @@ RESULT_OPEN_S = 60.0
 RESULT_SHOWN_S = 30.0
 # A note on the status line (why a key did nothing) stays this long.
 NOTE_SHOWN_S = 10.0
+# What every probe key says in replay: a probe would load this machine's GPUs, not the ones recorded.
+REPLAY_REFUSAL = "replay: probes test this machine, not the recorded one"
 # Probes that load more than the selected GPU: no GPU of theirs to judge the run by.
 _NOT_ONE_GPU = ("disk", "p2p")
 # Snapshots kept for judging a run: an hour at 1 s, enough for any probe within its timeout.
@@ -313,6 +315,18 @@ class ProbeController:
             return
         self._show(Text(f"{PROBE_NAMES[runner.request.probe]} probe: cancelling...", style="bold"))
         self.host.run_worker(runner.cancel(), name="probe-cancel", group="probe-cancel", exit_on_error=False)
+
+    def failed(self, error: BaseException) -> None:
+        """The run's own worker raised (not the probe: the monitor's side of it): its process group is killed
+        (the runner's iteration was left, not ended), the keys are free again, and the status line says so."""
+        runner, self.runner = self.runner, None
+        if runner is not None:
+            runner.kill_now()
+        self._snapshots.clear()
+        name = PROBE_NAMES[runner.request.probe] if runner is not None else "the"
+        self._show(
+            Text(f"{name} probe stopped: {type(error).__name__}: {error}", style="bold red"), for_s=RESULT_SHOWN_S
+        )
 
     async def shutdown(self) -> None:
         """Before quitting: stop the worker's group and wait until it is gone (at most twice the grace)."""

@@ -6,6 +6,7 @@ Each probe that imports torch costs a child process a few seconds here, so only 
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from conftest import Clock
 
 SIZE = (120, 40)
+SIZES = [(80, 24), (120, 40)]
 
 
 def tiny(request: ProbeRequest) -> ProbeRequest:
@@ -67,6 +69,20 @@ async def probe_done(app: GpuTuiApp, within_s: float = 30.0) -> None:
     running = [worker.wait() for worker in app.workers if worker.group == "probe"]  # a finished one has left
     await asyncio.wait_for(asyncio.gather(*running), within_s)
     assert not app.probes.running and app.probes.last is not None
+
+
+def screen_row(app: GpuTuiApp, starting: str) -> str:
+    """The terminal row, as drawn, that starts with `starting` (after the status line's padding)."""
+    rows = [strip.text.strip() for strip in app.screen._compositor.render_strips()]
+    return next(row for row in rows if row.startswith(starting))
+
+
+@pytest.fixture
+def toasts(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every pop-up the app would show: none is expected, they cover the findings."""
+    shown: list[str] = []
+    monkeypatch.setattr(GpuTuiApp, "notify", lambda self, message, **kwargs: shown.append(message))
+    return shown
 
 
 def probe_app(scenario: str = "idle", env: dict[str, str] | None = None, *, clock: Clock) -> GpuTuiApp:
@@ -292,3 +308,68 @@ async def test_quitting_while_a_probe_runs_leaves_no_child(how: str, clock: Cloc
         else:
             app.exit()  # what SIGHUP and a lost terminal do
     assert wait_gone(pid, within_s=3.0)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_cpu_stress_run_reads_cpu_run_and_si_units_then_cancelled_once(
+    size: tuple[int, int], clock: Clock, toasts: list[str]
+) -> None:
+    app = probe_app(clock=clock)
+    async with app.run_test(size=size) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.press("s")
+        await wait_until(pilot, lambda: "FLOP/s" in app.probes.status.plain)
+        await pilot.pause()
+        row = screen_row(app, "CPU RUN")
+        assert re.match(r"CPU RUN stress probe  \d+/30 s  \d+(\.\d)? [kMGT]?FLOP/s  \(", row), row
+        assert "GPU" not in row and "TFLOP/s" not in row  # a CPU does not reach a TFLOP/s: never 0.0015 TFLOP/s
+        await pilot.press("x")
+        await probe_done(app, within_s=5.0)
+        await pilot.pause()
+        row = screen_row(app, "stress probe cancelled")
+        assert row.count("cancel") == 1, row
+        assert toasts == []
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_result_is_one_sentence_on_the_status_line_and_in_the_pane(
+    size: tuple[int, int], clock: Clock, toasts: list[str]
+) -> None:
+    app = probe_app(clock=clock)
+    async with app.run_test(size=size) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.press("b")
+        await probe_done(app)
+        await run_ticks(app, clock, 1)
+        await pilot.pause()
+        sentence = r"CPU RUN PCIe: \d+(\.\d)? [kMGT]?B/s host memory copy \(no GPU, no PCIe link: not judged\)"
+        assert re.match(sentence, screen_row(app, "CPU RUN PCIe")), screen_row(app, "CPU RUN PCIe")
+        if size[1] < 36:  # the pane opens by itself only from 36 rows
+            await pilot.press("d")
+            await pilot.pause()
+        [shown] = [f for f in app.main.findings.entries if f.rule == "probe_pcie"]
+        assert re.fullmatch(sentence, shown.title), shown.title
+        pane = "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+        assert "host memory copy" in pane and "copy_" not in pane and "kib" not in pane and "bytes " not in pane
+        assert toasts == []
+
+
+async def test_a_failing_probe_worker_frees_the_keys_and_says_so_under_the_header(
+    clock: Clock, toasts: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = probe_app(clock=clock)
+
+    def broken(message: object) -> None:
+        raise RuntimeError("the recording is gone")
+
+    monkeypatch.setattr(app, "record_probe", broken)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await pilot.press("s")
+        runner = app.probes.runner
+        await wait_until(pilot, lambda: not app.probes.running)
+        assert runner is not None and runner.pid is not None and wait_gone(runner.pid)
+        assert app.probes.status.plain == "stress probe stopped: RuntimeError: the recording is gone"
+        header = "\n".join(text for line in app.main.header.build_lines(SIZE[0]) for text, _ in line)
+        assert "probe-stress failed: RuntimeError: the recording is gone" in header
+        assert toasts == []
