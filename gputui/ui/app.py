@@ -274,6 +274,7 @@ class GpuTuiApp(RecordReplayApp):
             error=self._error,
             recording=self.recording_badge,
             replay=self.replay_position,
+            replay_notes=self.replay_notes,
         )
 
     def _show_header(self) -> None:

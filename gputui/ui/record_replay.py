@@ -23,7 +23,7 @@ from gputui.probes.protocol import BadLine, Message, Progress, to_line
 from gputui.record.format import probe_event
 from gputui.record.writer import RecordingWriter
 from gputui.session.recording import record_badge
-from gputui.session.replay import replay_status
+from gputui.session.replay import replay_notes, replay_status
 from gputui.sources.replay import ReplaySource
 from gputui.ui.messages import ReplayMoved
 from gputui.ui.screens.mark import MarkScreen
@@ -96,6 +96,11 @@ class RecordReplayApp(App[int]):
     @property
     def replay_position(self) -> str | None:
         return None if self.replay is None else replay_status(self.replay)
+
+    @property
+    def replay_notes(self) -> tuple[str, ...]:
+        """The recording's end, and the marks just passed, for the header's rows."""
+        return () if self.replay is None else tuple(replay_notes(self.replay))
 
     def stop_recording(self) -> None:
         """Write what is queued and end the file properly; safe to call more than once."""

@@ -1,4 +1,5 @@
-"""Replay is replay: its footer shows its own keys, and the probe keys only say why they do nothing."""
+"""Replay is replay: its footer shows its own keys, the probe keys only say why they do nothing, the marks show
+when the play position reaches them, and the end of the recording is said and stops playback."""
 
 from __future__ import annotations
 
@@ -156,3 +157,69 @@ async def test_p_and_space_both_play_and_pause_a_replay(tmp_path: Path, clock: C
         assert source.paused
         await pilot.press("plus")  # the refresh interval is live-only
         assert app.interval == 1.0
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_a_mark_shows_when_the_replay_reaches_it(tmp_path: Path, clock: Clock, size: tuple[int, int]) -> None:
+    app, source = replay_app(record(tmp_path / "r.jsonl", 120, {10: MARK}), clock)
+    row = f"mark 00:00:10: {MARK}"
+    async with app.run_test(size=size) as pilot:
+        clock.now = 9.0
+        await app.tick()
+        assert "mark" not in header(app, size[0])
+        clock.now = 10.0
+        await app.tick()
+        assert row in header(app, size[0])  # reached by playing
+        clock.now = 69.0
+        await app.tick()
+        assert row in header(app, size[0])  # for a minute of playing time
+        clock.now = 71.0
+        await app.tick()
+        assert "mark" not in header(app, size[0])
+        await pilot.press("space", "left_square_bracket", "left")  # paused, back before the mark
+        await app.tick()
+        assert source.position < 10.0 and "mark" not in header(app, size[0])
+        await pilot.press("right", "right")  # a seek over the mark shows it too
+        await app.tick()
+        assert source.position > 10.0 and row in header(app, size[0])
+        await pilot.pause()
+        assert any(row in strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def test_a_mark_stays_a_minute_of_playing_time_at_any_speed(tmp_path: Path, clock: Clock) -> None:
+    app, source = replay_app(record(tmp_path / "r.jsonl", 400, {10: MARK}), clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await app.tick()
+        await pilot.press("greater_than_sign", "greater_than_sign")  # x4: a minute of playing is 240 s of recording
+        clock.now = 60.0
+        await app.tick()
+        assert source.position == 240.0 and f"mark 00:00:10: {MARK}" in header(app, 120)
+
+
+@pytest.mark.parametrize("size", SIZES)
+async def test_the_end_of_the_recording_is_said_and_playback_stops(
+    tmp_path: Path, clock: Clock, size: tuple[int, int]
+) -> None:
+    app, source = replay_app(record(tmp_path / "r.jsonl", 25), clock)
+    end = "end of recording, 25/25 ticks: playback stopped (← or [ to go back)"
+    async with app.run_test(size=size) as pilot:
+        clock.now = 23.0
+        await app.tick()
+        assert "end of recording" not in header(app, size[0]) and not source.paused
+        clock.now = 30.0
+        await app.tick()
+        text = header(app, size[0])
+        assert end in text and " PAUSED " in text and source.paused
+        clock.now = 60.0  # stopped: the clock moving on changes nothing
+        await app.tick()
+        assert source.position == 24.0 and end in header(app, size[0])
+        await pilot.pause()
+        rows = [strip.text for strip in app.screen._compositor.render_strips()]
+        assert any("end of recording" in row for row in rows)  # under the header, in plain sight
+        await pilot.press("left")
+        await app.tick()
+        assert source.position == 14.0 and source.paused and "end of recording" not in header(app, size[0])
+        await pilot.press("space")  # and it plays on from there
+        clock.now = 65.0
+        await app.tick()
+        assert source.position == 19.0
