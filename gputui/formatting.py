@@ -97,6 +97,62 @@ def fmt_rate_short(value: float | None) -> str:
     raise AssertionError("unreachable")
 
 
+# SI prefixes for the rates a probe measures (FLOP/s, B/s), largest first; "" is the base unit itself.
+_SI_PREFIXES: tuple[tuple[str, float], ...] = (
+    ("E", 1e18),
+    ("P", 1e15),
+    ("T", 1e12),
+    ("G", 1e9),
+    ("M", 1e6),
+    ("k", 1e3),
+    ("", 1.0),
+)
+_SI_BASES = ("FLOP/s", "B/s")
+
+
+def si_scaled(value: float, unit: str) -> tuple[float, str]:
+    """A value in a base unit ("FLOP/s", "B/s") as the number and prefixed unit that read best, rounded as
+    fmt_si shows it: (1.544e9, "FLOP/s") -> (1.5, "GFLOP/s"). Under one base unit it stays unprefixed."""
+    for i, (prefix, factor) in enumerate(_SI_PREFIXES):
+        if abs(value) >= factor or factor == 1.0:
+            number = round(value / factor, 1 if abs(value) / factor < 100 else 0)
+            if abs(number) >= 1000 and i > 0:  # 999.7 GB/s reads "1.0 TB/s", not "1000 GB/s"
+                prefix, factor = _SI_PREFIXES[i - 1]
+                number = round(value / factor, 1)
+            return number, f"{prefix}{unit}"
+    raise AssertionError("unreachable")
+
+
+def fmt_si(value: float | None, unit: str) -> str:
+    """A rate with an SI prefix, one decimal under 100 and none above, as data sheets quote it:
+    1.5 GFLOP/s, 312 TFLOP/s, 12.3 GB/s, 4.8 TB/s."""
+    if value is None:
+        return NA
+    number, prefixed = si_scaled(value, unit)
+    return f"{number:.{1 if abs(number) < 100 else 0}f} {prefixed}"
+
+
+def rebase(value: float, unit: str) -> tuple[float, str]:
+    """A figure in a prefixed unit, as a probe reports it (0.0015 "TFLOP/s"), in its base unit: (1.5e9,
+    "FLOP/s"). A unit that is not a prefixed FLOP/s or B/s comes back as it is."""
+    for prefix, factor in _SI_PREFIXES:
+        for base in _SI_BASES:
+            if unit in (f"{prefix}{base}", f"{prefix.upper()}{base}"):
+                return value * factor, base
+    return value, unit
+
+
+def fmt_figure(value: float | None, unit: str) -> str:
+    """A probe's figure in the unit it came in, re-prefixed to read well: (0.001544, "TFLOP/s") -> "1.5 GFLOP/s",
+    (4800, "GB/s") -> "4.8 TB/s"; any other unit (a pid) is shown as it came."""
+    if value is None:
+        return NA
+    base_value, base = rebase(value, unit)
+    if base in _SI_BASES:
+        return fmt_si(base_value, base)
+    return f"{value:.4g} {unit}".rstrip()
+
+
 def fmt_duration(seconds: float) -> str:
     """45s, 2m05s, 1h02m: how long a finding has been open, short enough for a narrow pane."""
     total = max(0, int(seconds))

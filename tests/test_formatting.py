@@ -90,3 +90,34 @@ def test_durations_are_short() -> None:
 )
 def test_fmt_ranges_as_cpuset_files_write_them(indices: tuple[int, ...], text: str) -> None:
     assert f.fmt_ranges(indices) == text
+
+
+@pytest.mark.parametrize(
+    ("value", "unit", "text"),
+    [
+        (1.544e9, "FLOP/s", "1.5 GFLOP/s"),
+        (312e12, "FLOP/s", "312 TFLOP/s"),
+        (781.4e12, "FLOP/s", "781 TFLOP/s"),
+        (12.34e9, "B/s", "12.3 GB/s"),
+        (4.8e12, "B/s", "4.8 TB/s"),
+        (999.7e9, "B/s", "1.0 TB/s"),  # never "1000 GB/s"
+        (99.96e9, "B/s", "100 GB/s"),
+        (1500.0, "B/s", "1.5 kB/s"),
+        (0.5, "FLOP/s", "0.5 FLOP/s"),
+        (0.0, "B/s", "0.0 B/s"),
+        (None, "B/s", "n/a"),
+    ],
+)
+def test_rates_take_an_si_prefix(value: float | None, unit: str, text: str) -> None:
+    assert f.fmt_si(value, unit) == text
+
+
+def test_a_probe_figure_is_re_prefixed_from_the_unit_it_came_in() -> None:
+    assert f.fmt_figure(0.001544, "TFLOP/s") == "1.5 GFLOP/s"
+    assert f.fmt_figure(612.0, "TFLOP/s") == "612 TFLOP/s"
+    assert f.fmt_figure(4800.0, "GB/s") == "4.8 TB/s"
+    assert f.fmt_figure(1500.0, "MB/s") == "1.5 GB/s"
+    assert f.fmt_figure(1.5, "KB/s") == "1.5 kB/s"
+    assert f.fmt_figure(4242.0, "pid") == "4242 pid"  # no SI base: as it came
+    assert f.fmt_figure(None, "GB/s") == "n/a"
+    assert f.si_scaled(1.544e9, "FLOP/s") == (1.5, "GFLOP/s")

@@ -13,6 +13,7 @@ from typing import Any
 
 from gputui.argtypes import byte_size, gpu_index, matrix_size, positive_mb, positive_seconds
 from gputui.commands import common
+from gputui.formatting import fmt_figure
 from gputui.model import Snapshot
 from gputui.probes.protocol import PROBES, BadLine, Error, Final, Progress, Result, to_dict
 from gputui.probes.reference import DTYPES, PcieLink, PeerLinks
@@ -118,8 +119,9 @@ def _print_update(update: Progress | BadLine, stream: Any) -> None:
     if isinstance(update, BadLine):
         print(f"  (ignored a line from the worker: {update.reason}: {update.line[:120]!r})", file=stream)
         return
-    figure = f"{update.figure:10.4g} {update.unit}" if update.figure is not None else " " * 10
-    print(f"[{100 * update.fraction:3.0f}%] {figure}  {update.message}", file=stream, flush=True)
+    figure = fmt_figure(update.figure, update.unit) if update.figure is not None else ""
+    where = "CPU RUN  " if update.on_cpu else ""
+    print(f"[{100 * update.fraction:3.0f}%] {where}{figure:>12}  {update.message}", file=stream, flush=True)
 
 
 def _print_result(final: Final, judgement_text: str | None) -> None:

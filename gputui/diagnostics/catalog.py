@@ -2,10 +2,10 @@
 
 Many people who rent GPU servers abroad read Chinese first, so titles, advice, evidence labels and the pane's
 own words all come from here. A rule's title, advice and the evidence labels only its family uses live in its
-family module (`rules/<family>.py`, `TEXTS`); this module holds the words no single family owns and merges the
-two. Keys are `<rule>.title[.<variant>]`, `<rule>.advice[.<variant>]`, `ev.<name>` (evidence labels),
-`win.<name>` (evidence windows), `sev.<severity>`, `ui.<name>` and `cli.<name>`. Placeholders are `str.format`
-fields; both languages use the same ones (a test checks it).
+family module (`rules/<family>.py`, `TEXTS`); this module holds the words no single family owns, the labels of
+the probes' figures, and merges them all. Keys are `<rule>.title[.<variant>]`, `<rule>.advice[.<variant>]`,
+`ev.<name>` (evidence labels), `win.<name>` (evidence windows), `sev.<severity>`, `ui.<name>` and `cli.<name>`.
+Placeholders are `str.format` fields; both languages use the same ones (a test checks it).
 """
 
 from __future__ import annotations
@@ -117,8 +117,50 @@ SHARED: Texts = {
     },
 }
 
+# The evidence labels of the probes' findings (gputui/probes/findings.py): a probe is no rule family's.
+PROBE_TEXTS: Texts = {
+    "en": {
+        "ev.matmul_rate": "matmul rate",
+        "ev.share_of_peak": "share of the peak",
+        "ev.slowest_second": "slowest second",
+        "ev.results_differed": "results that differed",
+        "ev.memory_copy": "device memory copy",
+        "ev.memory_peak": "memory peak",
+        "ev.copy_size": "copy size",
+        "ev.h2d_pinned": "host to GPU (pinned)",
+        "ev.d2h_pinned": "GPU to host (pinned)",
+        "ev.h2d_pageable": "host to GPU (pageable)",
+        "ev.link_theory": "the link in theory",
+        "ev.host_copy": "host memory copy",
+        "ev.sequential_read": "sequential read",
+        "ev.page_cache": "from the page cache",
+        "ev.data_read": "data read",
+        "ev.files_read": "files read",
+        "ev.copy_direction": "GPU {src} -> GPU {dst}",
+    },
+    "zh": {
+        "ev.matmul_rate": "矩阵乘法速率",
+        "ev.share_of_peak": "占峰值比例",
+        "ev.slowest_second": "最慢的一秒",
+        "ev.results_differed": "结果不一致次数",
+        "ev.memory_copy": "显存拷贝",
+        "ev.memory_peak": "显存带宽峰值",
+        "ev.copy_size": "拷贝大小",
+        "ev.h2d_pinned": "主机到 GPU（锁页内存）",
+        "ev.d2h_pinned": "GPU 到主机（锁页内存）",
+        "ev.h2d_pageable": "主机到 GPU（可分页内存）",
+        "ev.link_theory": "链路理论带宽",
+        "ev.host_copy": "主机内存拷贝",
+        "ev.sequential_read": "顺序读取",
+        "ev.page_cache": "来自页缓存",
+        "ev.data_read": "读取数据量",
+        "ev.files_read": "读取文件数",
+        "ev.copy_direction": "GPU {src} -> GPU {dst}",
+    },
+}
+
 MESSAGES: Mapping[str, Mapping[str, str]] = {
-    lang: {**SHARED[lang], **RULE_TEXTS[lang], **VERDICT_TEXTS[lang]} for lang in LANGS
+    lang: {**SHARED[lang], **PROBE_TEXTS[lang], **RULE_TEXTS[lang], **VERDICT_TEXTS[lang]} for lang in LANGS
 }
 _EN = MESSAGES["en"]
 

@@ -109,6 +109,7 @@ class RunJudgement:
     temperature_max_c: float | None = None
     power_max_w: float | None = None
     lost_after_s: float | None = None
+    headline: str = ""  # what made it worse, the gravest first: "thermal slowdown began after 41 s"
 
 
 def judge_run(snapshots: Sequence[Snapshot], gpu: int, started_at: float) -> RunJudgement:
@@ -138,10 +139,16 @@ def judge_run(snapshots: Sequence[Snapshot], gpu: int, started_at: float) -> Run
     xids = sorted({x for s in live for x in s.xid_events})
     if xids:
         parts.append("XID " + ", ".join(str(x) for x in xids) + " during the run")
-    worsened = bool(lost or sagged or xids or any(o.reason in _HARMFUL for o in onsets))
+    worse = [parts[0]] if lost_after is not None else []
+    worse += [f"{_ONSET_LABELS[o.reason]} began after {o.after_s:.0f} s" for o in onsets if o.reason in _HARMFUL]
+    if sagged:
+        worse.append(f"SM clock {start_mhz} -> {end_mhz} MHz")
+    if xids:
+        worse.append("XID " + ", ".join(str(x) for x in xids) + " during the run")
     return RunJudgement(
         text="; ".join(parts) if parts else "no clock, temperature or throttle readings during the run",
-        worsened=worsened,
+        worsened=bool(worse),
+        headline=worse[0] if worse else "",
         samples=len(samples),
         onsets=onsets,
         sm_clock_start_mhz=start_mhz,

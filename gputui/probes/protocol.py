@@ -2,6 +2,7 @@
 
 `progress` lines come while a probe runs; exactly one `result` or `error` ends it. Each line carries the
 protocol version `v`, so a newer runner can refuse an older worker with a clear error instead of a KeyError.
+A progress line's `device` came later: a line without it reads as "" (not said), so older lines still parse.
 `BadLine` never travels on the wire: the runner makes one for each stdout line it cannot read.
 """
 
@@ -37,6 +38,11 @@ class Progress:
     figure: float | None = None
     unit: str = ""
     message: str = ""
+    device: str = ""  # where it runs, as Result.device: "cpu" is a CPU run, to be said before its first figure
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.device == "cpu"
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +94,7 @@ def to_dict(message: Message) -> dict[str, Any]:
             "figure": message.figure,
             "unit": message.unit,
             "message": message.message,
+            "device": message.device,
         }
     elif isinstance(message, Result):
         body = {
@@ -159,12 +166,16 @@ def from_dict(body: Any) -> Message:
         figure = body.get("figure")
         if not _number(figure):
             raise ProtocolError("progress message: 'figure' is not a number")
+        device = body.get("device", "")
+        if not isinstance(device, str):
+            raise ProtocolError(f"progress message: 'device' has the wrong type ({type(device).__name__})")
         return Progress(
             probe=probe,
             fraction=min(1.0, max(0.0, float(fraction))),
             figure=None if figure is None else float(figure),
             unit=_get(body, "unit", str, "progress"),
             message=_get(body, "message", str, "progress"),
+            device=device,
         )
     if kind == "result":
         figures = _get(body, "figures", dict, "result")

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from gputui.argtypes import byte_size, positive_float, positive_int
-from gputui.formatting import fmt_size
+from gputui.formatting import fmt_si, fmt_size
 from gputui.probes import disk
 from gputui.probes.protocol import (
     INSTALL_HINT,
@@ -258,7 +258,7 @@ def probe_pcie(dev: _Device, args: argparse.Namespace) -> Result:
                 best[key] = max(best.get(key, 0.0), gb_s)
                 done += 1
                 label = f"{direction.upper()} {kind} {fmt_size(size)}"
-                emit(Progress("pcie", done / steps, gb_s, "GB/s", label))
+                emit(Progress("pcie", done / steps, gb_s, "GB/s", label, dev.label))
         del on_gpu, host
     for key, value in best.items():
         figures[f"{key}_gb_s"] = value
@@ -284,7 +284,7 @@ def _pcie_cpu(dev: _Device, args: argparse.Namespace, reps: int) -> Result:
         gb_s = size / dev.time_copy(dst, src, reps) / 1e9
         figures[f"copy_{size // 1024}kib_gb_s"] = gb_s
         best = max(best, gb_s)
-        emit(Progress("pcie", done / len(sizes), gb_s, "GB/s", f"cpu copy {fmt_size(size)}"))
+        emit(Progress("pcie", done / len(sizes), gb_s, "GB/s", f"host memory copy {fmt_size(size)}", dev.label))
     figures["copy_gb_s"] = best
     verdict = f"cpu run: no CUDA device, so this timed a host memory copy ({best:.1f} GB/s), not a PCIe link"
     details = (f"sizes {fmt_size(sizes[0])}..{fmt_size(sizes[-1])}, median of {reps} copies",)
@@ -338,7 +338,7 @@ def probe_stress(dev: _Device, args: argparse.Namespace) -> Result:
             per_second.append(rate)
             bad = int(mismatches.item())
             note = f"{count} results checked" + (f", {bad} MISMATCHED" if bad else "")
-            emit(Progress("stress", min(1.0, (now - start) / seconds), rate, "TFLOP/s", note))
+            emit(Progress("stress", min(1.0, (now - start) / seconds), rate, "TFLOP/s", note, dev.label))
             tick, tick_count = now, count
         if now - start >= seconds:
             break
@@ -353,7 +353,7 @@ def _stress_result(
     peaks = gpu_peaks(dev.name) if dev.cuda else None
     peak = peaks.tflops.get(dtype) if peaks else None
     pct = 100.0 * tflops / peak if peak else None
-    achieved = f"{tflops:.3g} TFLOP/s {dtype} over {elapsed:.0f} s"
+    achieved = f"{fmt_si(tflops * 1e12, 'FLOP/s')} {dtype} over {elapsed:.0f} s"
     if bad:
         verdict = (
             f"FAULTY: {bad} of {count} results differed from the first for the same inputs: this GPU computes "
@@ -372,7 +372,7 @@ def _stress_result(
             "variant of this model; results correct"
         )
     details = [
-        "per-second TFLOP/s: " + " ".join(f"{r:.3g}" for r in per_second),
+        "per second: " + " ".join(fmt_si(r * 1e12, "FLOP/s") for r in per_second),
         f"{n}x{n} {dtype} matmul; every result compared bit for bit with the first (same inputs)",
     ]
     if dtype == "tf32" and not dev.cuda:
@@ -401,7 +401,8 @@ def probe_membw(dev: _Device, args: argparse.Namespace) -> Result:
     seconds = []
     for rep in range(reps):
         seconds.append(dev.time_copy(dst, src, 1))
-        emit(Progress("membw", (rep + 1) / reps, 2 * size / seconds[-1] / 1e9, "GB/s", f"copy {rep + 1}/{reps}"))
+        gb_s = 2 * size / seconds[-1] / 1e9
+        emit(Progress("membw", (rep + 1) / reps, gb_s, "GB/s", f"copy {rep + 1}/{reps}", dev.label))
     gb_s = 2 * size / statistics.median(seconds) / 1e9
     peaks = gpu_peaks(dev.name) if dev.cuda else None
     peak = peaks.memory_gb_s if peaks else None
@@ -469,7 +470,10 @@ def probe_p2p(torch: Any, args: argparse.Namespace) -> Result:
         p2p = bool(torch.cuda.can_device_access_peer(b, a)) if cuda else None
         name = str(torch.cuda.get_device_name(a)) if cuda else ""
         copies.append(PeerCopy(a, b, gb_s, p2p, name, links.between(a, b), links.slower_pcie(a, b)))
-        emit(Progress("p2p", done / len(pairs), gb_s, "GB/s", f"GPU {a} -> GPU {b} {fmt_size(size)}"))
+        # On the CPU no GPU takes part, so the pair is only counted, never named.
+        note = f"GPU {a} -> GPU {b}" if cuda else f"host memory copy {done}/{len(pairs)}"
+        device = f"cuda:{a},{b}" if cuda else "cpu"
+        emit(Progress("p2p", done / len(pairs), gb_s, "GB/s", f"{note} {fmt_size(size)}", device))
     sizes = f"{fmt_size(size)} copies, median of {reps} timed"
     if not cuda:
         best = max(copy.gb_s for copy in copies)

@@ -141,6 +141,15 @@ class ReplaySource:
         return self.position >= self.duration
 
     @property
+    def tick_count(self) -> int:
+        return len(self._offsets)
+
+    @property
+    def ticks_shown(self) -> int:
+        """How many ticks, from the first, are up to the one last handed over: 25 of 25 at the end."""
+        return self._cursor + 1
+
+    @property
     def speed(self) -> float:
         return self._speed
 

@@ -32,8 +32,8 @@ from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampl
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
 from gputui.ui.messages import SampleFailed, TickReady
-from gputui.ui.notices import Notices, reports
-from gputui.ui.probes import ProbeController
+from gputui.ui.notices import Level, Notices, reports
+from gputui.ui.probes import REPLAY_REFUSAL, ProbeController
 from gputui.ui.record_replay import RecordReplayApp
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.help import HelpScreen
@@ -60,6 +60,9 @@ def terminal_fd() -> int | None:
 PROBE_KEYS = Binding.Group("Probe")
 VIEW_KEYS = Binding.Group("Views")
 MAIN_VIEW_ACTIONS = frozenset({"toggle_diagnostics", "detail", "topo", "filter", "sort", "close_filter"})
+# Actions on this machine now, which a replay is not: in replay they are hidden from the footer and the help, and
+# do nothing (check_action); the replay keys take space and `p`, and a probe key says why it does nothing.
+LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_probe"})
 
 
 def clamp_interval(seconds: float) -> float:
@@ -84,6 +87,8 @@ class GpuTuiApp(RecordReplayApp):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit"),
         Binding("p", "toggle_pause", "Pause"),
+        # A subclass's key replaces its base class's, so replay's `p` (play/pause, as space) is bound here.
+        Binding("p", "replay_pause", "Play/pause", show=False),
         Binding("plus,equals_sign", "slower", "Slower refresh", key_display="+", show=False),
         Binding("minus", "faster", "Faster refresh", key_display="-", show=False),
         Binding("d", "toggle_diagnostics", "Findings"),
@@ -98,6 +103,7 @@ class GpuTuiApp(RecordReplayApp):
         Binding("i", "probe('disk')", "Disk read probe", group=PROBE_KEYS),
         Binding("n", "probe('p2p')", "GPU-to-GPU probe", group=PROBE_KEYS),
         Binding("x", "cancel_probe", "Stop"),
+        Binding("s,b,m,i,n,x", "probe_refused", "Probe", show=False),  # in replay only, where the probes are not
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -116,6 +122,7 @@ class GpuTuiApp(RecordReplayApp):
             recorder=recorder,
             replay=source if isinstance(source, ReplaySource) else None,
             timeline=self._recording_time,
+            say=self._say,
             ansi_color=True,
         )
         self.animation_level = "none"
@@ -132,17 +139,12 @@ class GpuTuiApp(RecordReplayApp):
         self._error: str | None = None
         self.notices = Notices()
         self._sampling: SamplingLoop | None = None
-        self.probes = ProbeController(self)
+        self.probes = ProbeController(
+            self, refusal=REPLAY_REFUSAL if self.replay is not None else None, lang=self.sampler.engine.lang
+        )
 
     def get_default_screen(self) -> MainScreen:
         return self.main
-
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """The keys of the main view (the pane, the views, the filter, the sort) only there: the footer of the
-        detail and topology views shows what works in them."""
-        if action in MAIN_VIEW_ACTIONS and self.screen is not self.main:
-            return False
-        return super().check_action(action, parameters)
 
     def on_mount(self) -> None:
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit)
@@ -217,13 +219,35 @@ class GpuTuiApp(RecordReplayApp):
             self.run_worker(self.tick(), group="replay", exit_on_error=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
-        """A worker that raised (a replay refresh, a probe's run) is shown and logged, never dropped."""
+        """A worker that raised (a replay refresh, a probe's run) is shown under the header and logged, never
+        dropped; a probe's run also frees the probe keys and says so on its status line."""
         if event.state != WorkerState.ERROR:
             return
         worker, error = event.worker, event.worker.error
         what = worker.name or worker.group
         log.error("worker %s failed", what, exc_info=error)
-        self.notify(f"{type(error).__name__}: {error}", title=f"{what} failed", severity="error", timeout=10)
+        if worker.group == "probe" and error is not None:
+            self.probes.failed(error)
+        self._say(f"{what} failed: {type(error).__name__}: {error}", "alarm")
+
+    def _say(self, text: str, level: Level = "info") -> None:
+        """A one-off word under the header, for a minute of sampled time: it covers nothing, as a toast would."""
+        self.notices.say(text, level)
+        self._show_header()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """The footer shows the keys that work here and now: in replay the live-only keys are hidden and inert
+        (the probe keys fall to `probe_refused`, which says why); `x` only while a probe runs; the keys of the
+        main view (the pane, the views, the filter, the sort) only there, not on the detail and topology views."""
+        if action in LIVE_ONLY and self.replay is not None:
+            return False
+        if action == "probe_refused":
+            return self.replay is not None
+        if action == "cancel_probe" and not self.probes.running:
+            return False
+        if action in MAIN_VIEW_ACTIONS and self.screen is not self.main:
+            return False
+        return super().check_action(action, parameters)
 
     # -- what the probe controller needs (ProbeHost) -------------------------------------------------------
 
@@ -260,6 +284,7 @@ class GpuTuiApp(RecordReplayApp):
             recording=self.recording_badge,
             replay=self.replay_position,
             verdict=self.latest.verdict if self.latest is not None else None,
+            replay_notes=self.replay_notes,
         )
 
     def _show_header(self) -> None:
@@ -287,9 +312,6 @@ class GpuTuiApp(RecordReplayApp):
     # -- actions -----------------------------------------------------------------------------------------
 
     def action_toggle_pause(self) -> None:
-        if self.replay is not None:  # in replay, `p` pauses the playback, as space does
-            self.action_replay_pause()
-            return
         self.paused = not self.paused
         self.draw()
 
@@ -365,6 +387,9 @@ class GpuTuiApp(RecordReplayApp):
     def action_cancel_probe(self) -> None:
         self.probes.cancel()
 
+    def action_probe_refused(self) -> None:
+        self.probes.refuse()
+
     async def action_quit(self) -> None:
         """A running probe's process group is stopped (SIGTERM, then SIGKILL) before the app ends."""
         await self.probes.shutdown()
@@ -372,4 +397,12 @@ class GpuTuiApp(RecordReplayApp):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen([*self.BINDINGS, *self.mode_bindings()], self.notices.standing()))
+            self.push_screen(HelpScreen(self.help_bindings(), self.notices.standing()))
+
+    def help_bindings(self) -> list[Binding]:
+        """The keys that work in this session: the app's shown ones (in replay, not the live-only ones), then
+        those of recording or replay."""
+        keys = [b for b in self.BINDINGS if isinstance(b, Binding) and b.show]
+        if self.replay is not None:
+            keys = [b for b in keys if b.action.partition("(")[0] not in LIVE_ONLY]
+        return [*keys, *self.mode_bindings()]

@@ -15,11 +15,11 @@ from collections.abc import Callable, Coroutine, Mapping
 from typing import Any, Protocol
 
 from rich.text import Text
-from textual.notifications import SeverityLevel
 
 from gputui.diagnostics.findings import Finding, Severity
+from gputui.formatting import fmt_figure
 from gputui.model import Snapshot
-from gputui.probes.findings import to_finding
+from gputui.probes.findings import CPU_RUN, PROBE_NAMES, to_finding
 from gputui.probes.judge import (
     RunJudgement,
     judge_run,
@@ -40,23 +40,45 @@ STRESS_DEFAULT_S = 30.0
 RESULT_OPEN_S = 60.0
 # The status line keeps showing how the last probe ended for this long.
 RESULT_SHOWN_S = 30.0
+# A note on the status line (why a key did nothing) stays this long.
+NOTE_SHOWN_S = 10.0
+# What every probe key says in replay: a probe would load this machine's GPUs, not the ones recorded.
+REPLAY_REFUSAL = "replay: probes test this machine, not the recorded one"
 # Probes that load more than the selected GPU: no GPU of theirs to judge the run by.
 _NOT_ONE_GPU = ("disk", "p2p")
 # Snapshots kept for judging a run: an hour at 1 s, enough for any probe within its timeout.
 MAX_RUN_SNAPSHOTS = 3600
-CPU_RUN = "CPU RUN"
+CPU_RUN_STYLE = "bold reverse"
+SEVERITY_STYLES = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 def format_progress(request: ProbeRequest, progress: Progress) -> str:
-    """'stress 12/30 s 612 TFLOP/s' or 'membw 40% 12.3 GB/s (copy 8/20)': the line under the panels."""
-    figure = f" {progress.figure:.4g} {progress.unit}" if progress.figure is not None else ""
+    """'12/30 s  612 TFLOP/s  (600 results checked)' or '40%  12.3 GB/s  (copy 8/20)': how far, the figure in
+    SI units, and what the worker is at."""
     if request.probe == "stress":
         seconds = request.seconds or STRESS_DEFAULT_S
-        where = f"{progress.fraction * seconds:.0f}/{seconds:.0f} s"
+        parts = [f"{progress.fraction * seconds:.0f}/{seconds:.0f} s"]
     else:
-        where = f"{100 * progress.fraction:.0f}%"
-    note = f" ({progress.message})" if progress.message else ""
-    return f"{request.probe} {where}{figure}{note}"
+        parts = [f"{100 * progress.fraction:.0f}%"]
+    if progress.figure is not None:
+        parts.append(fmt_figure(progress.figure, progress.unit))
+    if progress.message:
+        parts.append(f"({progress.message})")
+    return "  ".join(parts)
+
+
+def progress_line(request: ProbeRequest, progress: Progress, gpu: int | None) -> Text:
+    """The running line: "CPU RUN stress probe  12/30 s  1.5 GFLOP/s ..." on the CPU, in plain sight; on a GPU
+    "stress probe on GPU 0  12/30 s  612 TFLOP/s ...". A CPU run never names the GPU it was meant for."""
+    line = Text()
+    if progress.on_cpu:
+        line.append(CPU_RUN, style=CPU_RUN_STYLE)
+        line.append(" ")
+    target = f" on GPU {gpu}" if gpu is not None and not progress.on_cpu else ""
+    line.append(f"{PROBE_NAMES[request.probe]} probe{target}", style="bold")
+    line.append(f"  {format_progress(request, progress)}")
+    line.append("   x cancels", style="dim")
+    return line
 
 
 def describe_users(snapshot: Snapshot, pids: tuple[int, ...]) -> list[str]:
@@ -71,7 +93,7 @@ def describe_users(snapshot: Snapshot, pids: tuple[int, ...]) -> list[str]:
 
 
 def result_finding(
-    final: Final, gpu: int | None, at: float, snapshots: list[Snapshot], started_at: float | None
+    final: Final, gpu: int | None, at: float, snapshots: list[Snapshot], started_at: float | None, lang: str = "en"
 ) -> Finding:
     """The finding for a finished run: judged against the snapshots taken during it when it used a GPU."""
     judgement: RunJudgement | None = None
@@ -80,15 +102,13 @@ def result_finding(
             final = rejudge_pcie(final, link_under_load(snapshots, gpu))
         if started_at is not None:
             judgement = judge_run(snapshots, gpu, started_at)
-    finding = to_finding(final, gpu, at, judgement)
-    if isinstance(final, Result) and final.on_cpu:
-        finding = dataclasses.replace(finding, title=f"{CPU_RUN}: {finding.title}")
-    return finding
+    return to_finding(final, gpu, at, judgement, lang)
 
 
 class ProbeHost(Protocol):
     """What the probe controller needs of the monitor, and nothing more: the GPU the user chose, the newest
-    reading, a place for findings, the recording, and Textual's services. GpuTuiApp is one."""
+    reading, a place for findings, the recording, and Textual's services. GpuTuiApp is one. Everything the
+    controller has to say goes on its status line, never in a pop-up over the findings."""
 
     def selected_gpu(self) -> int | None: ...
 
@@ -100,20 +120,20 @@ class ProbeHost(Protocol):
 
     def mount_probe_status(self, status: ProbeStatus) -> None: ...
 
-    def notify(
-        self, message: str, *, title: str = ..., severity: SeverityLevel = ..., timeout: float | None = ...
-    ) -> None: ...
-
     def push_screen(self, screen: ConfirmProbe, callback: Callable[[str | None], None]) -> object: ...
 
     def run_worker(self, work: Coroutine[Any, Any, None], *, name: str, group: str, exit_on_error: bool) -> object: ...
 
     def set_timer(self, delay: float, callback: Callable[[], None]) -> object: ...
 
+    def refresh_bindings(self) -> None: ...
+
 
 class ProbeController:
     """Owns the one running probe. `adjust` rewrites each request before it runs (tests: tiny CPU sizes) and
-    `env` is added to the worker's environment."""
+    `env` is added to the worker's environment. With a `refusal` (a replay: the probes would test this machine,
+    not the recorded one) no probe ever starts: each probe key only shows the refusal. `lang` words the
+    findings' evidence."""
 
     def __init__(
         self,
@@ -122,14 +142,19 @@ class ProbeController:
         adjust: Callable[[ProbeRequest], ProbeRequest] = lambda request: request,
         env: Mapping[str, str] | None = None,
         kill_grace_s: float = KILL_GRACE_S,
+        refusal: str | None = None,
+        lang: str = "en",
     ) -> None:
         self.host = host
         self.adjust = adjust
         self.env = dict(env or {})
         self.kill_grace_s = kill_grace_s
+        self.refusal = refusal
+        self.lang = lang
         self.status = ProbeStatus(id="probe-status")
         self.runner: ProbeRunner | None = None
         self.last: Finding | None = None
+        self._shown = 0  # counts what the status line showed, so that an old timer leaves a newer line alone
         self._asking = False
         self._gpu: int | None = None
         self._started_at: float | None = None
@@ -141,12 +166,19 @@ class ProbeController:
 
     # -- starting ------------------------------------------------------------------------------------------
 
+    def refuse(self) -> bool:
+        """Show why probes do not run here, when they do not; True when refused."""
+        if self.refusal is None:
+            return False
+        self._note(self.refusal, style="yellow")
+        return True
+
     def start(self, probe: ProbeName) -> None:
         """The key for `probe`: on the selected GPU (or GPU 0), after asking where it would slow others."""
-        if self._asking:
+        if self._asking or self.refuse():
             return
         if self.runner is not None:
-            self.host.notify(f"a {self.runner.request.probe} probe is running; x cancels it", severity="warning")
+            self._note(f"a {PROBE_NAMES[self.runner.request.probe]} probe is running; x cancels it", style="yellow")
             return
         gpu = self.host.selected_gpu()
         gpu = 0 if gpu is None else gpu
@@ -157,7 +189,7 @@ class ProbeController:
             )
             return
         if latest is None:  # who else uses the GPU is not known yet
-            self.host.notify("no reading of the GPUs yet: try again in a moment")
+            self._note("no reading of the GPUs yet: try the probe again in a moment")
             return
         if probe == "p2p":
             self._ask_p2p(latest)
@@ -200,29 +232,30 @@ class ProbeController:
         request = self.adjust(request)
         runner = ProbeRunner(request, env=self.env, kill_grace_s=self.kill_grace_s)
         self.runner = runner
+        self.host.refresh_bindings()  # `x Stop` shows in the footer while a probe runs
         self._gpu = None if request.probe in _NOT_ONE_GPU else request.gpu
         self._snapshots.clear()
         latest = self.host.latest_snapshot()
         if latest is not None:
             self._snapshots.append(latest)
         self._started_at = latest.timestamp if latest is not None else None
-        self.host.mount_probe_status(self.status)
-        target = "" if self._gpu is None else f" on GPU {self._gpu}"
-        self.status.show(Text(f"{request.probe} starting{target}... (x cancels)", style="bold"))
+        starting = Text()
+        if request.cpu:
+            starting.append(CPU_RUN, style=CPU_RUN_STYLE)
+            starting.append(" ")
+        target = "" if self._gpu is None or request.cpu else f" for GPU {self._gpu}"
+        starting.append(f"{PROBE_NAMES[request.probe]} probe starting{target}...", style="bold")
+        starting.append("   x cancels", style="dim")
+        self._show(starting)
         self.host.run_worker(self._run(runner), name=f"probe-{request.probe}", group="probe", exit_on_error=False)
 
     # -- running -------------------------------------------------------------------------------------------
 
     async def _run(self, runner: ProbeRunner) -> None:
-        request = runner.request
-        target = "" if self._gpu is None else f"GPU {self._gpu} "
         async for message in runner:
             self.host.record_probe(message)
             if isinstance(message, Progress):
-                line = Text(f"probe {target}", style="bold")
-                line.append(format_progress(request, message))
-                line.append("   x cancels", style="dim")
-                self.status.show(line)
+                self._show(progress_line(runner.request, message, self._gpu))
         assert runner.final is not None, "the runner always ends with a final message"
         self._finish(runner.final)
 
@@ -234,39 +267,43 @@ class ProbeController:
     def _finish(self, final: Final) -> None:
         latest = self.host.latest_snapshot()
         at = latest.timestamp if latest is not None else self._started_at or 0.0
-        finding = result_finding(final, self._gpu, at, list(self._snapshots), self._started_at)
+        finding = result_finding(final, self._gpu, at, list(self._snapshots), self._started_at, self.lang)
         self.runner = None
+        self.host.refresh_bindings()
         self._snapshots.clear()
         self.last = finding
         self.host.add_finding(finding, open_for_s=RESULT_OPEN_S)
         self._announce(final, finding)
 
     def _announce(self, final: Final, finding: Finding) -> None:
-        style = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}[finding.severity]
-        line = Text("probe ", style="bold")
+        """How the run ended, in the words of its finding; a CPU run keeps its label in front."""
+        style = SEVERITY_STYLES[finding.severity]
+        line = Text()
         if isinstance(final, Error) and final.code == "no_torch":
-            message = f"the {final.probe} probe needs torch: {INSTALL_HINT}"
-            self.host.notify(message, title="probe", severity="error", timeout=10)
-            line.append(message, style=style)
-        elif isinstance(final, Error):
-            self.host.notify(
-                finding.title, title="probe", severity="information" if final.code == "cancelled" else "error"
-            )
-            line.append(finding.title, style=style)
+            line.append(f"{finding.title}: {INSTALL_HINT}", style=style)
+        elif isinstance(final, Result) and final.on_cpu:
+            line.append(CPU_RUN, style=CPU_RUN_STYLE)
+            line.append(finding.title.removeprefix(CPU_RUN), style=style)
         else:
-            cpu = f"{CPU_RUN}: " if final.on_cpu else ""
-            self.host.notify(f"{cpu}{final.verdict}", title=f"{final.probe} probe", timeout=10)
-            if final.on_cpu:
-                line.append(f"{CPU_RUN} ", style="bold reverse")
-                line.append(finding.title.removeprefix(f"{CPU_RUN}: "), style=style)
-            else:
-                line.append(finding.title, style=style)
+            line.append(finding.title, style=style)
         line.append("   details: d (diagnostics)", style="dim")
-        self.status.show(line)
-        self.host.set_timer(RESULT_SHOWN_S, self._expire_result)
+        self._show(line, for_s=RESULT_SHOWN_S)
 
-    def _expire_result(self) -> None:
-        if self.runner is None:
+    def _note(self, text: str, style: str = "") -> None:
+        """A short word on the status line (why a key did nothing); a running probe's next line replaces it."""
+        self._show(Text(text, style=style), for_s=NOTE_SHOWN_S)
+
+    def _show(self, line: Text, for_s: float | None = None) -> None:
+        """Put `line` on the status line; with `for_s`, hide it after that long unless something newer came."""
+        self.host.mount_probe_status(self.status)
+        self.status.show(line)
+        self._shown += 1
+        if for_s is not None:
+            shown = self._shown
+            self.host.set_timer(for_s, lambda: self._expire(shown))
+
+    def _expire(self, shown: int) -> None:
+        if self._shown == shown and self.runner is None:
             self.status.show(None)
 
     # -- stopping ------------------------------------------------------------------------------------------
@@ -274,12 +311,27 @@ class ProbeController:
     def cancel(self) -> None:
         """The `x` key: SIGTERM to the worker's group, SIGKILL after the grace period; the run ends as an Error
         with code `cancelled`, which _run turns into a finding like any other end."""
+        if self.refuse():
+            return
         runner = self.runner
         if runner is None:
-            self.host.notify("no probe is running")
+            self._note("no probe is running")
             return
-        self.status.show(Text(f"probe {runner.request.probe}: cancelling...", style="bold"))
+        self._show(Text(f"{PROBE_NAMES[runner.request.probe]} probe: cancelling...", style="bold"))
         self.host.run_worker(runner.cancel(), name="probe-cancel", group="probe-cancel", exit_on_error=False)
+
+    def failed(self, error: BaseException) -> None:
+        """The run's own worker raised (not the probe: the monitor's side of it): its process group is killed
+        (the runner's iteration was left, not ended), the keys are free again, and the status line says so."""
+        runner, self.runner = self.runner, None
+        self.host.refresh_bindings()
+        if runner is not None:
+            runner.kill_now()
+        self._snapshots.clear()
+        name = PROBE_NAMES[runner.request.probe] if runner is not None else "the"
+        self._show(
+            Text(f"{name} probe stopped: {type(error).__name__}: {error}", style="bold red"), for_s=RESULT_SHOWN_S
+        )
 
     async def shutdown(self) -> None:
         """Before quitting: stop the worker's group and wait until it is gone (at most twice the grace)."""

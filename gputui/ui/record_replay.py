@@ -1,9 +1,11 @@
 """What recording and replay add to the monitor app: their keys and the header's parts.
 
-GpuTuiApp inherits this and hands it, when built, the recorder, the replay and the recording's clock; nothing else
-of the app is read here. Replay keys work only in replay, `M` only while recording; the footer shows only the keys
-that work. Replay keys are priority bindings (the process table would take left/right), so they step aside while a
-text box has the focus. A replay key posts ReplayMoved, so that the app shows the new position at once.
+GpuTuiApp inherits this and hands it, when built, the recorder, the replay, the recording's clock and where to
+say a word (the header's notice rows); nothing else of the app is read here. Replay keys work only in replay, `M`
+only while recording; the footer shows only the keys that work: in replay "space Play/pause", "← → Seek" and
+"< > Speed" (`p` pauses too, bound beside the live pause in the app; `[` `]` are in the help). Replay keys are
+priority bindings (the process table would take left/right), so they step aside while a text box has the focus.
+A replay key posts ReplayMoved, so that the app shows the new position at once.
 """
 
 from __future__ import annotations
@@ -21,22 +23,26 @@ from gputui.probes.protocol import BadLine, Message, Progress, to_line
 from gputui.record.format import probe_event
 from gputui.record.writer import RecordingWriter
 from gputui.session.recording import record_badge
-from gputui.session.replay import replay_status
+from gputui.session.replay import replay_notes, replay_status
 from gputui.sources.replay import ReplaySource
 from gputui.ui.messages import ReplayMoved
 from gputui.ui.screens.mark import MarkScreen
+
+# Seeking and the playing speed each take one footer entry ("← → Seek", "< > Speed").
+SEEK_KEYS = Binding.Group("Seek")
+SPEED_KEYS = Binding.Group("Speed")
 
 
 class RecordReplayApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("M", "mark", "Mark", key_display="M"),
         Binding("space", "replay_pause", "Play/pause", key_display="space", priority=True),
-        Binding("left", "replay_seek(-10)", "-10s", key_display="←", priority=True),
-        Binding("right", "replay_seek(10)", "+10s", key_display="→", priority=True),
+        Binding("left", "replay_seek(-10)", "-10s", key_display="←", priority=True, group=SEEK_KEYS),
+        Binding("right", "replay_seek(10)", "+10s", key_display="→", priority=True, group=SEEK_KEYS),
         Binding("left_square_bracket", "replay_seek(-60)", "-1m", key_display="[", priority=True, show=False),
         Binding("right_square_bracket", "replay_seek(60)", "+1m", key_display="]", priority=True, show=False),
-        Binding("less_than_sign", "replay_slower", "Slower play", key_display="<", priority=True, show=False),
-        Binding("greater_than_sign", "replay_faster", "Faster play", key_display=">", priority=True, show=False),
+        Binding("less_than_sign", "replay_slower", "Slower play", key_display="<", priority=True, group=SPEED_KEYS),
+        Binding("greater_than_sign", "replay_faster", "Faster play", key_display=">", priority=True, group=SPEED_KEYS),
     ]
 
     def __init__(
@@ -45,14 +51,17 @@ class RecordReplayApp(App[int]):
         recorder: RecordingWriter | None,
         replay: ReplaySource | None,
         timeline: Callable[[], float | None],
+        say: Callable[[str], None],
         ansi_color: bool = False,
     ) -> None:
         """`timeline()` is the recording's time now (the newest reading's timestamp, None before the first): a
-        simulated or replayed source's clock is not the wall clock."""
+        simulated or replayed source's clock is not the wall clock. `say(text)` shows a one-off word under the
+        header."""
         super().__init__(ansi_color=ansi_color)
         self.recorder = recorder
         self.replay = replay
         self._timeline = timeline
+        self._say = say
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action.startswith("replay_"):
@@ -88,6 +97,11 @@ class RecordReplayApp(App[int]):
     def replay_position(self) -> str | None:
         return None if self.replay is None else replay_status(self.replay)
 
+    @property
+    def replay_notes(self) -> tuple[str, ...]:
+        """The recording's end, and the marks just passed, for the header's rows."""
+        return () if self.replay is None else tuple(replay_notes(self.replay))
+
     def stop_recording(self) -> None:
         """Write what is queued and end the file properly; safe to call more than once."""
         if self.recorder is not None:
@@ -114,7 +128,7 @@ class RecordReplayApp(App[int]):
         if label is None or self.recorder is None:
             return
         self.recorder.mark(label, self._timeline())
-        self.notify(f"mark recorded: {label}", timeout=3)
+        self._say(f"mark recorded: {label}")
 
     def action_replay_pause(self) -> None:
         if self.replay is not None:

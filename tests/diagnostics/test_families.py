@@ -77,7 +77,12 @@ def test_a_family_speaks_only_of_its_own_rules_and_evidence(family: Family) -> N
 
 def test_no_message_is_defined_twice() -> None:
     for lang in LANGS:
-        tables = [catalog.SHARED[lang], VERDICT_TEXTS[lang], *(family.TEXTS[lang] for family in FAMILIES)]
+        tables = [
+            catalog.SHARED[lang],
+            catalog.PROBE_TEXTS[lang],
+            VERDICT_TEXTS[lang],
+            *(family.TEXTS[lang] for family in FAMILIES),
+        ]
         assert sum(len(table) for table in tables) == len(catalog.MESSAGES[lang]), lang
 
 

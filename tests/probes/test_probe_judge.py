@@ -145,5 +145,8 @@ def test_to_finding_adds_what_happened_during_the_run() -> None:
     finding = to_finding(result, 0, T0, judge_run(run, 0, T0))
     assert finding.severity == Severity.WARNING
     assert "thermal slowdown began after 41 s" in finding.advice
-    assert [(e.label, e.unit) for e in finding.evidence] == [("tflops", "TFLOP/s")]
+    assert [(e.key, e.label, e.value, e.unit) for e in finding.evidence] == [
+        ("tflops", "matmul rate", 800.0, "TFLOP/s")
+    ]
+    assert finding.title.endswith("; thermal slowdown began after 41 s")
     assert "pip install 'gputui[probes]'" in to_finding(Error("pcie", "no_torch", "x"), None, T0).advice

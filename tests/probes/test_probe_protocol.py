@@ -23,6 +23,7 @@ RESULT = Result(
     [
         Progress("stress", 0.5, 812.5, "TFLOP/s", "600 results checked"),
         Progress("disk", 1.0),
+        Progress("membw", 0.2, 5.1, "GB/s", "copy 4/20", "cpu"),
         RESULT,
         Result("stress", "cpu", False, {"mismatches": 3.0}, "FAULTY: ...", faulty=True),
         Error("membw", "failed", "RuntimeError: boom", "Traceback ...\n"),
@@ -58,6 +59,15 @@ def test_non_finite_numbers_become_null() -> None:
 def test_fraction_is_clamped() -> None:
     line = '{"v":1,"type":"progress","probe":"disk","fraction":1.5,"figure":null,"unit":"","message":""}'
     assert parse_line(line) == Progress("disk", 1.0)
+
+
+def test_a_progress_line_without_its_device_still_reads() -> None:
+    """Recordings made before progress lines said where they ran: the device is then not said, not "cpu"."""
+    line = '{"v":1,"type":"progress","probe":"stress","fraction":0.5,"figure":612,"unit":"TFLOP/s","message":""}'
+    progress = parse_line(line)
+    assert isinstance(progress, Progress) and progress.device == "" and not progress.on_cpu
+    with pytest.raises(ProtocolError, match="'device' has the wrong type"):
+        parse_line(line.replace('"message":""', '"message":"","device":0'))
 
 
 @pytest.mark.parametrize(

@@ -55,6 +55,7 @@ async def test_stress_on_the_cpu_reports_each_second_and_checks_results() -> Non
     progress = [m for m in messages if isinstance(m, Progress)]
     # One report a second plus the final one; a loaded machine may merge them, so only the final one is certain.
     assert 1 <= len(progress) <= 2 and progress[-1].fraction == 1.0 and progress[0].unit == "TFLOP/s"
+    assert all(m.device == "cpu" for m in progress)
     assert runner.returncode == 0 and not alive(runner.pid or 0)
 
 
@@ -64,7 +65,9 @@ async def test_pcie_on_the_cpu_is_labelled_a_host_copy() -> None:
     assert isinstance(final, Result), final
     assert final.device == "cpu" and "not a PCIe link" in final.verdict
     assert set(final.figures) == {"copy_64kib_gb_s", "copy_256kib_gb_s", "copy_gb_s"}
-    assert [m.message for m in messages if isinstance(m, Progress)] == ["cpu copy 64 KiB", "cpu copy 256 KiB"]
+    progress = [m for m in messages if isinstance(m, Progress)]
+    assert [m.message for m in progress] == ["host memory copy 64 KiB", "host memory copy 256 KiB"]
+    assert all(m.on_cpu for m in progress)  # a CPU run says so from its first figure on
 
 
 async def test_membw_on_the_cpu_has_no_peak() -> None:

@@ -10,6 +10,7 @@ from recdata import T0, snapshot, system, write_recording
 
 from gputui.record.format import mark_event
 from gputui.record.reader import load_recording
+from gputui.session.replay import ReplaySampler, replay_notes
 from gputui.sources.base import Source, SourceUnavailable
 from gputui.sources.replay import ReplaySource, resolve_start
 from tests.conftest import Clock
@@ -169,3 +170,30 @@ def test_the_ui_thread_can_seek_while_the_sampling_thread_plays(replay: ReplaySo
     worker.join()
     assert errors == []
     assert 0.0 <= replay.position <= replay.duration
+
+
+def test_playback_stops_at_the_last_tick_and_says_so(replay: ReplaySource, clock: Clock) -> None:
+    sampler = ReplaySampler(replay)
+    sampler.take()
+    assert (replay.ticks_shown, replay.tick_count) == (1, 300) and not replay.paused
+    clock.now += 1000.0
+    tick = sampler.take()
+    assert tick.snapshot.timestamp == T0 + 299 and replay.paused  # stopped there, not idling on
+    assert replay_notes(replay)[0] == "end of recording, 300/300 ticks: playback stopped (← or [ to go back)"
+    replay.seek(-30.0)
+    sampler.take()
+    assert replay.paused and not any(note.startswith("end") for note in replay_notes(replay))
+
+
+def test_a_mark_is_said_for_a_minute_of_playing_time_after_the_position_passes_it(
+    replay: ReplaySource, clock: Clock
+) -> None:
+    """The mark "bs 128" lies at T0 + 42.5, between two ticks: it shows from the tick after it."""
+    sampler = ReplaySampler(replay)
+    replay.pause()
+    for position, said in ((42.0, False), (43.0, True), (102.0, True), (103.0, False)):
+        replay.seek_to(position)
+        sampler.take()
+        assert (replay_notes(replay) == ["mark 20:27:22: bs 128"]) is said, position  # T0 is 20:26:40 UTC
+    replay.set_speed(4.0)  # a minute of playing is four of the recording
+    assert replay_notes(replay) == ["mark 20:27:22: bs 128"]

@@ -69,3 +69,17 @@ def test_wrap_text_keeps_every_word_and_fits_the_width() -> None:
     rows = wrap_text(text, 30)
     assert " ".join(rows) == text and all(len(row) <= 30 for row in rows)
     assert "".join(wrap_text("显卡驱动无法读取" * 3, 10)) == "显卡驱动无法读取" * 3
+
+
+def test_a_word_the_app_says_has_rows_for_a_minute_and_is_no_standing_notice() -> None:
+    notices = Notices()
+    notices.say("probe-stress failed: RuntimeError: boom", "alarm")  # before the first snapshot: shown at once,
+    assert texts(notices) == ["probe-stress failed: RuntimeError: boom"]
+    notices.observe(100.0, [])  # and its minute starts with it
+    notices.say("mark recorded: workers 8")
+    assert texts(notices) == ["probe-stress failed: RuntimeError: boom", "mark recorded: workers 8"]
+    assert notices.standing() == ()  # said once, not true for good: the help does not list it
+    notices.observe(159.0, [])
+    assert len(texts(notices)) == 2
+    notices.observe(161.0, [])
+    assert texts(notices) == [] and notices.badges() == ()

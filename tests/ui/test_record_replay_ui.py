@@ -51,7 +51,11 @@ async def test_the_monitor_records_every_tick_and_the_findings(tmp_path: Path, c
     assert [(f["rule"], f["gpus"]) for f in opened] == [("thermal_throttle", [1])]
 
 
-async def test_m_drops_a_labelled_mark_at_the_latest_tick(tmp_path: Path, clock: Clock) -> None:
+async def test_m_drops_a_labelled_mark_at_the_latest_tick(
+    tmp_path: Path, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    toasts: list[str] = []
+    monkeypatch.setattr(GpuTuiApp, "notify", lambda self, message, **kwargs: toasts.append(message))
     app, _ = recording_app(tmp_path / "run.jsonl.gz", clock=clock)
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 3)
@@ -62,6 +66,8 @@ async def test_m_drops_a_labelled_mark_at_the_latest_tick(tmp_path: Path, clock:
         assert app.latest is not None
         last = app.latest.snapshot.timestamp
         assert app.filter_text == ""  # the mark's text box is not the process filter
+        assert "mark recorded: workers 8" in header(app)  # under the header, not in a toast over the findings
+        assert toasts == []
     marks = [e for e in load_recording(tmp_path / "run.jsonl.gz").events if e.kind == "mark"]
     assert [(m.data["label"], m.t) for m in marks] == [("workers 8", last)]
 

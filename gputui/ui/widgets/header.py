@@ -25,6 +25,7 @@ VERDICT_DEFAULT_STYLE = "bold yellow"
 # whole word that fits, with "…" (the pane and `gputui diagnose` give it whole).
 VERDICT_MAX_LINES = 3
 ELLIPSIS = "…"
+REPLAY_NOTE_STYLE = "bold magenta"  # the replay's own words (its end, the marks passed), in its badge's colour
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +42,7 @@ class HeaderState:
     recording: str | None = None  # the --record badge: "REC", or "REC STOPPED" once the writer gave up
     replay: str | None = None  # where a replay is and how fast: "01:12:30 / 08:00:00 x4"
     verdict: Verdict | None = None  # what bounds the job: under the facts, on every screen
+    replay_notes: tuple[str, ...] = ()  # the end of the recording, the marks just passed: a row each, under the facts
 
 
 def badges(system: SystemInfo, paused: bool) -> list[tuple[str, str]]:
@@ -88,7 +90,8 @@ def container_brief(container: ContainerInfo | None, *, wide: bool = True) -> st
 
 
 class StatusHeader(LineView):
-    """One line of facts, then the sampling error and each fresh notice, whole, on as many lines as they need.
+    """One line of facts, then the sampling error, the replay's notes and each fresh notice, whole, on as many
+    lines as they need.
 
     The clock comes first: it changes every second, and Textual rewrites a line up to its last change.
     """
@@ -112,9 +115,10 @@ class StatusHeader(LineView):
         s = self.state
         if s is None:
             return []
-        said: list[tuple[str, Level]] = [(f"sampling failed: {s.error}", "alarm")] if s.error else []
-        said += [(notice.text, notice.report.level) for notice in s.notices]
-        return [[(row, LEVEL_STYLES[level])] for text, level in said for row in wrap_text(text, width)]
+        said = [(f"sampling failed: {s.error}", LEVEL_STYLES["alarm"])] if s.error else []
+        said += [(note, REPLAY_NOTE_STYLE) for note in s.replay_notes]
+        said += [(notice.text, LEVEL_STYLES[notice.report.level]) for notice in s.notices]
+        return [[(row, style)] for text, style in said for row in wrap_text(text, width)]
 
     @staticmethod
     def _facts(s: HeaderState, width: int) -> Line:
