@@ -36,7 +36,7 @@ from gputui.ui.notices import Level, Notices, reports
 from gputui.ui.probes import REPLAY_REFUSAL, ProbeController
 from gputui.ui.record_replay import RecordReplayApp
 from gputui.ui.screens.detail import DetailScreen
-from gputui.ui.screens.help import HelpScreen
+from gputui.ui.screens.help import DESCRIPTIONS, HelpScreen
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.topo import TopoScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
@@ -194,6 +194,7 @@ class GpuTuiApp(RecordReplayApp):
             self.main.add_snapshot(passed)
             self.notices.observe(passed.timestamp, reports(passed, self.recording_warning))
         self.probes.observe(snapshot)
+        self.sync_play_key()
         if not self.paused:
             self.draw()
 
@@ -400,9 +401,12 @@ class GpuTuiApp(RecordReplayApp):
             self.push_screen(HelpScreen(self.help_bindings(), self.notices.standing()))
 
     def help_bindings(self) -> list[Binding]:
-        """The keys that work in this session: the app's shown ones (in replay, not the live-only ones), then
-        those of recording or replay."""
-        keys = [b for b in self.BINDINGS if isinstance(b, Binding) and b.show]
+        """Every key of this session, those the footer leaves out too (+ - o): the app's (in replay, not the
+        live-only ones; live, not replay's `p`), and replay's keys in replay, else `M` (its line says it needs
+        --record)."""
+        keys = [b for b in self.BINDINGS if isinstance(b, Binding) and b.action in DESCRIPTIONS]
         if self.replay is not None:
             keys = [b for b in keys if b.action.partition("(")[0] not in LIVE_ONLY]
-        return [*keys, *self.mode_bindings()]
+            return [*keys, *self.mode_bindings()]
+        keys = [b for b in keys if not b.action.startswith("replay_")]
+        return [*keys, *(b for b in RecordReplayApp.BINDINGS if isinstance(b, Binding) and b.action == "mark")]

@@ -36,7 +36,9 @@ SPEED_KEYS = Binding.Group("Speed")
 class RecordReplayApp(App[int]):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("M", "mark", "Mark", key_display="M"),
-        Binding("space", "replay_pause", "Play/pause", key_display="space", priority=True),
+        # One key, two entries: the footer says what space does now ("Pause" while playing, "Play" while paused).
+        Binding("space", "replay_stop", "Pause", key_display="space", priority=True),
+        Binding("space", "replay_play", "Play", key_display="space", priority=True),
         Binding("left", "replay_seek(-10)", "-10s", key_display="←", priority=True, group=SEEK_KEYS),
         Binding("right", "replay_seek(10)", "+10s", key_display="→", priority=True, group=SEEK_KEYS),
         Binding("left_square_bracket", "replay_seek(-60)", "-1m", key_display="[", priority=True, show=False),
@@ -62,10 +64,15 @@ class RecordReplayApp(App[int]):
         self.replay = replay
         self._timeline = timeline
         self._say = say
+        self._footer_paused: bool | None = None  # the playing state the footer's space entry was chosen for
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action.startswith("replay_"):
-            return self.replay is not None and not isinstance(self.focused, Input)
+            if self.replay is None or isinstance(self.focused, Input):
+                return False
+            if action in ("replay_stop", "replay_play"):
+                return self.replay.paused == (action == "replay_play")
+            return True
         if action == "mark":
             return self.recorder is not None
         return True
@@ -135,6 +142,18 @@ class RecordReplayApp(App[int]):
             self.replay.toggle_pause()
             self._replay_moved()
 
+    def action_replay_stop(self) -> None:
+        self.action_replay_pause()
+
+    def action_replay_play(self) -> None:
+        self.action_replay_pause()
+
+    def sync_play_key(self) -> None:
+        """Playback paused or resumed (a key, or the end of the recording): the footer's space entry follows."""
+        if self.replay is not None and self.replay.paused != self._footer_paused:
+            self._footer_paused = self.replay.paused
+            self.refresh_bindings()
+
     def action_replay_seek(self, seconds: float) -> None:
         if self.replay is not None:
             self.replay.seek(seconds)
@@ -151,4 +170,5 @@ class RecordReplayApp(App[int]):
             self._replay_moved()
 
     def _replay_moved(self) -> None:
+        self.sync_play_key()
         self.post_message(ReplayMoved())

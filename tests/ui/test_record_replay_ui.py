@@ -184,7 +184,12 @@ async def test_help_lists_the_replay_keys_only_in_replay(tmp_path: Path, clock: 
     source = ReplaySource(tmp_path / "r.jsonl", clock=clock)
     replay = GpuTuiApp(source, source.open(), auto_sample=False)
     live, _ = recording_app(tmp_path / "live.jsonl", clock=clock)
-    assert {b.action for b in replay.mode_bindings()} >= {"replay_pause", "replay_seek(60)", "replay_faster"}
+    assert {b.action for b in replay.mode_bindings()} >= {
+        "replay_stop",
+        "replay_play",
+        "replay_seek(60)",
+        "replay_faster",
+    }
     assert [b.action for b in live.mode_bindings()] == ["mark"]
     live.stop_recording()
 

@@ -55,7 +55,7 @@ def live_app(path: Path, clock: Clock) -> GpuTuiApp:
 
 
 def footer(app: GpuTuiApp, width: int) -> list[str]:
-    """The footer's entries as they read, left to right: "space Play/pause", "← → Seek"; each one checked to
+    """The footer's entries as they read, left to right: "space Pause", "← → Seek"; each one checked to
     lie inside the terminal's width (the entries after the last fitting one scroll off to the right)."""
     entries: list[str] = []
     for widget in app.screen.query_one(Footer).query("FooterKey, FooterLabel"):
@@ -88,7 +88,8 @@ async def test_the_replay_footer_shows_the_replay_keys_and_not_the_live_ones(
         await app.tick()
         await pilot.pause()
         entries = footer(app, size[0])
-        assert entries[:3] == ["space Play/pause", "← → Seek", "< > Speed"], entries
+        assert entries[:3] == ["space Pause", "← → Seek", "< > Speed"], entries  # it plays: space pauses
+        assert entries[-1] == "? Help", entries  # whole, within the terminal's width
         for live in ("p Pause", "+ Slower", "- Faster", "s b m i n Probe", "x Stop", "M Mark"):
             assert live not in entries
         every_key = [entry.split()[0] for entry in footer(app, 10_000)]
@@ -97,14 +98,15 @@ async def test_the_replay_footer_shows_the_replay_keys_and_not_the_live_ones(
 
 @pytest.mark.parametrize("size", SIZES)
 async def test_the_live_footer_keeps_its_keys(tmp_path: Path, clock: Clock, size: tuple[int, int]) -> None:
-    """Recording: the live keys as they were, and `M`; none of the replay keys."""
+    """Recording: the live keys and `M`, `? Help` still within the width; `x` only while a probe runs; none of
+    the replay keys."""
     app = live_app(tmp_path / "live.jsonl", clock)
     async with app.run_test(size=size) as pilot:
         await app.tick()
         await pilot.pause()
-        entries = footer(app, 10_000)
-        assert entries[:4] == ["M Mark", "q Quit", "p Pause", "+ Slower"], entries
-        assert "s b m i n Probe" in entries and "x Stop" in entries
+        entries = footer(app, size[0])
+        assert entries[:4] == ["M Mark", "q Quit", "p Pause", "d Findings"], entries
+        assert "s b m i n Probe" in entries and "x Stop" not in entries and entries[-1] == "? Help"
         assert not any(entry.startswith(("space", "←", "<")) for entry in entries)
 
 
@@ -155,6 +157,12 @@ async def test_p_and_space_both_play_and_pause_a_replay(tmp_path: Path, clock: C
         assert not source.paused
         await pilot.press("space")
         assert source.paused
+        await pilot.pause()
+        assert footer(app, 80)[0] == "space Play"  # the footer says what space does now
+        await pilot.press("space")
+        assert not source.paused
+        await pilot.pause()
+        assert footer(app, 80)[0] == "space Pause"
         await pilot.press("plus")  # the refresh interval is live-only
         assert app.interval == 1.0
 

@@ -45,16 +45,17 @@ class HeaderState:
     replay_notes: tuple[str, ...] = ()  # the end of the recording, the marks just passed: a row each, under the facts
 
 
-def badges(system: SystemInfo, paused: bool) -> list[tuple[str, str]]:
-    """The labels that say the screen is not showing this machine's live data right now."""
+def badges(system: SystemInfo, paused: bool, scenario: bool = True) -> list[tuple[str, str]]:
+    """The labels that say the screen is not showing this machine's live data right now (with the simulated
+    scenario's name unless `scenario` is False: a narrow terminal keeps SIMULATED, not the name)."""
     out: list[tuple[str, str]] = []
+    simulated = "SIMULATED" + (f": {system.scenario}" if system.scenario and scenario else "")
     if system.source == "simulated":
-        label = "SIMULATED" + (f": {system.scenario}" if system.scenario else "")
-        out.append((label, "bold black on yellow"))
+        out.append((simulated, "bold black on yellow"))
     elif system.source == "replay":
         out.append(("REPLAY", "bold black on magenta"))
         if system.recorded_source == "simulated":
-            out.append(("SIMULATED" + (f": {system.scenario}" if system.scenario else ""), "bold black on yellow"))
+            out.append((simulated, "bold black on yellow"))
     elif system.source == "remote":
         out.append(("REMOTE", "bold black on cyan"))
     if paused:
@@ -134,17 +135,22 @@ class StatusHeader(LineView):
             line = [*head, *(part for fact in facts[:keep] for part in fact), *tail]
             if line_len(line) <= width:
                 return line
+        line = [*head, *tail]
+        if line_len(line) <= width:
+            return line
+        head, _, tail = StatusHeader._fact_parts(s, wide=False, tight=True)
         return [*head, *tail]
 
     @staticmethod
-    def _fact_parts(s: HeaderState, wide: bool) -> tuple[Line, list[Line], Line]:
+    def _fact_parts(s: HeaderState, wide: bool, tight: bool = False) -> tuple[Line, list[Line], Line]:
         """What must show (the clock, the badges), the facts in the order they are given up last to first, and
-        the refresh interval."""
+        the refresh interval. `tight`, for a replay of a simulated machine in 80 columns: the badges without the
+        scenario's name, the counts as CRIT and WARN."""
         sysinfo = s.system
         head: Line = [(s.clock, ""), ("  ", "")]
         if wide:
             head.append(("gputui  ", "bold"))
-        for label, style in badges(sysinfo, s.paused):
+        for label, style in badges(sysinfo, s.paused, scenario=not tight):
             head += [(f" {label} ", style), ("  ", "")]
             if label == "REPLAY" and s.replay:
                 head += [(s.replay, "bold"), ("  ", "")]
@@ -153,9 +159,10 @@ class StatusHeader(LineView):
         if s.recording:
             head += [(f" {s.recording} ", "bold white on red"), ("  ", "")]
         if s.critical:
-            head += [(f" {s.critical} CRITICAL ", "bold white on red"), ("  ", "")]
+            head += [(f" {s.critical} {'CRIT' if tight else 'CRITICAL'} ", "bold white on red"), ("  ", "")]
         if s.warnings:
-            head += [(f" {s.warnings} WARNING{'S' if s.warnings > 1 else ''} ", "bold black on yellow"), ("  ", "")]
+            warnings = "WARN" if tight else f"WARNING{'S' if s.warnings > 1 else ''}"
+            head += [(f" {s.warnings} {warnings} ", "bold black on yellow"), ("  ", "")]
         facts: list[Line] = [[(sysinfo.hostname, "")]]
         brief = container_brief(sysinfo.container, wide=wide)
         if brief:
