@@ -19,6 +19,8 @@ FRAMES: tuple[tuple[str, str, int, tuple[int, int], tuple[str, ...]], ...] = (
     ("healthy", "healthy", 8, (120, 40), ()),
     ("thermal", "thermal", 4, (120, 40), ()),
     ("compact-8gpus-80x24", "healthy", 8, (80, 24), ()),
+    ("thermal-8gpus-80x24", "thermal", 8, (80, 24), ("d",)),  # the verdict line and the pane in a tmux pane
+    ("fp32-8gpus", "fp32", 8, (120, 40), ()),  # one finding row for eight GPUs alike
     ("detail", "powercap", 4, (120, 40), ("down", "enter")),
     ("launchbound", "launchbound", 4, (120, 40), ()),
     ("topology", "nvlink", 8, (120, 40), ("t",)),

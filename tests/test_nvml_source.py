@@ -401,5 +401,5 @@ def test_a_cpu_bound_job_in_a_pid_namespace_is_not_reported_healthy(tmp_path: Pa
     for _ in range(15):
         clock.advance(1.0)
         state = engine.update(source.sample())
-    assert [(f.rule, f.gpus) for f in state.active] == [("starvation_cpu", (0,))]
-    assert "python (7)" in state.active[0].title
+    assert [(f.rule, f.variant, f.gpus) for f in state.active] == [("starvation_cpu", "main_process", (0,))]
+    assert {e.key: e.value for e in state.active[0].evidence}["process"] == "python (7)"

@@ -91,7 +91,10 @@ def remote_targets(text: str) -> tuple[str, ...]:
     try:
         from gputui.sources.remote import parse_targets
     except ImportError:
-        raise argparse.ArgumentTypeError("needs prometheus-client: pip install 'gputui[export]'") from None
+        raise argparse.ArgumentTypeError(
+            "needs prometheus-client, installed where gputui runs (in a checkout: .venv/bin/pip install "
+            "prometheus-client)"
+        ) from None
     try:
         return parse_targets(text)
     except ValueError as exc:

@@ -20,7 +20,7 @@ def register(sub: Any) -> None:
         type=Path,
         default=None,
         metavar="OUT.html",
-        help="also write one self-contained HTML page with charts (needs: pip install 'gputui[report]')",
+        help="also write one self-contained HTML page with charts (needs plotly: .venv/bin/pip install plotly)",
     )
     parser.set_defaults(func=run)
 

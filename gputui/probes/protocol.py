@@ -22,7 +22,8 @@ PROBES: tuple[ProbeName, ...] = ("pcie", "stress", "membw", "disk", "p2p")
 ErrorCode = Literal["no_torch", "bad_args", "failed", "crashed", "timeout", "cancelled"]
 ERROR_CODES: tuple[ErrorCode, ...] = ("no_torch", "bad_args", "failed", "crashed", "timeout", "cancelled")
 
-INSTALL_HINT = "pip install 'gputui[probes]'"
+# gputui is not on PyPI: torch goes into the environment gputui runs in (a checkout's .venv).
+INSTALL_HINT = "install torch where gputui runs (in a checkout: .venv/bin/pip install torch)"
 
 
 class ProtocolError(ValueError):

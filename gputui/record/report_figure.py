@@ -42,7 +42,7 @@ from gputui.record.report_lanes import (
 )
 from gputui.record.report_series import Grid
 
-INSTALL_HINT = "pip install 'gputui[report]'  (in a checkout: .venv/bin/pip install plotly)"
+INSTALL_HINT = "install plotly where gputui runs (in a checkout: .venv/bin/pip install plotly)"
 MODEBAR_BAND_PX = 40  # the toolbar is 30 px high at most; nothing else is drawn in this band but the selector
 TOP_MARGIN_PX = MODEBAR_BAND_PX + 36  # then the first row's title
 # Selecting and the hover-mode switches do nothing useful on a report; fewer buttons make a shorter toolbar. No

@@ -149,4 +149,4 @@ def test_to_finding_adds_what_happened_during_the_run() -> None:
         ("tflops", "matmul rate", 800.0, "TFLOP/s")
     ]
     assert finding.title.endswith("; thermal slowdown began after 41 s")
-    assert "pip install 'gputui[probes]'" in to_finding(Error("pcie", "no_torch", "x"), None, T0).advice
+    assert ".venv/bin/pip install torch" in to_finding(Error("pcie", "no_torch", "x"), None, T0).advice

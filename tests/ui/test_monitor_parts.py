@@ -146,3 +146,13 @@ def test_no_driver_exits_3_with_the_reason(monkeypatch: pytest.MonkeyPatch, caps
     assert main([]) == 3
     err = capsys.readouterr().err
     assert "libnvidia-ml.so.1" in err and "--demo" in err
+
+
+@pytest.mark.parametrize("argv", [["--demo", "list"], ["diagnose", "--demo", "list"]])
+def test_demo_list_describes_every_scenario_and_exits_0(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
+
+    assert main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == list(SCENARIO_DESCRIPTIONS)
+    assert all(SCENARIO_DESCRIPTIONS[line.split()[0]] in line for line in lines)

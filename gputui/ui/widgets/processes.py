@@ -224,7 +224,8 @@ class ProcessTable(LineView):
             if n:
                 header.append((GAP, ""))
             if index == self.sort_column:
-                label = column.label + ("v" if self.sort_reverse else "^")
+                mark = "v" if self.sort_reverse else "^"  # where it fits: the underline says it too
+                label = column.label + mark if len(column.label) < w else column.label
                 header.append((fit(label, w, column.right), "bold underline"))
             else:
                 header.append((fit(column.label, w, column.right), "bold"))
