@@ -110,7 +110,7 @@ def test_e_a_job_pinned_away_from_its_gpus_cpus(lab: Lab) -> None:
     cls, summary = _verdict(outcome)
     assert cls == "gpu_bound" and summary.endswith("not holding them back now: a rank on CPUs away from its GPU")
     assert _seen(outcome) == {("numa_mismatch", "", "warning")}
-    assert _open(outcome, "numa_mismatch").title.endswith("is pinned to CPUs away from its GPU (NUMA node 0)")
+    assert _open(outcome, "numa_mismatch").title.endswith("is pinned to CPUs away from the GPU (NUMA node 0)")
 
 
 def test_f_a_cold_page_cache_makes_the_loader_wait_for_the_disk(lab: Lab) -> None:

@@ -183,7 +183,7 @@ def test_html_without_plotly_is_a_clear_error(tmp_path: Path, monkeypatch: pytes
 
     monkeypatch.setattr(importlib, "import_module", no_plotly)
     recording = load_recording(write_recording(tmp_path / "r.jsonl", _ticks()))
-    with pytest.raises(RecordingError, match=r"needs plotly.*pip install 'gputui\[report\]'"):
+    with pytest.raises(RecordingError, match=r"needs plotly.*\.venv/bin/pip install plotly"):
         render_html(recording, build_report(recording, engine_factory=lambda: _Quiet()))
 
 
