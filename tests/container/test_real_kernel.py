@@ -25,6 +25,7 @@ import pytest
 
 from gputui.sources.cgroup import CgroupReader, read_cgroup
 from gputui.sources.procfs import GpuUsers, device_minors, holds_device, inner_pid
+from tests.cgroups import remove_group
 from tests.container.fake_tree import write
 
 QUOTA_US, PERIOD_US = 50_000, 100_000
@@ -99,14 +100,7 @@ def quota_group() -> Iterator[QuotaGroup]:
             child.kill()
             child.wait(timeout=10)
         for path in set(groups.values()):
-            for _ in range(50):  # the group empties once the killed child is reaped
-                try:
-                    path.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            remove_group(path, seconds=5.0)  # the group empties once the killed child is reaped
 
 
 def _root_seeing(group: QuotaGroup, root: Path) -> Path:

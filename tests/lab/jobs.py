@@ -30,6 +30,7 @@ from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding
 from gputui.model import HostSample, ProcSample, Snapshot
 from gputui.sources.sim_job import JobSource, TraceError, read_trace
+from tests.cgroups import remove_group
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "examples/lab/train.py"
@@ -240,14 +241,7 @@ def quota_group(cores: float) -> Iterator[tuple[Path, ...]]:
         yield tuple(groups)
     finally:
         for group in groups:
-            for _ in range(100):  # the group empties once its killed processes are reaped
-                try:
-                    group.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    time.sleep(0.1)
+            remove_group(group)  # the group empties once its killed processes are reaped
 
 
 def _read_bytes() -> int | None:
