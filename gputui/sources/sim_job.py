@@ -47,7 +47,6 @@ from gputui.sources.base import InvalidGpuSelection, NoJobTrace
 from gputui.sources.cgroup import read_text
 from gputui.sources.host import HostSource
 from gputui.sources.sim_physics import BOARDS, DEFAULT_BOARD, GpuPlan, HostPlan, Job, MachinePhysics, Scene, gpu_info
-from gputui.sources.sim_waves import Waves
 
 TRACE_FORMAT = "gputui-job-trace"
 TRACE_VERSION = 1
@@ -184,8 +183,7 @@ class JobSource:
         self._ps = psutil_module
         rng = random.Random(f"{seed}/job")
         self._info = (gpu_info(0, rng, self._board),)
-        start = ((rng.uniform(2e9, 9e9), rng.randrange(10**12, 10**13), rng.randrange(10**9, 10**10)),)
-        self._physics = MachinePhysics(Waves(seed), (rng.uniform(-2.5, 2.5),), start, self._board)
+        self._physics = MachinePhysics.drawn(rng, 1, seed, self._board)
         self._host: HostSource | None = None
         self._system: SystemInfo | None = None
         self._pid = 0

@@ -249,6 +249,16 @@ class MachinePhysics:
         self._thermal_violation_ns: list[float] = []
         self._nvlink_replays: list[float] = []
 
+    @classmethod
+    def drawn(cls, rng: random.Random, count: int, seed: int, board: Board) -> MachinePhysics:
+        """`count` GPUs of `board` whose temperatures and cumulative counters (energy, power and thermal
+        violation time) start where `rng` draws them: a seeded machine gives the same snapshots every run."""
+        temp_offset = tuple(rng.uniform(-2.5, 2.5) for _ in range(count))
+        start_counters = tuple(
+            (rng.uniform(2e9, 9e9), rng.randrange(10**12, 10**13), rng.randrange(10**9, 10**10)) for _ in range(count)
+        )
+        return cls(Waves(seed), temp_offset, start_counters, board)
+
     def reset(self) -> None:
         """Back to the counters the machine had when it was made, as on each open()."""
         self._energy_mj = [c[0] for c in self._start_counters]

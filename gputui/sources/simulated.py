@@ -17,7 +17,6 @@ from gputui.sources.base import InvalidGpuSelection
 from gputui.sources.scenarios import BY_NAME, SCENARIO_DESCRIPTIONS, SCENARIOS, TOUR, Stage
 from gputui.sources.sim_physics import BOARDS, DEFAULT_BOARD, DEFAULT_GPU_COUNT, MachinePhysics, Scene, gpu_info
 from gputui.sources.sim_topology import topology
-from gputui.sources.sim_waves import Waves
 
 TOUR_SEGMENT_S = 30.0
 TOUR_SCENARIOS: tuple[str, ...] = tuple(BY_NAME)
@@ -80,11 +79,7 @@ class SimulatedSource:
         pid_base = rng.randrange(18_000, 60_000)
         # The static facts of each board a scene runs on; the machine's own are drawn first, as they always were.
         self._infos = {board: tuple(gpu_info(index, rng, BOARDS[board]) for index in range(count))}
-        temp_offset = tuple(rng.uniform(-2.5, 2.5) for _ in range(count))
-        start_counters = tuple(
-            (rng.uniform(2e9, 9e9), rng.randrange(10**12, 10**13), rng.randrange(10**9, 10**10)) for _ in range(count)
-        )
-        self._physics = MachinePhysics(Waves(seed), temp_offset, start_counters, BOARDS[board])
+        self._physics = MachinePhysics.drawn(rng, count, seed, BOARDS[board])
         odd = selected[1] if len(selected) > 1 else selected[0]
         self._stage = Stage(count=count, pid_base=pid_base, first=selected[0], odd=odd, last=selected[-1])
         self._system: SystemInfo | None = None
