@@ -23,6 +23,7 @@ from gputui.ui.messages import SampleFailed
 from gputui.ui.screens.detail import DetailScreen, DetailView
 from gputui.ui.screens.help import DESCRIPTIONS, EXTRA_KEYS, HelpScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
+from gputui.ui.widgets.header import verdict_lines
 
 if TYPE_CHECKING:
     from conftest import Clock
@@ -66,7 +67,8 @@ async def test_a_fallback_says_why_there_is_no_live_data() -> None:
         await app.tick()
         await pilot.pause()
         assert "NVML: driver not loaded" in header_text(app)
-        verdict = len(app.main.header._verdict_lines(SIZE[0]))  # the facts, the verdict, then the notice
+        assert app.latest is not None and app.latest.verdict is not None
+        verdict = len(verdict_lines(app.latest.verdict, SIZE[0]))  # the facts, the verdict, then the notice
         assert app.main.header.styles.height is not None and app.main.header.styles.height.value == 2 + verdict
 
 
@@ -101,7 +103,8 @@ async def test_a_long_notice_is_shown_whole_then_only_its_badge_after_a_minute(s
         assert XID_NOTICE in header_text(app).replace("\n", " ")
         await app.tick()  # a minute after they appeared: the badges remain, the rows are gone
         await pilot.pause()
-        verdict = len(app.main.header._verdict_lines(size[0]))  # the verdict line stays under the facts
+        assert app.latest is not None and app.latest.verdict is not None
+        verdict = len(verdict_lines(app.latest.verdict, size[0]))  # the verdict line stays under the facts
         assert header_text(app).count("\n") == verdict and app.main.header.size.height == 1 + verdict
         assert " NO DRIVER " in header_text(app) and " NO XID " in header_text(app)
         await pilot.press("question_mark")
