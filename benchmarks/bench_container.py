@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from gputui.sources.cgroup import CgroupReader, read_cgroup
-from gputui.sources.procfs import GpuUsers
+from gputui.sources.host.cgroup import CgroupReader, read_cgroup
+from gputui.sources.host.procfs import GpuUsers
 
 GPUS = 8
 CGROUP_BUDGET_MS = 0.5

@@ -16,7 +16,7 @@ import time
 
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.model import Snapshot
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 
 GPUS = 8
 WARMUP = 30

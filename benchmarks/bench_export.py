@@ -25,7 +25,7 @@ from gputui.export.metrics import metric_families
 from gputui.export.server import Exporter
 from gputui.session.diagnose import new_diagnose
 from gputui.sources.remote import parse_exposition
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 
 GPUS = 8
 WARMUP = 20

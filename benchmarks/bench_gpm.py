@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fake_pynvml import FakeGpu, FakeNvml
 
 from gputui.model import HostSample
-from gputui.sources.nvml import NvmlSource
-from gputui.sources.nvml_efficiency import GpmReader, ProcessUtilization
+from gputui.sources.nvml.efficiency import GpmReader, ProcessUtilization
+from gputui.sources.nvml.source import NvmlSource
 
 GPUS = 8
 BUDGET_MS = 1.0

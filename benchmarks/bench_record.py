@@ -23,7 +23,7 @@ from gputui.record.format import dumps, tick_to_dict
 from gputui.record.reader import load_recording
 from gputui.record.writer import GZIP_SYNC_SECONDS, RecordingWriter
 from gputui.serialize import snapshot_to_dict
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 
 GPUS = 8
 HOUR = 3600

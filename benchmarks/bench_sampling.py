@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from fake_pynvml import FakeGpu, FakeNvml
 
-from gputui.sources.host import HostSource
-from gputui.sources.nvml import NvmlSource
+from gputui.sources.host.source import HostSource
+from gputui.sources.nvml.source import NvmlSource
 
 GPUS = 8
 WORKERS = 12

@@ -13,7 +13,7 @@ import argparse
 import statistics
 import time
 
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 
 GPUS = 8
 WARMUP = 10

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from bench_gpm import NoHost
 from fake_pynvml import FakeGpu, FakeNvml
 
-from gputui.sources.nvml import NvmlSource
-from gputui.sources.nvml_topology import NvLinkReader, read_topology
+from gputui.sources.nvml.source import NvmlSource
+from gputui.sources.nvml.topology import NvLinkReader, read_topology
 
 GPUS = 8
 TOPOLOGY_BUDGET_MS = 50.0

@@ -20,9 +20,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from fake_psutil import NO_PROC, FakePsutil
 from fake_pynvml import FakeGpu, FakeNvml
 
-from gputui.sources.host import HostSource
-from gputui.sources.nvml import NvmlSource
-from gputui.sources.nvml_events import DEFAULT_WAIT_MS, LONG_WAIT_MS, THREAD
+from gputui.sources.host.source import HostSource
+from gputui.sources.nvml.events import DEFAULT_WAIT_MS, LONG_WAIT_MS, THREAD
+from gputui.sources.nvml.source import NvmlSource
 
 GPUS = 8
 

@@ -18,8 +18,8 @@ from rich.text import Text
 from gputui import topology as topo
 from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes, fmt_bytes_pair, fmt_num, fmt_pct, fmt_ranges, fmt_rate
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
-from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
-from gputui.sources.sim_job import is_job_scenario, job_banner
+from gputui.sources.sim.job import is_job_scenario, job_banner
+from gputui.sources.sim.scenarios import SCENARIO_DESCRIPTIONS
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 
 # name, scenario, GPUs, terminal size, keys pressed after the history is filled

@@ -13,8 +13,8 @@ import argparse
 
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding
-from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS, SCENARIO_TABLE
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.scenarios import SCENARIO_DESCRIPTIONS, SCENARIO_TABLE
+from gputui.sources.sim.source import SimulatedSource
 
 SECONDS = 30
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from fake_psutil import NO_PROC, FakeProcess, FakePsutil, netio, scputimes, sdiskio
 
-from gputui.sources.host import CHILDREN_EVERY, LINK_EVERY, SCHED_EVERY, HostSource, rate
-from gputui.sources.procfs import CLOCK_TICKS
+from gputui.sources.host.procfs import CLOCK_TICKS
+from gputui.sources.host.source import CHILDREN_EVERY, LINK_EVERY, SCHED_EVERY, HostSource, rate
 from tests.conftest import Clock
 from tests.container.fake_tree import process, stat_line, write
 

@@ -9,9 +9,9 @@ from fake_pynvml import GPM_FUNCTIONS, MIB, FakeGpu, FakeNvml, consumer_gpu
 
 from gputui.model import GpuSample
 from gputui.serialize import snapshot_to_dict
-from gputui.sources.host import HostSource
-from gputui.sources.nvml import NvmlSource
-from gputui.sources.nvml_efficiency import GPM_METRICS
+from gputui.sources.host.source import HostSource
+from gputui.sources.nvml.efficiency import GPM_METRICS
+from gputui.sources.nvml.source import NvmlSource
 from tests.conftest import Clock
 
 GPM_KEYS = tuple(key for key, _ in GPM_METRICS)

@@ -13,9 +13,9 @@ from fake_pynvml import FakeGpu, FakeNvml
 
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Severity
-from gputui.sources.host import HostSource
-from gputui.sources.nvml import NvmlSource
-from gputui.sources.nvml_events import XidWatcher, _address
+from gputui.sources.host.source import HostSource
+from gputui.sources.nvml.events import XidWatcher, _address
+from gputui.sources.nvml.source import NvmlSource
 
 WALL = 1_750_000_000.0
 NO_XID = pynvml.nvmlEventTypePState | pynvml.nvmlEventTypeClock

@@ -12,8 +12,8 @@ from fake_pynvml import MIB, NEW_FUNCTIONS, FakeGpu, FakeNvml, consumer_gpu
 
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.sources.base import InvalidGpuSelection, Source, SourceUnavailable
-from gputui.sources.host import HostSource
-from gputui.sources.nvml import NvmlSource, cuda_version
+from gputui.sources.host.source import HostSource
+from gputui.sources.nvml.source import NvmlSource, cuda_version
 from tests.conftest import Clock
 
 WALL = 1_750_000_000.0

@@ -8,9 +8,9 @@ from fake_pynvml import FakeGpu, FakeNvml, consumer_gpu
 
 from gputui.model import SystemInfo
 from gputui.serialize import snapshot_to_dict
-from gputui.sources.host import HostSource
-from gputui.sources.nvml import NvmlSource
-from gputui.sources.nvml_topology import cpulist, nvlink_versions
+from gputui.sources.host.source import HostSource
+from gputui.sources.nvml.source import NvmlSource
+from gputui.sources.nvml.topology import cpulist, nvlink_versions
 from tests.conftest import Clock
 
 NVLINK_COUNTERS = ("nvlink_links_active", "nvlink_replay_errors", "nvlink_recovery_errors", "nvlink_crc_errors")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from gputui.model import GpuProcess, GpuSample
-from gputui.sources.process_join import ProcessJoin
+from gputui.sources.host.process_join import ProcessJoin
 
 GIB = 1 << 30
 

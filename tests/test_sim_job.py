@@ -1,4 +1,4 @@
-"""gputui.sources.sim_job without torch: the trace format, and the source over traces this test writes itself.
+"""gputui.sources.sim.job without torch: the trace format, and the source over traces this test writes itself.
 
 The job here is a real process (this one, or a child that sleeps); its trace is written by the test and time
 is a fake monotonic clock, so the simulated GPU's utilization is exact. tests/lab runs it against real
@@ -22,7 +22,7 @@ from gputui.cli import main
 from gputui.commands.common import EXIT_NO_DRIVER, EXIT_USAGE
 from gputui.model import parse_cpus
 from gputui.sources.base import InvalidGpuSelection, NoJobTrace, Source, SourceUnavailable
-from gputui.sources.sim_job import JOB_MEMORY_GIB, JobSource, TraceError, is_job_scenario, job_scenario, read_trace
+from gputui.sources.sim.job import JOB_MEMORY_GIB, JobSource, TraceError, is_job_scenario, job_scenario, read_trace
 from tests.conftest import Clock
 
 

@@ -8,9 +8,9 @@ import pytest
 
 from gputui.model import GpuSample, Snapshot
 from gputui.sources.base import InvalidGpuSelection, Source
-from gputui.sources.cgroup import parse_cpus
-from gputui.sources.scenarios import BY_NAME, SCENARIO_TABLE, SCENARIOS, TOUR
-from gputui.sources.simulated import (
+from gputui.sources.host.cgroup import parse_cpus
+from gputui.sources.sim.scenarios import BY_NAME, SCENARIO_TABLE, SCENARIOS, TOUR
+from gputui.sources.sim.source import (
     FIXED_EPOCH,
     TOUR_SCENARIOS,
     TOUR_SEGMENT_S,

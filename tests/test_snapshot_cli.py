@@ -13,9 +13,9 @@ from gputui import model
 from gputui.cli import main
 from gputui.serialize import SCHEMA_VERSION, snapshot_from_dict, snapshot_to_dict
 from gputui.sources.base import SourceUnavailable
-from gputui.sources.nvml import NvmlSource
-from gputui.sources.scenarios import SCENARIOS
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.nvml.source import NvmlSource
+from gputui.sources.sim.scenarios import SCENARIOS
+from gputui.sources.sim.source import SimulatedSource
 from gputui.textview import print_snapshot
 
 GPU_KEYS = {

@@ -21,7 +21,7 @@ pid: this process; gpu_busy_s: the GPU's seconds in the steps that have ended; s
 when the step in progress began, null between steps; step_s: the GPU work of that step (the GPU is busy for it,
 however late this process wakes: under a spent CPU quota it wakes long after); steps: steps ended. The first
 record is written after the first batch, once the DataLoader's workers have all started. gputui reads it in
-gputui/sources/sim_job.py. This script does not import gputui: it is what a user's job looks like.
+gputui/sources/sim/job.py. This script does not import gputui: it is what a user's job looks like.
 
 torch.set_num_threads(1) holds in the main process and in every worker, so one sample keeps one core busy.
 """

@@ -9,7 +9,7 @@ from pathlib import Path
 from gputui.argtypes import cpu_list, gpu_list, positive_int, positive_seconds
 from gputui.model import SystemInfo
 from gputui.sources.base import NoJobTrace, Source, SourceUnavailable
-from gputui.sources.sim_physics import BOARDS, DEFAULT_BOARD
+from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD
 
 EXIT_OK = 0
 EXIT_WARNINGS = 1
@@ -23,7 +23,7 @@ LIST_SCENARIOS = "list"
 
 
 def scenario_name(text: str) -> str:
-    from gputui.sources.scenarios import SCENARIOS
+    from gputui.sources.sim.scenarios import SCENARIOS
 
     if text not in (*SCENARIOS, LIST_SCENARIOS):
         raise argparse.ArgumentTypeError(
@@ -33,7 +33,7 @@ def scenario_name(text: str) -> str:
 
 
 def print_scenarios() -> int:
-    from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
+    from gputui.sources.sim.scenarios import SCENARIO_DESCRIPTIONS
 
     width = max(len(name) for name in SCENARIO_DESCRIPTIONS)
     for name, description in SCENARIO_DESCRIPTIONS.items():
@@ -148,14 +148,14 @@ def make_source(
     Raises SourceUnavailable when the driver cannot be read (unless `fallback_demo`), and
     InvalidGpuSelection when `--gpus` names a GPU that is not there.
     """
-    from gputui.sources.nvml import NvmlSource
-    from gputui.sources.nvml_events import DEFAULT_WAIT_MS, LONG_WAIT_MS
-    from gputui.sources.simulated import SimulatedSource
+    from gputui.sources.nvml.events import DEFAULT_WAIT_MS, LONG_WAIT_MS
+    from gputui.sources.nvml.source import NvmlSource
+    from gputui.sources.sim.source import SimulatedSource
 
     gpus = getattr(args, "gpus", None)
     job = getattr(args, "demo_job", None)
     if job is not None:
-        from gputui.sources.sim_job import JobSource
+        from gputui.sources.sim.job import JobSource
 
         board = getattr(args, "demo_gpu", DEFAULT_BOARD)
         followed = JobSource(job, near_cpus=getattr(args, "demo_job_cpus", None), board=board, gpu_indices=gpus)

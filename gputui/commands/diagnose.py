@@ -124,7 +124,7 @@ def _open(args: argparse.Namespace) -> tuple[Source, SystemInfo, list[float]]:
     if args.demo is None:
         source, system = common.make_source(args)
         return source, system, []
-    from gputui.sources.simulated import SimulatedSource
+    from gputui.sources.sim.source import SimulatedSource
 
     now = [0.0]
     demo = SimulatedSource(
@@ -187,7 +187,7 @@ def _seen(finding: Finding) -> tuple[str, tuple[int, ...], float]:
 
 
 def _start_torch_probe(pool: ThreadPoolExecutor) -> Future[str | None]:
-    from gputui.diagnostics.torch_probe import torch_cuda_version
+    from gputui.sources.host.torch_cuda import torch_cuda_version
 
     return pool.submit(torch_cuda_version)
 
@@ -217,7 +217,7 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
         return
     out: list[str] = []
     if system is not None and not system.is_live:
-        from gputui.sources.sim_job import is_job_scenario, job_banner
+        from gputui.sources.sim.job import is_job_scenario, job_banner
 
         if is_job_scenario(system.scenario):
             out.append(job_banner(system))

@@ -75,7 +75,7 @@ class _Watcher:
     """Samples GPUs through NVML in the runner's poll thread, so clocks and the link under load are known."""
 
     def __init__(self, gpus: tuple[int, ...] | None) -> None:
-        from gputui.sources.nvml import NvmlSource
+        from gputui.sources.nvml.source import NvmlSource
 
         self.snapshots: list[Snapshot] = []
         self.stopped: str | None = None

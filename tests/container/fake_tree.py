@@ -1,6 +1,6 @@
 """Builders for a fake root (/proc, /sys/fs/cgroup, /dev/shm) under tmp_path, in the shapes the kernel writes.
 
-gputui.sources.cgroup and gputui.sources.procfs read everything under a `root`; these helpers write just the
+gputui.sources.host.cgroup and gputui.sources.host.procfs read everything under a `root`; these helpers write just the
 files a test needs, so each test says in a line or two which layout it stands on. A directory is a cgroup
 only when it holds `cgroup.procs` (as on the kernel), so every group and its ancestors up to the mount point
 get one.

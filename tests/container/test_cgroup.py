@@ -1,4 +1,4 @@
-"""gputui.sources.cgroup over fake v1 and v2 trees: where the group is, its limits, its counters over an interval.
+"""gputui.sources.host.cgroup over fake v1 and v2 trees: where the group is, its limits, its counters over an interval.
 
 Each test builds the few files it stands on (tests/container/fake_tree.py) under tmp_path and points `root` at it;
 time is the fake clock, so rates are exact.
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gputui.model import parse_cpus
-from gputui.sources.cgroup import (
+from gputui.sources.host.cgroup import (
     CgroupReader,
     host_oom_kills,
     keyed,

@@ -1,4 +1,4 @@
-"""gputui.sources.procfs over a fake /proc: who holds which GPU's device file, the scan's cache of non-users,
+"""gputui.sources.host.procfs over a fake /proc: who holds which GPU's device file, the scan's cache of non-users,
 a process's container, its PID inside its namespace, its run-queue wait, its CPU time and state, and where it
 may run and last ran."""
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.sources.procfs import (
+from gputui.sources.host.procfs import (
     CLOCK_TICKS,
     DeviceCheck,
     GpuUsers,

@@ -1,4 +1,4 @@
-"""gputui.sources.cgroup and procfs against the real kernel: a CPU quota that really throttles, and a process in
+"""gputui.sources.host.cgroup and procfs against the real kernel: a CPU quota that really throttles, and a process in
 its own PID namespace holding a file named like a GPU's device.
 
 These need root, a writable cgroup v1 cpu hierarchy and `unshare`; each skips with its reason where the machine
@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from gputui.sources.cgroup import CgroupReader, read_cgroup
-from gputui.sources.procfs import GpuUsers, device_minors, holds_device, inner_pid
+from gputui.sources.host.cgroup import CgroupReader, read_cgroup
+from gputui.sources.host.procfs import GpuUsers, device_minors, holds_device, inner_pid
 from tests.cgroups import remove_group
 from tests.container.fake_tree import write
 

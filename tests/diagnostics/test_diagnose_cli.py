@@ -10,10 +10,10 @@ import pytest
 
 from gputui.cli import main
 from gputui.commands import common
-from gputui.diagnostics import torch_probe
 from gputui.model import Snapshot, SystemInfo
 from gputui.sources.base import SourceUnavailable
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.host import torch_cuda as torch_probe
+from gputui.sources.sim.source import SimulatedSource
 
 
 @pytest.fixture(autouse=True)
@@ -82,7 +82,7 @@ def test_a_check_whose_only_finding_closed_still_fails(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Exit codes come from the worst finding seen, not the worst still open at the end."""
-    from gputui.sources import simulated
+    from gputui.sources.sim import source as simulated
 
     class ThermalThenCool(SimulatedSource):
         def scenario_at(self, elapsed: float) -> tuple[str, float]:
@@ -98,7 +98,7 @@ def test_the_sources_notices_are_part_of_the_answer(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A health check that could not watch for XIDs must say so, once, however many samples said it."""
-    from gputui.sources import simulated
+    from gputui.sources.sim import source as simulated
 
     class NoXid(SimulatedSource):
         def sample(self) -> Snapshot:

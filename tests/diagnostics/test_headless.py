@@ -7,7 +7,7 @@ import sys
 
 CHECK = """
 import sys
-import gputui.commands.diagnose, gputui.diagnostics.engine, gputui.diagnostics.torch_probe
+import gputui.commands.diagnose, gputui.diagnostics.engine, gputui.sources.host.torch_cuda
 loaded = sorted(name for name in ("textual", "torch") if name in sys.modules)
 print(",".join(loaded))
 """

@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
-from gputui.sources.scenarios import BY_NAME, SCENARIO_TABLE
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.scenarios import BY_NAME, SCENARIO_TABLE
+from gputui.sources.sim.source import SimulatedSource
 from tests.conftest import Clock
 
 SECONDS = 30

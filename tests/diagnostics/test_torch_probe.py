@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gputui.diagnostics.torch_probe import torch_cuda_version
+from gputui.sources.host.torch_cuda import torch_cuda_version
 
 
 def fake_python(tmp_path: Path, body: str) -> str:

@@ -29,7 +29,7 @@ from gputui.sources.remote import (
     parse_exposition,
     parse_targets,
 )
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 
 
 def free_port() -> int:

@@ -1,7 +1,7 @@
 """The lab: real PyTorch training jobs (examples/lab/train.py) on a simulated GPU, diagnosed in real time.
 
 Each case starts one job as a subprocess, waits for its trace, follows it with the `--demo-job` source
-(gputui.sources.sim_job) and the diagnostics engine at 0.5 s for RUN_S seconds, and returns what was seen: the
+(gputui.sources.sim.job) and the diagnostics engine at 0.5 s for RUN_S seconds, and returns what was seen: the
 snapshots, the verdict at the end, and every finding that was open at some point. The job is killed with its
 whole process group (its data-loader workers too) in a `finally`, and so is any cgroup made for it.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding
 from gputui.model import HostSample, ProcSample, Snapshot
-from gputui.sources.sim_job import JobSource, TraceError, read_trace
+from gputui.sources.sim.job import JobSource, TraceError, read_trace
 from tests.cgroups import remove_group
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,8 +14,8 @@ import pytest
 
 from gputui.cli import main
 from gputui.sources.base import SourceUnavailable
-from gputui.sources.cgroup import read_cgroup
-from gputui.sources.sim_job import JobSource
+from gputui.sources.host.cgroup import read_cgroup
+from gputui.sources.sim.job import JobSource
 from tests.lab.jobs import Job, Outcome, follow_job, mean, started_job
 
 # One worker making 4 samples of 10 ms of CPU (40 ms a batch) for a 20 ms GPU step: the GPU is busy about half

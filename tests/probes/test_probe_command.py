@@ -14,8 +14,8 @@ from gputui.probes.judge import pcie_link
 from gputui.probes.protocol import Error, Result
 from gputui.probes.reference import PcieLink
 from gputui.probes.worker import FAULT_ENV
-from gputui.sources import nvml as nvml_source
 from gputui.sources.base import SourceUnavailable
+from gputui.sources.nvml import source as nvml_source
 
 
 @pytest.fixture(autouse=True)

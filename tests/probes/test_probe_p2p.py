@@ -29,8 +29,8 @@ from gputui.probes.reference import (
 )
 from gputui.probes.runner import ProbeRequest, ProbeRunner
 from gputui.probes.worker import EXIT_USAGE
-from gputui.sources import nvml as nvml_source
 from gputui.sources.base import SourceUnavailable
+from gputui.sources.nvml import source as nvml_source
 
 H100 = "NVIDIA H100 80GB HBM3"
 GEN4_X16 = PcieLink(4, 16, 4, 16)

@@ -9,7 +9,7 @@ from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
 from gputui.record.format import RecordedEvent, event_to_dict, header_to_dict, tick_to_dict
 from gputui.record.writer import RecordingFile, RecordingWriter
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 
 T0 = 1_780_000_000.0
 

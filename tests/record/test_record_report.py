@@ -20,7 +20,7 @@ from gputui.record.reader import load_recording
 from gputui.record.report import Stats, build_report, render_text, report_to_dict
 from gputui.record.report_html import render_html, write_html
 from gputui.record.writer import RecordingWriter
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 from tests.conftest import Clock
 
 

@@ -10,7 +10,7 @@ from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.model import Snapshot
 from gputui.record.writer import RecordingWriter
 from gputui.sources.replay import ReplaySource
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 
 
 def _timeline(snapshots: list[Snapshot]) -> list[tuple[float, tuple[tuple[str, tuple[int, ...], str], ...]]]:

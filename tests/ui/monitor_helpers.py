@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from textual.app import App
 
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo, Topology
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.widgets.lines import Line
 

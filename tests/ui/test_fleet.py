@@ -17,7 +17,7 @@ from gputui.export.server import Exporter
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.session.diagnose import new_diagnose
 from gputui.session.fleet import FleetPoller, HostState, fleet_interval
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.fleet import FleetApp, header_parts
 from gputui.ui.widgets.fleet_block import FleetBlock, block_lines, findings_line
 from gputui.ui.widgets.lines import Line

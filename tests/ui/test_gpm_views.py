@@ -8,7 +8,7 @@ from monitor_helpers import FIXED_NOW, busy_gpu, gpu_info, plain, run_ticks, scr
 from textual.widgets import Static
 
 from gputui.model import GpuProcess
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.detail import NO_GPM, DetailView
 from gputui.ui.screens.help import UTIL_VS_SM, HelpScreen

@@ -17,7 +17,7 @@ from textual.widgets import Static
 from textual.worker import WorkerFailed
 
 from gputui.model import XID_UNWATCHED, GpuSample, Snapshot
-from gputui.sources.sim_job import JobSource
+from gputui.sources.sim.job import JobSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.messages import SampleFailed
 from gputui.ui.screens.detail import DetailScreen, DetailView

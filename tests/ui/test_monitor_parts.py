@@ -150,7 +150,7 @@ def test_no_driver_exits_3_with_the_reason(monkeypatch: pytest.MonkeyPatch, caps
 
 @pytest.mark.parametrize("argv", [["--demo", "list"], ["diagnose", "--demo", "list"]])
 def test_demo_list_describes_every_scenario_and_exits_0(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
-    from gputui.sources.scenarios import SCENARIO_DESCRIPTIONS
+    from gputui.sources.sim.scenarios import SCENARIO_DESCRIPTIONS
 
     assert main(argv) == 0
     lines = capsys.readouterr().out.splitlines()

@@ -15,7 +15,7 @@ from gputui.probes.protocol import BadLine, Progress, Result
 from gputui.record.reader import load_recording
 from gputui.record.writer import RecordingWriter
 from gputui.sources.replay import ReplaySource
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 
 if TYPE_CHECKING:

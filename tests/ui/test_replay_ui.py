@@ -13,7 +13,7 @@ from textual.widgets._footer import FooterKey, FooterLabel
 
 from gputui.record.writer import RecordingWriter
 from gputui.sources.replay import ReplaySource
-from gputui.sources.simulated import SimulatedSource
+from gputui.sources.sim.source import SimulatedSource
 from gputui.ui import probes
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.probes import REPLAY_REFUSAL

@@ -1,6 +1,6 @@
 """The host the GPUs sit in, read with psutil: CPU, memory, swap, disk, network and the GPU processes; and
-the cgroup this process (or the job it follows) runs in (gputui.sources.cgroup), with the per-process facts
-psutil lacks from /proc (gputui.sources.procfs): the container a GPU process runs in, how long it waited for a
+the cgroup this process (or the job it follows) runs in (gputui.sources.host.cgroup), with the per-process facts
+psutil lacks from /proc (gputui.sources.host.procfs): the container a GPU process runs in, how long it waited for a
 CPU, the CPU its data-loader workers used, and the CPUs it may run on and last ran on.
 
 Every rate is a difference of two counter readings over the time between them. A counter that went
@@ -21,8 +21,8 @@ from typing import Any
 import psutil
 
 from gputui.model import ContainerInfo, HostSample, ProcSample
-from gputui.sources import procfs
-from gputui.sources.cgroup import CgroupReader, host_oom_kills, read_cgroup, shm_bytes
+from gputui.sources.host import procfs
+from gputui.sources.host.cgroup import CgroupReader, host_oom_kills, read_cgroup, shm_bytes
 
 # Counting children scans every process on the machine (~5-40 µs each), so the counts of all GPU processes
 # are refreshed together, in one scan, every CHILDREN_EVERY ticks (and for a process when it first appears).

@@ -27,8 +27,8 @@ from gputui.model import (
     ProcSample,
     PsiSample,
 )
-from gputui.sources.sim_topology import near_cpu
-from gputui.sources.sim_waves import Waves, clamp, smoothstep
+from gputui.sources.sim.topology import near_cpu
+from gputui.sources.sim.waves import Waves, clamp, smoothstep
 
 BIT = {name: bit for bit, name in CLOCK_EVENT_REASONS}
 GIB = 1 << 30

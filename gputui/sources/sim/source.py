@@ -2,7 +2,7 @@
 without an NVIDIA driver.
 
 The scenarios and their scenes are in scenarios.py, what the GPUs and the host report for a scene in
-sim_physics.py, and the noise in sim_waves.py; this module is the Source over them. Every value is a smooth
+physics.py, and the noise in waves.py; this module is the Source over them. Every value is a smooth
 function of time (slow seeded sines, no jumps), so that the same seed and clock give the same snapshots.
 """
 
@@ -14,9 +14,9 @@ from collections.abc import Callable, Sequence
 
 from gputui.model import ContainerInfo, GpuInfo, Snapshot, SystemInfo
 from gputui.sources.base import InvalidGpuSelection
-from gputui.sources.scenarios import BY_NAME, SCENARIO_DESCRIPTIONS, SCENARIOS, TOUR, Stage
-from gputui.sources.sim_physics import BOARDS, DEFAULT_BOARD, DEFAULT_GPU_COUNT, MachinePhysics, Scene, gpu_info
-from gputui.sources.sim_topology import topology
+from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD, DEFAULT_GPU_COUNT, MachinePhysics, Scene, gpu_info
+from gputui.sources.sim.scenarios import BY_NAME, SCENARIO_DESCRIPTIONS, SCENARIOS, TOUR, Stage
+from gputui.sources.sim.topology import topology
 
 TOUR_SEGMENT_S = 30.0
 TOUR_SCENARIOS: tuple[str, ...] = tuple(BY_NAME)

@@ -42,11 +42,11 @@ from types import ModuleType
 import psutil
 
 from gputui.model import Snapshot, SystemInfo, Topology, parse_cpus
-from gputui.sources import procfs
 from gputui.sources.base import InvalidGpuSelection, NoJobTrace
-from gputui.sources.cgroup import read_text
-from gputui.sources.host import HostSource
-from gputui.sources.sim_physics import BOARDS, DEFAULT_BOARD, GpuPlan, HostPlan, Job, MachinePhysics, Scene, gpu_info
+from gputui.sources.host import procfs
+from gputui.sources.host.cgroup import read_text
+from gputui.sources.host.source import HostSource
+from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD, GpuPlan, HostPlan, Job, MachinePhysics, Scene, gpu_info
 
 TRACE_FORMAT = "gputui-job-trace"
 TRACE_VERSION = 1

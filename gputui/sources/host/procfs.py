@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from gputui.model import parse_cpus
-from gputui.sources.cgroup import read_text
+from gputui.sources.host.cgroup import read_text
 
 # A GPU's device node, /dev/nvidia<minor>; /dev/nvidiactl, /dev/nvidia-uvm and /dev/nvidia-modeset are shared
 # by every CUDA process and say nothing about which GPU it uses.

@@ -2,7 +2,7 @@
 
 Each scenario is a situation from the field that shows its own problem and no other, so the diagnostics can be
 tested for what must fire and for what must not. An entry names the scenario, says in one line what it shows,
-builds the plan for every GPU and the host (the physics in sim_physics.py fills in the rest), and lists what
+builds the plan for every GPU and the host (the physics in physics.py fills in the rest), and lists what
 it must produce: the raw signs in the values and the findings the diagnostics hold open after 30 s on the
 default four GPUs. A new scenario is one builder and one entry in SCENARIO_TABLE; the tests run over the table.
 """
@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gputui.model import ContainerInfo
-from gputui.sources.sim_physics import (
+from gputui.sources.sim.physics import (
     BIT,
     CPU_COUNT,
     DEFAULT_GPU_COUNT,
@@ -30,7 +30,7 @@ from gputui.sources.sim_physics import (
     Job,
     Scene,
 )
-from gputui.sources.sim_topology import socket_cpus, socket_of
+from gputui.sources.sim.topology import socket_cpus, socket_of
 
 
 @dataclass(frozen=True, slots=True)

@@ -24,13 +24,13 @@ from types import ModuleType
 from typing import Any, Literal
 
 from gputui.model import XID_UNWATCHED, GpmValues, GpuInfo, GpuProcess, GpuSample, Snapshot, SystemInfo, Topology
-from gputui.sources import procfs
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
-from gputui.sources.host import HostSource
-from gputui.sources.nvml_efficiency import GpmReader, ProcessUtilization
-from gputui.sources.nvml_events import DEFAULT_WAIT_MS, XidWatcher
-from gputui.sources.nvml_topology import NvLinkCounters, NvLinkReader, read_topology, resolve_remotes
-from gputui.sources.process_join import ProcessJoin
+from gputui.sources.host import procfs
+from gputui.sources.host.process_join import ProcessJoin
+from gputui.sources.host.source import HostSource
+from gputui.sources.nvml.efficiency import GpmReader, ProcessUtilization
+from gputui.sources.nvml.events import DEFAULT_WAIT_MS, XidWatcher
+from gputui.sources.nvml.topology import NvLinkCounters, NvLinkReader, read_topology, resolve_remotes
 
 Query = Callable[[Any], Any]
 

@@ -1,0 +1,1 @@
+"""The live driver through nvidia-ml-py: samples, GPM, NVLink, topology, XID events."""
