@@ -10,12 +10,12 @@ import time
 from pathlib import Path
 
 import pytest
-from fake_psutil import NO_PROC, FakeProcess, FakePsutil, netio, scputimes, sdiskio
 
 from gputui.sources.host.procfs import CLOCK_TICKS
 from gputui.sources.host.source import CHILDREN_EVERY, LINK_EVERY, SCHED_EVERY, HostSource, rate
 from tests.conftest import Clock
 from tests.container.fake_tree import process, stat_line, write
+from tests.fake_psutil import NO_PROC, FakeProcess, FakePsutil, netio, scputimes, sdiskio
 
 GIB = 1024**3
 
@@ -219,7 +219,7 @@ def test_disk_busy_is_none_where_the_platform_has_no_busy_time(ps: FakePsutil, c
 
 
 def test_link_speed_is_the_fastest_up_interface_in_bytes(ps: FakePsutil, clock: Clock) -> None:
-    from fake_psutil import snicstats
+    from tests.fake_psutil import snicstats
 
     ps.nic_stats["ib0"] = snicstats(True, 2, 200_000, 4092, "up")
     ps.nic_stats["eth1"] = snicstats(False, 2, 400_000, 9000, "")  # down: does not count
@@ -229,7 +229,7 @@ def test_link_speed_is_the_fastest_up_interface_in_bytes(ps: FakePsutil, clock: 
 
 
 def test_link_speed_unknown_when_no_interface_reports_one(ps: FakePsutil, clock: Clock) -> None:
-    from fake_psutil import snicstats
+    from tests.fake_psutil import snicstats
 
     ps.nic_stats = {"lo": snicstats(True, 0, 0, 65536, ""), "veth0": snicstats(True, 0, 0, 1500, "")}
     host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)

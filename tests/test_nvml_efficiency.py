@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pynvml
 import pytest
-from fake_psutil import NO_PROC, FakePsutil
-from fake_pynvml import GPM_FUNCTIONS, MIB, FakeGpu, FakeNvml, consumer_gpu
 
 from gputui.model import GpuSample
 from gputui.serialize import snapshot_to_dict
@@ -13,6 +11,8 @@ from gputui.sources.host.source import HostSource
 from gputui.sources.nvml.efficiency import GPM_METRICS
 from gputui.sources.nvml.source import NvmlSource
 from tests.conftest import Clock
+from tests.fake_psutil import NO_PROC, FakePsutil
+from tests.fake_pynvml import GPM_FUNCTIONS, MIB, FakeGpu, FakeNvml, consumer_gpu
 
 GPM_KEYS = tuple(key for key, _ in GPM_METRICS)
 

@@ -8,14 +8,14 @@ from collections.abc import Callable, Iterator
 
 import pynvml
 import pytest
-from fake_psutil import NO_PROC, FakePsutil
-from fake_pynvml import FakeGpu, FakeNvml
 
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Severity
 from gputui.sources.host.source import HostSource
 from gputui.sources.nvml.events import XidWatcher, _address
 from gputui.sources.nvml.source import NvmlSource
+from tests.fake_psutil import NO_PROC, FakePsutil
+from tests.fake_pynvml import FakeGpu, FakeNvml
 
 WALL = 1_750_000_000.0
 NO_XID = pynvml.nvmlEventTypePState | pynvml.nvmlEventTypeClock

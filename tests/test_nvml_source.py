@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pynvml
 import pytest
-from fake_psutil import NO_PROC, FakeProcess, FakePsutil
-from fake_pynvml import MIB, NEW_FUNCTIONS, FakeGpu, FakeNvml, consumer_gpu
 
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.sources.base import InvalidGpuSelection, Source, SourceUnavailable
 from gputui.sources.host.source import HostSource
 from gputui.sources.nvml.source import NvmlSource, cuda_version
 from tests.conftest import Clock
+from tests.fake_psutil import NO_PROC, FakeProcess, FakePsutil
+from tests.fake_pynvml import MIB, NEW_FUNCTIONS, FakeGpu, FakeNvml, consumer_gpu
 
 WALL = 1_750_000_000.0
 

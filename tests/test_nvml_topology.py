@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pynvml
-from fake_psutil import NO_PROC, FakePsutil
-from fake_pynvml import FakeGpu, FakeNvml, consumer_gpu
 
 from gputui.model import SystemInfo
 from gputui.serialize import snapshot_to_dict
@@ -12,6 +10,8 @@ from gputui.sources.host.source import HostSource
 from gputui.sources.nvml.source import NvmlSource
 from gputui.sources.nvml.topology import cpulist, nvlink_versions
 from tests.conftest import Clock
+from tests.fake_psutil import NO_PROC, FakePsutil
+from tests.fake_pynvml import FakeGpu, FakeNvml, consumer_gpu
 
 NVLINK_COUNTERS = ("nvlink_links_active", "nvlink_replay_errors", "nvlink_recovery_errors", "nvlink_crc_errors")
 

@@ -6,11 +6,11 @@ import dataclasses
 import json
 
 import pytest
-from topologies import NVSWITCH_AFFINITY, nvswitch8, pcie_box4, single
 
 from gputui.cli import main
 from gputui.commands import topo
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo, Topology
+from tests.topologies import NVSWITCH_AFFINITY, nvswitch8, pcie_box4, single
 
 SYSTEM = SystemInfo(
     hostname="box",

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from export_helpers import FakeSource
 
 from gputui.export.server import Exporter
+from tests.export.export_helpers import FakeSource
 
 
 @pytest.fixture

@@ -12,9 +12,9 @@ import sys
 import time
 
 import pytest
-from export_helpers import fetch, one, parse
 
 from gputui.cli import main
+from tests.export.export_helpers import fetch, one, parse
 
 
 def test_port_in_use_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from export_helpers import FINDINGS, SYSTEM, make_snapshot
 from prometheus_client.metrics_core import Metric
 
 from gputui.export.metrics import ExportState, metric_families
+from tests.export.export_helpers import FINDINGS, SYSTEM, make_snapshot
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 METRIC_NAME = re.compile(r"\b(?:DCGM_FI_\w+|gputui_\w+)")

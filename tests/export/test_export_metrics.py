@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from export_helpers import FINDINGS, MIB, SYSTEM, Series, make_snapshot, one, parse, render
 
 from gputui import metric_schema as schema
 from gputui.export.metrics import ExportState, metric_families
 from gputui.metric_schema import GPU_LABELS, HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL, HostnameLabel
 from gputui.model import ContainerInfo
+from tests.export.export_helpers import FINDINGS, MIB, SYSTEM, Series, make_snapshot, one, parse, render
 
 
 def scrape_state(state: ExportState) -> tuple[Series, dict[str, str]]:

@@ -9,7 +9,6 @@ from collections.abc import Iterator, Sequence
 from dataclasses import fields, replace
 
 import pytest
-from export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot, render, render_with
 
 from gputui.diagnostics.engine import DiagnosticsState
 from gputui.diagnostics.findings import Finding
@@ -30,6 +29,7 @@ from gputui.sources.remote import (
     parse_targets,
 )
 from gputui.sources.sim.source import SimulatedSource
+from tests.export.export_helpers import FINDINGS, SYSTEM, FakeSource, make_snapshot, render, render_with
 
 
 def free_port() -> int:

@@ -8,11 +8,11 @@ import threading
 from dataclasses import replace
 
 import pytest
-from export_helpers import FINDINGS, SYSTEM, FakeSource, fetch, make_snapshot, one, parse
 
 from gputui.diagnostics.engine import DiagnosticsState
 from gputui.export.server import ExportBindError, Exporter, ExportSampler, _bind_error_message
 from gputui.model import Snapshot
+from tests.export.export_helpers import FINDINGS, SYSTEM, FakeSource, fetch, make_snapshot, one, parse
 
 
 def test_scrape_over_http_parses_with_prometheus_client(served: tuple[Exporter, FakeSource]) -> None:

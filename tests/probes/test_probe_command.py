@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from fake_pynvml import FakeGpu, FakeNvml
 
 from gputui.cli import build_parser, main
 from gputui.commands import probe as command
@@ -16,6 +15,7 @@ from gputui.probes.reference import PcieLink
 from gputui.probes.worker import FAULT_ENV
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.nvml import source as nvml_source
+from tests.fake_pynvml import FakeGpu, FakeNvml
 
 
 @pytest.fixture(autouse=True)

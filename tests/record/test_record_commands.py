@@ -8,11 +8,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from recdata import T0, snapshot, write_recording
 
 from gputui import cli
 from gputui.record.format import mark_event
 from gputui.sources.replay import ReplaySource
+from tests.record.recdata import T0, snapshot, write_recording
 
 
 def _recording(tmp_path: Path) -> Path:

@@ -6,7 +6,6 @@ import dataclasses
 import json
 
 import pytest
-from recdata import T0, gpu_info, snapshot, system
 
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.model import GpuSample
@@ -26,6 +25,7 @@ from gputui.record.format import (
     tick_from_dict,
     tick_to_dict,
 )
+from tests.record.recdata import T0, gpu_info, snapshot, system
 
 
 def _header(n: int = 2) -> dict[str, object]:

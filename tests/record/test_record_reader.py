@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-from recdata import T0, gpu_info, snapshot, system
 
 from gputui.record.format import (
     RECORDING_SCHEMA,
@@ -19,6 +18,7 @@ from gputui.record.format import (
     tick_to_dict,
 )
 from gputui.record.reader import TICKS_PER_CHUNK, RecordingReader, load_recording
+from tests.record.recdata import T0, gpu_info, snapshot, system
 
 
 def _lines(ticks: int = 5, gpus: int = 2) -> list[str]:

@@ -10,8 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plotpage import plot, row_axis, times
-from recdata import T0, snapshot, system, with_gpm, write_recording
 
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.model import GpuSample, Snapshot
@@ -22,6 +20,8 @@ from gputui.record.report_html import render_html, write_html
 from gputui.record.writer import RecordingWriter
 from gputui.sources.sim.source import SimulatedSource
 from tests.conftest import Clock
+from tests.record.plotpage import plot, row_axis, times
+from tests.record.recdata import T0, snapshot, system, with_gpm, write_recording
 
 
 def _ticks() -> list[Snapshot]:

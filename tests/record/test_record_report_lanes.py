@@ -7,9 +7,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from plotpage import plot, row_axis, times
-from recdata import T0, snapshot, write_recording
-
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.record.format import RecordedEvent, finding_event, mark_event
 from gputui.record.reader import load_recording
@@ -17,6 +14,8 @@ from gputui.record.report import build_report
 from gputui.record.report_charts import SM_CLOCK_TITLE
 from gputui.record.report_html import render_html
 from gputui.record.report_lanes import FINDINGS_TITLE, severity_colour
+from tests.record.plotpage import plot, row_axis, times
+from tests.record.recdata import T0, snapshot, write_recording
 
 CHART_TITLES = [
     "GPU utilization (%)",

@@ -14,13 +14,13 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from recdata import H100_GPM, T0, snapshot, with_gpm
 
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.record import writer as writer_module
 from gputui.record.format import RecordingError, mark_event
 from gputui.record.reader import load_recording
 from gputui.record.writer import RecordingWriter
+from tests.record.recdata import H100_GPM, T0, snapshot, with_gpm
 
 
 def _write(path: Path, ticks: int, **kwargs: object) -> RecordingWriter:
@@ -111,8 +111,8 @@ def test_a_killed_recorder_leaves_a_readable_file(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import sys, time
-        sys.path.insert(0, {str(Path(__file__).parent)!r})
-        from recdata import snapshot, T0
+        sys.path.insert(0, {str(Path(__file__).parents[2])!r})
+        from tests.record.recdata import snapshot, T0
         from gputui.record.writer import RecordingWriter
         w = RecordingWriter({str(path)!r}, interval_s=1.0)
         for i in range(20):

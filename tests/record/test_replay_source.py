@@ -6,7 +6,6 @@ import threading
 from pathlib import Path
 
 import pytest
-from recdata import T0, snapshot, system, write_recording
 
 from gputui.record.format import mark_event
 from gputui.record.reader import load_recording
@@ -14,6 +13,7 @@ from gputui.session.replay import ReplaySampler, replay_notes
 from gputui.sources.base import Source, SourceUnavailable
 from gputui.sources.replay import ReplaySource, resolve_start
 from tests.conftest import Clock
+from tests.record.recdata import T0, snapshot, system, write_recording
 
 
 def _recording(tmp_path: Path, seconds: int = 300) -> Path:

@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plotpage import config, plot, row_axis
-from recdata import T0, record_simulated, snapshot, write_recording
 
 from gputui.record.reader import Recording, load_recording
 from gputui.record.report import Report, build_report, render_text
@@ -18,6 +16,8 @@ from gputui.record.report_figure import MODEBAR_BAND_PX, TOP_MARGIN_PX
 from gputui.record.report_html import TEXT_SUMMARY, render_html
 from gputui.record.report_lanes import FINDINGS_TITLE, VERDICT_TITLE
 from gputui.record.report_series import MAX_BUCKETS
+from tests.record.plotpage import config, plot, row_axis
+from tests.record.recdata import T0, record_simulated, snapshot, write_recording
 
 PERCENT_TITLES = [
     "GPU utilization (%)",

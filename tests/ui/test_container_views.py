@@ -3,8 +3,6 @@ processes found through their device file, the container a process runs in; and 
 
 from __future__ import annotations
 
-from monitor_helpers import plain
-
 from gputui.model import (
     ContainerInfo,
     ContainerSample,
@@ -20,6 +18,7 @@ from gputui.textview import container_lines, process_lines
 from gputui.ui.widgets.header import container_brief
 from gputui.ui.widgets.host import container_fields
 from gputui.ui.widgets.processes import COLUMNS, process_rows, shown_columns
+from tests.ui.monitor_helpers import plain
 
 GIB = 1 << 30
 DOCKER = ContainerInfo("docker", "/.dockerenv", 2, 8.0, tuple(range(16)), 64 * GIB, 64 << 20)

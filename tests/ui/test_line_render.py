@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from monitor_helpers import run_ticks, simulated_app
 from textual.geometry import Region
 from textual.widget import Widget
 
 from gputui.ui.widgets.lines import LineView
+from tests.ui.monitor_helpers import run_ticks, simulated_app
 
 if TYPE_CHECKING:
     from conftest import Clock

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from monitor_helpers import busy_gpu, plain, run_ticks, scripted_app, simulated_app, snapshot
 from rich.table import Table
 from rich.text import Text
 from textual.binding import Binding
@@ -24,6 +23,7 @@ from gputui.ui.screens.detail import DetailScreen, DetailView
 from gputui.ui.screens.help import DESCRIPTIONS, EXTRA_KEYS, HelpScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.header import verdict_lines
+from tests.ui.monitor_helpers import busy_gpu, plain, run_ticks, scripted_app, simulated_app, snapshot
 
 if TYPE_CHECKING:
     from conftest import Clock

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 
 import pytest
-from monitor_helpers import ScriptedSource, busy_gpu, plain, snapshot
 
 from gputui.cli import main
 from gputui.model import decode_clock_event_reasons
@@ -15,6 +14,7 @@ from gputui.ui import text as t
 from gputui.ui.widgets.gpu_panel import UtilBuckets
 from gputui.ui.widgets.host import core_lines
 from gputui.ui.widgets.lines import changed_span
+from tests.ui.monitor_helpers import ScriptedSource, busy_gpu, plain, snapshot
 
 
 def test_missing_values_are_na() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from monitor_helpers import nvlink_snapshot, run_ticks, scripted_app, simulated_app
-from topologies import nvswitch8
+from tests.topologies import nvswitch8
+from tests.ui.monitor_helpers import nvlink_snapshot, run_ticks, scripted_app, simulated_app
 
 if TYPE_CHECKING:
     from conftest import Clock

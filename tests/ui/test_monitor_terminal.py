@@ -14,9 +14,9 @@ import threading
 import time
 
 import pytest
-from monitor_helpers import ScriptedSource, busy_gpu, snapshot
 
 from gputui.session.sampling import Sampler, SamplingLoop, hung_up
+from tests.ui.monitor_helpers import ScriptedSource, busy_gpu, snapshot
 
 
 def test_a_closed_pty_reads_as_hung_up() -> None:

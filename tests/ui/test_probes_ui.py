@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 import psutil
 import pytest
-from monitor_helpers import busy_gpu, run_ticks, simulated_app, snapshot
 from textual.pilot import Pilot
 from textual.widgets import Input
 
@@ -28,6 +27,7 @@ from gputui.ui.app import GpuTuiApp
 from gputui.ui.probes import format_progress, progress_line, result_finding
 from gputui.ui.screens.confirm_probe import ConfirmProbe
 from gputui.ui.screens.help import key_table
+from tests.ui.monitor_helpers import busy_gpu, run_ticks, simulated_app, snapshot
 
 if TYPE_CHECKING:
     from conftest import Clock

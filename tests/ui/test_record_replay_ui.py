@@ -6,7 +6,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from monitor_helpers import FIXED_NOW, plain, run_ticks
 
 from gputui import cli
 from gputui.diagnostics.engine import DiagnosticsEngine
@@ -17,6 +16,7 @@ from gputui.record.writer import RecordingWriter
 from gputui.sources.replay import ReplaySource
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
+from tests.ui.monitor_helpers import FIXED_NOW, plain, run_ticks
 
 if TYPE_CHECKING:
     from conftest import Clock

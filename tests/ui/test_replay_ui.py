@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from monitor_helpers import FIXED_NOW, plain
 from textual.widgets import Footer
 from textual.widgets._footer import FooterKey, FooterLabel
 
@@ -19,6 +18,7 @@ from gputui.ui.app import GpuTuiApp
 from gputui.ui.probes import REPLAY_REFUSAL
 from gputui.ui.screens.confirm_probe import ConfirmProbe
 from gputui.ui.screens.help import HelpScreen, key_table
+from tests.ui.monitor_helpers import FIXED_NOW, plain
 
 if TYPE_CHECKING:
     from conftest import Clock

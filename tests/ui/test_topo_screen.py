@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from monitor_helpers import nvlink_snapshot, plain, scripted_app
-from topologies import nvswitch8, pcie_box4
-
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.topo import TopoScreen, TopoView
+from tests.topologies import nvswitch8, pcie_box4
+from tests.ui.monitor_helpers import nvlink_snapshot, plain, scripted_app
 
 
 async def test_t_opens_the_topology_and_esc_returns() -> None:

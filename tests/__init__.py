@@ -1,0 +1,1 @@
+"""gputui's tests: one package, imported as tests.…"""

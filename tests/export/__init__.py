@@ -1,0 +1,1 @@
+"""The Prometheus exporter and the remote source that reads it."""

@@ -1,0 +1,1 @@
+"""Recordings: the format, the writer, the reader, replay and the reports."""

@@ -1,0 +1,1 @@
+"""The monitor app and its widgets, driven by the Pilot; SVG snapshots of the screens that must stay right."""
