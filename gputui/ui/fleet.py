@@ -22,11 +22,12 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
-from textual.screen import ModalScreen
+from textual.screen import ModalScreen, Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from gputui.session.fleet import FLEET_DEFAULT_INTERVAL, FleetPoller, HostState, fleet_interval
+from gputui.ui.lean_update import LeanScreen
 from gputui.ui.widgets.fleet_block import FleetBlock, data_badge
 from gputui.ui.widgets.lines import Line, LineView
 
@@ -155,6 +156,9 @@ class FleetApp(App[int]):
         self._closing = False
         self._started = 0.0
         self._timer: Timer | None = None
+
+    def get_default_screen(self) -> Screen[None]:
+        return LeanScreen(id="_default")
 
     def compose(self) -> ComposeResult:
         yield self.header

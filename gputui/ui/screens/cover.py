@@ -8,14 +8,14 @@ from typing import ClassVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Footer
 
+from gputui.ui.lean_update import LeanScreen
 from gputui.ui.widgets.header import HeaderState, StatusHeader
 
 
-class CoverScreen(Screen[None]):
+class CoverScreen(LeanScreen[None]):
     """Subclasses give `body()`; `on_shown` tells the app to send the newest tick at once."""
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape", "app.pop_screen", "Back")]

@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 from textual.app import ComposeResult
 from textual.containers import Container
-from textual.screen import Screen
 from textual.widgets import Footer, Input
 
 from gputui.model import Snapshot
 from gputui.session.sampling import Tick
+from gputui.ui.lean_update import LeanScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.gpu_list import GpuList
 from gputui.ui.widgets.header import HeaderState, StatusHeader
@@ -35,7 +35,7 @@ def panel_mode(gpu_count: int, width: int, room: int) -> int:
     return 1
 
 
-class MainScreen(Screen[None]):
+class MainScreen(LeanScreen[None]):
     """`on_shown` is called once composed and whenever uncovered: nothing is drawn while it is covered.
 
     The parts are made once here and kept as attributes, so a tick never searches the DOM.
