@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from gputui.cli import build_parser
+from gputui.cli import build_parser, main
 from gputui.commands import common
 
 # Each command that reads a machine, with the least that makes it read the simulated one.
@@ -32,3 +32,16 @@ def test_a_namespace_without_an_option_is_an_error_not_a_default() -> None:
         common.make_source(args)
     with pytest.raises(AttributeError, match="remote"):
         common.source_option_problem(argparse.Namespace(demo_job="trace.json", demo_job_cpus=None, demo_gpus=None))
+
+
+@pytest.mark.parametrize("command", SOURCE_COMMANDS, ids=lambda c: c[0] if c else "monitor")
+def test_too_many_simulated_gpus_is_a_one_line_usage_error(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*command, "--demo", "healthy", "--demo-gpus", "64"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "gputui: error: argument --demo-gpus: the simulated machine has at most 32 GPUs, not 64 (see 'gputui --help')\n"
+    )

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gputui.argtypes import cpu_list, gpu_list, positive_int, positive_seconds
+from gputui.argtypes import MAX_DEMO_GPUS, cpu_list, demo_gpu_count, gpu_list, positive_seconds
 from gputui.model import SystemInfo
 from gputui.sources.base import NoJobTrace, Source, SourceUnavailable
 from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD
@@ -78,10 +78,10 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--demo-gpus",
-        type=positive_int,
+        type=demo_gpu_count,
         default=None,
         metavar="N",
-        help="with --demo: how many GPUs the simulated machine has (default 4)",
+        help=f"with --demo: how many GPUs the simulated machine has (default 4, at most {MAX_DEMO_GPUS})",
     )
     parser.add_argument("--gpus", type=gpu_list, default=None, metavar="LIST", help="only these GPUs, e.g. 0,2")
 
