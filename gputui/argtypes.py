@@ -59,6 +59,18 @@ positive_mb = positive(float, "a size in MB")
 matrix_size = positive(int, "a matrix size", "8192")
 
 
+# The most GPUs the simulated machine has: its PCI bus numbers (0xE0 + index past the eighth) fit a byte up to 32.
+MAX_DEMO_GPUS = 32
+
+
+def demo_gpu_count(text: str) -> int:
+    """How many GPUs the simulated machine has: 1 to MAX_DEMO_GPUS."""
+    count = positive_int(text)
+    if count > MAX_DEMO_GPUS:
+        raise argparse.ArgumentTypeError(f"the simulated machine has at most {MAX_DEMO_GPUS} GPUs, not {count}")
+    return count
+
+
 def gpu_index(text: str) -> int:
     """A GPU's index: a whole number from 0."""
     try:

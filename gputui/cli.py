@@ -53,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if getattr(args, "demo", None) == common.LIST_SCENARIOS:
+    if args.demo == common.LIST_SCENARIOS:
         return common.print_scenarios()
     problem = common.source_option_problem(args)
     if problem is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 from collections.abc import Callable
 
 import pytest
@@ -24,6 +25,8 @@ from gputui import argtypes
         (argtypes.matrix_size, "8192", 8192),
         (argtypes.port_number, "0", 0),
         (argtypes.cpu_list, " 0-3,8 ", "0-3,8"),
+        (argtypes.demo_gpu_count, "1", 1),
+        (argtypes.demo_gpu_count, "32", 32),
     ],
 )
 def test_good_values(parse: Callable[[str], object], text: str, value: object) -> None:
@@ -54,6 +57,11 @@ def test_good_values(parse: Callable[[str], object], text: str, value: object) -
         (argtypes.port_number, "70000", "not a port number: '70000' (0-65535; 0 picks a free one)"),
         (argtypes.cpu_list, "1-x", "not a CPU list: '1-x' (expected e.g. 0-3,8)"),
         (argtypes.cpu_list, "3-1", "not a CPU list: '3-1' (expected e.g. 0-3,8)"),
+        (argtypes.demo_gpu_count, "0", "must be greater than 0: '0'"),
+        (argtypes.demo_gpu_count, "-4", "must be greater than 0: '-4'"),
+        (argtypes.demo_gpu_count, "four", "not a whole number: 'four'"),
+        (argtypes.demo_gpu_count, "33", "the simulated machine has at most 32 GPUs, not 33"),
+        (argtypes.demo_gpu_count, "100000", "the simulated machine has at most 32 GPUs, not 100000"),
     ],
 )
 def test_bad_values_name_themselves(parse: Callable[[str], object], text: str, message: str) -> None:
@@ -69,3 +77,14 @@ def test_argparse_turns_them_into_a_usage_error(capsys: pytest.CaptureFixture[st
         parser.parse_args(["--interval", "0"])
     assert exited.value.code == 2
     assert "argument --interval: must be greater than 0: '0'" in capsys.readouterr().err
+
+
+def test_the_most_simulated_gpus_allowed_are_a_machine_the_simulator_builds_whole() -> None:
+    """Each of MAX_DEMO_GPUS GPUs gets its own PCI bus id, two hex digits as the driver writes them."""
+    from gputui.sources.sim.source import SimulatedSource
+
+    source = SimulatedSource(scenario="healthy", gpu_count=argtypes.MAX_DEMO_GPUS, clock=lambda: 0.0)
+    source.open()
+    buses = [info.pci_bus_id for info in source.sample().gpu_info]
+    assert len(set(buses)) == argtypes.MAX_DEMO_GPUS
+    assert all(bus is not None and re.fullmatch(r"00000000:[0-9A-F]{2}:00\.0", bus) for bus in buses)

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gputui.argtypes import cpu_list, gpu_list, positive_int, positive_seconds
+from gputui.argtypes import MAX_DEMO_GPUS, cpu_list, demo_gpu_count, gpu_list, positive_seconds
 from gputui.model import SystemInfo
 from gputui.sources.base import NoJobTrace, Source, SourceUnavailable
 from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD
@@ -78,10 +78,10 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--demo-gpus",
-        type=positive_int,
+        type=demo_gpu_count,
         default=None,
         metavar="N",
-        help="with --demo: how many GPUs the simulated machine has (default 4)",
+        help=f"with --demo: how many GPUs the simulated machine has (default 4, at most {MAX_DEMO_GPUS})",
     )
     parser.add_argument("--gpus", type=gpu_list, default=None, metavar="LIST", help="only these GPUs, e.g. 0,2")
 
@@ -129,13 +129,14 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
 
 
 def source_option_problem(args: argparse.Namespace) -> str | None:
-    """What is wrong with the source options together (argparse checks each alone), as a usage error's line."""
-    job = getattr(args, "demo_job", None)
-    if getattr(args, "demo_job_cpus", None) is not None and job is None:
+    """What is wrong with the source options together (argparse checks each alone), as a usage error's line.
+    The top-level parser defines them all (add_monitor_options), so every command's namespace has them."""
+    job = args.demo_job
+    if args.demo_job_cpus is not None and job is None:
         return "--demo-job-cpus needs --demo-job"
-    if job is not None and getattr(args, "demo_gpus", None) is not None:
+    if job is not None and args.demo_gpus is not None:
         return "--demo-gpus is for --demo: the --demo-job machine has one GPU"
-    if job is not None and getattr(args, "remote", None) is not None:
+    if job is not None and args.remote is not None:
         return "--remote watches other servers: it cannot be combined with --demo-job"
     return None
 
@@ -143,7 +144,8 @@ def source_option_problem(args: argparse.Namespace) -> str | None:
 def make_source(
     args: argparse.Namespace, *, fallback_demo: bool = False, long_running: bool = False
 ) -> tuple[Source, SystemInfo]:
-    """The source the options ask for, opened, and what it reports of the machine.
+    """The source the options ask for (those of add_source_options, each read by name), opened, and what it
+    reports of the machine.
 
     Raises SourceUnavailable when the driver cannot be read (unless `fallback_demo`), and
     InvalidGpuSelection when `--gpus` names a GPU that is not there.
@@ -152,18 +154,14 @@ def make_source(
     from gputui.sources.nvml.source import NvmlSource
     from gputui.sources.sim.source import SimulatedSource
 
-    gpus = getattr(args, "gpus", None)
-    job = getattr(args, "demo_job", None)
+    gpus, job, board = args.gpus, args.demo_job, args.demo_gpu
     if job is not None:
         from gputui.sources.sim.job import JobSource
 
-        board = getattr(args, "demo_gpu", DEFAULT_BOARD)
-        followed = JobSource(job, near_cpus=getattr(args, "demo_job_cpus", None), board=board, gpu_indices=gpus)
+        followed = JobSource(job, near_cpus=args.demo_job_cpus, board=board, gpu_indices=gpus)
         return followed, followed.open()
     if args.demo is not None:
-        count = getattr(args, "demo_gpus", None)
-        board = getattr(args, "demo_gpu", DEFAULT_BOARD)
-        demo = SimulatedSource(scenario=args.demo, gpu_count=count, gpu_indices=gpus, board=board)
+        demo = SimulatedSource(scenario=args.demo, gpu_count=args.demo_gpus, gpu_indices=gpus, board=board)
         return demo, demo.open()
     # The monitor and the exporter run for days: their XID thread wakes every few seconds, not 5 times a second.
     source: Source = NvmlSource(gpu_indices=gpus, xid_wait_ms=LONG_WAIT_MS if long_running else DEFAULT_WAIT_MS)

@@ -6,6 +6,8 @@ marked with when it held. Exit codes make it a node health check in scripts, fro
 (the `nvml_unavailable` finding is printed too, so a script reading the JSON sees why). The simulated
 machine (`--demo`) runs on simulated time: its N seconds pass at once, and everything it prints says SIMULATED.
 The lab's machine (`--demo-job`: a simulated GPU that follows a real job) runs in real time, as the job does.
+The samples are taken by the one sampling loop (gputui/session/loop.py), on this thread, for N seconds' worth;
+`--record` is a sink of its sampler, as in the monitor.
 """
 
 from __future__ import annotations
@@ -40,7 +42,10 @@ from gputui.model import Snapshot, SystemInfo
 from gputui.sources.base import InvalidGpuSelection, NoJobTrace, Source, SourceUnavailable
 
 if TYPE_CHECKING:
+    from gputui.diagnostics.engine import DiagnosticsEngine
     from gputui.record.writer import RecordingWriter
+    from gputui.session.loop import Pace
+    from gputui.session.sampling import Tick
 
 SCHEMA_VERSION = 1
 DEFAULT_SECONDS = 10.0
@@ -119,18 +124,20 @@ def run(args: argparse.Namespace) -> int:
     return common.EXIT_OK
 
 
-def _open(args: argparse.Namespace) -> tuple[Source, SystemInfo, list[float]]:
-    """The source and, for the simulated one, the clock that this command moves forward itself."""
+def _open(args: argparse.Namespace) -> tuple[Source, SystemInfo, Pace]:
+    """The source, and the time the loop samples it on: the simulated machine's passes as this command waits."""
+    from gputui.session.loop import RealTime, SimulatedTime
+
     if args.demo is None:
         source, system = common.make_source(args)
-        return source, system, []
+        return source, system, RealTime()
     from gputui.sources.sim.source import SimulatedSource
 
-    now = [0.0]
+    pace = SimulatedTime()
     demo = SimulatedSource(
-        scenario=args.demo, gpu_count=args.demo_gpus, gpu_indices=args.gpus, clock=lambda: now[0], board=args.demo_gpu
+        scenario=args.demo, gpu_count=args.demo_gpus, gpu_indices=args.gpus, clock=pace.now, board=args.demo_gpu
     )
-    return demo, demo.open(), now
+    return demo, demo.open(), pace
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,41 +151,43 @@ class Outcome:
     notices: tuple[str, ...] = ()
 
 
-def _diagnose(args: argparse.Namespace, engine: Any, recorder: RecordingWriter | None = None) -> Outcome:
+class _Seen:
+    """What a health check keeps of each tick: the last, every finding that closed, the source's notices."""
+
+    def __init__(self) -> None:
+        self.last: Tick | None = None
+        self.ended: dict[tuple[str, tuple[int, ...], float], Finding] = {}
+        self.notices: dict[str, None] = {}
+
+    def add(self, tick: Tick) -> None:
+        self.last = tick
+        self.notices.update(dict.fromkeys(tick.snapshot.events))
+        self.ended.update((_seen(f), f) for f in tick.closed if f.ended_at is not None)
+
+    def outcome(self, system: SystemInfo) -> Outcome:
+        if self.last is None:
+            return Outcome(system, None, ())
+        closed = sorted(self.ended.values(), key=lambda f: (-f.severity, f.started_at))
+        return Outcome(self.last.snapshot.system, self.last.verdict, (*self.last.active, *closed), tuple(self.notices))
+
+
+def _diagnose(args: argparse.Namespace, engine: DiagnosticsEngine, recorder: RecordingWriter | None = None) -> Outcome:
     """Feed the engine `--seconds` of samples (and the recording, with --record)."""
-    source, system, sim_clock = _open(args)
-    count = math.floor(args.seconds / args.interval + 1e-9) + 1
-    torch_cuda: str | None = None
+    from gputui.session.loop import SamplingLoop
+    from gputui.session.recording import record_ticks
+    from gputui.session.sampling import Sampler
+
+    source, system, pace = _open(args)
+    polls = math.floor(args.seconds / args.interval + 1e-9) + 1
+    seen = _Seen()
     try:
         with ThreadPoolExecutor(max_workers=1) as pool:
-            probe = _start_torch_probe(pool) if system.is_live else None
-            start = time.monotonic()
-            state = None
-            ended: dict[tuple[str, tuple[int, ...], float], Finding] = {}
-            notices: dict[str, None] = {}
-            for i in range(count):
-                if sim_clock:
-                    sim_clock[0] = i * args.interval
-                elif i:
-                    time.sleep(max(0.0, start + i * args.interval - time.monotonic()))
-                snapshot = source.sample()
-                if probe is not None and (probe.done() or i == count - 1):
-                    torch_cuda = probe.result()
-                    probe = None
-                if torch_cuda is not None:
-                    snapshot = _with_torch(snapshot, torch_cuda)
-                state = engine.update(snapshot)
-                notices.update(dict.fromkeys(snapshot.events))
-                ended.update((_seen(f), f) for f in state.closed if f.ended_at is not None)
-                if recorder is not None:
-                    recorder.record(snapshot, state.active, state.verdict)
-                system = snapshot.system
+            read: Source = _WithTorchCuda(source, _start_torch_probe(pool), polls) if system.is_live else source
+            sampler = Sampler(read, engine.update, sinks=() if recorder is None else (record_ticks(recorder),))
+            SamplingLoop(sampler.take, args.interval, seen.add, pace=pace).run(polls)
     finally:
         source.close()
-    if state is None:
-        return Outcome(system, None, ())
-    closed = sorted(ended.values(), key=lambda f: (-f.severity, f.started_at))
-    return Outcome(system, state.verdict, (*state.active, *closed), tuple(notices))
+    return seen.outcome(system)
 
 
 def _seen(finding: Finding) -> tuple[str, tuple[int, ...], float]:
@@ -192,8 +201,30 @@ def _start_torch_probe(pool: ThreadPoolExecutor) -> Future[str | None]:
     return pool.submit(torch_cuda_version)
 
 
-def _with_torch(snapshot: Snapshot, version: str) -> Snapshot:
-    return replace(snapshot, system=replace(snapshot.system, torch_cuda_version=version))
+class _WithTorchCuda:
+    """The live source, its readings marked with the CUDA version of the local torch build once the probe (a
+    child process, off this thread) has it; the last of `polls` readings waits for it."""
+
+    def __init__(self, source: Source, probe: Future[str | None], polls: int) -> None:
+        self._source = source
+        self._probe: Future[str | None] | None = probe
+        self._version: str | None = None
+        self._left = polls
+
+    def open(self) -> SystemInfo:
+        return self._source.open()
+
+    def sample(self) -> Snapshot:
+        snapshot = self._source.sample()
+        self._left -= 1
+        if self._probe is not None and (self._probe.done() or self._left <= 0):
+            self._version, self._probe = self._probe.result(), None
+        if self._version is None:
+            return snapshot
+        return replace(snapshot, system=replace(snapshot.system, torch_cuda_version=self._version))
+
+    def close(self) -> None:
+        self._source.close()
 
 
 def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:

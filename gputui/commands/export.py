@@ -1,4 +1,10 @@
-"""`gputui export`: serve the GPUs' metrics to Prometheus, under dcgm-exporter's names (see gputui/export/)."""
+"""`gputui export`: serve the GPUs' metrics to Prometheus, under dcgm-exporter's names (see gputui/export/).
+
+Once serving, it serves until SIGINT (Ctrl-C) or SIGTERM, both handled alike: the main thread waits for one, then
+the sampling loop and the server stop and the source closes. Both handlers are set explicitly, so SIGINT also ends
+an exporter started with it ignored (any background job of a non-interactive shell), where Python raises no
+KeyboardInterrupt.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,8 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from types import FrameType
 from typing import Any
 
@@ -15,6 +23,7 @@ from gputui.commands import common
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 
 DEFAULT_PORT = 9400  # dcgm-exporter's port: a scrape config written for it works unchanged
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def register(sub: Any) -> None:
@@ -79,26 +88,29 @@ def run(args: argparse.Namespace) -> int:
         except ExportBindError as exc:
             print(f"gputui: error: {exc}", file=sys.stderr)
             return common.EXIT_USAGE
-        previous = signal.signal(signal.SIGTERM, _set_on_signal(stop))
-        first = exporter.sampler.state.snapshot
-        what = f"{len(first.gpus) if first is not None else system.gpu_count} GPU(s)"
-        if system.source == "simulated":
-            what = f"SIMULATED data (scenario {system.scenario})"
-        print(f"gputui: serving {what} at {exporter.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
-        try:
+        with _set_on(STOP_SIGNALS, stop):
+            first = exporter.sampler.state.snapshot
+            what = f"{len(first.gpus) if first is not None else system.gpu_count} GPU(s)"
+            if system.source == "simulated":
+                what = f"SIMULATED data (scenario {system.scenario})"
+            print(f"gputui: serving {what} at {exporter.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
             stop.wait()
-        except KeyboardInterrupt:
-            pass
-        finally:
-            signal.signal(signal.SIGTERM, previous)
     finally:
         exporter.stop()
         source.close()
     return common.EXIT_OK
 
 
-def _set_on_signal(stop: threading.Event) -> Any:
+@contextmanager
+def _set_on(signals: tuple[signal.Signals, ...], stop: threading.Event) -> Iterator[None]:
+    """`stop` set by any of `signals` while inside, whatever their handling was before (ignored included)."""
+
     def handler(signum: int, frame: FrameType | None) -> None:
         stop.set()
 
-    return handler
+    previous = {signum: signal.signal(signum, handler) for signum in signals}
+    try:
+        yield
+    finally:
+        for signum, was in previous.items():
+            signal.signal(signum, signal.SIG_DFL if was is None else was)  # None: set outside Python

@@ -28,7 +28,7 @@ def take_snapshot(args: argparse.Namespace) -> Snapshot:
     source, system = common.make_source(args)
     try:
         source.sample()
-        if system.is_live or getattr(args, "demo_job", None) is not None:  # read in real time: let it pass
+        if system.is_live or args.demo_job is not None:  # read in real time: let it pass
             time.sleep(RATE_WINDOW_S)
         return source.sample()
     finally:

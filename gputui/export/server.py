@@ -1,4 +1,4 @@
-"""Serve /metrics: a sampling thread keeps the latest ExportState; each scrape only renders it.
+"""Serve /metrics: the one sampling loop keeps the latest ExportState on its thread; each scrape only renders it.
 
 Sampling never happens inside a scrape: NVML and psutil calls would then run once per scraper (Prometheus, a
 curl, a second Prometheus) and a slow driver would stall every scrape. prometheus-client's own WSGI server runs on
@@ -10,8 +10,6 @@ from __future__ import annotations
 import errno
 import logging
 import socket
-import threading
-import time
 from collections.abc import Callable, Iterable
 from wsgiref.simple_server import WSGIServer
 
@@ -19,11 +17,12 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import start_http_server
 from prometheus_client.metrics_core import Metric
 
-from gputui.diagnostics.findings import Finding
 from gputui.export.metrics import ExportState, metric_families
 from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
-from gputui.model import Snapshot, SystemInfo
-from gputui.session.diagnose import Diagnose
+from gputui.model import SystemInfo
+from gputui.session.diagnose import Diagnose, tolerant
+from gputui.session.loop import SamplingLoop
+from gputui.session.sampling import Sampler, Tick
 from gputui.sources.base import Source
 
 log = logging.getLogger(__name__)
@@ -34,25 +33,16 @@ class ExportBindError(Exception):
 
 
 class ExportSampler:
-    """Reads the source every `interval` seconds on its own thread and keeps the newest ExportState."""
+    """Reads the source every `interval` seconds in the one sampling loop, on its own thread, and keeps the newest
+    ExportState. A failed reading is served as gputui_up 0; a rule that breaks leaves the GPU metrics served."""
 
     def __init__(
-        self,
-        source: Source,
-        system: SystemInfo,
-        *,
-        interval: float,
-        diagnose: Diagnose | None = None,
-        clock: Callable[[], float] = time.monotonic,
+        self, source: Source, system: SystemInfo, *, interval: float, diagnose: Diagnose | None = None
     ) -> None:
-        self._source = source
-        self._interval = interval
-        self._diagnose = diagnose
-        self._clock = clock
         self._last_xid: dict[int, int] = {}
         self._state = ExportState(system=system, snapshot=None, error="no reading yet")
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        sampler = Sampler(source, None if diagnose is None else tolerant(diagnose, "this reading"))
+        self._loop = SamplingLoop(sampler.take, interval, self._publish, self._failed, name="gputui-export-sampler")
 
     @property
     def state(self) -> ExportState:
@@ -60,51 +50,30 @@ class ExportSampler:
         return self._state
 
     def sample_once(self) -> ExportState:
-        """Take one reading, run the diagnostics on it, and publish the result."""
-        system = self._state.system
-        try:
-            snapshot = self._source.sample()
-        except Exception as exc:  # a daemon keeps serving: the failure is shown as gputui_up 0
-            if self._state.error != str(exc):
-                log.warning("reading the GPUs failed: %s", exc)
-            self._state = ExportState(system=system, snapshot=None, error=str(exc))
-            return self._state
+        """Take one reading now, run the diagnostics on it, and publish the result; the next is `interval` later."""
+        self._loop.poll()
+        return self._state
+
+    def _publish(self, tick: Tick) -> None:
+        snapshot = tick.snapshot
         for gpu in snapshot.gpus:
             if gpu.xid_events:
                 self._last_xid[gpu.index] = gpu.xid_events[-1]
         self._state = ExportState(
-            system=snapshot.system,
-            snapshot=snapshot,
-            findings=self._run_diagnostics(snapshot),
-            last_xid=dict(self._last_xid),
+            system=snapshot.system, snapshot=snapshot, findings=tick.active, last_xid=dict(self._last_xid)
         )
-        return self._state
 
-    def _run_diagnostics(self, snapshot: Snapshot) -> tuple[Finding, ...]:
-        if self._diagnose is None:
-            return ()
-        try:
-            return self._diagnose(snapshot).active
-        except Exception:  # the GPU metrics are still worth serving when a rule breaks
-            log.exception("the diagnostics failed on this reading")
-            return ()
+    def _failed(self, exc: Exception) -> None:
+        if self._state.error != str(exc):  # a daemon keeps serving: said once, then shown as gputui_up 0
+            log.warning("reading the GPUs failed: %s", exc)
+        self._state = ExportState(system=self._state.system, snapshot=None, error=str(exc))
 
     def start(self) -> None:
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="gputui-export-sampler", daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        next_at = self._clock() + self._interval
-        while not self._stop.wait(max(0.0, next_at - self._clock())):
-            self.sample_once()
-            next_at = max(next_at + self._interval, self._clock())
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        """Ends the loop, once its reading in progress (if any) is done."""
+        self._loop.stop(timeout=None)
 
 
 class SnapshotCollector:

@@ -34,7 +34,6 @@ def add_record_options(parser: argparse.ArgumentParser) -> None:
 
 def open_writer(args: argparse.Namespace, interval_s: float) -> RecordingWriter | None:
     """The writer `--record` asks for, or None; raises RecordingError (exists, no such directory...)."""
-    path: Path | None = getattr(args, "record", None)
-    if path is None:
+    if args.record is None:
         return None
-    return RecordingWriter(path, interval_s=interval_s, force=args.force, max_mb=args.record_max_mb)
+    return RecordingWriter(args.record, interval_s=interval_s, force=args.force, max_mb=args.record_max_mb)

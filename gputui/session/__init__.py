@@ -1,2 +1,3 @@
-"""The headless core that runs sources through the diagnostics: the monitor's sampling loop, its recording and
-replay samplers, and the fleet poller. Views (the TUI, the exporter) sit above it; none of it imports Textual."""
+"""The headless core that runs sources through the diagnostics: the one sampling loop that the monitor, `diagnose`,
+the exporter and the fleet view poll through, its sampler (with the recording as a sink), replay, and the fleet
+poller. Views (the TUI, the exporter) sit above it; none of it imports Textual."""

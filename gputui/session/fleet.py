@@ -1,12 +1,11 @@
 """A fleet of exporters polled at once, each server's readings run through its own diagnostics.
 
-Sources only turn a scrape into a Snapshot (gputui/sources/remote.py); running the diagnostics on what they read
-belongs here, above them, as the monitor's sampling loop does for one machine.
+Sources only turn a scrape into a Snapshot (gputui/sources/remote.py); each server is polled by a Sampler of its
+own, as the monitor polls one machine, and the fleet view runs `poll()` in the one sampling loop.
 """
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -15,15 +14,14 @@ from dataclasses import dataclass
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
-from gputui.session.diagnose import Diagnose, new_diagnose
+from gputui.session.diagnose import Diagnose, new_diagnose, once_per_reading, tolerant
+from gputui.session.sampling import Sampler
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.remote import DEFAULT_TIMEOUT_S, RemoteSource
 
 # The fleet's poll period: parsing one 8-GPU scrape costs ~30 ms of CPU, so 2 s by default and never under 1 s.
 FLEET_DEFAULT_INTERVAL = 2.0
 FLEET_MIN_INTERVAL = 1.0
-
-log = logging.getLogger(__name__)
 
 
 def fleet_interval(requested: float) -> float:
@@ -61,8 +59,9 @@ class FleetPoller:
 
     `poll()` blocks for at most about `timeout` seconds, whatever the number of servers: call it from a worker
     thread, one call at a time. Each server's readings go through its own diagnostics engine (`diagnose_factory()`;
-    None turns them off). Reading one 8-GPU scrape costs ~30 ms of CPU (prometheus-client's parser): poll a fleet
-    every few seconds, not many times a second.
+    None turns them off), once each: a reading the exporter has not replaced since is not judged again, and a
+    rule that breaks leaves that server's readings shown without findings. Reading one 8-GPU scrape costs ~30 ms
+    of CPU (prometheus-client's parser): poll a fleet every few seconds, not many times a second.
     """
 
     def __init__(
@@ -76,11 +75,12 @@ class FleetPoller:
         if not targets:
             raise ValueError("no exporters to poll")
         self._clock = clock
-        self._sources = [RemoteSource(target, timeout=timeout, clock=clock) for target in targets]
-        self._diagnoses = [diagnose_factory() if diagnose_factory else None for _ in targets]
-        self._states = [
-            HostState(target=t, url=s.url, snapshot=None) for t, s in zip(targets, self._sources, strict=True)
+        sources = [RemoteSource(target, timeout=timeout, clock=clock) for target in targets]
+        self._samplers = [
+            Sampler(s, None if diagnose_factory is None else once_per_reading(tolerant(diagnose_factory(), s.address)))
+            for s in sources
         ]
+        self._states = [HostState(target=t, url=s.url, snapshot=None) for t, s in zip(targets, sources, strict=True)]
         self._pool = ThreadPoolExecutor(max_workers=min(16, len(targets)), thread_name_prefix="gputui-fleet")
 
     @property
@@ -89,29 +89,26 @@ class FleetPoller:
 
     def poll(self) -> tuple[HostState, ...]:
         """Scrape every server once (in parallel) and return the new states, in the order given."""
-        self._states = list(self._pool.map(self._poll_one, range(len(self._sources))))
+        self._states = list(self._pool.map(self._poll_one, range(len(self._samplers))))
         return self.states
 
     def _poll_one(self, i: int) -> HostState:
-        source, previous, now = self._sources[i], self._states[i], self._clock()
+        previous, now = self._states[i], self._clock()
         try:
-            snapshot = source.sample()
+            tick = self._samplers[i].take()
         except SourceUnavailable as exc:
             return HostState(
                 previous.target, previous.url, snapshot=None, error=str(exc), last_ok=previous.last_ok, last_attempt=now
             )
-        findings, closed, verdict = previous.findings, previous.closed, previous.verdict
-        diagnose = self._diagnoses[i]
-        is_new = previous.snapshot is None or snapshot.timestamp != previous.snapshot.timestamp
-        if diagnose is not None and is_new:
-            try:
-                state = diagnose(snapshot)
-                findings, closed, verdict = state.active, state.closed, state.verdict
-            except Exception:  # the server's readings are still worth showing when a rule breaks on them
-                log.exception("the diagnostics failed on %s", source.address)
-                findings, closed, verdict = (), (), None
         return HostState(
-            previous.target, previous.url, snapshot, findings, closed, verdict, last_ok=now, last_attempt=now
+            previous.target,
+            previous.url,
+            tick.snapshot,
+            tick.active,
+            tick.closed,
+            tick.verdict,
+            last_ok=now,
+            last_attempt=now,
         )
 
     def close(self) -> None:

@@ -1,25 +1,19 @@
-"""`--record` in the monitor: each tick goes to the writer from the sampling thread, never the event loop."""
+"""`--record` as a sink of the loop: each tick goes to the writer from the sampling thread, never the event loop."""
 
 from __future__ import annotations
 
-from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.record.writer import RecordingWriter
-from gputui.session.sampling import Sampler, Tick
-from gputui.sources.base import Source
+from gputui.session.sampling import Sink, Tick
 
 
-class RecordingSampler(Sampler):
-    """A Sampler that hands each tick, its finding transitions and verdict changes to the writer (which only
+def record_ticks(writer: RecordingWriter) -> Sink:
+    """The sink that hands each tick, its finding transitions and verdict changes to the writer (which only
     enqueues)."""
 
-    def __init__(self, source: Source, writer: RecordingWriter, engine: DiagnosticsEngine | None = None) -> None:
-        super().__init__(source, engine)
-        self.writer = writer
+    def record(tick: Tick) -> None:
+        writer.record(tick.snapshot, tick.active, tick.verdict)
 
-    def take(self) -> Tick:
-        tick = super().take()
-        self.writer.record(tick.snapshot, tick.active, tick.verdict)
-        return tick
+    return record
 
 
 def record_badge(writer: RecordingWriter) -> tuple[str, str | None]:

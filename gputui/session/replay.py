@@ -16,7 +16,7 @@ from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.formatting import hms
 from gputui.model import Snapshot
 from gputui.record.format import format_clock
-from gputui.session.sampling import Sampler, Tick
+from gputui.session.sampling import Tick
 from gputui.sources.replay import ReplaySource
 
 # Ticks kept for a UI that has not taken them; beyond this the oldest go (its history holds fewer anyway).
@@ -27,12 +27,13 @@ MARK_SHOWN_S = 60.0
 MARKS_SHOWN = 2
 
 
-class ReplaySampler(Sampler):
-    """Plays a ReplaySource; `take()` may run on the sampling thread and a seek's worker, one at a time."""
+class ReplaySampler:
+    """Plays a ReplaySource; `take()` may run on the sampling thread and a seek's worker, one at a time. A seek
+    starts the findings over in an engine of its own, made like the first."""
 
     def __init__(self, source: ReplaySource, engine: DiagnosticsEngine | None = None) -> None:
-        super().__init__(source, engine)
-        self.replay = source
+        self.source = source
+        self.engine = engine if engine is not None else DiagnosticsEngine()
         self._take_lock = threading.Lock()
         self._backlog_lock = threading.Lock()
         self._backlog: deque[Snapshot] = deque(maxlen=BACKLOG)
@@ -41,7 +42,7 @@ class ReplaySampler(Sampler):
 
     def take(self) -> Tick:
         with self._take_lock:
-            step = self.replay.advance()
+            step = self.source.advance()
             if step.jumped:  # a seek: the findings start over from the history before the new position
                 self.engine = DiagnosticsEngine(self.engine.config, self.engine.lang)
             for snapshot in step.ticks:
@@ -51,10 +52,10 @@ class ReplaySampler(Sampler):
                     self._backlog.clear()
                     self._jumped = True
                 self._backlog.extend(step.ticks)
-            current = self.replay.current
+            current = self.source.current
             state = self._state
-            if self.replay.ticks_shown == self.replay.tick_count:
-                self.replay.pause()  # the end: playback stops there rather than idling on the last tick
+            if self.source.ticks_shown == self.source.tick_count:
+                self.source.pause()  # the end: playback stops there rather than idling on the last tick
         assert current is not None  # advance() always hands over at least the first tick
         return Tick(snapshot=current, active=state.active, closed=state.closed, verdict=state.verdict)
 

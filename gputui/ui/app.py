@@ -1,6 +1,6 @@
 """The live monitor app: sampling off the event loop, and the keys.
 
-The async boundary of the TUI lives here. One sampling thread (gputui.session.sampling.SamplingLoop) takes one
+The async boundary of the TUI lives here. One sampling thread (gputui.session.loop.SamplingLoop) takes one
 sample at a time, so polls never overlap and a slow driver only slows the refresh, never the keyboard. Each sample
 arrives as one TickReady message that replaces any still queued. Drawing is skipped while paused and for
 views that are hidden; what is drawn goes through LineView, which sends the terminal only what changed.
@@ -20,15 +20,17 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
+from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.groups import row_key
 from gputui.history import History
 from gputui.model import Snapshot, SystemInfo
 from gputui.probes.protocol import ProbeName
 from gputui.record.writer import RecordingWriter
-from gputui.session.recording import RecordingSampler
+from gputui.session.loop import RealTime, SamplingLoop, failure_text
+from gputui.session.recording import record_ticks
 from gputui.session.replay import ReplaySampler
-from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, SamplingLoop, Tick
+from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Tick
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
 from gputui.ui.messages import SampleFailed, TickReady
@@ -69,13 +71,12 @@ def clamp_interval(seconds: float) -> float:
     return min(MAX_INTERVAL, max(MIN_INTERVAL, seconds))
 
 
-def sampler_for(source: Source, recorder: RecordingWriter | None) -> Sampler:
-    """A replay is played tick by tick through its own sampler; with a recorder, each tick is written."""
+def sampler_for(source: Source, engine: DiagnosticsEngine, recorder: RecordingWriter | None) -> Sampler | ReplaySampler:
+    """A replay is played tick by tick through its own sampler; live, each tick goes through `engine`, and with a
+    recorder into the recording."""
     if isinstance(source, ReplaySource):
-        return ReplaySampler(source)
-    if recorder is not None:
-        return RecordingSampler(source, recorder)
-    return Sampler(source)
+        return ReplaySampler(source, engine)
+    return Sampler(source, engine.update, sinks=() if recorder is None else (record_ticks(recorder),))
 
 
 class GpuTuiApp(RecordReplayApp):
@@ -126,7 +127,9 @@ class GpuTuiApp(RecordReplayApp):
             ansi_color=True,
         )
         self.animation_level = "none"
-        self.sampler = sampler_for(source, recorder)
+        # Live, the engine that judges every tick (probe results join it); a replay's seek starts its own anew.
+        self.engine = DiagnosticsEngine()
+        self.sampler = sampler_for(source, self.engine, recorder)
         self.system = system
         self.interval = clamp_interval(interval)
         self.auto_sample = auto_sample
@@ -138,9 +141,9 @@ class GpuTuiApp(RecordReplayApp):
         self._now = now
         self._error: str | None = None
         self.notices = Notices()
-        self._sampling: SamplingLoop | None = None
+        self._sampling: SamplingLoop[Tick] | None = None
         self.probes = ProbeController(
-            self, refusal=REPLAY_REFUSAL if self.replay is not None else None, lang=self.sampler.engine.lang
+            self, refusal=REPLAY_REFUSAL if self.replay is not None else None, lang=self.engine.lang
         )
 
     def get_default_screen(self) -> MainScreen:
@@ -153,12 +156,13 @@ class GpuTuiApp(RecordReplayApp):
         """The main view is composed (first call: start sampling) or uncovered again (draw what it missed)."""
         if self.auto_sample and self._sampling is None:
             self._sampling = SamplingLoop(
-                self.sampler,
+                self.sampler.take,
                 self.interval,
                 deliver=lambda tick: self.post_message(TickReady(tick)),
-                failed=lambda error: self.post_message(SampleFailed(error)),
-                terminal_fd=terminal_fd(),
+                failed=lambda error: self.post_message(SampleFailed(failure_text(error))),
+                pace=RealTime(terminal_fd()),
                 hangup=lambda: self.call_from_thread(self.exit),
+                closing=self.sampler.source.close,
             )
             self._sampling.start()
         self.draw()
@@ -166,9 +170,11 @@ class GpuTuiApp(RecordReplayApp):
     def on_unmount(self) -> None:
         self.probes.kill_now()
         asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
-        # The source is closed only once no poll can be running in it.
-        if self._sampling is None or self._sampling.stop():
+        # The source is closed only once no poll can be running in it: by the loop, when it has one.
+        if self._sampling is None:
             self.sampler.source.close()
+        else:
+            self._sampling.stop()
         self.stop_recording()
 
     # -- sampling ----------------------------------------------------------------------------------------
@@ -259,7 +265,7 @@ class GpuTuiApp(RecordReplayApp):
         return self.latest.snapshot if self.latest is not None else None
 
     def add_finding(self, finding: Finding, open_for_s: float) -> None:
-        self.sampler.engine.add_external(finding, open_for_s=open_for_s)
+        self.engine.add_external(finding, open_for_s=open_for_s)
 
     def mount_probe_status(self, status: ProbeStatus) -> None:
         """Under the panels, above the diagnostics; once the main view is there."""

@@ -1,32 +1,31 @@
 """`gputui --remote host1:9400,host2:9400`: several servers at once, one compact block each, from exporters.
 
-Polling runs in a thread worker: one FleetPoller.poll() scrapes every server in parallel (bounded by its
-timeout), then the next poll is armed with `set_timer`, so polls never overlap and a dead server only slows
-its own block. Parsing one scrape costs ~30 ms of CPU, hence 2 s between polls by default and never under 1 s.
-Each server's readings go through its own diagnostics engine inside the poller (gputui/session/fleet.py).
+Polling runs in the one sampling loop (gputui/session/loop.py), on its own thread: one FleetPoller.poll() scrapes
+every server in parallel (bounded by its timeout), then the loop waits for the next, so polls never overlap and a
+dead server only slows its own block. Parsing one scrape costs ~30 ms of CPU, hence 2 s between polls by default
+and never under 1 s. Each server's readings go through its own diagnostics engine inside the poller
+(gputui/session/fleet.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
-import threading
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import ClassVar, Protocol
 
 from rich.table import Table
-from textual import work
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
-from textual.timer import Timer
 from textual.widgets import Footer, Static
 
 from gputui.session.fleet import FLEET_DEFAULT_INTERVAL, FleetPoller, HostState, fleet_interval
+from gputui.session.loop import SamplingLoop, failure_text
 from gputui.ui.lean_update import LeanScreen
 from gputui.ui.widgets.fleet_block import FleetBlock, data_badge
 from gputui.ui.widgets.lines import Line, LineView
@@ -150,12 +149,7 @@ class FleetApp(App[int]):
         self._error: str | None = None
         self.header = FleetHeader(id="fleet-header")
         self.blocks = [FleetBlock(state) for state in self.states]
-        # The poller is closed by whichever comes last: the app's end, or the poll running at that moment.
-        self._lock = threading.Lock()
-        self._in_flight = False
-        self._closing = False
-        self._started = 0.0
-        self._timer: Timer | None = None
+        self._polling: SamplingLoop[tuple[HostState, ...]] | None = None
 
     def get_default_screen(self) -> Screen[None]:
         return LeanScreen(id="_default")
@@ -170,17 +164,23 @@ class FleetApp(App[int]):
         asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit)  # a lost SSH session ends it
         self.draw()
         if self.auto_poll:
-            self._start_poll()
+            self._polling = SamplingLoop(
+                self.poller.poll,
+                self.interval,
+                deliver=lambda states: self.post_message(FleetPolled(states)),
+                # a bug in one poll must not end polling: show it and try again next time
+                failed=lambda error: self.post_message(FleetPolled(None, failure_text(error))),
+                closing=self.poller.close,  # once no poll runs: now, or when the one running ends
+                name="gputui-fleet-poll",
+            )
+            self._polling.start()
 
     def on_unmount(self) -> None:
         asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
-        if self._timer is not None:
-            self._timer.stop()
-        with self._lock:
-            self._closing = True
-            busy = self._in_flight
-        if not busy:
+        if self._polling is None:
             self.poller.close()
+        else:
+            self._polling.stop()
 
     # -- polling -----------------------------------------------------------------------------------------
 
@@ -190,37 +190,12 @@ class FleetApp(App[int]):
         self.show_states(states)
         return states
 
-    def _start_poll(self) -> None:
-        with self._lock:
-            if self._closing:
-                return
-            self._in_flight = True
-        self._started = time.monotonic()
-        self._poll_in_thread()
-
-    @work(thread=True, exclusive=True, group="fleet-poll")
-    def _poll_in_thread(self) -> None:
-        try:
-            message = FleetPolled(self.poller.poll())
-        except Exception as exc:  # a bug in one poll must not end polling: show it and try again next time
-            message = FleetPolled(None, f"{type(exc).__name__}: {exc}")
-        with self._lock:
-            self._in_flight = False
-            closing = self._closing
-        if closing:
-            self.poller.close()
-            return
-        self.post_message(message)
-
     def on_fleet_polled(self, message: FleetPolled) -> None:
         self._error = message.error
         if message.states is not None:
             self.show_states(message.states)
         else:
             self.draw()
-        if self.auto_poll:
-            delay = max(0.0, self.interval - (time.monotonic() - self._started))
-            self._timer = self.set_timer(delay, self._start_poll)
 
     # -- drawing -----------------------------------------------------------------------------------------
 

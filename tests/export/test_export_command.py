@@ -61,8 +61,13 @@ def test_help_lists_the_legacy_hostname_label(capsys: pytest.CaptureFixture[str]
     assert "--legacy-hostname-label" in capsys.readouterr().out
 
 
-def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
-    """Run `gputui export` in a child process and wait for the URL it prints."""
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def _start(*args: str, sigint_ignored: bool = False) -> tuple[subprocess.Popen[str], str]:
+    """Run `gputui export` in a child process and wait for the URL it prints; `sigint_ignored` starts it with
+    SIGINT ignored, as a non-interactive shell starts its background jobs."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     child = subprocess.Popen(
         [sys.executable, "-m", "gputui", "export", "--port", "0", *args],
@@ -70,6 +75,7 @@ def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
         stdout=subprocess.DEVNULL,
         text=True,
         env=env,
+        preexec_fn=_ignore_sigint if sigint_ignored else None,
     )
     assert child.stderr is not None
     deadline = time.monotonic() + 30
@@ -85,9 +91,14 @@ def _start(*args: str) -> tuple[subprocess.Popen[str], str]:
     raise AssertionError("gputui export printed no URL in 30 s")
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGTERM, signal.SIGINT])
-def test_serves_simulated_data_labelled_then_stops_cleanly(stop_signal: signal.Signals) -> None:
-    child, url = _start("--demo", "thermal", "--gpus", "0,1", "--interval", "0.2")
+@pytest.mark.parametrize(
+    ("stop_signal", "sigint_ignored"),
+    [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGINT, True)],
+    ids=["SIGTERM", "SIGINT", "SIGINT-ignored-at-start"],
+)
+def test_serves_simulated_data_labelled_then_stops_cleanly(stop_signal: signal.Signals, sigint_ignored: bool) -> None:
+    """Both signals stop it alike, SIGINT too where it started ignored (and Python raises no KeyboardInterrupt)."""
+    child, url = _start("--demo", "thermal", "--gpus", "0,1", "--interval", "0.2", sigint_ignored=sigint_ignored)
     try:
         series, _ = parse(fetch(url)[0])
         assert one(series, "gputui_source_info", source="simulated", simulated="true", scenario="thermal") == 1

@@ -1,20 +1,17 @@
-"""The monitor's pure parts: text helpers, line diffs, the sampling loop, the command's errors."""
+"""The monitor's pure parts: text helpers, line diffs, the command's errors (the sampling loop: tests/session/)."""
 
 from __future__ import annotations
-
-import threading
 
 import pytest
 
 from gputui.cli import main
 from gputui.model import decode_clock_event_reasons
-from gputui.session.sampling import Sampler, SamplingLoop, Tick
 from gputui.sources.base import SourceUnavailable
 from gputui.ui import text as t
 from gputui.ui.widgets.gpu_panel import UtilBuckets
 from gputui.ui.widgets.host import core_lines
 from gputui.ui.widgets.lines import changed_span
-from tests.ui.monitor_helpers import ScriptedSource, busy_gpu, plain, snapshot
+from tests.ui.monitor_helpers import plain
 
 
 def test_missing_values_are_na() -> None:
@@ -76,50 +73,6 @@ def test_changed_span_covers_only_the_parts_that_differ() -> None:
     moved = [("UTIL ", "dim"), (" 100%", "green"), ("  SM ", "dim"), ("1980", "")]
     assert changed_span(old, moved) == (5, 19)  # the equal parts after it moved right: repainted too
     assert changed_span(moved, old) == (5, 19)  # and the cell they leave is blanked
-
-
-class CountingSource(ScriptedSource):
-    def __init__(self, fail_first: bool = False) -> None:
-        super().__init__([snapshot(1.0, [busy_gpu(0, 1.0)])])
-        self.calls = 0
-        self.fail_first = fail_first
-
-    def sample(self):  # type: ignore[no-untyped-def]
-        self.calls += 1
-        if self.fail_first and self.calls == 1:
-            raise RuntimeError("driver hiccup")
-        return super().sample()
-
-
-def test_the_sampling_loop_delivers_ticks_and_errors_and_stops() -> None:
-    source = CountingSource(fail_first=True)
-    ticks: list[Tick] = []
-    errors: list[str] = []
-    got_two = threading.Event()
-
-    def deliver(tick: Tick) -> None:
-        ticks.append(tick)
-        if len(ticks) == 2:
-            got_two.set()
-
-    loop = SamplingLoop(Sampler(source), 0.01, deliver, errors.append)
-    loop.start()
-    assert got_two.wait(5.0)
-    assert loop.stop()
-    assert errors == ["RuntimeError: driver hiccup"]
-    assert ticks[0].snapshot.gpus[0].index == 0
-    calls = source.calls
-    assert loop.stop() and source.calls == calls  # nothing is sampled after stop
-
-
-def test_a_shorter_interval_cuts_a_long_wait_short() -> None:
-    source = CountingSource()
-    second = threading.Event()
-    loop = SamplingLoop(Sampler(source), 60.0, lambda tick: second.set() if source.calls >= 2 else None, print)
-    loop.start()
-    loop.set_interval(0.01)
-    assert second.wait(5.0)
-    assert loop.stop()
 
 
 @pytest.mark.parametrize("interval", ["0.1", "11"])

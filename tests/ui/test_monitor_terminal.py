@@ -1,4 +1,5 @@
-"""The monitor under a real pty: it draws, and it ends when the terminal goes away (SIGHUP or a closed pty)."""
+"""The monitor under a real pty: it draws, and it ends when the terminal goes away (SIGHUP or a closed pty;
+the sampling loop's own side of a closed pty: tests/session/test_loop.py)."""
 
 from __future__ import annotations
 
@@ -10,37 +11,9 @@ import struct
 import subprocess
 import sys
 import termios
-import threading
 import time
 
 import pytest
-
-from gputui.session.sampling import Sampler, SamplingLoop, hung_up
-from tests.ui.monitor_helpers import ScriptedSource, busy_gpu, snapshot
-
-
-def test_a_closed_pty_reads_as_hung_up() -> None:
-    master, slave = os.openpty()
-    try:
-        assert not hung_up(slave)
-        os.close(master)
-        assert hung_up(slave)
-    finally:
-        os.close(slave)
-
-
-def test_the_sampling_loop_ends_and_says_so_when_its_terminal_goes() -> None:
-    master, slave = os.openpty()
-    gone = threading.Event()
-    source = ScriptedSource([snapshot(1.0, [busy_gpu(0, 1.0)])])
-    loop = SamplingLoop(Sampler(source), 0.05, lambda tick: None, print, terminal_fd=slave, hangup=gone.set)
-    loop.start()
-    os.close(master)
-    try:
-        assert gone.wait(5.0)
-        assert loop.stop()
-    finally:
-        os.close(slave)
 
 
 def start_monitor() -> tuple[subprocess.Popen[bytes], int]:
