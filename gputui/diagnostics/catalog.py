@@ -13,7 +13,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-from gputui.diagnostics.findings import Evidence
+from rich.cells import cell_len
+
+from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import LANGS, Texts
 from gputui.diagnostics.rules import RULE_TEXTS
 from gputui.diagnostics.verdict_texts import TEXTS as VERDICT_TEXTS
@@ -175,6 +177,12 @@ def text(key: str, lang: str = "en", **params: object) -> str:
 def has_text(key: str) -> bool:
     """Whether `key` exists (in English, which every key has): for words that only some variants have."""
     return key in _EN
+
+
+def severity_label(severity: Severity, lang: str, width: int = 4) -> str:
+    """CRIT / WARN / INFO (or the Chinese words), padded to `width` terminal cells so columns line up."""
+    label = text(f"sev.{severity.label}", lang)
+    return label + " " * max(0, width - cell_len(label))
 
 
 def localize(evidence: Evidence, lang: str, window_s: int) -> Evidence:

@@ -6,8 +6,6 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.cells import cell_len
-
 
 class Severity(enum.IntEnum):
     """Ordered so that max() gives the worst; the names are the interface (`info`, `warning`, `critical`)."""
@@ -100,11 +98,3 @@ def format_evidence(ev: Evidence, *, quiet_window: str = "") -> str:
     if isinstance(ev.value, str) and not ev.unit:  # words ("process: python3 (4242)"); a range has its unit
         return f"{ev.label}: {ev.value}{window}"
     return f"{ev.label} {format_value(ev.value)}{unit}{window}"
-
-
-def severity_label(severity: Severity, lang: str, width: int = 4) -> str:
-    """CRIT / WARN / INFO (or the Chinese words), padded to `width` terminal cells so columns line up."""
-    from gputui.diagnostics.catalog import text
-
-    label = text(f"sev.{severity.label}", lang)
-    return label + " " * max(0, width - cell_len(label))
