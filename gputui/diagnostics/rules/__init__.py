@@ -4,6 +4,8 @@ A family module holds its rules (`RULES`) and their words (`TEXTS`: each rule's 
 evidence labels no other family uses, in every language). Listing the module in `FAMILIES` registers both;
 the engine evaluates the rules in this order. A new rule goes into its family module alone: its check, its
 `Rule` in `RULES`, and its title and advice (per variant) and any new evidence label in `TEXTS`, en and zh.
+The two modules that are no family are what families stand on: `base` (what a rule is, the window it reads)
+and `cpus` (the CPUs the jobs may use, which the starvation and container rules judge alike).
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.cpus import job_cpus
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, at_once, compute_pids, ev, rounded
+from gputui.diagnostics.rules.cpus import job_cpus
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_bytes, fmt_num
 from gputui.model import ContainerInfo, ProcSample
