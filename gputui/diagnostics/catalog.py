@@ -1,10 +1,11 @@
 """Every sentence the diagnostics show, in English and Simplified Chinese, looked up by key.
 
 Many people who rent GPU servers abroad read Chinese first, so titles, advice, evidence labels and the pane's
-own words all come from here. A rule's title, advice and the evidence labels only its family uses live in its
-family module (`rules/<family>.py`, `TEXTS`); this module holds the words no single family owns, the labels of
+own words all come from here. A rule's title, advice, cause and the evidence labels only its family uses live in
+its family module (`rules/<family>.py`, `TEXTS`); this module holds the words no single family owns, the labels of
 the probes' figures, and merges them all. Keys are `<rule>.title[.<variant>]`, `<rule>.advice[.<variant>]`,
-`ev.<name>` (evidence labels), `win.<name>` (evidence windows), `sev.<severity>`, `ui.<name>` and `cli.<name>`.
+`<rule>.cause[.<variant>]` (the cause as the verdict names it), `ev.<name>` (evidence labels), `win.<name>`
+(evidence windows), `sev.<severity>`, `ui.<name>`, `cli.<name>` and the verdict's (`verdict_texts.py`).
 Placeholders are `str.format` fields; both languages use the same ones (a test checks it).
 """
 

@@ -255,7 +255,7 @@ def _make(
 
 def unavailable_verdict(lang: str = "en", now: float = 0.0) -> Verdict:
     """`degraded` when there is no snapshot to judge because the driver cannot be read."""
-    causes = text(f"verdict.cause.{NVML_UNAVAILABLE}", lang)
+    causes = text(f"{NVML_UNAVAILABLE}.cause", lang)
     return _make("degraded", (), {"causes": causes}, (), lang, now)
 
 
@@ -270,7 +270,7 @@ def _causes(findings: Sequence[Finding], gpus: int, lang: str) -> str:
 
 
 def _cause_words(finding: Finding, lang: str) -> str:
-    return text(_variant_key(f"verdict.cause.{finding.rule}", finding.variant), lang)
+    return text(_variant_key(f"{finding.rule}.cause", finding.variant), lang)
 
 
 def _variant_key(key: str, variant: str) -> str:
