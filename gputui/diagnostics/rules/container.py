@@ -15,7 +15,7 @@ from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, at_once, compute_pids, ev, rounded
 from gputui.diagnostics.rules.cpus import job_cpus
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.formatting import fmt_bytes, fmt_num
+from gputui.formatting import fmt_bytes, fmt_num, fmt_pct
 from gputui.model import ContainerInfo, ProcSample
 
 _GIB = 1 << 30
@@ -50,7 +50,7 @@ def cpu_throttled(w: Window, th: Thresholds) -> Iterator[Hit]:
         gpus=(),
         value=round(throttled, 1),
         severity=Severity.CRITICAL if throttled >= th.cpu_throttled_critical_pct else None,
-        params={"pct": f"{throttled:.0f}%", "quota": fmt_num(quota, 1), "workers": fmt_num(workers)},
+        params={"pct": fmt_pct(throttled), "quota": fmt_num(quota, 1), "workers": fmt_num(workers)},
         evidence=(
             ev("cpu_quota", quota, "CPUs"),
             ev("quota_used", rounded(used), "%", "mean"),
@@ -152,7 +152,7 @@ def memory_limit(w: Window, th: Thresholds) -> Iterator[Hit]:
     yield Hit(
         gpus=(),
         value=round(pct, 1),
-        params={"pct": f"{pct:.0f}%", "limit": fmt_bytes(container.memory_limit_bytes)},
+        params={"pct": fmt_pct(pct), "limit": fmt_bytes(container.memory_limit_bytes)},
         evidence=(
             ev("cgroup_memory", round(container.memory_used_bytes / _GIB, 1), "GiB"),
             ev("memory_limit", round(container.memory_limit_bytes / _GIB, 1), "GiB"),

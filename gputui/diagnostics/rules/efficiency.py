@@ -14,6 +14,7 @@ from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.formatting import fmt_pct
 
 
 def low_sm_activity(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -26,7 +27,7 @@ def low_sm_activity(w: Window, th: Thresholds) -> Iterator[Hit]:
             gpus=(g.index,),
             pids=w.pids(g),
             value=round(sm, 1),
-            params={"gpu": g.index, "util": f"{util:.0f}%", "sm": f"{sm:.0f}%"},
+            params={"gpu": g.index, "util": fmt_pct(util), "sm": fmt_pct(sm)},
             evidence=(
                 ev("gpu_util", rounded(util), "%", "mean"),
                 ev("sm_active", rounded(sm), "%", "mean"),
@@ -48,7 +49,7 @@ def tensor_cores_idle(w: Window, th: Thresholds) -> Iterator[Hit]:
             gpus=(g.index,),
             pids=w.pids(g),
             value=round(tensor, 1),
-            params={"gpu": g.index, "tensor": f"{tensor:.1f}%", "fp32": f"{fp32:.0f}%"},
+            params={"gpu": g.index, "tensor": fmt_pct(tensor, 1), "fp32": fmt_pct(fp32)},
             evidence=(
                 ev("sm_active", rounded(sm), "%", "mean"),
                 ev("tensor_active", rounded(tensor), "%", "mean"),
@@ -66,7 +67,7 @@ def memory_bound(w: Window, th: Thresholds) -> Iterator[Hit]:
             gpus=(g.index,),
             pids=w.pids(g),
             value=round(dram, 1),
-            params={"gpu": g.index, "dram": f"{dram:.0f}%"},
+            params={"gpu": g.index, "dram": fmt_pct(dram)},
             evidence=(
                 ev("dram_bw", rounded(dram), "%", "mean"),
                 ev("sm_active", rounded(w.mean(g.index, "sm_active_pct")), "%", "mean"),

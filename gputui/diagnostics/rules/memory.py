@@ -9,7 +9,7 @@ from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.formatting import fmt_num
+from gputui.formatting import fmt_num, fmt_pct
 
 _MIB = 1 << 20
 _GIB = 1 << 30
@@ -44,7 +44,7 @@ def vram_pressure(w: Window, th: Thresholds) -> Iterator[Hit]:
             pids=w.pids(g),
             value=used_pct,
             variant="churn" if churn and growth_mib < th.vram_rise_mib else "",
-            params={"gpu": g.index, "pct": f"{used_pct:.0f}%"},
+            params={"gpu": g.index, "pct": fmt_pct(used_pct)},
             evidence=tuple(evidence),
         )
 

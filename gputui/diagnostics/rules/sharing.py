@@ -10,6 +10,7 @@ from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.formatting import fmt_pct
 from gputui.model import GpuSample
 
 # Launchers pass each rank its own `--local-rank N`; without it the ranks of one job share a command line.
@@ -31,9 +32,9 @@ def gpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
             # The biggest SM user is taken for the job the GPU is there for; the next one is who competes.
             (_, _), (pid, share) = shares[:2]
             proc = w.host.process(pid)
-            params |= {"pid": pid, "who": proc.user if proc and proc.user else "?", "share": f"{share:.0f}%"}
+            params |= {"pid": pid, "who": proc.user if proc and proc.user else "?", "share": fmt_pct(share)}
             variant = "shares"
-        listed = ", ".join(f"{pid}: {share:.0f}%" for pid, share in shares) or None
+        listed = ", ".join(f"{pid}: {fmt_pct(share)}" for pid, share in shares) or None
         yield Hit(
             gpus=(g.index,),
             pids=pids,
@@ -94,7 +95,7 @@ def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
             params={"gpus": ",".join(map(str, order))},
             evidence=(
                 ev("util_spread", round(spread, 1), "points", "mean"),
-                ev("gpu_utils", ", ".join(f"{i}: {u:.0f}%" for i, u in known.items()), "", "mean"),
+                ev("gpu_utils", ", ".join(f"{i}: {fmt_pct(u)}" for i, u in known.items()), "", "mean"),
             ),
         )
 
