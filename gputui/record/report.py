@@ -347,14 +347,6 @@ class VerdictTimeline:
         self.spans.append(VerdictSpan(verdict.cls, verdict.label, verdict.summary, verdict.gpus, verdict.since, None))
 
 
-def recompute_findings(ticks: Iterable[Snapshot], engine: _Engine) -> list[FindingSpan]:
-    """Run the diagnostics engine over the recorded ticks, as the monitor did live, and keep the spans."""
-    tracker = FindingTracker()
-    for tick in ticks:
-        tracker.update(engine.update(tick), tick.timestamp)
-    return tracker.spans()
-
-
 def _span(finding: Finding, start: float, end: float | None) -> FindingSpan:
     return FindingSpan(
         rule=finding.rule,
