@@ -23,18 +23,37 @@ def _table_unit(value: float) -> tuple[str, int]:
     return next(((unit, size) for unit, size in _TABLE_UNITS if abs(value) >= size), ("B", 1))
 
 
-def fmt_num(value: float | None, digits: int = 0, unit: str = "") -> str:
-    return NA if value is None else f"{value:.{digits}f}{unit}"
+def fmt_num(value: float | None, digits: int = 0, unit: str = "", *, scale: float = 1.0) -> str:
+    """`value / scale` with `digits` decimals and `unit` as written: (3.14, 1, " W") -> "3.1 W",
+    (2.5e9, 2, " GB/s", scale=1e9) -> "2.50 GB/s"."""
+    return NA if value is None else f"{value / scale:.{digits}f}{unit}"
 
 
-def fmt_pct(value: float | None) -> str:
-    """A percentage already on the 0-100 scale: 37%."""
-    return NA if value is None else f"{value:.0f}%"
+def fmt_pct(value: float | None, digits: int = 0) -> str:
+    """A percentage already on the 0-100 scale: 37%, or 37.4% with a decimal."""
+    return NA if value is None else f"{value:.{digits}f}%"
+
+
+def fmt_share(share: float | None, digits: int = 0) -> str:
+    """A share of 0-1 as a percentage: 0.82 -> 82%, (0.256, 1) -> 25.6%."""
+    return fmt_pct(None if share is None else share * 100, digits)
+
+
+def fmt_evidence_value(value: float | str | None) -> str:
+    """A figure as a finding's evidence states it: whole from 100 up or when whole, else one decimal (1410, 12,
+    3.5); words pass through as they are."""
+    if value is None:
+        return NA
+    if isinstance(value, str):
+        return value
+    if abs(value) >= 100 or float(value).is_integer():
+        return f"{value:.0f}"
+    return f"{value:.1f}"
 
 
 def fmt_gib(value: int | None, digits: int = 1) -> str:
     """GiB without the unit, for "used/total" pairs that carry it once: 61.0/80G."""
-    return NA if value is None else f"{value / 1024**3:.{digits}f}"
+    return fmt_num(value, digits, scale=1024**3)
 
 
 def fmt_bytes(value: float | None) -> str:

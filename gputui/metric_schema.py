@@ -36,50 +36,46 @@ class MetricField:
     cumulative: bool = False
 
 
-def _field(
-    name: str, attr: str, help: str, kind: type = float, scale: float = 1.0, cumulative: bool = False
-) -> MetricField:
-    return MetricField(name, attr, help, kind, scale, cumulative)
-
-
 GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
-    _field("DCGM_FI_DEV_GPU_UTIL", "utilization_gpu_pct", "GPU utilization (in %)."),
-    _field("DCGM_FI_DEV_MEM_COPY_UTIL", "utilization_memory_pct", "Memory utilization (in %)."),
-    _field("DCGM_FI_DEV_ENC_UTIL", "encoder_pct", "Encoder utilization (in %)."),
-    _field("DCGM_FI_DEV_DEC_UTIL", "decoder_pct", "Decoder utilization (in %)."),
-    _field("DCGM_FI_DEV_SM_CLOCK", "sm_clock_mhz", "SM clock frequency (in MHz).", int),
-    _field("DCGM_FI_DEV_MEM_CLOCK", "memory_clock_mhz", "Memory clock frequency (in MHz).", int),
-    _field("gputui_graphics_clock_mhz", "graphics_clock_mhz", "Graphics clock frequency (in MHz).", int),
-    _field("DCGM_FI_DEV_GPU_TEMP", "temperature_c", "GPU temperature (in C)."),
-    _field("DCGM_FI_DEV_MEMORY_TEMP", "memory_temperature_c", "Memory temperature (in C)."),
-    _field("DCGM_FI_DEV_POWER_USAGE", "power_w", "Power draw (in W)."),
-    _field("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "power_limit_w", "Power limit the driver enforces (in W)."),
-    _field(
+    MetricField("DCGM_FI_DEV_GPU_UTIL", "utilization_gpu_pct", "GPU utilization (in %)."),
+    MetricField("DCGM_FI_DEV_MEM_COPY_UTIL", "utilization_memory_pct", "Memory utilization (in %)."),
+    MetricField("DCGM_FI_DEV_ENC_UTIL", "encoder_pct", "Encoder utilization (in %)."),
+    MetricField("DCGM_FI_DEV_DEC_UTIL", "decoder_pct", "Decoder utilization (in %)."),
+    MetricField("DCGM_FI_DEV_SM_CLOCK", "sm_clock_mhz", "SM clock frequency (in MHz).", int),
+    MetricField("DCGM_FI_DEV_MEM_CLOCK", "memory_clock_mhz", "Memory clock frequency (in MHz).", int),
+    MetricField("gputui_graphics_clock_mhz", "graphics_clock_mhz", "Graphics clock frequency (in MHz).", int),
+    MetricField("DCGM_FI_DEV_GPU_TEMP", "temperature_c", "GPU temperature (in C)."),
+    MetricField("DCGM_FI_DEV_MEMORY_TEMP", "memory_temperature_c", "Memory temperature (in C)."),
+    MetricField("DCGM_FI_DEV_POWER_USAGE", "power_w", "Power draw (in W)."),
+    MetricField("DCGM_FI_DEV_ENFORCED_POWER_LIMIT", "power_limit_w", "Power limit the driver enforces (in W)."),
+    MetricField(
         "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
         "energy_mj",
         "Total energy consumption since boot (in mJ).",
         int,
         cumulative=True,
     ),
-    _field("DCGM_FI_DEV_FB_USED", "memory_used_bytes", "Framebuffer memory used (in MiB).", int, 1 / MIB),
-    _field("DCGM_FI_DEV_FB_FREE", "memory_free_bytes", "Framebuffer memory free (in MiB).", int, 1 / MIB),
-    _field("DCGM_FI_DEV_FB_RESERVED", "memory_reserved_bytes", "Framebuffer memory reserved (in MiB).", int, 1 / MIB),
-    _field("DCGM_FI_DEV_PCIE_LINK_GEN", "pcie_gen", "PCIe current link generation.", int),
-    _field("DCGM_FI_DEV_PCIE_LINK_WIDTH", "pcie_width", "PCIe current link width (lanes).", int),
-    _field("gputui_pcie_tx_bytes_per_second", "pcie_tx_bytes_s", "PCIe transmit throughput (bytes/s)."),
-    _field("gputui_pcie_rx_bytes_per_second", "pcie_rx_bytes_s", "PCIe receive throughput (bytes/s)."),
-    _field(
+    MetricField("DCGM_FI_DEV_FB_USED", "memory_used_bytes", "Framebuffer memory used (in MiB).", int, 1 / MIB),
+    MetricField("DCGM_FI_DEV_FB_FREE", "memory_free_bytes", "Framebuffer memory free (in MiB).", int, 1 / MIB),
+    MetricField(
+        "DCGM_FI_DEV_FB_RESERVED", "memory_reserved_bytes", "Framebuffer memory reserved (in MiB).", int, 1 / MIB
+    ),
+    MetricField("DCGM_FI_DEV_PCIE_LINK_GEN", "pcie_gen", "PCIe current link generation.", int),
+    MetricField("DCGM_FI_DEV_PCIE_LINK_WIDTH", "pcie_width", "PCIe current link width (lanes).", int),
+    MetricField("gputui_pcie_tx_bytes_per_second", "pcie_tx_bytes_s", "PCIe transmit throughput (bytes/s)."),
+    MetricField("gputui_pcie_rx_bytes_per_second", "pcie_rx_bytes_s", "PCIe receive throughput (bytes/s)."),
+    MetricField(
         "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "pcie_replay_count", "Total number of PCIe retries.", int, cumulative=True
     ),
-    _field("DCGM_FI_DEV_FAN_SPEED", "fan_pct", "Fan speed (in %).", int),
-    _field("DCGM_FI_DEV_PSTATE", "pstate", "Performance state (P-State) 0-15; 0 is the highest.", int),
-    _field(
+    MetricField("DCGM_FI_DEV_FAN_SPEED", "fan_pct", "Fan speed (in %).", int),
+    MetricField("DCGM_FI_DEV_PSTATE", "pstate", "Performance state (P-State) 0-15; 0 is the highest.", int),
+    MetricField(
         "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
         "clock_event_reasons_mask",
         "Current clock event (throttle) reasons, a bitmask of NVML's nvmlClocksEventReason* bits.",
         int,
     ),
-    _field(
+    MetricField(
         "DCGM_FI_DEV_POWER_VIOLATION",
         "power_violation_ns",
         "Throttling duration due to power constraints (in us).",
@@ -87,7 +83,7 @@ GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
         1e-3,
         cumulative=True,
     ),
-    _field(
+    MetricField(
         "DCGM_FI_DEV_THERMAL_VIOLATION",
         "thermal_violation_ns",
         "Throttling duration due to thermal constraints (in us).",
@@ -95,8 +91,8 @@ GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
         1e-3,
         cumulative=True,
     ),
-    _field("gputui_ecc_uncorrected_errors", "ecc_uncorrected", "Uncorrected ECC errors the driver counts.", int),
-    _field(
+    MetricField("gputui_ecc_uncorrected_errors", "ecc_uncorrected", "Uncorrected ECC errors the driver counts.", int),
+    MetricField(
         "gputui_retired_pages_pending",
         "retired_pages_pending",
         "1 when a page retirement or row remap is pending (a reset is due).",
@@ -104,55 +100,55 @@ GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
     ),
     # GPM (Hopper and newer) under DCGM's profiling names, as 0-1 ratios like DCGM writes them, so dashboards that
     # chart DCGM_FI_PROF_* (tensor-core activity, SM occupancy) read gputui unchanged.
-    _field(
+    MetricField(
         "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
         "gr_engine_active_pct",
         "Ratio of time the graphics engine is active.",
         scale=0.01,
     ),
-    _field(
+    MetricField(
         "DCGM_FI_PROF_SM_ACTIVE", "sm_active_pct", "The ratio of cycles an SM has at least 1 warp assigned.", scale=0.01
     ),
-    _field(
+    MetricField(
         "DCGM_FI_PROF_SM_OCCUPANCY", "sm_occupancy_pct", "The ratio of number of warps resident on an SM.", scale=0.01
     ),
-    _field(
+    MetricField(
         "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor_active_pct", "Ratio of cycles any tensor pipe is active.", scale=0.01
     ),
-    _field(
+    MetricField(
         "DCGM_FI_PROF_DRAM_ACTIVE",
         "dram_bw_pct",
         "Ratio of cycles the device memory interface is active sending or receiving data.",
         scale=0.01,
     ),
-    _field(
+    MetricField(
         "DCGM_FI_PROF_PIPE_FP32_ACTIVE", "fp32_active_pct", "Ratio of cycles the fp32 pipes are active.", scale=0.01
     ),
-    _field(
+    MetricField(
         "DCGM_FI_PROF_PIPE_FP16_ACTIVE", "fp16_active_pct", "Ratio of cycles the fp16 pipes are active.", scale=0.01
     ),
-    _field(
+    MetricField(
         "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "fp64_active_pct", "Ratio of cycles the fp64 pipes are active.", scale=0.01
     ),
-    _field(
+    MetricField(
         "DCGM_FI_PROF_NVLINK_RX_BYTES",
         "nvlink_rx_bytes_s",
         "The rate of data received over NVLink, all links, in bytes per second.",
     ),
-    _field(
+    MetricField(
         "DCGM_FI_PROF_NVLINK_TX_BYTES",
         "nvlink_tx_bytes_s",
         "The rate of data transmitted over NVLink, all links, in bytes per second.",
     ),
-    _field("gputui_nvlink_links_active", "nvlink_links_active", "NVLinks of the GPU that are up now.", int),
-    _field(
+    MetricField("gputui_nvlink_links_active", "nvlink_links_active", "NVLinks of the GPU that are up now.", int),
+    MetricField(
         "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL",
         "nvlink_replay_errors",
         "Total number of NVLink retries, all links.",
         int,
         cumulative=True,
     ),
-    _field(
+    MetricField(
         "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
         "nvlink_recovery_errors",
         "Total number of NVLink recovery errors, all links.",
@@ -160,7 +156,7 @@ GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
         cumulative=True,
     ),
     # DCGM's CRC_FLIT_ERROR_COUNT_TOTAL counts flit errors alone; this is flit + data, so it keeps gputui's name.
-    _field(
+    MetricField(
         "gputui_nvlink_crc_errors_total",
         "nvlink_crc_errors",
         "Total number of NVLink CRC errors (flit and data), all links.",
@@ -170,62 +166,68 @@ GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
 )
 
 GPU_INFO_FIELDS: tuple[MetricField, ...] = (
-    _field("DCGM_FI_DEV_FB_TOTAL", "memory_total_bytes", "Total framebuffer memory (in MiB).", int, 1 / MIB),
-    _field("DCGM_FI_DEV_MAX_SM_CLOCK", "max_sm_clock_mhz", "Maximum supported SM clock (in MHz).", int),
-    _field("DCGM_FI_DEV_MAX_MEM_CLOCK", "max_memory_clock_mhz", "Maximum supported memory clock (in MHz).", int),
-    _field(
+    MetricField("DCGM_FI_DEV_FB_TOTAL", "memory_total_bytes", "Total framebuffer memory (in MiB).", int, 1 / MIB),
+    MetricField("DCGM_FI_DEV_MAX_SM_CLOCK", "max_sm_clock_mhz", "Maximum supported SM clock (in MHz).", int),
+    MetricField("DCGM_FI_DEV_MAX_MEM_CLOCK", "max_memory_clock_mhz", "Maximum supported memory clock (in MHz).", int),
+    MetricField(
         "gputui_max_graphics_clock_mhz", "max_graphics_clock_mhz", "Maximum supported graphics clock (in MHz).", int
     ),
-    _field(
+    MetricField(
         "gputui_default_app_sm_clock_mhz", "default_app_sm_clock_mhz", "Default application SM clock (in MHz).", int
     ),
-    _field(
+    MetricField(
         "gputui_default_app_memory_clock_mhz",
         "default_app_memory_clock_mhz",
         "Default application memory clock (in MHz).",
         int,
     ),
-    _field("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "pcie_max_gen", "PCIe max link generation in this system.", int),
-    _field("DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "pcie_max_width", "PCIe max link width in this system (lanes).", int),
-    _field(
+    MetricField("DCGM_FI_DEV_PCIE_MAX_LINK_GEN", "pcie_max_gen", "PCIe max link generation in this system.", int),
+    MetricField(
+        "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", "pcie_max_width", "PCIe max link width in this system (lanes).", int
+    ),
+    MetricField(
         "gputui_pcie_gpu_max_link_gen",
         "pcie_gpu_max_gen",
         "PCIe generation the GPU itself supports (above the system max: slot or riser limited).",
         int,
     ),
-    _field("DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF", "power_default_limit_w", "Default power management limit (in W)."),
-    _field("DCGM_FI_DEV_POWER_MGMT_LIMIT_MIN", "power_min_limit_w", "Minimum power management limit (in W)."),
-    _field("DCGM_FI_DEV_POWER_MGMT_LIMIT_MAX", "power_max_limit_w", "Maximum power management limit (in W)."),
-    _field("DCGM_FI_DEV_SLOWDOWN_TEMP", "temperature_slowdown_c", "Slowdown temperature (in C).", int),
-    _field("DCGM_FI_DEV_SHUTDOWN_TEMP", "temperature_shutdown_c", "Shutdown temperature (in C).", int),
-    _field("gputui_temperature_gpu_max_c", "temperature_gpu_max_c", "Maximum operating GPU temperature (in C).", int),
-    _field(
+    MetricField("DCGM_FI_DEV_POWER_MGMT_LIMIT_DEF", "power_default_limit_w", "Default power management limit (in W)."),
+    MetricField("DCGM_FI_DEV_POWER_MGMT_LIMIT_MIN", "power_min_limit_w", "Minimum power management limit (in W)."),
+    MetricField("DCGM_FI_DEV_POWER_MGMT_LIMIT_MAX", "power_max_limit_w", "Maximum power management limit (in W)."),
+    MetricField("DCGM_FI_DEV_SLOWDOWN_TEMP", "temperature_slowdown_c", "Slowdown temperature (in C).", int),
+    MetricField("DCGM_FI_DEV_SHUTDOWN_TEMP", "temperature_shutdown_c", "Shutdown temperature (in C).", int),
+    MetricField(
+        "gputui_temperature_gpu_max_c", "temperature_gpu_max_c", "Maximum operating GPU temperature (in C).", int
+    ),
+    MetricField(
         "gputui_temperature_memory_max_c",
         "temperature_memory_max_c",
         "Maximum operating memory temperature (in C).",
         int,
     ),
-    _field("gputui_persistence_mode", "persistence_mode", "1 when persistence mode is on.", bool),
-    _field("gputui_mig_mode", "mig_mode", "1 when MIG mode is on.", bool),
-    _field("DCGM_FI_DEV_ECC_CURRENT", "ecc_mode", "Current ECC mode (1 = enabled).", bool),
-    _field("gputui_nvlink_links_total", "nvlink_links_total", "NVLinks the GPU has.", int),
+    MetricField("gputui_persistence_mode", "persistence_mode", "1 when persistence mode is on.", bool),
+    MetricField("gputui_mig_mode", "mig_mode", "1 when MIG mode is on.", bool),
+    MetricField("DCGM_FI_DEV_ECC_CURRENT", "ecc_mode", "Current ECC mode (1 = enabled).", bool),
+    MetricField("gputui_nvlink_links_total", "nvlink_links_total", "NVLinks the GPU has.", int),
 )
 
 HOST_FIELDS: tuple[MetricField, ...] = (
-    _field("gputui_host_iowait_percent", "iowait_pct", "CPU time waiting for I/O (in %)."),
-    _field("gputui_host_steal_percent", "steal_pct", "CPU time stolen by the hypervisor (in %)."),
-    _field("gputui_host_memory_used_bytes", "memory_used_bytes", "Host memory used (bytes).", int),
-    _field("gputui_host_memory_total_bytes", "memory_total_bytes", "Host memory installed (bytes).", int),
-    _field("gputui_host_swap_used_bytes", "swap_used_bytes", "Swap used (bytes).", int),
-    _field("gputui_host_swap_total_bytes", "swap_total_bytes", "Swap size (bytes).", int),
-    _field("gputui_host_swap_in_bytes_per_second", "swap_in_bytes_s", "Swap-in rate (bytes/s)."),
-    _field("gputui_host_swap_out_bytes_per_second", "swap_out_bytes_s", "Swap-out rate (bytes/s)."),
-    _field("gputui_host_disk_read_bytes_per_second", "disk_read_bytes_s", "Disk read rate, all disks (bytes/s)."),
-    _field("gputui_host_disk_write_bytes_per_second", "disk_write_bytes_s", "Disk write rate, all disks (bytes/s)."),
-    _field("gputui_host_disk_busy_percent", "disk_busy_pct", "Busiest disk's busy time (in %)."),
-    _field("gputui_host_network_receive_bytes_per_second", "net_rx_bytes_s", "Network receive rate (bytes/s)."),
-    _field("gputui_host_network_transmit_bytes_per_second", "net_tx_bytes_s", "Network transmit rate (bytes/s)."),
-    _field(
+    MetricField("gputui_host_iowait_percent", "iowait_pct", "CPU time waiting for I/O (in %)."),
+    MetricField("gputui_host_steal_percent", "steal_pct", "CPU time stolen by the hypervisor (in %)."),
+    MetricField("gputui_host_memory_used_bytes", "memory_used_bytes", "Host memory used (bytes).", int),
+    MetricField("gputui_host_memory_total_bytes", "memory_total_bytes", "Host memory installed (bytes).", int),
+    MetricField("gputui_host_swap_used_bytes", "swap_used_bytes", "Swap used (bytes).", int),
+    MetricField("gputui_host_swap_total_bytes", "swap_total_bytes", "Swap size (bytes).", int),
+    MetricField("gputui_host_swap_in_bytes_per_second", "swap_in_bytes_s", "Swap-in rate (bytes/s)."),
+    MetricField("gputui_host_swap_out_bytes_per_second", "swap_out_bytes_s", "Swap-out rate (bytes/s)."),
+    MetricField("gputui_host_disk_read_bytes_per_second", "disk_read_bytes_s", "Disk read rate, all disks (bytes/s)."),
+    MetricField(
+        "gputui_host_disk_write_bytes_per_second", "disk_write_bytes_s", "Disk write rate, all disks (bytes/s)."
+    ),
+    MetricField("gputui_host_disk_busy_percent", "disk_busy_pct", "Busiest disk's busy time (in %)."),
+    MetricField("gputui_host_network_receive_bytes_per_second", "net_rx_bytes_s", "Network receive rate (bytes/s)."),
+    MetricField("gputui_host_network_transmit_bytes_per_second", "net_tx_bytes_s", "Network transmit rate (bytes/s)."),
+    MetricField(
         "gputui_host_network_link_bytes_per_second",
         "net_link_bytes_s",
         "Link speed of the fastest up interface (bytes/s).",
@@ -237,15 +239,15 @@ CONTAINER_MEMORY_LIMIT_METRIC = "gputui_container_memory_limit_bytes"
 # The cgroup gputui runs in (HostSample.container) and pressure stall information (HostSample.psi); shares are
 # exported as 0-1 ratios, as Prometheus names them. PSI has no "cpu full" here: the model does not read it.
 CONTAINER_FIELDS: tuple[MetricField, ...] = (
-    _field(
+    MetricField(
         "gputui_container_cpu_throttled_ratio",
         "cpu_throttled_pct",
         "Share of CFS periods in which the cgroup's CPU quota ran out (0-1).",
         scale=0.01,
     ),
-    _field(CONTAINER_MEMORY_LIMIT_METRIC, "memory_limit_bytes", "The cgroup's memory limit (bytes).", int),
-    _field("gputui_container_memory_used_bytes", "memory_used_bytes", "Memory the cgroup uses (bytes).", int),
-    _field(
+    MetricField(CONTAINER_MEMORY_LIMIT_METRIC, "memory_limit_bytes", "The cgroup's memory limit (bytes).", int),
+    MetricField("gputui_container_memory_used_bytes", "memory_used_bytes", "Memory the cgroup uses (bytes).", int),
+    MetricField(
         "gputui_container_oom_kills_total",
         "oom_kills",
         "Processes the OOM killer took in this cgroup.",
@@ -255,7 +257,7 @@ CONTAINER_FIELDS: tuple[MetricField, ...] = (
 )
 
 PSI_FIELDS: tuple[MetricField, ...] = tuple(
-    _field(
+    MetricField(
         f"gputui_psi_{resource}_{kind}_ratio",
         f"{resource}_{kind}_pct",
         f"Share of time {'some' if kind == 'some' else 'all'} runnable tasks waited for {resource} (0-1, PSI).",
@@ -265,17 +267,17 @@ PSI_FIELDS: tuple[MetricField, ...] = tuple(
 )
 
 PROC_FIELDS: tuple[MetricField, ...] = (
-    _field("gputui_process_cpu_percent", "cpu_pct", "CPU use of a GPU process (100 = one full core)."),
-    _field("gputui_process_threads", "threads", "Threads of a GPU process.", int),
-    _field("gputui_process_children", "children", "Direct child processes (data-loader workers, mostly).", int),
-    _field("gputui_process_read_bytes_per_second", "read_bytes_s", "Read rate of a GPU process (bytes/s)."),
-    _field("gputui_process_rss_bytes", "rss_bytes", "Resident memory of a GPU process (bytes).", int),
+    MetricField("gputui_process_cpu_percent", "cpu_pct", "CPU use of a GPU process (100 = one full core)."),
+    MetricField("gputui_process_threads", "threads", "Threads of a GPU process.", int),
+    MetricField("gputui_process_children", "children", "Direct child processes (data-loader workers, mostly).", int),
+    MetricField("gputui_process_read_bytes_per_second", "read_bytes_s", "Read rate of a GPU process (bytes/s)."),
+    MetricField("gputui_process_rss_bytes", "rss_bytes", "Resident memory of a GPU process (bytes).", int),
 )
 
 # Per process on a GPU, labelled like the GPU plus `pid` and `kind` (gputui_gpu_process_info lists them all).
 GPU_PROCESS_FIELDS: tuple[MetricField, ...] = (
-    _field("gputui_gpu_process_memory_bytes", "used_memory_bytes", "GPU memory a process uses (bytes).", int),
-    _field(
+    MetricField("gputui_gpu_process_memory_bytes", "used_memory_bytes", "GPU memory a process uses (bytes).", int),
+    MetricField(
         "gputui_process_sm_ratio",
         "sm_pct",
         "Share of time a process's kernels ran on the GPU's SMs (0-1), from the driver's process utilization.",

@@ -4,25 +4,54 @@ from __future__ import annotations
 
 import pytest
 
-from gputui import formatting as f
+from gputui import formatting
 
 GIB = 1024**3
 
 
 @pytest.mark.parametrize(
     "formatter",
-    [f.fmt_num, f.fmt_pct, f.fmt_gib, f.fmt_bytes, f.fmt_bytes_short, f.fmt_rate, f.fmt_rate_short],
+    [
+        formatting.fmt_num,
+        formatting.fmt_pct,
+        formatting.fmt_share,
+        formatting.fmt_evidence_value,
+        formatting.fmt_gib,
+        formatting.fmt_bytes,
+        formatting.fmt_bytes_short,
+        formatting.fmt_rate,
+        formatting.fmt_rate_short,
+    ],
 )
 def test_a_missing_value_is_na_never_zero(formatter: object) -> None:
     assert formatter(None) == "n/a"  # type: ignore[operator]
 
 
 def test_numbers_and_shares() -> None:
-    assert f.fmt_num(1410.4) == "1410"
-    assert f.fmt_num(3.14159, 1, " W") == "3.1 W"
-    assert f.fmt_pct(37.4) == "37%"
-    assert f.fmt_gib(61 * GIB) == "61.0"
-    assert f.fmt_gib(80 * GIB, 0) == "80"
+    assert formatting.fmt_num(1410.4) == "1410"
+    assert formatting.fmt_num(3.14159, 1, " W") == "3.1 W"
+    assert formatting.fmt_num(2.5e9, 2, " GB/s", scale=1e9) == "2.50 GB/s"
+    assert formatting.fmt_pct(37.4) == "37%"
+    assert formatting.fmt_pct(37.44, 1) == "37.4%"
+    assert formatting.fmt_share(0.82) == "82%"  # a share of 1, as the report's verdict and throttling shares are
+    assert formatting.fmt_share(0.256, 1) == "25.6%"
+    assert formatting.fmt_gib(61 * GIB) == "61.0"
+    assert formatting.fmt_gib(80 * GIB, 0) == "80"
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (1410.0, "1410"),
+        (123.45, "123"),
+        (12.0, "12"),
+        (3.46, "3.5"),
+        (-0.5, "-0.5"),
+        ("python3 (4242)", "python3 (4242)"),
+    ],
+)
+def test_an_evidence_figure_is_whole_from_100_up_or_when_whole_else_one_decimal(value: float | str, text: str) -> None:
+    assert formatting.fmt_evidence_value(value) == text
 
 
 @pytest.mark.parametrize(
@@ -38,20 +67,20 @@ def test_numbers_and_shares() -> None:
     ],
 )
 def test_sizes_in_a_table_and_in_a_cell(value: float, table: str, cell: str) -> None:
-    assert f.fmt_bytes(value) == table
-    assert f.fmt_bytes_short(value) == cell
+    assert formatting.fmt_bytes(value) == table
+    assert formatting.fmt_bytes_short(value) == cell
 
 
 def test_a_pair_is_in_the_unit_of_its_total() -> None:
-    assert f.fmt_bytes_pair(61 * GIB, 80 * GIB) == "61.0 / 80.0 GiB"
-    assert f.fmt_bytes_pair(512 * 1024**2, 80 * GIB) == "0.5 / 80.0 GiB"
-    assert f.fmt_bytes_pair(None, 80 * GIB) == "n/a / 80.0 GiB"
-    assert f.fmt_bytes_pair(61 * GIB, None) == "61.0 GiB / n/a"
-    assert f.fmt_bytes_pair(100, 1000) == "100.0 / 1000.0 B"
+    assert formatting.fmt_bytes_pair(61 * GIB, 80 * GIB) == "61.0 / 80.0 GiB"
+    assert formatting.fmt_bytes_pair(512 * 1024**2, 80 * GIB) == "0.5 / 80.0 GiB"
+    assert formatting.fmt_bytes_pair(None, 80 * GIB) == "n/a / 80.0 GiB"
+    assert formatting.fmt_bytes_pair(61 * GIB, None) == "61.0 GiB / n/a"
+    assert formatting.fmt_bytes_pair(100, 1000) == "100.0 / 1000.0 B"
 
 
 def test_buffer_sizes_read_as_chosen() -> None:
-    assert [f.fmt_size(v) for v in (512, 1024**2, 1.5 * GIB, 1022 * 1024**2)] == [
+    assert [formatting.fmt_size(v) for v in (512, 1024**2, 1.5 * GIB, 1022 * 1024**2)] == [
         "512 B",
         "1 MiB",
         "1.5 GiB",
@@ -69,19 +98,19 @@ def test_buffer_sizes_read_as_chosen() -> None:
     ],
 )
 def test_rates_are_decimal(value: float, table: str, cell: str) -> None:
-    assert f.fmt_rate(value) == table
-    assert f.fmt_rate_short(value) == cell
+    assert formatting.fmt_rate(value) == table
+    assert formatting.fmt_rate_short(value) == cell
 
 
 def test_hms_as_an_offset_and_as_a_tape_position() -> None:
-    assert f.hms(3725.9) == "1:02:05"
-    assert f.hms(65) == "0:01:05"
-    assert f.hms(65, pad_hours=True) == "00:01:05"
-    assert f.hms(8 * 3600, pad_hours=True) == "08:00:00"
+    assert formatting.hms(3725.9) == "1:02:05"
+    assert formatting.hms(65) == "0:01:05"
+    assert formatting.hms(65, pad_hours=True) == "00:01:05"
+    assert formatting.hms(8 * 3600, pad_hours=True) == "08:00:00"
 
 
 def test_durations_are_short() -> None:
-    assert [f.fmt_duration(s) for s in (0, 45.9, 125, 3725)] == ["0s", "45s", "2m05s", "1h02m"]
+    assert [formatting.fmt_duration(s) for s in (0, 45.9, 125, 3725)] == ["0s", "45s", "2m05s", "1h02m"]
 
 
 @pytest.mark.parametrize(
@@ -89,7 +118,7 @@ def test_durations_are_short() -> None:
     [((), ""), ((3,), "3"), ((0, 1), "0-1"), ((8, 0, 1, 2, 3), "0-3,8"), ((0, 2, 3, 4, 5, 6, 7), "0,2-7")],
 )
 def test_fmt_ranges_as_cpuset_files_write_them(indices: tuple[int, ...], text: str) -> None:
-    assert f.fmt_ranges(indices) == text
+    assert formatting.fmt_ranges(indices) == text
 
 
 @pytest.mark.parametrize(
@@ -109,15 +138,15 @@ def test_fmt_ranges_as_cpuset_files_write_them(indices: tuple[int, ...], text: s
     ],
 )
 def test_rates_take_an_si_prefix(value: float | None, unit: str, text: str) -> None:
-    assert f.fmt_si(value, unit) == text
+    assert formatting.fmt_si(value, unit) == text
 
 
 def test_a_probe_figure_is_re_prefixed_from_the_unit_it_came_in() -> None:
-    assert f.fmt_figure(0.001544, "TFLOP/s") == "1.5 GFLOP/s"
-    assert f.fmt_figure(612.0, "TFLOP/s") == "612 TFLOP/s"
-    assert f.fmt_figure(4800.0, "GB/s") == "4.8 TB/s"
-    assert f.fmt_figure(1500.0, "MB/s") == "1.5 GB/s"
-    assert f.fmt_figure(1.5, "KB/s") == "1.5 kB/s"
-    assert f.fmt_figure(4242.0, "pid") == "4242 pid"  # no SI base: as it came
-    assert f.fmt_figure(None, "GB/s") == "n/a"
-    assert f.si_scaled(1.544e9, "FLOP/s") == (1.5, "GFLOP/s")
+    assert formatting.fmt_figure(0.001544, "TFLOP/s") == "1.5 GFLOP/s"
+    assert formatting.fmt_figure(612.0, "TFLOP/s") == "612 TFLOP/s"
+    assert formatting.fmt_figure(4800.0, "GB/s") == "4.8 TB/s"
+    assert formatting.fmt_figure(1500.0, "MB/s") == "1.5 GB/s"
+    assert formatting.fmt_figure(1.5, "KB/s") == "1.5 kB/s"
+    assert formatting.fmt_figure(4242.0, "pid") == "4242 pid"  # no SI base: as it came
+    assert formatting.fmt_figure(None, "GB/s") == "n/a"
+    assert formatting.si_scaled(1.544e9, "FLOP/s") == (1.5, "GFLOP/s")

@@ -25,14 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 from gputui.argtypes import positive_seconds
 from gputui.commands import common
-from gputui.diagnostics.catalog import text
+from gputui.diagnostics.catalog import severity_label, text
 from gputui.diagnostics.config import ConfigError, load_config
 from gputui.diagnostics.findings import (
     Finding,
     Severity,
     finding_to_dict,
     format_evidence,
-    severity_label,
 )
 from gputui.diagnostics.groups import group_findings, group_to_dict, sort_groups
 from gputui.diagnostics.locale import LANGS, resolve_lang

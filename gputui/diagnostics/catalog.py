@@ -1,10 +1,11 @@
 """Every sentence the diagnostics show, in English and Simplified Chinese, looked up by key.
 
 Many people who rent GPU servers abroad read Chinese first, so titles, advice, evidence labels and the pane's
-own words all come from here. A rule's title, advice and the evidence labels only its family uses live in its
-family module (`rules/<family>.py`, `TEXTS`); this module holds the words no single family owns, the labels of
+own words all come from here. A rule's title, advice, cause and the evidence labels only its family uses live in
+its family module (`rules/<family>.py`, `TEXTS`); this module holds the words no single family owns, the labels of
 the probes' figures, and merges them all. Keys are `<rule>.title[.<variant>]`, `<rule>.advice[.<variant>]`,
-`ev.<name>` (evidence labels), `win.<name>` (evidence windows), `sev.<severity>`, `ui.<name>` and `cli.<name>`.
+`<rule>.cause[.<variant>]` (the cause as the verdict names it), `ev.<name>` (evidence labels), `win.<name>`
+(evidence windows), `sev.<severity>`, `ui.<name>`, `cli.<name>` and the verdict's (`verdict_texts.py`).
 Placeholders are `str.format` fields; both languages use the same ones (a test checks it).
 """
 
@@ -13,7 +14,9 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 
-from gputui.diagnostics.findings import Evidence
+from rich.cells import cell_len
+
+from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import LANGS, Texts
 from gputui.diagnostics.rules import RULE_TEXTS
 from gputui.diagnostics.verdict_texts import TEXTS as VERDICT_TEXTS
@@ -175,6 +178,12 @@ def text(key: str, lang: str = "en", **params: object) -> str:
 def has_text(key: str) -> bool:
     """Whether `key` exists (in English, which every key has): for words that only some variants have."""
     return key in _EN
+
+
+def severity_label(severity: Severity, lang: str, width: int = 4) -> str:
+    """CRIT / WARN / INFO (or the Chinese words), padded to `width` terminal cells so columns line up."""
+    label = text(f"sev.{severity.label}", lang)
+    return label + " " * max(0, width - cell_len(label))
 
 
 def localize(evidence: Evidence, lang: str, window_s: int) -> Evidence:

@@ -6,7 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
-from rich.cells import cell_len
+from gputui.formatting import fmt_evidence_value
 
 
 class Severity(enum.IntEnum):
@@ -83,28 +83,10 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
     }
 
 
-def format_value(value: float | str | None) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, str):
-        return value
-    if abs(value) >= 100 or float(value).is_integer():
-        return f"{value:.0f}"
-    return f"{value:.1f}"
-
-
 def format_evidence(ev: Evidence, *, quiet_window: str = "") -> str:
     """'SM clock 1410 MHz (mean over 10 s)'; a window equal to `quiet_window` (e.g. "now") is left out."""
     unit = ev.unit if ev.unit in ("%", "") else f" {ev.unit}"
     window = f" ({ev.window})" if ev.window and ev.window != quiet_window else ""
     if isinstance(ev.value, str) and not ev.unit:  # words ("process: python3 (4242)"); a range has its unit
         return f"{ev.label}: {ev.value}{window}"
-    return f"{ev.label} {format_value(ev.value)}{unit}{window}"
-
-
-def severity_label(severity: Severity, lang: str, width: int = 4) -> str:
-    """CRIT / WARN / INFO (or the Chinese words), padded to `width` terminal cells so columns line up."""
-    from gputui.diagnostics.catalog import text
-
-    label = text(f"sev.{severity.label}", lang)
-    return label + " " * max(0, width - cell_len(label))
+    return f"{ev.label} {fmt_evidence_value(ev.value)}{unit}{window}"

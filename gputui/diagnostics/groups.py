@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui.diagnostics.catalog import has_text, text
-from gputui.diagnostics.findings import Evidence, Finding, Severity, format_value
-from gputui.formatting import fmt_ranges
+from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.formatting import fmt_evidence_value, fmt_ranges
 
 # Distinct words of one evidence item shown across a group before "…" (process names, paths).
 _MAX_WORDS = 3
@@ -151,7 +151,7 @@ def _merged_param(values: Sequence[object]) -> object:
     if all(figures) and len({m.group(2) for m in figures if m}) == 1:
         numbers = [float(m.group(1)) for m in figures if m]
         unit = figures[0].group(2) if figures[0] else ""
-        return f"{format_value(min(numbers))}-{format_value(max(numbers))}{unit}"
+        return f"{fmt_evidence_value(min(numbers))}-{fmt_evidence_value(max(numbers))}{unit}"
     return _words(distinct)
 
 
@@ -180,5 +180,5 @@ def _merged_value(values: Sequence[float | str | None]) -> float | str | None:
     numbers = [v for v in known if isinstance(v, (int, float))]
     if len(numbers) == len(known):
         low, high = min(numbers), max(numbers)
-        return low if low == high else f"{format_value(low)}-{format_value(high)}"
+        return low if low == high else f"{fmt_evidence_value(low)}-{fmt_evidence_value(high)}"
     return _words(known)

@@ -24,7 +24,7 @@ from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Window, ev, rounded
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.formatting import fmt_ranges
+from gputui.formatting import fmt_pct, fmt_ranges
 
 # Most serious first: a GPU with findings of several classes takes the first.
 RANKED: tuple[str, ...] = (
@@ -201,12 +201,12 @@ def _group(
     own = list({id(f): f for i in gpus for f in causes.get(i, ())}.values())
     params: dict[str, object] = {
         "gpus": _gpus_text(gpus, everyone, lang),
-        "util": _pct(util),
-        "clock": _pct(clock),
-        "lost": _pct(None if clock is None else 100.0 - clock),
-        "sm": _pct(sm),
-        "tensor": _pct(tensor),
-        "dram": _pct(dram),
+        "util": fmt_pct(util),
+        "clock": fmt_pct(clock),
+        "lost": fmt_pct(None if clock is None else 100.0 - clock),
+        "sm": fmt_pct(sm),
+        "tensor": fmt_pct(tensor),
+        "dram": fmt_pct(dram),
         "causes": _causes(own, len(gpus), lang),
     }
     variant = ""
@@ -255,7 +255,7 @@ def _make(
 
 def unavailable_verdict(lang: str = "en", now: float = 0.0) -> Verdict:
     """`degraded` when there is no snapshot to judge because the driver cannot be read."""
-    causes = text(f"verdict.cause.{NVML_UNAVAILABLE}", lang)
+    causes = text(f"{NVML_UNAVAILABLE}.cause", lang)
     return _make("degraded", (), {"causes": causes}, (), lang, now)
 
 
@@ -270,7 +270,7 @@ def _causes(findings: Sequence[Finding], gpus: int, lang: str) -> str:
 
 
 def _cause_words(finding: Finding, lang: str) -> str:
-    return text(_variant_key(f"verdict.cause.{finding.rule}", finding.variant), lang)
+    return text(_variant_key(f"{finding.rule}.cause", finding.variant), lang)
 
 
 def _variant_key(key: str, variant: str) -> str:
@@ -295,10 +295,6 @@ def _clock_share(w: Window, index: int) -> float | None:
 def _mean(values: Iterable[float | None]) -> float | None:
     known = [v for v in values if v is not None]
     return sum(known) / len(known) if known else None
-
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.0f}%"
 
 
 class VerdictTracker:

@@ -219,11 +219,6 @@ class RecordingReader:
         except RecordingFormatError as exc:
             raise RecordingError(f"cannot read {self.path}: {exc}") from None
 
-    def records(self) -> Iterator[Snapshot | RecordedEvent]:
-        """Ticks and events in file order."""
-        for record, _ in self._read():
-            yield record
-
     def _read(self) -> Iterator[tuple[Snapshot | RecordedEvent, bytes]]:
         """Each record with the line that holds it (for a tick with GPUs the header lacks, the line without them)."""
         self.warnings = []

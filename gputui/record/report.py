@@ -16,7 +16,7 @@ from typing import Any, Literal, Protocol
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
-from gputui.formatting import NA, fmt_num
+from gputui.formatting import NA, fmt_num, fmt_pct, fmt_share
 from gputui.model import CLOCK_EVENT_REASONS, GpuInfo, GpuSample, Snapshot
 from gputui.record.format import (
     RecordedEvent,
@@ -347,14 +347,6 @@ class VerdictTimeline:
         self.spans.append(VerdictSpan(verdict.cls, verdict.label, verdict.summary, verdict.gpus, verdict.since, None))
 
 
-def recompute_findings(ticks: Iterable[Snapshot], engine: _Engine) -> list[FindingSpan]:
-    """Run the diagnostics engine over the recorded ticks, as the monitor did live, and keep the spans."""
-    tracker = FindingTracker()
-    for tick in ticks:
-        tracker.update(engine.update(tick), tick.timestamp)
-    return tracker.spans()
-
-
 def _span(finding: Finding, start: float, end: float | None) -> FindingSpan:
     return FindingSpan(
         rule=finding.rule,
@@ -443,22 +435,14 @@ def report_to_dict(report: Report) -> dict[str, Any]:
 # ---- text ----------------------------------------------------------------------------------------------------
 
 
-def _pct(share: float | None) -> str:
-    return NA if share is None else f"{share * 100:.1f}%"
-
-
-def _gbs(value: float | None) -> str:
-    return NA if value is None else f"{value / 1e9:.2f} GB/s"
-
-
 def _efficiency_line(gpu: GpuReport) -> str:
     """How full the GPU was while busy; one n/a for a GPU without GPM rather than three."""
     if not gpu.gpm_reported:
         return f"  efficiency   {NA} (no GPM on this GPU)"
     return (
-        f"  efficiency   SM active mean {fmt_num(gpu.sm_active_pct.mean, 1, '%')}  "
-        f"tensor mean {fmt_num(gpu.tensor_active_pct.mean, 1, '%')}  "
-        f"DRAM bw mean {fmt_num(gpu.dram_bw_pct.mean, 1, '%')}"
+        f"  efficiency   SM active mean {fmt_pct(gpu.sm_active_pct.mean, 1)}  "
+        f"tensor mean {fmt_pct(gpu.tensor_active_pct.mean, 1)}  "
+        f"DRAM bw mean {fmt_pct(gpu.dram_bw_pct.mean, 1)}"
     )
 
 
@@ -473,7 +457,7 @@ def _verdict_lines(report: Report) -> list[str]:
         return ["verdict      n/a (this recording keeps findings but no verdict: an older gputui made it)"]
     parts = []
     for n, (cls, share) in enumerate(shares.items()):
-        part = f"{cls} {share * 100:.0f}%" + (" of the time" if n == 0 else "")
+        part = f"{cls} {fmt_share(share)}" + (" of the time" if n == 0 else "")
         if n:
             held = [s for s in report.verdicts if s.cls == cls]
             times = ", ".join(
@@ -503,8 +487,8 @@ def render_text(report: Report) -> str:
         lines.append(f"GPU {gpu.index}  {gpu.name}  ({gpu.samples} samples, {gpu.lost_samples} lost)")
         u, p, c = gpu.utilization_pct, gpu.power_w, gpu.sm_clock_mhz
         lines.append(
-            f"  utilization  mean {fmt_num(u.mean, 1, '%')}  p50 {fmt_num(u.p50, 1, '%')}  "
-            f"p95 {fmt_num(u.p95, 1, '%')}  min {fmt_num(u.minimum, 1, '%')}"
+            f"  utilization  mean {fmt_pct(u.mean, 1)}  p50 {fmt_pct(u.p50, 1)}  "
+            f"p95 {fmt_pct(u.p95, 1)}  min {fmt_pct(u.minimum, 1)}"
         )
         lines.append(_efficiency_line(gpu))
         lines.append(
@@ -517,18 +501,19 @@ def render_text(report: Report) -> str:
             f"{fmt_num(gpu.memory_temperature_peak_c, 0, ' C')}"
         )
         lines.append(
-            f"  PCIe         rx mean {_gbs(gpu.pcie_rx_bytes_s.mean)}  tx mean {_gbs(gpu.pcie_tx_bytes_s.mean)}"
+            f"  PCIe         rx mean {fmt_num(gpu.pcie_rx_bytes_s.mean, 2, ' GB/s', scale=1e9)}  "
+            f"tx mean {fmt_num(gpu.pcie_tx_bytes_s.mean, 2, ' GB/s', scale=1e9)}"
         )
         if gpu.throttle_share is None:
             lines.append("  throttling   n/a (clock event reasons not reported)")
         else:
-            held = ", ".join(f"{name} {_pct(s)}" for name, s in gpu.throttle_share.items() if s > 0) or "none"
-            lines.append(f"  throttled    {_pct(gpu.throttled_share)} of the time; reasons: {held}")
+            held = ", ".join(f"{name} {fmt_share(s, 1)}" for name, s in gpu.throttle_share.items() if s > 0) or "none"
+            lines.append(f"  throttled    {fmt_share(gpu.throttled_share, 1)} of the time; reasons: {held}")
     cpu = report.host_cpu_pct
     lines.append("")
     lines.append(
-        f"host CPU     mean {fmt_num(cpu.mean, 1, '%')}  p95 {fmt_num(cpu.p95, 1, '%')}  iowait mean "
-        f"{fmt_num(report.host_iowait_pct.mean, 1, '%')}"
+        f"host CPU     mean {fmt_pct(cpu.mean, 1)}  p95 {fmt_pct(cpu.p95, 1)}  iowait mean "
+        f"{fmt_pct(report.host_iowait_pct.mean, 1)}"
     )
     lines.append("")
     origin = {

@@ -12,6 +12,7 @@ import html
 from collections import Counter
 from pathlib import Path
 
+from gputui.formatting import fmt_share
 from gputui.record.format import RecordingError, format_clock, format_datetime
 from gputui.record.reader import Recording
 from gputui.record.report import Report, render_text
@@ -47,7 +48,7 @@ def verdict_sentence(report: Report) -> str:
     parts = []
     for n, (cls, share) in enumerate(shares.items()):
         chip = f'<span class="chip" style="background:{verdict_colour(cls)}"></span>'
-        parts.append(f"{chip}<b>{html.escape(cls)}</b> {share * 100:.0f}%" + (" of the time" if n == 0 else ""))
+        parts.append(f"{chip}<b>{html.escape(cls)}</b> {fmt_share(share)}" + (" of the time" if n == 0 else ""))
     first = parts[0] + (", then " + ", ".join(parts[1:]) if parts[1:] else "") + "."
     top = next(iter(shares))
     longest = max(

@@ -128,7 +128,6 @@ def _reason(reason: object) -> str:
     return str(getattr(reason, "strerror", None) or reason)
 
 
-GpuKey = int
 Labels = Mapping[str, str]
 
 

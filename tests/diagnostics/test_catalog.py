@@ -8,7 +8,8 @@ from collections.abc import Mapping
 
 import pytest
 
-from gputui.diagnostics.catalog import MESSAGES, text
+from gputui.diagnostics.catalog import MESSAGES, severity_label, text
+from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import LANGS
 from gputui.diagnostics.rules import RULE_IDS
 
@@ -61,3 +62,8 @@ def test_a_message_a_language_lacks_falls_back_to_english(monkeypatch: pytest.Mo
 def test_an_unknown_key_is_an_error() -> None:
     with pytest.raises(KeyError):
         text("no_such_rule.title", "zh")
+
+
+def test_a_severity_label_is_padded_to_terminal_cells_not_characters() -> None:
+    assert severity_label(Severity.WARNING, "en") == "WARN"
+    assert severity_label(Severity.CRITICAL, "zh", width=6) == "严重  "  # two wide characters fill four cells

@@ -12,7 +12,8 @@ import argparse
 import sys
 import time
 
-from gputui.diagnostics.findings import format_evidence, severity_label
+from gputui.diagnostics.catalog import severity_label
+from gputui.diagnostics.findings import format_evidence
 from tests.lab.jobs import (
     BY_NAME,
     CASES,

@@ -17,7 +17,7 @@ from gputui.record.format import (
     mark_event,
     tick_to_dict,
 )
-from gputui.record.reader import TICKS_PER_CHUNK, RecordingReader, load_recording
+from gputui.record.reader import TICKS_PER_CHUNK, load_recording
 from tests.record.recdata import T0, gpu_info, snapshot, system
 
 
@@ -142,14 +142,6 @@ def test_a_recording_from_a_machine_with_another_gpu_count(tmp_path: Path) -> No
     assert len(recording.warnings) == 1
     assert "1 ticks list other GPUs than the header (0,1,2,3)" in recording.warnings[0]
     assert "lists 0,1,2,7" in recording.warnings[0]
-
-
-def test_the_reader_is_lazy_and_reads_again(tmp_path: Path) -> None:
-    reader = RecordingReader(_file(tmp_path, _lines(3)))
-    records = reader.records()
-    first = next(records)
-    assert first.timestamp == T0  # type: ignore[union-attr]
-    assert sum(1 for _ in reader.records()) == 3
 
 
 def test_the_header_alone_is_a_recording_without_ticks(tmp_path: Path) -> None:

@@ -1,9 +1,12 @@
 """All diagnostic rules, one module per family; their ids are part of gputui's interface.
 
-A family module holds its rules (`RULES`) and their words (`TEXTS`: each rule's title and advice, and the
-evidence labels no other family uses, in every language). Listing the module in `FAMILIES` registers both;
+A family module holds its rules (`RULES`) and their words (`TEXTS`: each rule's title, advice and cause, and
+the evidence labels no other family uses, in every language). Listing the module in `FAMILIES` registers both;
 the engine evaluates the rules in this order. A new rule goes into its family module alone: its check, its
-`Rule` in `RULES`, and its title and advice (per variant) and any new evidence label in `TEXTS`, en and zh.
+`Rule` in `RULES`, and its title and advice (per variant), the few words the verdict names its cause by (a rule
+that argues for a class, `bound=`, or warns), and any new evidence label in `TEXTS`, en and zh.
+The two modules that are no family are what families stand on: `base` (what a rule is, the window it reads)
+and `cpus` (the CPUs the jobs may use, which the starvation and container rules judge alike).
 """
 
 from __future__ import annotations

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.cpus import job_cpus
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, at_once, compute_pids, ev, rounded
+from gputui.diagnostics.rules.cpus import job_cpus
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.formatting import fmt_bytes, fmt_num
+from gputui.formatting import fmt_bytes, fmt_num, fmt_pct
 from gputui.model import ContainerInfo, ProcSample
 
 _GIB = 1 << 30
@@ -50,7 +50,7 @@ def cpu_throttled(w: Window, th: Thresholds) -> Iterator[Hit]:
         gpus=(),
         value=round(throttled, 1),
         severity=Severity.CRITICAL if throttled >= th.cpu_throttled_critical_pct else None,
-        params={"pct": f"{throttled:.0f}%", "quota": fmt_num(quota, 1), "workers": fmt_num(workers)},
+        params={"pct": fmt_pct(throttled), "quota": fmt_num(quota, 1), "workers": fmt_num(workers)},
         evidence=(
             ev("cpu_quota", quota, "CPUs"),
             ev("quota_used", rounded(used), "%", "mean"),
@@ -152,7 +152,7 @@ def memory_limit(w: Window, th: Thresholds) -> Iterator[Hit]:
     yield Hit(
         gpus=(),
         value=round(pct, 1),
-        params={"pct": f"{pct:.0f}%", "limit": fmt_bytes(container.memory_limit_bytes)},
+        params={"pct": fmt_pct(pct), "limit": fmt_bytes(container.memory_limit_bytes)},
         evidence=(
             ev("cgroup_memory", round(container.memory_used_bytes / _GIB, 1), "GiB"),
             ev("memory_limit", round(container.memory_limit_bytes / _GIB, 1), "GiB"),
@@ -178,12 +178,14 @@ TEXTS: Texts = {
             "spent, so data loading stalls in bursts. Raise the quota (docker --cpus, Kubernetes "
             "resources.limits.cpu), or use fewer data-loader workers: num_workers <= {workers}."
         ),
+        "cpu_throttled.cause": "the CPU quota",
         "workers_oversubscribed.title": "{processes} job processes and data-loader workers share {limit} CPUs",
         "workers_oversubscribed.advice": (
             "More processes want a CPU than this container may use, so they take turns. os.cpu_count() "
             "reports the host's CPUs inside a container; size num_workers by the quota instead: about "
             "{per_job} per job here (len(os.sched_getaffinity(0)) honours a cpuset, not a quota)."
         ),
+        "workers_oversubscribed.cause": "more workers than CPUs",
         "shm_small.title": "/dev/shm is only {size} while data-loader workers use it",
         "shm_small.title.full": "/dev/shm is {pct} full while data-loader workers use it",
         "shm_small.advice": (
@@ -196,6 +198,7 @@ TEXTS: Texts = {
             "'bus error'. Look for leftovers of killed workers (`du -sh /dev/shm/*`), and give the container "
             "more with --shm-size=16g or --ipc=host (Kubernetes: an emptyDir with medium: Memory)."
         ),
+        "shm_small.cause": "a small /dev/shm",
         "oom_kill.title.cgroup": "The container's memory limit ({limit}) killed {kills} process(es)",
         "oom_kill.title.host": "The kernel's OOM killer killed {kills} process(es)",
         "oom_kill.advice.cgroup": (
@@ -207,12 +210,14 @@ TEXTS: Texts = {
             "A process was killed for lack of memory. Find it with `dmesg | grep -i oom`, then lower the "
             "job's memory (fewer data-loader workers, smaller prefetch) or add memory."
         ),
+        "oom_kill.cause": "processes killed for memory",
         "memory_limit.title": "Container memory at {pct} of its {limit} limit",
         "memory_limit.advice": (
             "Near its limit the container reclaims its own page cache, then the OOM killer takes a process. "
             "Raise the limit (docker --memory, Kubernetes resources.limits.memory) or lower the job's memory: "
             "fewer data-loader workers, smaller prefetch_factor, memory-mapped datasets."
         ),
+        "memory_limit.cause": "the memory limit nearly reached",
         "ev.jobs": "GPU jobs",
         "ev.cpu_limit": "CPUs it may use",
         "ev.host_cpus": "host CPUs",
@@ -229,12 +234,14 @@ TEXTS: Texts = {
             "配额用完后，内核会让容器内所有线程停到下一个周期，数据加载因此一阵一阵地卡住。请提高配额"
             "（docker --cpus，Kubernetes resources.limits.cpu），或减少数据加载 worker：num_workers <= {workers}。"
         ),
+        "cpu_throttled.cause": "CPU 配额",
         "workers_oversubscribed.title": "{processes} 个任务进程和数据加载 worker 挤在 {limit} 个 CPU 上",
         "workers_oversubscribed.advice": (
             "想用 CPU 的进程多于容器能用的 CPU，只能轮流运行。容器内 os.cpu_count() 返回的是宿主机的 CPU 数；"
             "请按配额设置 num_workers：这里每个任务约 {per_job} 个（len(os.sched_getaffinity(0)) 只考虑 cpuset，"
             "不考虑配额）。"
         ),
+        "workers_oversubscribed.cause": "worker 多于 CPU",
         "shm_small.title": "/dev/shm 只有 {size}，而数据加载 worker 正在使用它",
         "shm_small.title.full": "/dev/shm 已用 {pct}，而数据加载 worker 正在使用它",
         "shm_small.advice": (
@@ -247,6 +254,7 @@ TEXTS: Texts = {
             "（`du -sh /dev/shm/*`），并用 --shm-size=16g 或 --ipc=host 给容器更多共享内存"
             "（Kubernetes：medium: Memory 的 emptyDir）。"
         ),
+        "shm_small.cause": "/dev/shm 太小",
         "oom_kill.title.cgroup": "容器内存上限（{limit}）杀死了 {kills} 个进程",
         "oom_kill.title.host": "内核 OOM killer 杀死了 {kills} 个进程",
         "oom_kill.advice.cgroup": (
@@ -258,12 +266,14 @@ TEXTS: Texts = {
             "有进程因内存不足被杀。用 `dmesg | grep -i oom` 找到它，然后降低任务内存（更少的数据加载 worker、"
             "更小的预取）或增加内存。"
         ),
+        "oom_kill.cause": "有进程因内存不足被杀",
         "memory_limit.title": "容器内存已达上限 {limit} 的 {pct}",
         "memory_limit.advice": (
             "接近上限时容器会先回收自己的页缓存，然后 OOM killer 会杀掉一个进程。请提高上限（docker --memory，"
             "Kubernetes resources.limits.memory），或降低任务内存：更少的数据加载 worker、更小的 prefetch_factor、"
             "内存映射的数据集。"
         ),
+        "memory_limit.cause": "接近内存上限",
         "ev.jobs": "GPU 任务数",
         "ev.cpu_limit": "可用 CPU",
         "ev.host_cpus": "宿主机 CPU",

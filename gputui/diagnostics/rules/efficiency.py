@@ -14,6 +14,7 @@ from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.formatting import fmt_pct
 
 
 def low_sm_activity(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -26,7 +27,7 @@ def low_sm_activity(w: Window, th: Thresholds) -> Iterator[Hit]:
             gpus=(g.index,),
             pids=w.pids(g),
             value=round(sm, 1),
-            params={"gpu": g.index, "util": f"{util:.0f}%", "sm": f"{sm:.0f}%"},
+            params={"gpu": g.index, "util": fmt_pct(util), "sm": fmt_pct(sm)},
             evidence=(
                 ev("gpu_util", rounded(util), "%", "mean"),
                 ev("sm_active", rounded(sm), "%", "mean"),
@@ -48,7 +49,7 @@ def tensor_cores_idle(w: Window, th: Thresholds) -> Iterator[Hit]:
             gpus=(g.index,),
             pids=w.pids(g),
             value=round(tensor, 1),
-            params={"gpu": g.index, "tensor": f"{tensor:.1f}%", "fp32": f"{fp32:.0f}%"},
+            params={"gpu": g.index, "tensor": fmt_pct(tensor, 1), "fp32": fmt_pct(fp32)},
             evidence=(
                 ev("sm_active", rounded(sm), "%", "mean"),
                 ev("tensor_active", rounded(tensor), "%", "mean"),
@@ -66,7 +67,7 @@ def memory_bound(w: Window, th: Thresholds) -> Iterator[Hit]:
             gpus=(g.index,),
             pids=w.pids(g),
             value=round(dram, 1),
-            params={"gpu": g.index, "dram": f"{dram:.0f}%"},
+            params={"gpu": g.index, "dram": fmt_pct(dram)},
             evidence=(
                 ev("dram_bw", rounded(dram), "%", "mean"),
                 ev("sm_active", rounded(w.mean(g.index, "sm_active_pct")), "%", "mean"),
@@ -103,17 +104,20 @@ TEXTS: Texts = {
             "(tiny batch, many small ops, the CPU busy launching them). Use a bigger batch, capture the step in "
             "CUDA graphs, try torch.compile, or fuse small ops."
         ),
+        "low_sm_activity.cause": "kernels too small to fill the SMs",
         "tensor_cores_idle.title": "GPU {gpu}: tensor cores idle ({tensor}), math in FP32 on CUDA cores ({fp32})",
         "tensor_cores_idle.advice": (
             "The math runs in plain FP32, which tensor cores do not take. Train with bf16/fp16 autocast "
             "(torch.autocast), or allow TF32 (torch.backends.cuda.matmul.allow_tf32 = True, "
             "torch.backends.cudnn.allow_tf32 = True)."
         ),
+        "tensor_cores_idle.cause": "math in FP32, tensor cores idle",
         "memory_bound.title": "GPU {gpu}: bound by memory bandwidth (DRAM {dram} of peak)",
         "memory_bound.advice": (
             "The GPU waits on its memory more than on its math. Fused kernels, FlashAttention (scaled_dot_"
             "product_attention), larger tiles and fewer element-wise passes move less data per step."
         ),
+        "memory_bound.cause": "bound by DRAM bandwidth",
         "ev.sm_active": "SM activity",
         "ev.sm_occupancy": "SM occupancy",
         "ev.tensor_active": "tensor-core activity",
@@ -127,16 +131,19 @@ TEXTS: Texts = {
             "（batch 太小、小算子太多、CPU 忙于发射 kernel）。请加大 batch，用 CUDA graphs 捕获训练步，"
             "尝试 torch.compile，或融合小算子。"
         ),
+        "low_sm_activity.cause": "kernel 太小，填不满 SM",
         "tensor_cores_idle.title": "GPU {gpu}：Tensor Core 空闲（{tensor}），计算以 FP32 跑在 CUDA core 上（{fp32}）",
         "tensor_cores_idle.advice": (
             "计算使用普通 FP32，Tensor Core 用不上。请用 bf16/fp16 autocast（torch.autocast）训练，"
             "或开启 TF32（torch.backends.cuda.matmul.allow_tf32 = True，torch.backends.cudnn.allow_tf32 = True）。"
         ),
+        "tensor_cores_idle.cause": "以 FP32 计算，Tensor Core 空闲",
         "memory_bound.title": "GPU {gpu}：受显存带宽限制（DRAM 达峰值的 {dram}）",
         "memory_bound.advice": (
             "GPU 等显存多于等计算。融合 kernel、FlashAttention（scaled_dot_product_attention）、"
             "更大的分块和更少的逐元素操作，都能减少每步搬运的数据量。"
         ),
+        "memory_bound.cause": "受显存带宽限制",
         "ev.sm_active": "SM 活跃度",
         "ev.sm_occupancy": "SM 占用率",
         "ev.tensor_active": "Tensor Core 活跃度",

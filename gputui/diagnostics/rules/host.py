@@ -48,6 +48,7 @@ TEXTS: Texts = {
             "The host ran out of memory and pages to disk. Use fewer DataLoader workers or a smaller prefetch, "
             "cache less data in RAM, or add memory."
         ),
+        "host_swap.cause": "the host swapping",
         "ev.swap_in": "swap in",
         "ev.swap_out": "swap out",
     },
@@ -56,6 +57,7 @@ TEXTS: Texts = {
         "host_swap.advice": (
             "主机内存不足，正在换页到磁盘。请减少 DataLoader worker 或预取量，少在内存中缓存数据，或增加内存。"
         ),
+        "host_swap.cause": "主机在使用交换分区",
         "ev.swap_in": "换入",
         "ev.swap_out": "换出",
     },

@@ -287,12 +287,14 @@ TEXTS: Texts = {
             "Check the fabric manager (systemctl status nvidia-fabricmanager; nvidia-smi nvlink -s), compare with "
             "the other GPUs of the board, reseat the GPU, and report it to the host provider."
         ),
+        "nvlink_down.cause": "NVLinks down",
         "nvlink_errors.title": "GPU {gpu}: {count} new NVLink errors",
         "nvlink_errors.advice": (
             "Replays and recoveries resend data, so the links run slower; CRC errors that keep rising point to "
             "a bad link or connector. Watch nvidia-smi nvlink -e; if they keep rising, report the GPU to the "
             "host provider."
         ),
+        "nvlink_errors.cause": "NVLink errors",
         "numa_mismatch.title": "GPU {gpu}: its process is pinned to CPUs away from the GPU (NUMA node {node})",
         "numa_mismatch.title.far": "GPU {gpu}: its process runs on CPUs away from the GPU (NUMA node {node}) while "
         "the GPU waits",
@@ -312,6 +314,7 @@ TEXTS: Texts = {
             "Not slowing the GPU now: the scheduler moves this unpinned process between the CPU sockets. For steady "
             "copies, bind it to the CPUs near its GPU (numactl --cpunodebind={node}, or taskset -c)."
         ),
+        "numa_mismatch.cause": "a rank on CPUs away from its GPU",
         "p2p_unavailable.title": "GPUs {gpus}: one job, no P2P between {pairs} pairs",
         "p2p_unavailable.title.sys": "GPUs {gpus}: one job, P2P across CPU sockets on {pairs} pairs",
         "p2p_unavailable.advice": (
@@ -323,6 +326,7 @@ TEXTS: Texts = {
             "P2P works, but these pairs cross the link between the CPU sockets (SYS), slower than a PCIe switch. "
             "Where the job fits, keep its GPUs on one socket (nvidia-smi topo -m)."
         ),
+        "p2p_unavailable.cause": "no GPU-to-GPU P2P",
         "ev.nvlink_links": "NVLinks up",
         "ev.peer_links": "peers' NVLinks up",
         "ev.pair_links": "links to each peer",
@@ -365,11 +369,13 @@ TEXTS: Texts = {
             "（systemctl status nvidia-fabricmanager；nvidia-smi nvlink -s），与基板上其他 GPU 对比，"
             "重新插拔这块 GPU，并向主机提供商报告。"
         ),
+        "nvlink_down.cause": "NVLink 断开",
         "nvlink_errors.title": "GPU {gpu}：新增 {count} 个 NVLink 错误",
         "nvlink_errors.advice": (
             "重放和恢复会重发数据，链路因此变慢；CRC 错误持续增加说明链路或连接器有问题。请用 nvidia-smi nvlink -e "
             "观察；若持续增加，请向主机提供商报告这块 GPU。"
         ),
+        "nvlink_errors.cause": "NVLink 错误",
         "numa_mismatch.title": "GPU {gpu}：其进程被绑定在远离该 GPU 的 CPU 上（NUMA 节点 {node}）",
         "numa_mismatch.title.far": "GPU {gpu}：GPU 在等待，而其进程运行在远离该 GPU 的 CPU 上（NUMA 节点 {node}）",
         "numa_mismatch.title.drift": "GPU {gpu}：其进程在靠近和远离该 GPU 的 CPU 之间来回迁移（NUMA 节点 {node}）",
@@ -387,6 +393,7 @@ TEXTS: Texts = {
             "目前没有拖慢 GPU：调度器让这个未绑定的进程在 CPU 插槽之间迁移。若想拷贝速度稳定，请把它绑定到其 GPU "
             "附近的 CPU（numactl --cpunodebind={node}，或 taskset -c）。"
         ),
+        "numa_mismatch.cause": "rank 运行在远离其 GPU 的 CPU 上",
         "p2p_unavailable.title": "GPU {gpus}：同一任务，{pairs} 对 GPU 之间没有 P2P",
         "p2p_unavailable.title.sys": "GPU {gpus}：同一任务，{pairs} 对 GPU 的 P2P 跨越 CPU 插槽",
         "p2p_unavailable.advice": (
@@ -398,6 +405,7 @@ TEXTS: Texts = {
             "P2P 可用，但这些 GPU 对要跨越 CPU 插槽间的链路（SYS），比 PCIe 交换机慢。"
             "任务放得下时，请让它的 GPU 位于同一个插槽（nvidia-smi topo -m）。"
         ),
+        "p2p_unavailable.cause": "GPU 之间没有 P2P",
         "ev.nvlink_links": "在线 NVLink",
         "ev.peer_links": "其他 GPU 的在线 NVLink",
         "ev.pair_links": "与各 GPU 的链路",

@@ -9,7 +9,7 @@ from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.formatting import fmt_num
+from gputui.formatting import fmt_num, fmt_pct
 
 _MIB = 1 << 20
 _GIB = 1 << 30
@@ -44,7 +44,7 @@ def vram_pressure(w: Window, th: Thresholds) -> Iterator[Hit]:
             pids=w.pids(g),
             value=used_pct,
             variant="churn" if churn and growth_mib < th.vram_rise_mib else "",
-            params={"gpu": g.index, "pct": f"{used_pct:.0f}%"},
+            params={"gpu": g.index, "pct": fmt_pct(used_pct)},
             evidence=tuple(evidence),
         )
 
@@ -96,6 +96,7 @@ TEXTS: Texts = {
             "on each step, which stalls the job. Use a smaller batch, mixed precision or activation "
             "checkpointing; PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True reduces fragmentation."
         ),
+        "vram_pressure.cause": "GPU memory nearly full",
         "idle_allocation.title": "GPU {gpu}: {name} holds {memory} and does nothing",
         "idle_allocation.advice": (
             "A process has held GPU memory at 0% utilization for minutes: a forgotten notebook or a job that "
@@ -118,6 +119,7 @@ TEXTS: Texts = {
             "请减小 batch size，使用混合精度或激活检查点；设置 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True "
             "可减少碎片。"
         ),
+        "vram_pressure.cause": "显存接近用满",
         "idle_allocation.title": "GPU {gpu}：{name} 占用 {memory} 显存却没有在计算",
         "idle_allocation.advice": (
             "有进程占用显存且利用率为 0% 已持续数分钟：可能是遗忘的 notebook 或没有退出的任务。"

@@ -124,21 +124,25 @@ TEXTS: Texts = {
             "GPU, try another slot, replace or remove the riser, check the BIOS PCIe settings, and compare "
             "with `nvidia-smi topo -m`."
         ),
+        "pcie_downgrade.cause": "PCIe link below its max",
         "pcie_slot_limited.title": "GPU {gpu}: the slot allows PCIe Gen{system}, the GPU supports Gen{gpu_max}",
         "pcie_slot_limited.advice": (
             "The slot, riser or BIOS setting limits the link below what the GPU can do. Try another slot, "
             "a riser of the right generation, or the BIOS PCIe speed setting; see `nvidia-smi topo -m`."
         ),
+        "pcie_slot_limited.cause": "a slot slower than the GPU",
         "pcie_errors.title": "GPU {gpu}: PCIe link errors (+{count} replays)",
         "pcie_errors.advice": (
             "The link keeps retrying transfers. Reseat the GPU, check the riser and the slot, update the BIOS; "
             "steady growth points to a bad slot or riser."
         ),
+        "pcie_errors.cause": "PCIe errors",
         "pcie_saturated.title": "GPU {gpu}: PCIe {direction} saturated",
         "pcie_saturated.advice": (
             "Host-GPU copies run at the link's limit. Keep data on the GPU, use pinned memory and larger "
             "transfers, overlap copies with compute, and check the link runs at its full generation and width."
         ),
+        "pcie_saturated.cause": "PCIe link saturated",
         "ev.pcie_link": "PCIe link",
         "ev.pcie_max_link": "max PCIe link",
         "ev.pcie_gpu_max_gen": "GPU's own max PCIe generation",
@@ -154,20 +158,24 @@ TEXTS: Texts = {
             "GPU 忙碌时链路低于最大速率（空闲时降速是正常的）。请重新插拔 GPU、换一个插槽、更换或去掉转接卡（riser），"
             "检查 BIOS 中的 PCIe 设置，并用 `nvidia-smi topo -m` 对比。"
         ),
+        "pcie_downgrade.cause": "PCIe 链路低于最大规格",
         "pcie_slot_limited.title": "GPU {gpu}：插槽只支持 PCIe Gen{system}，GPU 支持 Gen{gpu_max}",
         "pcie_slot_limited.advice": (
             "插槽、转接卡或 BIOS 设置限制了链路速率。请换插槽、使用对应代数的转接卡或调整 BIOS 的 PCIe 速率；"
             "参见 `nvidia-smi topo -m`。"
         ),
+        "pcie_slot_limited.cause": "插槽比 GPU 慢",
         "pcie_errors.title": "GPU {gpu}：PCIe 链路错误（重传 +{count}）",
         "pcie_errors.advice": (
             "链路在不断重传。请重新插拔 GPU，检查转接卡和插槽，更新 BIOS；持续增长说明插槽或转接卡有问题。"
         ),
+        "pcie_errors.cause": "PCIe 错误",
         "pcie_saturated.title": "GPU {gpu}：PCIe {direction} 饱和",
         "pcie_saturated.advice": (
             "主机与 GPU 之间的拷贝已达到链路上限。请尽量把数据留在 GPU 上，使用锁页内存（pinned memory）和更大的传输，"
             "让拷贝与计算重叠，并确认链路运行在满代数和满宽度。"
         ),
+        "pcie_saturated.cause": "PCIe 链路已饱和",
         "ev.pcie_link": "PCIe 链路",
         "ev.pcie_max_link": "PCIe 最大链路",
         "ev.pcie_gpu_max_gen": "GPU 自身支持的 PCIe 代数",

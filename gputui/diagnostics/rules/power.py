@@ -161,6 +161,7 @@ TEXTS: Texts = {
             "clocks drop under load. Restore it with `sudo nvidia-smi -i {gpu} -pl {default}`, or ask the "
             "administrator why it was lowered."
         ),
+        "power_cap.cause": "the power cap",
         "hw_slowdown.title": "GPU {gpu}: hardware slowdown, cause not reported (heat, power brake or power protection)",
         "hw_slowdown.advice": (
             "The board holds its clocks down (HW slowdown) and the driver sets no bit naming the cause. NVML's HW "
@@ -170,17 +171,20 @@ TEXTS: Texts = {
             "PSUs, the GPU's power cables and the server's BMC/IPMI event log. If it persists, report the GPU to "
             "the host."
         ),
+        "hw_slowdown.cause": "a hardware slowdown",
         "power_brake.title": "GPU {gpu}: hardware power brake",
         "power_brake.advice": (
             "An external power brake signal holds the clocks down: the power supply or the chassis management "
             "asked for it. Check that every PSU works and is plugged in, and the BMC/IPMI event log."
         ),
+        "power_brake.cause": "the power brake",
         "clocks_low.title": "GPU {gpu}: SM clock far below its max {max} MHz, no throttle reason",
         "clocks_low.advice": (
             "Busy, yet far below its max clock with no power or thermal reason: the clocks were locked or set "
             "as application clocks. Check `nvidia-smi -q -d CLOCK`; reset with `sudo nvidia-smi -rgc` and "
             "`sudo nvidia-smi -rac`."
         ),
+        "clocks_low.cause": "clocks low for no reported reason",
         "ev.power": "power draw",
         "ev.power_limit": "enforced power limit",
         "ev.default_power_limit": "default power limit",
@@ -193,6 +197,7 @@ TEXTS: Texts = {
             "功耗上限被调低了（管理员、开机脚本或带外管理），负载下频率会下降。可用 "
             "`sudo nvidia-smi -i {gpu} -pl {default}` 恢复，或询问管理员为何调低。"
         ),
+        "power_cap.cause": "功耗上限",
         "hw_slowdown.title": "GPU {gpu}：硬件强制降频，原因未报告（过热、功率制动或功耗保护）",
         "hw_slowdown.advice": (
             "板卡在强制压低频率（硬件降频），而驱动没有置位说明原因的标志。NVML 的硬件降频涵盖温度过高、"
@@ -200,15 +205,18 @@ TEXTS: Texts = {
             "接近降频阈值时检查散热；否则检查电源、GPU 供电线以及服务器 BMC/IPMI 事件日志。若持续存在，"
             "请向主机提供商报告这块 GPU。"
         ),
+        "hw_slowdown.cause": "硬件降速",
         "power_brake.title": "GPU {gpu}：硬件功率制动",
         "power_brake.advice": (
             "外部功率制动信号压低了频率：由电源或机箱管理发出。请检查每个电源是否正常并已接好，以及 BMC/IPMI 事件日志。"
         ),
+        "power_brake.cause": "功耗制动",
         "clocks_low.title": "GPU {gpu}：SM 频率远低于最大值 {max} MHz，且没有降频原因",
         "clocks_low.advice": (
             "GPU 正忙，但频率远低于最大值，又没有功耗或温度原因：频率被锁定或设置了应用频率。请查看 "
             "`nvidia-smi -q -d CLOCK`，用 `sudo nvidia-smi -rgc` 和 `sudo nvidia-smi -rac` 复位。"
         ),
+        "clocks_low.cause": "频率偏低且无原因",
         "ev.power": "功耗",
         "ev.power_limit": "当前功耗上限",
         "ev.default_power_limit": "默认功耗上限",

@@ -10,6 +10,7 @@ from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.formatting import fmt_pct
 from gputui.model import GpuSample
 
 # Launchers pass each rank its own `--local-rank N`; without it the ranks of one job share a command line.
@@ -31,9 +32,9 @@ def gpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
             # The biggest SM user is taken for the job the GPU is there for; the next one is who competes.
             (_, _), (pid, share) = shares[:2]
             proc = w.host.process(pid)
-            params |= {"pid": pid, "who": proc.user if proc and proc.user else "?", "share": f"{share:.0f}%"}
+            params |= {"pid": pid, "who": proc.user if proc and proc.user else "?", "share": fmt_pct(share)}
             variant = "shares"
-        listed = ", ".join(f"{pid}: {share:.0f}%" for pid, share in shares) or None
+        listed = ", ".join(f"{pid}: {fmt_pct(share)}" for pid, share in shares) or None
         yield Hit(
             gpus=(g.index,),
             pids=pids,
@@ -94,7 +95,7 @@ def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
             params={"gpus": ",".join(map(str, order))},
             evidence=(
                 ev("util_spread", round(spread, 1), "points", "mean"),
-                ev("gpu_utils", ", ".join(f"{i}: {u:.0f}%" for i, u in known.items()), "", "mean"),
+                ev("gpu_utils", ", ".join(f"{i}: {fmt_pct(u)}" for i, u in known.items()), "", "mean"),
             ),
         )
 
@@ -120,11 +121,13 @@ TEXTS: Texts = {
             "Pid {pid} ({who}) takes {share} of this GPU's SMs, time your job does not get. Move one to a free "
             "GPU (CUDA_VISIBLE_DEVICES), agree with the other user, or stop a forgotten notebook."
         ),
+        "gpu_contention.cause": "other users' processes",
         "imbalance.title": "GPUs {gpus}: one job, uneven load",
         "imbalance.advice": (
             "One job uses its GPUs unevenly. With DataParallel the first GPU gathers the outputs: switch to "
             "DistributedDataParallel; otherwise balance the batch or the model split across the GPUs."
         ),
+        "imbalance.cause": "uneven work across the job's GPUs",
         "ev.users": "users",
         "ev.sm_shares": "SM share per process",
         "ev.util_spread": "utilization spread",
@@ -141,11 +144,13 @@ TEXTS: Texts = {
             "pid {pid}（{who}）占用了这块 GPU {share} 的 SM，这些时间你的任务用不上。请把其中一个移到空闲的 GPU"
             "（CUDA_VISIBLE_DEVICES），与其他用户协商，或关掉遗忘的 notebook。"
         ),
+        "gpu_contention.cause": "其他用户的进程",
         "imbalance.title": "GPU {gpus}：同一任务负载不均",
         "imbalance.advice": (
             "同一个任务的各 GPU 负载不均。使用 DataParallel 时第一块 GPU 负责汇总输出：请改用 "
             "DistributedDataParallel；否则请在各 GPU 间平衡 batch 或模型切分。"
         ),
+        "imbalance.cause": "任务在各 GPU 上的负载不均",
         "ev.users": "用户",
         "ev.sm_shares": "各进程 SM 占比",
         "ev.util_spread": "利用率差距",

@@ -60,11 +60,13 @@ TEXTS: Texts = {
             "It runs under CUDA minor-version compatibility with a limited feature set (some kernels that need "
             "PTX JIT fail). Upgrade the driver, or install a torch built for CUDA {driver}."
         ),
+        "cuda_mismatch.cause": "a driver older than torch's CUDA",
         "nvml_unavailable.title": "The NVIDIA driver cannot be read",
         "nvml_unavailable.advice": (
             "Check that the NVIDIA driver is installed and loaded (`nvidia-smi`); after a driver update, reboot or "
             "reload the kernel module; in a container, start it with GPU access (e.g. `docker run --gpus all`)."
         ),
+        "nvml_unavailable.cause": "the NVIDIA driver cannot be read",
         "ev.torch_cuda": "torch built for CUDA",
         "ev.driver_cuda": "driver supports CUDA",
         "ev.reason": "reason",
@@ -79,11 +81,13 @@ TEXTS: Texts = {
             "可以在 CUDA 小版本兼容模式下运行，但功能受限（需要 PTX JIT 的内核会失败）。请升级驱动，"
             "或安装基于 CUDA {driver} 构建的 torch。"
         ),
+        "cuda_mismatch.cause": "驱动比 torch 的 CUDA 旧",
         "nvml_unavailable.title": "无法读取 NVIDIA 驱动",
         "nvml_unavailable.advice": (
             "请确认 NVIDIA 驱动已安装并已加载（`nvidia-smi`）；更新驱动后请重启或重新加载内核模块；"
             "在容器中请以 GPU 权限启动（例如 `docker run --gpus all`）。"
         ),
+        "nvml_unavailable.cause": "无法读取 NVIDIA 驱动",
         "ev.torch_cuda": "torch 构建所用 CUDA",
         "ev.driver_cuda": "驱动支持的 CUDA",
         "ev.reason": "原因",

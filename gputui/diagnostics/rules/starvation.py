@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.cpus import Cpus, job_cpus, own_cores, usable_cpu
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
+from gputui.diagnostics.rules.cpus import Cpus, job_cpus, own_cores, usable_cpu
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
 from gputui.model import GpuSample, ProcSample
@@ -354,22 +354,32 @@ TEXTS: Texts = {
             "container (or on the host) to see its CPU and data-loader workers; the host and quota figures "
             "below are this container's."
         ),
+        "starvation_cpu.cause": "the CPU",
+        "starvation_cpu.cause.main_process": "data loading in the main process (num_workers=0)",
+        "starvation_cpu.cause.workers": "too few data-loader workers",
+        "starvation_cpu.cause.cpus": "every CPU it may use busy with data loading",
+        "starvation_cpu.cause.quota": "the CPU quota",
+        "starvation_cpu.cause.main_loop": "CPU work in the training loop",
+        "starvation_cpu.cause.hidden": "a process in another PID namespace",
         "starvation_io.title": "GPU {gpu}: starved by disk I/O",
         "starvation_io.advice": (
             "The GPU waits for data the disk cannot deliver fast enough. Copy the dataset to a local SSD, cache "
             "it in memory, use more DataLoader workers, and read larger sequential files instead of many small "
             "ones (WebDataset, LMDB, TFRecord)."
         ),
+        "starvation_io.cause": "the disk",
         "starvation_net.title": "GPU {gpu}: starved by the network",
         "starvation_net.advice": (
             "Network receive runs near the link speed while the GPU waits. Stage the data on a local disk, "
             "cache it, compress it, or use a faster link."
         ),
+        "starvation_net.cause": "the network",
         "cpu_contention.title": "GPU {gpu}: waits while other processes fill the host CPUs",
         "cpu_contention.advice": (
             "The host's CPUs are busy with other work while this GPU waits. Find the busy processes with `top`, "
             "lower their priority (nice) or give the training job its own cores (taskset)."
         ),
+        "cpu_contention.cause": "other processes on its CPUs",
         "ev.process": "process",
         "ev.process_cpu": "process CPU (100 = one core)",
         "ev.run_queue_wait": "waiting for a CPU (100 = all the time)",
@@ -428,20 +438,30 @@ TEXTS: Texts = {
             "本容器的 PID 命名空间里没有它。请在任务所在的容器（或宿主机）上运行 gputui，"
             "以查看它的 CPU 和数据加载 worker；下面的主机和配额数据是本容器的。"
         ),
+        "starvation_cpu.cause": "CPU",
+        "starvation_cpu.cause.main_process": "主进程自己加载数据（num_workers=0）",
+        "starvation_cpu.cause.workers": "数据加载 worker 太少",
+        "starvation_cpu.cause.cpus": "可用的 CPU 全部忙于数据加载",
+        "starvation_cpu.cause.quota": "CPU 配额",
+        "starvation_cpu.cause.main_loop": "训练循环中的 CPU 工作",
+        "starvation_cpu.cause.hidden": "另一个 PID 命名空间中的进程",
         "starvation_io.title": "GPU {gpu}：被磁盘 I/O 拖慢",
         "starvation_io.advice": (
             "GPU 在等磁盘读数据。请把数据集拷到本地 SSD，缓存到内存，增加 DataLoader worker，"
             "并改用大的顺序读文件代替大量小文件（WebDataset、LMDB、TFRecord）。"
         ),
+        "starvation_io.cause": "磁盘",
         "starvation_net.title": "GPU {gpu}：被网络拖慢",
         "starvation_net.advice": (
             "GPU 等待时网络接收接近链路速率。请先把数据放到本地磁盘、做缓存、压缩，或使用更快的网络。"
         ),
+        "starvation_net.cause": "网络",
         "cpu_contention.title": "GPU {gpu}：主机 CPU 被其他进程占满",
         "cpu_contention.advice": (
             "GPU 等待时主机 CPU 被其他任务占满。请用 `top` 找出这些进程，降低其优先级（nice），"
             "或为训练任务绑定专用核心（taskset）。"
         ),
+        "cpu_contention.cause": "其他进程占用了它的 CPU",
         "ev.process": "进程",
         "ev.process_cpu": "进程 CPU（100 = 一个核心）",
         "ev.run_queue_wait": "等待 CPU（100 = 一直在等）",

@@ -91,11 +91,13 @@ TEXTS: Texts = {
             "nothing blocking intake or exhaust), lower the room temperature, leave a slot free between GPUs, "
             "clean out dust; if one GPU runs much hotter than its neighbours, have its thermal paste redone."
         ),
+        "thermal_throttle.cause": "heat",
         "thermal_margin.title": "GPU {gpu}: within {margin} C of thermal slowdown ({slowdown} C)",
         "thermal_margin.advice": (
             "Not throttling yet, but a little more heat will slow it down. Check the airflow and fans, the room "
             "temperature and the space between GPUs before a long run."
         ),
+        "thermal_margin.cause": "a GPU near its slowdown temperature",
     },
     "zh": {
         "thermal_throttle.title": "GPU {gpu}：过热降频",
@@ -103,9 +105,11 @@ TEXTS: Texts = {
             "GPU 为了不超过温度上限而主动降低频率。请改善风道（风扇正常运转，进出风口无遮挡），降低机房温度，"
             "GPU 之间留出空槽，清理灰尘；如果某一块 GPU 明显比相邻的更热，请重新涂抹导热硅脂。"
         ),
+        "thermal_throttle.cause": "过热",
         "thermal_margin.title": "GPU {gpu}：距离过热降频（{slowdown} C）不到 {margin} C",
         "thermal_margin.advice": (
             "还没有降频，但再热一点就会降频。长时间训练前请检查风道和风扇、机房温度以及 GPU 间距。"
         ),
+        "thermal_margin.cause": "GPU 接近降频温度",
     },
 }

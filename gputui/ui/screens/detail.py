@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 from textual.widget import Widget
 
-from gputui import formatting as f
+from gputui.formatting import NA, fmt_num, fmt_pct, fmt_rate_short
 from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, Snapshot
-from gputui.ui import text as t
 from gputui.ui.screens.cover import CoverScreen
+from gputui.ui.text import chart_rows, fmt_pstate, reason_tags, wrap_text
 from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
@@ -35,13 +35,13 @@ def _max_or(values: list[float], floor: float) -> float:
 
 
 CHARTS: tuple[Chart, ...] = (
-    Chart("UTIL", "%", lambda s: s.utilization_gpu_pct, lambda i, v: 100.0, f.fmt_pct, "green"),
+    Chart("UTIL", "%", lambda s: s.utilization_gpu_pct, lambda i, v: 100.0, fmt_pct, "green"),
     Chart(
         "SM CLOCK",
         "MHz",
         lambda s: s.sm_clock_mhz,
         lambda i, v: float(i.max_sm_clock_mhz or _max_or(v, 1.0)),
-        lambda v: f.fmt_num(v, 0, " MHz"),
+        lambda v: fmt_num(v, 0, " MHz"),
         "cyan",
     ),
     Chart(
@@ -49,7 +49,7 @@ CHARTS: tuple[Chart, ...] = (
         "C",
         lambda s: s.temperature_c,
         lambda i, v: _max_or(v, float(i.temperature_shutdown_c or i.temperature_slowdown_c or 90)),
-        lambda v: f.fmt_num(v, 0, " C"),
+        lambda v: fmt_num(v, 0, " C"),
         "yellow",
     ),
     Chart(
@@ -57,18 +57,18 @@ CHARTS: tuple[Chart, ...] = (
         "W",
         lambda s: s.power_w,
         lambda i, v: _max_or(v, i.power_default_limit_w or 1.0),
-        lambda v: f.fmt_num(v, 0, " W"),
+        lambda v: fmt_num(v, 0, " W"),
         "magenta",
     ),
-    Chart("PCIe TX", "B/s", lambda s: s.pcie_tx_bytes_s, lambda i, v: _max_or(v, 1e9), f.fmt_rate_short, "blue"),
-    Chart("PCIe RX", "B/s", lambda s: s.pcie_rx_bytes_s, lambda i, v: _max_or(v, 1e9), f.fmt_rate_short, "blue"),
+    Chart("PCIe TX", "B/s", lambda s: s.pcie_tx_bytes_s, lambda i, v: _max_or(v, 1e9), fmt_rate_short, "blue"),
+    Chart("PCIe RX", "B/s", lambda s: s.pcie_rx_bytes_s, lambda i, v: _max_or(v, 1e9), fmt_rate_short, "blue"),
 )
 
 # GPM (Hopper and newer): how full the GPU was while utilization said busy. Drawn only where reported.
 GPM_CHARTS: tuple[Chart, ...] = (
-    Chart("SM ACT", "%", lambda s: s.sm_active_pct, lambda i, v: 100.0, f.fmt_pct, "green"),
-    Chart("TENSOR", "%", lambda s: s.tensor_active_pct, lambda i, v: 100.0, f.fmt_pct, "bright_green"),
-    Chart("DRAM BW", "%", lambda s: s.dram_bw_pct, lambda i, v: 100.0, f.fmt_pct, "magenta"),
+    Chart("SM ACT", "%", lambda s: s.sm_active_pct, lambda i, v: 100.0, fmt_pct, "green"),
+    Chart("TENSOR", "%", lambda s: s.tensor_active_pct, lambda i, v: 100.0, fmt_pct, "bright_green"),
+    Chart("DRAM BW", "%", lambda s: s.dram_bw_pct, lambda i, v: 100.0, fmt_pct, "magenta"),
 )
 NO_GPM = "SM activity, tensor activity, DRAM bandwidth: n/a (no GPM on this GPU; Hopper and newer report it)"
 
@@ -102,7 +102,7 @@ class DetailView(LineView):
         gpm = any(g.sm_active_pct is not None for snap in window for g in snap.gpus if g.index == self.index)
         charts = CHARTS + GPM_CHARTS if gpm else CHARTS
         if not gpm:
-            lines += [[(row, LABEL)] for row in t.wrap_text(NO_GPM, width)]
+            lines += [[(row, LABEL)] for row in wrap_text(NO_GPM, width)]
         block = max(2, (self.known_height - len(lines)) // len(charts))
         for chart in charts:
             lines += self._chart(chart, info, history, columns, block - 1)
@@ -114,11 +114,11 @@ class DetailView(LineView):
         if sample is not None and sample.lost:
             line += [("  ", ""), (" LOST ", "bold white on red"), (f" {sample.error or ''}", "red")]
         elif sample is not None:
-            line.append((f"  {t.fmt_pstate(sample.pstate)}", ""))
-            for tag, style in t.reason_tags(sample.clock_event_reasons):
+            line.append((f"  {fmt_pstate(sample.pstate)}", ""))
+            for tag, style in reason_tags(sample.clock_event_reasons):
                 line += [(" ", ""), (tag, f"{style} reverse")]
         for label, value in (("bus", info.pci_bus_id), ("uuid", info.uuid)):
-            part: Line = [(f"  {label} ", LABEL), (value or f.NA, "")]
+            part: Line = [(f"  {label} ", LABEL), (value or NA, "")]
             if line_len(line) + line_len(part) > width:
                 break
             line += part
@@ -141,9 +141,7 @@ class DetailView(LineView):
             ("  scale 0 to ", LABEL),
             (chart.fmt(top), ""),
         ]
-        body: list[Line] = [
-            [(" " * MARGIN, ""), (row, chart.style)] for row in t.chart_rows(values, columns, rows, top)
-        ]
+        body: list[Line] = [[(" " * MARGIN, ""), (row, chart.style)] for row in chart_rows(values, columns, rows, top)]
         return [head, *body]
 
 

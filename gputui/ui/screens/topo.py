@@ -10,8 +10,8 @@ from collections.abc import Sequence
 
 from textual.widget import Widget
 
-from gputui import formatting as f
 from gputui import topology as topo
+from gputui.formatting import NA, fmt_rate_short
 from gputui.model import GpuSample, Snapshot, Topology
 from gputui.ui.screens.cover import CoverScreen
 from gputui.ui.widgets.header import HeaderState
@@ -31,7 +31,7 @@ LEGEND: tuple[tuple[str, topo.Speed, str], ...] = (
     ("PIX/PXB", "switch", "PCIe switch"),
     ("PHB/NODE", "host", "host bridge"),
     ("SYS", "socket", "across sockets"),
-    (f.NA, "unknown", "not read"),
+    (NA, "unknown", "not read"),
 )
 NO_TOPOLOGY = "No topology: this source did not read how the GPUs connect. NVLink per GPU:"
 
@@ -57,8 +57,8 @@ def _nvlink_columns(snapshot: Snapshot) -> list[Column]:
         active = None if sample is None else sample.nvlink_links_active
         down = active is not None and info.nvlink_links_total is not None and active < info.nvlink_links_total
         links.append((text, "bold red" if down else ""))
-        rx.append((f.fmt_rate_short(None if sample is None else sample.nvlink_rx_bytes_s), "cyan"))
-        tx.append((f.fmt_rate_short(None if sample is None else sample.nvlink_tx_bytes_s), "cyan"))
+        rx.append((fmt_rate_short(None if sample is None else sample.nvlink_rx_bytes_s), "cyan"))
+        tx.append((fmt_rate_short(None if sample is None else sample.nvlink_tx_bytes_s), "cyan"))
     return [links, rx, tx]
 
 
@@ -88,7 +88,7 @@ def _wrapped(parts: Sequence[Line], width: int) -> list[Line]:
 
 def _p2p_lines(topology: Topology, names: list[str], width: int) -> list[Line]:
     """The pairs without P2P (or unread) by name; one short line when every pair has it."""
-    pairs: dict[str, list[str]] = {"no": [], f.NA: []}
+    pairs: dict[str, list[str]] = {"no": [], NA: []}
     for row in range(len(names)):
         for col in range(row + 1, len(names)):
             status = topo.p2p_cell(topology, row, col)
@@ -99,7 +99,7 @@ def _p2p_lines(topology: Topology, names: list[str], width: int) -> list[Line]:
     if not any(pairs.values()):
         return [[("P2P: ", "bold"), ("OK between every pair", "green")]]
     parts: list[Line] = [[("P2P: ", "bold")]]
-    for status, style, words in (("no", "red", "no P2P "), (f.NA, LABEL, "P2P not read ")):
+    for status, style, words in (("no", "red", "no P2P "), (NA, LABEL, "P2P not read ")):
         if pairs[status]:
             parts.append([(words, style)])
             parts += [[(f"{pair} ", "")] for pair in pairs[status]]

@@ -19,8 +19,8 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.widget import Widget
 
-from gputui.diagnostics.catalog import text
-from gputui.diagnostics.findings import Finding, Severity, format_evidence, severity_label
+from gputui.diagnostics.catalog import severity_label, text
+from gputui.diagnostics.findings import Finding, Severity, format_evidence
 from gputui.diagnostics.groups import FindingGroup, counts_text, group_findings, sort_groups
 from gputui.formatting import fmt_duration
 

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from urllib.parse import urlsplit
 
 from gputui import formatting as f
-from gputui.diagnostics.findings import Finding, severity_label
+from gputui.diagnostics.catalog import severity_label
+from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.groups import group_findings, sort_groups
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.session.fleet import HostState
