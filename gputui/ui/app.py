@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
+from textual.driver import Driver
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
@@ -33,6 +34,7 @@ from gputui.session.replay import ReplaySampler
 from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Tick
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
+from gputui.ui.driver import quiet_driver
 from gputui.ui.messages import SampleFailed, TickReady
 from gputui.ui.notices import Level, Notices, reports
 from gputui.ui.probes import REPLAY_REFUSAL, ProbeController
@@ -145,6 +147,9 @@ class GpuTuiApp(RecordReplayApp):
         self.probes = ProbeController(
             self, refusal=REPLAY_REFUSAL if self.replay is not None else None, lang=self.engine.lang
         )
+
+    def get_driver_class(self) -> type[Driver]:
+        return quiet_driver(super().get_driver_class())
 
     def get_default_screen(self) -> MainScreen:
         return self.main

@@ -20,12 +20,14 @@ from rich.table import Table
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
+from textual.driver import Driver
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
 from gputui.session.fleet import FLEET_DEFAULT_INTERVAL, FleetPoller, HostState, fleet_interval
 from gputui.session.loop import SamplingLoop, failure_text
+from gputui.ui.driver import quiet_driver
 from gputui.ui.lean_update import LeanScreen
 from gputui.ui.widgets.fleet_block import FleetBlock, data_badge
 from gputui.ui.widgets.lines import Line, LineView
@@ -150,6 +152,9 @@ class FleetApp(App[int]):
         self.header = FleetHeader(id="fleet-header")
         self.blocks = [FleetBlock(state) for state in self.states]
         self._polling: SamplingLoop[tuple[HostState, ...]] | None = None
+
+    def get_driver_class(self) -> type[Driver]:
+        return quiet_driver(super().get_driver_class())
 
     def get_default_screen(self) -> Screen[None]:
         return LeanScreen(id="_default")
