@@ -49,7 +49,7 @@ class QuietLinuxDriver(LinuxDriver):
         self.exit_event = WakingEvent(self._wake_write)
 
     def run_input_thread(self) -> None:
-        selector = selectors.DefaultSelector()
+        selector = selectors.PollSelector()  # epoll refuses regular files (stdin from /dev/null); poll takes any fd
         selector.register(self.fileno, selectors.EVENT_READ)
         selector.register(self._wake_read, selectors.EVENT_READ)
         parser = XTermParser(self._debug)

@@ -16,13 +16,13 @@ import time
 import pytest
 
 
-def start_monitor() -> tuple[subprocess.Popen[bytes], int]:
+def start_monitor(stdin: int | None = None) -> tuple[subprocess.Popen[bytes], int]:
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
     env = {**os.environ, "TERM": "xterm-256color"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "gputui", "--demo", "healthy", "--interval", "0.25"],
-        stdin=slave,
+        stdin=slave if stdin is None else stdin,
         stdout=slave,
         stderr=slave,
         env=env,
@@ -82,4 +82,19 @@ def test_keys_reach_the_app_whose_input_thread_sleeps_until_there_is_input() -> 
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+        os.close(master)
+
+
+def test_the_monitor_runs_with_its_input_at_end_of_file() -> None:
+    """stdin from /dev/null (a job started by a script): the input thread stops reading it instead of failing
+    (epoll refuses such a file) or spinning on its end, and the panels keep being drawn."""
+    proc, master = start_monitor(stdin=subprocess.DEVNULL)
+    try:
+        assert b"SIMULATED" in read_until(master, b"SIMULATED", 5) or proc.poll() is None
+        time.sleep(1.0)
+        assert proc.poll() is None
+        assert b"MHz" in read_until(master, b"MHz", 5)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
         os.close(master)
