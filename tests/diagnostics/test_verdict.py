@@ -13,8 +13,9 @@ from gputui.diagnostics.rules.base import Window
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.diagnostics.verdict import CLASSES, Judgement, Verdict, VerdictTracker, judge, verdict_to_dict
 from gputui.sources.sim.scenarios import BY_NAME, SCENARIO_TABLE, TOUR
-from tests.diagnostics.builders import gpu, series
+from tests.diagnostics.builders import series
 from tests.diagnostics.test_scenarios import run_scenario
+from tests.snapshots import gpu
 
 TH = Thresholds()
 
