@@ -9,19 +9,11 @@ import pytest
 
 from gputui.cli import main
 from gputui.commands import topo
-from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo, Topology
+from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, Topology
+from tests.snapshots import snapshot, system_info
 from tests.topologies import NVSWITCH_AFFINITY, nvswitch8, pcie_box4, single
 
-SYSTEM = SystemInfo(
-    hostname="box",
-    source="nvml",
-    driver_version="570.133.20",
-    nvml_version="12.570.133.20",
-    cuda_driver_version="12.8",
-    gpu_count=0,
-    cpu_count=224,
-    kernel="6.8",
-)
+SYSTEM = system_info(gpu_count=0, cpu_count=224)
 
 
 def machine(topology: Topology | None, gpus: int, *, nvlink: bool = False, source: str = "nvml") -> Snapshot:
@@ -35,7 +27,7 @@ def machine(topology: Topology | None, gpus: int, *, nvlink: bool = False, sourc
         for i in range(gpus)
     )
     system = dataclasses.replace(SYSTEM, gpu_count=gpus, topology=topology, source=source)  # type: ignore[arg-type]
-    return Snapshot(timestamp=0.0, system=system, gpu_info=infos, gpus=samples, host=HostSample(timestamp=0.0))
+    return snapshot(0.0, samples, infos, HostSample(0.0), system)
 
 
 def run_topo(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, snap: Snapshot, *args: str) -> str:
