@@ -86,8 +86,24 @@ def test_simulated_is_labelled_first_and_last(
 
 
 def test_demo_runs_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
+    """The simulated machine's own topology, read through the source and labelled: four H100 SXM on an NVSwitch,
+    two per socket, every link up and every pair able to reach its peer."""
     assert main(["topo", "--demo", "healthy"]) == 0
-    assert capsys.readouterr().out.startswith("SIMULATED")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == lines[-1] == "SIMULATED (scenario healthy) - not live data from this machine"
+    assert lines[1].startswith("sim-healthy  driver 570.133.20  CUDA 12.8  4 GPUs  32 CPUs  ")
+    assert lines[2].split() == ["GPU0", "GPU1", "GPU2", "GPU3", "NUMA", "CPU", "affinity", "NVLink"]
+    assert [line.split() for line in lines[3:7]] == [
+        ["GPU0", "X", "NV18", "NV18", "NV18", "0", "0-15", "18/18"],
+        ["GPU1", "NV18", "X", "NV18", "NV18", "0", "0-15", "18/18"],
+        ["GPU2", "NV18", "NV18", "X", "NV18", "1", "16-31", "18/18"],
+        ["GPU3", "NV18", "NV18", "NV18", "X", "1", "16-31", "18/18"],
+    ]
+    assert "Legend:" in lines
+    p2p = lines.index("P2P (peer read and write between the pair): OK, no, n/a (not read)")
+    assert [line.split()[1:] for line in lines[p2p + 2 : p2p + 6]] == [
+        ["OK"] * i + ["X"] + ["OK"] * (3 - i) for i in range(4)
+    ]
 
 
 @pytest.mark.parametrize(
