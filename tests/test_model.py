@@ -9,26 +9,14 @@ from gputui.model import (
     GpuSample,
     HostSample,
     Snapshot,
-    SystemInfo,
     decode_clock_event_reasons,
     encode_clock_event_reasons,
 )
-
-SYSTEM = SystemInfo(
-    hostname="h",
-    source="simulated",
-    driver_version=None,
-    nvml_version=None,
-    cuda_driver_version=None,
-    gpu_count=1,
-    cpu_count=1,
-    kernel="k",
-)
+from tests.snapshots import snapshot
 
 
 def snap(t: float, util: float | None, lost: bool = False) -> Snapshot:
-    gpu = GpuSample(index=0, timestamp=t, utilization_gpu_pct=util, lost=lost)
-    return Snapshot(timestamp=t, system=SYSTEM, gpu_info=(), gpus=(gpu,), host=HostSample(timestamp=t))
+    return snapshot(t, [GpuSample(index=0, timestamp=t, utilization_gpu_pct=util, lost=lost)], (), HostSample(t))
 
 
 def test_decode_names_each_bit_and_keeps_unknown_bits() -> None:

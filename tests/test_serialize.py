@@ -8,23 +8,22 @@ from dataclasses import replace
 from gputui.model import (
     ContainerInfo,
     ContainerSample,
-    GpuInfo,
     GpuProcess,
     GpuSample,
     HostSample,
     ProcSample,
     PsiSample,
     Snapshot,
-    SystemInfo,
     Topology,
 )
 from gputui.serialize import snapshot_from_dict, snapshot_to_dict
+from tests.snapshots import gpu_info, snapshot, system_info
 
 CONTAINER = ContainerInfo("docker", "/.dockerenv", 2, 8.0, (0, 1, 2, 3), 64 << 30, 64 << 20)
 
 
 def _snapshot() -> Snapshot:
-    system = SystemInfo("node", "nvml", "570", "12.570", "12.8", 1, 128, "6.8", container=CONTAINER)
+    system = system_info(hostname="node", cpu_count=128, container=CONTAINER)
     gpu = GpuSample(
         0, 10.0, processes=(GpuProcess(41, None, seen="device", host_pid=81234), GpuProcess(99, 1 << 30, seen="hidden"))
     )
@@ -36,7 +35,7 @@ def _snapshot() -> Snapshot:
         psi=PsiSample(cpu_some_pct=35.0, io_full_pct=None),
         processes=(ProcSample(41, "python", run_queue_wait_pct=48.0, container="3f2a9c1b7d0e", container_pid=1),),
     )
-    return Snapshot(10.0, system, (GpuInfo(0, "H100", minor_number=3),), (gpu,), host)
+    return snapshot(10.0, [gpu], [gpu_info(minor_number=3)], host, system)
 
 
 def test_container_groups_round_trip() -> None:

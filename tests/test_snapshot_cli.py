@@ -17,6 +17,7 @@ from gputui.sources.nvml.source import NvmlSource
 from gputui.sources.sim.scenarios import SCENARIOS
 from gputui.sources.sim.source import SimulatedSource
 from gputui.textview import print_snapshot
+from tests.snapshots import system_info
 
 GPU_KEYS = {
     "index",
@@ -164,7 +165,7 @@ def test_missing_values_show_as_na(capsys: pytest.CaptureFixture[str]) -> None:
     source.open()
     snap = source.sample()
     bare = model.GpuSample(index=0, timestamp=snap.timestamp)
-    print_snapshot(model.Snapshot(snap.timestamp, snap.system, snap.gpu_info, (bare,), model.HostSample(0.0)))
+    print_snapshot(dataclasses.replace(snap, gpus=(bare,), host=model.HostSample(0.0)))
     out = capsys.readouterr().out
     assert "n/a / 1980 MHz" in out and "clock events: n/a" in out and "iowait n/a" in out
     assert "host  CPU n/a  iowait" in out and "0 cores" not in out  # no per-core figures: not a host of 0 cores
@@ -193,9 +194,7 @@ def test_live_data_has_no_banner(capsys: pytest.CaptureFixture[str]) -> None:
     source = SimulatedSource("healthy", gpu_count=1)
     source.open()
     snap = source.sample()
-    live = model.Snapshot(
-        snap.timestamp, model.SystemInfo("node1", "nvml", "570.1", "12.570.1", "12.8", 1, 8, "6.8"), (), (), snap.host
-    )
+    live = dataclasses.replace(snap, system=system_info(hostname="node1"), gpu_info=(), gpus=())
     print_snapshot(live)
     out = capsys.readouterr().out
     assert "SIMULATED" not in out and out.startswith("node1")

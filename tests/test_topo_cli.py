@@ -9,19 +9,11 @@ import pytest
 
 from gputui.cli import main
 from gputui.commands import topo
-from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo, Topology
+from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, Topology
+from tests.snapshots import snapshot, system_info
 from tests.topologies import NVSWITCH_AFFINITY, nvswitch8, pcie_box4, single
 
-SYSTEM = SystemInfo(
-    hostname="box",
-    source="nvml",
-    driver_version="570.133.20",
-    nvml_version="12.570.133.20",
-    cuda_driver_version="12.8",
-    gpu_count=0,
-    cpu_count=224,
-    kernel="6.8",
-)
+SYSTEM = system_info(gpu_count=0, cpu_count=224)
 
 
 def machine(topology: Topology | None, gpus: int, *, nvlink: bool = False, source: str = "nvml") -> Snapshot:
@@ -35,7 +27,7 @@ def machine(topology: Topology | None, gpus: int, *, nvlink: bool = False, sourc
         for i in range(gpus)
     )
     system = dataclasses.replace(SYSTEM, gpu_count=gpus, topology=topology, source=source)  # type: ignore[arg-type]
-    return Snapshot(timestamp=0.0, system=system, gpu_info=infos, gpus=samples, host=HostSample(timestamp=0.0))
+    return snapshot(0.0, samples, infos, HostSample(0.0), system)
 
 
 def run_topo(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, snap: Snapshot, *args: str) -> str:
@@ -94,8 +86,24 @@ def test_simulated_is_labelled_first_and_last(
 
 
 def test_demo_runs_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
+    """The simulated machine's own topology, read through the source and labelled: four H100 SXM on an NVSwitch,
+    two per socket, every link up and every pair able to reach its peer."""
     assert main(["topo", "--demo", "healthy"]) == 0
-    assert capsys.readouterr().out.startswith("SIMULATED")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == lines[-1] == "SIMULATED (scenario healthy) - not live data from this machine"
+    assert lines[1].startswith("sim-healthy  driver 570.133.20  CUDA 12.8  4 GPUs  32 CPUs  ")
+    assert lines[2].split() == ["GPU0", "GPU1", "GPU2", "GPU3", "NUMA", "CPU", "affinity", "NVLink"]
+    assert [line.split() for line in lines[3:7]] == [
+        ["GPU0", "X", "NV18", "NV18", "NV18", "0", "0-15", "18/18"],
+        ["GPU1", "NV18", "X", "NV18", "NV18", "0", "0-15", "18/18"],
+        ["GPU2", "NV18", "NV18", "X", "NV18", "1", "16-31", "18/18"],
+        ["GPU3", "NV18", "NV18", "NV18", "X", "1", "16-31", "18/18"],
+    ]
+    assert "Legend:" in lines
+    p2p = lines.index("P2P (peer read and write between the pair): OK, no, n/a (not read)")
+    assert [line.split()[1:] for line in lines[p2p + 2 : p2p + 6]] == [
+        ["OK"] * i + ["X"] + ["OK"] * (3 - i) for i in range(4)
+    ]
 
 
 @pytest.mark.parametrize(

@@ -43,14 +43,21 @@ def _mountinfo_line(number: int, mount_root: str, point: str, fstype: str, optio
 
 
 def cgroup_v1(
-    root: Path, group: str = "/docker/abc", *, comounted: bool = False, mount_root: str = "/"
+    root: Path,
+    group: str = "/docker/abc",
+    *,
+    comounted: bool = False,
+    mount_root: str = "/",
+    unified: str | None = None,
 ) -> dict[str, Path]:
     """A cgroup v1 layout: cpu and cpuacct (separate, or co-mounted as `cpu,cpuacct` the way systemd does),
     cpuset and memory, each mounted at /sys/fs/cgroup/<name> with its root at `mount_root`, this process in
     `group`. Returns {controller: the group's directory}.
 
     A cgroup namespace (or a container's private mount) is `group="/"` with `mount_root` the real group: the
-    mount point itself is the group.
+    mount point itself is the group. `unified` makes it systemd's hybrid layout: a v2 tree with no controllers
+    at /sys/fs/cgroup/unified besides, this process in its group `unified` there ("0::<unified>"), returned
+    under the key "unified".
     """
     hierarchies: list[tuple[str, tuple[str, ...]]]
     hierarchies = [("cpu,cpuacct", ("cpu", "cpuacct"))] if comounted else [("cpu", ("cpu",)), ("cpuacct", ("cpuacct",))]
@@ -67,6 +74,10 @@ def cgroup_v1(
     if comounted:  # systemd links the single names to the co-mounted hierarchy
         for name in ("cpu", "cpuacct"):
             (root / CGROUP_FS / name).symlink_to("cpu,cpuacct")
+    if unified is not None:
+        cgroup_lines.append(f"0::{unified}")
+        mount_lines.append(_mountinfo_line(40, "/", f"{CGROUP_FS}/unified", "cgroup2", "rw,nsdelegate"))
+        dirs["unified"] = make_group(root / CGROUP_FS / "unified", unified)
     write(root, "proc/self/cgroup", "\n".join(cgroup_lines) + "\n")
     write(root, "proc/self/mountinfo", "\n".join(mount_lines) + "\n")
     return dirs
@@ -97,12 +108,16 @@ def v1_counters(cpu: Path, cpuacct: Path, *, usage_ns: int, periods: int, thrott
     (cpu / "cpu.stat").write_text(f"nr_periods {periods}\nnr_throttled {throttled}\nthrottled_time {throttled_ns}\n")
 
 
-def v2_cpu_stat(group: Path, *, usage_us: int, periods: int, throttled: int, throttled_us: int) -> None:
-    """v2 cpu.stat: usage_usec, nr_periods, nr_throttled, throttled_usec (µs)."""
-    (group / "cpu.stat").write_text(
-        f"usage_usec {usage_us}\nuser_usec {usage_us // 2}\nsystem_usec {usage_us // 2}\n"
-        f"nr_periods {periods}\nnr_throttled {throttled}\nthrottled_usec {throttled_us}\n"
-    )
+def v2_cpu_stat(
+    group: Path, *, usage_us: int, periods: int | None = None, throttled: int = 0, throttled_us: int = 0
+) -> None:
+    """v2 cpu.stat: usage_usec, then nr_periods, nr_throttled, throttled_usec (µs). Without `periods` only the
+    three usage lines, as the kernel writes the file of a group whose cpu controller is not enabled (and of the
+    root group, since 5.8)."""
+    text = f"usage_usec {usage_us}\nuser_usec {usage_us // 2}\nsystem_usec {usage_us // 2}\n"
+    if periods is not None:
+        text += f"nr_periods {periods}\nnr_throttled {throttled}\nthrottled_usec {throttled_us}\n"
+    (group / "cpu.stat").write_text(text)
 
 
 def pressure(path: Path, some_total_us: int, full_total_us: int | None = None, some_avg10: float = 0.0) -> Path:

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from gputui.model import parse_cpus
+from gputui.model import ContainerSample, PsiSample, parse_cpus
 from gputui.sources.host.cgroup import (
+    CgroupDirs,
     CgroupReader,
     host_oom_kills,
     keyed,
@@ -517,6 +518,200 @@ def test_shm_size_of_a_real_directory(tmp_path: Path) -> None:
     assert size is not None and size > 0
     assert used is not None and 0 <= used <= size
     assert read_cgroup(tmp_path).info.shm_bytes == size
+
+
+# --- cgroup v2 as the kernel lays it out (Documentation/admin-guide/cgroup-v2.rst) ------------------------------
+# cpu.max, memory.max, memory.current and memory.events exist on non-root groups only; cpu.stat on every group,
+# the root too since 5.8, with usage_usec/user_usec/system_usec always and nr_periods/nr_throttled/
+# throttled_usec only where the cpu controller is enabled; memory.events counts oom_kill since 4.13.
+
+
+def test_hybrid_v1_with_a_v2_tree_beside_reads_the_v1_controllers(tmp_path: Path, clock: Clock) -> None:
+    """systemd's hybrid layout (this project's own test machine): v1 controllers, plus a v2 tree without
+    controllers at /sys/fs/cgroup/unified and a "0::" line. The limits are the v1 hierarchies'; a cpu.max or
+    pressure file in the unified tree is not read, PSI is the machine's."""
+    dirs = cgroup_v1(tmp_path, group="/slurm/job_7", unified="/system.slice/slurmd.service")
+    v1_limits(dirs["cpu"], quota_us=200_000, memory=dirs["memory"], limit=str(GIB))
+    (dirs["unified"] / "cpu.max").write_text("50000 100000\n")
+    (dirs["unified"] / "memory.max").write_text(f"{GIB // 4}\n")
+    pressure(dirs["unified"] / "cpu.pressure", some_total_us=0, some_avg10=90.0)
+    pressure(tmp_path / "proc/pressure/cpu", some_total_us=0, some_avg10=4.0)
+    cgroup = read_cgroup(tmp_path)
+    assert cgroup.info.cgroup_version == 1
+    assert (cgroup.info.cpu_quota_cores, cgroup.info.memory_limit_bytes) == (2.0, GIB)
+    assert (cgroup.dirs.cpu, cgroup.dirs.memory, cgroup.dirs.pressure) == (dirs["cpu"], dirs["memory"], None)
+    _, psi = CgroupReader(cgroup, tmp_path, clock).sample()
+    assert psi is not None and psi.cpu_some_pct == 4.0
+
+
+def test_v2_without_its_mount_knows_the_version_not_the_files(tmp_path: Path, clock: Clock) -> None:
+    """ "0::/group" but no cgroup2 line in mountinfo (a container that does not mount /sys/fs/cgroup): v2 known,
+    every group figure unknown; PSI falls back to the machine's."""
+    write(tmp_path, "proc/self/cgroup", "0::/system.slice/docker-abc.scope\n")
+    write(tmp_path, "proc/self/mountinfo", "22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw\n")
+    make_group(tmp_path / CGROUP_FS, "/system.slice/docker-abc.scope")
+    cgroup = read_cgroup(tmp_path)
+    assert cgroup.info.cgroup_version == 2
+    assert cgroup.dirs == CgroupDirs(2)
+    pressure(tmp_path / "proc/pressure/io", some_total_us=0, full_total_us=0, some_avg10=7.0)
+    container, psi = CgroupReader(cgroup, tmp_path, clock).sample()
+    assert container == ContainerSample()  # known to be a group, nothing of it readable: all None, no 0
+    assert psi is not None and psi.io_some_pct == 7.0
+
+
+def test_v2_the_root_group_has_no_limits_and_counts_no_throttling(tmp_path: Path, clock: Clock) -> None:
+    """A process in the root group ("0::/", no namespace): no cpu.max, memory.max, memory.current or
+    memory.events exist there, and its cpu.stat has usage only. Nothing reads as a limit or as 0."""
+    root_group = cgroup_v2(tmp_path, group="/")
+    assert root_group == tmp_path / CGROUP_FS
+    v2_cpu_stat(root_group, usage_us=10_000_000)
+    cgroup = read_cgroup(tmp_path)
+    assert cgroup.dirs.cpu == root_group
+    assert (cgroup.info.cpu_quota_cores, cgroup.info.memory_limit_bytes, cgroup.info.cpuset_cpus) == (None, None, None)
+    reader = CgroupReader(cgroup, tmp_path, clock)
+    reader.sample()
+    clock.advance(1.0)
+    v2_cpu_stat(root_group, usage_us=14_000_000)
+    assert reader.sample()[0] == ContainerSample()
+
+
+def test_v2_cpu_stat_without_the_cpu_controller_leaves_throttling_unknown(tmp_path: Path, clock: Clock) -> None:
+    """A group whose parent did not enable the cpu controller for it: cpu.stat has the usage lines only, so
+    throttling is unknown, not "never throttled"; the quota set higher up still binds and is read there."""
+    group = cgroup_v2(tmp_path, group="/user.slice/user-1000.slice/session-3.scope")
+    v2_cpu_stat(group, usage_us=0)
+    cgroup = read_cgroup(tmp_path)
+    reader = CgroupReader(cgroup, tmp_path, clock)
+    reader.sample()
+    clock.advance(1.0)
+    v2_cpu_stat(group, usage_us=500_000)
+    container, _ = reader.sample()
+    assert container is not None
+    assert (container.cpu_throttled_pct, container.cpu_throttled_s, container.cpu_pct_of_quota) == (None, None, None)
+
+    (group.parent / "cpu.max").write_text("100000 100000\n")  # the user's slice: one core
+    v2_cpu_stat(group.parent, usage_us=0, periods=0)
+    cgroup = read_cgroup(tmp_path)
+    assert (cgroup.info.cpu_quota_cores, cgroup.dirs.cpu) == (1.0, group.parent)
+    reader = CgroupReader(cgroup, tmp_path, clock)
+    reader.sample()
+    clock.advance(1.0)
+    v2_cpu_stat(group.parent, usage_us=900_000, periods=10, throttled=2, throttled_us=50_000)
+    container, _ = reader.sample()
+    assert container is not None
+    assert container.cpu_pct_of_quota == pytest.approx(90.0)
+    assert container.cpu_throttled_pct == pytest.approx(20.0)
+    assert container.cpu_throttled_s == pytest.approx(0.05)
+
+
+def test_v2_nested_groups_the_tightest_limit_binds_whatever_its_period(tmp_path: Path) -> None:
+    """Three levels, each its own `max`, quota and period: the tightest in cores and in bytes wins, and the
+    counters are read in the group that sets the quota."""
+    group = cgroup_v2(tmp_path, group="/kubepods.slice/kubepods-pod1.slice/cri-containerd-abc.scope")
+    pod, kubepods = group.parent, group.parent.parent
+    (group / "cpu.max").write_text("max 100000\n")
+    (pod / "cpu.max").write_text("150000 50000\n")  # 3 cores in 50 ms periods
+    (kubepods / "cpu.max").write_text("25000 10000\n")  # 2.5 cores in 10 ms periods
+    (group / "memory.max").write_text(f"{8 * GIB}\n")
+    (pod / "memory.max").write_text(f"{6 * GIB}\n")
+    (kubepods / "memory.max").write_text("max\n")
+    cgroup = read_cgroup(tmp_path)
+    assert cgroup.info.cpu_quota_cores == 2.5
+    assert cgroup.dirs.cpu == kubepods
+    assert cgroup.info.memory_limit_bytes == 6 * GIB
+    assert cgroup.dirs.memory == group  # usage and OOM kills stay the group's own
+
+
+def test_v2_max_everywhere_is_no_limit_and_the_group_keeps_its_own_counters(tmp_path: Path) -> None:
+    group = cgroup_v2(tmp_path, group="/pod/ctr")
+    for level in (group, group.parent):
+        (level / "cpu.max").write_text("max 100000\n")
+        (level / "memory.max").write_text("max\n")
+    cgroup = read_cgroup(tmp_path)
+    assert (cgroup.info.cpu_quota_cores, cgroup.info.memory_limit_bytes) == (None, None)
+    assert cgroup.dirs.cpu == group
+
+
+def test_v2_limits_stop_at_the_mount_a_namespace_sees(tmp_path: Path) -> None:
+    """Inside a cgroup namespace whose init moved to /init.scope (systemd in a container), the container's own
+    group is the mount point: its cpu.max binds; a file above the mount (no cgroup.procs, no group) is not read."""
+    group = cgroup_v2(tmp_path, group="/init.scope")
+    mount = tmp_path / CGROUP_FS
+    assert group == mount / "init.scope"
+    (mount / "cpu.max").write_text("400000 100000\n")
+    (mount / "memory.max").write_text(f"{16 * GIB}\n")
+    (mount.parent / "cpu.max").write_text("10000 100000\n")
+    (mount.parent / "memory.max").write_text(f"{GIB}\n")
+    info = read_cgroup(tmp_path).info
+    assert (info.cpu_quota_cores, info.memory_limit_bytes) == (4.0, 16 * GIB)
+
+
+def test_v2_memory_is_read_anew_each_sample_and_a_missing_oom_kill_line_is_unknown(
+    tmp_path: Path, clock: Clock
+) -> None:
+    """memory.current each sample; memory.events before 4.13 (no oom_kill line) reads None, not 0, and once the
+    line is there its count is read as the kernel keeps it (cumulative)."""
+    group = cgroup_v2(tmp_path)
+    (group / "memory.max").write_text(f"{4 * GIB}\n")
+    (group / "memory.current").write_text(f"{GIB}\n")
+    (group / "memory.events").write_text("low 0\nhigh 0\nmax 12\noom 1\n")
+    reader = CgroupReader(read_cgroup(tmp_path), tmp_path, clock)
+    first, _ = reader.sample()
+    assert first is not None
+    assert (first.memory_used_bytes, first.memory_limit_bytes, first.oom_kills) == (GIB, 4 * GIB, None)
+    clock.advance(1.0)
+    (group / "memory.current").write_text(f"{3 * GIB}\n")
+    (group / "memory.events").write_text("low 0\nhigh 0\nmax 40\noom 3\noom_kill 2\n")
+    second, _ = reader.sample()
+    assert second is not None
+    assert (second.memory_used_bytes, second.oom_kills) == (3 * GIB, 2)
+
+
+def test_v2_psi_of_all_three_resources_comes_from_the_group(tmp_path: Path, clock: Clock) -> None:
+    """cpu.pressure, io.pressure and memory.pressure of the group, `full` lines included; the machine's
+    /proc/pressure is not mixed in."""
+    group = cgroup_v2(tmp_path, group="/pod/ctr")
+    pressure(group / "cpu.pressure", some_total_us=0, full_total_us=0)
+    pressure(group / "io.pressure", some_total_us=0, full_total_us=0)
+    pressure(group / "memory.pressure", some_total_us=0, full_total_us=0)
+    for resource in ("cpu", "io", "memory"):
+        pressure(tmp_path / "proc/pressure" / resource, some_total_us=0, full_total_us=0, some_avg10=50.0)
+    reader = CgroupReader(read_cgroup(tmp_path), tmp_path, clock)
+    reader.sample()
+    clock.advance(2.0)
+    pressure(group / "cpu.pressure", some_total_us=200_000, full_total_us=0)
+    pressure(group / "io.pressure", some_total_us=1_000_000, full_total_us=400_000)
+    pressure(group / "memory.pressure", some_total_us=100_000, full_total_us=20_000)
+    for resource in ("cpu", "io", "memory"):
+        pressure(tmp_path / "proc/pressure" / resource, some_total_us=2_000_000, full_total_us=2_000_000)
+    _, psi = reader.sample()
+    assert psi == PsiSample(
+        cpu_some_pct=pytest.approx(10.0),
+        io_some_pct=pytest.approx(50.0),
+        io_full_pct=pytest.approx(20.0),
+        memory_some_pct=pytest.approx(5.0),
+        memory_full_pct=pytest.approx(1.0),
+    )
+
+
+def test_v2_a_group_without_pressure_files_has_no_psi_not_the_machines(tmp_path: Path, clock: Clock) -> None:
+    """PSI off for the group (psi=0, or a kernel before 4.20): the group's pressure is unknown; the machine's
+    figures are not passed off as the group's."""
+    cgroup_v2(tmp_path)
+    pressure(tmp_path / "proc/pressure/cpu", some_total_us=0, some_avg10=60.0)
+    assert CgroupReader(read_cgroup(tmp_path), tmp_path, clock).sample()[1] is None
+
+
+def test_v2_stray_lines_in_cgroup_and_pressure_files_are_passed_over(tmp_path: Path, clock: Clock) -> None:
+    """A line that is not "id:controllers:path" in /proc/self/cgroup, and blank or incomplete lines in a
+    pressure file, are skipped; the readable rest is still read."""
+    group = cgroup_v2(tmp_path, group="/pod/ctr")
+    write(tmp_path, "proc/self/cgroup", "garbage\n0::/pod/ctr\n")
+    (group / "io.pressure").write_text("\nsome avg10=2.50 avg60=0.00 avg300=0.00 total=100\nfull avg10=oops total=9\n")
+    cgroup = read_cgroup(tmp_path)
+    assert cgroup.dirs.cpu == group
+    _, psi = CgroupReader(cgroup, tmp_path, clock).sample()
+    assert psi == PsiSample(io_some_pct=2.5)
 
 
 def test_make_group_marks_every_level(tmp_path: Path) -> None:

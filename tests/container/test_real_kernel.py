@@ -1,9 +1,10 @@
 """gputui.sources.host.cgroup and procfs against the real kernel: a CPU quota that really throttles, and a process in
 its own PID namespace holding a file named like a GPU's device.
 
-These need root, a writable cgroup v1 cpu hierarchy and `unshare`; each skips with its reason where the machine
-lacks one. Everything they create (a cgroup, a child process, a namespace) is removed in a `finally`, even when
-an assertion fails. The CPU figures are measured over a real 1.5 s, so their bounds are wide.
+These need root, a writable cgroup v1 cpu hierarchy and `unshare`; where the machine lacks one each skips, and
+its reason (listed by -rs at the end of the run) says which check did not run and why. Everything they create
+(a cgroup, a child process, a namespace) is removed in a `finally`, even when an assertion fails. The CPU
+figures are measured over a real 1.5 s, so their bounds are wide.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
@@ -56,9 +58,20 @@ def _v1_mounts() -> dict[str, _Mount]:
     return out
 
 
-def _require_root() -> None:
+# What each test checks, named in its skip reason: -rs lists a skip under the line that raised it, here a
+# fixture's or a helper's, which does not say which test it stopped.
+QUOTA_CHECK = "a real cgroup v1 CPU quota throttling a busy child, read through read_cgroup and CgroupReader"
+PID_NAMESPACE_CHECK = "a process in its own PID namespace holding /dev/nvidia250, found under its PID here"
+DEVICE_NUMBER_CHECK = "device nodes under other names counted by their numbers (195:3 as /dev/gpu3 is GPU 3)"
+
+
+def _skip(check: str, why: str) -> NoReturn:
+    pytest.skip(f"real-kernel check not run: {check}; {why}")
+
+
+def _require_root(check: str, needs: str) -> None:
     if os.geteuid() != 0:
-        pytest.skip("needs root: creating a cgroup, moving a process and unsharing namespaces are privileged")
+        _skip(check, f"needs root ({needs}), running as uid {os.geteuid()}")
 
 
 @dataclass(frozen=True)
@@ -73,10 +86,11 @@ class QuotaGroup:
 
 @pytest.fixture
 def quota_group() -> Iterator[QuotaGroup]:
-    _require_root()
+    _require_root(QUOTA_CHECK, "creating a cgroup and moving a process into it are privileged")
     mounts = _v1_mounts()
     if "cpu" not in mounts or "cpuacct" not in mounts:
-        pytest.skip("no cgroup v1 cpu and cpuacct hierarchies mounted here")
+        missing = " and ".join(c for c in ("cpu", "cpuacct") if c not in mounts)
+        _skip(QUOTA_CHECK, f"no cgroup v1 {missing} hierarchy is mounted here (a v2-only machine has none)")
     name = f"gputui-test-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     groups: dict[str, Path] = {}
     child: subprocess.Popen[bytes] | None = None
@@ -87,7 +101,7 @@ def quota_group() -> Iterator[QuotaGroup]:
                 try:
                     path.mkdir()
                 except OSError as error:
-                    pytest.skip(f"the cgroup fs is not writable here: {error}")
+                    _skip(QUOTA_CHECK, f"cannot make a group in {mounts[controller].point}: {error}")
             groups[controller] = path
         (groups["cpu"] / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
         (groups["cpu"] / "cpu.cfs_quota_us").write_text(f"{QUOTA_US}\n")
@@ -155,17 +169,19 @@ def _children(pid: int) -> list[int]:
 
 
 @contextlib.contextmanager
-def _namespaced(setup: str, holder: str) -> Iterator[tuple[int, int]]:
+def _namespaced(check: str, setup: str, holder: str) -> Iterator[tuple[int, int]]:
     """Run Python `holder` as the first process of a new PID and mount namespace, after shell `setup` ran there;
-    yields (its PID here, its PID there) once it prints "ready <pid>". Skips when unshare is refused.
+    yields (its PID here, its PID there) once it prints "ready <pid>". Skips, naming `check`, when unshare is
+    missing or refused.
 
     Nothing outside changes: the mount namespace is private (`--propagation private`), so what `setup` mounts
     (a tmpfs over /dev) exists there alone and goes when the namespace's last process exits. `--kill-child`
     ends the child when unshare dies; the child is also killed here, and sleeps no more than a minute anyway.
     """
-    _require_root()
-    if shutil.which("unshare") is None or shutil.which("mount") is None:
-        pytest.skip("unshare or mount is not installed")
+    _require_root(check, "unsharing the PID and mount namespaces and mounting over /dev are privileged")
+    missing = [tool for tool in ("unshare", "mount") if shutil.which(tool) is None]
+    if missing:
+        _skip(check, f"{' and '.join(missing)} not found on PATH")
     command = ["unshare", "--mount", "--propagation", "private", "--pid", "--fork", "--mount-proc", "--kill-child"]
     script = f'{setup} && exec {sys.executable} -c "$0"'
     unshare = subprocess.Popen(
@@ -183,7 +199,7 @@ def _namespaced(setup: str, holder: str) -> Iterator[tuple[int, int]]:
         if not line.startswith("ready"):
             unshare.kill()
             error = unshare.stderr.read().decode().strip()
-            pytest.skip(f"unshare is not permitted here: {error or 'no answer from the child'}")
+            _skip(check, f"unshare is refused here: {error or 'no answer from the child in 20 s'}")
         host_pids = _children(unshare.pid)
         assert len(host_pids) == 1, host_pids
         yield host_pids[0], int(line.split()[1])
@@ -208,7 +224,7 @@ def test_a_gpu_user_in_its_own_pid_namespace_is_found() -> None:
     """
     existed = Path(f"/dev/nvidia{FAKE_MINOR}").exists()
     holder = HOLD_PREAMBLE + f"device = open('/dev/nvidia{FAKE_MINOR}', 'w')"
-    with _namespaced("mount -t tmpfs gputui-test /dev", holder) as (host_pid, pid_inside):
+    with _namespaced(PID_NAMESPACE_CHECK, "mount -t tmpfs gputui-test /dev", holder) as (host_pid, pid_inside):
         assert pid_inside == 1  # sh was the namespace's first process and exec'd python
         assert host_pid != pid_inside
         users = GpuUsers(Path("/")).scan()
@@ -228,7 +244,7 @@ def test_a_device_node_counts_by_its_numbers_not_its_name() -> None:
     nodes = {"/dev/gpu3": 3, "/dev/nvidia-modeset": 254, "/dev/nvidiactl": 255}
     setup = " && ".join(["mount -t tmpfs gputui-test /dev"] + [f"mknod {path} c 195 {n}" for path, n in nodes.items()])
     holder = HOLD_PREAMBLE + f"held = [os.open(path, os.O_PATH) for path in {sorted(nodes)!r}]"
-    with _namespaced(setup, holder) as (host_pid, _):
+    with _namespaced(DEVICE_NUMBER_CHECK, setup, holder) as (host_pid, _):
         assert device_minors(host_pid) == frozenset({3})
         assert holds_device(host_pid, 254) is False
         assert host_pid in GpuUsers(Path("/")).scan().get(3, ())

@@ -9,8 +9,9 @@ from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules.container import cpu_throttled, memory_limit, oom_kill, shm_small, workers_oversubscribed
 from gputui.diagnostics.rules.starvation import starvation_cpu, starvation_io
 from gputui.model import ContainerInfo, ContainerSample, GpuProcess, PsiSample
-from tests.diagnostics.builders import GIB, SYSTEM, gpu, host, proc, series
+from tests.diagnostics.builders import SYSTEM, series
 from tests.diagnostics.test_rules import TH, evidence, run, starved, steady
+from tests.snapshots import GIB, gpu, host, proc
 
 MIB = 1 << 20
 # 8 CPUs of quota on a 128-core host, Docker's 64 MiB /dev/shm, a 64 GiB memory limit.

@@ -210,7 +210,12 @@ def test_live_source_reads_torch_cuda_in_a_child_and_checks_it(
 def test_config_can_disable_a_rule(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "c.toml"
     config.write_text("[diagnostics]\ndisabled = ['gpu_contention']\n", encoding="utf-8")
+    assert main(["diagnose", "--demo", "contention"]) == 1
+    assert "[gpu_contention, for 10s]" in capsys.readouterr().out
     assert main(["diagnose", "--demo", "contention", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    assert "gpu_contention" not in out and "Contended" not in out
+    assert "No findings above info: the GPUs look healthy." in out
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,8 @@ from gputui.diagnostics.rules.efficiency import low_sm_activity, memory_bound, t
 from gputui.diagnostics.rules.sharing import gpu_contention
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import GpuProcess, Snapshot
-from tests.diagnostics.builders import GIB, gpu, host, proc, series
+from tests.diagnostics.builders import series
+from tests.snapshots import GIB, gpu, host, proc
 
 TH = Thresholds()
 EFFICIENCY = {"low_sm_activity", "tensor_cores_idle", "memory_bound"}

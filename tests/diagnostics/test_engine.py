@@ -9,7 +9,8 @@ from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState, unava
 from gputui.diagnostics.findings import Finding, Severity, finding_to_dict
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import Snapshot
-from tests.diagnostics.builders import T0, gpu, info, snap
+from tests.diagnostics.builders import T0, snap
+from tests.snapshots import gpu, gpu_info
 
 
 def warm(t: float, temp: float, index: int = 0) -> Snapshot:
@@ -87,7 +88,7 @@ def test_worst_value_is_kept_in_the_rules_direction() -> None:
 def test_active_is_sorted_worst_first() -> None:
     engine = DiagnosticsEngine()
     capped = gpu(1, power_limit_w=400.0, clock_event_reasons_mask=0x4)
-    snaps = [snap(t, gpus=[gpu(0, temperature_c=86.0), capped], infos=[info(0), info(1)]) for t in range(4)]
+    snaps = [snap(t, gpus=[gpu(0, temperature_c=86.0), capped], infos=[gpu_info(0), gpu_info(1)]) for t in range(4)]
     state = feed(engine, snaps)
     assert [(f.rule, f.severity) for f in state.active] == [
         ("power_cap", Severity.CRITICAL),

@@ -14,7 +14,8 @@ from gputui.diagnostics.rules.base import Check, Hit, Window
 from gputui.diagnostics.rules.interconnect import numa_mismatch, nvlink_down, nvlink_errors, p2p_unavailable
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import NVSWITCH, GpuSample, ProcSample, Snapshot, Topology
-from tests.diagnostics.builders import SYSTEM, gpu, host, info, proc, series
+from tests.diagnostics.builders import SYSTEM, series
+from tests.snapshots import gpu, gpu_info, host, proc
 
 TH = Thresholds()
 AFFINITY = ("0-31,64-95",) * 4 + ("32-63,96-127",) * 4
@@ -57,7 +58,7 @@ def box(
     links reaching `remotes(index)` (None: not read)."""
     system = replace(SYSTEM, gpu_count=len(samples), topology=topo)
     infos = [
-        info(g.index, nvlink_links_total=links_total, nvlink_remote=remotes(g.index) if remotes else None)
+        gpu_info(g.index, nvlink_links_total=links_total, nvlink_remote=remotes(g.index) if remotes else None)
         for g in samples
     ]
     hosts = host(procs or [proc(g.index + 100, cmdline=f"python3 train.py --local-rank={g.index}") for g in samples])

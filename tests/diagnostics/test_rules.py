@@ -33,7 +33,8 @@ from gputui.diagnostics.rules.starvation import cpu_contention, starvation_cpu, 
 from gputui.diagnostics.rules.thermal import thermal_margin, thermal_throttle
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import ContainerInfo, GpuProcess, GpuSample, Snapshot
-from tests.diagnostics.builders import GIB, SYSTEM, gpu, host, info, proc, series, snap
+from tests.diagnostics.builders import SYSTEM, series, snap
+from tests.snapshots import GIB, gpu, gpu_info, host, proc
 
 TH = Thresholds()
 
@@ -113,7 +114,7 @@ def test_thermal_margin_within_5c_of_slowdown() -> None:
 
 def test_thermal_margin_gives_way_to_throttling_and_needs_a_threshold() -> None:
     assert run(thermal_margin, steady(gpus=[gpu(temperature_c=88.0, clock_event_reasons_mask=0x20)])) == []
-    no_threshold = [info(temperature_slowdown_c=None)]
+    no_threshold = [gpu_info(temperature_slowdown_c=None)]
     assert run(thermal_margin, steady(gpus=[gpu(temperature_c=88.0)], infos=no_threshold)) == []
 
 
@@ -282,7 +283,7 @@ def test_idle_gpu_at_gen1_is_healthy() -> None:
 
 
 def test_pcie_slot_limited_when_the_system_max_is_below_the_gpus() -> None:
-    [hit] = run(pcie_slot_limited, steady(gpus=[gpu(pcie_gen=4)], infos=[info(pcie_max_gen=4)]))
+    [hit] = run(pcie_slot_limited, steady(gpus=[gpu(pcie_gen=4)], infos=[gpu_info(pcie_max_gen=4)]))
     assert hit.params == {"gpu": 0, "system": 4, "gpu_max": 5}
     assert run(pcie_slot_limited, steady()) == []
 
@@ -295,7 +296,7 @@ def test_pcie_errors_when_replays_grow() -> None:
 
 def test_pcie_saturated_for_most_of_the_window() -> None:
     gen3 = {"pcie_gen": 3, "pcie_width": 16}
-    [hit] = run(pcie_saturated, steady(gpus=[gpu(pcie_rx_bytes_s=14e9, **gen3)], infos=[info(pcie_max_gen=3)]))
+    [hit] = run(pcie_saturated, steady(gpus=[gpu(pcie_rx_bytes_s=14e9, **gen3)], infos=[gpu_info(pcie_max_gen=3)]))
     assert hit.params["direction"] == "RX"
     bursts = series(10, lambda i: {"gpus": [gpu(pcie_rx_bytes_s=14e9 if i < 3 else 2e9, **gen3)]})
     assert run(pcie_saturated, bursts) == []

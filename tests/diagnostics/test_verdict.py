@@ -15,8 +15,11 @@ from gputui.diagnostics.rules.base import Window
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.diagnostics.verdict import BOUNDS, CLASSES, Judgement, Verdict, VerdictTracker, judge, verdict_to_dict
 from gputui.sources.sim.scenarios import BY_NAME, SCENARIO_TABLE, TOUR
-from tests.diagnostics.builders import gpu, series
+from gputui.sources.sim.source import TOUR_SCENARIOS, TOUR_SEGMENT_S, SimulatedSource
+from tests.conftest import Clock
+from tests.diagnostics.builders import series
 from tests.diagnostics.test_scenarios import run_scenario
+from tests.snapshots import gpu
 
 TH = Thresholds()
 
@@ -29,10 +32,25 @@ def test_each_scenario_adds_up_to_its_verdict(scenario: str) -> None:
     assert (verdict.cls, *(g.cls for g in verdict.groups)) == BY_NAME[scenario].verdict
 
 
-def test_the_tour_shows_every_verdict_but_the_two_that_need_no_scenario() -> None:
-    shown = {cls for scenario in SCENARIO_TABLE for cls in scenario.verdict}
-    assert shown == set(CLASSES) - {"unknown"}  # `unknown` opens every session; `degraded` by a lost driver too
-    assert TOUR not in BY_NAME
+def test_the_tour_plays_each_scenario_to_its_verdict_and_so_shows_every_verdict() -> None:
+    """`--demo tour` as a user sees it: every scenario of the table for TOUR_SEGMENT_S in turn, one engine
+    throughout; each stage ends on its scenario's verdict, and `unknown` opens the session."""
+    clock = Clock()
+    source = SimulatedSource(TOUR, clock=clock)
+    source.open()
+    engine = DiagnosticsEngine()
+    shown: set[str] = set()
+    ended: dict[str, tuple[str, ...]] = {}
+    for t in range(int(TOUR_SEGMENT_S * len(TOUR_SCENARIOS))):
+        clock.now = float(t)
+        verdict = engine.update(source.sample()).verdict
+        assert verdict is not None
+        classes = (verdict.cls, *(g.cls for g in verdict.groups))
+        shown |= set(classes)
+        ended[source.scenario_at(clock.now)[0]] = classes  # the last tick of a stage is kept
+    assert ended == {scenario.name: scenario.verdict for scenario in SCENARIO_TABLE}
+    assert shown == set(CLASSES)
+    assert TOUR not in BY_NAME  # the tour is the table played in turn, no scene of its own
 
 
 def test_until_half_a_window_is_in_the_verdict_says_when_it_will_know() -> None:

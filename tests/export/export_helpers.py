@@ -13,54 +13,27 @@ from gputui.diagnostics.findings import Finding, Severity
 from gputui.export.metrics import ExportState
 from gputui.export.server import SnapshotCollector
 from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
-from gputui.model import (
-    ContainerSample,
-    GpuInfo,
-    GpuProcess,
-    GpuSample,
-    HostSample,
-    ProcSample,
-    PsiSample,
-    Snapshot,
-    SystemInfo,
-)
+from gputui.model import ContainerSample, GpuInfo, GpuProcess, GpuSample, ProcSample, PsiSample, Snapshot, SystemInfo
+from tests.snapshots import MIB, gpu, gpu_info, host, proc, snapshot, system_info
 
-MIB = 1 << 20
 T0 = 1_767_225_600.0
 
-SYSTEM = SystemInfo(
-    hostname="gpu01",
-    source="nvml",
-    driver_version="570.133.20",
-    nvml_version="12.570.133.20",
-    cuda_driver_version="12.8",
-    gpu_count=3,
-    cpu_count=4,
-    kernel="6.8.0",
-)
+SYSTEM = system_info(hostname="gpu01", gpu_count=3, cpu_count=4, kernel="6.8.0")
 
 
 def make_snapshot(system: SystemInfo = SYSTEM, t: float = T0) -> Snapshot:
     """GPU 0 reports everything (GPM too), GPU 1 reports little (None must stay None), GPU 2 fell off the bus."""
-    info0 = GpuInfo(
-        index=0,
-        name="NVIDIA H100 80GB HBM3",
+    info0 = gpu_info(
+        0,
         uuid="GPU-0781f3bb-da15-f334-d5db-37b3f19542d0",
         serial="1650123456789",
         pci_bus_id="00000000:18:00.0",
         memory_total_bytes=81559 * MIB,
-        max_sm_clock_mhz=1980,
-        max_memory_clock_mhz=2619,
         max_graphics_clock_mhz=1980,
         default_app_sm_clock_mhz=1755,
         default_app_memory_clock_mhz=2619,
-        pcie_max_gen=5,
-        pcie_max_width=16,
-        pcie_gpu_max_gen=5,
-        power_default_limit_w=700.0,
         power_min_limit_w=200.0,
         power_max_limit_w=700.0,
-        temperature_slowdown_c=89,
         temperature_shutdown_c=92,
         temperature_gpu_max_c=87,
         temperature_memory_max_c=95,
@@ -71,34 +44,24 @@ def make_snapshot(system: SystemInfo = SYSTEM, t: float = T0) -> Snapshot:
     )
     info1 = GpuInfo(index=1, name="NVIDIA GeForce RTX 4090")
     info2 = GpuInfo(index=2, name="NVIDIA H100 80GB HBM3", uuid="GPU-lost")
-    gpu0 = GpuSample(
-        index=0,
-        timestamp=t,
-        utilization_gpu_pct=97.0,
+    gpu0 = gpu(
+        0,
         utilization_memory_pct=41.0,
         sm_clock_mhz=1755,
-        memory_clock_mhz=2619,
         graphics_clock_mhz=1755,
         temperature_c=71.0,
         memory_temperature_c=63.0,
         power_w=612.5,
-        power_limit_w=700.0,
         memory_used_bytes=70000 * MIB,
         memory_reserved_bytes=512 * MIB,
         memory_free_bytes=11047 * MIB,
-        pcie_gen=5,
-        pcie_width=16,
         pcie_tx_bytes_s=1.5e9,
         pcie_rx_bytes_s=2.25e9,
         pcie_replay_count=3,
-        fan_pct=None,
-        pstate=0,
         clock_event_reasons_mask=0x4 | 0x20,
         power_violation_ns=5_000_000_000,
         thermal_violation_ns=1_234_000,
         energy_mj=123_456_789_012,
-        ecc_uncorrected=0,
-        retired_pages_pending=False,
         xid_events=(13, 79),
         encoder_pct=0.0,
         decoder_pct=0.0,
@@ -119,45 +82,37 @@ def make_snapshot(system: SystemInfo = SYSTEM, t: float = T0) -> Snapshot:
     )
     gpu1 = GpuSample(index=1, timestamp=t, utilization_gpu_pct=0.0, temperature_c=35.0, fan_pct=30)
     gpu2 = GpuSample(index=2, timestamp=t, lost=True, error="GPU is lost")
-    host = HostSample(
-        timestamp=t,
+    trainer = proc(
+        4242,
+        name="python",
+        cmdline="python train.py --secret-token=abc",
+        cpu_pct=99.5,
+        threads=48,
+        children=0,
+        read_bytes_s=1.25e8,
+        rss_bytes=30 << 30,
+        state="R",
+    )
+    machine = host(
+        [trainer, ProcSample(pid=4300, name="pt_data_worker")],
         cpu_pct_per_core=(100.0, 12.5, 0.0, 50.0),
         iowait_pct=7.5,
-        steal_pct=None,
         load_avg=(3.5, 2.25, 1.0),
         memory_used_bytes=64 << 30,
         memory_total_bytes=512 << 30,
         swap_used_bytes=0,
         swap_total_bytes=8 << 30,
-        swap_in_bytes_s=0.0,
-        swap_out_bytes_s=0.0,
         disk_read_bytes_s=4.5e8,
         disk_write_bytes_s=1e6,
         disk_busy_pct=88.0,
         net_rx_bytes_s=1e8,
         net_tx_bytes_s=2e7,
-        net_link_bytes_s=3.125e9,
         container=ContainerSample(
             cpu_throttled_pct=25.0, memory_used_bytes=60 << 30, memory_limit_bytes=64 << 30, oom_kills=2
         ),
         psi=PsiSample(cpu_some_pct=50.0, io_some_pct=12.5, io_full_pct=None, memory_some_pct=0.0, memory_full_pct=0.0),
-        processes=(
-            ProcSample(
-                pid=4242,
-                name="python",
-                user="alice",
-                cmdline="python train.py --secret-token=abc",
-                cpu_pct=99.5,
-                threads=48,
-                children=0,
-                read_bytes_s=1.25e8,
-                rss_bytes=30 << 30,
-                state="R",
-            ),
-            ProcSample(pid=4300, name="pt_data_worker", cpu_pct=None),
-        ),
     )
-    return Snapshot(timestamp=t, system=system, gpu_info=(info0, info1, info2), gpus=(gpu0, gpu1, gpu2), host=host)
+    return snapshot(t, (gpu0, gpu1, gpu2), (info0, info1, info2), machine, system)
 
 
 FINDINGS = (

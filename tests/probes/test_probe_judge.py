@@ -7,22 +7,24 @@ from typing import Any
 import pytest
 
 from gputui.diagnostics.findings import Severity
-from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, Snapshot, SystemInfo
+from gputui.model import GpuProcess, GpuSample, HostSample, Snapshot
 from gputui.probes.findings import to_finding
 from gputui.probes.judge import judge_run, link_under_load, other_users, pcie_link, rejudge_pcie
 from gputui.probes.protocol import Error, Result
 from gputui.probes.reference import PcieLink
+from tests.snapshots import snapshot, system_info
 
-SYSTEM = SystemInfo("box", "nvml", "550.54", "12.550", "12.4", 1, 32, "6.8")
-INFO = GpuInfo(index=0, name="NVIDIA H100 80GB HBM3", pcie_max_gen=5, pcie_max_width=16)
+SYSTEM = system_info(cpu_count=32)
 T0 = 1000.0
 THERMAL = 0x20
 POWER_CAP = 0x4
 
 
 def snap(t: float, **fields: Any) -> Snapshot:
-    sample = GpuSample(index=0, timestamp=T0 + t, **fields)
-    return Snapshot(T0 + t, SYSTEM, (INFO,), (sample,), HostSample(T0 + t))
+    """A tick at T0 + t whose GPU reports only `fields`: what the judge reads and nothing it might read instead."""
+    return snapshot(
+        T0 + t, [GpuSample(index=0, timestamp=T0 + t, **fields)], host_sample=HostSample(T0 + t), system=SYSTEM
+    )
 
 
 def stress_run(seconds: int, clock: Any, reasons: Any, temp: Any) -> list[Snapshot]:

@@ -12,7 +12,7 @@ import pytest
 
 from gputui.cli import main
 from gputui.diagnostics.findings import Severity
-from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo, Topology
+from gputui.model import GpuSample, HostSample, Snapshot, Topology
 from gputui.probes import worker
 from gputui.probes.findings import to_finding
 from gputui.probes.judge import peer_links
@@ -31,6 +31,7 @@ from gputui.probes.runner import ProbeRequest, ProbeRunner
 from gputui.probes.worker import EXIT_USAGE
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.nvml import source as nvml_source
+from tests.snapshots import snapshot, system_info
 
 H100 = "NVIDIA H100 80GB HBM3"
 GEN4_X16 = PcieLink(4, 16, 4, 16)
@@ -151,11 +152,11 @@ def test_the_worker_refuses_a_gpu_as_its_own_peer() -> None:
 
 
 def _box(matrix: tuple[tuple[str | None, ...], ...] | None) -> Snapshot:
-    infos = tuple(GpuInfo(index=i, name=H100, pcie_max_gen=5, pcie_max_width=16) for i in (0, 1, 2))
+    """Three idle H100s, their links stepped down to Gen1 x16 (of Gen5 x16), joined as `matrix` says."""
     topology = Topology(matrix, (), (), ()) if matrix is not None else None
-    system = SystemInfo("box", "nvml", "550.54", "12.550", "12.4", 3, 32, "6.8", topology=topology)
-    gpus = tuple(GpuSample(index=i, timestamp=1.0, pcie_gen=1, pcie_width=16) for i in (0, 1, 2))
-    return Snapshot(1.0, system, infos, gpus, HostSample(1.0))
+    system = system_info(gpu_count=3, cpu_count=32, topology=topology)
+    gpus = [GpuSample(index=i, timestamp=1.0, pcie_gen=1, pcie_width=16) for i in (0, 1, 2)]
+    return snapshot(1.0, gpus, host_sample=HostSample(1.0), system=system)
 
 
 def test_peer_links_read_the_topology_and_each_link() -> None:

@@ -1,4 +1,5 @@
-"""Hand-built snapshots: every field filled, as a busy 8-GPU training box reports them."""
+"""Recordings' machine: the shared builder (tests.snapshots) with every field filled, as a busy 8-GPU training box
+reports them, so that every field goes through the formats and the reports."""
 
 from __future__ import annotations
 
@@ -6,10 +7,12 @@ import dataclasses
 from pathlib import Path
 
 from gputui.diagnostics.engine import DiagnosticsEngine
-from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
+from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.record.format import RecordedEvent, event_to_dict, header_to_dict, tick_to_dict
 from gputui.record.writer import RecordingFile, RecordingWriter
 from gputui.sources.sim.source import SimulatedSource
+from tests import snapshots
+from tests.snapshots import gpu, host, proc, system_info
 
 T0 = 1_780_000_000.0
 
@@ -29,9 +32,9 @@ H100_GPM: dict[str, float] = {
 
 
 def system(gpu_count: int = 2, source: str = "nvml", hostname: str = "train-07") -> SystemInfo:
-    return SystemInfo(
+    return system_info(
         hostname=hostname,
-        source=source,  # type: ignore[arg-type]
+        source=source,
         driver_version="550.54.15",
         nvml_version="12.550.54.15",
         cuda_driver_version="12.4",
@@ -43,20 +46,14 @@ def system(gpu_count: int = 2, source: str = "nvml", hostname: str = "train-07")
 
 
 def gpu_info(index: int) -> GpuInfo:
-    return GpuInfo(
-        index=index,
-        name="NVIDIA H100 80GB HBM3",
+    """Every static fact NVML gives of an H100 SXM, its identity included."""
+    return snapshots.gpu_info(
+        index,
         uuid=f"GPU-6f1c2a7e-0000-4a6b-9c1d-00000000000{index}",
         serial=f"165322002330{index}",
         pci_bus_id=f"00000000:{0x18 + index:02X}:00.0",
         memory_total_bytes=85_520_809_984,
-        max_sm_clock_mhz=1980,
-        max_memory_clock_mhz=2619,
         max_graphics_clock_mhz=1980,
-        pcie_max_gen=5,
-        pcie_max_width=16,
-        pcie_gpu_max_gen=5,
-        power_default_limit_w=700.0,
         power_min_limit_w=200.0,
         power_max_limit_w=700.0,
         temperature_slowdown_c=87,
@@ -71,33 +68,26 @@ def gpu_info(index: int) -> GpuInfo:
 def gpu_sample(
     index: int, t: float, *, util: float = 97.3, mask: int = 0x4, temp: float = 71.0, power: float = 612.7
 ) -> GpuSample:
-    return GpuSample(
-        index=index,
+    """Every reading but GPM (`with_gpm` adds it), with figures that need their three decimals to survive."""
+    return gpu(
+        index,
+        gpm=None,
         timestamp=t,
         utilization_gpu_pct=util,
         utilization_memory_pct=41.0,
         sm_clock_mhz=1755,
-        memory_clock_mhz=2619,
         graphics_clock_mhz=1755,
         temperature_c=temp,
         memory_temperature_c=temp + 9.0,
         power_w=power,
-        power_limit_w=700.0,
         memory_used_bytes=71_303_168_000 + index,
         memory_reserved_bytes=553_648_128,
         memory_free_bytes=13_663_993_856,
-        pcie_gen=5,
-        pcie_width=16,
         pcie_tx_bytes_s=1_234_567_890.123,
         pcie_rx_bytes_s=987_654_321.987,
-        pcie_replay_count=0,
-        pstate=0,
         clock_event_reasons_mask=mask,
         power_violation_ns=123_456_789_012,
-        thermal_violation_ns=0,
         energy_mj=98_765_432_109,
-        ecc_uncorrected=0,
-        retired_pages_pending=False,
         encoder_pct=0.0,
         decoder_pct=0.0,
         processes=(GpuProcess(pid=4242 + index, used_memory_bytes=70_866_960_384),),
@@ -105,7 +95,22 @@ def gpu_sample(
 
 
 def host_sample(t: float, n_gpus: int, cores: int = 64) -> HostSample:
-    return HostSample(
+    """Every host reading, a rank per GPU."""
+    ranks = [
+        proc(
+            4242 + i,
+            name="python",
+            cmdline="python train.py --config configs/llama-7b.yaml --nproc 8",
+            cpu_pct=101.3,
+            threads=37,
+            read_bytes_s=6_553_600.0,
+            rss_bytes=32_212_254_720,
+            state="running",
+        )
+        for i in range(n_gpus)
+    ]
+    return host(
+        ranks,
         timestamp=t,
         cpu_pct_per_core=tuple(float((i * 7) % 100) + 0.5 for i in range(cores)),
         iowait_pct=0.7,
@@ -115,40 +120,19 @@ def host_sample(t: float, n_gpus: int, cores: int = 64) -> HostSample:
         memory_total_bytes=2_164_035_657_728,
         swap_used_bytes=0,
         swap_total_bytes=0,
-        swap_in_bytes_s=0.0,
-        swap_out_bytes_s=0.0,
         disk_read_bytes_s=52_428_800.0,
         disk_write_bytes_s=1_048_576.0,
         disk_busy_pct=12.5,
         net_rx_bytes_s=125_000_000.0,
         net_tx_bytes_s=1_000_000.0,
         net_link_bytes_s=12_500_000_000.0,
-        processes=tuple(
-            ProcSample(
-                pid=4242 + i,
-                name="python",
-                user="alice",
-                cmdline="python train.py --config configs/llama-7b.yaml --nproc 8",
-                cpu_pct=101.3,
-                threads=37,
-                children=8,
-                read_bytes_s=6_553_600.0,
-                rss_bytes=32_212_254_720,
-                state="running",
-            )
-            for i in range(n_gpus)
-        ),
     )
 
 
 def snapshot(t: float, n_gpus: int = 2, sys_info: SystemInfo | None = None, **gpu_kwargs: object) -> Snapshot:
-    return Snapshot(
-        timestamp=t,
-        system=sys_info or system(n_gpus),
-        gpu_info=tuple(gpu_info(i) for i in range(n_gpus)),
-        gpus=tuple(gpu_sample(i, t, **gpu_kwargs) for i in range(n_gpus)),  # type: ignore[arg-type]
-        host=host_sample(t, n_gpus),
-    )
+    gpus = [gpu_sample(i, t, **gpu_kwargs) for i in range(n_gpus)]  # type: ignore[arg-type]
+    infos = [gpu_info(i) for i in range(n_gpus)]
+    return snapshots.snapshot(t, gpus, infos, host_sample(t, n_gpus), sys_info or system(n_gpus))
 
 
 def with_gpm(snap: Snapshot, **overrides: float | None) -> Snapshot:

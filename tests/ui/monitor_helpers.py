@@ -9,16 +9,17 @@ from typing import TYPE_CHECKING
 
 from textual.app import App
 
-from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo, Topology
+from gputui.model import GpuInfo, GpuSample, ProcSample, Snapshot, SystemInfo, Topology
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.widgets.lines import Line
+from tests import snapshots
+from tests.snapshots import GIB, gpu, gpu_info, host, proc, system_info
 
 if TYPE_CHECKING:  # the instance comes from the `clock` fixture: tests/conftest.py cannot be imported by name
     from conftest import Clock
 
 FIXED_NOW = datetime(2026, 1, 1, 12, 0, 0)
-GIB = 1 << 30
 
 
 def simulated_app(scenario: str = "healthy", gpus: int = 8, interval: float = 1.0, *, clock: Clock) -> GpuTuiApp:
@@ -42,66 +43,31 @@ def screen_rows(app: App[object]) -> list[str]:
     return [strip.text for strip in app.screen._compositor.render_strips()]
 
 
-SYSTEM = SystemInfo(
-    hostname="box",
-    source="nvml",
-    driver_version="570.133.20",
-    nvml_version="12.570.133.20",
-    cuda_driver_version="12.8",
-    gpu_count=2,
-    cpu_count=4,
-    kernel="6.8",
-)
-
-
-def gpu_info(index: int) -> GpuInfo:
-    return GpuInfo(
-        index=index,
-        name="NVIDIA H100 80GB HBM3",
-        memory_total_bytes=80 * GIB,
-        max_sm_clock_mhz=1980,
-        max_memory_clock_mhz=2619,
-        pcie_max_gen=5,
-        pcie_max_width=16,
-        power_default_limit_w=700.0,
-        temperature_slowdown_c=89,
-    )
-
-
 def busy_gpu(index: int, t: float, util: float = 90.0) -> GpuSample:
-    return GpuSample(
-        index=index,
+    """The shared busy GPU at `util`, its process's PID 100 + index, without GPM (pre-Hopper boards read so)."""
+    return gpu(
+        index,
+        pids=(100 + index,),
+        gpm=None,
         timestamp=t,
         utilization_gpu_pct=util,
-        sm_clock_mhz=1980,
-        memory_clock_mhz=2619,
-        temperature_c=60.0,
         power_w=500.0,
-        power_limit_w=700.0,
         memory_used_bytes=40 * GIB,
-        pcie_gen=5,
-        pcie_width=16,
         pcie_tx_bytes_s=1e9,
-        pcie_rx_bytes_s=2e9,
-        fan_pct=None,
-        pstate=0,
-        clock_event_reasons_mask=0,
-        processes=(GpuProcess(pid=100 + index, used_memory_bytes=30 * GIB),),
     )
 
 
-def host(t: float) -> HostSample:
-    procs = tuple(
-        ProcSample(pid=100 + i, name="python3", user="alice", cmdline=f"python train.py --rank {i}", cpu_pct=99.0)
-        for i in range(2)
-    )
-    return HostSample(timestamp=t, cpu_pct_per_core=(10.0, 20.0, 30.0, 40.0), processes=procs)
+def rank(i: int) -> ProcSample:
+    """The process of GPU i's rank at full use of its core."""
+    return proc(100 + i, cmdline=f"python train.py --rank {i}", cpu_pct=99.0)
 
 
 def snapshot(t: float, gpus: Sequence[GpuSample], infos: Sequence[GpuInfo] | None = None) -> Snapshot:
+    """The monitor tests' box: four cores and two ranks, whatever GPUs it is given."""
     infos = infos if infos is not None else [gpu_info(g.index) for g in gpus]
-    system = replace(SYSTEM, gpu_count=len(infos))
-    return Snapshot(timestamp=t, system=system, gpu_info=tuple(infos), gpus=tuple(gpus), host=host(t))
+    machine = system_info(gpu_count=len(infos), cpu_count=4)
+    cores = host([rank(0), rank(1)], cpu_pct_per_core=(10.0, 20.0, 30.0, 40.0))
+    return snapshots.snapshot(t, gpus, infos, cores, machine)
 
 
 class ScriptedSource:

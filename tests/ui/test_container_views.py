@@ -12,22 +12,22 @@ from gputui.model import (
     ProcSample,
     PsiSample,
     Snapshot,
-    SystemInfo,
 )
 from gputui.textview import container_lines, process_lines
 from gputui.ui.widgets.header import container_brief
 from gputui.ui.widgets.host import container_fields
 from gputui.ui.widgets.processes import COLUMNS, process_rows, shown_columns
+from tests.snapshots import GIB, snapshot, system_info
 from tests.ui.monitor_helpers import plain
 
-GIB = 1 << 30
 DOCKER = ContainerInfo("docker", "/.dockerenv", 2, 8.0, tuple(range(16)), 64 * GIB, 64 << 20)
-SYSTEM = SystemInfo("node", "nvml", "570", "12.570", "12.8", 1, 128, "6.8", container=DOCKER)
+SYSTEM = system_info(hostname="node", cpu_count=128, container=DOCKER)
 
 
 def _snapshot(processes: tuple[GpuProcess, ...], procs: tuple[ProcSample, ...], **host: object) -> Snapshot:
+    """A GPU and a host that report only the processes (and `host`): whatever else shows is the container's."""
     sample = HostSample(0.0, processes=procs, **host)  # type: ignore[arg-type]
-    return Snapshot(0.0, SYSTEM, (), (GpuSample(0, 0.0, processes=processes),), sample)
+    return snapshot(0.0, [GpuSample(0, 0.0, processes=processes)], (), sample, SYSTEM)
 
 
 def test_the_header_says_where_gputui_runs_and_what_it_may_use() -> None:

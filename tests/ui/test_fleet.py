@@ -14,13 +14,14 @@ from gputui.cli import main
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.verdict import Verdict
 from gputui.export.server import Exporter
-from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
+from gputui.model import GpuSample, Snapshot
 from gputui.session.diagnose import new_diagnose
 from gputui.session.fleet import FleetPoller, HostState, fleet_interval
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.fleet import FleetApp, header_parts
 from gputui.ui.widgets.fleet_block import FleetBlock, block_lines, findings_line
 from gputui.ui.widgets.lines import Line
+from tests.snapshots import MIB, gpu, gpu_info, host, snapshot, system_info
 
 if TYPE_CHECKING:
     from conftest import Clock
@@ -137,52 +138,30 @@ class FakePoller:
 
 
 T = 1_767_268_800.0
-MIB = 1 << 20
 
 
 def remote_snapshot(hostname: str = "gpu01") -> Snapshot:
-    system = SystemInfo(
+    """A remote exporter's real driver: GPU 0 hot and throttling, GPU 1 on a cut link reporting little."""
+    system = system_info(
         hostname=hostname,
         source="remote",
-        driver_version="570.133.20",
         nvml_version=None,
-        cuda_driver_version="12.8",
         gpu_count=2,
         cpu_count=4,
         kernel="6.8.0",
         remote_source="nvml",
     )
-    info = GpuInfo(
-        index=0,
-        name="NVIDIA H100 80GB HBM3",
-        memory_total_bytes=81559 * MIB,
-        max_sm_clock_mhz=1980,
-        pcie_max_gen=5,
-        pcie_max_width=16,
-        temperature_slowdown_c=89,
-    )
-    hot = GpuSample(
-        index=0,
-        timestamp=T,
-        utilization_gpu_pct=97.0,
+    info = gpu_info(memory_total_bytes=81559 * MIB)
+    hot = gpu(
         sm_clock_mhz=1410,
         temperature_c=88.0,
         power_w=612.5,
-        power_limit_w=700.0,
         memory_used_bytes=70000 * MIB,
-        pcie_gen=5,
-        pcie_width=16,
         clock_event_reasons_mask=0x4 | 0x20,
     )
     cut = GpuSample(index=1, timestamp=T, utilization_gpu_pct=40.0, pcie_gen=3, pcie_width=8)
-    host = HostSample(timestamp=T, cpu_pct_per_core=(100.0, 50.0, 0.0, 10.0), iowait_pct=12.5)
-    return Snapshot(
-        timestamp=T,
-        system=system,
-        gpu_info=(info, replace(info, index=1, name="NVIDIA H100 80GB HBM3")),
-        gpus=(hot, cut),
-        host=host,
-    )
+    cores = host(cpu_pct_per_core=(100.0, 50.0, 0.0, 10.0), iowait_pct=12.5)
+    return snapshot(T, (hot, cut), (info, replace(info, index=1)), cores, system)
 
 
 FINDINGS = (

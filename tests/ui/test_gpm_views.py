@@ -14,7 +14,8 @@ from gputui.ui.screens.help import UTIL_VS_SM, HelpScreen
 from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.processes import COLUMNS, process_rows
 from tests.conftest import Clock
-from tests.ui.monitor_helpers import FIXED_NOW, busy_gpu, gpu_info, plain, run_ticks, scripted_app, snapshot
+from tests.snapshots import gpu_info
+from tests.ui.monitor_helpers import FIXED_NOW, busy_gpu, plain, run_ticks, scripted_app, snapshot
 
 SIZE = (120, 40)
 HOPPER = replace(busy_gpu(0, 1.0), sm_active_pct=86.0, tensor_active_pct=48.0, dram_bw_pct=55.0)

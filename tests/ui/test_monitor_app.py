@@ -19,6 +19,7 @@ from gputui.model import XID_UNWATCHED, GpuSample, Snapshot
 from gputui.sources.sim.job import JobSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.messages import SampleFailed
+from gputui.ui.screens.confirm_probe import ConfirmProbe
 from gputui.ui.screens.detail import DetailScreen, DetailView
 from gputui.ui.screens.help import DESCRIPTIONS, EXTRA_KEYS, HelpScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
@@ -408,11 +409,22 @@ async def test_question_mark_shows_every_key() -> None:
 
 
 async def test_probe_keys_on_a_busy_gpu_ask_first_and_escape_starts_nothing() -> None:
+    """The GPU probes name the process they would slow down; the disk probe (no GPU) asks what it does."""
     app, _ = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0)])])
     async with app.run_test(size=SIZE) as pilot:
         await app.tick()
-        for key in ("s", "b", "m", "i"):
-            await pilot.press(key, "escape")
+        for key, probe in (("s", "stress"), ("b", "pcie"), ("m", "membw"), ("i", None)):
+            await pilot.press(key)
+            await pilot.pause()
+            screen = app.screen
+            assert isinstance(screen, ConfirmProbe) and not app.probes.running
+            title = str(screen.query_one("#confirm-probe-title").render())
+            if probe is None:
+                assert screen.lines == () and title.startswith("Disk read probe: ")
+            else:
+                assert [line.split() for line in screen.lines] == [["pid", "100", "alice", "python3"]]
+                assert title == f"GPU 0 is used by 1 other process: a {probe} probe would slow them down."
+            await pilot.press("escape")
             await pilot.pause()
             assert app.is_running and app.screen is app.main and not app.probes.running
 
