@@ -53,7 +53,7 @@ def fake_proc(root: Path, pids: list[int]) -> Path:
 def measure(ticks: int, pids: list[int], root: Path) -> list[float]:
     """CPU seconds of each of `ticks` samples, after a short warm-up."""
     gpus = [FakeGpu(compute_processes=[(pid, 60_000 * 1024 * 1024)]) for pid in pids]
-    source = NvmlSource(nvml=FakeNvml(gpus), host=HostSource(), slow_every=5, root=fake_proc(root, pids))
+    source = NvmlSource(pynvml=FakeNvml(gpus), host=HostSource(), slow_every=5, root=fake_proc(root, pids))
     source.open()
     try:
         for _ in range(WARMUP):
