@@ -35,6 +35,9 @@ GPM_METRICS: tuple[tuple[str, str], ...] = (
     ("nvlink_tx_bytes_s", "NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC"),
 )
 _PER_SECOND = frozenset({"nvlink_rx_bytes_s", "nvlink_tx_bytes_s"})
+# pynvml's structures run a Python __getattribute__ on every field read (to decode bytes); the metrics are
+# numbers, read each tick for every GPU, so they are read through ctypes' own attribute access.
+_read_field = object.__getattribute__
 
 
 class GpmReader:
@@ -49,6 +52,7 @@ class GpmReader:
         self._next = 0  # the buffer the next sample goes into
         self._values: GpmValues = {}
         self._request: Any = None
+        self._slots: tuple[tuple[str, bool, Any], ...] = ()  # (GpuSample field, per second?, the request's slot)
         self.supported = False
         self.reason: str | None = None  # why not, for the curious; never shown as an error
         if mig_mode:
@@ -81,8 +85,10 @@ class GpmReader:
         request = request_type()
         request.version = pynvml.NVML_GPM_METRICS_GET_VERSION
         request.numMetrics = len(ids)  # only these are filled and read, whatever NVML_GPM_METRIC_MAX is
-        for slot, metric_id in zip(request.metrics, ids, strict=False):
+        slots = [request.metrics[i] for i in range(len(ids))]  # views into the request, made once
+        for slot, metric_id in zip(slots, ids, strict=True):
             slot.metricId = metric_id
+        self._slots = tuple((key, key in _PER_SECOND, slot) for (key, _), slot in zip(GPM_METRICS, slots, strict=True))
         self._request = request
         self.supported = True
 
@@ -115,13 +121,13 @@ class GpmReader:
     def _decode(self) -> GpmValues:
         ok = self._nvml.success
         values: dict[str, float | None] = {}
-        for (key, _), metric in zip(GPM_METRICS, self._request.metrics, strict=False):
-            if metric.nvmlReturn != ok:
+        for key, per_second, slot in self._slots:
+            if _read_field(slot, "nvmlReturn") != ok:
                 values[key] = None
-            elif key in _PER_SECOND:
-                values[key] = float(metric.value) * MIB
+            elif per_second:
+                values[key] = float(_read_field(slot, "value")) * MIB
             else:
-                values[key] = float(metric.value)
+                values[key] = float(_read_field(slot, "value"))
         return cast(GpmValues, values)  # the keys are GPM_METRICS', which name GpmValues' fields
 
     def close(self) -> None:
