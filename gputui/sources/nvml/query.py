@@ -17,10 +17,10 @@ deprecated one, a v3 struct before v2), with the GPU's handle bound. What each a
 | NotFound, InsufficientSize, ...): a passing failure |                                  |                     |
 
 What the driver does not give is None, never 0. `Fields` applies the same policy to each field of a field-values
-call by its own return code. Outside the policy are the calls that read nothing: starting and stopping NVML and
-opening a GPU's handle (their errors say why the source cannot run, in NvmlSource), freeing GPM buffers and event
-sets (nothing is left to do when that fails), and the XID thread's wait, whose Timeout is how a wait without
-events ends (events.py).
+call by its own return code; the fields are asked together, so once one is not given none are asked again.
+Outside the policy are the calls that read nothing: starting and stopping NVML and opening a GPU's handle (their
+errors say why the source cannot run, in NvmlSource), freeing GPM buffers and event sets (nothing is left to do
+when that fails), and the XID thread's wait, whose Timeout is how a wait without events ends (events.py).
 """
 
 from __future__ import annotations
