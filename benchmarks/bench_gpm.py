@@ -24,6 +24,7 @@ from fake_pynvml import FakeGpu, FakeNvml
 
 from gputui.model import HostSample
 from gputui.sources.nvml.efficiency import GpmReader, ProcessUtilization
+from gputui.sources.nvml.query import Nvml
 from gputui.sources.nvml.source import NvmlSource
 
 GPUS = 8
@@ -58,7 +59,7 @@ def per_tick(call: object, ticks: int) -> list[float]:
 def gpm_costs(ticks: int) -> list[float]:
     nvml = FakeNvml([FakeGpu() for _ in range(GPUS)])
     nvml.nvmlInit()
-    readers = [GpmReader(nvml, nvml.nvmlDeviceGetHandleByIndex(i), False) for i in range(GPUS)]
+    readers = [GpmReader(Nvml(nvml), nvml.nvmlDeviceGetHandleByIndex(i), False) for i in range(GPUS)]
     costs = per_tick(lambda tick: [reader.read(float(tick)) for reader in readers], ticks)
     assert readers[0].read(float(ticks)).get("sm_active_pct") == 86.0, "metrics should be read"
     for reader in readers:
@@ -70,7 +71,7 @@ def process_costs(ticks: int) -> list[float]:
     gpus = [FakeGpu() for _ in range(GPUS)]
     nvml = FakeNvml(gpus)
     nvml.nvmlInit()
-    readers = [ProcessUtilization(nvml, nvml.nvmlDeviceGetHandleByIndex(i)) for i in range(GPUS)]
+    readers = [ProcessUtilization(Nvml(nvml), nvml.nvmlDeviceGetHandleByIndex(i)) for i in range(GPUS)]
 
     def tick(n: int) -> None:
         for gpu in gpus:  # four processes with a sample newer than the last one read
@@ -84,7 +85,7 @@ def process_costs(ticks: int) -> list[float]:
 def tick_costs(ticks: int, gpm: bool) -> list[float]:
     gpus = [FakeGpu() if gpm else FakeGpu(gpm=None) for _ in range(GPUS)]
     now = [0.0]
-    source = NvmlSource(nvml=FakeNvml(gpus), host=NoHost(), clock=lambda: now[0], watch_xid=False)  # type: ignore[arg-type]
+    source = NvmlSource(pynvml=FakeNvml(gpus), host=NoHost(), clock=lambda: now[0], watch_xid=False)  # type: ignore[arg-type]
     source.open()
 
     def tick(_: int) -> None:

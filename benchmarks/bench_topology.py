@@ -23,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from bench_gpm import NoHost
 from fake_pynvml import FakeGpu, FakeNvml
 
+from gputui.sources.nvml.query import Nvml
 from gputui.sources.nvml.source import NvmlSource
 from gputui.sources.nvml.topology import NvLinkReader, read_topology
 
@@ -40,8 +41,8 @@ def topology_costs(runs: int) -> list[float]:
     out = []
     for _ in range(runs):
         start = time.process_time()
-        links = [NvLinkReader(nvml, h, gpm_gives_traffic=True) for h in handles]
-        topology = read_topology(nvml, handles, links, buses)
+        links = [NvLinkReader(Nvml(nvml), h, gpm_gives_traffic=True) for h in handles]
+        topology = read_topology(Nvml(nvml), handles, links, buses)
         out.append((time.process_time() - start) * 1000)
     assert topology.matrix[0][1] == "NV18", "the NVSwitch pairs should be read"
     return out
@@ -52,7 +53,7 @@ def _source(nvlink: bool, gpm: bool, now: list[float]) -> NvmlSource:
         FakeGpu(nvlink_remotes=None if not nvlink else ["NVSwitch"] * 18, gpm=FakeGpu().gpm if gpm else None)
         for _ in range(GPUS)
     ]
-    source = NvmlSource(nvml=FakeNvml(gpus), host=NoHost(), clock=lambda: now[0], watch_xid=False)  # type: ignore[arg-type]
+    source = NvmlSource(pynvml=FakeNvml(gpus), host=NoHost(), clock=lambda: now[0], watch_xid=False)  # type: ignore[arg-type]
     source.open()
     return source
 

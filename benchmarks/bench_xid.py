@@ -31,7 +31,7 @@ def idle_cpu_pct(wait_ms: int, seconds: float) -> float:
     """CPU time of the XID thread over `seconds` of idling, in % of one core."""
     nvml = FakeNvml([FakeGpu() for _ in range(GPUS)])
     host = HostSource(psutil_module=FakePsutil(), root=NO_PROC)  # type: ignore[arg-type]
-    source = NvmlSource(nvml=nvml, host=host, root=NO_PROC, xid_wait_ms=wait_ms)
+    source = NvmlSource(pynvml=nvml, host=host, root=NO_PROC, xid_wait_ms=wait_ms)
     source.open()
     watcher = source.xid_watcher
     assert watcher is not None and watcher.alive, "the XID thread should be running"

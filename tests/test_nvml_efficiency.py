@@ -19,7 +19,7 @@ GPM_KEYS = tuple(key for key, _ in GPM_METRICS)
 
 def opened(nvml: FakeNvml, clock: Clock, slow_every: int = 1) -> NvmlSource:
     host = HostSource(clock=clock, psutil_module=FakePsutil(), root=NO_PROC)  # type: ignore[arg-type]
-    source = NvmlSource(nvml=nvml, host=host, clock=clock, root=NO_PROC, slow_every=slow_every, watch_xid=False)
+    source = NvmlSource(pynvml=nvml, host=host, clock=clock, root=NO_PROC, slow_every=slow_every, watch_xid=False)
     source.open()
     return source
 

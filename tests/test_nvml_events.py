@@ -13,6 +13,7 @@ from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Severity
 from gputui.sources.host.source import HostSource
 from gputui.sources.nvml.events import XidWatcher, _address
+from gputui.sources.nvml.query import LOST, Nvml
 from gputui.sources.nvml.source import NvmlSource
 from tests.fake_psutil import NO_PROC, FakePsutil
 from tests.fake_pynvml import FakeGpu, FakeNvml
@@ -33,7 +34,7 @@ def sources() -> Iterator[list[NvmlSource]]:
 def open_source(sources: list[NvmlSource], nvml: FakeNvml, **kwargs: bool) -> NvmlSource:
     nvml.wait_cap_ms = 10
     host = HostSource(clock=lambda: 0.0, psutil_module=FakePsutil(), root=NO_PROC)
-    source = NvmlSource(nvml=nvml, host=host, clock=lambda: WALL, root=NO_PROC, **kwargs)
+    source = NvmlSource(pynvml=nvml, host=host, clock=lambda: WALL, root=NO_PROC, **kwargs)
     sources.append(source)
     source.open()
     return source
@@ -74,18 +75,25 @@ def test_gpus_without_xid_events_are_skipped_and_the_others_still_report(sources
             FakeGpu(event_types=None),
             FakeGpu(errors={"nvmlDeviceGetSupportedEventTypes": pynvml.NVML_ERROR_FUNCTION_NOT_FOUND}),
             FakeGpu(event_types=NO_XID),
+            FakeGpu(errors={"nvmlDeviceRegisterEvents": pynvml.NVML_ERROR_GPU_IS_LOST}),
             FakeGpu(),
         ]
     )
     source = open_source(sources, nvml)
     watcher = watcher_of(source)
-    assert sorted(watcher.skipped) == [0, 1, 2, 3]
-    assert watcher.watching == (4,)
+    assert watcher.skipped == {
+        0: "Not Supported",
+        1: "Not Supported",
+        2: "Function Not Found",
+        3: "the driver reports no XID events for this GPU",
+        4: LOST,  # the GPU fell off the bus after it was opened: skipped here, found lost by the sampler
+    }
+    assert watcher.watching == (5,)
     assert watcher.error is None
-    nvml.push_xid(4, 48)
+    nvml.push_xid(5, 48)
     assert nvml.settle()
     snap = source.sample()
-    assert [gpu.xid_events for gpu in snap.gpus] == [(), (), (), (), (48,)]
+    assert [gpu.xid_events for gpu in snap.gpus] == [(), (), (), (), (), (48,)]
     assert snap.events == ()
 
 
@@ -208,7 +216,7 @@ def test_real_device_handles_are_matched_by_the_address_they_hold() -> None:
 
 def test_wait_ms_must_be_positive() -> None:
     with pytest.raises(ValueError, match="wait_ms must be at least 1, not 0"):
-        XidWatcher(FakeNvml([]), {}, wait_ms=0)
+        XidWatcher(Nvml(FakeNvml([])), {}, wait_ms=0)
 
 
 def test_a_long_wait_does_not_hold_up_close_and_the_thread_cleans_up_after(sources: list[NvmlSource]) -> None:
@@ -216,7 +224,7 @@ def test_a_long_wait_does_not_hold_up_close_and_the_thread_cleans_up_after(sourc
     it; the thread frees its set when its wait returns."""
     nvml = FakeNvml([FakeGpu()])
     host = HostSource(clock=lambda: 0.0, psutil_module=FakePsutil(), root=NO_PROC)
-    source = NvmlSource(nvml=nvml, host=host, clock=lambda: WALL, root=NO_PROC, xid_wait_ms=1500)
+    source = NvmlSource(pynvml=nvml, host=host, clock=lambda: WALL, root=NO_PROC, xid_wait_ms=1500)
     source.open()
     watcher = watcher_of(source)
     assert nvml.settle()

@@ -18,7 +18,7 @@ NVLINK_COUNTERS = ("nvlink_links_active", "nvlink_replay_errors", "nvlink_recove
 
 def opened(nvml: FakeNvml, clock: Clock, slow_every: int = 1) -> tuple[NvmlSource, SystemInfo]:
     host = HostSource(clock=clock, psutil_module=FakePsutil(), root=NO_PROC)  # type: ignore[arg-type]
-    source = NvmlSource(nvml=nvml, host=host, clock=clock, root=NO_PROC, slow_every=slow_every, watch_xid=False)
+    source = NvmlSource(pynvml=nvml, host=host, clock=clock, root=NO_PROC, slow_every=slow_every, watch_xid=False)
     return source, source.open()
 
 
@@ -71,11 +71,11 @@ def test_a_bridged_peer_left_out_of_the_selection_is_no_nvswitch(clock: Clock) -
     gpus[0].nvlink_remotes = ["00000000:28:00.0"] * 12 + [""] * 6
     gpus[1].nvlink_remotes = ["00000000:18:00.0"] * 12 + [""] * 6
     host = HostSource(clock=clock, psutil_module=FakePsutil(), root=NO_PROC)  # type: ignore[arg-type]
-    source = NvmlSource(nvml=FakeNvml(gpus), host=host, clock=clock, root=NO_PROC, watch_xid=False, gpu_indices=[0])
+    source = NvmlSource(pynvml=FakeNvml(gpus), host=host, clock=clock, root=NO_PROC, watch_xid=False, gpu_indices=[0])
     source.open()
     assert source.sample().gpu_info[0].nvlink_remote == ("00000000:28:00.0",) * 12 + ("",) * 6
     untyped = FakeNvml(gpus, missing=["nvmlDeviceGetNvLinkRemoteDeviceType"])  # the driver does not say: a switch
-    source = NvmlSource(nvml=untyped, host=host, clock=clock, root=NO_PROC, watch_xid=False, gpu_indices=[0])
+    source = NvmlSource(pynvml=untyped, host=host, clock=clock, root=NO_PROC, watch_xid=False, gpu_indices=[0])
     source.open()
     assert source.sample().gpu_info[0].nvlink_remote == ("NVSwitch",) * 12 + ("",) * 6
 
@@ -134,6 +134,16 @@ def test_links_down_and_error_counters_summed_on_the_slow_cadence(clock: Clock) 
     assert slow.nvlink_links_active == 16
     assert (slow.nvlink_replay_errors, slow.nvlink_recovery_errors, slow.nvlink_crc_errors) == (10, 2, 11)
     assert nvml.count("nvmlDeviceGetNvLinkErrorCounter") == 0  # the driver's totals, one call a slow tick
+
+
+def test_a_link_state_not_read_makes_the_active_count_unknown_not_lower(clock: Clock) -> None:
+    nvml = FakeNvml(hgx(1))
+    source, _ = opened(nvml, clock)
+    assert source.sample().gpus[0].nvlink_links_active == 18
+    nvml.gpus[0].errors["nvmlDeviceGetNvLinkState"] = pynvml.NVML_ERROR_UNKNOWN
+    assert source.sample().gpus[0].nvlink_links_active is None  # n/a for the tick, not "0 links up"
+    del nvml.gpus[0].errors["nvmlDeviceGetNvLinkState"]
+    assert source.sample().gpus[0].nvlink_links_active == 18
 
 
 def test_error_counters_per_link_where_the_driver_has_no_totals(clock: Clock) -> None:

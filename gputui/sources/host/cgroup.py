@@ -57,13 +57,21 @@ class _Mount:
 
 
 def read_text(path: Path | str) -> str | None:
-    """A small kernel file's text; None when missing or unreadable. Binary open and one read: these files are
-    read every tick, and a text-mode open costs several times the read itself."""
+    """A small kernel file's text; None when missing or unreadable. Plain os.open and os.read: these files are
+    read every tick, and even a binary-mode open() costs about as much again as the read (5 µs against 3)."""
     try:
-        with open(path, "rb") as handle:
-            return handle.read().decode()
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        chunks = [os.read(fd, 65536)]
+        while chunks[-1]:  # a kernel file has no size to ask: read until it ends
+            chunks.append(os.read(fd, 65536))
+        return b"".join(chunks).decode()
     except (OSError, UnicodeDecodeError):
         return None
+    finally:
+        os.close(fd)
 
 
 def _int(text: str | None) -> int | None:
@@ -282,10 +290,17 @@ class CgroupReader:
         self._root = root
         self._clock = clock
         self._last: _Counters | None = None
+        # The counter files, named once: they do not move while the group lives.
+        v2 = self._dirs.version == 2
+        d = self._dirs
+        self._cpu_stat = str(d.cpu / "cpu.stat") if d.cpu is not None else None
+        self._cpu_usage = str(d.cpuacct / "cpuacct.usage") if d.cpuacct is not None and not v2 else None
+        self._memory_used = str(d.memory / ("memory.current" if v2 else "memory.usage_in_bytes")) if d.memory else None
+        self._memory_events = str(d.memory / ("memory.events" if v2 else "memory.oom_control")) if d.memory else None
         # The group's own files on v2 (cpu.pressure, ...); the whole machine's otherwise (/proc/pressure/cpu, ...).
         group = self._dirs.pressure
         self._pressure = {
-            resource: group / f"{resource}.pressure" if group is not None else root / "proc/pressure" / resource
+            resource: str(group / f"{resource}.pressure" if group is not None else root / "proc/pressure" / resource)
             for resource in ("cpu", "io", "memory")
         }
 
@@ -296,15 +311,15 @@ class CgroupReader:
         return self._container(now, last), self._psi_sample(now, last)
 
     def _read(self) -> _Counters:
-        d, v2 = self._dirs, self._dirs.version == 2
-        stat = keyed(read_text(d.cpu / "cpu.stat")) if d.cpu is not None else {}
+        v2 = self._dirs.version == 2
+        stat = keyed(read_text(self._cpu_stat)) if self._cpu_stat is not None else {}
         if v2:
             usage = stat.get("usage_usec")
             usage_s = usage / 1e6 if usage is not None else None
             throttled = stat.get("throttled_usec")
             throttled_s = throttled / 1e6 if throttled is not None else None
         else:
-            usage = _int(read_text(d.cpuacct / "cpuacct.usage")) if d.cpuacct is not None else None
+            usage = _int(read_text(self._cpu_usage)) if self._cpu_usage is not None else None
             usage_s = usage / 1e9 if usage is not None else None
             throttled = stat.get("throttled_time")
             throttled_s = throttled / 1e9 if throttled is not None else None
@@ -319,15 +334,13 @@ class CgroupReader:
         return _Counters(self._clock(), usage_s, periods, throttled_periods, throttled_s, totals, avg10)
 
     def _container(self, now: _Counters, last: _Counters | None) -> ContainerSample | None:
-        d = self._dirs
-        if d.version is None:
+        if self._dirs.version is None:
             return None
         memory: int | None = None
         events: dict[str, int] = {}
-        if d.memory is not None:
-            v2 = d.version == 2
-            memory = _int(read_text(d.memory / ("memory.current" if v2 else "memory.usage_in_bytes")))
-            events = keyed(read_text(d.memory / ("memory.events" if v2 else "memory.oom_control")))
+        if self._memory_used is not None and self._memory_events is not None:
+            memory = _int(read_text(self._memory_used))
+            events = keyed(read_text(self._memory_events))
         seconds = now.at - last.at if last is not None else 0.0
         quota = self._info.cpu_quota_cores
         used = _delta(now.usage_s, last.usage_s if last else None)

@@ -157,7 +157,7 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 def _stat_fields(pid: int, root: Path) -> list[str]:
     """/proc/PID/stat's fields from field 3 (state) on: the command before them is in parentheses and may hold
     spaces. Empty when the file cannot be read."""
-    text = read_text(root / f"proc/{pid}/stat") or ""
+    text = read_text(f"{root}/proc/{pid}/stat") or ""
     return text[text.rfind(")") + 1 :].split()
 
 
@@ -182,16 +182,13 @@ def container_of(pid: int, root: Path = Path("/")) -> str | None:
 
 def inner_pid(pid: int, root: Path = Path("/")) -> int | None:
     """The PID in the innermost PID namespace (the last of `NSpid:`); None when it is the same or unknown."""
-    for line in (read_text(root / f"proc/{pid}/status") or "").splitlines():
-        if line.startswith("NSpid:"):
-            ids = line.split()[1:]
-            return int(ids[-1]) if len(ids) > 1 and ids[-1].isdigit() else None
-    return None
+    ids = _status_line(pid, root, "NSpid:").split()
+    return int(ids[-1]) if len(ids) > 1 and ids[-1].isdigit() else None
 
 
 def schedstat(pid: int, root: Path = Path("/")) -> tuple[int, int] | None:
     """(ns on a CPU, ns waiting on a run queue) of the process's main thread, from /proc/PID/schedstat."""
-    fields = (read_text(root / f"proc/{pid}/schedstat") or "").split()
+    fields = (read_text(f"{root}/proc/{pid}/schedstat") or "").split()
     try:
         return int(fields[0]), int(fields[1])
     except (IndexError, ValueError):
@@ -200,10 +197,20 @@ def schedstat(pid: int, root: Path = Path("/")) -> tuple[int, int] | None:
 
 def cpus_allowed(pid: int, root: Path = Path("/")) -> tuple[int, ...] | None:
     """The CPUs the process may run on (`Cpus_allowed_list:` of /proc/PID/status, a cpulist like "0-31,64-95")."""
-    for line in (read_text(root / f"proc/{pid}/status") or "").splitlines():
-        if line.startswith("Cpus_allowed_list:"):
-            return parse_cpus(line.partition(":")[2])
-    return None
+    line = _status_line(pid, root, "Cpus_allowed_list:")
+    return parse_cpus(line) if line else None
+
+
+def _status_line(pid: int, root: Path, key: str) -> str:
+    """What follows `key` on its line of /proc/PID/status ("" when missing): found in the text, not by splitting
+    its 50-odd lines, since this runs for every GPU process on the slow cadence."""
+    text = read_text(f"{root}/proc/{pid}/status") or ""
+    at = text.find("\n" + key)  # never the first line, which is Name:
+    if at < 0:
+        return ""
+    start = at + 1 + len(key)
+    end = text.find("\n", start)
+    return text[start : end if end >= 0 else len(text)]
 
 
 def cpu_seconds(pid: int, root: Path = Path("/")) -> tuple[int, float] | None:

@@ -5,17 +5,17 @@ NVML's utilization is the share of time any kernel ran; a job whose kernels fill
 DRAM bandwidth. Metrics come from two GPM samples taken more than 100 ms apart, so each GPU keeps two
 buffers that alternate: every tick fills one and compares it with the other. Per-process utilization says
 whose kernels they were. Whether a GPU answers either is found out once: a GPU without it (pre-Hopper,
-MIG mode, an old driver or pynvml, no permission) reads None and is never asked again. GpuIsLost propagates
-so the source marks the whole GPU lost.
+MIG mode, an old driver or pynvml, no permission) reads None and is never asked again. Every call goes through
+the query helper (query.py), whose GpuLost reaches the source, which marks the whole GPU lost.
 """
 
 from __future__ import annotations
 
 import contextlib
-from types import ModuleType
 from typing import Any, cast
 
 from gputui.model import GpmValues
+from gputui.sources.nvml.query import Nvml
 
 MIB = 1024 * 1024
 # nvml.h: "the two samples must be more than 100 ms apart"; closer ticks keep the last metrics.
@@ -35,51 +35,60 @@ GPM_METRICS: tuple[tuple[str, str], ...] = (
     ("nvlink_tx_bytes_s", "NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC"),
 )
 _PER_SECOND = frozenset({"nvlink_rx_bytes_s", "nvlink_tx_bytes_s"})
+# pynvml's structures run a Python __getattribute__ on every field read (to decode bytes); the metrics are
+# numbers, read each tick for every GPU, so they are read through ctypes' own attribute access.
+_read_field = object.__getattribute__
 
 
 class GpmReader:
     """One GPU's GPM: support found once, two sample buffers, metrics between consecutive samples."""
 
-    def __init__(self, n: ModuleType, handle: Any, mig_mode: bool | None) -> None:
-        self._n = n
-        self._handle = handle
+    def __init__(self, nvml: Nvml, handle: Any, mig_mode: bool | None) -> None:
+        self._nvml = nvml
+        self._sample = nvml.query(nvml.function("nvmlGpmSampleGet", handle))
+        self._metrics = nvml.query(nvml.function("nvmlGpmMetricsGet"))
         self._buffers: list[Any] = []
         self._taken: float | None = None  # when the buffer last filled was taken; None: no usable sample
         self._next = 0  # the buffer the next sample goes into
         self._values: GpmValues = {}
         self._request: Any = None
+        self._slots: tuple[tuple[str, bool, Any], ...] = ()  # (GpuSample field, per second?, the request's slot)
         self.supported = False
         self.reason: str | None = None  # why not, for the curious; never shown as an error
         if mig_mode:
             self.reason = "MIG mode: GPM is read per GPU instance"
             return
-        self._open()
+        self._open(handle)
 
-    def _open(self) -> None:
-        n = self._n
-        try:
-            ids = [getattr(n, name) for _, name in GPM_METRICS]
-            support = n.nvmlGpmQueryDeviceSupport(self._handle)
-            if not support.isSupportedDevice:
-                self.reason = "this GPU has no GPM (Hopper and newer have it)"
-                return
-            self._buffers = [n.nvmlGpmSampleAlloc(), n.nvmlGpmSampleAlloc()]
-            request = n.c_nvmlGpmMetricsGet_t()
-            request.version = n.NVML_GPM_METRICS_GET_VERSION
-            request.numMetrics = len(ids)  # only these are filled and read, whatever NVML_GPM_METRIC_MAX is
-            for slot, metric_id in zip(request.metrics, ids, strict=False):
-                slot.metricId = metric_id
-        except AttributeError:
+    def _open(self, handle: Any) -> None:
+        nvml = self._nvml
+        pynvml = nvml.pynvml
+        ids = [getattr(pynvml, name, None) for _, name in GPM_METRICS]
+        request_type: Any = getattr(pynvml, "c_nvmlGpmMetricsGet_t", None)
+        query_support = nvml.query(nvml.function("nvmlGpmQueryDeviceSupport", handle))
+        if request_type is None or None in ids or not query_support.available:
             self.reason = "this nvidia-ml-py has no GPM"
+            return
+        support = query_support()
+        if support is None:
+            self.reason = f"the driver gives no GPM: {query_support.failure}"
+            return
+        if not support.isSupportedDevice:
+            self.reason = "this GPU has no GPM (Hopper and newer have it)"
+            return
+        alloc = nvml.query(nvml.function("nvmlGpmSampleAlloc"))
+        self._buffers = [buffer for buffer in (alloc(), alloc()) if buffer is not None]
+        if len(self._buffers) < 2:
+            self.reason = f"the driver gives no GPM: {alloc.failure}"
             self.close()
             return
-        except n.NVMLError_GpuIsLost:
-            self.close()
-            raise
-        except n.NVMLError as exc:
-            self.reason = f"the driver gives no GPM: {exc}"
-            self.close()
-            return
+        request = request_type()
+        request.version = pynvml.NVML_GPM_METRICS_GET_VERSION
+        request.numMetrics = len(ids)  # only these are filled and read, whatever NVML_GPM_METRIC_MAX is
+        slots = [request.metrics[i] for i in range(len(ids))]  # views into the request, made once
+        for slot, metric_id in zip(slots, ids, strict=True):
+            slot.metricId = metric_id
+        self._slots = tuple((key, key in _PER_SECOND, slot) for (key, _), slot in zip(GPM_METRICS, slots, strict=True))
         self._request = request
         self.supported = True
 
@@ -89,22 +98,19 @@ class GpmReader:
             return {}
         if self._taken is not None and now - self._taken <= MIN_GPM_INTERVAL_S:
             return self._values
-        n = self._n
         current = self._buffers[self._next]
-        try:
-            n.nvmlGpmSampleGet(self._handle, current)
-            if self._taken is not None:
-                self._request.sample1 = self._buffers[1 - self._next]
-                self._request.sample2 = current
-                n.nvmlGpmMetricsGet(self._request)
+        answered = self._sample(current)
+        if answered is not None and self._taken is not None:
+            self._request.sample1 = self._buffers[1 - self._next]
+            self._request.sample2 = current
+            answered = self._metrics(self._request)
+            if answered is not None:
                 self._values = self._decode()
-        except n.NVMLError_GpuIsLost:
-            raise
-        except (n.NVMLError_NotSupported, n.NVMLError_NoPermission, n.NVMLError_FunctionNotFound) as exc:
-            self.reason = f"the driver stopped giving GPM: {exc}"
-            self.close()
-            return {}
-        except n.NVMLError:
+        if answered is None:
+            if not (self._sample.available and self._metrics.available):
+                self.reason = f"the driver stopped giving GPM: {self._sample.failure or self._metrics.failure}"
+                self.close()
+                return {}
             self._taken = None  # a passing error: start a fresh pair next tick
             self._values = {}
             return {}
@@ -113,48 +119,43 @@ class GpmReader:
         return self._values
 
     def _decode(self) -> GpmValues:
-        ok = self._n.NVML_SUCCESS
+        ok = self._nvml.success
         values: dict[str, float | None] = {}
-        for (key, _), metric in zip(GPM_METRICS, self._request.metrics, strict=False):
-            if metric.nvmlReturn != ok:
+        for key, per_second, slot in self._slots:
+            if _read_field(slot, "nvmlReturn") != ok:
                 values[key] = None
-            elif key in _PER_SECOND:
-                values[key] = float(metric.value) * MIB
+            elif per_second:
+                values[key] = float(_read_field(slot, "value")) * MIB
             else:
-                values[key] = float(metric.value)
+                values[key] = float(_read_field(slot, "value"))
         return cast(GpmValues, values)  # the keys are GPM_METRICS', which name GpmValues' fields
 
     def close(self) -> None:
         """Free the sample buffers (before nvmlShutdown); reading stops."""
         self.supported = False
         buffers, self._buffers = self._buffers, []
+        pynvml = self._nvml.pynvml
         for buffer in buffers:
-            with contextlib.suppress(self._n.NVMLError):
-                self._n.nvmlGpmSampleFree(buffer)
+            with contextlib.suppress(pynvml.NVMLError):
+                pynvml.nvmlGpmSampleFree(buffer)
 
 
 class ProcessUtilization:
     """Each process's SM and memory-controller share from the driver's samples newer than the last seen."""
 
-    def __init__(self, n: ModuleType, handle: Any) -> None:
-        self._n = n
-        self._handle = handle
+    def __init__(self, nvml: Nvml, handle: Any) -> None:
+        self._query = nvml.query(nvml.function("nvmlDeviceGetProcessUtilization", handle))
         self._last_seen_us = 0
-        self.supported = hasattr(n, "nvmlDeviceGetProcessUtilization")
+
+    @property
+    def supported(self) -> bool:
+        return self._query.available
 
     def read(self) -> dict[int, tuple[float, float]]:
-        """pid -> (SM %, memory %) from the newest sample of each; {} when none arrived or unsupported."""
-        if not self.supported:
-            return {}
-        n = self._n
-        try:
-            samples = n.nvmlDeviceGetProcessUtilization(self._handle, self._last_seen_us)
-        except n.NVMLError_GpuIsLost:
-            raise
-        except (n.NVMLError_NotSupported, n.NVMLError_NoPermission, n.NVMLError_FunctionNotFound):
-            self.supported = False
-            return {}
-        except n.NVMLError:  # NotFound: no sample newer than the last seen, so no figure to give
+        """pid -> (SM %, memory %) from the newest sample of each; {} when none arrived or unsupported (NotFound,
+        a passing answer, says no sample is newer than the last seen)."""
+        samples = self._query(self._last_seen_us)
+        if samples is None:
             return {}
         newest: dict[int, tuple[int, float, float]] = {}
         for sample in samples:

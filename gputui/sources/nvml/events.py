@@ -6,7 +6,8 @@ tick. An event ends the wait at once whatever its timeout, so the timeout only s
 for nothing (each wake-up is a driver call and an exception) and how long `stop()` may take: a short-lived
 command keeps it short, the long-running monitor and exporter make it long and do not wait for the thread.
 A GPU that cannot report XIDs is skipped; an unexpected error ends the watch, is kept in `error`, and never
-reaches the sampler or the process.
+reaches the sampler or the process. Creating the event set and registering each GPU go through the query helper
+(query.py); the wait does not, since its Timeout is no failure but how a wait without events ends.
 """
 
 from __future__ import annotations
@@ -15,18 +16,20 @@ import contextlib
 import ctypes
 import threading
 from collections.abc import Mapping
-from types import ModuleType
 from typing import Any
+
+from gputui.sources.nvml.query import GpuLost, Nvml
 
 DEFAULT_WAIT_MS = 200
 LONG_WAIT_MS = 5000  # the monitor and the exporter: a wake-up every 5 s instead of 5 a second
 THREAD = "gputui-xid"  # the name py-spy and faulthandler show
+NO_EVENT_API = "this nvidia-ml-py has no event API"
 
 
 class XidWatcher:
     """Collects XID codes per GPU index from a background thread; `drain()` hands them over."""
 
-    def __init__(self, nvml: ModuleType, handles: Mapping[int, Any], wait_ms: int = DEFAULT_WAIT_MS) -> None:
+    def __init__(self, nvml: Nvml, handles: Mapping[int, Any], wait_ms: int = DEFAULT_WAIT_MS) -> None:
         if wait_ms < 1:
             raise ValueError(f"wait_ms must be at least 1, not {wait_ms}")
         self._nvml = nvml
@@ -50,11 +53,10 @@ class XidWatcher:
 
     def start(self) -> None:
         """Register each GPU here, so `skipped` and `error` are known on return, then start the thread."""
-        n = self._nvml
-        try:
-            event_set = n.nvmlEventSetCreate()
-        except n.NVMLError as exc:
-            self.error = f"the driver could not create an event set: {exc}"
+        create = self._nvml.query(self._nvml.function("nvmlEventSetCreate"))
+        event_set = create()
+        if event_set is None:
+            self.error = f"the driver could not create an event set: {create.failure or NO_EVENT_API}"
             return
         devices: list[tuple[object, int]] = []
         for index, handle in self._handles.items():
@@ -85,24 +87,32 @@ class XidWatcher:
 
     def _register(self, handle: Any, event_set: Any) -> str | None:
         """None when the GPU now reports XIDs to `event_set`, else the reason it cannot."""
-        n = self._nvml
+        nvml = self._nvml
+        xid = nvml.pynvml.nvmlEventTypeXidCriticalError
+        supported = nvml.query(nvml.function("nvmlDeviceGetSupportedEventTypes", handle))
+        register = nvml.query(nvml.function("nvmlDeviceRegisterEvents", handle, xid, event_set))
         try:
-            if not n.nvmlDeviceGetSupportedEventTypes(handle) & n.nvmlEventTypeXidCriticalError:
+            types = supported()
+            if types is None:
+                return str(supported.failure or NO_EVENT_API)
+            if not types & xid:
                 return "the driver reports no XID events for this GPU"
-            n.nvmlDeviceRegisterEvents(handle, n.nvmlEventTypeXidCriticalError, event_set)
-        except n.NVMLError as exc:
-            return str(exc)
+            register()
+        except GpuLost as lost:
+            return lost.reason
+        if register.failure is not None or not register.available:
+            return str(register.failure or NO_EVENT_API)
         return None
 
     def _run(self, event_set: Any, devices: list[tuple[object, int]]) -> None:
-        n = self._nvml
+        pynvml = self._nvml.pynvml
         try:
             while not self._stopping.is_set():
                 try:
-                    data = n.nvmlEventSetWait_v2(event_set, self._wait_ms)
-                except n.NVMLError_Timeout:
+                    data = pynvml.nvmlEventSetWait_v2(event_set, self._wait_ms)
+                except pynvml.NVMLError_Timeout:
                     continue
-                if not data.eventType & n.nvmlEventTypeXidCriticalError:
+                if not data.eventType & pynvml.nvmlEventTypeXidCriticalError:
                     continue
                 device = _address(data.device)
                 for address, index in devices:
@@ -116,8 +126,9 @@ class XidWatcher:
             self._free(event_set)
 
     def _free(self, event_set: Any) -> None:
-        with contextlib.suppress(self._nvml.NVMLError):
-            self._nvml.nvmlEventSetFree(event_set)
+        pynvml = self._nvml.pynvml
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlEventSetFree(event_set)
 
 
 def _address(handle: Any) -> object:

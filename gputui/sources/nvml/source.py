@@ -1,12 +1,12 @@
 """Live readings from the NVIDIA driver through nvidia-ml-py (the `pynvml` module); never spawns nvidia-smi.
 
-NVML is started once; handles and the static facts of each GPU are read once in `open()`. Each query is
-guarded on its own, per GPU: a query the GPU does not support (or lets us read) gives None and is not asked
-again, a renamed function falls back to its deprecated name, and a GPU that falls off the bus is marked lost
-while the others go on. Process lists, PCIe throughput (each a 20 ms window in the driver), the health
-counters and NVLink state and errors are read every `slow_every` ticks and reused between. How the GPUs
-connect (`SystemInfo.topology`) is read once, after every GPU is open. XID errors are events, caught between ticks by
-an `XidWatcher` thread and handed to the next sample.
+NVML is started once; handles, the static facts of each GPU and the queries worth asking are made once in
+`open()`. Every reading goes through the query helper (query.py) and its one error policy: a reading the GPU does
+not give is None and not asked again, a renamed function falls back to its deprecated name, a passing failure costs
+that reading one tick, and a GPU that falls off the bus is marked lost while the others go on. Process lists, PCIe
+throughput (each a 20 ms window in the driver), the health counters and NVLink state and errors are read every
+`slow_every` ticks and reused between. How the GPUs connect (`SystemInfo.topology`) is read once, after every GPU
+is open. XID errors are events, caught between ticks by an `XidWatcher` thread and handed to the next sample.
 """
 
 from __future__ import annotations
@@ -30,9 +30,8 @@ from gputui.sources.host.process_join import ProcessJoin
 from gputui.sources.host.source import HostSource
 from gputui.sources.nvml.efficiency import GpmReader, ProcessUtilization
 from gputui.sources.nvml.events import DEFAULT_WAIT_MS, XidWatcher
+from gputui.sources.nvml.query import Fields, GpuLost, Nvml, Query, Verdict
 from gputui.sources.nvml.topology import NvLinkCounters, NvLinkReader, read_topology, resolve_remotes
-
-Query = Callable[[Any], Any]
 
 KIB = 1024  # nvmlDeviceGetPcieThroughput reports KB/s, which NVML means as KiB/s
 LAST_PSTATE = 15  # P15; NVML_PSTATE_UNKNOWN (32) and anything else is not a P-state
@@ -60,7 +59,6 @@ INIT_ERRORS = {
 }
 NO_DEVICES = "the NVIDIA driver is running but reports no GPUs (check 'lspci | grep -i nvidia' and 'dmesg')"
 STOP_WAIT_S = 0.3  # how long close() waits for an XID thread in a long wait (a short one is waited out)
-LOST = "GPU is lost (fell off the bus): 'dmesg' shows the Xid; it needs a reset or a reboot"
 
 
 def cuda_version(encoded: int | None) -> str | None:
@@ -70,115 +68,108 @@ def cuda_version(encoded: int | None) -> str | None:
     return f"{encoded // 1000}.{(encoded % 1000) // 10}"
 
 
-def _query_table(n: ModuleType) -> dict[str, tuple[Query, ...]]:
-    """Each query by key: the function to call, then the deprecated names to fall back to, in order.
+def _sampled_queries(nvml: Nvml, handle: Any) -> dict[str, Query]:
+    """One GPU's readings of each tick and of the slow ticks, by key; each query's variants newest first."""
+    pynvml = nvml.pynvml
 
-    Functions missing from this pynvml are left out; a function the driver lacks raises FunctionNotFound
-    on its first call and the next one is tried.
-    """
+    def one(name: str, *args: Any) -> Query:
+        return nvml.query(nvml.function(name, handle, *args))
 
-    def call(name: str, *args: Any, **kwargs: Any) -> Query | None:
-        fn = getattr(n, name, None)
-        if fn is None:
-            return None
-        return lambda handle: fn(handle, *args, **kwargs)
+    def newest_first(*names: str, args: tuple[Any, ...] = ()) -> Query:
+        return nvml.query(*(nvml.function(name, handle, *args) for name in names))
 
-    def memory_temperature(handle: Any) -> Any:
-        value = n.nvmlDeviceGetFieldValues(handle, [n.NVML_FI_DEV_MEMORY_TEMP])[0]
-        if value.nvmlReturn != n.NVML_SUCCESS:
-            raise n.NVMLError(value.nvmlReturn)
-        return _field_value(n, value)
-
-    def threshold(name: str) -> Query | None:
-        return call("nvmlDeviceGetTemperatureThreshold", getattr(n, name))
-
-    memory_v2 = call("nvmlDeviceGetMemoryInfo", version=n.nvmlMemory_v2) if hasattr(n, "nvmlMemory_v2") else None
-    queries: dict[str, tuple[Query | None, ...]] = {
+    memory_v2 = getattr(pynvml, "nvmlMemory_v2", None)
+    return {
         # every tick
-        "utilization": (call("nvmlDeviceGetUtilizationRates"),),
-        "sm_clock": (call("nvmlDeviceGetClockInfo", n.NVML_CLOCK_SM),),
-        "memory_clock": (call("nvmlDeviceGetClockInfo", n.NVML_CLOCK_MEM),),
-        "graphics_clock": (call("nvmlDeviceGetClockInfo", n.NVML_CLOCK_GRAPHICS),),
-        "temperature": (
-            call("nvmlDeviceGetTemperatureV", n.NVML_TEMPERATURE_GPU),
-            call("nvmlDeviceGetTemperature", n.NVML_TEMPERATURE_GPU),
+        "utilization": one("nvmlDeviceGetUtilizationRates"),
+        "sm_clock": one("nvmlDeviceGetClockInfo", pynvml.NVML_CLOCK_SM),
+        "memory_clock": one("nvmlDeviceGetClockInfo", pynvml.NVML_CLOCK_MEM),
+        "graphics_clock": one("nvmlDeviceGetClockInfo", pynvml.NVML_CLOCK_GRAPHICS),
+        "temperature": newest_first(
+            "nvmlDeviceGetTemperatureV", "nvmlDeviceGetTemperature", args=(pynvml.NVML_TEMPERATURE_GPU,)
         ),
-        "memory_temperature": (memory_temperature if hasattr(n, "nvmlDeviceGetFieldValues") else None,),
-        "power": (call("nvmlDeviceGetPowerUsage"),),
-        "power_limit": (call("nvmlDeviceGetEnforcedPowerLimit"),),
-        "memory": (memory_v2, call("nvmlDeviceGetMemoryInfo")),
-        "pcie_gen": (call("nvmlDeviceGetCurrPcieLinkGeneration"),),
-        "pcie_width": (call("nvmlDeviceGetCurrPcieLinkWidth"),),
-        "pcie_replay": (call("nvmlDeviceGetPcieReplayCounter"),),
-        "fan": (call("nvmlDeviceGetFanSpeed"),),
-        "pstate": (call("nvmlDeviceGetPerformanceState"), call("nvmlDeviceGetPowerState")),
-        "clock_events": (
-            call("nvmlDeviceGetCurrentClocksEventReasons"),
-            call("nvmlDeviceGetCurrentClocksThrottleReasons"),
+        "power": one("nvmlDeviceGetPowerUsage"),
+        "power_limit": one("nvmlDeviceGetEnforcedPowerLimit"),
+        "memory": nvml.query(
+            nvml.function("nvmlDeviceGetMemoryInfo", handle, version=memory_v2) if memory_v2 is not None else None,
+            nvml.function("nvmlDeviceGetMemoryInfo", handle),
         ),
-        "power_violation": (call("nvmlDeviceGetViolationStatus", n.NVML_PERF_POLICY_POWER),),
-        "thermal_violation": (call("nvmlDeviceGetViolationStatus", n.NVML_PERF_POLICY_THERMAL),),
-        "energy": (call("nvmlDeviceGetTotalEnergyConsumption"),),
-        "encoder": (call("nvmlDeviceGetEncoderUtilization"),),
-        "decoder": (call("nvmlDeviceGetDecoderUtilization"),),
+        "pcie_gen": one("nvmlDeviceGetCurrPcieLinkGeneration"),
+        "pcie_width": one("nvmlDeviceGetCurrPcieLinkWidth"),
+        "pcie_replay": one("nvmlDeviceGetPcieReplayCounter"),
+        "fan": one("nvmlDeviceGetFanSpeed"),
+        "pstate": newest_first("nvmlDeviceGetPerformanceState", "nvmlDeviceGetPowerState"),
+        "clock_events": newest_first(
+            "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons"
+        ),
+        "power_violation": one("nvmlDeviceGetViolationStatus", pynvml.NVML_PERF_POLICY_POWER),
+        "thermal_violation": one("nvmlDeviceGetViolationStatus", pynvml.NVML_PERF_POLICY_THERMAL),
+        "energy": one("nvmlDeviceGetTotalEnergyConsumption"),
+        "encoder": one("nvmlDeviceGetEncoderUtilization"),
+        "decoder": one("nvmlDeviceGetDecoderUtilization"),
         # every `slow_every` ticks
-        "compute_processes": (
-            call("nvmlDeviceGetComputeRunningProcesses_v3"),
-            call("nvmlDeviceGetComputeRunningProcesses_v2"),
+        "compute_processes": newest_first(
+            "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"
         ),
-        "graphics_processes": (
-            call("nvmlDeviceGetGraphicsRunningProcesses_v3"),
-            call("nvmlDeviceGetGraphicsRunningProcesses_v2"),
+        "graphics_processes": newest_first(
+            "nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"
         ),
-        "pcie_tx": (call("nvmlDeviceGetPcieThroughput", n.NVML_PCIE_UTIL_TX_BYTES),),
-        "pcie_rx": (call("nvmlDeviceGetPcieThroughput", n.NVML_PCIE_UTIL_RX_BYTES),),
-        "ecc_uncorrected": (
-            call("nvmlDeviceGetTotalEccErrors", n.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, n.NVML_VOLATILE_ECC),
+        "pcie_tx": one("nvmlDeviceGetPcieThroughput", pynvml.NVML_PCIE_UTIL_TX_BYTES),
+        "pcie_rx": one("nvmlDeviceGetPcieThroughput", pynvml.NVML_PCIE_UTIL_RX_BYTES),
+        "ecc_uncorrected": one(
+            "nvmlDeviceGetTotalEccErrors", pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED, pynvml.NVML_VOLATILE_ECC
         ),
-        "retired_pages_pending": (call("nvmlDeviceGetRetiredPagesPendingStatus"),),
-        "remapped_rows": (call("nvmlDeviceGetRemappedRows"),),
-        # once, in open()
-        "name": (call("nvmlDeviceGetName"),),
-        "uuid": (call("nvmlDeviceGetUUID"),),
-        "serial": (call("nvmlDeviceGetSerial"),),
-        "minor_number": (call("nvmlDeviceGetMinorNumber"),),
-        "pci": (call("nvmlDeviceGetPciInfo"),),
-        "max_sm_clock": (call("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_SM),),
-        "max_memory_clock": (call("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_MEM),),
-        "max_graphics_clock": (call("nvmlDeviceGetMaxClockInfo", n.NVML_CLOCK_GRAPHICS),),
-        "default_app_sm_clock": (call("nvmlDeviceGetDefaultApplicationsClock", n.NVML_CLOCK_SM),),
-        "default_app_memory_clock": (call("nvmlDeviceGetDefaultApplicationsClock", n.NVML_CLOCK_MEM),),
-        "pcie_max_gen": (call("nvmlDeviceGetMaxPcieLinkGeneration"),),
-        "pcie_max_width": (call("nvmlDeviceGetMaxPcieLinkWidth"),),
-        "pcie_gpu_max_gen": (call("nvmlDeviceGetGpuMaxPcieLinkGeneration"),),
-        "power_default_limit": (call("nvmlDeviceGetPowerManagementDefaultLimit"),),
-        "power_constraints": (call("nvmlDeviceGetPowerManagementLimitConstraints"),),
-        "temperature_slowdown": (threshold("NVML_TEMPERATURE_THRESHOLD_SLOWDOWN"),),
-        "temperature_shutdown": (threshold("NVML_TEMPERATURE_THRESHOLD_SHUTDOWN"),),
-        "temperature_gpu_max": (threshold("NVML_TEMPERATURE_THRESHOLD_GPU_MAX"),),
-        "temperature_memory_max": (threshold("NVML_TEMPERATURE_THRESHOLD_MEM_MAX"),),
-        "persistence_mode": (call("nvmlDeviceGetPersistenceMode"),),
-        "compute_mode": (call("nvmlDeviceGetComputeMode"),),
-        "mig_mode": (call("nvmlDeviceGetMigMode"),),
-        "ecc_mode": (call("nvmlDeviceGetEccMode"),),
+        "retired_pages_pending": one("nvmlDeviceGetRetiredPagesPendingStatus"),
+        "remapped_rows": one("nvmlDeviceGetRemappedRows"),
     }
-    return {key: tuple(q for q in variants if q is not None) for key, variants in queries.items()}
 
 
-def _field_value(n: ModuleType, value: Any) -> float | int:
-    """The number in an nvmlFieldValue_t, read through the member its valueType names."""
-    kind = value.valueType
-    if kind == n.NVML_VALUE_TYPE_DOUBLE:
-        return float(value.value.dVal)
-    if kind == n.NVML_VALUE_TYPE_UNSIGNED_INT:
-        return int(value.value.uiVal)
-    if kind == n.NVML_VALUE_TYPE_UNSIGNED_LONG:
-        return int(value.value.ulVal)
-    if kind == n.NVML_VALUE_TYPE_SIGNED_LONG_LONG:
-        return int(value.value.sllVal)
-    if kind == n.NVML_VALUE_TYPE_SIGNED_INT:
-        return int(value.value.siVal)
-    return int(value.value.ullVal)
+def _read_info(nvml: Nvml, index: int, handle: Any, memory: Query) -> GpuInfo:
+    """The facts that do not change while the driver runs, each asked once."""
+    pynvml = nvml.pynvml
+
+    def ask(name: str, *args: Any) -> Any:
+        return nvml.ask(name, handle, *args)
+
+    def threshold(name: str) -> Any:
+        kind = getattr(pynvml, name, None)
+        return ask("nvmlDeviceGetTemperatureThreshold", kind) if kind is not None else None
+
+    pci = ask("nvmlDeviceGetPciInfo")
+    total = memory()
+    constraints = ask("nvmlDeviceGetPowerManagementLimitConstraints")
+    mig = ask("nvmlDeviceGetMigMode")
+    ecc = ask("nvmlDeviceGetEccMode")
+    persistence = ask("nvmlDeviceGetPersistenceMode")
+    compute_mode = ask("nvmlDeviceGetComputeMode")
+    return GpuInfo(
+        index=index,
+        name=ask("nvmlDeviceGetName") or "unknown",
+        uuid=ask("nvmlDeviceGetUUID"),
+        serial=ask("nvmlDeviceGetSerial"),
+        pci_bus_id=pci.busId if pci is not None else None,
+        minor_number=ask("nvmlDeviceGetMinorNumber"),
+        memory_total_bytes=total.total if total is not None else None,
+        max_sm_clock_mhz=ask("nvmlDeviceGetMaxClockInfo", pynvml.NVML_CLOCK_SM),
+        max_memory_clock_mhz=ask("nvmlDeviceGetMaxClockInfo", pynvml.NVML_CLOCK_MEM),
+        max_graphics_clock_mhz=ask("nvmlDeviceGetMaxClockInfo", pynvml.NVML_CLOCK_GRAPHICS),
+        default_app_sm_clock_mhz=ask("nvmlDeviceGetDefaultApplicationsClock", pynvml.NVML_CLOCK_SM),
+        default_app_memory_clock_mhz=ask("nvmlDeviceGetDefaultApplicationsClock", pynvml.NVML_CLOCK_MEM),
+        pcie_max_gen=ask("nvmlDeviceGetMaxPcieLinkGeneration"),
+        pcie_max_width=ask("nvmlDeviceGetMaxPcieLinkWidth"),
+        pcie_gpu_max_gen=ask("nvmlDeviceGetGpuMaxPcieLinkGeneration"),
+        power_default_limit_w=_watts(ask("nvmlDeviceGetPowerManagementDefaultLimit")),
+        power_min_limit_w=_watts(constraints[0]) if constraints is not None else None,
+        power_max_limit_w=_watts(constraints[1]) if constraints is not None else None,
+        temperature_slowdown_c=threshold("NVML_TEMPERATURE_THRESHOLD_SLOWDOWN"),
+        temperature_shutdown_c=threshold("NVML_TEMPERATURE_THRESHOLD_SHUTDOWN"),
+        temperature_gpu_max_c=threshold("NVML_TEMPERATURE_THRESHOLD_GPU_MAX"),
+        temperature_memory_max_c=threshold("NVML_TEMPERATURE_THRESHOLD_MEM_MAX"),
+        persistence_mode=bool(persistence) if persistence is not None else None,
+        compute_mode=COMPUTE_MODES.get(compute_mode) if compute_mode is not None else None,
+        mig_mode=bool(mig[0]) if mig is not None else None,
+        ecc_mode=bool(ecc[0]) if ecc is not None else None,
+    )
 
 
 @dataclass(slots=True)
@@ -186,8 +177,9 @@ class _Gpu:
     """One GPU's handle, static facts, the queries still worth asking, and the slow values last read."""
 
     index: int
-    handle: Any
-    queries: dict[str, list[Query]]
+    handle: Any = None
+    queries: dict[str, Query] = field(default_factory=dict)
+    memory_temperature: Fields | None = None
     info: GpuInfo | None = None
     lost: str | None = None
     processes: tuple[GpuProcess, ...] = ()
@@ -209,7 +201,7 @@ class NvmlSource:
         self,
         gpu_indices: Sequence[int] | None = None,
         host: HostSource | None = None,
-        nvml: ModuleType | None = None,
+        pynvml: ModuleType | None = None,
         clock: Callable[[], float] = time.time,
         slow_every: int = 5,
         watch_xid: bool = True,
@@ -222,7 +214,8 @@ class NvmlSource:
         self._host = host
         self._root = root  # where /proc is read to match GPU processes: tests point it at a fake tree
         self._join = ProcessJoin(procfs.DeviceCheck(root), procfs.GpuUsers(root).scan)
-        self._nvml = nvml
+        self._pynvml = pynvml  # the module, imported at open() unless given
+        self._nvml: Nvml | None = None
         self._clock = clock
         self._slow_every = slow_every
         self._gpus: list[_Gpu] = []
@@ -242,20 +235,17 @@ class NvmlSource:
 
     def open(self) -> SystemInfo:
         self.close()
-        n = self._nvml if self._nvml is not None else _import_pynvml()
-        self._nvml = n
-        self._not_found: type[BaseException] = n.NVMLError_FunctionNotFound
-        self._unsupported: tuple[type[BaseException], ...] = (n.NVMLError_NotSupported, n.NVMLError_NoPermission)
-        self._gpu_lost: type[BaseException] = n.NVMLError_GpuIsLost
-        self._error: type[BaseException] = n.NVMLError
+        pynvml = self._pynvml if self._pynvml is not None else _import_pynvml()
+        self._pynvml = pynvml
+        nvml = self._nvml = Nvml(pynvml)
         try:
-            n.nvmlInit()
-        except n.NVMLError as exc:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as exc:
             raise SourceUnavailable(_init_message(exc)) from None
         self._started = True
         try:
-            count = n.nvmlDeviceGetCount()
-        except n.NVMLError as exc:
+            count = pynvml.nvmlDeviceGetCount()
+        except pynvml.NVMLError as exc:
             self.close()
             raise SourceUnavailable(_init_message(exc)) from None
         if count == 0:
@@ -268,30 +258,29 @@ class NvmlSource:
             raise InvalidGpuSelection(
                 f"there is no GPU {missing[0]}: this machine has {count} GPU(s), numbered 0 to {count - 1}"
             )
-        table = _query_table(n)
         try:
             for index in indices:  # one by one, so close() frees the GPM buffers of those opened if one fails
-                self._gpus.append(self._open_gpu(n, index, table))
+                self._gpus.append(self._open_gpu(nvml, index))
         except SourceUnavailable:
             self.close()
             raise
         self._minors = {gpu.index: gpu.info.minor_number if gpu.info else None for gpu in self._gpus}
-        topology = self._read_topology(n)
+        topology = self._read_topology(nvml)
         if self._host is None:
             self._host = HostSource(root=self._root)
         self._host.open()
         self._tick = 0
         if self._watch_xid:
             handles = {gpu.index: gpu.handle for gpu in self._gpus if gpu.lost is None}
-            self._watcher = XidWatcher(n, handles, wait_ms=self._xid_wait_ms)
+            self._watcher = XidWatcher(nvml, handles, wait_ms=self._xid_wait_ms)
             self._xid_error_reported = False
             self._watcher.start()
         self._system = SystemInfo(
             hostname=socket.gethostname(),
             source="nvml",
-            driver_version=self._system_value(n, "nvmlSystemGetDriverVersion"),
-            nvml_version=self._system_value(n, "nvmlSystemGetNVMLVersion"),
-            cuda_driver_version=cuda_version(self._system_value(n, "nvmlSystemGetCudaDriverVersion")),
+            driver_version=nvml.ask("nvmlSystemGetDriverVersion"),
+            nvml_version=nvml.ask("nvmlSystemGetNVMLVersion"),
+            cuda_driver_version=cuda_version(nvml.ask("nvmlSystemGetCudaDriverVersion")),
             gpu_count=count,
             cpu_count=os.cpu_count() or 0,
             kernel=platform.release(),
@@ -313,11 +302,11 @@ class NvmlSource:
         for gpu in self._gpus:
             if gpu.gpm is not None:
                 gpu.gpm.close()
-        if self._started and self._nvml is not None:
+        if self._started and self._pynvml is not None:
             self._started = False
             if thread_ended:
-                with contextlib.suppress(self._nvml.NVMLError):
-                    self._nvml.nvmlShutdown()
+                with contextlib.suppress(self._pynvml.NVMLError):
+                    self._pynvml.nvmlShutdown()
         if self._host is not None:
             self._host.close()
         self._gpus = []
@@ -348,49 +337,38 @@ class NvmlSource:
             events=tuple(events),
         )
 
-    def _read(self, gpu: _Gpu, key: str) -> Any:
-        """One guarded query: None when unsupported (and never asked again), or on a passing error.
-
-        GpuIsLost propagates, so the caller marks the whole GPU lost.
-        """
-        variants = gpu.queries[key]
-        while variants:
-            try:
-                return variants[0](gpu.handle)
-            except self._not_found:
-                del variants[0]
-            except self._unsupported:
-                variants.clear()
-            except self._gpu_lost:
-                raise
-            except self._error:
-                return None
-        return None
-
     def _mark_lost(self, gpu: _Gpu, error: str) -> None:
         gpu.lost = error
         gpu.processes = ()
         gpu.events.append(f"GPU {gpu.index}: {error}")
 
-    def _open_gpu(self, n: ModuleType, index: int, table: dict[str, tuple[Query, ...]]) -> _Gpu:
-        gpu = _Gpu(index=index, handle=None, queries={key: list(v) for key, v in table.items()})
+    def _open_gpu(self, nvml: Nvml, index: int) -> _Gpu:
+        """The handle (a GPU the driver will not open is listed as lost, with why), then its facts and readers."""
+        gpu = _Gpu(index=index)
+        pynvml = nvml.pynvml
         try:
-            gpu.handle = n.nvmlDeviceGetHandleByIndex(index)
-            gpu.info = self._read_info(gpu)
-            gpu.gpm = GpmReader(n, gpu.handle, gpu.info.mig_mode)
-            gpu.process_utilization = ProcessUtilization(n, gpu.handle)
-            gpu.nvlink = NvLinkReader(n, gpu.handle, gpm_gives_traffic=gpu.gpm.supported)
-        except n.NVMLError_NoPermission as exc:
+            gpu.handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except pynvml.NVMLError_NoPermission as exc:
             raise SourceUnavailable(_init_message(exc)) from None
-        except n.NVMLError_GpuIsLost:
-            self._mark_lost(gpu, LOST)
-        except n.NVMLError as exc:
-            self._mark_lost(gpu, f"the driver could not open this GPU: {exc}")
+        except pynvml.NVMLError as exc:
+            code = exc.value
+            lost = nvml.lost(code).reason if nvml.verdict(code) is Verdict.LOST else None
+            self._mark_lost(gpu, lost or f"the driver could not open this GPU: {exc}")
+        if gpu.lost is None:
+            try:
+                gpu.queries = _sampled_queries(nvml, gpu.handle)
+                gpu.memory_temperature = Fields(nvml, gpu.handle, [pynvml.NVML_FI_DEV_MEMORY_TEMP])
+                gpu.info = _read_info(nvml, index, gpu.handle, gpu.queries["memory"])
+                gpu.gpm = GpmReader(nvml, gpu.handle, gpu.info.mig_mode)
+                gpu.process_utilization = ProcessUtilization(nvml, gpu.handle)
+                gpu.nvlink = NvLinkReader(nvml, gpu.handle, gpm_gives_traffic=gpu.gpm.supported)
+            except GpuLost as lost:
+                self._mark_lost(gpu, lost.reason)
         if gpu.info is None:
             gpu.info = GpuInfo(index=index, name="unknown")
         return gpu
 
-    def _read_topology(self, n: ModuleType) -> Topology:
+    def _read_topology(self, nvml: Nvml) -> Topology:
         """The pairs, once every GPU is open; each GPU's NVLink facts, whose remotes name GPUs by bus id."""
         buses = [gpu.info.pci_bus_id if gpu.info is not None else None for gpu in self._gpus]
         for gpu in self._gpus:
@@ -402,48 +380,10 @@ class NvmlSource:
                     nvlink_remote=resolve_remotes(gpu.nvlink, buses),
                 )
         return read_topology(
-            n,
+            nvml,
             [gpu.handle if gpu.lost is None else None for gpu in self._gpus],
             [gpu.nvlink if gpu.lost is None else None for gpu in self._gpus],
             buses,
-        )
-
-    def _read_info(self, gpu: _Gpu) -> GpuInfo:
-        r = self._read
-        pci = r(gpu, "pci")
-        memory = r(gpu, "memory")
-        constraints = r(gpu, "power_constraints")
-        mig = r(gpu, "mig_mode")
-        ecc = r(gpu, "ecc_mode")
-        persistence = r(gpu, "persistence_mode")
-        compute_mode = r(gpu, "compute_mode")
-        return GpuInfo(
-            index=gpu.index,
-            name=r(gpu, "name") or "unknown",
-            uuid=r(gpu, "uuid"),
-            serial=r(gpu, "serial"),
-            pci_bus_id=pci.busId if pci is not None else None,
-            minor_number=r(gpu, "minor_number"),
-            memory_total_bytes=memory.total if memory is not None else None,
-            max_sm_clock_mhz=r(gpu, "max_sm_clock"),
-            max_memory_clock_mhz=r(gpu, "max_memory_clock"),
-            max_graphics_clock_mhz=r(gpu, "max_graphics_clock"),
-            default_app_sm_clock_mhz=r(gpu, "default_app_sm_clock"),
-            default_app_memory_clock_mhz=r(gpu, "default_app_memory_clock"),
-            pcie_max_gen=r(gpu, "pcie_max_gen"),
-            pcie_max_width=r(gpu, "pcie_max_width"),
-            pcie_gpu_max_gen=r(gpu, "pcie_gpu_max_gen"),
-            power_default_limit_w=_watts(r(gpu, "power_default_limit")),
-            power_min_limit_w=_watts(constraints[0]) if constraints is not None else None,
-            power_max_limit_w=_watts(constraints[1]) if constraints is not None else None,
-            temperature_slowdown_c=r(gpu, "temperature_slowdown"),
-            temperature_shutdown_c=r(gpu, "temperature_shutdown"),
-            temperature_gpu_max_c=r(gpu, "temperature_gpu_max"),
-            temperature_memory_max_c=r(gpu, "temperature_memory_max"),
-            persistence_mode=bool(persistence) if persistence is not None else None,
-            compute_mode=COMPUTE_MODES.get(compute_mode) if compute_mode is not None else None,
-            mig_mode=bool(mig[0]) if mig is not None else None,
-            ecc_mode=bool(ecc[0]) if ecc is not None else None,
         )
 
     def _sample_gpu(self, gpu: _Gpu, now: float, slow: bool, xids: tuple[int, ...]) -> GpuSample:
@@ -451,23 +391,23 @@ class NvmlSource:
         if gpu.lost is None:
             try:
                 return self._read_sample(gpu, now, slow, xids)
-            except self._gpu_lost:
-                self._mark_lost(gpu, LOST)
+            except GpuLost as lost:
+                self._mark_lost(gpu, lost.reason)
         return GpuSample(index=gpu.index, timestamp=now, lost=True, error=gpu.lost, xid_events=xids)
 
     def _read_sample(self, gpu: _Gpu, now: float, slow: bool, xids: tuple[int, ...]) -> GpuSample:
-        r = self._read
+        q = gpu.queries
         if slow:
             self._read_slow(gpu)
-        util = r(gpu, "utilization")
-        memory = r(gpu, "memory")
-        temperature = r(gpu, "temperature")
-        memory_temperature = r(gpu, "memory_temperature")
-        pstate = r(gpu, "pstate")
-        power_violation = r(gpu, "power_violation")
-        thermal_violation = r(gpu, "thermal_violation")
-        encoder = r(gpu, "encoder")
-        decoder = r(gpu, "decoder")
+        util = q["utilization"]()
+        memory = q["memory"]()
+        temperature = q["temperature"]()
+        memory_temperature = gpu.memory_temperature()[0] if gpu.memory_temperature is not None else None
+        pstate = q["pstate"]()
+        power_violation = q["power_violation"]()
+        thermal_violation = q["thermal_violation"]()
+        encoder = q["encoder"]()
+        decoder = q["decoder"]()
         gpm: GpmValues = {**(gpu.gpm.read(now) if gpu.gpm is not None else {})}
         if gpu.nvlink is not None:
             gpm.update(gpu.nvlink.traffic(now))  # {} where GPM gives the NVLink traffic
@@ -477,27 +417,27 @@ class NvmlSource:
             timestamp=now,
             utilization_gpu_pct=float(util.gpu) if util is not None else None,
             utilization_memory_pct=float(util.memory) if util is not None else None,
-            sm_clock_mhz=r(gpu, "sm_clock"),
-            memory_clock_mhz=r(gpu, "memory_clock"),
-            graphics_clock_mhz=r(gpu, "graphics_clock"),
+            sm_clock_mhz=q["sm_clock"](),
+            memory_clock_mhz=q["memory_clock"](),
+            graphics_clock_mhz=q["graphics_clock"](),
             temperature_c=float(temperature) if temperature is not None else None,
             memory_temperature_c=float(memory_temperature) if memory_temperature is not None else None,
-            power_w=_watts(r(gpu, "power")),
-            power_limit_w=_watts(r(gpu, "power_limit")),
+            power_w=_watts(q["power"]()),
+            power_limit_w=_watts(q["power_limit"]()),
             memory_used_bytes=memory.used if memory is not None else None,
             memory_reserved_bytes=getattr(memory, "reserved", None),  # v2 only; v1's `used` includes it
             memory_free_bytes=memory.free if memory is not None else None,
-            pcie_gen=r(gpu, "pcie_gen"),
-            pcie_width=r(gpu, "pcie_width"),
+            pcie_gen=q["pcie_gen"](),
+            pcie_width=q["pcie_width"](),
             pcie_tx_bytes_s=gpu.pcie_tx_bytes_s,
             pcie_rx_bytes_s=gpu.pcie_rx_bytes_s,
-            pcie_replay_count=r(gpu, "pcie_replay"),
-            fan_pct=r(gpu, "fan"),
+            pcie_replay_count=q["pcie_replay"](),
+            fan_pct=q["fan"](),
             pstate=pstate if pstate is not None and 0 <= pstate <= LAST_PSTATE else None,
-            clock_event_reasons_mask=r(gpu, "clock_events"),
+            clock_event_reasons_mask=q["clock_events"](),
             power_violation_ns=power_violation.violationTime if power_violation is not None else None,
             thermal_violation_ns=thermal_violation.violationTime if thermal_violation is not None else None,
-            energy_mj=r(gpu, "energy"),
+            energy_mj=q["energy"](),
             ecc_uncorrected=gpu.ecc_uncorrected,
             retired_pages_pending=gpu.retired_pages_pending,
             xid_events=xids,
@@ -512,31 +452,22 @@ class NvmlSource:
         )
 
     def _read_slow(self, gpu: _Gpu) -> None:
-        r = self._read
+        q = gpu.queries
         shares = gpu.process_utilization.read() if gpu.process_utilization is not None else {}
-        gpu.processes = _merge_processes(r(gpu, "compute_processes"), r(gpu, "graphics_processes"), shares)
-        tx = r(gpu, "pcie_tx")
-        rx = r(gpu, "pcie_rx")
+        gpu.processes = _merge_processes(q["compute_processes"](), q["graphics_processes"](), shares)
+        tx = q["pcie_tx"]()
+        rx = q["pcie_rx"]()
         gpu.pcie_tx_bytes_s = float(tx * KIB) if tx is not None else None
         gpu.pcie_rx_bytes_s = float(rx * KIB) if rx is not None else None
-        gpu.ecc_uncorrected = r(gpu, "ecc_uncorrected")
-        retired = r(gpu, "retired_pages_pending")
-        remapped = r(gpu, "remapped_rows")  # (corrected, uncorrected, pending, failure), Ampere and newer
+        gpu.ecc_uncorrected = q["ecc_uncorrected"]()
+        retired = q["retired_pages_pending"]()
+        remapped = q["remapped_rows"]()  # (corrected, uncorrected, pending, failure), Ampere and newer
         flags = [bool(retired)] if retired is not None else []
         if remapped is not None:
             flags.append(bool(remapped[2] or remapped[3]))
         gpu.retired_pages_pending = any(flags) if flags else None
         if gpu.nvlink is not None:
             gpu.nvlink_counters = gpu.nvlink.counters()
-
-    def _system_value(self, n: ModuleType, name: str) -> Any:
-        fn = getattr(n, name, None)
-        if fn is None:
-            return None
-        try:
-            return fn()
-        except n.NVMLError:
-            return None
 
 
 def _import_pynvml() -> ModuleType:

@@ -3,9 +3,9 @@
 A multi-GPU job is only as fast as its links: a link down or a pair without P2P slows every collective while
 each GPU reads busy. What a GPU's links reach is read once; which are up and their error counters on the slow
 cadence (18 links x 5 calls is too many for every tick); NVLink traffic every tick from two cumulative field
-readings, only where GPM does not already give it. Any query the driver lacks (NotSupported, NoPermission,
-FunctionNotFound, or a pynvml without the function) reads None and is not asked again; GpuIsLost propagates
-so the source marks the GPU lost.
+readings, only where GPM does not already give it. Every call goes through the query helper (query.py): what the
+driver does not give reads None and is not asked again, and its GpuLost reaches the source, which marks the GPU
+lost.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from gputui.model import NVSWITCH, GpmValues, Topology
+from gputui.sources.nvml.query import Fields, GpuLost, Nvml
 
 KIB = 1024
 ALL_LINKS = 0xFFFFFFFF  # scopeId for "every link"; a bare per-link field id reads link 0 only
@@ -28,29 +29,10 @@ PCIE_PATHS = {0: "PIX", 10: "PIX", 20: "PXB", 30: "PHB", 40: "NODE", 50: "SYS"}
 _VERSION_NAME = re.compile(r"NVML_NVLINK_VERSION_(\d+)_\d+$")
 
 
-class Unavailable(Exception):
-    """The driver or pynvml does not give this: read None, ask no more."""
-
-
-def ask(n: ModuleType, name: str, *args: Any) -> Any:
-    """One guarded call: Unavailable when not there, None on a passing error; GpuIsLost propagates."""
-    fn = getattr(n, name, None)
-    if fn is None:
-        raise Unavailable(name)
-    try:
-        return fn(*args)
-    except n.NVMLError_GpuIsLost:
-        raise
-    except (n.NVMLError_NotSupported, n.NVMLError_NoPermission, n.NVMLError_FunctionNotFound) as exc:
-        raise Unavailable(name) from exc
-    except n.NVMLError:
-        return None
-
-
-def nvlink_versions(n: ModuleType) -> dict[int, int]:
+def nvlink_versions(pynvml: ModuleType) -> dict[int, int]:
     """NVML's enum -> the NVLink generation, from pynvml's own names (NVML_NVLINK_VERSION_4_0 = 6 -> 4)."""
     out: dict[int, int] = {}
-    for name, value in vars(n).items():
+    for name, value in vars(pynvml).items():
         match = _VERSION_NAME.match(name)
         if match and isinstance(value, int):
             out[value] = int(match.group(1))
@@ -79,157 +61,140 @@ class NvLinkCounters:
 class NvLinkReader:
     """One GPU's NVLinks: how many and what each reaches, read once; state and errors when asked."""
 
-    def __init__(self, n: ModuleType, handle: Any, gpm_gives_traffic: bool) -> None:
-        self._n = n
+    def __init__(self, nvml: Nvml, handle: Any, gpm_gives_traffic: bool) -> None:
+        pynvml = nvml.pynvml
+        self._nvml = nvml
         self._handle = handle
         self.total: int | None = None
         self.version: int | None = None
         self.active_at_open: tuple[bool, ...] = ()
         self.remotes: tuple[str, ...] = ()  # raw: a bus id, or NVSWITCH where the driver says so
         self.gpu_links: frozenset[int] = frozenset()  # links the driver says reach a GPU
+        self._state = nvml.query(nvml.function("nvmlDeviceGetNvLinkState", handle))
+        self._error_counter = nvml.query(nvml.function("nvmlDeviceGetNvLinkErrorCounter", handle))
+        # The driver's totals over the links, in one call: five calls per link instead would cost 0.5 ms a slow
+        # tick for 8 GPUs.
+        self._error_totals = Fields(
+            nvml,
+            handle,
+            [
+                pynvml.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL,
+                pynvml.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL,
+                pynvml.NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,
+                pynvml.NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL,
+            ],
+        )
+        self._throughput = Fields(
+            nvml,
+            handle,
+            [
+                (pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS),
+                (pynvml.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS),
+            ],
+        )
         self._errors = True
         self._traffic = not gpm_gives_traffic
         self._last_traffic: tuple[float, int, int] | None = None  # (time, rx KiB, tx KiB)
-        try:
-            self._open()
-        except Unavailable:
-            self.total = None
+        self._open()
         if not self.total:
             self.total, self._errors, self._traffic = None, False, False
 
     def _open(self) -> None:
-        n = self._n
         total = self._link_count()
         if total == 0:
             return
-        states = [ask(n, "nvmlDeviceGetNvLinkState", self._handle, link) for link in range(total)]
+        states = [self._state(link) for link in range(total)]
+        if not self._state.available:
+            return
         self.total = total
         self.active_at_open = tuple(bool(state) for state in states)
         self.version = self._version()
         self.remotes = self._remotes(total)
 
     def _link_count(self) -> int:
-        """The field NVML_FI_DEV_NVLINK_LINK_COUNT, else links probed until InvalidArgument (drivers answer
-        links past the GPU's own with it, not NotSupported, up to NVML_NVLINK_MAX_LINKS)."""
-        n = self._n
-        with _quiet(n):
-            value = n.nvmlDeviceGetFieldValues(self._handle, [n.NVML_FI_DEV_NVLINK_LINK_COUNT])[0]
-            if value.nvmlReturn == n.NVML_SUCCESS:
-                return int(value.value.uiVal)
-        for link in range(n.NVML_NVLINK_MAX_LINKS):
-            try:
-                n.nvmlDeviceGetNvLinkState(self._handle, link)
-            except n.NVMLError_GpuIsLost:
-                raise
-            except (n.NVMLError_InvalidArgument, n.NVMLError_NotSupported):
+        """The field NVML_FI_DEV_NVLINK_LINK_COUNT, else the links up to the first whose state the driver does
+        not give (drivers answer links past the GPU's own with InvalidArgument, up to NVML_NVLINK_MAX_LINKS)."""
+        nvml = self._nvml
+        count = Fields(nvml, self._handle, [nvml.pynvml.NVML_FI_DEV_NVLINK_LINK_COUNT])()[0]
+        if count is not None:
+            return int(count)
+        probe = nvml.query(nvml.function("nvmlDeviceGetNvLinkState", self._handle))
+        for link in range(nvml.pynvml.NVML_NVLINK_MAX_LINKS):
+            if probe(link) is None:
                 return link
-            except n.NVMLError as exc:
-                raise Unavailable("nvmlDeviceGetNvLinkState") from exc
-        return int(n.NVML_NVLINK_MAX_LINKS)
+        return int(nvml.pynvml.NVML_NVLINK_MAX_LINKS)
 
     def _version(self) -> int | None:
         link = self.active_at_open.index(True) if True in self.active_at_open else 0
-        try:
-            enum = ask(self._n, "nvmlDeviceGetNvLinkVersion", self._handle, link)
-        except Unavailable:
-            return None
-        return nvlink_versions(self._n).get(enum) if enum is not None else None
+        enum = self._nvml.ask("nvmlDeviceGetNvLinkVersion", self._handle, link)
+        return nvlink_versions(self._nvml.pynvml).get(enum) if enum is not None else None
 
     def _remotes(self, total: int) -> tuple[str, ...]:
         """NVSWITCH where nvmlDeviceGetNvLinkRemoteDeviceType says so; otherwise the remote PCI bus id, which
         `resolve_remotes` names NVSWITCH when it matches no GPU (a driver or pynvml without the device type)."""
-        n = self._n
-        typed = True
+        nvml = self._nvml
+        pynvml = nvml.pynvml
+        device_type = nvml.query(nvml.function("nvmlDeviceGetNvLinkRemoteDeviceType", self._handle))
+        remote_pci = nvml.query(nvml.function("nvmlDeviceGetNvLinkRemotePciInfo", self._handle))
         out = []
         gpus = set()
         for link in range(total):
-            if typed:
-                try:
-                    kind = ask(n, "nvmlDeviceGetNvLinkRemoteDeviceType", self._handle, link)
-                    if kind == n.NVML_NVLINK_DEVICE_TYPE_SWITCH:
-                        out.append(NVSWITCH)
-                        continue
-                    if kind == n.NVML_NVLINK_DEVICE_TYPE_GPU:
-                        gpus.add(link)
-                except Unavailable:
-                    typed = False
-            try:
-                pci = ask(n, "nvmlDeviceGetNvLinkRemotePciInfo", self._handle, link)
-            except Unavailable:
-                pci = None
+            kind = device_type(link)
+            if kind == pynvml.NVML_NVLINK_DEVICE_TYPE_SWITCH:
+                out.append(NVSWITCH)
+                continue
+            if kind == pynvml.NVML_NVLINK_DEVICE_TYPE_GPU:
+                gpus.add(link)
+            pci = remote_pci(link)
             out.append(pci.busId if pci is not None else "")
         self.gpu_links = frozenset(gpus)
         return tuple(out)
 
     def counters(self) -> NvLinkCounters:
-        """Links up now and the error counters summed over the links (None where unsupported)."""
+        """Links up now and the error counters summed over the links (None where not given: a link whose state
+        was not read makes the count unknown, not lower)."""
         if self.total is None:
             return NvLinkCounters()
-        n = self._n
-        active = 0
-        for link in range(self.total):
-            with _quiet(n):
-                active += bool(n.nvmlDeviceGetNvLinkState(self._handle, link))
+        states = [self._state(link) for link in range(self.total)]
+        active = None if None in states else sum(bool(state) for state in states)
         if not self._errors:
             return NvLinkCounters(active=active)
-        sums = self._error_totals()
+        sums = self._error_sums()
         if sums is None:
             return NvLinkCounters(active=active)
         return NvLinkCounters(active=active, replay=sums[0], recovery=sums[1], crc=sums[2] + sums[3])
 
-    def _error_totals(self) -> list[int] | None:
-        """Replay, recovery, CRC flit, CRC data summed over the links: the driver's totals in one field-values
-        call (five calls per link instead would cost 0.5 ms a slow tick for 8 GPUs), else per link."""
-        n = self._n
-        fields = [
-            n.NVML_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL,
-            n.NVML_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL,
-            n.NVML_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL,
-            n.NVML_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL,
-        ]
-        with _quiet(n):
-            values = n.nvmlDeviceGetFieldValues(self._handle, fields)
-            if all(v.nvmlReturn == n.NVML_SUCCESS for v in values):
-                return [int(v.value.ullVal) for v in values]
+    def _error_sums(self) -> list[int] | None:
+        """Replay, recovery, CRC flit, CRC data summed over the links: the driver's totals, else per link."""
+        totals = self._error_totals()
+        if None not in totals:
+            return [int(total or 0) for total in totals]
+        pynvml = self._nvml.pynvml
         kinds = (
-            n.NVML_NVLINK_ERROR_DL_REPLAY,
-            n.NVML_NVLINK_ERROR_DL_RECOVERY,
-            n.NVML_NVLINK_ERROR_DL_CRC_FLIT,
-            n.NVML_NVLINK_ERROR_DL_CRC_DATA,
+            pynvml.NVML_NVLINK_ERROR_DL_REPLAY,
+            pynvml.NVML_NVLINK_ERROR_DL_RECOVERY,
+            pynvml.NVML_NVLINK_ERROR_DL_CRC_FLIT,
+            pynvml.NVML_NVLINK_ERROR_DL_CRC_DATA,
         )
         sums = [0, 0, 0, 0]
-        try:
-            for link in range(self.total or 0):
-                for i, kind in enumerate(kinds):
-                    sums[i] += ask(n, "nvmlDeviceGetNvLinkErrorCounter", self._handle, link, kind) or 0
-        except Unavailable:
-            self._errors = False
-            return None
+        for link in range(self.total or 0):
+            for i, kind in enumerate(kinds):
+                sums[i] += self._error_counter(link, kind) or 0
+                if not self._error_counter.available:
+                    self._errors = False
+                    return None
         return sums
 
     def traffic(self, now: float) -> GpmValues:
         """nvlink_rx/tx_bytes_s from the cumulative KiB fields over all links; {} where GPM gives them."""
         if not self._traffic:
             return {}
-        n = self._n
-        try:
-            values = n.nvmlDeviceGetFieldValues(
-                self._handle,
-                [
-                    (n.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, ALL_LINKS),
-                    (n.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, ALL_LINKS),
-                ],
-            )
-        except n.NVMLError_GpuIsLost:
-            raise
-        except n.NVMLError:
-            values = None
-        if values is None or any(v.nvmlReturn != n.NVML_SUCCESS for v in values):
-            if values is not None and any(v.nvmlReturn == n.NVML_ERROR_NOT_SUPPORTED for v in values):
-                self._traffic = False
+        rx, tx = self._throughput()
+        if rx is None or tx is None:
+            self._traffic = self._throughput.available
             self._last_traffic = None
             return {"nvlink_rx_bytes_s": None, "nvlink_tx_bytes_s": None}
-        reading = (now, int(values[0].value.ullVal), int(values[1].value.ullVal))
+        reading = (now, int(rx), int(tx))
         last, self._last_traffic = self._last_traffic, reading
         if last is None or now <= last[0] or reading[1] < last[1] or reading[2] < last[2]:
             return {"nvlink_rx_bytes_s": None, "nvlink_tx_bytes_s": None}
@@ -258,7 +223,7 @@ def resolve_remotes(reader: NvLinkReader | None, gpu_buses: Sequence[str | None]
 
 
 def read_topology(
-    n: ModuleType,
+    nvml: Nvml,
     handles: Sequence[Any | None],
     links: Sequence[NvLinkReader | None],
     gpu_buses: Sequence[str | None],
@@ -274,10 +239,10 @@ def read_topology(
         if handle is None:
             continue
         try:
-            numa[i] = _optional(n, "nvmlDeviceGetNumaNodeId", handle)
-            mask = _optional(n, "nvmlDeviceGetCpuAffinity", handle, words)
+            numa[i] = nvml.ask("nvmlDeviceGetNumaNodeId", handle)
+            mask = nvml.ask("nvmlDeviceGetCpuAffinity", handle, words)
             affinity[i] = cpulist(mask) if mask is not None else None
-        except n.NVMLError_GpuIsLost:
+        except GpuLost:
             alive[i], numa[i] = False, None
     remotes = [resolve_remotes(reader, gpu_buses) if alive[i] else None for i, reader in enumerate(links)]
     matrix: list[list[str | None]] = [[None] * count for _ in range(count)]
@@ -288,9 +253,9 @@ def read_topology(
             if a == b or not (alive[a] and alive[b]):
                 continue
             try:
-                matrix[a][b] = _nvlink_name(a, b, links, remotes, gpu_buses) or _pcie_name(n, handles[a], handles[b])
-                p2p[a][b] = _p2p(n, handles[a], handles[b])
-            except n.NVMLError_GpuIsLost:
+                matrix[a][b] = _nvlink_name(a, b, links, remotes, gpu_buses) or _pcie_name(nvml, handles[a], handles[b])
+                p2p[a][b] = _p2p(nvml, handles[a], handles[b])
+            except GpuLost:
                 matrix[a][b] = p2p[a][b] = None
     return Topology(
         matrix=tuple(tuple(row) for row in matrix),
@@ -321,25 +286,19 @@ def _nvlink_name(
     return f"NV{shared}" if shared else None
 
 
-def _pcie_name(n: ModuleType, first: Any, second: Any) -> str | None:
-    level = _optional(n, "nvmlDeviceGetTopologyCommonAncestor", first, second)
+def _pcie_name(nvml: Nvml, first: Any, second: Any) -> str | None:
+    level = nvml.ask("nvmlDeviceGetTopologyCommonAncestor", first, second)
     return PCIE_PATHS.get(level) if level is not None else None
 
 
-def _p2p(n: ModuleType, first: Any, second: Any) -> bool | None:
+def _p2p(nvml: Nvml, first: Any, second: Any) -> bool | None:
     """Peer read and write both OK. The indexes are passed as ints: NVML_P2P_CAPS_INDEX_READ is a tuple."""
-    read = _optional(n, "nvmlDeviceGetP2PStatus", first, second, 0)
-    write = _optional(n, "nvmlDeviceGetP2PStatus", first, second, 1)
+    read = nvml.ask("nvmlDeviceGetP2PStatus", first, second, 0)
+    write = nvml.ask("nvmlDeviceGetP2PStatus", first, second, 1)
     if read is None or write is None:
         return None
-    return bool(read == n.NVML_P2P_STATUS_OK and write == n.NVML_P2P_STATUS_OK)
-
-
-def _optional(n: ModuleType, name: str, *args: Any) -> Any:
-    try:
-        return ask(n, name, *args)
-    except Unavailable:
-        return None
+    ok = nvml.pynvml.NVML_P2P_STATUS_OK
+    return bool(read == ok and write == ok)
 
 
 def cpulist(words: Sequence[int]) -> str | None:
@@ -354,19 +313,3 @@ def cpulist(words: Sequence[int]) -> str | None:
         else:
             ranges.append([cpu, cpu])
     return ",".join(f"{lo}-{hi}" if hi > lo else str(lo) for lo, hi in ranges)
-
-
-class _quiet:
-    """Swallow any NVML error but GpuIsLost: a passing failure of one reading."""
-
-    def __init__(self, n: ModuleType) -> None:
-        self._n = n
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: Any) -> bool:
-        if kind is None:
-            return False
-        n = self._n
-        return issubclass(kind, n.NVMLError) and not issubclass(kind, n.NVMLError_GpuIsLost)
