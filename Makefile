@@ -40,7 +40,7 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff check --fix gputui tests benchmarks scripts examples
 
 bench: $(VENV)/.installed-dev
-	$(BIN)/python benchmarks/run_all.py
+	$(BIN)/python benchmarks/run_all.py $(if $(BASE),--base $(BASE) --rounds $(or $(ROUNDS),3))
 
 screenshots: $(VENV)/.installed-dev
 	$(BIN)/python scripts/export_screenshots.py
