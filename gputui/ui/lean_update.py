@@ -17,7 +17,7 @@ from functools import lru_cache
 
 from rich.color import ColorSystem
 from rich.console import Console
-from rich.control import Control
+from rich.segment import Segment
 from rich.style import Style
 from textual._compositor import ChopsUpdate, Compositor
 from textual.screen import Screen, ScreenResultType
@@ -65,20 +65,41 @@ def _switch(current: _Sgr | None, wanted: _Sgr) -> str:
     return f"\x1b[{';'.join(changes)}m"
 
 
-def _safe_start(strip: Strip, start: int) -> int:
-    """`start`, or the start of its segment when that segment has wide characters a cut could split."""
+Piece = tuple[str, "Style | None"]
+
+
+def cells_between(strip: Strip, start: int, stop: int) -> tuple[int, list[Piece]]:
+    """The strip's text and styles over the cells [start, stop), and the cell where they begin.
+
+    They begin at `start`, or at the start of its segment when that segment has wide characters, which a cut
+    there could split; a cut at `stop` halves a wide character into a space, as Textual's own crop does.
+    """
+    begin: int | None = None
+    pieces: list[Piece] = []
     x = 0
     for segment in strip:
-        end = x + segment.cell_length
-        if end > start:
-            return start if segment.text.isascii() else x
+        text, style = segment.text, segment.style
+        ascii_text = text.isascii()
+        end = x + (len(text) if ascii_text else segment.cell_length)
+        if end <= start:
+            x = end
+            continue
+        if x >= stop:
+            break
+        if begin is None:
+            if x < start and ascii_text:
+                text, x = text[start - x :], start
+            begin = x
+        if end > stop:
+            text = text[: stop - x] if ascii_text else Segment(text, style).split_cells(stop - x)[0].text
+        pieces.append((text, style))
         x = end
-    return start
+    return (start if begin is None else begin), pieces
 
 
-def render_strip(strip: Strip, color_system: ColorSystem, current: _Sgr | None, out: list[str]) -> _Sgr | None:
-    """Appends the strip's text and style changes to `out`; returns the terminal's style after it."""
-    for text, style, _ in strip:
+def render_pieces(pieces: list[Piece], color_system: ColorSystem, current: _Sgr | None, out: list[str]) -> _Sgr | None:
+    """Appends the pieces' text and style changes to `out`; returns the terminal's style after them."""
+    for text, style in pieces:
         if style is None:
             wanted = _PLAIN
         elif style.link:
@@ -88,9 +109,10 @@ def render_strip(strip: Strip, color_system: ColorSystem, current: _Sgr | None, 
             continue
         else:
             wanted = _sgr(style, color_system)
-        out.append(_switch(current, wanted))
+        if wanted != current:
+            out.append(_switch(current, wanted))
+            current = wanted
         out.append(text)
-        current = wanted
     return current
 
 
@@ -106,9 +128,9 @@ class LeanChopsUpdate(ChopsUpdate):
             for end, (x, strip) in zip(self.chop_ends[y], self.chops[y].items(), strict=False):
                 if strip is None or x > x2 or end <= x1:
                     continue
-                start = _safe_start(strip, x1 - x) if x < x1 else 0
-                out.append(Control.move_to(x + start, y).segment.text)
-                current = render_strip(strip.crop(start, min(end, x2) - x), color_system, current, out)
+                begin, pieces = cells_between(strip, max(0, x1 - x), min(end, x2) - x)
+                out.append(f"\x1b[{y + 1};{x + begin + 1}H")
+                current = render_pieces(pieces, color_system, current, out)
             if y != last_y:
                 out.append("\n")
         if current not in (None, _PLAIN):

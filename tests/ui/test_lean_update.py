@@ -17,7 +17,7 @@ from textual._compositor import ChopsUpdate, CompositorUpdate
 from textual.strip import Strip
 
 from gputui.ui.app import GpuTuiApp
-from gputui.ui.lean_update import LeanChopsUpdate, render_strip
+from gputui.ui.lean_update import LeanChopsUpdate, render_pieces
 from tests.conftest import Clock
 from tests.ui.monitor_helpers import run_ticks, simulated_app
 
@@ -98,9 +98,9 @@ def test_only_the_colour_that_changes_is_sent() -> None:
     grey, green = Style.parse("bright_black"), Style.parse("green")
     out: list[str] = []
     line = Text.assemble(("TEMP ", grey), ("61C", green), (" ok", green))
-    render_strip(Strip(list(line.render(console))), ColorSystem.STANDARD, None, out)
+    render_pieces([(s.text, s.style) for s in line.render(console)], ColorSystem.STANDARD, None, out)
     assert "".join(out) == "\x1b[0;90mTEMP \x1b[32m61C ok"
     out.clear()
     line = Text.assemble(("a", Style.parse("bold red")), ("b", Style.parse("red")))
-    render_strip(Strip(list(line.render(console))), ColorSystem.STANDARD, None, out)
+    render_pieces([(s.text, s.style) for s in line.render(console)], ColorSystem.STANDARD, None, out)
     assert "".join(out) == "\x1b[0;1;31ma\x1b[0;31mb"
