@@ -40,14 +40,18 @@ def start_monitor(stdin: int | None = None) -> tuple[subprocess.Popen[bytes], in
     return proc, master
 
 
-@pytest.mark.parametrize("how", ["sighup", "pty-closed"])
+@pytest.mark.parametrize("how", ["sighup", "pty-closed", "pane-killed"])
 def test_the_monitor_exits_when_the_terminal_goes(how: str) -> None:
     proc, master = start_monitor()
     try:
         if how == "sighup":
             os.kill(proc.pid, signal.SIGHUP)
-        else:
+        elif how == "pty-closed":
             os.close(master)
+        else:  # what tmux does to a killed pane: the pty closes, then SIGHUP and SIGCONT (a resume must not follow)
+            os.close(master)
+            os.kill(proc.pid, signal.SIGHUP)
+            os.kill(proc.pid, signal.SIGCONT)
         assert proc.wait(timeout=10) == 0
     finally:
         if proc.poll() is None:
