@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from gputui.commands import common
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("report", help="summarize a recording: per-GPU throttling, power, findings, marks")
-    parser.add_argument("file", type=Path, metavar="FILE", help="a recording made with --record (.jsonl or .jsonl.gz)")
+    common.add_recording_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--html",
@@ -27,14 +26,11 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gputui.record.format import RecordingError
-    from gputui.record.reader import load_recording
     from gputui.record.report import build_report, render_text, report_to_dict
 
-    try:
-        recording = load_recording(args.file)
-    except RecordingError as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
+    recording = common.open_recording(args.file)
+    if isinstance(recording, int):
+        return recording
     report = build_report(recording)
     if args.html is not None:
         from gputui.record.report_html import write_html
@@ -42,12 +38,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             write_html(recording, report, args.html)
         except RecordingError as exc:
-            print(f"gputui: error: {exc}", file=sys.stderr)
-            return common.EXIT_USAGE
+            return common.usage_error(exc)
         print(f"gputui: wrote {args.html}", file=sys.stderr)
     if args.json:
-        json.dump(report_to_dict(report), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        common.print_json(report_to_dict(report), ensure_ascii=False)
     else:
         sys.stdout.write(render_text(report))
     return common.EXIT_OK

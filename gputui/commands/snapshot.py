@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -41,23 +39,35 @@ def read_one(args: argparse.Namespace, take: Callable[[argparse.Namespace], Snap
     try:
         return (take or take_snapshot)(args)
     except InvalidGpuSelection as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
+        return common.usage_error(exc)
     except SourceUnavailable as exc:
         return common.report_unavailable(exc)
 
 
-def run(args: argparse.Namespace) -> int:
-    snapshot = read_one(args)
+def show(
+    args: argparse.Namespace,
+    take: Callable[[argparse.Namespace], Snapshot],
+    to_dict: Callable[[Snapshot], object],
+    print_table: Callable[[Snapshot], None],
+) -> int:
+    """One reading taken by `take`, printed as `--json` asks: `to_dict`'s JSON, or `print_table`'s text."""
+    snapshot = read_one(args, take)
     if isinstance(snapshot, int):
         return snapshot
     if args.json:
-        from gputui.serialize import snapshot_to_dict
-
-        json.dump(snapshot_to_dict(snapshot), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        common.print_json(to_dict(snapshot))
     else:
-        from gputui.textview import print_snapshot
-
-        print_snapshot(snapshot)
+        print_table(snapshot)
     return common.EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputui.serialize import snapshot_to_dict
+
+    return show(args, take_snapshot, snapshot_to_dict, _print_table)
+
+
+def _print_table(snapshot: Snapshot) -> None:
+    from gputui.textview import print_snapshot  # rich's tables, loaded only when one is printed
+
+    print_snapshot(snapshot)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from gputui.commands import common
-from gputui.commands.snapshot import read_one
+from gputui.commands.snapshot import show
 from gputui.model import Snapshot
 
 
@@ -53,14 +51,10 @@ def topo_to_dict(snapshot: Snapshot) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    snapshot = read_one(args, take_snapshot)
-    if isinstance(snapshot, int):
-        return snapshot
-    if args.json:
-        json.dump(topo_to_dict(snapshot), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        from gputui.textview import print_topology
+    return show(args, take_snapshot, topo_to_dict, _print_table)
 
-        print_topology(snapshot)
-    return common.EXIT_OK
+
+def _print_table(snapshot: Snapshot) -> None:
+    from gputui.textview import print_topology  # rich's tables, loaded only when one is printed
+
+    print_topology(snapshot)
