@@ -22,22 +22,24 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def take_snapshot(args: argparse.Namespace) -> Snapshot:
+def take_reading(args: argparse.Namespace, *, rates: bool = True) -> Snapshot:
+    """One reading from the source the options name, opened for it and closed after; with `rates`, the second
+    of two taken RATE_WINDOW_S apart, so that rates have a span to be measured over."""
     source, system = common.make_source(args)
     try:
-        source.sample()
-        if system.is_live or args.demo_job is not None:  # read in real time: let it pass
-            time.sleep(RATE_WINDOW_S)
+        if rates:
+            source.sample()
+            if system.is_live or args.demo_job is not None:  # read in real time: let it pass
+                time.sleep(RATE_WINDOW_S)
         return source.sample()
     finally:
         source.close()
 
 
-def read_one(args: argparse.Namespace, take: Callable[[argparse.Namespace], Snapshot] | None = None) -> Snapshot | int:
-    """One reading as the options ask (by `take`, default `take_snapshot`), or the exit code once the reason
-    there is none has been printed."""
+def read_one(args: argparse.Namespace, take: Callable[[argparse.Namespace], Snapshot]) -> Snapshot | int:
+    """One reading taken by `take`, or the exit code once the reason there is none has been printed."""
     try:
-        return (take or take_snapshot)(args)
+        return take(args)
     except InvalidGpuSelection as exc:
         return common.usage_error(exc)
     except SourceUnavailable as exc:
@@ -64,7 +66,7 @@ def show(
 def run(args: argparse.Namespace) -> int:
     from gputui.serialize import snapshot_to_dict
 
-    return show(args, take_snapshot, snapshot_to_dict, _print_table)
+    return show(args, take_reading, snapshot_to_dict, _print_table)
 
 
 def _print_table(snapshot: Snapshot) -> None:

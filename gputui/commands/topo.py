@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from gputui.commands import common
-from gputui.commands.snapshot import show
+from gputui.commands.snapshot import show, take_reading
 from gputui.model import Snapshot
 
 
@@ -19,11 +19,7 @@ def register(sub: Any) -> None:
 
 def take_snapshot(args: argparse.Namespace) -> Snapshot:
     """One reading: the topology is read once when the source opens; links active come with the sample."""
-    source, _ = common.make_source(args)
-    try:
-        return source.sample()
-    finally:
-        source.close()
+    return take_reading(args, rates=False)
 
 
 def topo_to_dict(snapshot: Snapshot) -> dict[str, Any]:
