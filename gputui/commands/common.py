@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,15 +40,21 @@ def add_recording_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", type=Path, metavar="FILE", help="a recording made with --record (.jsonl or .jsonl.gz)")
 
 
-def open_recording(path: Path) -> Recording | int:
-    """The recording at `path`, or the usage exit code once why it cannot be read has been printed."""
-    from gputui.record.format import RecordingError
-    from gputui.record.reader import load_recording
+def on_recording(run: Callable[[argparse.Namespace, Recording], int]) -> Callable[[argparse.Namespace], int]:
+    """A command that reads the recording named by FILE (add_recording_argument): `run` is given it opened, and
+    one that cannot be read ends the command with a usage error that says why."""
 
-    try:
-        return load_recording(path)
-    except RecordingError as exc:
-        return usage_error(exc)
+    def opened(args: argparse.Namespace) -> int:
+        from gputui.record.format import RecordingError
+        from gputui.record.reader import load_recording
+
+        try:
+            recording = load_recording(args.file)
+        except RecordingError as exc:
+            return usage_error(exc)
+        return run(args, recording)
+
+    return opened
 
 
 # `--demo list` prints the scenarios, each with what it shows, and exits 0.

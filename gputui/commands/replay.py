@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui.commands import common
+
+if TYPE_CHECKING:
+    from gputui.record.reader import Recording
 
 
 def speed(text: str) -> float:
@@ -31,16 +34,13 @@ def register(sub: Any) -> None:
         metavar="HH:MM:SS",
         help="start at this time of the recording machine's clock, or +H:MM:SS after the recording's start",
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=common.on_recording(run))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, recording: Recording) -> int:
     from gputui.sources.base import SourceUnavailable
     from gputui.sources.replay import ReplaySource, resolve_start
 
-    recording = common.open_recording(args.file)
-    if isinstance(recording, int):
-        return recording
     for warning in recording.warnings:
         print(f"gputui: warning: {warning}", file=sys.stderr)
     start = None

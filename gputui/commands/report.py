@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui.commands import common
+
+if TYPE_CHECKING:
+    from gputui.record.reader import Recording
 
 
 def register(sub: Any) -> None:
@@ -21,16 +24,13 @@ def register(sub: Any) -> None:
         metavar="OUT.html",
         help="also write one self-contained HTML page with charts (needs plotly: .venv/bin/pip install plotly)",
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=common.on_recording(run))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, recording: Recording) -> int:
     from gputui.record.format import RecordingError
     from gputui.record.report import build_report, render_text, report_to_dict
 
-    recording = common.open_recording(args.file)
-    if isinstance(recording, int):
-        return recording
     report = build_report(recording)
     if args.html is not None:
         from gputui.record.report_html import write_html
