@@ -34,6 +34,7 @@ _HOST_GROUPS = ("container", "psi")
 _HOST_KEYS = tuple(f.name for f in fields(HostSample) if f.name not in ("processes", *_HOST_GROUPS))
 _SYSTEM_KEYS = tuple(f.name for f in fields(SystemInfo) if f.name not in ("container", "topology"))
 _PROC_KEYS = tuple(f.name for f in fields(ProcSample))
+_GPU_PROCESS_KEYS = tuple(f.name for f in fields(GpuProcess))
 _CONTAINER_KEYS = tuple(f.name for f in fields(ContainerInfo))
 G = TypeVar("G", ContainerSample, PsiSample)
 
@@ -185,22 +186,16 @@ def gpu_sample_from_dict(data: dict[str, Any]) -> GpuSample:
         values["clock_event_reasons_mask"] = encode_clock_event_reasons(data["clock_event_reasons"])
     if "xid_events" in values:
         values["xid_events"] = tuple(values["xid_events"] or ())
-    procs = tuple(
-        GpuProcess(
-            pid=int(p["pid"]),
-            used_memory_bytes=p.get("used_memory_bytes"),
-            kind=p.get("kind", "compute"),
-            seen=p.get("seen", "pid"),
-            host_pid=p.get("host_pid"),
-            sm_pct=p.get("sm_pct"),
-            mem_pct=p.get("mem_pct"),
-        )
-        for p in data.get("processes") or ()
-    )
+    procs = tuple(_gpu_process(p) for p in data.get("processes") or ())
     try:
         return GpuSample(index=int(data["index"]), processes=procs, **values)
     except (KeyError, TypeError) as exc:
         raise SnapshotFormatError(f"gpu sample: {exc}") from exc
+
+
+def _gpu_process(data: dict[str, Any]) -> GpuProcess:
+    """A process of a GPU's list; files that leave its memory out read None."""
+    return GpuProcess(**{"used_memory_bytes": None, **_pick(_GPU_PROCESS_KEYS, data), "pid": int(data["pid"])})
 
 
 def host_from_dict(data: dict[str, Any]) -> HostSample:

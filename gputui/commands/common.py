@@ -3,19 +3,58 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui.argtypes import MAX_DEMO_GPUS, cpu_list, demo_gpu_count, gpu_list, positive_seconds
 from gputui.model import SystemInfo
 from gputui.sources.base import NoJobTrace, Source, SourceUnavailable
 from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD
 
+if TYPE_CHECKING:
+    from gputui.record.reader import Recording
+
 EXIT_OK = 0
 EXIT_WARNINGS = 1
 EXIT_USAGE = 2
 EXIT_NO_DRIVER = 3
 EXIT_CRITICAL = 4
+
+
+def usage_error(message: object) -> int:
+    """Say what the user asked wrongly (or what could not be opened), and give the exit code that means it."""
+    print(f"gputui: error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def print_json(document: object, *, ensure_ascii: bool = True) -> None:
+    """A command's JSON answer on stdout, indented and ending in a newline as every command writes it."""
+    json.dump(document, sys.stdout, indent=2, ensure_ascii=ensure_ascii)
+    sys.stdout.write("\n")
+
+
+def add_recording_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", type=Path, metavar="FILE", help="a recording made with --record (.jsonl or .jsonl.gz)")
+
+
+def on_recording(run: Callable[[argparse.Namespace, Recording], int]) -> Callable[[argparse.Namespace], int]:
+    """A command that reads the recording named by FILE (add_recording_argument): `run` is given it opened, and
+    one that cannot be read ends the command with a usage error that says why."""
+
+    def opened(args: argparse.Namespace) -> int:
+        from gputui.record.format import RecordingError
+        from gputui.record.reader import load_recording
+
+        try:
+            recording = load_recording(args.file)
+        except RecordingError as exc:
+            return usage_error(exc)
+        return run(args, recording)
+
+    return opened
 
 
 # `--demo list` prints the scenarios, each with what it shows, and exits 0.

@@ -13,7 +13,6 @@ The samples are taken by the one sampling loop (gputui/session/loop.py), on this
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import time
@@ -87,8 +86,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         config = load_config(args.config)
     except ConfigError as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
+        return common.usage_error(exc)
     engine = DiagnosticsEngine(config, lang)
     from gputui.record.format import RecordingError
     from gputui.record.options import open_writer
@@ -96,13 +94,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         recorder = open_writer(args, args.interval)
     except RecordingError as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
+        return common.usage_error(exc)
     try:
         outcome = _diagnose(args, engine, recorder)
     except InvalidGpuSelection as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
+        return common.usage_error(exc)
     except NoJobTrace as exc:
         return common.report_unavailable(exc)  # no driver was asked: nothing for a driver finding to say
     except SourceUnavailable as exc:
@@ -242,8 +238,7 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
             "groups": [group_to_dict(g, [at[id(f)] for f in g.findings]) for g in groups],
             "notices": list(outcome.notices),
         }
-        json.dump(document, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        common.print_json(document, ensure_ascii=False)
         return
     out: list[str] = []
     if system is not None and not system.is_live:

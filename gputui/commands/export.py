@@ -68,8 +68,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         source, system = common.make_source(args, long_running=True)
     except InvalidGpuSelection as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
+        return common.usage_error(exc)
     except SourceUnavailable as exc:
         return common.report_unavailable(exc)
     exporter = Exporter(
@@ -86,8 +85,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             exporter.start()
         except ExportBindError as exc:
-            print(f"gputui: error: {exc}", file=sys.stderr)
-            return common.EXIT_USAGE
+            return common.usage_error(exc)
         with _set_on(STOP_SIGNALS, stop):
             first = exporter.sampler.state.snapshot
             what = f"{len(first.gpus) if first is not None else system.gpu_count} GPU(s)"

@@ -21,19 +21,15 @@ def run(args: argparse.Namespace) -> int:
     if args.interval is None:
         args.interval = DEFAULT_INTERVAL_S
     if not MIN_INTERVAL <= args.interval <= MAX_INTERVAL:
-        print(
-            f"gputui: error: --interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds,"
-            f" not {args.interval:g}",
-            file=sys.stderr,
+        return common.usage_error(
+            f"--interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds, not {args.interval:g}"
         )
-        return common.EXIT_USAGE
     try:
         source, system = common.make_source(args, fallback_demo=args.fallback_demo, long_running=True)
     except SourceUnavailable as exc:
         return common.report_unavailable(exc)
     except ValueError as exc:  # InvalidGpuSelection, or a simulated machine with no GPU
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
+        return common.usage_error(exc)
     from gputui.record.format import RecordingError
     from gputui.record.options import open_writer
 
@@ -41,8 +37,7 @@ def run(args: argparse.Namespace) -> int:
         recorder = open_writer(args, args.interval)
     except RecordingError as exc:
         source.close()
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
+        return common.usage_error(exc)
     from gputui.ui.app import GpuTuiApp
 
     app = GpuTuiApp(source, system, interval=args.interval, recorder=recorder)

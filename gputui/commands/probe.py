@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import threading
 import time
@@ -165,14 +164,12 @@ def run(args: argparse.Namespace) -> int:
 
     problem = usage_problem(args)
     if problem is not None:
-        print(f"gputui: error: {problem}", file=sys.stderr)
-        return common.EXIT_USAGE
+        return common.usage_error(problem)
     gpu = args.gpu or 0
     try:
         watcher, note = _open_watcher(args)
     except InvalidGpuSelection as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
+        return common.usage_error(exc)
     link: PcieLink | None = pcie_link(watcher.first, gpu) if watcher else None
     links: PeerLinks | None = peer_links(watcher.first) if watcher and args.probe == "p2p" else None
     request = ProbeRequest(
@@ -215,8 +212,7 @@ def run(args: argparse.Namespace) -> int:
         body = to_dict(final)
         if judgement is not None:
             body["during_run"] = dataclasses.asdict(judgement)
-        json.dump(body, sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        common.print_json(body, ensure_ascii=False)
         if isinstance(final, Error):
             print(f"gputui: {final.probe} probe failed ({final.code}): {final.message}", file=sys.stderr)
     else:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui.commands import common
+
+if TYPE_CHECKING:
+    from gputui.record.reader import Recording
 
 
 def speed(text: str) -> float:
@@ -24,7 +26,7 @@ def speed(text: str) -> float:
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("replay", help="play a recording back in the monitor (REPLAY badge, recorded time)")
-    parser.add_argument("file", type=Path, metavar="FILE", help="a recording made with --record (.jsonl or .jsonl.gz)")
+    common.add_recording_argument(parser)
     parser.add_argument("--speed", type=speed, default=1.0, metavar="X", help="playback speed, 0.25 to 64 (default 1)")
     parser.add_argument(
         "--start",
@@ -32,20 +34,13 @@ def register(sub: Any) -> None:
         metavar="HH:MM:SS",
         help="start at this time of the recording machine's clock, or +H:MM:SS after the recording's start",
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=common.on_recording(run))
 
 
-def run(args: argparse.Namespace) -> int:
-    from gputui.record.format import RecordingError
-    from gputui.record.reader import load_recording
+def run(args: argparse.Namespace, recording: Recording) -> int:
     from gputui.sources.base import SourceUnavailable
     from gputui.sources.replay import ReplaySource, resolve_start
 
-    try:
-        recording = load_recording(args.file)
-    except RecordingError as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
     for warning in recording.warnings:
         print(f"gputui: warning: {warning}", file=sys.stderr)
     start = None
@@ -53,14 +48,12 @@ def run(args: argparse.Namespace) -> int:
         try:
             start = resolve_start(recording, args.start)
         except ValueError as exc:
-            print(f"gputui: error: --start: {exc}", file=sys.stderr)
-            return common.EXIT_USAGE
+            return common.usage_error(f"--start: {exc}")
     source = ReplaySource(recording, speed=args.speed, start=start)
     try:
         system = source.open()
     except SourceUnavailable as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
+        return common.usage_error(exc)
     from gputui.session.sampling import MAX_INTERVAL, MIN_INTERVAL
     from gputui.ui.app import GpuTuiApp
 

@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gputui.commands import common
+
+if TYPE_CHECKING:
+    from gputui.record.reader import Recording
 
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("report", help="summarize a recording: per-GPU throttling, power, findings, marks")
-    parser.add_argument("file", type=Path, metavar="FILE", help="a recording made with --record (.jsonl or .jsonl.gz)")
+    common.add_recording_argument(parser)
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--html",
@@ -22,19 +24,13 @@ def register(sub: Any) -> None:
         metavar="OUT.html",
         help="also write one self-contained HTML page with charts (needs plotly: .venv/bin/pip install plotly)",
     )
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=common.on_recording(run))
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, recording: Recording) -> int:
     from gputui.record.format import RecordingError
-    from gputui.record.reader import load_recording
     from gputui.record.report import build_report, render_text, report_to_dict
 
-    try:
-        recording = load_recording(args.file)
-    except RecordingError as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
     report = build_report(recording)
     if args.html is not None:
         from gputui.record.report_html import write_html
@@ -42,12 +38,10 @@ def run(args: argparse.Namespace) -> int:
         try:
             write_html(recording, report, args.html)
         except RecordingError as exc:
-            print(f"gputui: error: {exc}", file=sys.stderr)
-            return common.EXIT_USAGE
+            return common.usage_error(exc)
         print(f"gputui: wrote {args.html}", file=sys.stderr)
     if args.json:
-        json.dump(report_to_dict(report), sys.stdout, indent=2, ensure_ascii=False)
-        sys.stdout.write("\n")
+        common.print_json(report_to_dict(report), ensure_ascii=False)
     else:
         sys.stdout.write(render_text(report))
     return common.EXIT_OK

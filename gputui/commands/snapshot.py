@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
@@ -24,40 +22,54 @@ def register(sub: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def take_snapshot(args: argparse.Namespace) -> Snapshot:
+def take_reading(args: argparse.Namespace, *, rates: bool = True) -> Snapshot:
+    """One reading from the source the options name, opened for it and closed after; with `rates`, the second
+    of two taken RATE_WINDOW_S apart, so that rates have a span to be measured over."""
     source, system = common.make_source(args)
     try:
-        source.sample()
-        if system.is_live or args.demo_job is not None:  # read in real time: let it pass
-            time.sleep(RATE_WINDOW_S)
+        if rates:
+            source.sample()
+            if system.is_live or args.demo_job is not None:  # read in real time: let it pass
+                time.sleep(RATE_WINDOW_S)
         return source.sample()
     finally:
         source.close()
 
 
-def read_one(args: argparse.Namespace, take: Callable[[argparse.Namespace], Snapshot] | None = None) -> Snapshot | int:
-    """One reading as the options ask (by `take`, default `take_snapshot`), or the exit code once the reason
-    there is none has been printed."""
+def read_one(args: argparse.Namespace, take: Callable[[argparse.Namespace], Snapshot]) -> Snapshot | int:
+    """One reading taken by `take`, or the exit code once the reason there is none has been printed."""
     try:
-        return (take or take_snapshot)(args)
+        return take(args)
     except InvalidGpuSelection as exc:
-        print(f"gputui: error: {exc}", file=sys.stderr)
-        return common.EXIT_USAGE
+        return common.usage_error(exc)
     except SourceUnavailable as exc:
         return common.report_unavailable(exc)
 
 
-def run(args: argparse.Namespace) -> int:
-    snapshot = read_one(args)
+def show(
+    args: argparse.Namespace,
+    take: Callable[[argparse.Namespace], Snapshot],
+    to_dict: Callable[[Snapshot], object],
+    print_table: Callable[[Snapshot], None],
+) -> int:
+    """One reading taken by `take`, printed as `--json` asks: `to_dict`'s JSON, or `print_table`'s text."""
+    snapshot = read_one(args, take)
     if isinstance(snapshot, int):
         return snapshot
     if args.json:
-        from gputui.serialize import snapshot_to_dict
-
-        json.dump(snapshot_to_dict(snapshot), sys.stdout, indent=2)
-        sys.stdout.write("\n")
+        common.print_json(to_dict(snapshot))
     else:
-        from gputui.textview import print_snapshot
-
-        print_snapshot(snapshot)
+        print_table(snapshot)
     return common.EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    from gputui.serialize import snapshot_to_dict
+
+    return show(args, take_reading, snapshot_to_dict, _print_table)
+
+
+def _print_table(snapshot: Snapshot) -> None:
+    from gputui.textview import print_snapshot  # rich's tables, loaded only when one is printed
+
+    print_snapshot(snapshot)

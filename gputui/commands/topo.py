@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
-import sys
 from typing import Any
 
 from gputui.commands import common
-from gputui.commands.snapshot import read_one
+from gputui.commands.snapshot import show, take_reading
 from gputui.model import Snapshot
 
 
@@ -21,11 +19,7 @@ def register(sub: Any) -> None:
 
 def take_snapshot(args: argparse.Namespace) -> Snapshot:
     """One reading: the topology is read once when the source opens; links active come with the sample."""
-    source, _ = common.make_source(args)
-    try:
-        return source.sample()
-    finally:
-        source.close()
+    return take_reading(args, rates=False)
 
 
 def topo_to_dict(snapshot: Snapshot) -> dict[str, Any]:
@@ -53,14 +47,10 @@ def topo_to_dict(snapshot: Snapshot) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    snapshot = read_one(args, take_snapshot)
-    if isinstance(snapshot, int):
-        return snapshot
-    if args.json:
-        json.dump(topo_to_dict(snapshot), sys.stdout, indent=2)
-        sys.stdout.write("\n")
-    else:
-        from gputui.textview import print_topology
+    return show(args, take_snapshot, topo_to_dict, _print_table)
 
-        print_topology(snapshot)
-    return common.EXIT_OK
+
+def _print_table(snapshot: Snapshot) -> None:
+    from gputui.textview import print_topology  # rich's tables, loaded only when one is printed
+
+    print_topology(snapshot)

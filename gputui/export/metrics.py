@@ -83,11 +83,13 @@ class _Families:
             self._families[name] = family
         family.add_metric(list(all_labels.values()), float(value))
 
-    def add_field(self, spec: MetricField, labels: Mapping[str, str], obj: object) -> None:
-        value = getattr(obj, spec.attr)
-        self.add(
-            spec.name, spec.help, labels, None if value is None else value * spec.scale, cumulative=spec.cumulative
-        )
+    def add_fields(self, specs: Iterable[MetricField], labels: Mapping[str, str], obj: object) -> None:
+        """One series per field of a metric_schema table, each read from `obj`'s attribute."""
+        for spec in specs:
+            value = getattr(obj, spec.attr)
+            self.add(
+                spec.name, spec.help, labels, None if value is None else value * spec.scale, cumulative=spec.cumulative
+            )
 
     def families(self) -> list[Metric]:
         return list(self._families.values())
@@ -158,13 +160,11 @@ def _add_gpus(out: _Families, snapshot: Snapshot, last_xid: Mapping[int, int], h
                 {**labels, "serial": info.serial or "", "compute_mode": info.compute_mode or ""},
                 1,
             )
-            for spec in GPU_INFO_FIELDS:
-                out.add_field(spec, labels, info)
+            out.add_fields(GPU_INFO_FIELDS, labels, info)
         if sample.lost:
             out.add(GPU_LOST_METRIC, "1 when the GPU fell off the bus (no other value is read).", labels, 1)
             continue
-        for spec in GPU_SAMPLE_FIELDS:
-            out.add_field(spec, labels, sample)
+        out.add_fields(GPU_SAMPLE_FIELDS, labels, sample)
         out.add(XID_METRIC, "Value of the last XID error encountered.", labels, last_xid.get(sample.index))
         _add_gpu_processes(out, sample, labels)
 
@@ -173,8 +173,7 @@ def _add_gpu_processes(out: _Families, sample: GpuSample, labels: Mapping[str, s
     for proc in sample.processes:
         proc_labels = {**labels, "pid": str(proc.pid), "kind": proc.kind}
         out.add(GPU_PROCESS_METRIC, "A process that holds a context on the GPU.", proc_labels, 1)
-        for spec in GPU_PROCESS_FIELDS:
-            out.add_field(spec, proc_labels, proc)
+        out.add_fields(GPU_PROCESS_FIELDS, proc_labels, proc)
 
 
 def _add_host(out: _Families, snapshot: Snapshot, host: Mapping[str, str]) -> None:
@@ -185,15 +184,13 @@ def _add_host(out: _Families, snapshot: Snapshot, host: Mapping[str, str]) -> No
     if sample.load_avg is not None:
         for name, value in zip(LOAD_METRICS, sample.load_avg, strict=True):
             out.add(name, "Load average.", host, value)
-    for spec in HOST_FIELDS:
-        out.add_field(spec, host, sample)
+    out.add_fields(HOST_FIELDS, host, sample)
     limits = snapshot.system.container
     if limits is not None:
         out.add(CONTAINER_QUOTA_METRIC, "The cgroup's CPU quota (in CPUs).", host, limits.cpu_quota_cores)
     for specs, group in ((CONTAINER_FIELDS, sample.container), (PSI_FIELDS, sample.psi)):
         if group is not None:
-            for spec in specs:
-                out.add_field(spec, host, group)
+            out.add_fields(specs, host, group)
     for proc in sample.processes:
         labels = {**host, "pid": str(proc.pid), "name": proc.name}
         out.add(
@@ -202,8 +199,7 @@ def _add_host(out: _Families, snapshot: Snapshot, host: Mapping[str, str]) -> No
             {**labels, "user": proc.user or "", "state": proc.state or ""},
             1,
         )
-        for spec in PROC_FIELDS:
-            out.add_field(spec, labels, proc)
+        out.add_fields(PROC_FIELDS, labels, proc)
 
 
 def _add_findings(out: _Families, findings: Iterable[Finding], host: Mapping[str, str]) -> None:

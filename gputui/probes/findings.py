@@ -60,28 +60,28 @@ def _model(device: str) -> str | None:
     return peaks.model if peaks else None
 
 
+def _against_peak(result: Result, rate: str, on_cpu: str, unjudged: str, peak: str) -> str:
+    """`rate` as a share of the peak of the GPU's model (reference.py): "<rate>, 79% of the H100 SXM<peak>: OK",
+    or why it is not judged (a CPU run, `on_cpu`; a model with no reference, `<rate><unjudged> (...)`)."""
+    if result.on_cpu:
+        return f"{rate} {on_cpu} (no GPU, not judged)"
+    pct, model = result.figures.get("pct_of_peak"), _model(result.device)
+    if pct is None or model is None:
+        return f"{rate}{unjudged} (no reference peak for this GPU, not judged)"
+    return f"{rate}, {pct:.0f}% of the {model}{peak}: {_status(result.ok)}"
+
+
 def _stress_title(result: Result) -> str:
     f = result.figures
-    rate = _rate(f, "tflops", 1e12, "FLOP/s")
     if result.faulty:
         return f"FAULTY, {f.get('mismatches') or 0:.0f} of {f.get('results_checked') or 0:.0f} results differed"
-    if result.on_cpu:
-        return f"{rate} on the CPU (no GPU, not judged)"
-    pct, model = f.get("pct_of_peak"), _model(result.device)
-    if pct is None or model is None:
-        return f"{rate} (no reference peak for this GPU, not judged)"
-    return f"{rate}, {pct:.0f}% of the {model} dense peak: {_status(result.ok)}"
+    return _against_peak(result, _rate(f, "tflops", 1e12, "FLOP/s"), "on the CPU", "", " dense peak")
 
 
 def _membw_title(result: Result) -> str:
     f = result.figures
-    rate = _rate(f, "copy_gb_s", 1e9, "B/s")
-    if result.on_cpu:
-        return f"{rate} host memory copy (no GPU, not judged)"
-    pct, model = f.get("pct_of_peak"), _model(result.device)
-    if pct is None or model is None:
-        return f"{rate} device copy (no reference peak for this GPU, not judged)"
-    return f"{rate}, {pct:.0f}% of the {model}'s {_rate(f, 'peak_gb_s', 1e9, 'B/s')}: {_status(result.ok)}"
+    peak = f"'s {_rate(f, 'peak_gb_s', 1e9, 'B/s')}"
+    return _against_peak(result, _rate(f, "copy_gb_s", 1e9, "B/s"), "host memory copy", " device copy", peak)
 
 
 def _pcie_title(result: Result) -> str:

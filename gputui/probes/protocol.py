@@ -30,8 +30,19 @@ class ProtocolError(ValueError):
     """A line that is not a probe message; the message says what is wrong in one line."""
 
 
+class _Ran:
+    """A message that names the device the probe runs on: "cpu" is a CPU run (no CUDA device was used)."""
+
+    __slots__ = ()
+    device: str
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.device == "cpu"
+
+
 @dataclass(frozen=True, slots=True)
-class Progress:
+class Progress(_Ran):
     """How far a probe is, and its live figure so far (e.g. 412.0 TFLOP/s in the last second)."""
 
     probe: ProbeName
@@ -41,13 +52,9 @@ class Progress:
     message: str = ""
     device: str = ""  # where it runs, as Result.device: "cpu" is a CPU run, to be said before its first figure
 
-    @property
-    def on_cpu(self) -> bool:
-        return self.device == "cpu"
-
 
 @dataclass(frozen=True, slots=True)
-class Result:
+class Result(_Ran):
     """A finished probe. `ok` is False when a figure fails its check; `faulty` when the hardware computed wrong."""
 
     probe: ProbeName
@@ -57,10 +64,6 @@ class Result:
     verdict: str
     details: tuple[str, ...] = ()
     faulty: bool = False
-
-    @property
-    def on_cpu(self) -> bool:
-        return self.device == "cpu"
 
 
 @dataclass(frozen=True, slots=True)

@@ -138,9 +138,7 @@ class RecordReplayApp(App[int]):
         self._say(f"mark recorded: {label}")
 
     def action_replay_pause(self) -> None:
-        if self.replay is not None:
-            self.replay.toggle_pause()
-            self._replay_moved()
+        self._steer(ReplaySource.toggle_pause)
 
     def action_replay_stop(self) -> None:
         self.action_replay_pause()
@@ -155,20 +153,17 @@ class RecordReplayApp(App[int]):
             self.refresh_bindings()
 
     def action_replay_seek(self, seconds: float) -> None:
-        if self.replay is not None:
-            self.replay.seek(seconds)
-            self._replay_moved()
+        self._steer(lambda replay: replay.seek(seconds))
 
     def action_replay_faster(self) -> None:
-        if self.replay is not None:
-            self.replay.faster()
-            self._replay_moved()
+        self._steer(ReplaySource.faster)
 
     def action_replay_slower(self) -> None:
-        if self.replay is not None:
-            self.replay.slower()
-            self._replay_moved()
+        self._steer(ReplaySource.slower)
 
-    def _replay_moved(self) -> None:
-        self.sync_play_key()
-        self.post_message(ReplayMoved())
+    def _steer(self, move: Callable[[ReplaySource], object]) -> None:
+        """A replay key: move the replay, then have the footer and the app show where it is now."""
+        if self.replay is not None:
+            move(self.replay)
+            self.sync_play_key()
+            self.post_message(ReplayMoved())

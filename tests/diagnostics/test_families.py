@@ -13,7 +13,7 @@ import pytest
 
 from gputui.diagnostics import catalog, engine, rules
 from gputui.diagnostics.locale import LANGS
-from gputui.diagnostics.rules import FAMILIES, Family, software
+from gputui.diagnostics.rules import FAMILIES, Family, base, software
 from gputui.diagnostics.verdict_texts import TEXTS as VERDICT_TEXTS
 from tests.diagnostics.test_catalog import variants
 
@@ -28,18 +28,40 @@ def own_ids(family: Family) -> set[str]:
     return ids | {software.NVML_UNAVAILABLE} if family is software else ids
 
 
-def stated_evidence(module: ModuleType) -> set[str]:
-    """The evidence keys a module's code states: the literal first argument of every `ev(...)` call."""
-    tree = ast.parse(inspect.getsource(module))
+def _calls(source: object) -> list[ast.Call]:
+    """The calls of a plain name (`ev(...)`, `heat_evidence(...)`) in the code of a module or function."""
+    tree = ast.parse(inspect.getsource(source))
+    return [node for node in ast.walk(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
+
+
+def _ev_keys(source: object) -> set[str]:
+    """The literal first argument of every `ev(...)` call."""
     return {
-        node.args[0].value
-        for node in ast.walk(tree)
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "ev"
-        and node.args
-        and isinstance(node.args[0], ast.Constant)
+        call.args[0].value
+        for call in _calls(source)
+        if call.func.id == "ev" and call.args and isinstance(call.args[0], ast.Constant)
     }
+
+
+# Evidence that helper functions state for the families that call them (thermal.py's heat_evidence).
+HELPERS = {
+    function: _ev_keys(function)
+    for module in (base, *FAMILIES)
+    for _, function in inspect.getmembers(module, inspect.isfunction)
+    if function.__module__ == module.__name__
+}
+
+
+def stated_evidence(module: ModuleType) -> set[str]:
+    """The evidence keys a module's code states: in its own `ev(...)` calls, and through the rules' helpers
+    it calls (defined in base or another family)."""
+    called = {call.func.id for call in _calls(module)}
+    borrowed = (
+        keys
+        for function, keys in HELPERS.items()
+        if function.__name__ in called and function.__module__ != module.__name__
+    )
+    return _ev_keys(module).union(*borrowed)
 
 
 def stated(family: Family) -> set[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import (
     CLOCK_HW_CAUSE,
@@ -24,7 +24,7 @@ from gputui.diagnostics.rules.base import (
     has_bits,
     is_busy,
 )
-from gputui.diagnostics.rules.thermal import throttled_pct
+from gputui.diagnostics.rules.thermal import clock_evidence, heat_evidence, throttled_pct
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
 from gputui.model import GpuSample
@@ -77,21 +77,20 @@ def hw_slowdown(w: Window, th: Thresholds) -> Iterator[Hit]:
         if share < th.sustained_share:
             continue
         info = w.info(g.index)
-        yield Hit(
-            gpus=(g.index,),
-            value=g.sm_clock_mhz,
-            params={"gpu": g.index},
-            evidence=(
-                ev("temperature", g.temperature_c, "C"),
-                ev("slowdown_threshold", info.temperature_slowdown_c if info else None, "C", "static"),
-                ev("power", g.power_w, "W"),
-                ev("power_limit", g.power_limit_w, "W"),
-                ev("sm_clock", g.sm_clock_mhz, "MHz"),
-                ev("max_sm_clock", info.max_sm_clock_mhz if info else None, "MHz", "static"),
-                ev("clock_events", clock_events(g)),
-                ev("throttled_share", round(100.0 * share, 1), "%", "share"),
-            ),
+        yield _held_down(
+            g,
+            *heat_evidence(g, info),
+            ev("power", g.power_w, "W"),
+            ev("power_limit", g.power_limit_w, "W"),
+            *clock_evidence(g, info),
+            ev("clock_events", clock_events(g)),
+            ev("throttled_share", round(100.0 * share, 1), "%", "share"),
         )
+
+
+def _held_down(g: GpuSample, *evidence: Evidence) -> Hit:
+    """The hardware holds this GPU's clock down: the SM clock is the finding's value."""
+    return Hit(gpus=(g.index,), value=g.sm_clock_mhz, params={"gpu": g.index}, evidence=evidence)
 
 
 def _cause_unsaid(sample: GpuSample) -> bool:
@@ -102,18 +101,12 @@ def power_brake(w: Window, th: Thresholds) -> Iterator[Hit]:
     """The power brake bit (alone or beside HW slowdown) is bad whenever it is set: no load condition."""
     for g in w.gpus():
         if has_bits(g, CLOCK_HW_POWER_BRAKE):
-            info = w.info(g.index)
-            yield Hit(
-                gpus=(g.index,),
-                value=g.sm_clock_mhz,
-                params={"gpu": g.index},
-                evidence=(
-                    ev("sm_clock", g.sm_clock_mhz, "MHz"),
-                    ev("max_sm_clock", info.max_sm_clock_mhz if info else None, "MHz", "static"),
-                    ev("power", g.power_w, "W"),
-                    ev("temperature", g.temperature_c, "C"),
-                    ev("clock_events", clock_events(g)),
-                ),
+            yield _held_down(
+                g,
+                *clock_evidence(g, w.info(g.index)),
+                ev("power", g.power_w, "W"),
+                ev("temperature", g.temperature_c, "C"),
+                ev("clock_events", clock_events(g)),
             )
 
 
@@ -131,8 +124,7 @@ def clocks_low(w: Window, th: Thresholds) -> Iterator[Hit]:
             value=g.sm_clock_mhz,
             params={"gpu": g.index, "max": top},
             evidence=(
-                ev("sm_clock", g.sm_clock_mhz, "MHz"),
-                ev("max_sm_clock", top, "MHz", "static"),
+                *clock_evidence(g, info),
                 ev("gpu_util", g.utilization_gpu_pct, "%"),
             ),
         )

@@ -47,6 +47,13 @@ def _util(util: float) -> Evidence:
     return ev("gpu_util", round(util, 1), "%", "mean")
 
 
+def _starved(g: GpuSample, util: float, pids: tuple[int, ...], *evidence: Evidence) -> Hit:
+    """A GPU that waits on one resource: its low mean utilization, then what that resource shows meanwhile."""
+    return Hit(
+        gpus=(g.index,), pids=pids, value=round(util, 1), params={"gpu": g.index}, evidence=(_util(util), *evidence)
+    )
+
+
 def _cause(w: Window, th: Thresholds, proc: ProcSample | None, util: float, cpus: Cpus) -> str | None:
     """Why a GPU held by `proc` waits on the CPU, as a `starvation_cpu` variant; None when the CPU side does not
     explain it. A process "wants" a CPU while it runs or waits on a run queue (schedstat): a main process at
@@ -209,19 +216,15 @@ def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
     for g, util, pids in _starving(w, th):
         procs = [p for p in (w.host.process(pid) for pid in pids) if p is not None]
         proc_read = sum(p.read_bytes_s or 0.0 for p in procs) if procs else None
-        yield Hit(
-            gpus=(g.index,),
-            pids=pids,
-            value=round(util, 1),
-            params={"gpu": g.index},
-            evidence=(
-                _util(util),
-                ev("iowait", rounded(iowait), "%", "mean"),
-                ev("disk_busy", rounded(busy), "%", "mean"),
-                ev("disk_read", rounded(read, 1e6), "MB/s", "mean"),
-                ev("process_read", rounded(proc_read, 1e6), "MB/s"),
-                *((ev("psi_io_full", rounded(stalled), "%", "mean"),) if stalled is not None else ()),
-            ),
+        yield _starved(
+            g,
+            util,
+            pids,
+            ev("iowait", rounded(iowait), "%", "mean"),
+            ev("disk_busy", rounded(busy), "%", "mean"),
+            ev("disk_read", rounded(read, 1e6), "MB/s", "mean"),
+            ev("process_read", rounded(proc_read, 1e6), "MB/s"),
+            *((ev("psi_io_full", rounded(stalled), "%", "mean"),) if stalled is not None else ()),
         )
 
 
@@ -231,16 +234,12 @@ def starvation_net(w: Window, th: Thresholds) -> Iterator[Hit]:
     if not link or rx is None or rx < th.net_saturated_pct / 100 * link:
         return
     for g, util, pids in _starving(w, th):
-        yield Hit(
-            gpus=(g.index,),
-            pids=pids,
-            value=round(util, 1),
-            params={"gpu": g.index},
-            evidence=(
-                _util(util),
-                ev("net_rx", round(rx / 1e6, 1), "MB/s", "mean"),
-                ev("net_link", round(link / 1e6, 1), "MB/s"),
-            ),
+        yield _starved(
+            g,
+            util,
+            pids,
+            ev("net_rx", round(rx / 1e6, 1), "MB/s", "mean"),
+            ev("net_link", round(link / 1e6, 1), "MB/s"),
         )
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
-from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import CLOCK_THERMAL, Hit, Rule, Window, clock_events, ev, has_bits, is_busy
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
-from gputui.model import GpuSample
+from gputui.model import GpuInfo, GpuSample
 
 
 def _thermal_ns(sample: GpuSample) -> int | None:
@@ -38,6 +38,18 @@ def throttled_pct(series: list[GpuSample], bits: int, counter: Callable[[GpuSamp
     return 100.0 * sum(1 for g in series if has_bits(g, bits)) / len(series)
 
 
+def clock_evidence(sample: GpuSample, info: GpuInfo | None) -> tuple[Evidence, Evidence]:
+    """The SM clock now beside its max: how far heat or power has slowed the GPU (power.py states it too)."""
+    top = info.max_sm_clock_mhz if info else None
+    return ev("sm_clock", sample.sm_clock_mhz, "MHz"), ev("max_sm_clock", top, "MHz", "static")
+
+
+def heat_evidence(sample: GpuSample, info: GpuInfo | None) -> tuple[Evidence, Evidence]:
+    """The temperature now beside the one at which the GPU slows itself down."""
+    slowdown = info.temperature_slowdown_c if info else None
+    return ev("temperature", sample.temperature_c, "C"), ev("slowdown_threshold", slowdown, "C", "static")
+
+
 def thermal_throttle(w: Window, th: Thresholds) -> Iterator[Hit]:
     for g in w.gpus():
         series = w.series(g.index)
@@ -49,11 +61,9 @@ def thermal_throttle(w: Window, th: Thresholds) -> Iterator[Hit]:
             value=g.temperature_c,
             params={"gpu": g.index},
             evidence=(
-                ev("temperature", g.temperature_c, "C"),
-                ev("slowdown_threshold", info.temperature_slowdown_c if info else None, "C", "static"),
+                *heat_evidence(g, info),
                 ev("throttled_share", throttled_pct(series, CLOCK_THERMAL, _thermal_ns), "%", "share"),
-                ev("sm_clock", g.sm_clock_mhz, "MHz"),
-                ev("max_sm_clock", info.max_sm_clock_mhz if info else None, "MHz", "static"),
+                *clock_evidence(g, info),
                 ev("clock_events", clock_events(g)),
             ),
         )
@@ -71,10 +81,7 @@ def thermal_margin(w: Window, th: Thresholds) -> Iterator[Hit]:
             gpus=(g.index,),
             value=g.temperature_c,
             params={"gpu": g.index, "margin": fmt_num(th.thermal_margin_c), "slowdown": slowdown},
-            evidence=(
-                ev("temperature", g.temperature_c, "C"),
-                ev("slowdown_threshold", slowdown, "C", "static"),
-            ),
+            evidence=heat_evidence(g, info),
         )
 
 

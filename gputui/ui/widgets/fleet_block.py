@@ -10,13 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from urllib.parse import urlsplit
 
-from gputui import formatting as f
 from gputui.diagnostics.catalog import severity_label
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.groups import group_findings, sort_groups
+from gputui.formatting import NA, fmt_duration, fmt_gib, fmt_num, fmt_pct, fmt_ranges
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.session.fleet import HostState
-from gputui.ui import text as t
+from gputui.ui.text import bar, fmt_pcie, level_style, reason_tags, short_gpu_name, temperature_style
 from gputui.ui.widgets.diagnostics import SEVERITY_STYLES
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
@@ -45,15 +45,15 @@ def host_parts(host: HostSample) -> Line:
     cpu, iowait = host.cpu_pct, host.iowait_pct
     return [
         ("CPU ", LABEL),
-        (f"{f.fmt_pct(cpu):>4}", t.level_style(None if cpu is None else cpu / 100.0)),
+        (f"{fmt_pct(cpu):>4}", level_style(None if cpu is None else cpu / 100.0)),
         ("  iowait ", LABEL),
-        (f"{f.fmt_num(iowait, 1, '%'):>5}", "yellow" if iowait is not None and iowait >= 10 else ""),
+        (f"{fmt_num(iowait, 1, '%'):>5}", "yellow" if iowait is not None and iowait >= 10 else ""),
     ]
 
 
-def gpu_line(info: GpuInfo, sample: GpuSample | None, bar: bool = True) -> Line:
+def gpu_line(info: GpuInfo, sample: GpuSample | None, with_bar: bool = True) -> Line:
     """One GPU on one line: index, name, utilization, SM clock, temperature, power, VRAM, PCIe, throttling."""
-    name = t.short_gpu_name(info.name)[:NAME_WIDTH]
+    name = short_gpu_name(info.name)[:NAME_WIDTH]
     head: Line = [(INDENT, ""), (f"{info.index:>2} ", "bold"), (f"{name:<{NAME_WIDTH}}", "")]
     if sample is not None and sample.lost:
         return [
@@ -71,37 +71,37 @@ def gpu_line(info: GpuInfo, sample: GpuSample | None, bar: bool = True) -> Line:
     limit = None if s is None else s.power_limit_w
     used = None if s is None else s.memory_used_bytes
     total = info.memory_total_bytes
-    link = t.fmt_pcie(None if s is None else s.pcie_gen, None if s is None else s.pcie_width)
-    best = t.fmt_pcie(info.pcie_max_gen, info.pcie_max_width)
+    link = fmt_pcie(None if s is None else s.pcie_gen, None if s is None else s.pcie_width)
+    best = fmt_pcie(info.pcie_max_gen, info.pcie_max_width)
     line = head
-    if bar:
-        line += [(" [", LABEL), (t.bar(frac, UTIL_BAR), t.level_style(frac)), ("]", LABEL)]
+    if with_bar:
+        line += [(" [", LABEL), (bar(frac, UTIL_BAR), level_style(frac)), ("]", LABEL)]
     line += [
         (" ", ""),
-        (f"{f.fmt_pct(util):>4}", t.level_style(frac)),
+        (f"{fmt_pct(util):>4}", level_style(frac)),
         ("  SM ", LABEL),
-        (f"{f.fmt_num(sm):>4}/{f.fmt_num(info.max_sm_clock_mhz):<4}", ""),
+        (f"{fmt_num(sm):>4}/{fmt_num(info.max_sm_clock_mhz):<4}", ""),
         ("  ", ""),
         (
-            f"{f.fmt_num(temp) + '/' + f.fmt_num(info.temperature_slowdown_c) + 'C':>7}",
-            t.temperature_style(temp, info.temperature_slowdown_c),
+            f"{fmt_num(temp) + '/' + fmt_num(info.temperature_slowdown_c) + 'C':>7}",
+            temperature_style(temp, info.temperature_slowdown_c),
         ),
         ("  ", ""),
         (
-            f"{f.fmt_num(power) + '/' + f.fmt_num(limit) + 'W':>9}",
-            t.level_style(None if power is None or not limit else power / limit),
+            f"{fmt_num(power) + '/' + fmt_num(limit) + 'W':>9}",
+            level_style(None if power is None or not limit else power / limit),
         ),
         ("  VRAM ", LABEL),
         (
-            f"{f.fmt_gib(used) + '/' + f.fmt_gib(total, 0) + 'G':>10}",
-            t.level_style(None if used is None or not total else used / total),
+            f"{fmt_gib(used) + '/' + fmt_gib(total, 0) + 'G':>10}",
+            level_style(None if used is None or not total else used / total),
         ),
         ("  ", ""),
         (link, ""),
     ]
-    if best not in (link, f.NA):
+    if best not in (link, NA):
         line.append((f" of {best}", LABEL))
-    for tag, style in t.reason_tags(None if s is None else s.clock_event_reasons):
+    for tag, style in reason_tags(None if s is None else s.clock_event_reasons):
         line += [(" ", ""), (tag, f"{style} reverse")]
     return line
 
@@ -115,7 +115,7 @@ def findings_line(findings: Sequence[Finding], width: int, closed: Sequence[Find
     ordered = sort_groups(group_findings(findings)) + sort_groups(group_findings(closed))
     line: Line = [(INDENT, "")]
     for shown, group in enumerate(ordered):
-        where = f" GPU {f.fmt_ranges(group.gpus)}" if group.gpus else ""
+        where = f" GPU {fmt_ranges(group.gpus)}" if group.gpus else ""
         was: Line = [("was ", LABEL)] if not group.is_open else []
         style = SEVERITY_STYLES[group.severity] if group.is_open else LABEL
         item: Line = [
@@ -142,7 +142,7 @@ def title_line(state: HostState, name: str, now: float) -> Line:
             return [*line, ("  connecting...", LABEL)]
         seen = "never reached"
         if state.last_ok is not None:
-            seen = f"last seen {f.fmt_duration(now - state.last_ok)} ago"
+            seen = f"last seen {fmt_duration(now - state.last_ok)} ago"
         line += [("  ", ""), (" UNREACHABLE ", "bold white on red"), (f"  {seen}", "red")]
         return line if name == state.target else [*line, (f"  {_address(state)}", LABEL)]
     badge = data_badge(snapshot.system)
@@ -152,8 +152,8 @@ def title_line(state: HostState, name: str, now: float) -> Line:
     gpus = len(snapshot.gpus)
     line += [("  ", ""), *host_parts(snapshot.host)]
     line += [(f"  {gpus} GPU{'s' if gpus != 1 else ''}", "")]
-    line += [("  drv ", LABEL), (system.driver_version or f.NA, ""), ("  CUDA ", LABEL)]
-    line += [(system.cuda_driver_version or f.NA, ""), (f"  {_address(state)}", LABEL)]
+    line += [("  drv ", LABEL), (system.driver_version or NA, ""), ("  CUDA ", LABEL)]
+    line += [(system.cuda_driver_version or NA, ""), (f"  {_address(state)}", LABEL)]
     return line
 
 
@@ -170,7 +170,7 @@ def block_lines(state: HostState, width: int, now: float, name: str | None = Non
     lines += [[(INDENT, ""), (event, "yellow")] for event in snapshot.events[-1:]]
     if state.verdict is not None:
         lines.append([(INDENT, ""), (state.verdict.label, "bold"), (f": {state.verdict.summary}", "")])
-    lines += [gpu_line(info, sample, bar=width >= WIDE) for info, sample in _gpus(snapshot)]
+    lines += [gpu_line(info, sample, with_bar=width >= WIDE) for info, sample in _gpus(snapshot)]
     lines.append(findings_line(state.findings, width, state.closed))
     return lines
 

@@ -9,9 +9,23 @@ from __future__ import annotations
 
 from collections import deque
 
-from gputui import formatting as f
+from gputui.formatting import fmt_gib, fmt_num, fmt_pct, fmt_rate_short
 from gputui.model import GpuInfo, GpuSample
-from gputui.ui import text as t
+from gputui.ui.text import (
+    SPARK_GAP,
+    bar,
+    clock_style,
+    fmt_pcie,
+    fmt_pstate,
+    memory_style,
+    power_style,
+    reason_tags,
+    short_gpu_name,
+    spark_char,
+    sparkline,
+    temperature_style,
+    util_style,
+)
 from gputui.ui.widgets.lines import Line, line_len
 
 # Each sparkline cell is this many seconds (or one sample when the interval is longer): the line then
@@ -79,17 +93,17 @@ class UtilBuckets:
         return list(self._values)
 
     def sparkline(self, width: int, top: float = 100.0) -> str:
-        """`t.sparkline` of the values, redrawn in full only when a new bucket starts (every few seconds);
+        """ui/text.py's `sparkline` of the values, redrawn in full only when a new bucket starts (every few seconds);
         in between only the newest cell can change."""
         if width <= 0:
             return ""
         if not self._values:
-            return t.SPARK_GAP * width
+            return SPARK_GAP * width
         if self._drawn[:2] != (width, self._bucket):
             older = list(self._values)[-width:-1] if width > 1 else []
-            self._drawn = (width, self._bucket, t.sparkline(older, width - 1, top) if width > 1 else "")
+            self._drawn = (width, self._bucket, sparkline(older, width - 1, top) if width > 1 else "")
         newest = self._values[-1]
-        return self._drawn[2] + t.spark_char(None if newest is None else newest / top)
+        return self._drawn[2] + spark_char(None if newest is None else newest / top)
 
 
 class GpuPanel:
@@ -135,17 +149,17 @@ class GpuPanel:
 
     def _title(self, name_width: int) -> Line:
         style = "bold reverse" if self.selected else "bold"
-        name = self.info.name if name_width >= 24 else t.short_gpu_name(self.info.name)
+        name = self.info.name if name_width >= 24 else short_gpu_name(self.info.name)
         return [(f"{self.info.index:>2}", style), (" ", ""), (f"{name[:name_width]:<{name_width}}", "bold")]
 
     def _util(self, s: GpuSample | None, bar_width: int) -> Line:
         util = None if s is None else s.utilization_gpu_pct
         frac = None if util is None else util / 100.0
-        style = t.util_style(util, s is not None and bool(s.processes))
+        style = util_style(util, s is not None and bool(s.processes))
         line: Line = []
         if bar_width:
-            line += [("UTIL [", LABEL), (t.bar(frac, bar_width), style), ("] ", LABEL)]
-        return [*line, (f"{f.fmt_pct(util):>4}", self._mark("util", style))]
+            line += [("UTIL [", LABEL), (bar(frac, bar_width), style), ("] ", LABEL)]
+        return [*line, (f"{fmt_pct(util):>4}", self._mark("util", style))]
 
     def _gpm(self, s: GpuSample | None, labels: tuple[str, str, str | None], sep: str) -> Line:
         """How full the GPU is beside how often it is busy: SM and tensor-core activity, DRAM bandwidth (GPM)."""
@@ -155,7 +169,7 @@ class GpuPanel:
         if labels[2] is not None:
             parts.append((labels[2], None if s is None else s.dram_bw_pct))
         # One part in one style: it changes every tick, and each style change costs escape codes on the wire.
-        text = sep.join(f"{label}{f.fmt_pct(value):>4}" for label, value in parts)
+        text = sep.join(f"{label}{fmt_pct(value):>4}" for label, value in parts)
         return [(text, self._mark("gpm", ""))]
 
     def _spark(self, width: int) -> Line:
@@ -164,13 +178,13 @@ class GpuPanel:
     def _temp(self, s: GpuSample | None, full: bool) -> Line:
         temp = None if s is None else s.temperature_c
         slowdown = self.info.temperature_slowdown_c
-        value = f"{f.fmt_num(temp, 0)}/{f.fmt_num(slowdown, 0)}C" if full else f.fmt_num(temp, 0, "C")
-        return [(f"{value:>4}", self._mark("temp", t.temperature_style(temp, slowdown)))]
+        value = f"{fmt_num(temp, 0)}/{fmt_num(slowdown, 0)}C" if full else fmt_num(temp, 0, "C")
+        return [(f"{value:>4}", self._mark("temp", temperature_style(temp, slowdown)))]
 
     def _power(self, s: GpuSample | None, mark_default: bool) -> Line:
         power = None if s is None else s.power_w
         limit = None if s is None else s.power_limit_w
-        line: Line = [(f"{f.fmt_num(power):>3}/{f.fmt_num(limit)}W", self._mark("power", t.power_style(power, limit)))]
+        line: Line = [(f"{fmt_num(power):>3}/{fmt_num(limit)}W", self._mark("power", power_style(power, limit)))]
         if mark_default and self._lowered_limit(s):
             line.append((f"<{self.info.power_default_limit_w:.0f}", "yellow"))
         return line
@@ -192,23 +206,23 @@ class GpuPanel:
         frac = None if used is None or not total else used / total
         line: Line = []
         if bar_width:
-            line += [("[", LABEL), (t.bar(frac, bar_width), t.memory_style(frac)), ("] ", LABEL)]
-        return [*line, (f"{f.fmt_gib(used)}/{f.fmt_gib(total, 0)}G", self._mark("vram", t.memory_style(frac)))]
+            line += [("[", LABEL), (bar(frac, bar_width), memory_style(frac)), ("] ", LABEL)]
+        return [*line, (f"{fmt_gib(used)}/{fmt_gib(total, 0)}G", self._mark("vram", memory_style(frac)))]
 
     def _clocks(self, s: GpuSample | None, memory: bool = True) -> Line:
         sm = None if s is None else s.sm_clock_mhz
         top = self.info.max_sm_clock_mhz
-        sm_text = f"{f.fmt_num(sm):>4}/{f.fmt_num(top)}"
-        lost = t.clock_style(sm, top, None if s is None else s.utilization_gpu_pct)
+        sm_text = f"{fmt_num(sm):>4}/{fmt_num(top)}"
+        lost = clock_style(sm, top, None if s is None else s.utilization_gpu_pct)
         line: Line = [("SM ", LABEL), (sm_text, self._mark("clocks", lost))]
         if memory:
             mem = None if s is None else s.memory_clock_mhz
-            line += [("  MEM ", LABEL), (f"{f.fmt_num(mem):>4}/{f.fmt_num(self.info.max_memory_clock_mhz)}", "")]
+            line += [("  MEM ", LABEL), (f"{fmt_num(mem):>4}/{fmt_num(self.info.max_memory_clock_mhz)}", "")]
         return [*line, (" MHz", LABEL)]
 
     def _link(self, s: GpuSample | None) -> Line:
-        current = t.fmt_pcie(None if s is None else s.pcie_gen, None if s is None else s.pcie_width)
-        best = t.fmt_pcie(self.info.pcie_max_gen, self.info.pcie_max_width)
+        current = fmt_pcie(None if s is None else s.pcie_gen, None if s is None else s.pcie_width)
+        best = fmt_pcie(self.info.pcie_max_gen, self.info.pcie_max_width)
         line: Line = [("PCIe ", LABEL), (current, self._mark("pcie", ""))]
         if best != current:
             line.append((f" of {best}", LABEL))
@@ -217,16 +231,16 @@ class GpuPanel:
     def _rates(self, s: GpuSample | None) -> Line:
         tx = None if s is None else s.pcie_tx_bytes_s
         rx = None if s is None else s.pcie_rx_bytes_s
-        return [("TX ", LABEL), (f"{f.fmt_rate_short(tx):>9}", ""), (" RX ", LABEL), (f"{f.fmt_rate_short(rx):>9}", "")]
+        return [("TX ", LABEL), (f"{fmt_rate_short(tx):>9}", ""), (" RX ", LABEL), (f"{fmt_rate_short(rx):>9}", "")]
 
     def _fan_pstate(self, s: GpuSample | None) -> Line:
         fan = None if s is None else s.fan_pct
-        pstate = t.fmt_pstate(None if s is None else s.pstate)
-        return [("Fan ", LABEL), (f"{f.fmt_pct(fan):>4}", ""), ("  ", ""), (f"{pstate:<3}", "")]
+        pstate = fmt_pstate(None if s is None else s.pstate)
+        return [("Fan ", LABEL), (f"{fmt_pct(fan):>4}", ""), ("  ", ""), (f"{pstate:<3}", "")]
 
     def _tags(self, s: GpuSample | None, room: int | None = None) -> Line:
         """The clock event tags, worst first; within `room` cells, those that fit whole and "+N" for the rest."""
-        tags = t.reason_tags(None if s is None else s.clock_event_reasons)
+        tags = reason_tags(None if s is None else s.clock_event_reasons)
         line: Line = []
         used = 0
         for n, (tag, style) in enumerate(tags):
@@ -297,7 +311,7 @@ class GpuPanel:
         line += [*self._power(s, True), *gap, *self._vram(s, 0), *gap]
         gen = None if s is None else s.pcie_gen
         lanes = None if s is None else s.pcie_width
-        line += [(t.fmt_pcie(gen, lanes).replace(" ", ""), LABEL), *gap]
+        line += [(fmt_pcie(gen, lanes).replace(" ", ""), LABEL), *gap]
         return line + self._spark_and_tags(s, line, width)
 
     def _has_gpm(self, s: GpuSample | None) -> bool:

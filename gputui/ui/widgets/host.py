@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gputui import formatting as f
+from gputui.formatting import NA, fmt_bytes_short, fmt_num, fmt_pct, fmt_rate_short
 from gputui.model import ContainerInfo, HostSample
-from gputui.ui import text as t
+from gputui.ui.text import level_style, spark_char
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"
@@ -28,19 +28,19 @@ def core_lines(cores: Sequence[float], width: int) -> list[Line]:
     """
     room = max(1, width - len(PREFIX))
     if not cores:
-        return [[(PREFIX, LABEL), (f.NA, LABEL)]]
+        return [[(PREFIX, LABEL), (NA, LABEL)]]
     if len(cores) * NUMBER_CELL <= room:
-        return [[(PREFIX, LABEL), *((f"{pct:>3.0f} ", t.level_style(pct / 100.0)) for pct in cores)]]
+        return [[(PREFIX, LABEL), *((f"{pct:>3.0f} ", level_style(pct / 100.0)) for pct in cores)]]
     lines: list[Line] = []
     for start in range(0, len(cores), room):
-        strip = "".join(t.spark_char(pct / 100.0) for pct in cores[start : start + room])
+        strip = "".join(spark_char(pct / 100.0) for pct in cores[start : start + room])
         lines.append([(PREFIX if not lines else " " * len(PREFIX), LABEL), (strip, "cyan")])
     return lines
 
 
 def stat_fields(host: HostSample) -> list[Line]:
     def used_of(used: int | None, total: int | None) -> str:
-        return f"{f.fmt_bytes_short(used)}/{f.fmt_bytes_short(total)}"
+        return f"{fmt_bytes_short(used)}/{fmt_bytes_short(total)}"
 
     mem_frac = None
     if host.memory_used_bytes is not None and host.memory_total_bytes:
@@ -48,24 +48,24 @@ def stat_fields(host: HostSample) -> list[Line]:
     iowait = host.iowait_pct
     cpu = host.cpu_pct
     return [
-        [("avg ", LABEL), (f"{f.fmt_pct(cpu):>4}", t.level_style(None if cpu is None else cpu / 100.0))],
+        [("avg ", LABEL), (f"{fmt_pct(cpu):>4}", level_style(None if cpu is None else cpu / 100.0))],
         [
             ("iowait ", LABEL),
-            (f"{f.fmt_num(iowait, 1, '%'):>5}", "yellow" if iowait is not None and iowait >= 10 else ""),
+            (f"{fmt_num(iowait, 1, '%'):>5}", "yellow" if iowait is not None and iowait >= 10 else ""),
         ],
         [
             ("DISK R ", LABEL),
-            (f"{f.fmt_rate_short(host.disk_read_bytes_s):>9}", ""),
+            (f"{fmt_rate_short(host.disk_read_bytes_s):>9}", ""),
             (" W ", LABEL),
-            (f"{f.fmt_rate_short(host.disk_write_bytes_s):>9}", ""),
+            (f"{fmt_rate_short(host.disk_write_bytes_s):>9}", ""),
         ],
         [
             ("NET RX ", LABEL),
-            (f"{f.fmt_rate_short(host.net_rx_bytes_s):>9}", ""),
+            (f"{fmt_rate_short(host.net_rx_bytes_s):>9}", ""),
             (" TX ", LABEL),
-            (f"{f.fmt_rate_short(host.net_tx_bytes_s):>9}", ""),
+            (f"{fmt_rate_short(host.net_tx_bytes_s):>9}", ""),
         ],
-        [("MEM ", LABEL), (used_of(host.memory_used_bytes, host.memory_total_bytes), t.level_style(mem_frac))],
+        [("MEM ", LABEL), (used_of(host.memory_used_bytes, host.memory_total_bytes), level_style(mem_frac))],
         [("SWAP ", LABEL), (used_of(host.swap_used_bytes, host.swap_total_bytes), "")],
     ]
 
@@ -81,31 +81,31 @@ def container_fields(host: HostSample, limits: ContainerInfo | None) -> list[Lin
         out.append(
             [
                 ("QUOTA ", LABEL),
-                (f"{f.fmt_pct(used)} of {quota:g} CPUs", t.level_style(None if used is None else used / 100.0)),
+                (f"{fmt_pct(used)} of {quota:g} CPUs", level_style(None if used is None else used / 100.0)),
             ]
         )
         throttled = group.cpu_throttled_pct
         style = "bold red" if throttled is not None and throttled >= 20 else ""
-        out.append([("throttled ", LABEL), (f.fmt_pct(throttled), style)])
+        out.append([("throttled ", LABEL), (fmt_pct(throttled), style)])
     if group is not None and group.memory_limit_bytes is not None:
         frac = None if group.memory_used_bytes is None else group.memory_used_bytes / group.memory_limit_bytes
-        limit_text = f"{f.fmt_bytes_short(group.memory_used_bytes)}/{f.fmt_bytes_short(group.memory_limit_bytes)}"
-        out.append([("CGROUP MEM ", LABEL), (limit_text, t.level_style(frac))])
+        limit_text = f"{fmt_bytes_short(group.memory_used_bytes)}/{fmt_bytes_short(group.memory_limit_bytes)}"
+        out.append([("CGROUP MEM ", LABEL), (limit_text, level_style(frac))])
     shm = limits.shm_bytes if limits else None
     if shm is not None and ((limits is not None and limits.runtime is not None) or shm < 1 << 30):
         shm_frac = None if host.shm_used_bytes is None else host.shm_used_bytes / shm
-        shm_text = f"{f.fmt_bytes_short(host.shm_used_bytes)}/{f.fmt_bytes_short(shm)}"
-        out.append([("SHM ", LABEL), (shm_text, "yellow" if shm < 1 << 30 else t.level_style(shm_frac))])
+        shm_text = f"{fmt_bytes_short(host.shm_used_bytes)}/{fmt_bytes_short(shm)}"
+        out.append([("SHM ", LABEL), (shm_text, "yellow" if shm < 1 << 30 else level_style(shm_frac))])
     psi = host.psi
     if psi is not None:
         out.append(
             [
                 ("PSI cpu ", LABEL),
-                (f.fmt_pct(psi.cpu_some_pct), ""),
+                (fmt_pct(psi.cpu_some_pct), ""),
                 (" io ", LABEL),
-                (f.fmt_pct(psi.io_full_pct), ""),
+                (fmt_pct(psi.io_full_pct), ""),
                 (" mem ", LABEL),
-                (f.fmt_pct(psi.memory_full_pct), ""),
+                (fmt_pct(psi.memory_full_pct), ""),
             ]
         )
     return out
@@ -146,6 +146,6 @@ class HostPanel(LineView):
 
     def build_lines(self, width: int) -> Sequence[Line]:
         if self.host is None:
-            return [[(PREFIX + f.NA, LABEL)]]
+            return [[(PREFIX + NA, LABEL)]]
         fields = stat_fields(self.host) + container_fields(self.host, self.limits)
         return core_lines(self.host.cpu_pct_per_core, width) + pack(fields, width)

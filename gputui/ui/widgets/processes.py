@@ -17,7 +17,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from gputui import formatting as f
+from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes_short, fmt_num
 from gputui.model import Snapshot
 from gputui.ui.widgets.lines import Line, LineView
 
@@ -82,7 +82,7 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
             user = host.user if host else None
             command = (host.cmdline or host.name) if host else None
             if proc.seen == "hidden":
-                command = f.HIDDEN_PROCESS
+                command = HIDDEN_PROCESS
             if needle and not any(needle in text.lower() for text in (str(proc.pid), user or "", command or "")):
                 continue
             cpu = host.cpu_pct if host else None
@@ -94,14 +94,14 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
                 Cell(str(gpu.index), gpu.index),
                 Cell(pid_text, proc.pid),
                 Cell("" if proc.host_pid is None else str(proc.host_pid), proc.host_pid),
-                Cell(f.fmt_num(cpu, 0), cpu),
-                Cell(f.fmt_num(proc.sm_pct, 0), proc.sm_pct),
-                Cell(f.fmt_bytes_short(proc.used_memory_bytes), proc.used_memory_bytes),
-                Cell(f.fmt_num(threads, 0), threads),
-                Cell(f.fmt_num(children, 0), children),
+                Cell(fmt_num(cpu, 0), cpu),
+                Cell(fmt_num(proc.sm_pct, 0), proc.sm_pct),
+                Cell(fmt_bytes_short(proc.used_memory_bytes), proc.used_memory_bytes),
+                Cell(fmt_num(threads, 0), threads),
+                Cell(fmt_num(children, 0), children),
                 Cell(container or "", container),
-                Cell(user or f.NA, user),
-                Cell(command or f.NA, command),
+                Cell(user or NA, user),
+                Cell(command or NA, command),
             )
     return rows
 
