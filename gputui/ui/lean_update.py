@@ -6,8 +6,8 @@ writes to an SSH link: a changed "61/89C" in the middle of a panel row costs the
 two escape sequences per colour change. `LeanCompositor` renders the same updates starting at the dirty span
 (never inside a double-width character) and changes only the foreground or background that differs from the
 segment before; anything else (bold, reverse, links) is set from a reset, as Textual does.
-The screen a terminal shows after each update is the same as with Textual's own renderer; tests replay both
-through a terminal emulator to check it.
+A terminal fed these updates shows what a full repaint shows; tests replay both through a terminal emulator
+to check it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The lean partial updates leave a terminal showing exactly what Textual's own renderer leaves, in fewer bytes.
+"""The lean partial updates leave a terminal showing exactly the frame a full repaint would, in fewer bytes.
 
-The monitor's updates are captured as the app makes them, written once as Textual renders them and once as
-`LeanChopsUpdate` does into two emulated terminals (pyte), and the two screens compared cell by cell, colours
-and attributes included, after every update.
+The monitor's updates are captured as the app makes them, each with the whole frame as a full repaint would
+write it then; the updates are written into one emulated terminal (pyte), each frame into another, and the two
+screens compared cell by cell, colours and attributes included, after every update.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.style import Style
 from rich.text import Text
 from textual._compositor import ChopsUpdate, CompositorUpdate
+from textual.screen import Screen
 from textual.strip import Strip
 
 from gputui.ui.app import GpuTuiApp
@@ -33,13 +34,15 @@ def cells(screen: pyte.Screen) -> list[list[pyte.screens.Char]]:
     return [[screen.buffer[y][x] for x in range(COLS)] for y in range(ROWS)]
 
 
-async def captured_updates(app: GpuTuiApp, clock: Clock, ticks: int) -> list[CompositorUpdate]:
-    """Every update the app's screens hand to the terminal while `ticks` readings arrive."""
-    updates: list[CompositorUpdate] = []
+async def captured_updates(app: GpuTuiApp, clock: Clock, ticks: int) -> list[tuple[CompositorUpdate, str]]:
+    """Every update the app's screens hand to the terminal while `ticks` readings arrive, each with the whole
+    frame as a full repaint would write it at that moment."""
+    updates: list[tuple[CompositorUpdate, str]] = []
 
-    def keep(screen: object, renderable: object) -> None:
+    def keep(screen: Screen[object], renderable: object) -> None:
         if isinstance(renderable, CompositorUpdate):
-            updates.append(renderable)
+            full = screen._compositor.render_full_update().render_segments(app.console)
+            updates.append((renderable, full))
 
     app._display = keep  # type: ignore[method-assign]
     async with app.run_test(size=(COLS, ROWS)) as pilot:
@@ -49,25 +52,33 @@ async def captured_updates(app: GpuTuiApp, clock: Clock, ticks: int) -> list[Com
     return updates
 
 
-def replay_both(updates: list[CompositorUpdate], app: GpuTuiApp) -> tuple[int, int]:
-    """Writes every update both ways, comparing the screens after each; returns the bytes of each way."""
+def replay_both(updates: list[tuple[CompositorUpdate, str]], app: GpuTuiApp) -> tuple[int, int]:
+    """Writes every update the lean way into one terminal; after each, the cells it wrote must be the frame's
+    (repainted whole in another terminal at that moment), and after the last, every cell. Returns the bytes
+    Textual's own renderer and the lean one write for the partial updates.
+
+    Only the written cells are compared after each update: Textual marks a widget dirty a moment after its
+    content changes, so a frame may already show what the next update writes.
+    """
     console = app.console
-    textual_screen, textual_stream = terminal()
     lean_screen, lean_stream = terminal()
     textual_bytes = lean_bytes = 0
     partial = 0
-    for update in updates:
+    frame: list[list[pyte.screens.Char]] = []
+    for update, full in updates:
+        ours = update.render_segments(console)
+        lean_stream.feed(ours)
+        frame_screen, frame_stream = terminal()
+        frame_stream.feed(full)
+        frame = cells(frame_screen)
         if isinstance(update, LeanChopsUpdate):
             partial += 1
-            theirs = ChopsUpdate.render_segments(update, console)
-            ours = update.render_segments(console)
-        else:
-            theirs = ours = update.render_segments(console)
-        textual_stream.feed(theirs)
-        lean_stream.feed(ours)
-        textual_bytes += len(theirs.encode())
-        lean_bytes += len(ours.encode())
-        assert cells(lean_screen) == cells(textual_screen)
+            textual_bytes += len(ChopsUpdate.render_segments(update, console).encode())
+            lean_bytes += len(ours.encode())
+            shown = cells(lean_screen)
+            for y, x1, x2 in update.spans:
+                assert shown[y][x1:x2] == frame[y][x1:x2], f"row {y}, columns {x1}-{x2}"
+    assert cells(lean_screen) == frame
     assert partial >= 5, "the ticks made too few partial updates to compare"
     return textual_bytes, lean_bytes
 
