@@ -13,6 +13,7 @@ import logging
 import signal
 import sys
 from collections.abc import Callable, Sequence
+from contextlib import nullcontext
 from datetime import datetime
 from typing import ClassVar
 
@@ -35,6 +36,7 @@ from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampl
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
 from gputui.ui.driver import quiet_driver
+from gputui.ui.lean_update import LeanScreen
 from gputui.ui.messages import SampleFailed, TickReady
 from gputui.ui.notices import Level, Notices, reports
 from gputui.ui.probes import REPLAY_REFUSAL, ProbeController
@@ -313,7 +315,9 @@ class GpuTuiApp(RecordReplayApp):
         if tick is None or self.paused:
             self._show_header()
             return
-        with self.batch_update():
+        screen = self.screen
+        repainting = screen.repainting_at_once() if isinstance(screen, LeanScreen) else nullcontext()
+        with repainting, self.batch_update():
             if isinstance(self.screen, DetailScreen):
                 self.screen.show(self.history, tick.snapshot, self._header_state())
             elif isinstance(self.screen, TopoScreen):

@@ -12,6 +12,8 @@ to check it.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -149,8 +151,24 @@ class LeanCompositor(Compositor):
 
 
 class LeanScreen(Screen[ScreenResultType]):
-    """A screen whose partial updates go through `LeanCompositor`; the live views are built on it."""
+    """A screen whose partial updates go through `LeanCompositor`; the live views are built on it.
+
+    A tick's redraw runs inside `repainting_at_once()`: the views it changes are composited and written at its
+    end, in the same turn of the event loop. Textual would resume the screen's update timer instead, which
+    ticks in the next turn and then sleeps a frame before it pauses again: a second wake-up every tick.
+    """
 
     def __init__(self, name: str | None = None, id: str | None = None, classes: str | None = None) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self._compositor = LeanCompositor()
+        self.repainting_now = False
+
+    @contextmanager
+    def repainting_at_once(self) -> Iterator[None]:
+        self.repainting_now = True
+        try:
+            yield
+        finally:
+            self.repainting_now = False
+            if self._dirty_widgets:
+                self._on_timer_update()

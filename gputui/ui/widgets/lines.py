@@ -19,6 +19,8 @@ from textual.geometry import Region
 from textual.strip import Strip
 from textual.widget import Widget
 
+from gputui.ui.lean_update import LeanScreen
+
 Part = tuple[str, str]  # (text, Rich style definition; "" for the widget's own style)
 Line = list[Part]
 
@@ -133,7 +135,8 @@ class LineView(Widget):
         self._set_dirty(*regions)
         screen = self.screen
         screen._dirty_widgets.add(self)
-        screen._update_timer.resume()
+        if not (isinstance(screen, LeanScreen) and screen.repainting_now):  # else the screen composites at its end
+            screen._update_timer.resume()
 
     def _style(self, definition: str) -> Style:
         style = self._styles.get(definition)
