@@ -8,6 +8,9 @@ no COLORTERM: what an SSH session usually gets), waits for the first full frame,
   bytes_per_s  bytes the app wrote to the terminal per second; the budget is 5 KB/s (5000 B/s)
   first_frame  seconds from the spawn to the first frame that shows GPU panels and processes
   peak_rss     the process's peak resident memory (VmHWM)
+  ui_thread    CPU of the UI (main) thread, in ms a second, from /proc/PID/task/TID/schedstat (ns, not ticks)
+  other_threads  the same for the sampling, input and output threads together
+  wakeups      voluntary context switches of all threads a second: each is a sleep ended (idle wake-ups count)
 Usage: python benchmarks/bench_ui.py [--seconds 60] [--gpus 8] [--interval 1] [--size 120x40]
 """
 
@@ -33,6 +36,20 @@ def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     utime, stime = int(fields[11]), int(fields[12])
     return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
+def thread_times(pid: int) -> dict[int, tuple[int, int]]:
+    """Each thread's CPU time in ns and its voluntary context switches so far."""
+    found = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            ns = int(Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()[0])
+            status = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+        except OSError:  # the thread ended
+            continue
+        switches = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("voluntary_"))
+        found[int(tid)] = (ns, switches)
+    return found
 
 
 def peak_rss_bytes(pid: int) -> int:
@@ -87,11 +104,13 @@ def run(args: argparse.Namespace) -> int:
         while time.monotonic() < settle_end:
             drain(master, 0.1)
         cpu_start, wall_start, written = cpu_seconds(proc.pid), time.monotonic(), 0
+        threads_start = thread_times(proc.pid)
         end = wall_start + args.seconds
         while time.monotonic() < end:
             written += len(drain(master, min(0.5, max(0.0, end - time.monotonic()))))
         wall = time.monotonic() - wall_start
         cpu = cpu_seconds(proc.pid) - cpu_start
+        threads_end = thread_times(proc.pid)
         rss = peak_rss_bytes(proc.pid)
     finally:
         os.write(master, b"q")
@@ -106,6 +125,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"bytes_per_s  {written / wall:.0f} B/s   ({written} bytes)")
     print(f"first_frame  {first_frame:.2f} s")
     print(f"peak_rss     {rss / 2**20:.1f} MiB")
+    spent = {
+        tid: (ns - threads_start.get(tid, (0, 0))[0], n - threads_start.get(tid, (0, 0))[1])
+        for tid, (ns, n) in threads_end.items()
+    }
+    ui = spent.get(proc.pid, (0, 0))[0]
+    others = sum(ns for tid, (ns, _) in spent.items() if tid != proc.pid)
+    print(f"ui_thread    {ui / 1e6 / wall:.2f} ms of CPU a second")
+    print(f"other_threads  {others / 1e6 / wall:.2f} ms of CPU a second ({len(spent) - 1} threads)")
+    print(f"wakeups      {sum(n for _, n in spent.values()) / wall:.1f} a second")
     return 0
 
 
