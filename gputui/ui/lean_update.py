@@ -111,10 +111,9 @@ def render_pieces(pieces: list[Piece], color_system: ColorSystem, current: _Sgr 
             continue
         else:
             wanted = _sgr(style, color_system)
-        if wanted != current:
-            out.append(_switch(current, wanted))
-            current = wanted
+        out.append(_switch(current, wanted))
         out.append(text)
+        current = wanted
     return current
 
 
