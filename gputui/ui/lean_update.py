@@ -12,7 +12,7 @@ to check it.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
 from textual._compositor import ChopsUpdate, Compositor
+from textual.geometry import Region
 from textual.screen import Screen, ScreenResultType
 from textual.strip import Strip
 
@@ -140,13 +141,53 @@ class LeanChopsUpdate(ChopsUpdate):
 
 
 class LeanCompositor(Compositor):
-    """The screen's compositor, with partial updates rendered by `LeanChopsUpdate`."""
+    """The screen's compositor: partial updates render only the widgets and rows they change, and are written by
+    `LeanChopsUpdate`.
+
+    Textual renders every widget that overlaps the box around all of a frame's dirty regions, each over its whole
+    height: with the clock at the top and a process row near the bottom, that is the screen's own 40 blank lines,
+    the footer and every container, every tick, for cells no span sends. Only rows with a dirty region are sent:
+    widgets with no such row, or whose such rows widgets in front cover whole, are left out, and the rest are
+    rendered only from their first such row to their last.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._dirty_rows: frozenset[int] | None = None
 
     def render_partial_update(self) -> ChopsUpdate | None:
-        update = super().render_partial_update()
+        self._dirty_rows = frozenset(y for _, y, _, height in self._dirty_regions for y in range(y, y + height))
+        try:
+            update = super().render_partial_update()
+        finally:
+            self._dirty_rows = None
         if update is None:
             return None
         return LeanChopsUpdate(update.chops, update.spans, update.chop_ends)
+
+    def _get_renders(self, crop: Region | None = None) -> Iterable[tuple[Region, Region, list[Strip]]]:
+        dirty_rows = self._dirty_rows
+        if crop is None or dirty_rows is None:
+            yield from super()._get_renders(crop)
+            return
+        covered: dict[int, list[tuple[int, int]]] = {}  # row -> columns widgets in front have drawn there
+        for widget, (region, clip) in self.visible_widgets.items():
+            x, top, width, height = region.intersection(clip)
+            right = x + width
+            rows = [
+                y
+                for y in range(top, top + height)
+                if y in dirty_rows and not any(x1 <= x and right <= x2 for x1, x2 in covered.get(y, ()))
+            ]
+            if not rows:
+                continue  # nothing dirty here, or all of it covered by widgets in front (the screen behind them)
+            first, last = rows[0], rows[-1] + 1
+            shown = Region(x, first, width, last - first)
+            strips = widget.render_lines(Region(x - region.x, first - region.y, width, last - first))
+            if all(strip.cell_length == width for strip in strips):  # else not yet sized: it covers nothing
+                for y in range(first, last):
+                    covered.setdefault(y, []).append((x, right))
+            yield region, shown, strips
 
 
 class LeanScreen(Screen[ScreenResultType]):
