@@ -11,6 +11,7 @@ NVML lists (every GPU short alike) is how the machine is built, not a fault.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 
@@ -132,8 +133,11 @@ def nvlink_errors(w: Window, th: Thresholds) -> Iterator[Hit]:
 def _rise(series: list[GpuSample], field: str) -> int | None:
     """How much a cumulative counter rose from the window's first reading to its last; None when it was not
     read twice, 0 when it went back (a reset)."""
-    readings = [v for sample in series if (v := getattr(sample, field)) is not None]
-    return max(0, readings[-1] - readings[0]) if len(readings) >= 2 else None
+    first = next((i for i, sample in enumerate(series) if getattr(sample, field) is not None), None)
+    last = next((i for i in range(len(series) - 1, -1, -1) if getattr(series[i], field) is not None), None)
+    if first is None or last is None or first == last:
+        return None
+    return max(0, getattr(series[last], field) - getattr(series[first], field))
 
 
 def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -191,7 +195,13 @@ def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 def _near(topo: Topology, at: int) -> frozenset[int] | None:
     """The CPUs near the GPU at position `at` of the topology's tables; None when not reported."""
-    cpus = parse_cpus(topo.cpu_affinity[at]) if at < len(topo.cpu_affinity) else None
+    return _cpu_set(topo.cpu_affinity[at]) if at < len(topo.cpu_affinity) else None
+
+
+@functools.lru_cache(maxsize=64)
+def _cpu_set(cpulist: str) -> frozenset[int] | None:
+    """A cpulist as a set, parsed once: the topology is read once, and judged every tick."""
+    cpus = parse_cpus(cpulist)
     return frozenset(cpus) if cpus is not None else None
 
 
@@ -200,8 +210,13 @@ def _placement(w: Window, pid: int, near: frozenset[int]) -> tuple[float, float]
     run only outside them), and in which it was pinned away (taskset, numactl, a cpuset: far whatever the
     scheduler does)."""
     far = pinned = 0
+    outside: dict[int, bool] = {}  # by id: a process's CPU list is one tuple from one read to the next
     for proc in w.proc_series(pid):
-        away = proc.cpus_allowed is not None and near.isdisjoint(proc.cpus_allowed)
+        allowed, away = proc.cpus_allowed, False
+        if allowed is not None:
+            away = outside.get(id(allowed))
+            if away is None:
+                away = outside[id(allowed)] = near.isdisjoint(allowed)
         pinned += away
         far += away or (proc.last_cpu is not None and proc.last_cpu not in near)
     return far / len(w.snapshots), pinned / len(w.snapshots)
