@@ -122,8 +122,9 @@ class HostReading:
     source: NodeSource
     snapshot: Snapshot
     instance: str | None  # the address Prometheus scraped (its exporter), when the series say it
-    # GPU index -> dcgm-exporter's pod/namespace/container labels where it writes them (a GPU a pod uses). With a
-    # ServiceMonitor and honor_labels off, the exporter pod's own target labels read the same on a GPU no pod uses.
+    # GPU index -> dcgm-exporter's pod/namespace/container labels where it writes them (a GPU a pod uses). A target
+    # with pod labels of its own is known by the exported_pod of a GPU in use; while no pod uses any of its GPUs,
+    # the exporter pod's own labels cannot be told from a workload's and read as one.
     owners: Mapping[int, Mapping[str, str]]
 
 
@@ -215,22 +216,35 @@ def exporter_labels(labels: Labels) -> dict[str, str]:
 
 def _by_host(series: Iterable[tuple[Labels, float]]) -> dict[str, dict[str, list[tuple[Labels, float]]]]:
     """Series grouped by host, then by metric name. A series without a host label goes with the series of the
-    same scrape target that have one, else under its target's address."""
-    named: list[tuple[str | None, str | None, Labels, float]] = []
+    same scrape target that have one, else under its target's address.
+
+    Where some series of a target carry `exported_pod`, the target itself has pod labels (a ServiceMonitor): on
+    that target's other series `pod`, `namespace` and `container` are the exporter's own pod, not a workload's,
+    and are dropped."""
+    named: list[tuple[str | None, str | None, dict[str, str], float, bool]] = []
     host_of_instance: dict[str, str] = {}
+    clashing: set[str] = set()
     for raw, value in series:
         own = exporter_labels(raw)
         host = next((own[k] for k in HOST_LABELS if own.get(k)), None)
         instance = own.get(INSTANCE_LABEL) or None
-        if host is not None and instance is not None:
-            host_of_instance.setdefault(instance, host)
-        named.append((host, instance, own, value))
+        renamed = f"{EXPORTED}pod" in raw
+        if instance is not None:
+            if host is not None:
+                host_of_instance.setdefault(instance, host)
+            if renamed:
+                clashing.add(instance)
+        named.append((host, instance, own, value, renamed))
     out: dict[str, dict[str, list[tuple[Labels, float]]]] = defaultdict(lambda: defaultdict(list))
-    for host, instance, labels, value in named:
+    for host, instance, labels, value, renamed in named:
         key = host or (host_of_instance.get(instance) if instance else None) or instance
         name = labels.get("__name__")
-        if key is not None and name is not None:
-            out[key][name].append((labels, value))
+        if key is None or name is None:
+            continue
+        if instance in clashing and not renamed:
+            for owner in OWNER_LABELS:
+                labels.pop(owner, None)
+        out[key][name].append((labels, value))
     return out
 
 
