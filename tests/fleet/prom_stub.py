@@ -40,6 +40,7 @@ class Behaviour:
     warnings: tuple[str, ...] = ()
     seen_headers: list[Mapping[str, str]] = field(default_factory=list)
     queries: list[str] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
 
 
 def _select(series: Series, query: str) -> Series:
@@ -58,12 +59,13 @@ def _select(series: Series, query: str) -> Series:
 class _Handler(http.server.BaseHTTPRequestHandler):
     behaviour: Behaviour
 
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         b = self.server.behaviour  # type: ignore[attr-defined]
         b.seen_headers.append(dict(self.headers))
         url = urllib.parse.urlsplit(self.path)
         params = dict(urllib.parse.parse_qsl(url.query))
         b.queries.append(params.get("query", ""))
+        b.paths.append(url.path)
         if b.delay_s:
             time.sleep(b.delay_s)
         if b.body is not None:
