@@ -300,3 +300,10 @@ UP_METRIC = "gputui_up"
 SOURCE_INFO_METRIC = "gputui_source_info"
 TIMESTAMP_METRIC = "gputui_sample_timestamp_seconds"
 FINDING_METRIC = "gputui_finding"
+
+# Names one field goes by in different dcgm-exporter versions, all read as the one in the tables above: the
+# clock-event reasons are field 112 under both names (go-dcgm maps both to it), the older name still written by
+# older setups. A shared Prometheus may hold either, so `--prometheus` asks for every name here too.
+READ_ALIASES: tuple[tuple[str, ...], ...] = (
+    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"),
+)

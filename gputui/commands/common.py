@@ -16,6 +16,7 @@ from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD
 
 if TYPE_CHECKING:
     from gputui.record.reader import Recording
+    from gputui.sources.prometheus.client import PrometheusClient
 
 EXIT_OK = 0
 EXIT_WARNINGS = 1
@@ -140,8 +141,71 @@ def remote_targets(text: str) -> tuple[str, ...]:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def prometheus_url(text: str) -> str:
+    """`--prometheus`: the server's root URL; a bad one is a usage error."""
+    from gputui.sources.prometheus.client import base_url
+
+    try:
+        return base_url(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def match_selector(text: str) -> str | None:
+    """`--match`: a label selector; what is wrong with one is a usage error that says where."""
+    from gputui.sources.prometheus.fleet import parse_match
+
+    try:
+        return parse_match(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def duration(text: str) -> float:
+    """`15m`, `1h`, `90s` or plain seconds -> seconds (above 0)."""
+    value = text.strip()
+    unit = _DURATION_UNITS.get(value[-1:])
+    number = value[:-1] if unit is not None else value
+    seconds = positive_seconds(number) * (unit or 1)
+    return float(seconds)
+
+
+def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
+    """--prometheus and what goes with it; credentials are not options (they would show in `ps`): see --help."""
+    parser.add_argument(
+        "--prometheus",
+        type=prometheus_url,
+        default=None,
+        metavar="URL",
+        help="read the fleet from this Prometheus (gputui's and dcgm-exporter's series), e.g. http://prom:9090; "
+        "credentials from the environment only: GPUTUI_PROMETHEUS_TOKEN[_FILE] (bearer) or GPUTUI_PROMETHEUS_USER "
+        "+ GPUTUI_PROMETHEUS_PASSWORD[_FILE] (basic); a private CA from GPUTUI_PROMETHEUS_CA_FILE",
+    )
+    parser.add_argument(
+        "--match",
+        type=match_selector,
+        default=None,
+        metavar="SELECTOR",
+        help='with --prometheus: only the series this label selector selects, e.g. {cluster="a"}',
+    )
+    parser.add_argument(
+        "--prometheus-insecure",
+        action="store_true",
+        help="with --prometheus: do not verify its TLS certificate (said on screen the whole time)",
+    )
+    parser.add_argument(
+        "--prometheus-proxy-from-env",
+        action="store_true",
+        help="with --prometheus: go through the proxy HTTP(S)_PROXY names (by default none is used)",
+    )
+
+
 def add_monitor_options(parser: argparse.ArgumentParser) -> None:
     add_source_options(parser)
+    add_prometheus_options(parser)
     parser.add_argument(
         "--remote",
         type=remote_targets,
@@ -177,6 +241,19 @@ def source_option_problem(args: argparse.Namespace) -> str | None:
         return "--demo-gpus is for --demo: the --demo-job machine has one GPU"
     if job is not None and args.remote is not None:
         return "--remote watches other servers: it cannot be combined with --demo-job"
+    remote = args.remote
+    if args.prometheus is not None:
+        if remote is not None:
+            return "--prometheus and --remote both name the servers to watch: give one"
+        if args.record is not None:
+            return "--record records one machine; with --prometheus, Prometheus keeps the fleet's history"
+        if args.demo is not None or job is not None:
+            demo = "--demo" if args.demo is not None else "--demo-job"
+            return f"--prometheus reads real servers: it cannot be combined with {demo}"
+    elif args.match is not None or args.prometheus_insecure or args.prometheus_proxy_from_env:
+        return "--match, --prometheus-insecure and --prometheus-proxy-from-env go with --prometheus"
+    if remote is not None and args.demo is not None:
+        return "--remote watches other servers: it cannot be combined with --demo"
     return None
 
 
@@ -218,3 +295,13 @@ def report_unavailable(exc: SourceUnavailable) -> int:
     if not isinstance(exc, NoJobTrace):  # that one says how to start the job it waits for
         print("gputui: to see gputui on a simulated machine, add --demo", file=sys.stderr)
     return EXIT_NO_DRIVER
+
+
+def prometheus_client(args: argparse.Namespace) -> PrometheusClient:
+    """The client --prometheus and its options ask for; CredentialsError (a ValueError) says what is wrong with
+    the credentials' environment."""
+    from gputui.sources.prometheus.client import PrometheusClient
+
+    return PrometheusClient(
+        args.prometheus, verify_tls=not args.prometheus_insecure, proxy_from_env=args.prometheus_proxy_from_env
+    )

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputui.argtypes import positive_seconds
 from gputui.commands import common
+from gputui.commands.diagnose_fleet import DEFAULT_SINCE_S, MAX_STEPS, MIN_STEP_S
 from gputui.diagnostics.catalog import severity_label, text
 from gputui.diagnostics.config import ConfigError, load_config
 from gputui.diagnostics.findings import (
@@ -55,6 +56,22 @@ def register(sub: Any) -> None:
         help="sample a few seconds and print what slows the GPUs (exit 0 ok, 1 warnings, 4 critical)",
     )
     common.add_source_options(parser)
+    common.add_prometheus_options(parser)
+    parser.add_argument(
+        "--since",
+        type=common.duration,
+        default=DEFAULT_SINCE_S,
+        metavar="DURATION",
+        help="with --prometheus: how far back to judge each node, e.g. 15m, 1h (default 15m)",
+    )
+    parser.add_argument(
+        "--step",
+        type=common.duration,
+        default=None,
+        metavar="DURATION",
+        help=f"with --prometheus: the time between readings (default --since/{MAX_STEPS}, at least "
+        f"{MIN_STEP_S:g}s, Prometheus's default scrape interval)",
+    )
     parser.add_argument(
         "--seconds",
         type=positive_seconds,
@@ -63,7 +80,11 @@ def register(sub: Any) -> None:
         help=f"how long to sample (default {DEFAULT_SECONDS:g}); findings need a few seconds to confirm",
     )
     parser.add_argument("--interval", type=positive_seconds, default=1.0, metavar="S", help="seconds between samples")
-    parser.add_argument("--json", action="store_true", help="print JSON: {schema, system, verdict, findings}")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print JSON: {schema, system, verdict, findings}; with --prometheus {schema, nodes, findings}",
+    )
     parser.add_argument("--lang", choices=LANGS, default=None, help="language of titles and advice (default: locale)")
     parser.add_argument(
         "--config",
@@ -87,6 +108,10 @@ def run(args: argparse.Namespace) -> int:
         config = load_config(args.config)
     except ConfigError as exc:
         return common.usage_error(exc)
+    if args.prometheus is not None:
+        from gputui.commands import diagnose_fleet
+
+        return diagnose_fleet.run(args, config, lang)
     engine = DiagnosticsEngine(config, lang)
     from gputui.record.format import RecordingError
     from gputui.record.options import open_writer

@@ -28,7 +28,30 @@ def settle_gc() -> None:
     gc.set_threshold(YOUNG_GC_THRESHOLD, older, oldest)
 
 
+def run_prometheus(args: argparse.Namespace) -> int:
+    """The fleet view on a Prometheus: its first read (with the last minute's history) happens before the view
+    opens, so a server that cannot be read is an error that says why, not an empty screen."""
+    from gputui.session.fleet import FLEET_DEFAULT_INTERVAL, PrometheusPoller
+    from gputui.sources.prometheus.client import CredentialsError
+    from gputui.ui.fleet import run_fleet_on
+
+    interval = FLEET_DEFAULT_INTERVAL if args.interval is None else args.interval
+    try:
+        client = common.prometheus_client(args)
+    except CredentialsError as exc:
+        return common.usage_error(exc)
+    poller = PrometheusPoller(client, args.match, step_s=interval)
+    states = poller.poll()
+    if not states:
+        why = poller.error or f"no gputui or dcgm-exporter series there{' for --match' if args.match else ''}"
+        print(f"gputui: {client.url}: {why}", file=sys.stderr)
+        return common.EXIT_NO_DRIVER
+    return run_fleet_on(poller, interval, notices=lambda: poller.notices)
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.prometheus is not None:
+        return run_prometheus(args)
     if args.remote is not None:
         from gputui.session.fleet import FLEET_DEFAULT_INTERVAL
         from gputui.ui.fleet import run_fleet

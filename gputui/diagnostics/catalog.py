@@ -71,6 +71,12 @@ SHARED: Texts = {
         "cli.was": "was: {span}",
         "cli.notice": "notice: {notice}",
         "cli.verdict": "VERDICT  {line}",
+        "cli.fleet": "{url}: {nodes} nodes, the last {since} every {step}",
+        "cli.node": "== {host} ({source}, {readings} readings)",
+        "cli.node.empty": "no readings in the window",
+        "cli.dcgm_only": "host CPU, memory and processes: not available from dcgm-exporter",
+        "cli.fleet.findings": "== the fleet",
+        "cli.fleet.none": "No fleet findings.",
     },
     "zh": {
         "ev.temperature": "温度",
@@ -117,6 +123,12 @@ SHARED: Texts = {
         "cli.was": "曾出现：{span}",
         "cli.notice": "提示：{notice}",
         "cli.verdict": "结论  {line}",
+        "cli.fleet": "{url}：{nodes} 个节点，最近 {since}，每 {step} 一个读数",
+        "cli.node": "== {host}（{source}，{readings} 个读数）",
+        "cli.node.empty": "窗口内没有读数",
+        "cli.dcgm_only": "主机 CPU、内存和进程：dcgm-exporter 不提供",
+        "cli.fleet.findings": "== 整个集群",
+        "cli.fleet.none": "没有集群级别的问题。",
     },
 }
 

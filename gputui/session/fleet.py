@@ -1,7 +1,9 @@
-"""A fleet of exporters polled at once, each server's readings run through its own diagnostics.
+"""A fleet polled at once, each server's readings run through its own diagnostics: exporters scraped one by one
+(FleetPoller, `--remote`) or the whole fleet read from Prometheus (PrometheusPoller, `--prometheus`).
 
-Sources only turn a scrape into a Snapshot (gputui/sources/remote.py); each server is polled by a Sampler of its
-own, as the monitor polls one machine, and the fleet view runs `poll()` in the one sampling loop.
+Sources only turn a scrape or a query's answer into Snapshots (gputui/sources/remote.py, sources/prometheus/);
+each server of `--remote` is polled by a Sampler of its own, as the monitor polls one machine, and the fleet view
+runs `poll()` in the one sampling loop.
 """
 
 from __future__ import annotations
@@ -9,15 +11,16 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
 from gputui.session.diagnose import Diagnose, new_diagnose, once_per_reading, tolerant
-from gputui.session.sampling import Sampler
+from gputui.session.sampling import Sampler, Tick
 from gputui.sources.base import SourceUnavailable
-from gputui.sources.remote import DEFAULT_TIMEOUT_S, RemoteSource
+from gputui.sources.prometheus.client import PrometheusClient, PrometheusError
+from gputui.sources.prometheus.fleet import FleetHistory, NodeSource, read_fleet, read_history
 
 # The fleet's poll period: parsing one 8-GPU scrape costs ~30 ms of CPU, so 2 s by default and never under 1 s.
 FLEET_DEFAULT_INTERVAL = 2.0
@@ -43,6 +46,9 @@ class HostState:
     error: str | None = None  # why the last scrape failed
     last_ok: float | None = None  # wall-clock time of the last good scrape
     last_attempt: float | None = None
+    # The reading is the last one got, kept while its source (Prometheus) fails; `error` says why.
+    stale: bool = False
+    source: NodeSource | None = None  # for --prometheus: whether gputui or only dcgm-exporter runs there
 
     @property
     def reachable(self) -> bool:
@@ -68,10 +74,14 @@ class FleetPoller:
         self,
         targets: Sequence[str],
         *,
-        timeout: float = DEFAULT_TIMEOUT_S,
+        timeout: float | None = None,
         diagnose_factory: Callable[[], Diagnose] | None = new_diagnose,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        # Imported here: the exporter's page parser comes from prometheus-client, which --prometheus does not need.
+        from gputui.sources.remote import DEFAULT_TIMEOUT_S, RemoteSource
+
+        timeout = DEFAULT_TIMEOUT_S if timeout is None else timeout
         if not targets:
             raise ValueError("no exporters to poll")
         self._clock = clock
@@ -113,3 +123,149 @@ class FleetPoller:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
+
+
+# What a host that Prometheus stops answering for is shown with: its series went stale or the node left.
+VANISHED = "no longer in Prometheus's answer (the node or its exporter is down, or it left --match)"
+# The history read at start, so the diagnostics' windows open on data rather than wait a minute.
+WARM_UP_S = 60.0
+
+
+class PrometheusPoller:
+    """The whole fleet from one Prometheus server: the public surface of FleetPoller, one HostState per host found.
+
+    Each `poll()` is one read_fleet (a few batched queries, never one per host); the first also reads the last
+    `warm_up_s` seconds (query_range) through each host's diagnostics. Each host's readings go through its own
+    engine, once each. A Prometheus that is down, slow or answers with an error leaves the last states as they
+    were, marked stale with the reason; hosts that appear later are added (after those known), and a host that
+    vanishes stays, unreachable, with when it was last seen.
+    """
+
+    def __init__(
+        self,
+        client: PrometheusClient,
+        match: str | None = None,
+        *,
+        diagnose_factory: Callable[[], Diagnose] | None = new_diagnose,
+        clock: Callable[[], float] = time.time,
+        warm_up_s: float = WARM_UP_S,
+        step_s: float = FLEET_DEFAULT_INTERVAL,
+    ) -> None:
+        self.client = client
+        self.match = match
+        self._factory = diagnose_factory
+        self._clock = clock
+        self._warm_up_s = warm_up_s
+        self._step_s = max(FLEET_MIN_INTERVAL, step_s)
+        self._states: dict[str, HostState] = {}
+        self._diagnose: dict[str, Diagnose] = {}
+        self._warnings: tuple[str, ...] = ()
+        self.error: str | None = None  # why the last poll could not read Prometheus
+
+    @property
+    def states(self) -> tuple[HostState, ...]:
+        return tuple(self._states.values())
+
+    @property
+    def notices(self) -> tuple[str, ...]:
+        """What the view says beside the hosts: the connection's safety, Prometheus's warnings (partial data)."""
+        partial = tuple(f"Prometheus warns (partial data): {w}" for w in self._warnings)
+        failed = () if self.error is None else (f"Prometheus failed, showing the last readings: {self.error}",)
+        return (*self.client.notices, *failed, *partial)
+
+    def poll(self) -> tuple[HostState, ...]:
+        """Read the fleet once and return every host's state, in the order they were found."""
+        now = self._clock()
+        if self._warm_up_s > 0:
+            warm_up, self._warm_up_s = self._warm_up_s, 0.0
+            self._prime(now - warm_up, now)
+        try:
+            reading = read_fleet(self.client, self.match, at=now)
+        except PrometheusError as exc:
+            self.error = str(exc)
+            self._states = {
+                host: replace(state, stale=state.snapshot is not None, error=str(exc), last_attempt=now)
+                for host, state in self._states.items()
+            }
+            return self.states
+        self.error, self._warnings = None, reading.warnings
+        for host in sorted(set(reading.hosts) | set(reading.unreadable)):
+            self._states.setdefault(host, HostState(target=host, url=self.client.url, snapshot=None))
+        for host, state in self._states.items():
+            found = reading.hosts.get(host)
+            if found is not None:
+                tick = self._judge(host, found.snapshot)
+                url = f"//{found.instance}" if found.instance else self.client.url
+                self._states[host] = HostState(
+                    host,
+                    url,
+                    found.snapshot,
+                    tick.active,
+                    tick.closed,
+                    tick.verdict,
+                    last_ok=now,
+                    last_attempt=now,
+                    source=found.source,
+                )
+            else:
+                why = reading.unreadable.get(host, VANISHED)
+                self._states[host] = replace(
+                    state, snapshot=None, findings=(), closed=(), verdict=None, error=why, last_attempt=now, stale=False
+                )
+        return self.states
+
+    def _judge(self, host: str, snapshot: Snapshot) -> Tick:
+        if self._factory is None:
+            return Tick(snapshot)
+        diagnose = self._diagnose.get(host)
+        if diagnose is None:
+            diagnose = self._diagnose[host] = once_per_reading(tolerant(self._factory(), host))
+        state = diagnose(snapshot)
+        return Tick(snapshot, state.active, state.closed, state.verdict)
+
+    def _prime(self, start: float, end: float) -> None:
+        """Feed each host's recent history through its diagnostics; without it (Prometheus failing now) the
+        windows simply fill from the live readings."""
+        if self._factory is None:
+            return
+        try:
+            history = read_history(self.client, self.match, start, end, self._step_s)
+        except PrometheusError:
+            return
+        for host, seen in history.hosts.items():
+            for snapshot in seen.snapshots:
+                self._judge(host, snapshot)
+
+    def close(self) -> None:
+        """Nothing is held between polls: each query opens its own connection."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeDiagnosis:
+    """One node's history judged by its own engine: the verdict at the end, the findings open then, and every
+    finding seen (open at the end first, then those that closed during the window)."""
+
+    host: str
+    source: NodeSource
+    snapshots: tuple[Snapshot, ...]
+    verdict: Verdict | None
+    open: tuple[Finding, ...]
+    findings: tuple[Finding, ...]
+
+
+def diagnose_history(history: FleetHistory, diagnose_factory: Callable[[], Diagnose]) -> tuple[NodeDiagnosis, ...]:
+    """Each node's readings, oldest first, through an engine of its own (`diagnose_factory()`), nodes by name."""
+    out = []
+    for host in sorted(history.hosts):
+        node = history.hosts[host]
+        diagnose = once_per_reading(tolerant(diagnose_factory(), host))
+        last = None
+        ended: dict[tuple[str, tuple[int, ...], float], Finding] = {}
+        for snapshot in node.snapshots:
+            last = diagnose(snapshot)
+            ended.update(((f.rule, f.gpus, f.started_at), f) for f in last.closed if f.ended_at is not None)
+        still = () if last is None else last.active
+        closed = sorted(ended.values(), key=lambda f: (-f.severity, f.started_at))
+        verdict = None if last is None else last.verdict
+        out.append(NodeDiagnosis(host, node.source, node.snapshots, verdict, still, (*still, *closed)))
+    return tuple(out)

@@ -1,4 +1,5 @@
-"""`gputui --remote host1:9400,host2:9400`: several servers at once, one compact block each, from exporters.
+"""`gputui --remote host1:9400,host2:9400` or `--prometheus URL`: several servers at once, one compact block each,
+from their exporters or from the Prometheus that scrapes them (hosts found there are added as they appear).
 
 Polling runs in the one sampling loop (gputui/session/loop.py), on its own thread: one FleetPoller.poll() scrapes
 every server in parallel (bounded by its timeout), then the loop waits for the next, so polls never overlap and a
@@ -74,7 +75,12 @@ class FleetHeader(LineView):
 
 
 def header_parts(
-    states: Sequence[HostState], clock: str, interval: float, paused: bool, error: str | None = None
+    states: Sequence[HostState],
+    clock: str,
+    interval: float,
+    paused: bool,
+    error: str | None = None,
+    notices: Sequence[str] = (),
 ) -> Line:
     down = sum(1 for s in states if not s.reachable and s.last_attempt is not None)
     simulated = sum(1 for s in states if s.snapshot is not None and data_badge(s.snapshot.system) is not None)
@@ -89,6 +95,7 @@ def header_parts(
     parts += [("  every ", LABEL), (f"{interval:g}s", "")]
     if error:
         parts.append((f"  polling failed: {error}", "bold red"))
+    parts += [(f"  {notice}", "bold yellow") for notice in notices]
     return parts
 
 
@@ -138,6 +145,7 @@ class FleetApp(App[int]):
         auto_poll: bool = True,
         clock: Callable[[], float] = time.time,
         now: Callable[[], datetime] = datetime.now,
+        notices: Callable[[], Sequence[str]] = tuple,
     ) -> None:
         super().__init__(ansi_color=True)
         self.animation_level = "none"
@@ -148,6 +156,7 @@ class FleetApp(App[int]):
         self.states = poller.states
         self._clock = clock  # the poller's clock: "last seen N s ago" compares with its times
         self._now = now
+        self._notices = notices  # what the header says beside the hosts (TLS off, partial data)
         self._error: str | None = None
         self.header = FleetHeader(id="fleet-header")
         self.blocks = [FleetBlock(state) for state in self.states]
@@ -213,10 +222,18 @@ class FleetApp(App[int]):
         clock = self._now().strftime("%H:%M:%S")
         now = self._clock()
         with self.batch_update():
-            self.header.show(header_parts(self.states, clock, self.interval, self.paused, self._error))
+            self.header.show(header_parts(self.states, clock, self.interval, self.paused, self._error, self._notices()))
             if not self.paused:
+                self._add_blocks()
                 for block, state in zip(self.blocks, self.states, strict=True):
                     block.show(state, now)
+
+    def _add_blocks(self) -> None:
+        """A block for each host found since the last draw; hosts are only ever added (a vanished one stays)."""
+        if len(self.states) > len(self.blocks):
+            new = [FleetBlock(state) for state in self.states[len(self.blocks) :]]
+            self.blocks += new
+            self.query_one("#fleet", VerticalScroll).mount(*new)
 
     # -- actions -----------------------------------------------------------------------------------------
 
@@ -231,6 +248,11 @@ class FleetApp(App[int]):
 
 def run_fleet(targets: Sequence[str], interval: float) -> int:
     """Run the fleet view on these exporters until the user quits; the exit code."""
-    app = FleetApp(FleetPoller(targets), interval=interval)
+    return run_fleet_on(FleetPoller(targets), interval)
+
+
+def run_fleet_on(poller: Poller, interval: float, notices: Callable[[], Sequence[str]] = tuple) -> int:
+    """Run the fleet view on this poller (exporters, or Prometheus) until the user quits; the exit code."""
+    app = FleetApp(poller, interval=interval, notices=notices)
     app.run()
     return 0 if app.return_code is None else app.return_code

@@ -148,9 +148,14 @@ def title_line(state: HostState, name: str, now: float) -> Line:
     badge = data_badge(snapshot.system)
     if badge is not None:
         line += [("  ", ""), (f" {badge[0]} ", badge[1])]
+    if state.stale:
+        line += [("  ", ""), (" STALE ", "bold black on yellow")]
     system = snapshot.system
     gpus = len(snapshot.gpus)
-    line += [("  ", ""), *host_parts(snapshot.host)]
+    if state.source == "dcgm-exporter":
+        line += [("  ", ""), ("dcgm-exporter only: host n/a", LABEL)]
+    else:
+        line += [("  ", ""), *host_parts(snapshot.host)]
     line += [(f"  {gpus} GPU{'s' if gpus != 1 else ''}", "")]
     line += [("  drv ", LABEL), (system.driver_version or NA, ""), ("  CUDA ", LABEL)]
     line += [(system.cuda_driver_version or NA, ""), (f"  {_address(state)}", LABEL)]
@@ -167,6 +172,8 @@ def block_lines(state: HostState, width: int, now: float, name: str | None = Non
         error = state.error.removeprefix(f"{_address(state)}: ")
         return [title, [(INDENT, ""), (error, "red"), ("  (retried every poll)", LABEL)]]
     lines = [title]
+    if state.stale and state.error is not None:
+        lines.append([(INDENT, ""), (state.error, "yellow"), ("  (the last reading, retried every poll)", LABEL)])
     lines += [[(INDENT, ""), (event, "yellow")] for event in snapshot.events[-1:]]
     if state.verdict is not None:
         lines.append([(INDENT, ""), (state.verdict.label, "bold"), (f": {state.verdict.summary}", "")])
@@ -176,7 +183,7 @@ def block_lines(state: HostState, width: int, now: float, name: str | None = Non
 
 
 def _address(state: HostState) -> str:
-    """host:port of the exporter, however it was given."""
+    """host:port of the exporter, however it was given (for --prometheus: the target it scraped)."""
     return urlsplit(state.url).netloc
 
 

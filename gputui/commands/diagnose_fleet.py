@@ -1,0 +1,144 @@
+"""`gputui diagnose --prometheus URL [--match SEL] [--since 15m] [--json]`: every node's history from Prometheus
+through an engine of its own, then the fleet's findings; the exit code from the worst, as `diagnose` has it.
+
+It needs no NVIDIA driver here: the readings are Prometheus's (gputui's and dcgm-exporter's series).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from gputui.commands import common
+from gputui.diagnostics.catalog import severity_label, text
+from gputui.diagnostics.config import DiagnosticsConfig
+from gputui.diagnostics.findings import Finding, Severity, finding_to_dict, format_evidence
+from gputui.diagnostics.groups import group_findings, sort_groups
+from gputui.diagnostics.verdict import verdict_to_dict
+from gputui.formatting import fmt_duration
+
+if TYPE_CHECKING:
+    from gputui.session.fleet import NodeDiagnosis
+
+SCHEMA_VERSION = 1
+DEFAULT_SINCE_S = 15 * 60.0
+MIN_STEP_S = 15.0  # Prometheus's default scrape interval: a finer step repeats the same scrape
+MAX_STEPS = 600  # readings per node at most; a longer --since gets a coarser step
+
+
+def default_step(since_s: float) -> float:
+    return max(MIN_STEP_S, since_s / MAX_STEPS)
+
+
+def run(args: argparse.Namespace, config: DiagnosticsConfig, lang: str) -> int:
+    from gputui.diagnostics.engine import DiagnosticsEngine
+    from gputui.session.fleet import diagnose_history
+    from gputui.sources.prometheus.client import CredentialsError, PrometheusError
+    from gputui.sources.prometheus.fleet import read_history
+
+    try:
+        client = common.prometheus_client(args)
+    except CredentialsError as exc:
+        return common.usage_error(exc)
+    step = args.step or default_step(args.since)
+    end = time.time()
+    try:
+        history = read_history(client, args.match, end - args.since, end, step)
+    except PrometheusError as exc:
+        print(f"gputui: {exc}", file=sys.stderr)
+        return common.EXIT_NO_DRIVER
+    if not history.hosts:
+        where = " for --match" if args.match else ""
+        print(f"gputui: {client.url}: no gputui or dcgm-exporter series in the window{where}", file=sys.stderr)
+        return common.EXIT_NO_DRIVER
+    nodes = diagnose_history(history, lambda: DiagnosticsEngine(config, lang).update)
+    fleet = _fleet_findings(nodes, lang)
+    notices = (*client.notices, *(f"Prometheus warns (partial data): {w}" for w in history.warnings))
+    if args.json:
+        common.print_json(
+            {
+                "schema": SCHEMA_VERSION,
+                "prometheus": client.url,
+                "since_s": args.since,
+                "step_s": step,
+                "nodes": [_node_dict(node) for node in nodes],
+                "findings": [document for _, document in fleet],
+                "notices": list(notices),
+            },
+            ensure_ascii=False,
+        )
+    else:
+        print("\n".join(_text(client.url, args.since, step, nodes, fleet, notices, lang)))
+    worst = max(
+        (*(f.severity for node in nodes for f in node.findings), *(severity for severity, _ in fleet)), default=None
+    )
+    if worst == Severity.CRITICAL:
+        return common.EXIT_CRITICAL
+    if worst == Severity.WARNING:
+        return common.EXIT_WARNINGS
+    return common.EXIT_OK
+
+
+def _fleet_findings(nodes: Sequence[NodeDiagnosis], lang: str) -> list[tuple[Severity, dict[str, Any]]]:
+    """The fleet's own findings (straggler, idle_allocated), each its severity and its JSON: none yet.
+
+    gputui.diagnostics.fleet (fleet_findings over NodeWindow(host, source, snapshots, open findings), and
+    fleet_finding_to_dict) is built on another branch; the lead wires it here at merge.
+    """
+    return []
+
+
+def _node_dict(node: NodeDiagnosis) -> dict[str, Any]:
+    from gputui.sources.prometheus.fleet import NOT_FROM_DCGM
+
+    return {
+        "host": node.host,
+        "source": node.source,
+        "verdict": verdict_to_dict(node.verdict) if node.verdict is not None else None,
+        "findings": [finding_to_dict(f) for f in node.findings],
+        "readings": len(node.snapshots),
+        "not_available": NOT_FROM_DCGM if node.source == "dcgm-exporter" else None,
+    }
+
+
+def _text(
+    url: str,
+    since: float,
+    step: float,
+    nodes: Sequence[NodeDiagnosis],
+    fleet: Sequence[tuple[Severity, dict[str, Any]]],
+    notices: Sequence[str],
+    lang: str,
+) -> list[str]:
+    out = [text("cli.fleet", lang, url=url, nodes=len(nodes), since=fmt_duration(since), step=fmt_duration(step))]
+    out += [text("cli.notice", lang, notice=notice) for notice in notices]
+    for node in nodes:
+        out.append(text("cli.node", lang, host=node.host, source=node.source, readings=len(node.snapshots)))
+        if node.source == "dcgm-exporter":
+            out.append("   " + text("cli.dcgm_only", lang))
+        if node.verdict is not None:
+            out.append("   " + text("cli.verdict", lang, line=node.verdict.line))
+        out += ["   " + line for line in _findings_text(node.findings, lang)]
+    out.append(text("cli.fleet.findings", lang))
+    if not fleet:
+        out.append("   " + text("cli.fleet.none", lang))
+    for severity, document in fleet:
+        out.append(f"   {severity_label(severity, lang)}  {document['title']}  [{document['rule']}]")
+        out.append(f"         {text('cli.advice', lang)}: {document['advice']}")
+    return out
+
+
+def _findings_text(findings: Sequence[Finding], lang: str) -> list[str]:
+    if not any(f.severity > Severity.INFO for f in findings):
+        return [text("cli.none", lang)]
+    out = []
+    now = text("win.now", lang)
+    for group in sort_groups(group_findings(findings, lang)):
+        out.append(f"{severity_label(group.severity, lang)}  {group.title}  [{group.rule}]")
+        if group.evidence:
+            out.append("      " + " | ".join(format_evidence(ev, quiet_window=now) for ev in group.evidence))
+        out.append(f"      {text('cli.advice', lang)}: {group.advice}")
+    return out

@@ -1,0 +1,279 @@
+"""The whole fleet from Prometheus: a few queries per refresh for every host at once, then one Snapshot per host.
+
+Each query asks for a batch of metric names (`{__name__=~"a|b|c", <--match>}`), so a refresh costs at most one
+query per metric name, never one per host; the names are gputui's and dcgm-exporter's, from the tables in
+gputui/metric_schema.py (and each older spelling in READ_ALIASES). Series are grouped by host, and each host's
+series become a Snapshot through the same reader as a scraped /metrics page (gputui/sources/series.py).
+
+Hosts are named by the label `hostname`, else `Hostname` (dcgm-exporter before 2026), else the address Prometheus
+scraped (`instance`). Prometheus renames a label the exporter wrote when it clashes with one of the target's
+(`honor_labels: false`, the default): `exported_pod`, `exported_instance`... are read as the exporter's own.
+
+A node that runs dcgm-exporter and not gputui gives GPU readings only: its host CPU, memory and processes are
+None (never 0) and its source says why (NOT_FROM_DCGM).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Literal
+
+from gputui import metric_schema as m
+from gputui.model import Snapshot
+from gputui.sources.prometheus.client import Labels, PrometheusClient, QueryResult
+from gputui.sources.series import RemoteFormatError, read_snapshot
+
+NodeSource = Literal["gputui", "dcgm-exporter"]
+# What a node that only runs dcgm-exporter cannot show, in the words the views print.
+NOT_FROM_DCGM = "host CPU, memory and processes: not available from dcgm-exporter"
+HOST_LABELS = (m.HOSTNAME_LABEL, m.LEGACY_HOSTNAME_LABEL)  # their exported_ forms too (exporter_labels)
+INSTANCE_LABEL = "instance"
+OWNER_LABELS = ("pod", "namespace", "container")  # dcgm-exporter's Kubernetes labels on a GPU in use
+EXPORTED = "exported_"
+NAMES_PER_QUERY = 16  # ~100 names in 7 queries; small enough that one answer stays far below the bounds
+PARALLEL_QUERIES = 4
+
+_LABEL = r"[a-zA-Z_][a-zA-Z0-9_]*"
+_VALUE = r'"(?:[^"\\]|\\.)*"|\'(?:[^\'\\]|\\.)*\'|`[^`]*`'
+_MATCHER = re.compile(rf"\s*({_LABEL})\s*(=~|!~|!=|=)\s*({_VALUE})\s*")
+
+
+def fleet_metric_names() -> tuple[str, ...]:
+    """Every metric name the reader uses, gputui's and dcgm-exporter's, each once."""
+    tables = (
+        m.GPU_SAMPLE_FIELDS,
+        m.GPU_INFO_FIELDS,
+        m.HOST_FIELDS,
+        m.CONTAINER_FIELDS,
+        m.PSI_FIELDS,
+        m.PROC_FIELDS,
+        m.GPU_PROCESS_FIELDS,
+    )
+    names = [spec.name for table in tables for spec in table]
+    names += [name for group in m.READ_ALIASES for name in group]
+    names += [
+        m.SOURCE_INFO_METRIC,
+        m.UP_METRIC,
+        m.TIMESTAMP_METRIC,
+        m.GPU_COUNT_METRIC,
+        m.CPU_COUNT_METRIC,
+        m.CPU_CORE_METRIC,
+        m.CONTAINER_QUOTA_METRIC,
+        *m.LOAD_METRICS,
+        m.GPU_INFO_METRIC,
+        m.GPU_LOST_METRIC,
+        m.GPU_PROCESS_METRIC,
+        m.PROCESS_INFO_METRIC,
+    ]
+    return tuple(dict.fromkeys(names))
+
+
+def parse_match(text: str | None) -> str | None:
+    """`--match`: a label selector such as `{cluster="a"}` (braces optional) -> its matchers, to add to every
+    query; None when empty. ValueError says what is wrong."""
+    if text is None:
+        return None
+    inner = text.strip()
+    if inner.startswith("{") != inner.endswith("}"):
+        raise ValueError(f'unbalanced braces in --match {text!r} (expected e.g. {{cluster="a"}})')
+    inner = inner[1:-1] if inner.startswith("{") else inner
+    matchers = []
+    rest = inner.strip().rstrip(",")
+    position = 0
+    while position < len(rest):
+        found = _MATCHER.match(rest, position)
+        if found is None:
+            raise ValueError(
+                f"--match {text!r} is not a label selector at {rest[position:]!r} "
+                f'(expected label="value" pairs, e.g. {{cluster="a",job=~"dcgm.*"}})'
+            )
+        label, op, value = found.groups()
+        if label == "__name__":
+            raise ValueError("--match selects hosts by their labels; the metric names are gputui's to choose")
+        matchers.append(f"{label}{op}{value}")
+        position = found.end()
+        if position < len(rest):
+            if rest[position] != ",":
+                raise ValueError(f"--match {text!r}: expected a comma at {rest[position:]!r}")
+            position += 1
+    return ",".join(matchers) or None
+
+
+def selectors(match: str | None, names: Sequence[str] | None = None) -> tuple[str, ...]:
+    """The queries of one refresh: each a batch of metric names, narrowed by `match` (from parse_match)."""
+    names = fleet_metric_names() if names is None else names
+    extra = f",{match}" if match else ""
+    return tuple(
+        f'{{__name__=~"{"|".join(names[i : i + NAMES_PER_QUERY])}"{extra}}}'
+        for i in range(0, len(names), NAMES_PER_QUERY)
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class HostReading:
+    """One host at one moment, as Prometheus holds it."""
+
+    host: str
+    source: NodeSource
+    snapshot: Snapshot
+    instance: str | None  # the address Prometheus scraped (its exporter), when the series say it
+    # GPU index -> dcgm-exporter's pod/namespace/container labels where it writes them (a GPU a pod uses). A target
+    # with pod labels of its own is known by the exported_pod of a GPU in use; while no pod uses any of its GPUs,
+    # the exporter pod's own labels cannot be told from a workload's and read as one.
+    owners: Mapping[int, Mapping[str, str]]
+
+
+@dataclass(frozen=True, slots=True)
+class FleetReading:
+    """Every host at one moment; `unreadable` names hosts whose series made no Snapshot, and why."""
+
+    at: float
+    hosts: Mapping[str, HostReading]
+    unreadable: Mapping[str, str]
+    warnings: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class HostHistory:
+    """One host over a window: its readings, oldest first, one per step where Prometheus had its series."""
+
+    host: str
+    source: NodeSource
+    snapshots: tuple[Snapshot, ...]
+    instance: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class FleetHistory:
+    hosts: Mapping[str, HostHistory]
+    warnings: tuple[str, ...]
+
+
+def read_fleet(client: PrometheusClient, match: str | None = None, *, at: float | None = None) -> FleetReading:
+    """Every host's reading now (or at unix time `at`): one instant query per batch of names, all at one instant.
+
+    `match` is parse_match's answer. Raises PrometheusError when a query fails: a refresh is whole or nothing.
+    """
+    at = time.time() if at is None else at
+    results = _run(lambda query: client.instant(query, at), selectors(match))
+    series: list[tuple[Labels, float]] = [
+        (labels, points[-1][1]) for result in results for labels, points in result.series if points
+    ]
+    hosts: dict[str, HostReading] = {}
+    unreadable: dict[str, str] = {}
+    for host, by_name in _by_host(series).items():
+        try:
+            hosts[host] = _reading(host, by_name, at)
+        except RemoteFormatError as exc:
+            unreadable[host] = str(exc)
+    return FleetReading(at=at, hosts=hosts, unreadable=unreadable, warnings=_warnings(results))
+
+
+def read_history(client: PrometheusClient, match: str | None, start: float, end: float, step: float) -> FleetHistory:
+    """Every host's readings from `start` to `end`, one per `step` seconds: one range query per batch of names."""
+    results = _run(lambda query: client.range(query, start, end, step), selectors(match))
+    # time -> every series' value then: one reading per host and step
+    steps: dict[float, list[tuple[Labels, float]]] = defaultdict(list)
+    for result in results:
+        for labels, points in result.series:
+            for at, value in points:
+                steps[at].append((labels, value))
+    readings: dict[str, list[HostReading]] = defaultdict(list)
+    for at in sorted(steps):
+        for host, by_name in _by_host(steps[at]).items():
+            try:
+                readings[host].append(_reading(host, by_name, at))
+            except RemoteFormatError:
+                continue  # only info series at this step: the node's GPUs were not scraped then
+    hosts = {
+        host: HostHistory(host, seen[-1].source, tuple(r.snapshot for r in seen), seen[-1].instance)
+        for host, seen in readings.items()
+    }
+    return FleetHistory(hosts=hosts, warnings=_warnings(results))
+
+
+def _run(ask: Callable[[str], QueryResult], queries: Sequence[str]) -> list[QueryResult]:
+    """The queries, a few at a time (each waits mostly on Prometheus), their answers in order."""
+    with ThreadPoolExecutor(max_workers=min(PARALLEL_QUERIES, len(queries)), thread_name_prefix="gputui-prom") as pool:
+        return list(pool.map(ask, queries))
+
+
+def _warnings(results: Iterable[QueryResult]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(w for result in results for w in result.warnings))
+
+
+def exporter_labels(labels: Labels) -> dict[str, str]:
+    """The labels as the exporter wrote them: `exported_X` (renamed by Prometheus on a clash) read as X."""
+    out = {key: value for key, value in labels.items() if not key.startswith(EXPORTED)}
+    out.update((key[len(EXPORTED) :], value) for key, value in labels.items() if key.startswith(EXPORTED) and value)
+    return out
+
+
+def _by_host(series: Iterable[tuple[Labels, float]]) -> dict[str, dict[str, list[tuple[Labels, float]]]]:
+    """Series grouped by host, then by metric name. A series without a host label goes with the series of the
+    same scrape target that have one, else under its target's address.
+
+    Where some series of a target carry `exported_pod`, the target itself has pod labels (a ServiceMonitor): on
+    that target's other series `pod`, `namespace` and `container` are the exporter's own pod, not a workload's,
+    and are dropped."""
+    named: list[tuple[str | None, str | None, dict[str, str], float, bool]] = []
+    host_of_instance: dict[str, str] = {}
+    clashing: set[str] = set()
+    for raw, value in series:
+        own = exporter_labels(raw)
+        host = next((own[k] for k in HOST_LABELS if own.get(k)), None)
+        instance = own.get(INSTANCE_LABEL) or None
+        renamed = f"{EXPORTED}pod" in raw
+        if instance is not None:
+            if host is not None:
+                host_of_instance.setdefault(instance, host)
+            if renamed:
+                clashing.add(instance)
+        named.append((host, instance, own, value, renamed))
+    out: dict[str, dict[str, list[tuple[Labels, float]]]] = defaultdict(lambda: defaultdict(list))
+    for host, instance, labels, value, renamed in named:
+        key = host or (host_of_instance.get(instance) if instance else None) or instance
+        name = labels.get("__name__")
+        if key is None or name is None:
+            continue
+        if instance in clashing and not renamed:
+            for owner in OWNER_LABELS:
+                labels.pop(owner, None)
+        out[key][name].append((labels, value))
+    return out
+
+
+def _reading(host: str, by_name: dict[str, list[tuple[Labels, float]]], at: float) -> HostReading:
+    gputui_instances = {labels.get(INSTANCE_LABEL) for labels, _ in by_name.get(m.SOURCE_INFO_METRIC, ())}
+    source: NodeSource = "gputui" if gputui_instances else "dcgm-exporter"
+    if gputui_instances:
+        # gputui and dcgm-exporter both on the node: gputui's series are the whole reading, in one unit each.
+        by_name = {
+            name: [s for s in found if s[0].get(INSTANCE_LABEL) in gputui_instances] for name, found in by_name.items()
+        }
+    snapshot = read_snapshot(by_name, fallback_hostname=host, now=at)
+    instances = [labels.get(INSTANCE_LABEL) for found in by_name.values() for labels, _ in found]
+    return HostReading(
+        host=host,
+        source=source,
+        snapshot=snapshot,
+        instance=next((i for i in instances if i), None),
+        owners=_owners(by_name),
+    )
+
+
+def _owners(by_name: Mapping[str, Sequence[tuple[Labels, float]]]) -> dict[int, dict[str, str]]:
+    """The pod dcgm-exporter says uses each GPU (its pod, namespace and container labels), where it says one."""
+    out: dict[int, dict[str, str]] = {}
+    for spec in m.GPU_SAMPLE_FIELDS:
+        for labels, _ in by_name.get(spec.name, ()):
+            owner = {key: labels[key] for key in OWNER_LABELS if labels.get(key)}
+            gpu = labels.get("gpu", "")
+            if owner and gpu.isdigit():
+                out.setdefault(int(gpu), owner)
+    return out

@@ -1,0 +1,56 @@
+"""`gputui diagnose --prometheus` and the option checks, against a canned Prometheus on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from gputui.cli import main
+from tests.fleet.canned import dcgm_series, gputui_series
+from tests.fleet.prom_stub import Behaviour, canned_prometheus
+
+
+def test_diagnose_prometheus_json(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GPUTUI_PROMETHEUS_TOKEN", raising=False)
+    with canned_prometheus(Behaviour(series=dcgm_series() + gputui_series())) as url:
+        code = main(["diagnose", "--prometheus", url, "--since", "2m", "--json"])
+    document = json.loads(capsys.readouterr().out)
+    assert set(document) >= {"schema", "nodes", "findings"}
+    nodes = {node["host"]: node for node in document["nodes"]}
+    assert nodes["node7"]["source"] == "dcgm-exporter"
+    assert "not available from dcgm-exporter" in nodes["node7"]["not_available"]
+    assert nodes["gpu01"]["source"] == "gputui" and nodes["gpu01"]["not_available"] is None
+    assert nodes["node7"]["readings"] == 9  # 2 min every 15 s
+    assert document["findings"] == []
+    severities = {f["severity"] for node in document["nodes"] for f in node["findings"]}
+    assert code == (4 if "critical" in severities else 1 if "warning" in severities else 0)
+
+
+def test_diagnose_prometheus_text_and_a_prometheus_that_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    with canned_prometheus(Behaviour(series=dcgm_series())) as url:
+        main(["diagnose", "--prometheus", url, "--since", "1m", "--match", '{job="dcgm-exporter"}'])
+    out = capsys.readouterr().out
+    assert "== node7 (dcgm-exporter" in out and "not available from dcgm-exporter" in out
+    with canned_prometheus(Behaviour(status=500, body=b'{"status":"error","error":"boom"}')) as url:
+        assert main(["diagnose", "--prometheus", url]) == 3
+    assert "boom" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["--prometheus", "http://p:9090", "--remote", "gpu01:9400"], "give one"),
+        (["--prometheus", "http://p:9090", "--demo"], "cannot be combined with --demo"),
+        (["--remote", "gpu01:9400", "--demo"], "cannot be combined with --demo"),
+        (["--match", '{a="b"}'], "go with --prometheus"),
+        (["--prometheus", "http://p:9090", "--match", "{a=b}"], "not a label selector"),
+        (["diagnose", "--prometheus", "http://p:9090", "--demo", "healthy"], "cannot be combined with --demo"),
+        (["diagnose", "--prometheus", "ftp://p"], "not an http"),
+    ],
+)
+def test_source_options_exclude_one_another(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 2
+    assert says in capsys.readouterr().err
