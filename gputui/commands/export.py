@@ -53,8 +53,8 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--legacy-hostname-label",
         action="store_true",
-        help="name the host label Hostname, as dcgm-exporter did before 2026, for dashboards and alerts that "
-        "still use it (default: hostname)",
+        help="name the host label Hostname, as dcgm-exporter's releases up to 4.8.2 write it, for dashboards and "
+        "alerts that use it (default: hostname, as dcgm-exporter's main branch writes it since #655)",
     )
     parser.set_defaults(func=run)
 

@@ -218,7 +218,7 @@ class _Reader:
     def _gpu_labels(self) -> dict[int, Labels]:
         """Each GPU's dcgm labels, from whichever of its metrics came first."""
         out: dict[int, Labels] = {}
-        names = [spec.name for spec in m.GPU_SAMPLE_FIELDS + m.GPU_INFO_FIELDS]
+        names = [name for spec in m.GPU_SAMPLE_FIELDS + m.GPU_INFO_FIELDS for name in spec.names]
         for name in (m.GPU_INFO_METRIC, m.GPU_LOST_METRIC, *names):
             for labels, _ in self.by_name.get(name, ()):
                 index = _int_label(labels, "gpu")
@@ -278,9 +278,10 @@ class _Reader:
         return tuple(processes)
 
     def _fields(self, specs: Sequence[m.MetricField], index: int) -> dict[str, Any]:
+        """Each field's value on this GPU, under its current name or an older one (`MetricField.aliases`)."""
         out: dict[str, Any] = {}
         for spec in specs:
-            value = self.per_gpu(spec.name).get(index)
+            value = next((v for name in spec.names if (v := self.per_gpu(name).get(index)) is not None), None)
             if value is not None:
                 out[spec.attr] = _from_metric(spec, value)
         return out

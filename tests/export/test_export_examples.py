@@ -7,6 +7,7 @@ from pathlib import Path
 
 from prometheus_client.metrics_core import Metric
 
+from gputui import metric_schema
 from gputui.export.metrics import ExportState, metric_families
 from tests.export.export_helpers import FINDINGS, SYSTEM, make_snapshot
 
@@ -23,12 +24,25 @@ def exported_names() -> set[str]:
     return {family.name for family in exported_families()}
 
 
+def read_aliases() -> set[str]:
+    """Older names of exported fields: not written by gputui, but a dcgm-exporter may write them."""
+    specs = metric_schema.GPU_SAMPLE_FIELDS + metric_schema.GPU_INFO_FIELDS
+    return {alias for spec in specs for alias in spec.aliases}
+
+
 def test_alert_rules_name_only_exported_metrics() -> None:
     text = (EXAMPLES / "gputui-alerts.yml").read_text()
     expressions = "\n".join(re.findall(r"expr: (\|\n(?:\s{10}.*\n)+|.*)", text))
     used = set(METRIC_NAME.findall(expressions))
-    assert {"gputui_finding", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "DCGM_FI_DEV_GPU_TEMP"} <= used
-    assert used <= exported_names(), used - exported_names()
+    assert {"gputui_finding", "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_GPU_TEMP"} <= used
+    assert used <= exported_names() | read_aliases(), used - exported_names() - read_aliases()
+
+
+def test_violation_rule_divides_by_the_unit_written() -> None:
+    """Violation time is in ns (as DCGM writes it): a rule dividing by 1e6 would fire 1000 times too often."""
+    text = (EXAMPLES / "gputui-alerts.yml").read_text()
+    assert "rate(DCGM_FI_DEV_THERMAL_VIOLATION[5m]) / 1e9" in text
+    assert "/ 1e6" not in text
 
 
 def test_alert_rules_use_only_labels_the_exporter_writes() -> None:
