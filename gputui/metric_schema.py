@@ -39,13 +39,6 @@ class MetricField:
     kind: type = float  # the attribute's type, for reading the value back: float, int or bool
     scale: float = 1.0
     cumulative: bool = False
-    # Older names of the same value, read but never written (the first of `names` found in a scrape wins).
-    aliases: tuple[str, ...] = ()
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The name written, then the older names a reader also accepts."""
-        return (self.name, *self.aliases)
 
 
 GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
@@ -85,13 +78,12 @@ GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
     # deprecated alias of the same id (go-dcgm pkg/dcgm/dcgm_fields.h:587 and :592, const_fields.go:2129 and :2753).
     # dcgm-exporter names each series after the field as its counters csv spells it
     # (internal/pkg/counters/counter_config.go:140, `FieldName: record[0]`), so a shared Prometheus can hold
-    # either: gputui writes the current name and reads both.
+    # either: gputui writes the current name and reads both (READ_ALIASES below).
     MetricField(
         "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
         "clock_event_reasons_mask",
         "Current clock event (throttle) reasons, a bitmask of NVML's nvmlClocksEventReason* bits.",
         int,
-        aliases=("DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",),
     ),
     # Violation time in ns, as DCGM writes it: DCGM fills fields 240/241 from NVML's field values
     # NVML_FI_DEV_PERF_POLICY_POWER/THERMAL (DCGM dcgmlib/src/dcgm_fields.cpp:2373-2392, 72fa3fe) and stores them
@@ -323,3 +315,10 @@ UP_METRIC = "gputui_up"
 SOURCE_INFO_METRIC = "gputui_source_info"
 TIMESTAMP_METRIC = "gputui_sample_timestamp_seconds"
 FINDING_METRIC = "gputui_finding"
+
+# Names one field goes by in different dcgm-exporter versions, all read as the one in the tables above: the
+# clock-event reasons are field 112 under both names (go-dcgm maps both to it), the older name still written by
+# older setups. A shared Prometheus may hold either, so `--prometheus` asks for every name here too.
+READ_ALIASES: tuple[tuple[str, ...], ...] = (
+    ("DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"),
+)

@@ -131,6 +131,19 @@ def _reason(reason: object) -> str:
 Labels = Mapping[str, str]
 
 
+def _canonical_names() -> dict[str, str]:
+    """Each other spelling of a field (m.READ_ALIASES) -> the name its table holds, so both read as one."""
+    in_tables = {spec.name for spec in m.GPU_SAMPLE_FIELDS + m.GPU_INFO_FIELDS}
+    out: dict[str, str] = {}
+    for names in m.READ_ALIASES:
+        table_name = next(name for name in names if name in in_tables)
+        out.update((name, table_name) for name in names if name != table_name)
+    return out
+
+
+_CANONICAL = _canonical_names()
+
+
 def parse_exposition(text: str, *, fallback_hostname: str, now: float) -> Snapshot:
     """Prometheus text -> Snapshot, reading gputui's and dcgm-exporter's names; RemoteFormatError if neither."""
     try:
@@ -152,6 +165,7 @@ class _Reader:
                 if family.type == "counter" and name == f"{family.name}_total":
                     # The parser names every counter sample `_total`; dcgm-exporter's counters have no such suffix.
                     name = family.name
+                name = _CANONICAL.get(name, name)
                 self.by_name[name].append((sample.labels, sample.value))
                 index = _int_label(sample.labels, "gpu")
                 if index is not None:
@@ -218,7 +232,7 @@ class _Reader:
     def _gpu_labels(self) -> dict[int, Labels]:
         """Each GPU's dcgm labels, from whichever of its metrics came first."""
         out: dict[int, Labels] = {}
-        names = [name for spec in m.GPU_SAMPLE_FIELDS + m.GPU_INFO_FIELDS for name in spec.names]
+        names = [spec.name for spec in m.GPU_SAMPLE_FIELDS + m.GPU_INFO_FIELDS]
         for name in (m.GPU_INFO_METRIC, m.GPU_LOST_METRIC, *names):
             for labels, _ in self.by_name.get(name, ()):
                 index = _int_label(labels, "gpu")
@@ -278,10 +292,9 @@ class _Reader:
         return tuple(processes)
 
     def _fields(self, specs: Sequence[m.MetricField], index: int) -> dict[str, Any]:
-        """Each field's value on this GPU, under its current name or an older one (`MetricField.aliases`)."""
         out: dict[str, Any] = {}
         for spec in specs:
-            value = next((v for name in spec.names if (v := self.per_gpu(name).get(index)) is not None), None)
+            value = self.per_gpu(spec.name).get(index)
             if value is not None:
                 out[spec.attr] = _from_metric(spec, value)
         return out

@@ -29,8 +29,7 @@ def exported_names() -> set[str]:
 
 def read_aliases() -> set[str]:
     """Older names of exported fields: not written by gputui, but a dcgm-exporter may write them."""
-    specs = metric_schema.GPU_SAMPLE_FIELDS + metric_schema.GPU_INFO_FIELDS
-    return {alias for spec in specs for alias in spec.aliases}
+    return {name for names in metric_schema.READ_ALIASES for name in names}
 
 
 def test_alert_rules_name_only_exported_metrics() -> None:

@@ -266,12 +266,6 @@ def test_clock_event_reasons_are_read_under_either_name(name: str) -> None:
     assert snapshot.gpus[0].clock_event_reasons_mask == 0x24
 
 
-def test_the_current_name_wins_when_both_are_written() -> None:
-    labels = '{gpu="0",UUID="GPU-a",hostname="gpu07"}'
-    text = f"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS{labels} 8\nDCGM_FI_DEV_CLOCKS_EVENT_REASONS{labels} 36\n"
-    assert parse_exposition(text, fallback_hostname="x:9400", now=0.0).gpus[0].clock_event_reasons_mask == 0x24
-
-
 def test_violation_time_from_dcgm_exporter_is_read_as_ns() -> None:
     """dcgm-exporter passes DCGM's value through, which is NVML's count in ns: 2.5e9 is 2.5 s held back."""
     snapshot = parse_exposition(
