@@ -13,8 +13,13 @@ from typing import Literal
 
 MIB = 1024 * 1024
 
-# The label naming the machine. dcgm-exporter spelled it `Hostname` until 2026; the old spelling is still written
-# on request (`gputui export --legacy-hostname-label`) for dashboards and alerts that use it, and always read.
+# The label naming the machine. Every dcgm-exporter release up to 4.5.3-4.8.2 (2026-05-06) writes `Hostname`
+# (internal/pkg/rendermetrics/render_metrics.go:47 at that tag); its main branch writes `hostname` since
+# NVIDIA/dcgm-exporter#655 (d5e5f51, 2026-05-12), in no release yet. gputui writes `hostname` by default: it is the
+# spelling dcgm-exporter is moving to (so the two converge at its next release, not diverge), the one Prometheus'
+# lower-case convention and Slurm-side exporters use (#655 was made so joins with them work), and NVIDIA's own
+# dashboard (grafana/dcgm-exporter-dashboard.json) uses neither spelling, so no stock dashboard breaks. Sites whose
+# own rules say `Hostname` get it with `gputui export --legacy-hostname-label`; readers accept both spellings.
 HostnameLabel = Literal["hostname", "Hostname"]
 HOSTNAME_LABEL: HostnameLabel = "hostname"
 LEGACY_HOSTNAME_LABEL: HostnameLabel = "Hostname"
@@ -69,26 +74,36 @@ GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
     ),
     MetricField("DCGM_FI_DEV_FAN_SPEED", "fan_pct", "Fan speed (in %).", int),
     MetricField("DCGM_FI_DEV_PSTATE", "pstate", "Performance state (P-State) 0-15; 0 is the highest.", int),
+    # DCGM field 112. Its name is DCGM_FI_DEV_CLOCKS_EVENT_REASONS; DCGM_FI_DEV_CLOCK_THROTTLE_REASONS is the
+    # deprecated alias of the same id (go-dcgm pkg/dcgm/dcgm_fields.h:587 and :592, const_fields.go:2129 and :2753).
+    # dcgm-exporter names each series after the field as its counters csv spells it
+    # (internal/pkg/counters/counter_config.go:140, `FieldName: record[0]`), so a shared Prometheus can hold
+    # either: gputui writes the current name and reads both (READ_ALIASES below).
     MetricField(
-        "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS",
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
         "clock_event_reasons_mask",
         "Current clock event (throttle) reasons, a bitmask of NVML's nvmlClocksEventReason* bits.",
         int,
     ),
+    # Violation time in ns, as DCGM writes it: DCGM fills fields 240/241 from NVML's field values
+    # NVML_FI_DEV_PERF_POLICY_POWER/THERMAL (DCGM dcgmlib/src/dcgm_fields.cpp:2373-2392, 72fa3fe) and stores them
+    # unscaled; NVML counts those in ns (DCGM sdk/nvidia/nvml/dcgm_nvml.h:2330 "All counters are in nanoseconds",
+    # :592 violationTime "in Nanoseconds"). DCGM's own field docs said "usec" until DCGM 4.1.0 and say "ns" since
+    # (dcgmlib/dcgm_fields.h:829 and :834), with the same code path before and after: only the docs changed.
+    # dcgm-exporter's help followed in PR #589 (e61056b, etc/default-counters.csv:30-31, "(in ns)", released from
+    # 4.4.2-4.7.1). gputui wrote µs before, which would put one name in two units in a shared Prometheus.
     MetricField(
         "DCGM_FI_DEV_POWER_VIOLATION",
         "power_violation_ns",
-        "Throttling duration due to power constraints (in us).",
+        "Throttling duration due to power constraints (in ns).",
         int,
-        1e-3,
         cumulative=True,
     ),
     MetricField(
         "DCGM_FI_DEV_THERMAL_VIOLATION",
         "thermal_violation_ns",
-        "Throttling duration due to thermal constraints (in us).",
+        "Throttling duration due to thermal constraints (in ns).",
         int,
-        1e-3,
         cumulative=True,
     ),
     MetricField("gputui_ecc_uncorrected_errors", "ecc_uncorrected", "Uncorrected ECC errors the driver counts.", int),

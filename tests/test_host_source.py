@@ -431,6 +431,19 @@ def test_inside_a_container_the_cgroup_is_read_against_its_limits(ps: FakePsutil
     assert sample.psi.cpu_some_pct == 25.0
 
 
+def test_without_a_cgroup_to_read_no_limits_are_reported(ps: FakePsutil, clock: Clock, tmp_path: Path) -> None:
+    """An exporter in a pod of its own (`gputui export --ignore-own-cgroup`): its 4-CPU quota is not the jobs'."""
+    _v2_container(tmp_path, usage_usec=0, periods=0, throttled=0, cpu_some_us=0)
+    host = HostSource(clock=clock, psutil_module=ps, root=tmp_path, cgroup_pid=None)
+    host.open()
+    assert host.container is None
+    _v2_container(tmp_path, usage_usec=8_000_000, periods=20, throttled=8, cpu_some_us=500_000)
+    idle_tick(ps, clock, 2.0)
+    sample = host.sample([], 1.0)
+    assert (sample.container, sample.psi) == (None, None)
+    assert sample.memory_total_bytes is not None  # the host itself is still read
+
+
 def test_a_gpu_process_gets_its_run_queue_wait_and_container(ps: FakePsutil, clock: Clock, tmp_path: Path) -> None:
     proc_dir = tmp_path / "proc/4242"
     proc_dir.mkdir(parents=True)

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import inspect
+import socket
 from pathlib import Path
 
 import pynvml
 import pytest
 
 from gputui.diagnostics.engine import DiagnosticsEngine
-from gputui.sources.base import InvalidGpuSelection, Source, SourceUnavailable
+from gputui.sources.base import InvalidGpuSelection, Source, SourceUnavailable, machine_name
 from gputui.sources.host.source import HostSource
 from gputui.sources.nvml.source import NvmlSource, cuda_version
 from tests.conftest import Clock
@@ -385,3 +386,15 @@ def test_a_cpu_bound_job_in_a_pid_namespace_is_not_reported_healthy(tmp_path: Pa
         state = engine.update(source.sample())
     assert [(f.rule, f.variant, f.gpus) for f in state.active] == [("starvation_cpu", "main_process", (0,))]
     assert {e.key: e.value for e in state.active[0].evidence}["process"] == "python (7)"
+
+
+def test_the_machine_is_named_after_the_kubernetes_node_when_node_name_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In a DaemonSet pod the host name is the pod's: NODE_NAME (from spec.nodeName) names the node instead."""
+    monkeypatch.setenv("NODE_NAME", "gpu-node-17")
+    assert opened(FakeNvml([FakeGpu()])).sample().system.hostname == "gpu-node-17"
+
+
+def test_without_node_name_the_machine_keeps_its_host_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NODE_NAME", raising=False)
+    assert opened(FakeNvml([FakeGpu()])).sample().system.hostname == socket.gethostname()
+    assert machine_name({"NODE_NAME": "  "}) == socket.gethostname()  # blank (an unset fieldRef) is no name

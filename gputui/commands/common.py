@@ -258,10 +258,11 @@ def source_option_problem(args: argparse.Namespace) -> str | None:
 
 
 def make_source(
-    args: argparse.Namespace, *, fallback_demo: bool = False, long_running: bool = False
+    args: argparse.Namespace, *, fallback_demo: bool = False, long_running: bool = False, own_cgroup: bool = True
 ) -> tuple[Source, SystemInfo]:
     """The source the options ask for (those of add_source_options, each read by name), opened, and what it
-    reports of the machine.
+    reports of the machine; without `own_cgroup` the driver's source reads no cgroup (gputui's own is not the
+    jobs': an exporter in a pod or service of its own).
 
     Raises SourceUnavailable when the driver cannot be read (unless `fallback_demo`), and
     InvalidGpuSelection when `--gpus` names a GPU that is not there.
@@ -280,7 +281,13 @@ def make_source(
         demo = SimulatedSource(scenario=args.demo, gpu_count=args.demo_gpus, gpu_indices=gpus, board=board)
         return demo, demo.open()
     # The monitor and the exporter run for days: their XID thread wakes every few seconds, not 5 times a second.
-    source: Source = NvmlSource(gpu_indices=gpus, xid_wait_ms=LONG_WAIT_MS if long_running else DEFAULT_WAIT_MS)
+    from gputui.sources.host.source import HostSource
+
+    source: Source = NvmlSource(
+        gpu_indices=gpus,
+        xid_wait_ms=LONG_WAIT_MS if long_running else DEFAULT_WAIT_MS,
+        host=None if own_cgroup else HostSource(cgroup_pid=None),
+    )
     try:
         return source, source.open()
     except SourceUnavailable as exc:

@@ -53,8 +53,14 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--legacy-hostname-label",
         action="store_true",
-        help="name the host label Hostname, as dcgm-exporter did before 2026, for dashboards and alerts that "
-        "still use it (default: hostname)",
+        help="name the host label Hostname, as dcgm-exporter's releases up to 4.8.2 write it, for dashboards and "
+        "alerts that use it (default: hostname, as dcgm-exporter's main branch writes it since #655)",
+    )
+    parser.add_argument(
+        "--ignore-own-cgroup",
+        action="store_true",
+        help="leave out the cgroup gputui runs in (CPU quota, memory limit, /dev/shm, pressure): for an exporter "
+        "in a pod or service of its own (a Kubernetes DaemonSet, a systemd unit), whose limits are not the jobs'",
     )
     parser.set_defaults(func=run)
 
@@ -66,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 
     logging.basicConfig(format="gputui: %(message)s", level=logging.WARNING)
     try:
-        source, system = common.make_source(args, long_running=True)
+        source, system = common.make_source(args, long_running=True, own_cgroup=not args.ignore_own_cgroup)
     except InvalidGpuSelection as exc:
         return common.usage_error(exc)
     except SourceUnavailable as exc:

@@ -1,9 +1,9 @@
 """Snapshot -> Prometheus metric families, under dcgm-exporter's names, units and labels where one exists.
 
 Users who outgrow one server run Prometheus and Grafana with NVIDIA's dcgm-exporter dashboards; exporting the same
-names (`DCGM_FI_DEV_*`, `DCGM_FI_PROF_*`), units (framebuffer in MiB, energy in mJ, violation time in µs, GPM as
+names (`DCGM_FI_DEV_*`, `DCGM_FI_PROF_*`), units (framebuffer in MiB, energy in mJ, violation time in ns, GPM as
 0-1 ratios) and labels (`gpu`, `UUID`, `pci_bus_id`, `device`, `modelName`, `hostname`, or dcgm-exporter's older
-`Hostname` on request) lets those dashboards read gputui unchanged. What dcgm-exporter
+`Hostname` that its releases still write, on request) lets those dashboards read gputui unchanged. What dcgm-exporter
 does not have lives under `gputui_`. The names and field tables live in gputui/metric_schema.py, which also drives
 the way back (gputui/sources/remote.py), so what is written and what is read cannot drift apart.
 

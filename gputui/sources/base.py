@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import socket
+from collections.abc import Mapping
 from typing import Protocol, runtime_checkable
 
 from gputui.model import Snapshot, SystemInfo
@@ -34,3 +37,16 @@ class NoJobTrace(SourceUnavailable):
 
 class InvalidGpuSelection(ValueError):
     """`--gpus` named a GPU this machine does not have: a usage error, not a driver failure."""
+
+
+NODE_NAME_ENV = "NODE_NAME"
+
+
+def machine_name(environ: Mapping[str, str] = os.environ) -> str:
+    """This machine's name: $NODE_NAME when set, else the host name.
+
+    In a Kubernetes pod the host name is the pod's (gputui-x7k2p, new at every rollout); the DaemonSet sets
+    NODE_NAME to the node's name from the downward API (spec.nodeName), the variable dcgm-exporter reads for its
+    host label too, so both exporters name a node alike.
+    """
+    return environ.get(NODE_NAME_ENV, "").strip() or socket.gethostname()

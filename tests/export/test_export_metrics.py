@@ -54,16 +54,30 @@ def test_units_follow_dcgm_exporter() -> None:
     assert one(series, "DCGM_FI_DEV_FB_FREE", gpu="0") == 11047
     assert one(series, "DCGM_FI_DEV_FB_TOTAL", gpu="0") == 81559
     assert one(series, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu="0") == 123_456_789_012  # mJ
-    assert one(series, "DCGM_FI_DEV_POWER_VIOLATION", gpu="0") == 5_000_000  # µs
-    assert one(series, "DCGM_FI_DEV_THERMAL_VIOLATION", gpu="0") == 1234
+    assert one(series, "DCGM_FI_DEV_POWER_VIOLATION", gpu="0") == 5_000_000_000  # ns, as DCGM stores NVML's value
+    assert one(series, "DCGM_FI_DEV_THERMAL_VIOLATION", gpu="0") == 1_234_000
     assert one(series, "DCGM_FI_DEV_POWER_USAGE", gpu="0") == 612.5  # W
-    assert one(series, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", gpu="0") == 0x24  # the bitmask, as dcgm gives it
+    assert one(series, "DCGM_FI_DEV_CLOCKS_EVENT_REASONS", gpu="0") == 0x24  # the bitmask, as dcgm gives it
     assert one(series, "DCGM_FI_DEV_SM_CLOCK", gpu="0") == 1755
     assert one(series, "DCGM_FI_DEV_PCIE_REPLAY_COUNTER", gpu="0") == 3
     assert one(series, "DCGM_FI_DEV_XID_ERRORS", gpu="0") == 79
     assert one(series, "gputui_pcie_rx_bytes_per_second", gpu="0") == 2.25e9
     assert one(series, "DCGM_FI_DEV_PCIE_LINK_GEN", gpu="0") == 5
     assert one(series, "DCGM_FI_DEV_PCIE_MAX_LINK_WIDTH", gpu="0") == 16
+
+
+def test_only_the_current_name_of_an_aliased_field_is_written() -> None:
+    """Field 112 under both names would be two series of one value in a shared Prometheus."""
+    written = {sample.name for family in metric_families(live_state()) for sample in family.samples}
+    assert "DCGM_FI_DEV_CLOCKS_EVENT_REASONS" in written
+    for names in schema.READ_ALIASES:
+        assert len(written & set(names)) == 1, names
+
+
+def test_violation_help_says_the_unit_written() -> None:
+    text = render(live_state())
+    assert "# HELP DCGM_FI_DEV_POWER_VIOLATION Throttling duration due to power constraints (in ns)." in text
+    assert "# HELP DCGM_FI_DEV_THERMAL_VIOLATION Throttling duration due to thermal constraints (in ns)." in text
 
 
 def test_counters_keep_dcgm_names_without_total_suffix() -> None:

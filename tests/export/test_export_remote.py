@@ -247,6 +247,41 @@ def test_either_spelling_of_the_host_label_is_read(label: HostnameLabel) -> None
     assert parse_exposition(dcgm_text, fallback_hostname="x:9400", now=0.0).system.hostname == "ip-172-31-16-106"
 
 
+DCGM_CLOCK_EVENTS_TEXT = """\
+# HELP {name} Current clock event reasons.
+# TYPE {name} gauge
+{name}{{gpu="0",UUID="GPU-a",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",hostname="gpu07"}} 36
+# HELP DCGM_FI_DEV_POWER_VIOLATION Throttling duration due to power constraints (in ns).
+# TYPE DCGM_FI_DEV_POWER_VIOLATION counter
+DCGM_FI_DEV_POWER_VIOLATION{{gpu="0",UUID="GPU-a",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",\
+hostname="gpu07"}} 2500000000
+"""
+
+
+@pytest.mark.parametrize("name", ["DCGM_FI_DEV_CLOCKS_EVENT_REASONS", "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS"])
+def test_clock_event_reasons_are_read_under_either_name(name: str) -> None:
+    """A dcgm-exporter names the series as its counters csv spells field 112: the current or the deprecated name."""
+    snapshot = parse_exposition(DCGM_CLOCK_EVENTS_TEXT.format(name=name), fallback_hostname="x:9400", now=0.0)
+    assert [g.index for g in snapshot.gpu_info] == [0]  # the field alone is enough to find the GPU
+    assert snapshot.gpus[0].clock_event_reasons_mask == 0x24
+
+
+def test_violation_time_from_dcgm_exporter_is_read_as_ns() -> None:
+    """dcgm-exporter passes DCGM's value through, which is NVML's count in ns: 2.5e9 is 2.5 s held back."""
+    snapshot = parse_exposition(
+        DCGM_CLOCK_EVENTS_TEXT.format(name="DCGM_FI_DEV_CLOCKS_EVENT_REASONS"), fallback_hostname="x:9400", now=0.0
+    )
+    assert snapshot.gpus[0].power_violation_ns == 2_500_000_000
+
+
+def test_violation_time_survives_export_and_read_back() -> None:
+    sent = make_snapshot()
+    text = render_with(ExportState(system=SYSTEM, snapshot=sent), HOSTNAME_LABEL)
+    back = parse_exposition(text, fallback_hostname="x:9400", now=0.0)
+    assert back.gpus[0].power_violation_ns == sent.gpus[0].power_violation_ns == 5_000_000_000
+    assert back.gpus[0].thermal_violation_ns == sent.gpus[0].thermal_violation_ns == 1_234_000
+
+
 def test_a_plain_dcgm_exporter_is_read_too() -> None:
     snapshot = parse_exposition(DCGM_TEXT, fallback_hostname="10.0.0.7:9400", now=100.0)
     assert snapshot.system.hostname == "ip-172-31-16-106"

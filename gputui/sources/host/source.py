@@ -97,12 +97,13 @@ class HostSource:
         clock: Callable[[], float] = time.monotonic,
         psutil_module: ModuleType = psutil,
         root: Path = Path("/"),
-        cgroup_pid: int | str = "self",
+        cgroup_pid: int | str | None = "self",
     ):
         self._clock = clock
         self._ps = psutil_module
         self._root = root  # where /proc, /sys/fs/cgroup and /dev/shm are read: tests point it at a fake tree
-        # Whose cgroup is read: this process's, or (for a monitor that follows one job) the job's.
+        # Whose cgroup is read: this process's, or (for a monitor that follows one job) the job's; None for none,
+        # where this process's group is nobody's job (an exporter in a pod or service of its own).
         self._cgroup_pid = cgroup_pid
         self._cgroup: CgroupReader | None = None
         self.container: ContainerInfo | None = None  # that process's cgroup and limits, read by open()
@@ -127,6 +128,8 @@ class HostSource:
         self._procs = {}
         self._cpu_pct = ()
         self._last = self._read_counters()
+        if self._cgroup_pid is None:
+            return
         cgroup = read_cgroup(self._root, self._cgroup_pid)
         self.container = cgroup.info
         self._cgroup = CgroupReader(cgroup, self._root, self._clock)

@@ -15,7 +15,6 @@ import contextlib
 import dataclasses
 import os
 import platform
-import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from types import ModuleType
 from typing import Any, Literal
 
 from gputui.model import XID_UNWATCHED, GpmValues, GpuInfo, GpuProcess, GpuSample, Snapshot, SystemInfo, Topology
-from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
+from gputui.sources.base import InvalidGpuSelection, SourceUnavailable, machine_name
 from gputui.sources.host import procfs
 from gputui.sources.host.process_join import ProcessJoin
 from gputui.sources.host.source import HostSource
@@ -276,7 +275,7 @@ class NvmlSource:
             self._xid_error_reported = False
             self._watcher.start()
         self._system = SystemInfo(
-            hostname=socket.gethostname(),
+            hostname=machine_name(),
             source="nvml",
             driver_version=nvml.ask("nvmlSystemGetDriverVersion"),
             nvml_version=nvml.ask("nvmlSystemGetNVMLVersion"),

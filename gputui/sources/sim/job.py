@@ -32,7 +32,6 @@ import math
 import os
 import platform
 import random
-import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from types import ModuleType
 import psutil
 
 from gputui.model import Snapshot, SystemInfo, Topology, parse_cpus
-from gputui.sources.base import InvalidGpuSelection, NoJobTrace
+from gputui.sources.base import InvalidGpuSelection, NoJobTrace, machine_name
 from gputui.sources.host import procfs
 from gputui.sources.host.cgroup import read_text
 from gputui.sources.host.source import HostSource
@@ -288,7 +287,7 @@ class JobSource:
         self._system = SystemInfo(
             # The host's name: every figure but the GPU's is this machine's, and the job's PID only means
             # something here; `source` and `scenario` say the GPU is simulated wherever the name is shown.
-            hostname=socket.gethostname(),
+            hostname=machine_name(),
             source="simulated",
             # The simulated GPU has no driver to ask: not reported, rather than made up.
             driver_version=None,
