@@ -17,6 +17,7 @@ Run: .venv/bin/python benchmarks/bench_prometheus.py [--nodes N] [--rounds N]
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import shutil
 import statistics
@@ -67,7 +68,7 @@ def cached_tsdb(params: FleetParams) -> tuple[Path, int]:
         return root / "data", int(done.read_text())
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    params = FleetParams(**{**_fields(params), "end": int(time.time())})
+    params = dataclasses.replace(params, end=int(time.time()))
     start = time.monotonic()
     source = root / "fleet.om"
     with source.open("w") as out:
@@ -82,10 +83,6 @@ def cached_tsdb(params: FleetParams) -> tuple[Path, int]:
         flush=True,
     )
     return root / "data", params.end
-
-
-def _fields(params: FleetParams) -> dict[str, object]:
-    return {f: getattr(params, f) for f in params.__dataclass_fields__}
 
 
 def main() -> int:

@@ -101,7 +101,7 @@ def pod_of(node: int, state: GpuState) -> tuple[str, str, str] | None:
 
 
 def uuid(node: int, gpu: int) -> str:
-    digest = hashlib.md5(f"{node}/{gpu}".encode()).hexdigest()  # noqa: S324 - an identifier, not security
+    digest = hashlib.sha256(f"{node}/{gpu}".encode()).hexdigest()
     return f"GPU-{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
@@ -391,9 +391,7 @@ def write_openmetrics(out: TextIO, params: FleetParams) -> tuple[int, int]:
     for k in range(params.samples):
         ts = f" {start + k * params.step_s}\n"
         out.write(
-            "".join(
-                f"{s.prefix} {_fmt(s.value(k, params.step_s, seed), s.integer)}{ts}" for seed, s in everything
-            )
+            "".join(f"{s.prefix} {_fmt(s.value(k, params.step_s, seed), s.integer)}{ts}" for seed, s in everything)
         )
     out.write("# EOF\n")
     return len(everything), len(everything) * params.samples
