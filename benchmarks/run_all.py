@@ -34,6 +34,7 @@ BENCHMARKS = (
     "bench_diagnostics.py",
     "bench_record.py",
     "bench_export.py",
+    "bench_prometheus.py",
     "bench_ui.py",
 )
 # A figure line: a name, spaces, a number (e.g. "cpu_pct      0.41 % of one core").
