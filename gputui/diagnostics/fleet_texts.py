@@ -11,7 +11,7 @@ from gputui.diagnostics.locale import Texts
 
 TEXTS: Texts = {
     "en": {
-        "straggler.title": "{where}: slower than its {peers} busy {model} peers, {lag} ({cause})",
+        "straggler.title": "{where}: slower than the fleet's {peers} busy {model} GPUs, {lag} ({cause})",
         "straggler.advice": (
             "One slow GPU holds back every rank of a synchronous job: the others wait for it at each step. Fix "
             "what its node's own findings name (cooling, a power cap, a PCIe or NVLink link, data loading). With "
@@ -50,7 +50,7 @@ TEXTS: Texts = {
         "ui.fleet.more": "+{count} more",
     },
     "zh": {
-        "straggler.title": "{where}：比 {peers} 块繁忙的同型号 {model} 慢，{lag}（{cause}）",
+        "straggler.title": "{where}：比集群中 {peers} 块繁忙的 {model} 慢，{lag}（{cause}）",
         "straggler.advice": (
             "同步训练中一块慢 GPU 会拖住所有 rank：其他 GPU 每一步都要等它。请先处理该节点自身诊断指出的问题"
             "（散热、功率上限、PCIe 或 NVLink 链路、数据加载）。如果没有找到原因，请将它的频率和错误计数与同型号"
