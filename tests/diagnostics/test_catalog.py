@@ -8,13 +8,11 @@ from collections.abc import Mapping
 
 import pytest
 
-from gputui.diagnostics.catalog import MESSAGES, PROBE_TEXTS, SHARED, severity_label, text
+from gputui.diagnostics.catalog import MESSAGES, severity_label, text
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.fleet import FLEET_RULE_IDS
-from gputui.diagnostics.fleet_texts import TEXTS as FLEET_TEXTS
 from gputui.diagnostics.locale import LANGS
-from gputui.diagnostics.rules import RULE_IDS, RULE_TEXTS
-from gputui.diagnostics.verdict_texts import TEXTS as VERDICT_TEXTS
+from gputui.diagnostics.rules import RULE_IDS
 
 
 def fields(template: str) -> set[str]:
@@ -42,14 +40,6 @@ def test_every_rule_has_a_title_and_advice_for_each_variant_in_every_language(ru
     titles = variants(MESSAGES[lang], rule, "title")
     assert titles, (rule, lang)
     assert variants(MESSAGES[lang], rule, "advice") == titles, (rule, lang)
-
-
-def test_the_fleet_words_are_in_both_languages_and_take_no_other_words_place() -> None:
-    assert set(FLEET_TEXTS["zh"]) == set(FLEET_TEXTS["en"])
-    for lang in LANGS:
-        others = {**SHARED[lang], **PROBE_TEXTS[lang], **RULE_TEXTS[lang], **VERDICT_TEXTS[lang]}
-        assert not set(FLEET_TEXTS[lang]) & set(others)
-        assert all(MESSAGES[lang][key] == words for key, words in FLEET_TEXTS[lang].items())
 
 
 def test_fleet_rule_ids_are_not_node_rule_ids() -> None:
