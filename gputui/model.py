@@ -287,6 +287,11 @@ class ProcSample:
     container_pid: int | None = None  # its PID inside that container (the last of NSpid)
     cpus_allowed: tuple[int, ...] | None = None  # where it may run (/proc/PID/status Cpus_allowed_list)
     last_cpu: int | None = None  # where its main thread last ran (/proc/PID/stat field 39)
+    # Who it runs for (issue 22, part ATTRIB fills them): a Kubernetes pod and a Slurm job. None when not known.
+    pod: str | None = None
+    namespace: str | None = None
+    k8s_container: str | None = None
+    job_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,8 @@ own words all come from here. A rule's title, advice, cause and the evidence lab
 its family module (`rules/<family>.py`, `TEXTS`); this module holds the words no single family owns, the labels of
 the probes' figures, and merges them all. Keys are `<rule>.title[.<variant>]`, `<rule>.advice[.<variant>]`,
 `<rule>.cause[.<variant>]` (the cause as the verdict names it), `ev.<name>` (evidence labels), `win.<name>`
-(evidence windows), `sev.<severity>`, `ui.<name>`, `cli.<name>` and the verdict's (`verdict_texts.py`).
+(evidence windows), `sev.<severity>`, `ui.<name>`, `cli.<name>`, the verdict's (`verdict_texts.py`) and the fleet
+findings' (`fleet_texts.py`).
 Placeholders are `str.format` fields; both languages use the same ones (a test checks it).
 """
 
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from rich.cells import cell_len
 
 from gputui.diagnostics.findings import Evidence, Severity
+from gputui.diagnostics.fleet_texts import TEXTS as FLEET_TEXTS
 from gputui.diagnostics.locale import LANGS, Texts
 from gputui.diagnostics.rules import RULE_TEXTS
 from gputui.diagnostics.verdict_texts import TEXTS as VERDICT_TEXTS
@@ -175,7 +177,8 @@ PROBE_TEXTS: Texts = {
 }
 
 MESSAGES: Mapping[str, Mapping[str, str]] = {
-    lang: {**SHARED[lang], **PROBE_TEXTS[lang], **RULE_TEXTS[lang], **VERDICT_TEXTS[lang]} for lang in LANGS
+    lang: {**SHARED[lang], **PROBE_TEXTS[lang], **RULE_TEXTS[lang], **VERDICT_TEXTS[lang], **FLEET_TEXTS[lang]}
+    for lang in LANGS
 }
 _EN = MESSAGES["en"]
 

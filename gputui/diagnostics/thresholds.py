@@ -64,3 +64,13 @@ class Thresholds:
     # A GPU idle (or busy) for all of its last few seconds is judged by that rather than by the window's mean: a job
     # that ends is idle, not "underused" while the mean falls through the band between.
     verdict_settle_s: float = 3.0
+    # The fleet (diagnostics/fleet.py). A straggler runs this far below the median of the busy GPUs of its model
+    # across the fleet, for most of the window: healthy boards of one model under one load differ by a few % of
+    # boost clock (silicon, cooling) and a few points of utilization, so these margins sit well above that spread.
+    straggler_clock_pct: float = 10.0  # SM clock this % below the busy peers' median
+    straggler_util_points: float = 20.0  # utilization this many points below it
+    straggler_activity_pct: float = 25.0  # SM activity (GPM, DCGM's PROF_SM_ACTIVE) this % below it
+    # Busy GPUs of one model needed for a median: with two, either could be "the slow one"; with three, one is.
+    straggler_min_peers: float = 3.0
+    # Readings of a node needed before anything is "most of the window": fewer are a moment, not a pattern.
+    fleet_min_samples: float = 3.0

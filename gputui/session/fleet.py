@@ -3,17 +3,22 @@
 
 Sources only turn a scrape or a query's answer into Snapshots (gputui/sources/remote.py, sources/prometheus/);
 each server of `--remote` is polled by a Sampler of its own, as the monitor polls one machine, and the fleet view
-runs `poll()` in the one sampling loop.
+runs `poll()` in the one sampling loop. Each server's recent readings stay in its HostState (`recent`) so that
+`judge_fleet` can read every server's window side by side (the fleet findings, diagnostics/fleet.py) on that same
+thread, never on the UI's.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.fleet import FleetFinding, NodeWindow, fleet_findings
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
 from gputui.session.diagnose import Diagnose, new_diagnose, once_per_reading, tolerant
@@ -25,6 +30,12 @@ from gputui.sources.prometheus.fleet import FleetHistory, NodeSource, read_fleet
 # The fleet's poll period: parsing one 8-GPU scrape costs ~30 ms of CPU, so 2 s by default and never under 1 s.
 FLEET_DEFAULT_INTERVAL = 2.0
 FLEET_MIN_INTERVAL = 1.0
+# Each server's readings kept for the fleet findings: `idle_allocated` needs minutes (Thresholds.idle_allocation_s,
+# 180 s) and a straggler most of its window; the count bounds memory at fast polls (150 readings at 2 s).
+FLEET_WINDOW_S = 300.0
+FLEET_HISTORY = 160
+
+log = logging.getLogger(__name__)
 
 
 def fleet_interval(requested: float) -> float:
@@ -48,7 +59,10 @@ class HostState:
     last_attempt: float | None = None
     # The reading is the last one got, kept while its source (Prometheus) fails; `error` says why.
     stale: bool = False
-    source: NodeSource | None = None  # for --prometheus: whether gputui or only dcgm-exporter runs there
+    source: NodeSource = "gputui"  # whose series it was read from: gputui's, or only dcgm-exporter's
+    # Its readings over the last FLEET_WINDOW_S, oldest first, the newest being `snapshot`; () while unreachable:
+    # a gap ends a window, and stale readings are judged no more than they are shown.
+    recent: tuple[Snapshot, ...] = ()
 
     @property
     def reachable(self) -> bool:
@@ -58,6 +72,56 @@ class HostState:
     def name(self) -> str:
         """The server's own hostname once known, else the address it was given as."""
         return self.snapshot.system.hostname if self.snapshot is not None else self.target
+
+
+def with_reading(recent: tuple[Snapshot, ...], snapshot: Snapshot) -> tuple[Snapshot, ...]:
+    """`recent` with a new reading at its end (a reading seen again is not added twice), cut to FLEET_WINDOW_S
+    before it and at most FLEET_HISTORY readings."""
+    if recent and recent[-1].timestamp >= snapshot.timestamp:
+        return recent
+    since = snapshot.timestamp - FLEET_WINDOW_S
+    kept = [s for s in recent[-(FLEET_HISTORY - 1) :] if s.timestamp >= since]
+    return (*kept, snapshot)
+
+
+def node_window(state: HostState) -> NodeWindow:
+    """A server's window as the fleet rules read it: its recent readings and its engine's open findings."""
+    return NodeWindow(
+        host=state.name,
+        source=state.source,
+        snapshots=state.recent if state.reachable else (),
+        findings=state.findings if state.reachable else (),
+    )
+
+
+def judge_fleet(states: Sequence[HostState], lang: str = "en") -> tuple[FleetFinding, ...]:
+    """The fleet findings over every server's window; a rule that raises is logged and leaves none, so the
+    servers' own readings and findings are still shown."""
+    try:
+        return fleet_findings([node_window(state) for state in states], lang)
+    except Exception:
+        log.exception("the fleet diagnostics failed")
+        return ()
+
+
+class Polls(Protocol):
+    """What polls a fleet: FleetPoller, or any poller with its surface."""
+
+    def poll(self) -> tuple[HostState, ...]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class FleetRound:
+    """One poll of every server, and the fleet findings over their windows after it."""
+
+    states: tuple[HostState, ...]
+    findings: tuple[FleetFinding, ...] = ()
+
+
+def poll_and_judge(poller: Polls, lang: str = "en") -> FleetRound:
+    """Poll every server, then judge the fleet: what the fleet view's sampling loop runs, on its own thread."""
+    states = poller.poll()
+    return FleetRound(states, judge_fleet(states, lang))
 
 
 class FleetPoller:
@@ -119,6 +183,7 @@ class FleetPoller:
             tick.verdict,
             last_ok=now,
             last_attempt=now,
+            recent=with_reading(previous.recent, tick.snapshot),
         )
 
     def close(self) -> None:
@@ -160,6 +225,7 @@ class PrometheusPoller:
         self._states: dict[str, HostState] = {}
         self._diagnose: dict[str, Diagnose] = {}
         self._warnings: tuple[str, ...] = ()
+        self._primed: dict[str, tuple[Snapshot, ...]] = {}  # each host's history read at start, for its window
         self.error: str | None = None  # why the last poll could not read Prometheus
 
     @property
@@ -190,7 +256,8 @@ class PrometheusPoller:
             return self.states
         self.error, self._warnings = None, reading.warnings
         for host in sorted(set(reading.hosts) | set(reading.unreadable)):
-            self._states.setdefault(host, HostState(target=host, url=self.client.url, snapshot=None))
+            primed = self._primed.pop(host, ())
+            self._states.setdefault(host, HostState(target=host, url=self.client.url, snapshot=None, recent=primed))
         for host, state in self._states.items():
             found = reading.hosts.get(host)
             if found is not None:
@@ -206,11 +273,20 @@ class PrometheusPoller:
                     last_ok=now,
                     last_attempt=now,
                     source=found.source,
+                    recent=with_reading(state.recent, found.snapshot),
                 )
             else:
                 why = reading.unreadable.get(host, VANISHED)
                 self._states[host] = replace(
-                    state, snapshot=None, findings=(), closed=(), verdict=None, error=why, last_attempt=now, stale=False
+                    state,
+                    snapshot=None,
+                    findings=(),
+                    closed=(),
+                    verdict=None,
+                    error=why,
+                    last_attempt=now,
+                    stale=False,
+                    recent=(),
                 )
         return self.states
 
@@ -235,6 +311,7 @@ class PrometheusPoller:
         for host, seen in history.hosts.items():
             for snapshot in seen.snapshots:
                 self._judge(host, snapshot)
+                self._primed[host] = with_reading(self._primed.get(host, ()), snapshot)
 
     def close(self) -> None:
         """Nothing is held between polls: each query opens its own connection."""

@@ -4,8 +4,13 @@ from their exporters or from the Prometheus that scrapes them (hosts found there
 Polling runs in the one sampling loop (gputui/session/loop.py), on its own thread: one FleetPoller.poll() scrapes
 every server in parallel (bounded by its timeout), then the loop waits for the next, so polls never overlap and a
 dead server only slows its own block. Parsing one scrape costs ~30 ms of CPU, hence 2 s between polls by default
-and never under 1 s. Each server's readings go through its own diagnostics engine inside the poller
-(gputui/session/fleet.py).
+and never under 1 s. Each server's readings go through its own diagnostics engine inside the poller, and the fleet
+findings (a straggler, a GPU held and idle) are judged over every server's window on the same thread
+(gputui/session/fleet.py, `poll_and_judge`).
+
+What needs attention comes first: unreachable servers, then those with a critical finding, a warning, one a fleet
+finding names, then the rest, each group in the order given. When the servers' whole blocks do not fit the
+terminal, each server gets one line, so that every one is on the first screen (40 at 160x50).
 """
 
 from __future__ import annotations
@@ -26,14 +31,27 @@ from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
-from gputui.session.fleet import FLEET_DEFAULT_INTERVAL, FleetPoller, HostState, fleet_interval
+from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.fleet import FleetFinding
+from gputui.diagnostics.locale import resolve_lang
+from gputui.session.fleet import (
+    FLEET_DEFAULT_INTERVAL,
+    FleetPoller,
+    FleetRound,
+    HostState,
+    fleet_interval,
+    poll_and_judge,
+)
 from gputui.session.loop import SamplingLoop, failure_text
 from gputui.ui.driver import quiet_driver
 from gputui.ui.lean_update import LeanScreen
-from gputui.ui.widgets.fleet_block import FleetBlock, data_badge
+from gputui.ui.widgets.fleet_block import FleetBlock, FleetHostLines, block_height, data_badge
+from gputui.ui.widgets.fleet_findings import FleetFindingsPane, fleet_pane_height
 from gputui.ui.widgets.lines import Line, LineView
 
 LABEL = "bright_black"
+PANE_MOST = 8  # lines the fleet findings pane takes at most; a host list that needs them gets them first
+PANE_LEAST = 2  # ... and at least, with findings: the title and one finding (or how many there are)
 
 
 class Poller(Protocol):
@@ -48,11 +66,12 @@ class Poller(Protocol):
 
 
 class FleetPolled(Message):
-    """One finished poll of every server (or why the poll itself failed); replaces one still queued."""
+    """One finished poll of every server and the fleet findings after it (or why the poll itself failed);
+    replaces one still queued."""
 
-    def __init__(self, states: tuple[HostState, ...] | None, error: str | None = None) -> None:
+    def __init__(self, fleet: FleetRound | None, error: str | None = None) -> None:
         super().__init__()
-        self.states = states
+        self.fleet = fleet
         self.error = error
 
     def can_replace(self, message: Message) -> bool:
@@ -99,11 +118,34 @@ def header_parts(
     return parts
 
 
+def attention_rank(state: HostState, flagged: bool) -> int:
+    """0 for what needs attention first: unreachable, a critical finding, a warning, a fleet finding, the rest."""
+    if not state.reachable and state.last_attempt is not None:
+        return 0
+    worst = max((f.severity for f in state.findings), default=None)
+    if worst is Severity.CRITICAL:
+        return 1
+    if worst is Severity.WARNING:
+        return 2
+    return 3 if flagged else 4
+
+
+def attention_order(
+    states: Sequence[HostState], findings: Sequence[FleetFinding], names: dict[str, str] | None = None
+) -> list[tuple[HostState, bool]]:
+    """The servers, what needs attention first (a stable sort: each group in the order given), each with whether
+    a fleet finding names it (by its hostname, or the one last seen while it is unreachable)."""
+    named = {host for f in findings for host in f.hosts}
+    known = names or {}
+    rows = [(state, known.get(state.target, state.name) in named) for state in states]
+    return sorted(rows, key=lambda row: attention_rank(*row))
+
+
 KEYS: tuple[tuple[str, str], ...] = (
     ("q", "quit"),
     ("p", "pause / resume drawing (polling goes on, so the diagnostics keep their windows)"),
     ("?", "this help"),
-    ("up / down, page up / down", "scroll when the servers do not fit"),
+    ("up / down, page up / down", "scroll when even a line per server does not fit"),
 )
 
 
@@ -120,7 +162,8 @@ class FleetHelp(ModalScreen[None]):
             yield Static("gputui fleet keys", id="fleet-help-title")
             yield Static(table)
             yield Static(
-                "Each block is one exporter (`gputui export`); an UNREACHABLE one is retried each poll.",
+                "Each block (or line, when they do not all fit) is one server; an UNREACHABLE one is retried each "
+                "poll. FLEET: a fleet finding names it (in the pane at the top).",
                 id="fleet-help-note",
             )
 
@@ -146,6 +189,7 @@ class FleetApp(App[int]):
         clock: Callable[[], float] = time.time,
         now: Callable[[], datetime] = datetime.now,
         notices: Callable[[], Sequence[str]] = tuple,
+        lang: str = "en",
     ) -> None:
         super().__init__(ansi_color=True)
         self.animation_level = "none"
@@ -154,13 +198,19 @@ class FleetApp(App[int]):
         self.auto_poll = auto_poll
         self.paused = False
         self.states = poller.states
+        self.findings: tuple[FleetFinding, ...] = ()
+        self.lang = lang
+        self.whole = True  # each server as a whole block; False: one line each
         self._clock = clock  # the poller's clock: "last seen N s ago" compares with its times
         self._now = now
         self._notices = notices  # what the header says beside the hosts (TLS off, partial data)
         self._error: str | None = None
+        self._names: dict[str, str] = {}  # each server's hostname last seen, by target, kept while unreachable
         self.header = FleetHeader(id="fleet-header")
+        self.pane = FleetFindingsPane(id="fleet-findings", lang=lang)
         self.blocks = [FleetBlock(state) for state in self.states]
-        self._polling: SamplingLoop[tuple[HostState, ...]] | None = None
+        self.host_lines = FleetHostLines(id="fleet-lines")
+        self._polling: SamplingLoop[FleetRound] | None = None
 
     def get_driver_class(self) -> type[Driver]:
         return quiet_driver(super().get_driver_class())
@@ -170,8 +220,10 @@ class FleetApp(App[int]):
 
     def compose(self) -> ComposeResult:
         yield self.header
+        yield self.pane
         with VerticalScroll(id="fleet"):
             yield from self.blocks
+            yield self.host_lines
         yield Footer()
 
     def on_mount(self) -> None:
@@ -179,9 +231,9 @@ class FleetApp(App[int]):
         self.draw()
         if self.auto_poll:
             self._polling = SamplingLoop(
-                self.poller.poll,
+                lambda: poll_and_judge(self.poller, self.lang),
                 self.interval,
-                deliver=lambda states: self.post_message(FleetPolled(states)),
+                deliver=lambda fleet: self.post_message(FleetPolled(fleet)),
                 # a bug in one poll must not end polling: show it and try again next time
                 failed=lambda error: self.post_message(FleetPolled(None, failure_text(error))),
                 closing=self.poller.close,  # once no poll runs: now, or when the one running ends
@@ -199,22 +251,30 @@ class FleetApp(App[int]):
     # -- polling -----------------------------------------------------------------------------------------
 
     async def poll_now(self) -> tuple[HostState, ...]:
-        """Poll every server once off the event loop and show the result: the explicit clock tests drive."""
-        states = await asyncio.to_thread(self.poller.poll)
-        self.show_states(states)
-        return states
+        """Poll every server once off the event loop, judge the fleet there too, and show the result: the explicit
+        clock tests drive."""
+        fleet = await asyncio.to_thread(poll_and_judge, self.poller, self.lang)
+        self.show_states(fleet.states, fleet.findings)
+        return fleet.states
 
     def on_fleet_polled(self, message: FleetPolled) -> None:
         self._error = message.error
-        if message.states is not None:
-            self.show_states(message.states)
+        if message.fleet is not None:
+            self.show_states(message.fleet.states, message.fleet.findings)
         else:
             self.draw()
 
+    def on_resize(self) -> None:
+        self.draw()
+
     # -- drawing -----------------------------------------------------------------------------------------
 
-    def show_states(self, states: tuple[HostState, ...]) -> None:
+    def show_states(self, states: tuple[HostState, ...], findings: tuple[FleetFinding, ...] = ()) -> None:
         self.states = states
+        self.findings = findings
+        for state in states:
+            if state.snapshot is not None:
+                self._names[state.target] = state.snapshot.system.hostname
         if not self.paused:
             self.draw()
 
@@ -224,16 +284,41 @@ class FleetApp(App[int]):
         with self.batch_update():
             self.header.show(header_parts(self.states, clock, self.interval, self.paused, self._error, self._notices()))
             if not self.paused:
-                self._add_blocks()
-                for block, state in zip(self.blocks, self.states, strict=True):
-                    block.show(state, now)
+                self._draw_fleet(now)
 
-    def _add_blocks(self) -> None:
-        """A block for each host found since the last draw; hosts are only ever added (a vanished one stays)."""
-        if len(self.states) > len(self.blocks):
-            new = [FleetBlock(state) for state in self.states[len(self.blocks) :]]
+    def _draw_fleet(self, now: float) -> None:
+        """The pane and the servers, what needs attention first, whole when they fit and a line each when not."""
+        rows = attention_order(self.states, self.findings, self._names)
+        names = [self._names.get(state.target) for state, _ in rows]
+        room = max(1, self.size.height - 2)  # less the header and the footer
+        pane = fleet_pane_height(self.findings, PANE_MOST)
+        if self.findings:  # the host list's lines first, then the pane, never under its title and one line
+            pane = max(min(pane, PANE_LEAST), min(pane, room - len(rows)))
+        heights = [block_height(state, now, name) + 1 for (state, _), name in zip(rows, names, strict=True)]
+        self.whole = sum(heights) - 1 <= room - pane
+        self.pane.show(self.findings, pane)
+        self._match_blocks(len(rows))
+        self.host_lines.display = not self.whole
+        for block in self.blocks:
+            block.display = self.whole
+        if self.whole:
+            for block, (state, _), name in zip(self.blocks, rows, names, strict=True):
+                block.show(state, now, name)
+        else:
+            self.host_lines.show(
+                [(state, name, flagged) for (state, flagged), name in zip(rows, names, strict=True)], now
+            )
+
+    def _match_blocks(self, count: int) -> None:
+        """As many blocks as servers: a poller that discovers servers (Prometheus) may find more or fewer."""
+        if count > len(self.blocks):
+            new = [FleetBlock(state) for state in self.states[len(self.blocks) : count]]
             self.blocks += new
-            self.query_one("#fleet", VerticalScroll).mount(*new)
+            self.query_one("#fleet", VerticalScroll).mount(*new, before=self.host_lines)
+        elif count < len(self.blocks):
+            for block in self.blocks[count:]:
+                block.remove()
+            del self.blocks[count:]
 
     # -- actions -----------------------------------------------------------------------------------------
 
@@ -253,6 +338,6 @@ def run_fleet(targets: Sequence[str], interval: float) -> int:
 
 def run_fleet_on(poller: Poller, interval: float, notices: Callable[[], Sequence[str]] = tuple) -> int:
     """Run the fleet view on this poller (exporters, or Prometheus) until the user quits; the exit code."""
-    app = FleetApp(poller, interval=interval, notices=notices)
+    app = FleetApp(poller, interval=interval, notices=notices, lang=resolve_lang())
     app.run()
     return 0 if app.return_code is None else app.return_code

@@ -10,6 +10,7 @@ import pytest
 
 from gputui.diagnostics.catalog import MESSAGES, severity_label, text
 from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.fleet import FLEET_RULE_IDS
 from gputui.diagnostics.locale import LANGS
 from gputui.diagnostics.rules import RULE_IDS
 
@@ -34,11 +35,16 @@ def test_both_languages_use_the_same_placeholders(key: str) -> None:
 
 
 @pytest.mark.parametrize("lang", LANGS)
-@pytest.mark.parametrize("rule", sorted(RULE_IDS))
+@pytest.mark.parametrize("rule", sorted(RULE_IDS | set(FLEET_RULE_IDS)))
 def test_every_rule_has_a_title_and_advice_for_each_variant_in_every_language(rule: str, lang: str) -> None:
     titles = variants(MESSAGES[lang], rule, "title")
     assert titles, (rule, lang)
     assert variants(MESSAGES[lang], rule, "advice") == titles, (rule, lang)
+
+
+def test_fleet_rule_ids_are_not_node_rule_ids() -> None:
+    """`straggler` and `idle_allocated` live beside the node rules in one JSON: one id, one meaning."""
+    assert not set(FLEET_RULE_IDS) & RULE_IDS
 
 
 def test_text_fills_placeholders() -> None:

@@ -12,11 +12,12 @@ import pytest
 
 from gputui.cli import main
 from gputui.diagnostics.findings import Finding, Severity
+from gputui.diagnostics.fleet import FleetFinding
 from gputui.diagnostics.verdict import Verdict
 from gputui.export.server import Exporter
 from gputui.model import GpuSample, Snapshot
 from gputui.session.diagnose import new_diagnose
-from gputui.session.fleet import FleetPoller, HostState, fleet_interval
+from gputui.session.fleet import FleetPoller, HostState, fleet_interval, judge_fleet
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.fleet import FleetApp, header_parts
 from gputui.ui.widgets.fleet_block import FleetBlock, block_lines, findings_line
@@ -35,8 +36,12 @@ def plain(lines: list[Line] | object) -> str:
     return "\n".join("".join(text for text, _ in line) for line in lines)
 
 
-def block_text(app: FleetApp, i: int) -> str:
-    return plain(list(app.query(FleetBlock)[i].lines))
+def block_text(app: FleetApp, which: int | str) -> str:
+    """The block at a place on screen, or the one of the server whose name (or address) starts it."""
+    texts = [plain(list(block.lines)) for block in app.query(FleetBlock) if block.display]
+    if isinstance(which, int):
+        return texts[which]
+    return next(text for text in texts if text.startswith(which))
 
 
 @pytest.fixture
@@ -69,7 +74,7 @@ async def test_each_server_shown_then_a_stopped_one_unreachable_while_the_other_
         assert "connecting..." in block_text(app, 0)
         await app.poll_now()
         await pilot.pause()
-        healthy, thermal = block_text(app, 0), block_text(app, 1)
+        healthy, thermal = block_text(app, "sim-healthy"), block_text(app, "sim-thermal")
         assert healthy.splitlines()[0].startswith("sim-healthy   SIMULATED: healthy ")
         assert thermal.splitlines()[0].startswith("sim-thermal   SIMULATED: thermal ")
         for text in (healthy, thermal):
@@ -85,7 +90,7 @@ async def test_each_server_shown_then_a_stopped_one_unreachable_while_the_other_
         exporters[0].sampler.sample_once()
         await app.poll_now()
         await pilot.pause()
-        thermal = block_text(app, 1)
+        thermal = block_text(app, 0)  # what needs attention comes first
         # the hostname last seen is kept
         assert thermal.splitlines()[0].startswith("sim-thermal   UNREACHABLE   last seen ")
         assert targets(exporters)[1] in thermal
@@ -94,7 +99,7 @@ async def test_each_server_shown_then_a_stopped_one_unreachable_while_the_other_
         assert "1 UNREACHABLE" in plain([app.header.lines[0]])
         second = app.states[0].snapshot
         assert first is not None and second is not None and second.timestamp > first.timestamp
-        assert "SIMULATED: healthy" in block_text(app, 0)
+        assert "SIMULATED: healthy" in block_text(app, 1)
 
         await app.poll_now()  # tried again: still down, and the time since it answered grows
         assert app.states[1].last_attempt is not None and app.states[1].last_ok is not None
@@ -112,9 +117,9 @@ async def test_the_diagnostics_run_on_each_servers_data(exporters: list[Exporter
             for exporter in exporters:
                 exporter.sampler.sample_once()
         await pilot.pause()
-        last_line = block_text(app, 1).splitlines()[-1]
+        last_line = block_text(app, "sim-thermal").splitlines()[-1]
         assert "CRIT thermal_throttle GPU 1" in last_line
-        assert block_text(app, 0).splitlines()[-1].strip() == "no findings"
+        assert block_text(app, "sim-healthy").splitlines()[-1].strip() == "no findings"
 
 
 class FakePoller:
@@ -254,10 +259,10 @@ async def test_keys_pause_help_quit_and_the_poller_is_closed() -> None:
         assert app.paused and "PAUSED" in plain([app.header.lines[0]])
         await app.poll_now()
         await pilot.pause()
-        assert "CRIT thermal_throttle" in block_text(app, 0)  # drawing waits while paused...
+        assert "CRIT thermal_throttle" in block_text(app, "gpu01")  # drawing waits while paused...
         await pilot.press("p")
         await pilot.pause()
-        assert "no findings" in block_text(app, 0)  # ...and catches up on resume
+        assert "no findings" in block_text(app, "gpu01")  # ...and catches up on resume
         await pilot.press("question_mark")
         assert type(app.screen).__name__ == "FleetHelp"
         await pilot.press("escape")
@@ -275,7 +280,7 @@ async def test_live_polling_starts_at_once_then_waits_the_interval() -> None:
                 break
         await pilot.pause()
         assert poller.polls == 1  # the first poll at once; the next one waits the interval
-        assert "UNREACHABLE" in block_text(app, 1)
+        assert "UNREACHABLE" in block_text(app, 0)
     assert poller.closed
 
 
@@ -340,3 +345,128 @@ def test_remote_polls_every_two_seconds_unless_told_otherwise(monkeypatch: pytes
     assert main(["--remote", "gpu01"]) == 0
     assert main(["--remote", "gpu01", "--interval", "1"]) == 0
     assert intervals == [2.0, 1.0]
+
+
+# -- many servers: a line each, what needs attention first, the fleet findings pane --------------------------------
+
+BIG = (160, 50)
+
+
+def fleet_of(count: int) -> tuple[HostState, ...]:
+    """`count` eight-GPU servers, busy and healthy, each with a window of eight readings two seconds apart;
+    gpu03's GPU 1 runs at 1410 MHz (a straggler), gpu05 has a warning, gpu07 a critical finding, gpu09 is down."""
+    states = []
+    for n in range(1, count + 1):
+        name = f"gpu{n:02d}"
+        slow = n == 3
+        recent = tuple(
+            replace(
+                snapshot(
+                    T - 14 + 2 * i,
+                    [gpu(g, sm_clock_mhz=1410 if slow and g == 1 else 1980) for g in range(8)],
+                    [gpu_info(g) for g in range(8)],
+                ),
+                system=system_info(hostname=name, source="remote", remote_source="nvml", gpu_count=8),
+            )
+            for i in range(8)
+        )
+        findings: tuple[Finding, ...] = ()
+        if n == 5:
+            findings = (FINDINGS[0],)
+        if n == 7:
+            findings = (FINDINGS[1],)
+        url = f"http://{name}:9400/metrics"
+        if n == 9:
+            states.append(replace(DOWN, target=f"{name}:9400", url=url))
+            continue
+        states.append(HostState(f"{name}:9400", url, recent[-1], findings, last_ok=T, last_attempt=T, recent=recent))
+    return tuple(states)
+
+
+def host_rows(app: FleetApp) -> list[str]:
+    return plain(list(app.host_lines.lines)).splitlines()
+
+
+async def test_forty_servers_are_all_on_the_first_screen_at_160x50_what_needs_attention_first() -> None:
+    app = fake_app(FakePoller(fleet_of(40)))
+    async with app.run_test(size=BIG) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        assert not app.whole and app.host_lines.display
+        assert not any(block.display for block in app.query(FleetBlock))
+        rows = host_rows(app)
+        assert len(rows) == 40
+        assert app.query_one("#fleet").max_scroll_y == 0  # nothing below the fold
+        assert app.host_lines.region.bottom <= BIG[1] - 1  # above the footer
+        names = [row.split()[0] for row in rows]
+        assert sorted(names) == sorted(f"gpu{n:02d}" + (":9400" if n == 9 else "") for n in range(1, 41))
+        # unreachable, critical, warning, named by a fleet finding, then the rest in the order given
+        assert rows[0].startswith("gpu09:9400") and "UNREACHABLE" in rows[0]
+        assert rows[1].startswith("gpu07") and " CRIT" in rows[1]
+        assert rows[2].startswith("gpu05") and " WARN" in rows[2]
+        assert rows[3].startswith("gpu03") and " FLEET" in rows[3]
+        assert names[4:7] == ["gpu01", "gpu02", "gpu04"]
+        assert "thermal_throttle GPU 0" in rows[1] and " 8 GPUs" in rows[4] and "util  97%" in rows[4]
+        pane = plain(list(app.pane.lines)).splitlines()
+        assert pane[0] == "Fleet findings (1)"
+        assert pane[1].startswith("WARN gpu03 GPU 1: slower than the fleet's 312 busy NVIDIA H100 80GB HBM3 GPUs")
+        assert app.pane.region.bottom <= app.host_lines.region.y
+
+
+async def test_a_few_servers_stay_whole_blocks_under_the_pane() -> None:
+    app = fake_app(FakePoller(fleet_of(3)))
+    async with app.run_test(size=BIG) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        assert app.whole and not app.host_lines.display
+        assert block_text(app, 0).startswith("gpu03") and "FLEET" not in block_text(app, 0)
+        assert plain(list(app.pane.lines)).startswith("Fleet findings (1)\nWARN gpu03 GPU 1")
+
+
+async def test_no_fleet_findings_is_one_line_and_the_pane_speaks_chinese() -> None:
+    poller = FakePoller((UP, DOWN))
+    app = FleetApp(poller, auto_poll=False, clock=lambda: T, now=lambda: FIXED_NOW, lang="zh")
+    async with app.run_test(size=BIG) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        assert plain(list(app.pane.lines)) == "集群诊断  集群没有发现问题：没有掉队的 GPU，也没有被占用却空闲的 GPU。"
+        app.show_states(fleet_of(3), fleet_judged(fleet_of(3), "zh"))
+        await pilot.pause()
+        assert plain(list(app.pane.lines)).startswith("集群诊断 (1)\n警告 gpu03 的 GPU 1：")
+
+
+def fleet_judged(states: tuple[HostState, ...], lang: str) -> tuple[FleetFinding, ...]:
+    return judge_fleet(states, lang)
+
+
+async def test_forty_servers_at_80x24_still_render_and_scroll() -> None:
+    app = fake_app(FakePoller(fleet_of(40)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.poll_now()
+        await pilot.pause()
+        assert not app.whole and len(host_rows(app)) == 40
+        assert app.query_one("#fleet").max_scroll_y > 0  # the rest is a scroll away
+        assert len(plain(list(app.pane.lines)).splitlines()) == 2  # title and the finding: the pane yields first
+        await pilot.press("down")
+
+
+async def test_live_polling_delivers_the_fleet_findings() -> None:
+    poller = FakePoller(fleet_of(4))
+    app = FleetApp(poller, interval=1.0, clock=lambda: T, now=lambda: FIXED_NOW)
+    async with app.run_test(size=BIG) as pilot:
+        for _ in range(50):
+            await pilot.pause(0.02)
+            if app.findings:
+                break
+        assert [f.rule for f in app.findings] == ["straggler"]
+    assert poller.closed
+
+
+async def test_a_poller_that_finds_more_servers_gets_more_blocks() -> None:
+    poller = FakePoller(fleet_of(2), fleet_of(4))
+    app = fake_app(poller)
+    async with app.run_test(size=BIG) as pilot:
+        await app.poll_now()
+        await app.poll_now()
+        await pilot.pause()
+        assert len([b for b in app.query(FleetBlock) if b.display]) == 4

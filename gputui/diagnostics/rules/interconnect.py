@@ -137,7 +137,8 @@ def _rise(series: list[GpuSample], field: str) -> int | None:
     last = next((i for i in range(len(series) - 1, -1, -1) if getattr(series[i], field) is not None), None)
     if first is None or last is None or first == last:
         return None
-    return max(0, getattr(series[last], field) - getattr(series[first], field))
+    rise: int = getattr(series[last], field) - getattr(series[first], field)
+    return max(0, rise)
 
 
 def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -214,9 +215,8 @@ def _placement(w: Window, pid: int, near: frozenset[int]) -> tuple[float, float]
     for proc in w.proc_series(pid):
         allowed, away = proc.cpus_allowed, False
         if allowed is not None:
-            away = outside.get(id(allowed))
-            if away is None:
-                away = outside[id(allowed)] = near.isdisjoint(allowed)
+            known = outside.get(id(allowed))
+            away = outside[id(allowed)] = near.isdisjoint(allowed) if known is None else known
         pinned += away
         far += away or (proc.last_cpu is not None and proc.last_cpu not in near)
     return far / len(w.snapshots), pinned / len(w.snapshots)

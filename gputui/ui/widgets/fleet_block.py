@@ -203,11 +203,11 @@ class FleetBlock(LineView):
         self.now = 0.0
         self.known_name: str | None = None
 
-    def show(self, state: HostState, now: float) -> None:
+    def show(self, state: HostState, now: float, name: str | None = None) -> None:
+        """`name`: the server's hostname last seen, when the caller keeps it (blocks change servers as they sort)."""
         self.state = state
         self.now = now
-        if state.snapshot is not None:
-            self.known_name = state.snapshot.system.hostname
+        self.known_name = state.snapshot.system.hostname if state.snapshot is not None else name
         self.redraw()
 
     def build_lines(self, width: int) -> Sequence[Line]:
@@ -215,3 +215,69 @@ class FleetBlock(LineView):
         if self.styles.height is None or self.styles.height.value != len(lines):
             self.styles.height = len(lines)
         return lines
+
+
+def block_height(state: HostState, now: float, name: str | None = None) -> int:
+    """Lines the whole block of a server takes (its width changes what they say, not how many)."""
+    return len(block_lines(state, WIDE, now, name))
+
+
+HOST_NAME_WIDTH = 20
+
+
+def host_line(state: HostState, width: int, now: float, name: str | None = None, flagged: bool = False) -> Line:
+    """A server on one line, for a fleet too large to show whole: its name, how it stands (UNREACHABLE, its
+    worst finding, FLEET when a fleet finding names it), its GPUs at a glance and its findings."""
+    name = (name or state.name)[:HOST_NAME_WIDTH]
+    line: Line = [(f"{name:<{HOST_NAME_WIDTH}}", "bold")]
+    snapshot = state.snapshot
+    if snapshot is None:
+        if state.last_attempt is None:
+            return [*line, (" connecting...", LABEL)]
+        seen = "never reached" if state.last_ok is None else f"last seen {fmt_duration(now - state.last_ok)} ago"
+        error = (state.error or "").removeprefix(f"{_address(state)}: ")
+        return [*line, (" ", ""), (" UNREACHABLE ", "bold white on red"), (f"  {seen}  ", "red"), (error, "red")]
+    worst = max((f.severity for f in state.findings), default=None)
+    status: Line = [(" ", ""), (severity_label(worst, "en"), SEVERITY_STYLES[worst])] if worst is not None else []
+    if not status:
+        status = [(" ok  ", "green")]
+    line += status
+    line += [(" FLEET", "bold magenta") if flagged else ("      ", "")]
+    badge = data_badge(snapshot.system)
+    gpus = [s for s in snapshot.gpus if not s.lost]
+    utils = [s.utilization_gpu_pct for s in gpus if s.utilization_gpu_pct is not None]
+    temps = [s.temperature_c for s in gpus if s.temperature_c is not None]
+    util = sum(utils) / len(utils) if utils else None
+    lost = len(snapshot.gpus) - len(gpus)
+    line += [(f"  {len(snapshot.gpus):>2} GPU{'s' if len(snapshot.gpus) != 1 else ' '}", "")]
+    line += [("  util ", LABEL), (f"{fmt_pct(util):>4}", level_style(None if util is None else util / 100.0))]
+    line += [("  max ", LABEL), (f"{fmt_num(max(temps) if temps else None) + 'C':>4}", "")]
+    if lost:
+        line += [("  ", ""), (f" {lost} LOST ", "bold white on red")]
+    if badge is not None:
+        line += [("  ", ""), (f" {badge[0]} ", badge[1])]
+    if state.verdict is not None:
+        line += [("  ", ""), (state.verdict.label, "bold")]
+    room = width - line_len(line) - 2
+    if room > 10:
+        line += [("  ", ""), *findings_line(state.findings, room, state.closed)[1:]]  # without its indent
+    return line
+
+
+class FleetHostLines(LineView):
+    """Every server on one line each, in the order given: the fleet view when the whole blocks do not fit."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id)
+        self.rows: Sequence[tuple[HostState, str | None, bool]] = ()
+        self.now = 0.0
+
+    def show(self, rows: Sequence[tuple[HostState, str | None, bool]], now: float) -> None:
+        """`rows`: each server's state, the hostname last seen, and whether a fleet finding names it."""
+        self.rows, self.now = rows, now
+        if self.styles.height is None or self.styles.height.value != len(rows):
+            self.styles.height = len(rows)
+        self.redraw()
+
+    def build_lines(self, width: int) -> Sequence[Line]:
+        return [host_line(state, width, self.now, name, flagged) for state, name, flagged in self.rows]

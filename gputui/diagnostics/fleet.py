@@ -1,0 +1,417 @@
+"""Findings about the fleet as a whole, which no single node can make: `straggler` and `idle_allocated`.
+
+Each node's own engine judges it alone; these rules read every node's window side by side. A straggler is a GPU
+markedly slower than the busy GPUs of its model across the fleet (one slow rank holds back a whole synchronous
+job), named with what its own node found (heat, a power cap, a link) or that nothing was found there. An idle
+allocation is a GPU that a process (a pod, a Slurm job) holds and has not used for minutes. Both are pure
+functions of the windows, so `gputui diagnose --prometheus` and the fleet view give the same findings.
+Percentages are 0-100 in the model whatever the source wrote (sources/remote.py scales DCGM's 0-1 PROF ratios).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from gputui.diagnostics.catalog import has_text, localize, text
+from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.diagnostics.rules.base import ev, rounded
+from gputui.diagnostics.thresholds import Thresholds
+from gputui.formatting import fmt_duration, fmt_num, fmt_pct, fmt_ranges
+from gputui.model import GpuProcess, GpuSample, ProcSample, Snapshot
+
+STRAGGLER = "straggler"
+IDLE_ALLOCATED = "idle_allocated"
+FLEET_RULE_IDS: tuple[str, ...] = (STRAGGLER, IDLE_ALLOCATED)
+
+# The node's own findings that explain a slow GPU, most telling first: what lowers its clocks (heat, power), then
+# its links (PCIe, NVLink), then what starves or shares it. A finding of another rule (a full memory, a small
+# /dev/shm) is no reason to run slower and is not named.
+CAUSE_RULES: tuple[str, ...] = (
+    "thermal_throttle",
+    "power_brake",
+    "hw_slowdown",
+    "power_cap",
+    "clocks_low",
+    "pcie_downgrade",
+    "pcie_slot_limited",
+    "pcie_saturated",
+    "pcie_errors",
+    "nvlink_down",
+    "nvlink_errors",
+    "p2p_unavailable",
+    "xid",
+    "ecc_errors",
+    "gpu_contention",
+    "starvation_cpu",
+    "starvation_io",
+    "starvation_net",
+    "cpu_throttled",
+    "cpu_contention",
+    "numa_mismatch",
+    "host_swap",
+)
+_CAUSE_RANK = {rule: rank for rank, rule in enumerate(CAUSE_RULES)}
+
+_GIB = 1 << 30
+
+
+@dataclass(frozen=True, slots=True)
+class NodeWindow:
+    """One node over the window the fleet rules judge."""
+
+    host: str
+    source: Literal["gputui", "dcgm-exporter"]
+    snapshots: tuple[Snapshot, ...]  # oldest first; may be empty (node unreachable the whole window)
+    findings: tuple[Finding, ...]  # the node's own open findings at the end of the window (its engine's)
+
+
+@dataclass(frozen=True, slots=True)
+class FleetFinding:
+    """A finding about GPUs on one or more nodes, in words (`lang`) with its evidence."""
+
+    rule: str  # "straggler" | "idle_allocated"
+    severity: Severity
+    hosts: tuple[str, ...]
+    gpus: tuple[tuple[str, int], ...]  # (host, gpu index)
+    title: str
+    advice: str
+    evidence: tuple[Evidence, ...]
+
+
+def fleet_findings(
+    nodes: Sequence[NodeWindow], lang: str = "en", *, thresholds: Thresholds | None = None
+) -> tuple[FleetFinding, ...]:
+    """Every fleet finding over these windows, worst first, then by rule and host."""
+    th = thresholds if thresholds is not None else Thresholds()
+    gpus = [g for node in nodes for g in _node_gpus(node, th)]
+    found = [*_stragglers(gpus, th, lang), *_idle_allocated(gpus, th, lang)]
+    found.sort(key=lambda f: (-f.severity, f.rule, f.hosts, f.gpus))
+    return tuple(found)
+
+
+def fleet_finding_to_dict(f: FleetFinding) -> dict[str, Any]:
+    """The JSON shape of a fleet finding (`gputui diagnose --prometheus --json`, top-level `findings`)."""
+    return {
+        "rule": f.rule,
+        "severity": f.severity.label,
+        "hosts": list(f.hosts),
+        "gpus": [{"host": host, "gpu": index} for host, index in f.gpus],
+        "title": f.title,
+        "advice": f.advice,
+        "evidence": [
+            {"key": e.key, "label": e.label, "value": e.value, "unit": e.unit, "window": e.window} for e in f.evidence
+        ],
+    }
+
+
+# -- one GPU of one node over the window ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Gpu:
+    """One GPU's readable samples in its node's window, and what the fleet rules ask of them."""
+
+    node: NodeWindow
+    index: int
+    model: str
+    series: tuple[GpuSample, ...]
+    span_s: int  # the seconds its node's window covers
+    busy: bool  # busy (utilization >= busy_util_pct) for most of the window: one of the peers
+    idle: bool  # doing nothing for most of the window: never a straggler
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return self.node.host, self.index
+
+
+def _node_gpus(node: NodeWindow, th: Thresholds) -> Iterable[_Gpu]:
+    if not node.snapshots:
+        return
+    latest = node.snapshots[-1]
+    span = max(1, round(latest.timestamp - node.snapshots[0].timestamp))
+    series: dict[int, list[GpuSample]] = {}
+    for snap in node.snapshots:
+        for sample in snap.gpus:
+            if not sample.lost and sample.error is None:
+                series.setdefault(sample.index, []).append(sample)
+    for index, samples in sorted(series.items()):
+        info = latest.info(index)
+        if info is None:
+            continue
+        n = len(samples)
+        busy = sum(1 for s in samples if _util(s) >= th.busy_util_pct)
+        active = sum(1 for s in samples if _util(s) >= th.idle_util_pct)
+        yield _Gpu(
+            node=node,
+            index=index,
+            model=info.name,
+            series=tuple(samples),
+            span_s=span,
+            busy=busy >= th.sustained_share * n,
+            idle=active < th.sustained_share * n,
+        )
+
+
+def _util(sample: GpuSample) -> float:
+    """Utilization, -1 when not reported: a GPU that does not say is neither busy nor idle here."""
+    return -1.0 if sample.utilization_gpu_pct is None else sample.utilization_gpu_pct
+
+
+# -- straggler --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Measure:
+    """What a straggler is measured by: a GpuSample field, and how far below the median is "markedly"."""
+
+    field: str
+    unit: str
+    relative: bool  # the margin is a % of the median (clocks, activity), else points (utilization)
+    margin: Callable[[Thresholds], float]
+
+    def floor(self, median: float, th: Thresholds) -> float:
+        """Below this, a reading lags its peers."""
+        return median * (1 - self.margin(th) / 100.0) if self.relative else median - self.margin(th)
+
+    def lag(self, value: float, median: float) -> str:
+        """How far below the median, as the title states it: 21% of it, or 35 points."""
+        return fmt_pct(100.0 * (median - value) / median) if self.relative else fmt_num(median - value)
+
+
+MEASURES: tuple[_Measure, ...] = (
+    _Measure("sm_clock_mhz", "MHz", relative=True, margin=lambda th: th.straggler_clock_pct),
+    _Measure("utilization_gpu_pct", "%", relative=False, margin=lambda th: th.straggler_util_points),
+    _Measure("sm_active_pct", "%", relative=True, margin=lambda th: th.straggler_activity_pct),
+)
+# Evidence and title keys by field: `ev.<name>`, `ev.median_<name>`, `fleet.lag.<name>`.
+_NAMES = {"sm_clock_mhz": "sm_clock", "utilization_gpu_pct": "gpu_util", "sm_active_pct": "sm_active"}
+
+
+@dataclass(frozen=True, slots=True)
+class _Lag:
+    """One GPU behind its peers by one measure: its mean, their median, and the share of its window below."""
+
+    gpu: _Gpu
+    measure: _Measure
+    value: float
+    median: float
+    share: float
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _readings(series: Iterable[GpuSample], field: str) -> list[float]:
+    return [float(v) for s in series if (v := getattr(s, field)) is not None]
+
+
+def _stragglers(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable[FleetFinding]:
+    by_model: dict[str, list[_Gpu]] = {}
+    for g in gpus:
+        by_model.setdefault(g.model, []).append(g)
+    lags: dict[tuple[str, str], list[_Lag]] = {}  # (host, model) -> its GPUs' lags
+    peers_of: dict[str, int] = {}
+    for model, group in by_model.items():
+        busy = [g for g in group if g.busy]
+        peers_of[model] = len(busy)
+        if len(busy) < th.straggler_min_peers:
+            continue  # no median worth the name: say nothing
+        for measure in MEASURES:
+            means = [
+                m
+                for g in busy
+                if (m := _mean(_readings((s for s in g.series if _util(s) >= th.busy_util_pct), measure.field)))
+                is not None
+            ]
+            if len(means) < th.straggler_min_peers:
+                continue
+            median = statistics.median(means)
+            if median <= 0:
+                continue
+            floor = measure.floor(median, th)
+            for g in group:
+                lag = _lag(g, measure, median, floor, th)
+                if lag is not None:
+                    lags.setdefault((g.node.host, model), []).append(lag)
+    for key in sorted(lags):
+        yield _straggler_finding(lags[key], peers_of[key[1]], key[1], lang)
+
+
+def _lag(g: _Gpu, measure: _Measure, median: float, floor: float, th: Thresholds) -> _Lag | None:
+    """`g` below `floor` by `measure` in most of its window's readings while it works; None when not."""
+    if g.idle or len(g.series) < th.fleet_min_samples:
+        return None  # an idle GPU is not slow, and a few readings are a moment
+    working = [s for s in g.series if _util(s) >= th.idle_util_pct]
+    values = _readings(working, measure.field)
+    below = sum(1 for v in values if v < floor)
+    share = below / len(g.series)
+    if not values or share < th.sustained_share:
+        return None
+    return _Lag(gpu=g, measure=measure, value=sum(values) / len(values), median=median, share=share)
+
+
+def _straggler_finding(lags: Sequence[_Lag], peers: int, model: str, lang: str) -> FleetFinding:
+    """One finding per node (and model): its slow GPUs, by each measure they lag in, and why from its findings."""
+    node = lags[0].gpu.node
+    indices = sorted({lag.gpu.index for lag in lags})
+    span = max(lag.gpu.span_s for lag in lags)
+    causes = _causes(node.findings, indices)
+    cause_words = text("fleet.and", lang).join(_cause_word(f.rule, lang) for f in causes) or text(
+        "fleet.no_cause", lang
+    )
+    evidence: list[Evidence] = [ev("gpu_model", model, window="static"), ev("busy_peers", peers, window="static")]
+    lag_words: list[str] = []
+    for measure in MEASURES:
+        of_measure = [lag for lag in lags if lag.measure is measure]
+        if not of_measure:
+            continue
+        name = _NAMES[measure.field]
+        value = sum(lag.value for lag in of_measure) / len(of_measure)
+        median = of_measure[0].median
+        lag_words.append(text(f"fleet.lag.{name}", lang, amount=measure.lag(value, median)))
+        evidence += [
+            ev(name, rounded(value), measure.unit, "mean"),
+            ev(f"median_{name}", rounded(median), measure.unit, "mean"),
+        ]
+    share = max(lag.share for lag in lags)
+    evidence.append(ev("slow_share", round(100.0 * share), "%", "share"))
+    named = ", ".join(f"{f.rule} GPU {fmt_ranges(f.gpus)}" if f.gpus else f.rule for f in causes)
+    evidence.append(ev("node_findings", named or text("fleet.no_cause", lang), window=""))
+    return FleetFinding(
+        rule=STRAGGLER,
+        severity=Severity.WARNING,
+        hosts=(node.host,),
+        gpus=tuple((node.host, i) for i in indices),
+        title=text(
+            "straggler.title",
+            lang,
+            where=_where(node.host, indices, lang),
+            peers=peers,
+            model=model,
+            lag=text("fleet.and", lang).join(lag_words),
+            cause=cause_words,
+        ),
+        advice=text("straggler.advice", lang),
+        evidence=tuple(localize(e, lang, span) for e in evidence),
+    )
+
+
+def _causes(findings: Iterable[Finding], gpus: Sequence[int]) -> list[Finding]:
+    """The node's open findings that slow these GPUs (or the whole node), most telling first, one per rule."""
+    chosen: dict[str, Finding] = {}
+    for f in findings:
+        if f.is_open and f.rule in _CAUSE_RANK and (not f.gpus or set(f.gpus) & set(gpus)):
+            chosen.setdefault(f.rule, f)
+    return sorted(chosen.values(), key=lambda f: (-f.severity, _CAUSE_RANK[f.rule]))
+
+
+def _cause_word(rule: str, lang: str) -> str:
+    key = f"{rule}.cause"
+    return text(key, lang) if has_text(key) else rule
+
+
+def _where(host: str, gpus: Sequence[int], lang: str) -> str:
+    key = "fleet.where.plural" if len(gpus) > 1 else "fleet.where"
+    return text(key, lang, host=host, gpus=fmt_ranges(gpus))
+
+
+# -- idle_allocated ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """A GPU held by a process and idle for its newest readings (`run`)."""
+
+    gpu: _Gpu
+    run: tuple[GpuSample, ...]
+    memory_bytes: int  # what its processes hold now; 0 when the driver does not say
+
+    @property
+    def idle_s(self) -> float:
+        return self.run[-1].timestamp - self.run[0].timestamp
+
+
+def _idle_allocated(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable[FleetFinding]:
+    """GPUs that held a compute process and did nothing for the last `idle_allocation_s` or more, one finding per
+    node and owner. A GPU without a process is never named: nothing holds it."""
+    held: dict[tuple[str, str], list[_Held]] = {}
+    for g in gpus:
+        run = _idle_run(g.series, th)
+        if not run or run[-1].timestamp - run[0].timestamp < th.idle_allocation_s:
+            continue
+        holders = _compute(run[-1])
+        owner = _owner(holders, g.node.snapshots[-1].host.processes, lang)
+        memory = sum(p.used_memory_bytes or 0 for p in holders)
+        held.setdefault((g.node.host, owner), []).append(_Held(g, tuple(run), memory))
+    for (host, owner), found in sorted(held.items(), key=lambda item: item[0]):
+        indices = [h.gpu.index for h in found]
+        idle_s = min(h.idle_s for h in found)
+        memory = sum(h.memory_bytes for h in found)
+        util = _mean([v for h in found for v in _readings(h.run, "utilization_gpu_pct")])
+        evidence = [
+            ev("owner", owner, window=""),
+            ev("idle_span", round(idle_s), "s", "static"),
+            ev("gpu_util", rounded(util), "%", "mean"),
+            ev("process_memory", rounded(memory, _GIB) if memory else None, "GiB"),
+        ]
+        yield FleetFinding(
+            rule=IDLE_ALLOCATED,
+            severity=Severity.WARNING,
+            hosts=(host,),
+            gpus=tuple((host, i) for i in indices),
+            title=text(
+                "idle_allocated.title",
+                lang,
+                where=_where(host, indices, lang),
+                owner=owner,
+                duration=fmt_duration(idle_s),
+            ),
+            advice=text("idle_allocated.advice", lang),
+            evidence=tuple(localize(e, lang, round(idle_s)) for e in evidence),
+        )
+
+
+def _compute(sample: GpuSample) -> tuple[GpuProcess, ...]:
+    return tuple(p for p in sample.processes if p.kind == "compute")
+
+
+def _idle_run(series: Sequence[GpuSample], th: Thresholds) -> list[GpuSample]:
+    """The newest readings, back from the latest, in which a compute process held the GPU and it did nothing:
+    utilization, and SM or engine activity where reported, under `idle_util_pct`. Not reported is not idle."""
+    run: list[GpuSample] = []
+    for s in reversed(series):
+        util = s.utilization_gpu_pct
+        active = [v for v in (s.sm_active_pct, s.gr_engine_active_pct) if v is not None]
+        if not _compute(s) or util is None or util >= th.idle_util_pct or any(v >= th.idle_util_pct for v in active):
+            break
+        run.append(s)
+    run.reverse()
+    return run
+
+
+def _owner(held_by: Sequence[GpuProcess], processes: Sequence[ProcSample], lang: str) -> str:
+    """Who holds the GPU: its pods, else its Slurm jobs, else its processes by name and PID."""
+    by_pid = {p.pid: p for p in processes}
+    words: list[str] = []
+    for gpu_proc in held_by:
+        proc = by_pid.get(gpu_proc.pid)
+        word = _owner_word(gpu_proc.pid, proc, lang)
+        if word not in words:
+            words.append(word)
+    return text("fleet.and", lang).join(words)
+
+
+def _owner_word(pid: int, proc: ProcSample | None, lang: str) -> str:
+    if proc is None:
+        return text("fleet.owner.pid", lang, pid=pid)
+    if proc.pod:
+        return text("fleet.owner.pod", lang, pod=f"{proc.namespace}/{proc.pod}" if proc.namespace else proc.pod)
+    if proc.job_id:
+        if proc.user:
+            return text("fleet.owner.job_user", lang, job=proc.job_id, user=proc.user)
+        return text("fleet.owner.job", lang, job=proc.job_id)
+    return text("fleet.owner.process", lang, name=proc.name or "?", pid=pid)
