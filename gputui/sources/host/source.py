@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -91,7 +91,9 @@ class _Tracked:
     workers_cpu_s: dict[tuple[int, int], float] | None = None
     workers_at: float = 0.0
     workers_cpu_pct: float | None = None
-    attribution: Attribution = Attribution()  # as of the last SCHED_EVERY tick (or when first followed)
+    attribution: Attribution = field(
+        default_factory=Attribution
+    )  # as of the last SCHED_EVERY tick (or when first followed)
 
 
 class HostSource:
@@ -237,7 +239,9 @@ class HostSource:
         speeds = [s.speed for name, s in stats.items() if s.isup and s.speed > 0 and not name.startswith("lo")]
         return max(speeds) * 1_000_000 / 8 if speeds else None
 
-    def _sample_processes(self, gpu_pids: Collection[int], gpu_uuids: Mapping[int, Sequence[str]]) -> tuple[ProcSample, ...]:
+    def _sample_processes(
+        self, gpu_pids: Collection[int], gpu_uuids: Mapping[int, Sequence[str]]
+    ) -> tuple[ProcSample, ...]:
         wanted = set(gpu_pids)
         for pid in [pid for pid in self._procs if pid not in wanted]:
             del self._procs[pid]

@@ -222,7 +222,7 @@ class ProcessTable(LineView):
 
     # -- drawing ---------------------------------------------------------------------------------------
 
-    def layout(self, width: int) -> list[tuple[int, int]]:
+    def columns_at(self, width: int) -> list[tuple[int, int]]:
         """(column index, width) of the columns drawn at `width`, in order; the last (the command) takes what
         is left, and the spare columns are left out when that would be under MIN_COMMAND."""
         shown = self.shown
@@ -234,7 +234,7 @@ class ProcessTable(LineView):
     def build_lines(self, width: int) -> Sequence[Line]:
         if self.empty:
             return [[("GPU processes: none", LABEL)]]  # one line, no header: the room goes to what has content
-        layout = self.layout(width)
+        layout = self.columns_at(width)
         header: Line = []
         for n, (index, w) in enumerate(layout):
             column = COLUMNS[index]
@@ -272,7 +272,7 @@ class ProcessTable(LineView):
         if event.y != 0:
             return
         x = 0
-        for index, w in self.layout(self.known_width):
+        for index, w in self.columns_at(self.known_width):
             if event.x < x + w + len(GAP):
                 self.sort_by(index)
                 return

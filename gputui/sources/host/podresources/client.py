@@ -68,10 +68,7 @@ def list_pods(socket: Path, timeout_s: float = TIMEOUT_S) -> PodList:
         (
             str(pod.namespace),
             str(pod.name),
-            [
-                (str(c.name), [str(i) for devices in c.devices for i in devices.device_ids])
-                for c in pod.containers
-            ],
+            [(str(c.name), [str(i) for devices in c.devices for i in devices.device_ids]) for c in pod.containers],
         )
         for pod in answer.pod_resources
     ]
