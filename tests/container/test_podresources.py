@@ -146,6 +146,7 @@ def test_time_sliced_replicas_name_their_gpu_and_a_shared_gpu_names_the_pod_left
         pod("a", "one", ("c", [f"{GPU0}::0", f"{GPU1}::0"])),  # the device plugin's time-slicing replicas
         pod("b", "two", ("c", [f"{GPU0}::1"])),
     ]
+    assert names.lookup(UID_B, [GPU0]) is None and names.lookup(UID_A, [GPU0, GPU1]) is None  # no List yet
     names.refresh()
     assert names.lookup(UID_B, [GPU0]) is None  # GPU0 is shared by both pods: which one cannot be told yet
     assert names.lookup(UID_A, [GPU0, GPU1]) == PodRef("a", "one", "c")  # GPU1 is pod one's alone
@@ -189,7 +190,8 @@ def test_a_kubelet_that_errs_gives_no_names(kubelet: tuple[Kubelet, Path], names
     servicer, _ = kubelet
     servicer.pods = [pod("ml", "train-0", ("trainer", [GPU0]))]
     servicer.fail = grpc.StatusCode.INTERNAL
-    names.refresh()
+    assert names.lookup(UID_A, [GPU0]) is None  # a new uid: the client's thread asks at once, and fails
+    assert until(lambda: names.error is not None)
     assert names.lookup(UID_A, [GPU0]) is None
     assert names.error == "the kubelet's pod-resources API failed: INTERNAL: the device manager is not ready"
     servicer.fail = None
@@ -280,3 +282,20 @@ def test_the_driver_source_names_its_processes_pods(kubelet: tuple[Kubelet, Path
         )
     finally:
         source.close()
+
+
+def test_a_list_older_than_a_new_pod_does_not_name_it_by_its_gpu(kubelet: tuple[Kubelet, Path]) -> None:
+    """GPU 0 went from pod old-0 to pod new-0: a List asked before new-0's process was seen still gives GPU 0 to
+    old-0, so it names no one; the List asked for the new uid does."""
+    _, socket = kubelet  # the socket is there; the answers are the two lists, in turn
+    clock = Clock(100.0)
+    names = PodNames(socket, timeout_s=2.0, clock=clock, lister=lambda path, timeout: lists.pop(0))
+    lists = [[("ml", "old-0", [("c", [GPU0])])], [("ml", "new-0", [("c", [GPU0])])]]
+    try:
+        names.refresh()
+        clock.advance(1.0)
+        assert names.lookup(UID_B, [GPU0]) is None  # not old-0: the List is older than this uid
+        assert until(lambda: names.lists == 2)
+        assert names.lookup(UID_B, [GPU0]) == PodRef("ml", "new-0", "c")
+    finally:
+        names.close()

@@ -101,7 +101,8 @@ class PodNames:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._asked_at: float | None = None  # when the last List was asked (whatever its answer)
-        self._asked_for: set[str] = set()  # uids a List was asked for as soon as they were seen
+        self._seen: dict[str, float] = {}  # pod uid -> when it was first looked up
+        self._listed_at: float | None = None  # when the List the lookups read was asked
         # The last good List: each GPU's holders (namespace, pod, container), and each pod's containers.
         self._owners: dict[str, tuple[PodRef, ...]] = {}
         self._containers: dict[tuple[str, str], tuple[str, ...]] = {}
@@ -116,10 +117,13 @@ class PodNames:
         the kubelet has not named it. Never waits: a List it wants is asked by the thread."""
         gpus = tuple(gpus)
         with self._lock:
+            new = pod_uid not in self._seen
+            if new:
+                if len(self._seen) > 4096:
+                    self._seen.clear()  # uids of long-gone pods: start over rather than grow
+                self._seen[pod_uid] = self._clock()
             ref = self._match(pod_uid, gpus)
-            known = ref is not None or pod_uid in self._asked_for
-            self._asked_for.add(pod_uid)
-        self._want(urgent=not known)
+        self._want(urgent=new and ref is None)
         return ref
 
     def gpu_owners(self) -> Mapping[str, tuple[PodRef, ...]]:
@@ -128,10 +132,14 @@ class PodNames:
             return dict(self._owners)
 
     def _match(self, pod_uid: str, gpus: tuple[str, ...]) -> PodRef | None:
-        """Called with the lock held: the uid's pod through its GPUs, else as matched before."""
+        """Called with the lock held: the uid's pod through its GPUs, else as matched before.
+
+        A GPU names a uid only by a List asked since the uid was first seen: an older one may still give the GPU
+        to the pod that had it before this one."""
+        fresh = self._listed_at is not None and self._listed_at >= self._seen.get(pod_uid, float("inf"))
         bound_elsewhere = {pod for uid, pod in self._by_uid.items() if uid != pod_uid}
         found: set[PodRef] = set()
-        for gpu in gpus:
+        for gpu in gpus if fresh else ():
             holders = [ref for ref in self._owners.get(gpu, ()) if (ref.namespace, ref.pod) not in bound_elsewhere]
             if len({(ref.namespace, ref.pod) for ref in holders}) == 1:
                 found.update(holders)
@@ -174,7 +182,7 @@ class PodNames:
 
     def refresh(self) -> None:
         """Ask the kubelet once, now, on this thread; what the lookups read is replaced only when it answers."""
-        self._asked_at = self._clock()
+        asked_at = self._asked_at = self._clock()
         try:
             pods = self._lister(self.socket, self._timeout_s)
         except ImportError:
@@ -195,8 +203,7 @@ class PodNames:
             self._containers = containers
             # A pod gone from the node takes its uid's match with it (a uid never comes back).
             self._by_uid = {uid: pod for uid, pod in self._by_uid.items() if pod in containers}
-            if len(self._asked_for) > 4096:
-                self._asked_for.clear()  # uids of long-gone pods: start over rather than grow
+            self._listed_at = asked_at
             self.error = None
             self.lists += 1
 
