@@ -118,6 +118,15 @@ def _gpu_process_to_dict(proc: GpuProcess, host: HostSample | None) -> dict[str,
     return out
 
 
+def gpu_processes_to_dicts(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """Every GPU's processes in one list, each as in `gpus[].processes` with its GPU's index as `gpu`."""
+    return [
+        {"gpu": gpu.index, **_gpu_process_to_dict(proc, snapshot.host)}
+        for gpu in snapshot.gpus
+        for proc in gpu.processes
+    ]
+
+
 def host_to_dict(host: HostSample) -> dict[str, Any]:
     out: dict[str, Any] = {key: getattr(host, key) for key in _HOST_KEYS}
     out["cpu_pct_per_core"] = list(host.cpu_pct_per_core)
