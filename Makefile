@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 # The CPU build of torch: tests and CI run the probes on the CPU; a bare `torch` would pull a multi-GB CUDA build.
 TORCH_CPU := torch==2.13.0
 
-.PHONY: run demo test lint format bench screenshots clean
+.PHONY: run demo test lint format bench screenshots podresources clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,7 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 
 $(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet $(TORCH_CPU)
-	$(BIN)/pip install --quiet -e '.[dev,probes,report,export]'
+	$(BIN)/pip install --quiet -e '.[dev,probes,report,export,k8s]'
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed  ## Start the monitor on the real driver, or on the labelled simulated machine if there is none.
@@ -44,6 +44,9 @@ bench: $(VENV)/.installed-dev
 
 screenshots: $(VENV)/.installed-dev
 	$(BIN)/python scripts/export_screenshots.py
+
+podresources: $(VENV)/.installed-dev  ## Regenerate the kubelet pod-resources modules from the vendored proto.
+	$(BIN)/python scripts/gen_podresources.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -198,3 +198,11 @@ def fmt_ranges(indices: Iterable[int]) -> str:
         else:
             runs.append([index])
     return ",".join(f"{run[0]}-{run[-1]}" if len(run) > 1 else str(run[0]) for run in runs)
+
+
+def fmt_owner(pod: str | None, namespace: str | None, job_id: str | None) -> str | None:
+    """Whose job a GPU process is on a cluster: "ml/train-0" (namespace/pod), the pod's uid where the kubelet
+    could not name it, "job 4242" for a Slurm job; None off a cluster."""
+    if pod is not None:
+        return f"{namespace}/{pod}" if namespace else pod
+    return f"job {job_id}" if job_id is not None else None

@@ -309,7 +309,17 @@ GPU_COUNT_METRIC = "gputui_gpu_count"
 GPU_INFO_METRIC = "gputui_gpu_info"
 GPU_LOST_METRIC = "gputui_gpu_lost"
 GPU_PROCESS_METRIC = "gputui_gpu_process_info"
+# One series per GPU process and GPU it uses (value 1), whose labels say whose job it is: the series to join on
+# (`gputui_process_info * on(hostname, gpu) group_left DCGM_FI_DEV_GPU_UTIL`: each process's GPU with its labels).
+# No other series carries a pod or job label: copied onto every GPU series they would multiply the series count.
 PROCESS_INFO_METRIC = "gputui_process_info"
+# ProcSample field -> its label on PROCESS_INFO_METRIC (dcgm-exporter's own names for the pod's three).
+PROCESS_OWNER_LABELS: tuple[tuple[str, str], ...] = (
+    ("pod", "pod"),
+    ("namespace", "namespace"),
+    ("k8s_container", "container"),
+    ("job_id", "job_id"),
+)
 XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
 UP_METRIC = "gputui_up"
 SOURCE_INFO_METRIC = "gputui_source_info"

@@ -287,7 +287,9 @@ class ProcSample:
     container_pid: int | None = None  # its PID inside that container (the last of NSpid)
     cpus_allowed: tuple[int, ...] | None = None  # where it may run (/proc/PID/status Cpus_allowed_list)
     last_cpu: int | None = None  # where its main thread last ran (/proc/PID/stat field 39)
-    # Who it runs for (issue 22, part ATTRIB fills them): a Kubernetes pod and a Slurm job. None when not known.
+    # Whose job it is on a cluster (gputui/sources/host/attribution.py). On Kubernetes: the pod's name (its uid
+    # when the kubelet's pod-resources API cannot be asked), its namespace (None without the API), and the
+    # container's name (its short id without the API). On Slurm: the job's id, from its cgroup or environment.
     pod: str | None = None
     namespace: str | None = None
     k8s_container: str | None = None

@@ -34,6 +34,8 @@ _HOST_GROUPS = ("container", "psi")
 _HOST_KEYS = tuple(f.name for f in fields(HostSample) if f.name not in ("processes", *_HOST_GROUPS))
 _SYSTEM_KEYS = tuple(f.name for f in fields(SystemInfo) if f.name not in ("container", "topology"))
 _PROC_KEYS = tuple(f.name for f in fields(ProcSample))
+# Whose job a process is (pod or Slurm job): repeated on each GPU's process list, so one object says it whole.
+_OWNER_KEYS = ("pod", "namespace", "k8s_container", "job_id")
 _GPU_PROCESS_KEYS = tuple(f.name for f in fields(GpuProcess))
 _CONTAINER_KEYS = tuple(f.name for f in fields(ContainerInfo))
 G = TypeVar("G", ContainerSample, PsiSample)
@@ -111,7 +113,18 @@ def _gpu_process_to_dict(proc: GpuProcess, host: HostSample | None) -> dict[str,
     out["children"] = host_proc.children if host_proc else None
     out["container"] = host_proc.container if host_proc else None
     out["container_pid"] = host_proc.container_pid if host_proc else None
+    for key in _OWNER_KEYS:
+        out[key] = getattr(host_proc, key) if host_proc else None
     return out
+
+
+def gpu_processes_to_dicts(snapshot: Snapshot) -> list[dict[str, Any]]:
+    """Every GPU's processes in one list, each as in `gpus[].processes` with its GPU's index as `gpu`."""
+    return [
+        {"gpu": gpu.index, **_gpu_process_to_dict(proc, snapshot.host)}
+        for gpu in snapshot.gpus
+        for proc in gpu.processes
+    ]
 
 
 def host_to_dict(host: HostSample) -> dict[str, Any]:

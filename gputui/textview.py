@@ -16,7 +16,17 @@ from rich.table import Table
 from rich.text import Text
 
 from gputui import topology as topo
-from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes, fmt_bytes_pair, fmt_num, fmt_pct, fmt_ranges, fmt_rate
+from gputui.formatting import (
+    HIDDEN_PROCESS,
+    NA,
+    fmt_bytes,
+    fmt_bytes_pair,
+    fmt_num,
+    fmt_owner,
+    fmt_pct,
+    fmt_ranges,
+    fmt_rate,
+)
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
 from gputui.sources.sim.job import is_job_scenario, job_banner
 from gputui.sources.sim.scenarios import SCENARIO_DESCRIPTIONS
@@ -257,6 +267,10 @@ def _joined(proc: GpuProcess, host: ProcSample | None, command: str) -> str:
     if host is not None and host.container:
         inner = f" PID {host.container_pid}" if host.container_pid is not None else ""
         notes.append(f"container {host.container}{inner}")
+    owner = fmt_owner(host.pod, host.namespace, host.job_id) if host is not None else None
+    if host is not None and owner is not None:
+        in_container = f" container {host.k8s_container}" if host.k8s_container else ""
+        notes.append(f"pod {owner}{in_container}" if host.pod is not None else owner)
     return f"[{'; '.join(notes)}] {command}" if notes else command
 
 

@@ -169,6 +169,7 @@ class Outcome:
     verdict: Verdict | None
     findings: tuple[Finding, ...]
     notices: tuple[str, ...] = ()
+    last: Snapshot | None = None  # the last reading: its GPU processes and whose job each is
 
 
 class _Seen:
@@ -188,7 +189,8 @@ class _Seen:
         if self.last is None:
             return Outcome(system, None, ())
         closed = sorted(self.ended.values(), key=lambda f: (-f.severity, f.started_at))
-        return Outcome(self.last.snapshot.system, self.last.verdict, (*self.last.active, *closed), tuple(self.notices))
+        last = self.last.snapshot
+        return Outcome(last.system, self.last.verdict, (*self.last.active, *closed), tuple(self.notices), last)
 
 
 def _diagnose(args: argparse.Namespace, engine: DiagnosticsEngine, recorder: RecordingWriter | None = None) -> Outcome:
@@ -251,7 +253,7 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
     system, verdict, findings = outcome.system, outcome.verdict, outcome.findings
     groups = sort_groups(group_findings(findings, lang))
     if args.json:
-        from gputui.serialize import system_to_dict
+        from gputui.serialize import gpu_processes_to_dicts, system_to_dict
 
         # A finding per GPU (as the exporter's `gpu` label has them), and the rows they make, by index.
         at = {id(f): n for n, f in enumerate(findings)}
@@ -262,6 +264,8 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
             "findings": [finding_to_dict(f) for f in findings],
             "groups": [group_to_dict(g, [at[id(f)] for f in g.findings]) for g in groups],
             "notices": list(outcome.notices),
+            # The GPU processes of the last reading, with their pod or Slurm job: who holds the GPUs judged.
+            "processes": gpu_processes_to_dicts(outcome.last) if outcome.last is not None else [],
         }
         common.print_json(document, ensure_ascii=False)
         return

@@ -40,6 +40,7 @@ from gputui.metric_schema import (
     LOAD_METRICS,
     PROC_FIELDS,
     PROCESS_INFO_METRIC,
+    PROCESS_OWNER_LABELS,
     PSI_FIELDS,
     SOURCE_INFO_METRIC,
     SOURCE_LABEL,
@@ -191,14 +192,20 @@ def _add_host(out: _Families, snapshot: Snapshot, host: Mapping[str, str]) -> No
     for specs, group in ((CONTAINER_FIELDS, sample.container), (PSI_FIELDS, sample.psi)):
         if group is not None:
             out.add_fields(specs, host, group)
+    gpus_of: dict[int, list[str]] = {}
+    for gpu in snapshot.gpus:
+        for gpu_proc in gpu.processes:
+            gpus_of.setdefault(gpu_proc.pid, []).append(str(gpu.index))
     for proc in sample.processes:
         labels = {**host, "pid": str(proc.pid), "name": proc.name}
-        out.add(
-            PROCESS_INFO_METRIC,
-            "A process that uses a GPU, seen from the host.",
-            {**labels, "user": proc.user or "", "state": proc.state or ""},
-            1,
-        )
+        owner = {label: getattr(proc, attr) or "" for attr, label in PROCESS_OWNER_LABELS}
+        for gpu_index in gpus_of.get(proc.pid) or [""]:
+            out.add(
+                PROCESS_INFO_METRIC,
+                "A process that uses a GPU, seen from the host, and whose job it is (pod, Slurm job): join on it.",
+                {**labels, "gpu": gpu_index, "user": proc.user or "", "state": proc.state or "", **owner},
+                1,
+            )
         out.add_fields(PROC_FIELDS, labels, proc)
 
 

@@ -239,6 +239,7 @@ class _Reader:
                     "name": labels.get("name", ""),
                     "user": labels.get("user") or None,
                     "state": labels.get("state") or None,
+                    **{attr: labels.get(label) or None for attr, label in m.PROCESS_OWNER_LABELS},
                 }
         for spec in m.PROC_FIELDS:
             for labels, value in self.by_name.get(spec.name, ()):

@@ -92,9 +92,12 @@ def make_snapshot(system: SystemInfo = SYSTEM, t: float = T0) -> Snapshot:
         read_bytes_s=1.25e8,
         rss_bytes=30 << 30,
         state="R",
+        pod="train-0",
+        namespace="ml",
+        k8s_container="trainer",
     )
     machine = host(
-        [trainer, ProcSample(pid=4300, name="pt_data_worker")],
+        [trainer, ProcSample(pid=4300, name="pt_data_worker", job_id="4711")],
         cpu_pct_per_core=(100.0, 12.5, 0.0, 50.0),
         iowait_pct=7.5,
         load_avg=(3.5, 2.25, 1.0),

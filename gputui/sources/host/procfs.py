@@ -11,6 +11,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 from gputui.model import parse_cpus
@@ -22,9 +23,13 @@ _DEVICE = re.compile(r"/dev/nvidia(\d+)")
 NVIDIA_MAJOR = 195  # the character device major of /dev/nvidia* (Documentation/admin-guide/devices.txt)
 # /dev/nvidia-modeset (254) and /dev/nvidiactl (255) share the major but are no GPU: GPUs are minors 0-253.
 NVIDIA_MODESET_MINOR = 254
-# Docker and containerd name a container by a 64-hex id (12 shown); Kubernetes names the pod by its uid.
+# Docker, containerd and CRI-O name a container by a 64-hex id (12 shown), whatever prefix their cgroup adds
+# (docker-, cri-containerd-, crio-) and the .scope after it under systemd. Kubernetes names the pod by its uid: a
+# UUID, its dashes written as `_` in systemd's slice names, or 32 hex without dashes for a static pod.
 _CONTAINER_ID = re.compile(r"[0-9a-f]{64}")
-_POD_UID = re.compile(r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12})")
+_POD_UID = re.compile(
+    r"pod([0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}|[0-9a-f]{32})(?![0-9a-f])"
+)
 
 
 def device_minors(pid: int, root: Path = Path("/"), *, stop_at: int | None = None) -> frozenset[int] | None:
@@ -167,17 +172,45 @@ def parent_pid(pid: int, root: Path = Path("/")) -> int | None:
     return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
 
 
+@dataclass(frozen=True, slots=True)
+class CgroupIds:
+    """What a process's cgroup path says of the container it runs in; None where it says nothing."""
+
+    pod_uid: str | None = None  # the Kubernetes pod's uid, with dashes
+    container_id: str | None = None  # the whole 64-hex id
+
+
+def cgroup_ids(text: str | None) -> CgroupIds:
+    """The pod uid and container id in /proc/PID/cgroup (any line: v1 lists one per hierarchy, v2 one).
+
+    Both drivers of the kubelet are read: systemd's `kubepods-burstable-pod<uid with _>.slice/cri-containerd-
+    <id>.scope` and cgroupfs's `kubepods/burstable/pod<uid>/<id>`."""
+    if not text:
+        return CgroupIds()
+    pod = _POD_UID.search(text)
+    container = _CONTAINER_ID.search(text)
+    return CgroupIds(
+        pod_uid=pod.group(1).replace("_", "-") if pod else None,
+        container_id=container.group(0) if container else None,
+    )
+
+
+def read_cgroup_text(pid: int, root: Path = Path("/")) -> str | None:
+    """/proc/PID/cgroup; None when it cannot be read (gone, or no /proc)."""
+    return read_text(root / f"proc/{pid}/cgroup")
+
+
 def container_of(pid: int, root: Path = Path("/")) -> str | None:
     """The container a process runs in, from its cgroup path: a 12-hex docker/containerd id or a pod uid;
     None on the host (or unreadable)."""
-    text = read_text(root / f"proc/{pid}/cgroup")
-    if not text:
-        return None
-    pod = _POD_UID.search(text)
-    if pod:
-        return "pod " + pod.group(1).replace("_", "-")
-    found = _CONTAINER_ID.search(text)
-    return found.group(0)[:12] if found else None
+    return container_name(cgroup_ids(read_cgroup_text(pid, root)))
+
+
+def container_name(ids: CgroupIds) -> str | None:
+    """How ProcSample.container names it: "pod <uid>" in a pod, else the container's 12-hex id; None on the host."""
+    if ids.pod_uid is not None:
+        return "pod " + ids.pod_uid
+    return ids.container_id[:12] if ids.container_id else None
 
 
 def inner_pid(pid: int, root: Path = Path("/")) -> int | None:

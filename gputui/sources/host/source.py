@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -22,7 +22,9 @@ import psutil
 
 from gputui.model import ContainerInfo, HostSample, ProcSample
 from gputui.sources.host import procfs
+from gputui.sources.host.attribution import Attribution, Attributor
 from gputui.sources.host.cgroup import CgroupReader, host_oom_kills, read_cgroup, shm_bytes
+from gputui.sources.host.podresources.client import PodNames
 
 # Counting children scans every process on the machine (~5-40 µs each), so the counts of all GPU processes
 # are refreshed together, in one scan, every CHILDREN_EVERY ticks (and for a process when it first appears).
@@ -34,6 +36,8 @@ LINK_EVERY = 30
 # one /proc/PID/schedstat read per GPU process every 5 ticks rather than every tick. Where it may run and last
 # ran (/proc/PID/status and stat) are read on the same ticks: a rule judges them over a window of seconds. So is
 # the CPU time of its children: one /proc/PID/stat each (~4 µs), so 8 ranks of 16 workers add ~0.1 ms a tick.
+# So is whose job it is (pod, Slurm job): its cgroup and environment are read once per process, and only the
+# kubelet's names, which may come later, are looked up again (a dict lookup; the kubelet is asked off this path).
 SCHED_EVERY = 5
 
 
@@ -87,6 +91,9 @@ class _Tracked:
     workers_cpu_s: dict[tuple[int, int], float] | None = None
     workers_at: float = 0.0
     workers_cpu_pct: float | None = None
+    attribution: Attribution = field(
+        default_factory=Attribution
+    )  # as of the last SCHED_EVERY tick (or when first followed)
 
 
 class HostSource:
@@ -98,6 +105,7 @@ class HostSource:
         psutil_module: ModuleType = psutil,
         root: Path = Path("/"),
         cgroup_pid: int | str | None = "self",
+        pod_resources_socket: Path | None = None,
     ):
         self._clock = clock
         self._ps = psutil_module
@@ -105,6 +113,9 @@ class HostSource:
         # Whose cgroup is read: this process's, or (for a monitor that follows one job) the job's; None for none,
         # where this process's group is nobody's job (an exporter in a pod or service of its own).
         self._cgroup_pid = cgroup_pid
+        # The kubelet's pod-resources socket that names pods (podresources.client.default_socket() when None).
+        self._pod_socket = pod_resources_socket
+        self._attrib = Attributor(root)
         self._cgroup: CgroupReader | None = None
         self.container: ContainerInfo | None = None  # that process's cgroup and limits, read by open()
         self._errors: tuple[type[BaseException], ...] = (OSError, NotImplementedError, psutil_module.Error)
@@ -134,13 +145,24 @@ class HostSource:
         self.container = cgroup.info
         self._cgroup = CgroupReader(cgroup, self._root, self._clock)
         self._cgroup.sample()  # the first counters, so the first sample has rates
+        self._attrib.close()
+        self._attrib = Attributor(self._root, PodNames(self._pod_socket))
+
+    @property
+    def pod_names(self) -> PodNames | None:
+        """The kubelet client that names pods (its `error` says why names are missing); None before open()."""
+        return self._attrib.pods
 
     def close(self) -> None:
+        self._attrib.close()
         self._procs = {}
         self._last = None
         self._cpu_pct = ()
 
-    def sample(self, gpu_pids: Collection[int], timestamp: float) -> HostSample:
+    def sample(
+        self, gpu_pids: Collection[int], timestamp: float, gpu_uuids: Mapping[int, Sequence[str]] | None = None
+    ) -> HostSample:
+        """`gpu_uuids`: the UUIDs of the GPUs each process uses, which tell its pod's container by the kubelet."""
         counters = self._read_counters()
         last = self._last if self._last is not None else counters
         self._last = counters
@@ -175,7 +197,7 @@ class HostSource:
             oom_kills=host_oom_kills(self._root),
             container=container,
             psi=psi,
-            processes=self._sample_processes(gpu_pids),
+            processes=self._sample_processes(gpu_pids, gpu_uuids or {}),
         )
         self._tick += 1
         return sample
@@ -220,26 +242,30 @@ class HostSource:
         speeds = [s.speed for name, s in stats.items() if s.isup and s.speed > 0 and not name.startswith("lo")]
         return max(speeds) * 1_000_000 / 8 if speeds else None
 
-    def _sample_processes(self, gpu_pids: Collection[int]) -> tuple[ProcSample, ...]:
+    def _sample_processes(
+        self, gpu_pids: Collection[int], gpu_uuids: Mapping[int, Sequence[str]]
+    ) -> tuple[ProcSample, ...]:
         wanted = set(gpu_pids)
         for pid in [pid for pid in self._procs if pid not in wanted]:
             del self._procs[pid]
+        if self._tick % SCHED_EVERY == 0:
+            self._attrib.retain(wanted)
         out = []
         for pid in sorted(wanted):
-            proc = self._sample_process(pid)
+            proc = self._sample_process(pid, gpu_uuids.get(pid, ()))
             if proc is None:
                 self._procs.pop(pid, None)
             else:
                 out.append(proc)
         return tuple(out)
 
-    def _sample_process(self, pid: int) -> ProcSample | None:
+    def _sample_process(self, pid: int, gpus: Sequence[str]) -> ProcSample | None:
         """One GPU process; None when it is gone (it exited between the driver's list and this read)."""
         ps = self._ps
         try:
             tracked = self._procs.get(pid)
             if tracked is None:
-                tracked = self._follow(pid)
+                tracked = self._follow(pid, gpus)
             elif self._tick % CHILDREN_EVERY == 0:
                 self._count_children(tracked)
                 tracked.threads = self._denied_as_none(tracked.process.num_threads)
@@ -258,10 +284,12 @@ class HostSource:
                     tracked.run_queue_wait_pct = self._run_queue_wait_pct(tracked, now)
                     tracked.workers_cpu_pct = self._workers_cpu_pct(tracked, now)
                     self._read_placement(tracked)
+                    tracked.attribution = self._attrib.attribute(pid, gpus)
+                attribution = tracked.attribution
                 return ProcSample(
                     pid=pid,
                     name=tracked.name,
-                    user=tracked.user,
+                    user=tracked.user or attribution.user,
                     cmdline=tracked.cmdline,
                     cpu_pct=cpu_pct,
                     threads=tracked.threads,
@@ -275,15 +303,21 @@ class HostSource:
                     container_pid=tracked.container_pid,
                     cpus_allowed=tracked.cpus_allowed,
                     last_cpu=tracked.last_cpu,
+                    pod=attribution.pod,
+                    namespace=attribution.namespace,
+                    k8s_container=attribution.k8s_container,
+                    job_id=attribution.job_id,
                 )
         except ps.NoSuchProcess:
             return None
         except ps.AccessDenied:
             return ProcSample(pid=pid, name="?")
 
-    def _follow(self, pid: int) -> _Tracked:
-        """Start following a process: what it is (read once: it does not change), its threads and children."""
+    def _follow(self, pid: int, gpus: Sequence[str]) -> _Tracked:
+        """Start following a process: what it is (read once: it does not change), its threads and children,
+        and whose job it is."""
         process = self._ps.Process(pid)
+        origin = self._attrib.origin(pid)
         with process.oneshot():
             cmdline = self._denied_as_none(process.cmdline)
             tracked = _Tracked(
@@ -292,8 +326,9 @@ class HostSource:
                 user=self._denied_as_none(process.username),
                 cmdline=" ".join(cmdline) if cmdline else None,
                 threads=self._denied_as_none(process.num_threads),
-                container=procfs.container_of(pid, self._root),
+                container=procfs.container_name(origin.ids),
                 container_pid=procfs.inner_pid(pid, self._root),
+                attribution=self._attrib.attribute(pid, gpus),
             )
         self._count_children(tracked)
         self._read_placement(tracked)

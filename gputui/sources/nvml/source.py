@@ -219,6 +219,7 @@ class NvmlSource:
         self._slow_every = slow_every
         self._gpus: list[_Gpu] = []
         self._minors: dict[int, int | None] = {}  # GPU index -> N of /dev/nvidiaN
+        self._uuids: dict[int, str] = {}  # GPU index -> UUID, as the kubelet names the GPU it allocates
         self._system: SystemInfo | None = None
         self._started = False
         self._tick = 0
@@ -264,6 +265,7 @@ class NvmlSource:
             self.close()
             raise
         self._minors = {gpu.index: gpu.info.minor_number if gpu.info else None for gpu in self._gpus}
+        self._uuids = {gpu.index: gpu.info.uuid for gpu in self._gpus if gpu.info is not None and gpu.info.uuid}
         topology = self._read_topology(nvml)
         if self._host is None:
             self._host = HostSource(root=self._root)
@@ -320,6 +322,12 @@ class NvmlSource:
         gpus = tuple(self._sample_gpu(gpu, now, slow, xids.get(gpu.index, ())) for gpu in self._gpus)
         gpus = self._join.join(gpus, self._minors, slow)
         pids = {proc.pid for gpu in gpus for proc in gpu.processes if proc.seen != "hidden"}
+        gpus_of: dict[int, list[str]] = {}  # pid -> the UUIDs of its GPUs, which name its pod's container
+        for gpu_sample in gpus:
+            uuid = self._uuids.get(gpu_sample.index)
+            for proc in gpu_sample.processes:
+                if uuid is not None and proc.seen != "hidden":
+                    gpus_of.setdefault(proc.pid, []).append(uuid)
         events: list[str] = []
         if self._watcher is not None and self._watcher.error is not None and not self._xid_error_reported:
             self._xid_error_reported = True
@@ -332,7 +340,7 @@ class NvmlSource:
             system=self._system,
             gpu_info=tuple(gpu.info for gpu in self._gpus if gpu.info is not None),
             gpus=gpus,
-            host=self._host.sample(pids, now),
+            host=self._host.sample(pids, now, gpus_of),
             events=tuple(events),
         )
 

@@ -27,7 +27,7 @@ DESCRIPTIONS: dict[str, str] = {
     "toggle_diagnostics": "diagnostics pane: show and choose; again: hide",
     "detail": "detail view of the selected GPU: history charts",
     "topo": "topology: NVLink and PCIe paths between the GPUs, P2P, NUMA node, CPUs near each; NVLink traffic",
-    "filter": "filter the processes by user, PID or command",
+    "filter": "filter the processes by user, PID, pod, job or command",
     "sort": "sort the processes by the next column",
     "help": "this help",
     "mark": "while recording (--record): drop a labelled mark into the recording",

@@ -52,7 +52,7 @@ class MainScreen(LeanScreen[None]):
         self.header = StatusHeader(id="header")
         self.gpus = GpuList(id="gpus")
         self.host = HostPanel(id="host")
-        self.filter_box = Input(placeholder="filter processes by user, PID or command", id="filter")
+        self.filter_box = Input(placeholder="filter processes by user, PID, pod, job or command", id="filter")
         self.filter_box.cursor_blink = False
         self.table = ProcessTable(id="processes")
         self.diagnostics = Container(id="diagnostics")

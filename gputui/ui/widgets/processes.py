@@ -17,7 +17,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes_short, fmt_num
+from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes_short, fmt_num, fmt_owner
 from gputui.model import Snapshot
 from gputui.ui.widgets.lines import Line, LineView
 
@@ -45,6 +45,7 @@ class Column:
     width: int  # 0: whatever is left (the command)
     right: bool = True
     optional: bool = False  # shown only while some row has a value in it
+    spare: bool = False  # the first left out when the command would have too little room
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -60,18 +61,23 @@ COLUMNS: tuple[Column, ...] = (
     Column("workers", "WORKERS", 7),
     # Seen from the host: the container or pod a GPU process runs in, and its PID in there.
     Column("container", "CONTAINER", 12, right=False, optional=True),
+    # On a cluster: the pod (namespace/name, or its uid without the kubelet's names) or the Slurm job.
+    Column("owner", "POD/JOB", 20, right=False, optional=True, spare=True),
     Column("user", "USER", 10, right=False),
     Column("command", "COMMAND", 0, right=False),
 )
 # The PID column's mark for a process matched through its open /dev/nvidiaN rather than by NVML's PID.
 DEVICE_MARK = "*"
 GAP = "  "
+# Below this the command is too cut to tell one job from another: the spare columns make room (80x24 keeps it).
+MIN_COMMAND = 20
 
 Row = tuple[Cell, ...]
 
 
 def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
-    """One row per (GPU, process), keyed 'gpu:pid'; `needle` keeps rows whose user, PID or command has it."""
+    """One row per (GPU, process), keyed 'gpu:pid'; `needle` keeps rows whose user, PID, pod or job, or command
+    has it."""
     rows: dict[str, Row] = {}
     needle = needle.lower()
     for gpu in snapshot.gpus:
@@ -83,7 +89,9 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
             command = (host.cmdline or host.name) if host else None
             if proc.seen == "hidden":
                 command = HIDDEN_PROCESS
-            if needle and not any(needle in text.lower() for text in (str(proc.pid), user or "", command or "")):
+            owner = fmt_owner(host.pod, host.namespace, host.job_id) if host else None
+            texts = (str(proc.pid), user or "", owner or "", command or "")
+            if needle and not any(needle in text.lower() for text in texts):
                 continue
             cpu = host.cpu_pct if host else None
             threads = host.threads if host else None
@@ -100,6 +108,7 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
                 Cell(fmt_num(threads, 0), threads),
                 Cell(fmt_num(children, 0), children),
                 Cell(container or "", container),
+                Cell(owner or "", owner),
                 Cell(user or NA, user),
                 Cell(command or NA, command),
             )
@@ -120,6 +129,11 @@ def shown_columns(rows: dict[str, Row]) -> list[int]:
         for n, column in enumerate(COLUMNS)
         if not column.optional or any(row[n].value is not None for row in rows.values())
     ]
+
+
+def _fixed(shown: Sequence[int]) -> int:
+    """The room the columns before the last (the command) take, with their gaps."""
+    return sum(COLUMNS[n].width + len(GAP) for n in shown[:-1])
 
 
 def fit(text: str, width: int, right: bool) -> str:
@@ -208,18 +222,21 @@ class ProcessTable(LineView):
 
     # -- drawing ---------------------------------------------------------------------------------------
 
-    def widths(self, width: int) -> list[int]:
-        """The widths of the columns shown, in order; the last (the command) takes what is left."""
-        columns = [COLUMNS[n] for n in self.shown]
-        fixed = sum(c.width + len(GAP) for c in columns[:-1])
-        return [c.width or max(10, width - fixed) for c in columns]
+    def columns_at(self, width: int) -> list[tuple[int, int]]:
+        """(column index, width) of the columns drawn at `width`, in order; the last (the command) takes what
+        is left, and the spare columns are left out when that would be under MIN_COMMAND."""
+        shown = self.shown
+        if width - _fixed(shown) < MIN_COMMAND:
+            shown = [n for n in shown if not COLUMNS[n].spare]
+        fixed = _fixed(shown)
+        return [(n, COLUMNS[n].width or max(10, width - fixed)) for n in shown]
 
     def build_lines(self, width: int) -> Sequence[Line]:
         if self.empty:
             return [[("GPU processes: none", LABEL)]]  # one line, no header: the room goes to what has content
-        widths = self.widths(width)
+        layout = self.columns_at(width)
         header: Line = []
-        for n, (index, w) in enumerate(zip(self.shown, widths, strict=True)):
+        for n, (index, w) in enumerate(layout):
             column = COLUMNS[index]
             if n:
                 header.append((GAP, ""))
@@ -237,7 +254,7 @@ class ProcessTable(LineView):
             cells = self.rows[row_key]
             style = "reverse" if row_key == self.cursor and self.has_focus else ""
             line: Line = []
-            for n, (index, w) in enumerate(zip(self.shown, widths, strict=True)):
+            for n, (index, w) in enumerate(layout):
                 if n:
                     line.append((GAP, style))
                 line.append((fit(cells[index].shown, w, COLUMNS[index].right), style))
@@ -255,7 +272,7 @@ class ProcessTable(LineView):
         if event.y != 0:
             return
         x = 0
-        for index, w in zip(self.shown, self.widths(self.known_width), strict=True):
+        for index, w in self.columns_at(self.known_width):
             if event.x < x + w + len(GAP):
                 self.sort_by(index)
                 return
