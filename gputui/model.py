@@ -259,6 +259,9 @@ class GpuSample:
     nvlink_recovery_errors: int | None = None
     nvlink_crc_errors: int | None = None  # CRC flit + CRC data
     processes: tuple[GpuProcess, ...] = ()
+    # The Kubernetes pod that uses it ("namespace/pod"), where the exporter labels its series with one and lists
+    # no processes (dcgm-exporter): the one sign of a holder on such a node. None where not said.
+    pod: str | None = None
 
     @property
     def clock_event_reasons(self) -> tuple[str, ...] | None:

@@ -16,6 +16,7 @@ from gputui.commands import common
 from gputui.diagnostics.catalog import severity_label, text
 from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.diagnostics.findings import Finding, Severity, finding_to_dict, format_evidence
+from gputui.diagnostics.fleet import NodeWindow, fleet_finding_to_dict, fleet_findings
 from gputui.diagnostics.groups import group_findings, sort_groups
 from gputui.diagnostics.verdict import verdict_to_dict
 from gputui.formatting import fmt_duration
@@ -83,12 +84,10 @@ def run(args: argparse.Namespace, config: DiagnosticsConfig, lang: str) -> int:
 
 
 def _fleet_findings(nodes: Sequence[NodeDiagnosis], lang: str) -> list[tuple[Severity, dict[str, Any]]]:
-    """The fleet's own findings (straggler, idle_allocated), each its severity and its JSON: none yet.
-
-    gputui.diagnostics.fleet (fleet_findings over NodeWindow(host, source, snapshots, open findings), and
-    fleet_finding_to_dict) is built on another branch; the lead wires it here at merge.
-    """
-    return []
+    """The fleet's own findings (straggler, idle_allocated) over every node's window, each its severity (for the
+    exit code) and its JSON."""
+    windows = [NodeWindow(node.host, node.source, node.snapshots, node.open) for node in nodes]
+    return [(f.severity, fleet_finding_to_dict(f)) for f in fleet_findings(windows, lang)]
 
 
 def _node_dict(node: NodeDiagnosis) -> dict[str, Any]:

@@ -344,7 +344,11 @@ def _idle_allocated(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable
         if not run or run[-1].timestamp - run[0].timestamp < th.idle_allocation_s:
             continue
         holders = _compute(run[-1])
-        owner = _owner(holders, g.node.snapshots[-1].host.processes, lang)
+        pod = run[-1].pod
+        if holders or pod is None:
+            owner = _owner(holders, g.node.snapshots[-1].host.processes, lang)
+        else:  # no process list (dcgm-exporter), but its pod labels name who holds it
+            owner = text("fleet.owner.pod", lang, pod=pod)
         memory = sum(p.used_memory_bytes or 0 for p in holders)
         held.setdefault((g.node.host, owner), []).append(_Held(g, tuple(run), memory))
     for (host, owner), found in sorted(held.items(), key=lambda item: item[0]):
@@ -380,13 +384,19 @@ def _compute(sample: GpuSample) -> tuple[GpuProcess, ...]:
 
 
 def _idle_run(series: Sequence[GpuSample], th: Thresholds) -> list[GpuSample]:
-    """The newest readings, back from the latest, in which a compute process held the GPU and it did nothing:
-    utilization, and SM or engine activity where reported, under `idle_util_pct`. Not reported is not idle."""
+    """The newest readings, back from the latest, in which a compute process (or, where no process is listed, a
+    pod by the exporter's labels) held the GPU and it did nothing: utilization, and SM or engine activity where
+    reported, under `idle_util_pct`. Not reported is not idle."""
     run: list[GpuSample] = []
     for s in reversed(series):
         util = s.utilization_gpu_pct
         active = [v for v in (s.sm_active_pct, s.gr_engine_active_pct) if v is not None]
-        if not _compute(s) or util is None or util >= th.idle_util_pct or any(v >= th.idle_util_pct for v in active):
+        if (
+            not (_compute(s) or s.pod is not None)
+            or util is None
+            or util >= th.idle_util_pct
+            or any(v >= th.idle_util_pct for v in active)
+        ):
             break
         run.append(s)
     run.reverse()

@@ -20,7 +20,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from gputui import metric_schema as m
@@ -256,7 +256,7 @@ def _reading(host: str, by_name: dict[str, list[tuple[Labels, float]]], at: floa
         by_name = {
             name: [s for s in found if s[0].get(INSTANCE_LABEL) in gputui_instances] for name, found in by_name.items()
         }
-    snapshot = read_snapshot(by_name, fallback_hostname=host, now=at)
+    snapshot = _with_pods(read_snapshot(by_name, fallback_hostname=host, now=at), _owners(by_name))
     instances = [labels.get(INSTANCE_LABEL) for found in by_name.values() for labels, _ in found]
     return HostReading(
         host=host,
@@ -265,6 +265,21 @@ def _reading(host: str, by_name: dict[str, list[tuple[Labels, float]]], at: floa
         instance=next((i for i in instances if i), None),
         owners=_owners(by_name),
     )
+
+
+def _with_pods(snapshot: Snapshot, owners: Mapping[int, Mapping[str, str]]) -> Snapshot:
+    """Each GPU marked with the pod the exporter's labels say uses it, so a rule can name a holder there."""
+    if not owners:
+        return snapshot
+    gpus = tuple(
+        replace(g, pod=_pod_name(owners[g.index])) if g.index in owners and not g.lost else g for g in snapshot.gpus
+    )
+    return replace(snapshot, gpus=gpus)
+
+
+def _pod_name(owner: Mapping[str, str]) -> str:
+    pod = owner.get("pod") or owner.get("container") or "?"
+    return f"{owner['namespace']}/{pod}" if owner.get("namespace") else pod
 
 
 def _owners(by_name: Mapping[str, Sequence[tuple[Labels, float]]]) -> dict[int, dict[str, str]]:
