@@ -68,6 +68,21 @@ class HostState:
     def reachable(self) -> bool:
         return self.snapshot is not None
 
+    def judged(self, tick: Tick, now: float) -> HostState:
+        """This server with a new reading and what its diagnostics made of it, read at `now`."""
+        return HostState(
+            self.target,
+            self.url,
+            tick.snapshot,
+            tick.active,
+            tick.closed,
+            tick.verdict,
+            last_ok=now,
+            last_attempt=now,
+            source=self.source,
+            recent=with_reading(self.recent, tick.snapshot),
+        )
+
     @property
     def name(self) -> str:
         """The server's own hostname once known, else the address it was given as."""
@@ -174,17 +189,7 @@ class FleetPoller:
             return HostState(
                 previous.target, previous.url, snapshot=None, error=str(exc), last_ok=previous.last_ok, last_attempt=now
             )
-        return HostState(
-            previous.target,
-            previous.url,
-            tick.snapshot,
-            tick.active,
-            tick.closed,
-            tick.verdict,
-            last_ok=now,
-            last_attempt=now,
-            recent=with_reading(previous.recent, tick.snapshot),
-        )
+        return previous.judged(tick, now)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True)
@@ -263,18 +268,7 @@ class PrometheusPoller:
             if found is not None:
                 tick = self._judge(host, found.snapshot)
                 url = f"//{found.instance}" if found.instance else self.client.url
-                self._states[host] = HostState(
-                    host,
-                    url,
-                    found.snapshot,
-                    tick.active,
-                    tick.closed,
-                    tick.verdict,
-                    last_ok=now,
-                    last_attempt=now,
-                    source=found.source,
-                    recent=with_reading(state.recent, found.snapshot),
-                )
+                self._states[host] = replace(state, url=url, source=found.source).judged(tick, now)
             else:
                 why = reading.unreadable.get(host, VANISHED)
                 self._states[host] = replace(
