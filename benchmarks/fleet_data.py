@@ -57,7 +57,7 @@ class FleetParams:
 
     def key(self) -> str:
         """A short hash of everything but `end` (a cached TSDB is reused whatever its age)."""
-        fields = {k: v for k, v in asdict(self).items() if k != "end"}
+        fields = {k: v for k, v in asdict(self).items() if k != "end"} | {"version": DATA_VERSION}
         return hashlib.sha256(repr(sorted(fields.items())).encode()).hexdigest()[:12]
 
 
@@ -69,19 +69,26 @@ def node_kind(i: int, params: FleetParams) -> Kind:
     return "gputui" if i % params.gputui_every == 0 else "dcgm-exporter"
 
 
-# Where the findings are planted, as node index modulo 50: on every 50 nodes one slow node, one slow GPU, one node
-# whose job holds four GPUs and leaves them idle, and one node with two free idle GPUs.
-SLOW_NODE, SLOW_GPU_NODE, IDLE_ALLOCATED_NODE, FREE_GPUS_NODE = 17, 34, 23, 11
+# Where the findings are planted, as node index modulo 50: on every 50 nodes one slow node, one slow GPU, two
+# nodes whose job holds four GPUs and leaves them idle (a dcgm-exporter node, where only its pod labels say who
+# holds them, and a gputui node, where its processes do), and one node with two free idle GPUs. All within the
+# first 8 nodes, so that a small fleet in a test holds every one of them beside healthy peers of both kinds.
+SLOW_NODE, SLOW_GPU_NODE, FREE_GPUS_NODE = 3, 4, 7
+IDLE_ALLOCATED_NODES = (5, 6)  # with gputui_every=2: 5 runs dcgm-exporter, 6 gputui
 SLOW_GPU = 5
+IDLE_ALLOCATED_GPUS = (4, 5, 6, 7)
+FREE_GPUS = (6, 7)
+# Part of the cache key (FleetParams.key): a change to what is planted or how must not reuse an older TSDB.
+DATA_VERSION = 2
 
 
 def gpu_state(node: int, gpu: int) -> GpuState:
     where = node % 50
     if where == SLOW_NODE or (where == SLOW_GPU_NODE and gpu == SLOW_GPU):
         return "slow"
-    if where == IDLE_ALLOCATED_NODE and gpu >= 4:
+    if where in IDLE_ALLOCATED_NODES and gpu in IDLE_ALLOCATED_GPUS:
         return "idle_allocated"
-    if where == FREE_GPUS_NODE and gpu >= 6:
+    if where == FREE_GPUS_NODE and gpu in FREE_GPUS:
         return "idle"
     return "busy"
 
@@ -113,8 +120,11 @@ class Series:
     wobble: float = 0.0  # +- this much around base, sample to sample
     rate: float = 0.0  # added per second (counters)
     integer: bool = True
+    clock: bool = False  # the value is the sample's own unix time (gputui's reading timestamp)
 
-    def value(self, k: int, step_s: int, seed: int) -> float:
+    def value(self, k: int, step_s: int, seed: int, at: float = 0.0) -> float:
+        if self.clock:
+            return float(at)
         v = self.base + self.rate * k * step_s
         if self.wobble:
             v += self.wobble * _JITTER[(seed + k * 7) % len(_JITTER)]
@@ -336,7 +346,7 @@ _WOBBLE = {"utilization_gpu_pct": 2.0, "power_w": 30.0, "temperature_c": 2.0}
 
 def gputui_series(node: int, template: list[tuple[str, dict[str, str], float]]) -> Iterator[Series]:
     """The template's series renamed to `node`, with the planted states applied; a free GPU has no process."""
-    from gputui.metric_schema import GPU_PROCESS_FIELDS, GPU_SAMPLE_FIELDS, HOSTNAME_LABEL
+    from gputui.metric_schema import GPU_PROCESS_FIELDS, GPU_SAMPLE_FIELDS, HOSTNAME_LABEL, TIMESTAMP_METRIC
 
     attr = {f.name: f.attr for f in (*GPU_SAMPLE_FIELDS, *GPU_PROCESS_FIELDS)}
     cumulative = {f.name for f in GPU_SAMPLE_FIELDS if f.cumulative}
@@ -367,7 +377,9 @@ def gputui_series(node: int, template: list[tuple[str, dict[str, str], float]]) 
             rate = _ENERGY_MJ_PER_S * factors.get("power_w", 1.0)
         body = ",".join(f'{k}="{v}"' for k, v in labels.items())
         wobble = _WOBBLE.get(what, 0.0) if value and name not in cumulative else 0.0
-        yield Series(f"{name}{{{body}}}", value, wobble, rate, False)
+        # The reading's own time moves with every sample, as the exporter's does: the engine's windows are timed
+        # by it, and a fixed one would make a node's whole history a single reading.
+        yield Series(f"{name}{{{body}}}", value, wobble, rate, False, clock=name == TIMESTAMP_METRIC)
 
 
 def fleet_series(params: FleetParams) -> Iterator[tuple[int, Series]]:
@@ -389,9 +401,10 @@ def write_openmetrics(out: TextIO, params: FleetParams) -> tuple[int, int]:
     everything = list(fleet_series(params))
     start = params.end - (params.samples - 1) * params.step_s
     for k in range(params.samples):
-        ts = f" {start + k * params.step_s}\n"
+        at = start + k * params.step_s
+        ts = f" {at}\n"
         out.write(
-            "".join(f"{s.prefix} {_fmt(s.value(k, params.step_s, seed), s.integer)}{ts}" for seed, s in everything)
+            "".join(f"{s.prefix} {_fmt(s.value(k, params.step_s, seed, at), s.integer)}{ts}" for seed, s in everything)
         )
     out.write("# EOF\n")
     return len(everything), len(everything) * params.samples

@@ -6,7 +6,9 @@ labels, staleness, the API's JSON) is Prometheus's own behaviour. Two ways to st
 
 - `running_prometheus(targets=[...])`: scraping the given `host:port` targets every second;
 - `prometheus_on_tsdb(storage)`: serving a TSDB made beforehand with `build_tsdb` (promtool's backfill from
-  OpenMetrics), for history and the 200-node bench.
+  OpenMetrics), for history and the 200-node bench;
+- `stoppable_prometheus(targets=[...])`: as `running_prometheus`, but the test can stop it and start it again on
+  the same port and storage (an outage).
 
 Where a binary is missing, `PrometheusMissing` says so; `require()` turns that into a skip with the reason, or into
 a failure when the environment variable CI is set, so CI can never skip these tests silently.
@@ -142,6 +144,52 @@ def running_prometheus(
             yield prom
 
 
+class StoppablePrometheus:
+    """A real Prometheus that a test stops and starts again, on the same port and the same storage: an outage
+    that its clients see as refused connections, then the same server back with its data."""
+
+    def __init__(self, config: Path, storage: Path, workdir: Path, *, ready_timeout: float = READY_TIMEOUT_S) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.storage = storage
+        self._argv = _argv(config, storage, self.port)
+        self._workdir = workdir
+        self._log = workdir / "prometheus.log"
+        self._ready_timeout = ready_timeout
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def running(self) -> RunningPrometheus:
+        return RunningPrometheus(url=self.url, storage=self.storage, log=self._log)
+
+    def start(self) -> None:
+        """Start it (again) and wait until it is ready; the log is appended to, not replaced."""
+        assert self._process is None or self._process.poll() is not None, "already running"
+        with self._log.open("ab") as out:
+            self._process = subprocess.Popen(
+                self._argv, stdout=out, stderr=subprocess.STDOUT, cwd=self._workdir, env=_env()
+            )
+        _wait_ready(self._process, self.url, self._log, self._ready_timeout)
+
+    def stop(self) -> None:
+        if self._process is not None:
+            _stop(self._process)
+
+
+@contextmanager
+def stoppable_prometheus(targets: Sequence[str], *, interval: str = "1s") -> Iterator[StoppablePrometheus]:
+    """A started StoppablePrometheus scraping `targets` every `interval`, always stopped and removed after."""
+    with tempfile.TemporaryDirectory(prefix="gputui-prometheus-") as tmp:
+        config = Path(tmp) / "prometheus.yml"
+        config.write_text(scrape_config(targets, interval=interval))
+        server = StoppablePrometheus(config, Path(tmp) / "data", Path(tmp))
+        try:
+            server.start()
+            yield server
+        finally:
+            server.stop()
+
+
 @contextmanager
 def prometheus_on_tsdb(
     storage: Path, *, lookback_delta: str | None = None, ready_timeout: float = 60.0
@@ -181,14 +229,7 @@ def _serve(
 ) -> Iterator[RunningPrometheus]:
     port = free_port()
     log = workdir / "prometheus.log"
-    argv = [
-        binary("prometheus"),
-        f"--config.file={config}",
-        f"--storage.tsdb.path={storage}",
-        f"--web.listen-address=127.0.0.1:{port}",
-        "--log.level=warn",
-        *extra,
-    ]
+    argv = [*_argv(config, storage, port), *extra]
     with log.open("wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=workdir, env=_env())
     try:
@@ -197,6 +238,16 @@ def _serve(
         yield RunningPrometheus(url=url, storage=storage, log=log)
     finally:
         _stop(process)
+
+
+def _argv(config: Path, storage: Path, port: int) -> list[str]:
+    return [
+        binary("prometheus"),
+        f"--config.file={config}",
+        f"--storage.tsdb.path={storage}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--log.level=warn",
+    ]
 
 
 def _env() -> Mapping[str, str]:
