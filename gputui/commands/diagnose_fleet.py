@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from gputui.commands import common
 from gputui.diagnostics.catalog import severity_label, text
-from gputui.diagnostics.config import DiagnosticsConfig
+from gputui.diagnostics.config import DiagnosticsConfig, for_step
 from gputui.diagnostics.findings import Finding, Severity, finding_to_dict, format_evidence
 from gputui.diagnostics.fleet import NodeWindow, fleet_finding_to_dict, fleet_findings
 from gputui.diagnostics.groups import group_findings, sort_groups
@@ -55,7 +55,8 @@ def run(args: argparse.Namespace, config: DiagnosticsConfig, lang: str) -> int:
         where = " for --match" if args.match else ""
         print(f"gputui: {client.url}: no gputui or dcgm-exporter series in the window{where}", file=sys.stderr)
         return common.EXIT_NO_DRIVER
-    nodes = diagnose_history(history, lambda: DiagnosticsEngine(config, lang).update)
+    judged = for_step(config, step)
+    nodes = diagnose_history(history, lambda: DiagnosticsEngine(judged, lang).update)
     fleet = _fleet_findings(nodes, lang)
     notices = (*client.notices, *(f"Prometheus warns (partial data): {w}" for w in history.warnings))
     if args.json:

@@ -45,6 +45,22 @@ class DiagnosticsConfig:
     history_size: int = 20  # closed findings kept
 
 
+# Readings a rule's window holds at the least when readings come far apart (Prometheus's history, 15 s a step).
+WINDOW_READINGS = 4
+
+
+def for_step(config: DiagnosticsConfig, step_s: float) -> DiagnosticsConfig:
+    """The config for readings `step_s` apart: each rule's window holds WINDOW_READINGS of them at the least, and
+    the verdict settles over one step. At 15 s a step the 10 s window holds one reading, and no rule can tell a
+    pattern from a moment in one: the verdict stays unknown and windowed findings never open."""
+    th = config.thresholds
+    window_s = max(th.window_s, WINDOW_READINGS * step_s)
+    settle_s = max(th.verdict_settle_s, step_s)
+    if (window_s, settle_s) == (th.window_s, th.verdict_settle_s):
+        return config
+    return replace(config, thresholds=replace(th, window_s=window_s, verdict_settle_s=settle_s))
+
+
 _THRESHOLD_KEYS = {f.name for f in fields(Thresholds)}
 _TOP_KEYS = {"disabled", "thresholds", "open_after_s", "close_after_s", "history_size"}
 
