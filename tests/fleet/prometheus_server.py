@@ -26,10 +26,12 @@ import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from tests.fleet.targets import gputui_exporter, served_page, stop_process
 
 MISSING_REASON = "Debian's prometheus package is not installed ({name} not found); .ci/run installs it"
 READY_TIMEOUT_S = 20.0
@@ -173,7 +175,7 @@ class StoppablePrometheus:
 
     def stop(self) -> None:
         if self._process is not None:
-            _stop(self._process)
+            stop_process(self._process, STOP_TIMEOUT_S)
 
 
 @contextmanager
@@ -237,7 +239,7 @@ def _serve(
         _wait_ready(process, url, log, ready_timeout)
         yield RunningPrometheus(url=url, storage=storage, log=log)
     finally:
-        _stop(process)
+        stop_process(process, STOP_TIMEOUT_S)
 
 
 def _argv(config: Path, storage: Path, port: int) -> list[str]:
@@ -270,19 +272,31 @@ def _wait_ready(process: subprocess.Popen[bytes], url: str, log: Path, timeout: 
     raise RuntimeError(f"prometheus was not ready at {url} within {timeout:.0f} s:\n{_tail(log)}")
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM (Prometheus closes its TSDB cleanly), then SIGKILL when it takes too long: never left running."""
-    if process.poll() is None:
-        process.terminate()
-        try:
-            process.wait(timeout=STOP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=STOP_TIMEOUT_S)
-
-
 def _tail(log: Path, lines: int = 20) -> str:
     try:
         return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
     except OSError:
         return "(no log)"
+
+
+@dataclass(frozen=True, slots=True)
+class ScrapedFleet:
+    """A real Prometheus scraping two real `gputui export` children (the default `hostname` label, and the
+    legacy `Hostname`) and the canned dcgm-exporter page; each target as `host:port`."""
+
+    prom: RunningPrometheus
+    healthy: str  # `--demo healthy`, 2 GPUs: host sim-healthy
+    legacy: str  # `--demo idle --legacy-hostname-label`, 2 GPUs: host sim-idle
+    dcgm: str  # the canned page: DCGM_HOST, 8 GPUs
+
+
+@contextmanager
+def scraped_fleet() -> Iterator[ScrapedFleet]:
+    with ExitStack() as stack:
+        healthy = stack.enter_context(gputui_exporter("--demo", "healthy", "--demo-gpus", "2"))
+        legacy = stack.enter_context(
+            gputui_exporter("--demo", "idle", "--demo-gpus", "2", "--legacy-hostname-label", "--interval", "0.5")
+        )
+        dcgm = stack.enter_context(served_page())
+        prom = stack.enter_context(running_prometheus(targets=[healthy, legacy, dcgm]))
+        yield ScrapedFleet(prom, healthy, legacy, dcgm)

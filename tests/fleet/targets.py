@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 DCGM_PAGE = Path(__file__).parent / "data" / "dcgm-exporter.prom"
@@ -29,6 +30,18 @@ DCGM_FREE_GPUS = ("6", "7")
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
 _URL = re.compile(r"at http://(127\.0\.0\.1:\d+)/metrics")
+
+
+def stop_process(process: subprocess.Popen[Any], timeout: float) -> None:
+    """SIGTERM (an exporter or Prometheus closes cleanly), then SIGKILL when it takes longer than `timeout`: a
+    child of the tests is never left running."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=timeout)
 
 
 @contextmanager
@@ -47,13 +60,7 @@ def gputui_exporter(*args: str) -> Iterator[str]:
     try:
         yield _wait_serving(child)
     finally:
-        if child.poll() is None:
-            child.terminate()
-            try:
-                child.wait(timeout=STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                child.kill()
-                child.wait(timeout=STOP_TIMEOUT_S)
+        stop_process(child, STOP_TIMEOUT_S)
         assert child.stderr is not None
         child.stderr.close()
 

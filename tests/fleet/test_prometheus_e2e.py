@@ -50,7 +50,7 @@ from gputui.sources.prometheus.fleet import (
     read_history,
     selectors,
 )
-from tests.fleet.prometheus_server import build_tsdb, prometheus_on_tsdb, running_prometheus, stoppable_prometheus
+from tests.fleet.prometheus_server import build_tsdb, prometheus_on_tsdb, scraped_fleet, stoppable_prometheus
 from tests.fleet.targets import DCGM_HOST, DCGM_PAGE, ROOT, gputui_exporter, served_page
 
 MIB = 1 << 20
@@ -110,13 +110,8 @@ def percentages(gpu: GpuSample) -> dict[str, float]:
 
 @pytest.mark.usefixtures("prometheus_installed")
 def test_read_fleet_finds_each_exporters_hosts_in_the_models_units() -> None:
-    with ExitStack() as stack:
-        healthy = stack.enter_context(gputui_exporter("--demo", "healthy", "--demo-gpus", "2"))
-        legacy = stack.enter_context(
-            gputui_exporter("--demo", "idle", "--demo-gpus", "2", "--legacy-hostname-label", "--interval", "0.5")
-        )
-        dcgm = stack.enter_context(served_page())
-        prom = stack.enter_context(running_prometheus(targets=[healthy, legacy, dcgm]))
+    with scraped_fleet() as fleet:
+        prom, healthy, legacy, dcgm = fleet.prom, fleet.healthy, fleet.legacy, fleet.dcgm
         client = CountingClient(prom.url)
 
         def complete(reading: FleetReading) -> bool:

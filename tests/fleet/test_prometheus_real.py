@@ -11,7 +11,6 @@ import re
 import time
 import urllib.error
 import urllib.request
-from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from tests.fleet.prometheus_server import (
     prometheus_on_tsdb,
     require,
     running_prometheus,
+    scraped_fleet,
 )
 from tests.fleet.targets import (
     DCGM_BUSY_GPUS,
@@ -38,7 +38,6 @@ from tests.fleet.targets import (
     DCGM_HELD_IDLE_GPUS,
     DCGM_HOST,
     DCGM_PAGE,
-    gputui_exporter,
     served_page,
 )
 
@@ -55,13 +54,8 @@ def by(result: list[dict[str, object]], label: str) -> dict[str, dict[str, str]]
 
 @pytest.mark.usefixtures("prometheus_installed")
 def test_two_gputui_exporters_and_dcgm_page_arrive_with_their_host_labels() -> None:
-    with ExitStack() as stack:
-        healthy = stack.enter_context(gputui_exporter("--demo", "healthy", "--demo-gpus", "2"))
-        legacy = stack.enter_context(
-            gputui_exporter("--demo", "idle", "--demo-gpus", "2", "--legacy-hostname-label", "--interval", "0.5")
-        )
-        dcgm = stack.enter_context(served_page())
-        prom = stack.enter_context(running_prometheus(targets=[healthy, legacy, dcgm]))
+    with scraped_fleet() as fleet:
+        prom, healthy, legacy, dcgm = fleet.prom, fleet.healthy, fleet.legacy, fleet.dcgm
 
         up = by(prom.wait_for("up == 1", count=3), "instance")
         assert set(up) == {healthy, legacy, dcgm}
