@@ -5,9 +5,9 @@ query per metric name, never one per host; the names are gputui's and dcgm-expor
 gputui/metric_schema.py (and each older spelling in READ_ALIASES). Series are grouped by host, and each host's
 series become a Snapshot through the same reader as a scraped /metrics page (gputui/sources/series.py).
 
-Hosts are named by the label `hostname`, else `Hostname` (dcgm-exporter before 2026), else the address Prometheus
-scraped (`instance`). Prometheus renames a label the exporter wrote when it clashes with one of the target's
-(`honor_labels: false`, the default): `exported_pod`, `exported_instance`... are read as the exporter's own.
+Hosts are named by the label `hostname`, else `Hostname` (what dcgm-exporter's releases write), else the address
+Prometheus scraped (`instance`). Prometheus renames a label the exporter wrote when it clashes with one of the
+target's (`honor_labels: false`, the default): `exported_pod`, `exported_instance`... are read as the exporter's own.
 
 A node that runs dcgm-exporter and not gputui gives GPU readings only: its host CPU, memory and processes are
 None (never 0) and its source says why (NOT_FROM_DCGM).
@@ -122,10 +122,7 @@ class HostReading:
     source: NodeSource
     snapshot: Snapshot
     instance: str | None  # the address Prometheus scraped (its exporter), when the series say it
-    # GPU index -> dcgm-exporter's pod/namespace/container labels where it writes them (a GPU a pod uses). A target
-    # with pod labels of its own is known by the exported_pod of a GPU in use; while no pod uses any of its GPUs,
-    # the exporter pod's own labels cannot be told from a workload's and read as one.
-    owners: Mapping[int, Mapping[str, str]]
+    owners: Mapping[int, Mapping[str, str]]  # GPU index -> its pod, namespace and container labels (_owners)
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,7 +206,8 @@ def _warnings(results: Iterable[QueryResult]) -> tuple[str, ...]:
 
 def exporter_labels(labels: Labels) -> dict[str, str]:
     """The labels as the exporter wrote them: `exported_X` (renamed by Prometheus on a clash) read as X. Series
-    with no renamed label (most: a refresh of 200 nodes reads ~75,000 series) come back as they came."""
+    with no renamed label (most: a refresh of 200 nodes reads ~75,000 series) come back as they came, not copied:
+    callers must not change them."""
     for key in labels:
         if key.startswith(EXPORTED):
             break
@@ -247,9 +245,8 @@ def _by_host(series: Iterable[tuple[Labels, float]]) -> dict[str, dict[str, list
         name = labels.get("__name__")
         if key is None or name is None:
             continue
-        if instance in clashing and not renamed:
-            for owner in OWNER_LABELS:
-                labels.pop(owner, None)
+        if instance in clashing and not renamed:  # a copy: the labels may be the answer's own, shared by steps
+            labels = {key: value for key, value in labels.items() if key not in OWNER_LABELS}
         out[key][name].append((labels, value))
     return out
 
@@ -262,14 +259,15 @@ def _reading(host: str, by_name: dict[str, list[tuple[Labels, float]]], at: floa
         by_name = {
             name: [s for s in found if s[0].get(INSTANCE_LABEL) in gputui_instances] for name, found in by_name.items()
         }
-    snapshot = _with_pods(read_snapshot(by_name, fallback_hostname=host, now=at), _owners(by_name))
+    owners = _owners(by_name)
+    snapshot = _with_pods(read_snapshot(by_name, fallback_hostname=host, now=at), owners)
     instances = [labels.get(INSTANCE_LABEL) for found in by_name.values() for labels, _ in found]
     return HostReading(
         host=host,
         source=source,
         snapshot=snapshot,
         instance=next((i for i in instances if i), None),
-        owners=_owners(by_name),
+        owners=owners,
     )
 
 
@@ -289,7 +287,9 @@ def _pod_name(owner: Mapping[str, str]) -> str:
 
 
 def _owners(by_name: Mapping[str, Sequence[tuple[Labels, float]]]) -> dict[int, dict[str, str]]:
-    """The pod dcgm-exporter says uses each GPU (its pod, namespace and container labels), where it says one."""
+    """The pod dcgm-exporter says uses each GPU (its pod, namespace and container labels), where it says one. A
+    target with pod labels of its own is known by the exported_pod of a GPU in use; while no pod uses any of its
+    GPUs, the exporter pod's own labels cannot be told from a workload's and read as one."""
     out: dict[int, dict[str, str]] = {}
     for spec in m.GPU_SAMPLE_FIELDS:
         for labels, _ in by_name.get(spec.name, ()):
