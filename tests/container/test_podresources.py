@@ -245,7 +245,11 @@ def test_the_committed_modules_are_what_the_proto_generates(tmp_path: Path) -> N
         assert generated.read_text() == committed.read_text(), f"{committed.name} is stale: run make podresources"
 
 
-def test_the_driver_source_names_its_processes_pods(kubelet: tuple[Kubelet, Path], tmp_path: Path) -> None:
+# "self": the monitor; None: the exporter's DaemonSet (--ignore-own-cgroup), which reads no cgroup of its own.
+@pytest.mark.parametrize("own_cgroup", ["self", None])
+def test_the_driver_source_names_its_processes_pods(
+    kubelet: tuple[Kubelet, Path], tmp_path: Path, own_cgroup: str | None
+) -> None:
     """End to end: the driver lists a process on GPU 0, its cgroup says which pod, the kubelet which name."""
     from gputui.sources.host.source import HostSource
     from gputui.sources.nvml.source import NvmlSource
@@ -261,7 +265,7 @@ def test_the_driver_source_names_its_processes_pods(kubelet: tuple[Kubelet, Path
     ps = FakePsutil()
     ps.processes[4242] = FakeProcess(4242)
     clock = Clock(1000.0)
-    host = HostSource(clock=clock, psutil_module=ps, root=root, pod_resources_socket=socket)  # type: ignore[arg-type]
+    host = HostSource(clock=clock, psutil_module=ps, root=root, cgroup_pid=own_cgroup, pod_resources_socket=socket)  # type: ignore[arg-type]
     source = NvmlSource(pynvml=nvml, host=host, clock=clock, root=root, slow_every=1)
     source.open()
     try:

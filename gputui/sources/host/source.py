@@ -139,14 +139,15 @@ class HostSource:
         self._procs = {}
         self._cpu_pct = ()
         self._last = self._read_counters()
+        # Pods are named whether or not this process's own cgroup is read: the exporter's DaemonSet reads none.
+        self._attrib.close()
+        self._attrib = Attributor(self._root, PodNames(self._pod_socket))
         if self._cgroup_pid is None:
             return
         cgroup = read_cgroup(self._root, self._cgroup_pid)
         self.container = cgroup.info
         self._cgroup = CgroupReader(cgroup, self._root, self._clock)
         self._cgroup.sample()  # the first counters, so the first sample has rates
-        self._attrib.close()
-        self._attrib = Attributor(self._root, PodNames(self._pod_socket))
 
     @property
     def pod_names(self) -> PodNames | None:
