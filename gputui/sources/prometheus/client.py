@@ -1,4 +1,4 @@
-"""A small client of Prometheus's HTTP API (`/api/v1/query`, `/api/v1/query_range`, label values), on the
+"""A small client of Prometheus's HTTP API (`/api/v1/query` and `/api/v1/query_range`), on the
 standard library alone.
 
 Every request has a timeout (on the whole answer, not each read) and a bounded answer (bytes and series), and
@@ -176,16 +176,6 @@ class PrometheusClient:
             "timeout": _duration(self.timeout),
         }
         return self._result(self._get("/api/v1/query_range", params), "matrix")
-
-    def label_values(self, label: str, match: str | None = None) -> tuple[str, ...]:
-        """`/api/v1/label/<label>/values`: the values `label` takes (on the series `match` selects)."""
-        params = {} if match is None else {"match[]": match}
-        data = self._get(f"/api/v1/label/{urllib.parse.quote(label, safe='')}/values", params)["data"]
-        if not isinstance(data, list) or not all(isinstance(v, str) for v in data):
-            raise PrometheusFormatError(f"{self.url}: label values are not a list of strings")
-        if len(data) > self.max_series:
-            raise PrometheusFormatError(f"{self.url}: more than {self.max_series} values of {label}")
-        return tuple(data)
 
     # -- the wire ----------------------------------------------------------------------------------------
 
