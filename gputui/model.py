@@ -128,6 +128,9 @@ class SystemInfo:
     # The cgroup and limits of the process that read this machine; None when not read (older recordings).
     container: ContainerInfo | None = None
     topology: Topology | None = None  # None where it was not read (a remote exporter, an older recording)
+    # The one MIG instance this process was given ("MIG-<uuid>" in CUDA_VISIBLE_DEVICES or NVIDIA_VISIBLE_DEVICES,
+    # as a Kubernetes device plugin or Slurm hands out a slice); None when it was given whole GPUs or no choice.
+    mig_slice: str | None = None
 
     @property
     def is_live(self) -> bool:
@@ -189,6 +192,65 @@ class GpuProcess:
     # Its share of the GPU in the driver's last process-utilization sample; None when unsupported or not sampled.
     sm_pct: float | None = None  # % of time its kernels ran on the SMs
     mem_pct: float | None = None  # % of time it used the memory controller
+    # The MIG instance it runs in (nvmlProcessInfo_t gpuInstanceId/computeInstanceId); None off MIG mode.
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MigDevice:
+    """One MIG instance of a GPU in MIG mode: a slice with its own SMs, memory and processes, isolated from the
+    others. Temperature, power, clocks, throttle reasons, PCIe, ECC and NVLink belong to the parent GPU only;
+    whole-GPU utilization does not exist in MIG mode, so activity comes from GPM per instance."""
+
+    index: int  # its position under the parent (nvmlDeviceGetMigDeviceHandleByIndex)
+    uuid: str | None = None  # "MIG-...", as CUDA_VISIBLE_DEVICES and the Kubernetes device plugin name it
+    profile: str | None = None  # "3g.40gb" (or "1c.3g.40gb" for a compute instance smaller than its GPU instance)
+    gpu_instance_id: int | None = None
+    compute_instance_id: int | None = None
+    sm_count: int | None = None  # multiprocessorCount of nvmlDeviceGetAttributes
+    slice_count: int | None = None  # gpuInstanceSliceCount: how many of the GPU's compute slices it holds
+    memory_used_bytes: int | None = None
+    memory_total_bytes: int | None = None
+    # GPM of this GPU instance (nvmlGpmMigSampleGet), as GpuSample's fields of the same names.
+    gr_engine_active_pct: float | None = None
+    sm_active_pct: float | None = None
+    sm_occupancy_pct: float | None = None
+    tensor_active_pct: float | None = None
+    dram_bw_pct: float | None = None
+    fp32_active_pct: float | None = None
+    fp16_active_pct: float | None = None
+    fp64_active_pct: float | None = None
+    processes: tuple[GpuProcess, ...] = ()  # the processes running in it
+
+    @property
+    def label(self) -> str:
+        """How a person names it beside its GPU: "3g.40gb (GI 2)"."""
+        profile = self.profile or f"MIG {self.index}"
+        return f"{profile} (GI {self.gpu_instance_id})" if self.gpu_instance_id is not None else profile
+
+
+@dataclass(frozen=True, slots=True)
+class MigState:
+    """A MIG-capable GPU's mode and instances (GpuSample.mig). A pending mode differs from the current one until
+    the GPU is reset: the change an administrator asked for has not happened yet."""
+
+    mode: bool | None  # MIG on now; None when the driver does not say
+    pending_mode: bool | None = None  # MIG on after the next reset
+    devices: tuple[MigDevice, ...] = ()
+
+    @property
+    def change_pending(self) -> bool:
+        return self.mode is not None and self.pending_mode is not None and self.mode != self.pending_mode
+
+    def device_of(self, gpu_instance_id: int | None) -> MigDevice | None:
+        """The instance with this GPU instance id; None off MIG or when no instance has it."""
+        if gpu_instance_id is None:
+            return None
+        for device in self.devices:
+            if device.gpu_instance_id == gpu_instance_id:
+                return device
+        return None
 
 
 class GpmValues(TypedDict, total=False):
@@ -262,6 +324,9 @@ class GpuSample:
     # The Kubernetes pod that uses it ("namespace/pod"), where the exporter labels its series with one and lists
     # no processes (dcgm-exporter): the one sign of a holder on such a node. None where not said.
     pod: str | None = None
+    # MIG mode and instances on a MIG-capable GPU (A100, H100, H200...); None on a GPU without MIG, or with MIG
+    # off and no change pending. In MIG mode utilization_gpu_pct is None (NVML gives none): see `mig.devices`.
+    mig: MigState | None = None
 
     @property
     def clock_event_reasons(self) -> tuple[str, ...] | None:
