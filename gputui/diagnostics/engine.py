@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from gputui.diagnostics.catalog import localize, text
 from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.diagnostics.instances import expand, has_instances, instance_name, instance_of, split
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
@@ -94,6 +95,9 @@ class DiagnosticsEngine:
         self._external: deque[tuple[Finding, float]] = deque(maxlen=self.config.history_size)
         self._external_lock = threading.Lock()
         self._verdict = VerdictTracker(self.config.open_after_s)
+        # The snapshots with each MIG GPU as its instances (instances.py), from the first snapshot with MIG on:
+        # without MIG, per-instance rules read `history` as every other rule does, at no cost.
+        self._units: History | None = None
 
     def add_external(self, finding: Finding, open_for_s: float = 0.0) -> None:
         """Show a finding no rule made (a probe's result) from the next update on: open, in the counts and in
@@ -107,12 +111,15 @@ class DiagnosticsEngine:
         now = snapshot.timestamp
         th = self.config.thresholds
         window = Window(self.history.window(th.window_s), th.window_s)
+        units = window
+        if self._units is not None or has_instances(snapshot):
+            units = self._unit_window(snapshot, th.window_s)
         seen: set[TrackKey] = set()
         for rule in self.rules:
-            for hit in rule.check(window, th):
+            for hit in rule.check(units if rule.per_instance else window, th):
                 key = (rule.id, hit.gpus)
                 seen.add(key)
-                self._observe(key, rule, hit, now)
+                self._observe(key, rule, hit if units is window else _named(hit, units), now)
         for key in [k for k in self._tracks if k not in seen]:
             self._lapse(key, now)
         active = [self._finding(track, window, now) for track in self._tracks.values() if track.opened]
@@ -126,8 +133,19 @@ class DiagnosticsEngine:
         active.sort(key=lambda f: (-f.severity, f.started_at, f.rule, f.gpus))
         kept = [f for f, open_until in external if now >= open_until]
         closed = heapq.merge(kept, self._closed, key=lambda f: -(f.ended_at or f.started_at))
-        verdict = self._verdict.update(classify(window, active, th, self.lang), now)
+        verdict = self._verdict.update(classify(units, active, th, self.lang), now)
         return DiagnosticsState(active=tuple(active), closed=tuple(closed), verdict=verdict)
+
+    def _unit_window(self, snapshot: Snapshot, seconds: float) -> Window:
+        """The window of snapshots with MIG instances as GPUs; the history before the first MIG one is expanded
+        then, once, so the per-instance rules see as much of it as the others."""
+        if self._units is None:
+            self._units = History(HISTORY_CAPACITY)
+            for earlier in self.history:
+                self._units.append(expand(earlier))
+        else:
+            self._units.append(expand(snapshot))
+        return Window(self._units.window(seconds), seconds)
 
     def _observe(self, key: TrackKey, rule: Rule, hit: Hit, now: float) -> None:
         severity = hit.severity if hit.severity is not None else rule.severity
@@ -172,12 +190,13 @@ class DiagnosticsEngine:
             )
         # Open, the evidence of now; closed, that of its worst moment ("now" then reads "at its worst").
         evidence = track.worst_hit.evidence if ended else hit.evidence
+        gpus, instances = split(hit.gpus) if self._units is not None else (hit.gpus, ())
         return Finding(
             rule=rule.id,
             severity=track.severity,
             title=words.title,
             advice=words.advice,
-            gpus=hit.gpus,
+            gpus=gpus,
             variant=hit.variant,
             pids=hit.pids,
             evidence=tuple(localize(_at_worst(e) if ended else e, lang, span) for e in evidence),
@@ -187,7 +206,18 @@ class DiagnosticsEngine:
             worst=track.worst,
             metric=rule.metric,
             params=tuple(hit.params.items()),
+            mig_instances=instances,
         )
+
+
+def _named(hit: Hit, units: Window) -> Hit:
+    """A hit on one MIG instance, its `gpu` placeholder naming it ("GPU 0 / 3g.40gb (GI 2)" in a title)."""
+    if len(hit.gpus) != 1 or instance_of(hit.gpus[0]) is None or "gpu" not in hit.params:
+        return hit
+    sample = next((g for g in units.gpus() if g.index == hit.gpus[0]), None)
+    if sample is None:
+        return hit
+    return dataclasses.replace(hit, params={**hit.params, "gpu": instance_name(sample)})
 
 
 def _at_worst(evidence: Evidence) -> Evidence:

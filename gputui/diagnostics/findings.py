@@ -52,20 +52,23 @@ class Finding:
     # The placeholders its title and advice were made from: findings of one rule and cause on several GPUs are
     # worded as one row from them (groups.py). Not in the JSON; () for findings no rule made.
     params: tuple[tuple[str, object], ...] = ()
+    # The MIG instances it concerns, as (GPU index, GPU instance id), their GPUs in `gpus`; () for a whole GPU's
+    # finding (heat, power, PCIe... of a MIG GPU concern all its instances alike).
+    mig_instances: tuple[tuple[int, int], ...] = ()
 
     @property
     def is_open(self) -> bool:
         return self.ended_at is None
 
     @property
-    def key(self) -> tuple[str, tuple[int, ...]]:
-        """What makes two readings the same finding: the rule and the GPUs it concerns."""
-        return self.rule, self.gpus
+    def key(self) -> tuple[object, ...]:
+        """What makes two readings the same finding: the rule and the GPUs (or MIG instances) it concerns."""
+        return (self.rule, self.gpus, self.mig_instances) if self.mig_instances else (self.rule, self.gpus)
 
 
 def finding_to_dict(finding: Finding) -> dict[str, Any]:
     """The JSON shape of `gputui diagnose --json` (and of recordings): keys as the issue names them."""
-    return {
+    out: dict[str, Any] = {
         "rule": finding.rule,
         "variant": finding.variant,
         "severity": finding.severity.label,
@@ -81,6 +84,14 @@ def finding_to_dict(finding: Finding) -> dict[str, Any]:
         "ended_at": finding.ended_at,
         "duration_s": round(finding.duration_s, 3),
     }
+    if finding.mig_instances:
+        out["mig_instances"] = instances_to_list(finding.mig_instances)
+    return out
+
+
+def instances_to_list(pairs: tuple[tuple[int, int], ...]) -> list[dict[str, int]]:
+    """MIG instances in JSON: [{"gpu": 0, "gpu_instance_id": 2}]."""
+    return [{"gpu": gpu, "gpu_instance_id": gi} for gpu, gi in pairs]
 
 
 def format_evidence(ev: Evidence, *, quiet_window: str = "") -> str:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui.diagnostics.catalog import has_text, text
-from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.diagnostics.findings import Evidence, Finding, Severity, instances_to_list
 from gputui.formatting import fmt_evidence_value, fmt_ranges
 
 # Distinct words of one evidence item shown across a group before "…" (process names, paths).
@@ -96,7 +96,7 @@ def group_findings(findings: Iterable[Finding], lang: str = "en") -> tuple[Findi
 
 def group_to_dict(group: FindingGroup, members: Sequence[int]) -> dict[str, Any]:
     """A row in `diagnose --json`'s `groups`: what it says once, and its findings by their index in `findings`."""
-    return {
+    out: dict[str, Any] = {
         "rule": group.rule,
         "variant": group.variant,
         "severity": group.severity.label,
@@ -105,6 +105,9 @@ def group_to_dict(group: FindingGroup, members: Sequence[int]) -> dict[str, Any]
         "advice": group.advice,
         "findings": list(members),
     }
+    if group.first.mig_instances:
+        out["mig_instances"] = instances_to_list(group.first.mig_instances)
+    return out
 
 
 def sort_groups(groups: Iterable[FindingGroup]) -> tuple[FindingGroup, ...]:
@@ -114,8 +117,10 @@ def sort_groups(groups: Iterable[FindingGroup]) -> tuple[FindingGroup, ...]:
 
 def row_key(finding: Finding) -> tuple[object, ...]:
     """What findings of one row share: the rule, its cause, severity and state; findings no rule made (a probe's
-    result) have no words to share, and are a row each."""
-    return finding.rule, finding.variant, finding.severity, finding.is_open, "" if finding.params else finding.title
+    result) have no words to share, and are a row each. A MIG instance's finding is a row of its own: two
+    instances are separate jobs of separate sizes, and a row of both would read as "GPU 0"."""
+    key = finding.rule, finding.variant, finding.severity, finding.is_open, "" if finding.params else finding.title
+    return (*key, finding.mig_instances) if finding.mig_instances else key
 
 
 def counts_text(groups: Iterable[FindingGroup], lang: str = "en") -> str:

@@ -19,7 +19,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gputui.diagnostics.catalog import has_text, localize, text
-from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.diagnostics.findings import Evidence, Finding, Severity, instances_to_list
+from gputui.diagnostics.instances import instance_name, instance_of, split
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Window, ev, rounded
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
@@ -65,11 +66,18 @@ class Verdict:
     groups: tuple[Verdict, ...] = ()
     since: float = 0.0
     short: str = ""  # the group's few words inside a `mixed` verdict's sentence
+    # The MIG instances it holds for, as (GPU index, GPU instance id), their GPUs in `gpus`: a MIG GPU is judged
+    # per instance, each instance as a GPU of its own.
+    mig_instances: tuple[tuple[int, int], ...] = ()
 
     @property
     def key(self) -> tuple[object, ...]:
         """What makes two verdicts the same for the hysteresis: the classes and their GPUs, not the numbers."""
-        return (self.cls, self.gpus, tuple((g.cls, g.gpus) for g in self.groups))
+        return (self.cls, self._units_key, tuple((g.cls, g._units_key) for g in self.groups))
+
+    @property
+    def _units_key(self) -> object:
+        return (self.gpus, self.mig_instances) if self.mig_instances else self.gpus
 
 
 def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
@@ -82,6 +90,8 @@ def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
         "evidence": [{"key": e.key, "label": e.label, "value": e.value, "unit": e.unit} for e in verdict.evidence],
         "since": verdict.since,
     }
+    if verdict.mig_instances:
+        out["mig_instances"] = instances_to_list(verdict.mig_instances)
     if verdict.groups:
         out["groups"] = [verdict_to_dict(g) for g in verdict.groups]
     return out
@@ -103,7 +113,9 @@ def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str
 
 
 def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Judgement:
-    """The verdict of this instant, before hysteresis and before words."""
+    """The verdict of this instant, before hysteresis and before words. With MIG, `window` holds each MIG GPU as
+    its instances (instances.py), so each instance is judged as a GPU: by its own activity (unknown, not idle,
+    when GPM does not give it), its own findings, and those on its GPU's own readings (heat, power...)."""
     now = window.latest.timestamp
     span = now - window.snapshots[0].timestamp
     need = th.window_s / 2
@@ -145,14 +157,21 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
 
     if len(parts) == 1:
         cls, gpus = parts[0]
-        return Judgement((cls, gpus, noted), lambda: group(cls, gpus))
+        return Judgement((cls, _units_key(gpus), noted), lambda: group(cls, gpus))
 
     def mixed() -> Verdict:
         groups = tuple(group(cls, gpus) for cls, gpus in parts)
         summary = text("verdict.separator", lang).join(f"{g.label} {g.short}" for g in groups)
         return _make("mixed", tuple(sorted(busy)), {"groups": summary}, (), lang, now, groups=groups)
 
-    return Judgement(("mixed", tuple(sorted(busy)), (parts, noted)), mixed)
+    keyed = tuple((cls, _units_key(gpus)) for cls, gpus in parts)
+    return Judgement(("mixed", _units_key(tuple(sorted(busy))), (keyed, noted)), mixed)
+
+
+def _units_key(units: tuple[int, ...]) -> object:
+    """Units as Verdict.key names them: GPU indices, or with MIG instances (GPUs, instances)."""
+    gpus, instances = split(units)
+    return (gpus, instances) if instances else units
 
 
 def _unbound_class(w: Window, index: int, util: float, th: Thresholds) -> str:
@@ -165,8 +184,14 @@ def _unbound_class(w: Window, index: int, util: float, th: Thresholds) -> str:
 
 
 def _concerns(finding: Finding, index: int) -> bool:
-    """A finding about GPU `index`, or about the whole machine (a quota, swapping, a driver mismatch)."""
-    return not finding.gpus or index in finding.gpus
+    """A finding about GPU `index`, or about the whole machine (a quota, swapping, a driver mismatch). For a MIG
+    instance: one about that instance, or about its GPU as a whole (heat, power, PCIe...)."""
+    if not finding.gpus:
+        return True
+    instance = instance_of(index)
+    if instance is None:
+        return index in finding.gpus
+    return instance[0] in finding.gpus and (not finding.mig_instances or instance in finding.mig_instances)
 
 
 def _bounds(finding: Finding, index: int, util: float | None, th: Thresholds, holds_job: bool) -> bool:
@@ -200,7 +225,7 @@ def _group(
     dram = _mean(w.mean(i, "dram_bw_pct") for i in gpus)
     own = list({id(f): f for i in gpus for f in causes.get(i, ())}.values())
     params: dict[str, object] = {
-        "gpus": _gpus_text(gpus, everyone, lang),
+        "gpus": _gpus_text(w, gpus, everyone, lang),
         "util": fmt_pct(util),
         "clock": fmt_pct(clock),
         "lost": fmt_pct(None if clock is None else 100.0 - clock),
@@ -240,10 +265,12 @@ def _make(
     suffix = f".{variant}" if variant else ""
     label = text(f"verdict.{cls}", lang)
     summary = text(f"verdict.{cls}.summary{suffix}", lang, **params)
+    gpus, instances = split(gpus)
     return Verdict(
         cls=cls,
         label=label,
         gpus=gpus,
+        mig_instances=instances,
         summary=summary,
         line=text("verdict.line", lang, label=label, summary=summary),
         evidence=evidence,
@@ -278,10 +305,22 @@ def _variant_key(key: str, variant: str) -> str:
     return f"{key}.{variant}" if variant and has_text(f"{key}.{variant}") else key
 
 
-def _gpus_text(gpus: tuple[int, ...], everyone: tuple[int, ...], lang: str) -> str:
-    if len(gpus) > 1 and set(gpus) == set(everyone):
-        return text("verdict.gpus.all", lang, count=len(gpus))
-    return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=fmt_ranges(gpus))
+def _gpus_text(w: Window, gpus: tuple[int, ...], everyone: tuple[int, ...], lang: str) -> str:
+    whole = tuple(i for i in gpus if instance_of(i) is None)
+    if len(whole) == len(gpus):
+        if len(gpus) > 1 and set(gpus) == set(everyone):
+            return text("verdict.gpus.all", lang, count=len(gpus))
+        return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=fmt_ranges(gpus))
+    # MIG instances by name, each apart: "GPU 0 / 3g.40gb (GI 2), GPU 0 / 3g.40gb (GI 1)".
+    samples = {g.index: g for g in w.latest.gpus}
+    names = [
+        text("verdict.gpus.one", lang, list=instance_name(samples[i])) for i in gpus if i in samples and i not in whole
+    ]
+    if whole:
+        names.insert(
+            0, text("verdict.gpus.one" if len(whole) == 1 else "verdict.gpus.some", lang, list=fmt_ranges(whole))
+        )
+    return text("verdict.list_separator", lang).join(names)
 
 
 def _clock_share(w: Window, index: int) -> float | None:

@@ -14,6 +14,7 @@ TEXTS: Texts = {
     "en": {
         "verdict.line": "{label}: {summary}",
         "verdict.separator": "; ",
+        "verdict.list_separator": ", ",  # between the names of MIG instances
         "verdict.gpu_bound": "GPU-bound",
         "verdict.gpu_bound.summary": (
             "{gpus} {util} busy at {clock} of max clock; nothing on this machine holds them back: speed-ups must "
@@ -72,6 +73,7 @@ TEXTS: Texts = {
     "zh": {
         "verdict.line": "{label}：{summary}",
         "verdict.separator": "；",
+        "verdict.list_separator": "、",
         "verdict.gpu_bound": "GPU 算力瓶颈",
         "verdict.gpu_bound.summary": (
             "{gpus} 利用率 {util}，频率为最大值的 {clock}；本机没有任何因素拖慢它们：提速只能来自任务本身"

@@ -21,6 +21,7 @@ from gputui.diagnostics.rules import (
     host,
     interconnect,
     memory,
+    mig,
     pcie,
     power,
     sharing,
@@ -51,6 +52,7 @@ FAMILIES: tuple[Family, ...] = (
     host,
     software,
     health,
+    mig,
 )
 
 ALL_RULES: tuple[Rule, ...] = tuple(rule for family in FAMILIES for rule in family.RULES)

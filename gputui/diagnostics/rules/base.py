@@ -231,6 +231,9 @@ class Rule:
     bound: str | None = None  # the verdict class its finding argues for (diagnostics/verdict.py); None: none
     open_after: Callable[[Thresholds], float | None] = _default_hold
     close_after: Callable[[Thresholds], float | None] = _default_hold
+    # It judges the work on a GPU (activity, memory, processes): on a MIG GPU it judges each instance as a GPU of
+    # its own (diagnostics/instances.py). Rules on the GPU's own readings (heat, power, PCIe...) leave it False.
+    per_instance: bool = False
 
 
 def at_once(_: Thresholds) -> float:

@@ -84,6 +84,7 @@ RULES: tuple[Rule, ...] = (
         metric="sm_active_pct",
         higher_is_worse=False,
         bound="inefficient",
+        per_instance=True,
     ),
     Rule(
         "tensor_cores_idle",
@@ -92,8 +93,11 @@ RULES: tuple[Rule, ...] = (
         metric="tensor_active_pct",
         higher_is_worse=False,
         bound="inefficient",
+        per_instance=True,
     ),
-    Rule("memory_bound", Severity.INFO, memory_bound, metric="dram_bw_pct", bound="memory_bound_gpu"),
+    Rule(
+        "memory_bound", Severity.INFO, memory_bound, metric="dram_bw_pct", bound="memory_bound_gpu", per_instance=True
+    ),
 )
 
 TEXTS: Texts = {

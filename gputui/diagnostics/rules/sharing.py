@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 
 from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.instances import instance_of
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.thresholds import Thresholds
@@ -18,6 +19,8 @@ _RANK_ARG = re.compile(r"\s--local[-_]rank[= ]\d+")
 
 
 def gpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
+    """Several compute processes on one GPU; on a MIG GPU, on one instance (per_instance): processes on
+    separate instances do not compete, MIG isolates their SMs and memory."""
     for g in w.gpus():
         pids = w.pids(g)
         if len(pids) < 2:
@@ -77,7 +80,10 @@ def jobs(w: Window) -> list[tuple[set[int], set[int]]]:
 
 
 def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
-    for gpus, pids in jobs(w):
+    """Compares whole GPUs only, never MIG instances (with each other or with a GPU): instances are separate
+    slices of separate sizes, each a job's own, and one doing less than another says nothing about either."""
+    for job_gpus, pids in jobs(w):
+        gpus = {i for i in job_gpus if instance_of(i) is None}
         if len(gpus) < 2:
             continue
         utils = {i: w.mean(i, "utilization_gpu_pct") for i in sorted(gpus)}
@@ -101,10 +107,10 @@ def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("gpu_contention", Severity.WARNING, gpu_contention, bound="contended"),
+    Rule("gpu_contention", Severity.WARNING, gpu_contention, bound="contended", per_instance=True),
     # The GPUs below the busiest wait for it (nn.DataParallel gathers on GPU 0, uneven shards): their waiting is
     # explained, while the busiest one is judged on its own (verdict.py: a busy GPU is never "waiting").
-    Rule("imbalance", Severity.WARNING, imbalance, metric="utilization_gpu_pct", bound="underused"),
+    Rule("imbalance", Severity.WARNING, imbalance, metric="utilization_gpu_pct", bound="underused", per_instance=True),
 )
 
 TEXTS: Texts = {

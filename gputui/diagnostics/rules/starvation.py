@@ -277,6 +277,7 @@ RULES: tuple[Rule, ...] = (
         metric="utilization_gpu_pct",
         higher_is_worse=False,
         bound="input_bound",
+        per_instance=True,
     ),
     Rule(
         "starvation_io",
@@ -285,6 +286,7 @@ RULES: tuple[Rule, ...] = (
         metric="utilization_gpu_pct",
         higher_is_worse=False,
         bound="input_bound",
+        per_instance=True,
     ),
     Rule(
         "starvation_net",
@@ -293,6 +295,7 @@ RULES: tuple[Rule, ...] = (
         metric="utilization_gpu_pct",
         higher_is_worse=False,
         bound="input_bound",
+        per_instance=True,
     ),
     Rule(
         "cpu_contention",
@@ -301,6 +304,7 @@ RULES: tuple[Rule, ...] = (
         metric="utilization_gpu_pct",
         higher_is_worse=False,
         bound="input_bound",
+        per_instance=True,
     ),
 )
 
