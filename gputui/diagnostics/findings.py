@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any
 
+from gputui.diagnostics.instances import unit_index
 from gputui.formatting import fmt_evidence_value
 
 
@@ -61,9 +62,12 @@ class Finding:
         return self.ended_at is None
 
     @property
-    def key(self) -> tuple[object, ...]:
-        """What makes two readings the same finding: the rule and the GPUs (or MIG instances) it concerns."""
-        return (self.rule, self.gpus, self.mig_instances) if self.mig_instances else (self.rule, self.gpus)
+    def key(self) -> tuple[str, tuple[int, ...]]:
+        """What makes two readings the same finding: the rule and the GPUs it concerns; for MIG instances, their
+        unit indices (instances.py), so two instances of one GPU are two findings."""
+        if self.mig_instances:
+            return self.rule, tuple(unit_index(gpu, gi) for gpu, gi in self.mig_instances)
+        return self.rule, self.gpus
 
 
 def finding_to_dict(finding: Finding) -> dict[str, Any]:

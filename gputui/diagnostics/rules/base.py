@@ -242,7 +242,12 @@ def at_once(_: Thresholds) -> float:
 
 
 def is_busy(sample: GpuSample, th: Thresholds) -> bool:
-    return sample.utilization_gpu_pct is not None and sample.utilization_gpu_pct >= th.busy_util_pct
+    """At `busy_util_pct` or more; a MIG GPU (no whole-GPU utilization) when one of its instances is."""
+    if sample.utilization_gpu_pct is not None:
+        return sample.utilization_gpu_pct >= th.busy_util_pct
+    return sample.mig is not None and any(
+        d.gr_engine_active_pct is not None and d.gr_engine_active_pct >= th.busy_util_pct for d in sample.mig.devices
+    )
 
 
 def has_bits(sample: GpuSample, bits: int) -> bool:
