@@ -241,3 +241,9 @@ def test_two_instances_findings_of_one_rule_are_two_findings_by_key() -> None:
     contention = by_rule(state, "gpu_contention")
     assert len({f.key for f in contention}) == 2
     assert all(f.gpus == (0,) for f in contention)
+
+
+def test_a_per_instance_verdict_holds_as_the_same_verdict() -> None:
+    """The hysteresis knows a per-instance verdict again on the next tick: it stands from when it took over."""
+    first, later = run(two_busy, ticks=15).verdict, run(two_busy, ticks=40).verdict
+    assert first is not None and later is not None and first.since == later.since
