@@ -213,8 +213,8 @@ def _diagnose(args: argparse.Namespace, engine: DiagnosticsEngine, recorder: Rec
 
 
 def _seen(finding: Finding) -> tuple[str, tuple[int, ...], float]:
-    """A finding's identity over the run: the same rule on the same GPUs may open twice."""
-    return finding.rule, finding.gpus, finding.started_at
+    """A finding's identity over the run: the same rule on the same GPUs (or MIG instances) may open twice."""
+    return (*finding.key, finding.started_at)
 
 
 def _start_torch_probe(pool: ThreadPoolExecutor) -> Future[str | None]:

@@ -247,3 +247,20 @@ def test_a_per_instance_verdict_holds_as_the_same_verdict() -> None:
     """The hysteresis knows a per-instance verdict again on the next tick: it stands from when it took over."""
     first, later = run(two_busy, ticks=15).verdict, run(two_busy, ticks=40).verdict
     assert first is not None and later is not None and first.since == later.since
+
+
+def test_a_health_check_keeps_both_instances_closed_findings_that_opened_together() -> None:
+    """`diagnose` lists every finding that closed during the run; two instances' findings of one rule that open
+    and close at the same instants are two, not one."""
+    from gputui.commands.diagnose import _Seen
+    from gputui.diagnostics.findings import Severity
+    from gputui.session.sampling import Tick
+
+    closed = tuple(
+        Finding("gpu_contention", Severity.WARNING, "t", "a", gpus=(0,), mig_instances=((0, gi),), ended_at=5.0)
+        for gi in (1, 2)
+    )
+    reading = snap(0.0)
+    seen = _Seen()
+    seen.add(Tick(snapshot=reading, closed=closed))
+    assert seen.outcome(reading.system).findings == closed
