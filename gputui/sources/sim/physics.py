@@ -482,8 +482,9 @@ class MachinePhysics:
         for k, (job, gib) in enumerate(jobs):
             if job.gpu_instance_id is not None:
                 if job.gpu_instance_id not in held:
+                    have = ", ".join(str(gi) for gi in held)
                     raise ValueError(
-                        f"process {job.pid} runs in GPU instance {job.gpu_instance_id}, not in {board.mig}"
+                        f"process {job.pid} runs in GPU instance {job.gpu_instance_id}; the GPU has {have}"
                     )
                 held[job.gpu_instance_id].append((job, gib))
             else:
