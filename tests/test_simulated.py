@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import pytest
 
-from gputui.model import GpuSample, Snapshot
+from gputui.model import GpuInfo, GpuProcess, GpuSample, Snapshot
 from gputui.sources.base import InvalidGpuSelection, Source
 from gputui.sources.host.cgroup import parse_cpus
 from gputui.sources.sim.scenarios import BY_NAME, SCENARIO_TABLE, SCENARIOS, TOUR
@@ -36,18 +37,67 @@ def run(scenario: str, times: list[float], **kwargs: object) -> list[Snapshot]:
 SECONDS = [float(t) for t in range(30)]
 
 
+@dataclass(frozen=True)
+class Unit:
+    """What runs work on its own: a whole GPU, or one MIG instance of a GPU in MIG mode."""
+
+    util: float | None  # whole-GPU utilization, or the instance's graphics engine activity (GPM)
+    sm: float | None
+    tensor: float | None
+    dram: float | None
+    processes: tuple[GpuProcess, ...]
+    used: int | None
+    total: int | None
+
+
+def units(gpu: GpuSample, info: GpuInfo) -> list[Unit]:
+    """The GPU whole, or its MIG instances when it is in MIG mode (then it has no utilization of its own)."""
+    if gpu.mig is None or not gpu.mig.mode:
+        return [
+            Unit(
+                gpu.utilization_gpu_pct,
+                gpu.sm_active_pct,
+                gpu.tensor_active_pct,
+                gpu.dram_bw_pct,
+                gpu.processes,
+                gpu.memory_used_bytes,
+                info.memory_total_bytes,
+            )
+        ]
+    return [
+        Unit(
+            d.gr_engine_active_pct,
+            d.sm_active_pct,
+            d.tensor_active_pct,
+            d.dram_bw_pct,
+            d.processes,
+            d.memory_used_bytes,
+            d.memory_total_bytes,
+        )
+        for d in gpu.mig.devices
+    ]
+
+
 def symptoms(snapshots: list[Snapshot]) -> set[str]:
-    """Raw signs of trouble, read from the values only: what each scenario must show, and nothing more."""
+    """Raw signs of trouble, read from the values only: what each scenario must show, and nothing more.
+
+    A GPU in MIG mode has no whole-GPU utilization: its activity, processes and memory are read per instance."""
     found: set[str] = set()
     for snap in snapshots:
         host = snap.host
-        utils = [g.utilization_gpu_pct or 0.0 for g in snap.gpus]
+        # Whole-GPU utilization, where there is one (MIG mode has none).
+        utils = [g.utilization_gpu_pct or 0.0 for g in snap.gpus if g.mig is None or not g.mig.mode]
         for gpu in snap.gpus:
             info = snap.info(gpu.index)
             assert info is not None
             reasons = set(gpu.clock_event_reasons or ())
-            busy = (gpu.utilization_gpu_pct or 0) > 50
+            parts = units(gpu, info)
+            busy = any((u.util or 0) > 50 for u in parts)
             assert gpu.temperature_c is not None and info.temperature_slowdown_c is not None
+            if gpu.mig is not None and gpu.mig.mode:
+                found.add("mig")
+            if gpu.mig is not None and gpu.mig.change_pending:
+                found.add("mig_pending")
             if gpu.temperature_c >= info.temperature_slowdown_c - 5:
                 found.add("hot")
             if reasons & {"sw_thermal_slowdown", "hw_thermal_slowdown"}:
@@ -66,26 +116,29 @@ def symptoms(snapshots: list[Snapshot]) -> set[str]:
                 found.add("pcie_low_busy")
             if info.pcie_max_gen != info.pcie_gpu_max_gen:
                 found.add("slot_limited")
-            if (gpu.memory_used_bytes or 0) / (info.memory_total_bytes or 1) > 0.95:
-                found.add("vram_high")
-            users = {p.user for p in host.processes if any(g.pid == p.pid for g in gpu.processes)}
-            if len(gpu.processes) > 1 or len(users) > 1:
-                found.add("shared_gpu")
             if gpu.pstate == 8 or "gpu_idle" in reasons:
                 found.add("idle")
             if (gpu.pcie_tx_bytes_s or 0) > 0.8 * 63e9 or (gpu.pcie_rx_bytes_s or 0) > 0.8 * 63e9:
                 found.add("pcie_saturated")
             if gpu.ecc_uncorrected or gpu.retired_pages_pending or gpu.xid_events:
                 found.add("ecc")
-            sm, tensor = gpu.sm_active_pct, gpu.tensor_active_pct
-            if busy and sm is not None and tensor is not None and sm >= 50 and tensor < 5:
-                found.add("tensor_idle")
-            if (gpu.utilization_gpu_pct or 0) >= 80 and sm is not None and sm < 50:
-                found.add("sm_low_busy")
-            if (gpu.dram_bw_pct or 0) >= 80:
-                found.add("dram_high")
             if info.nvlink_links_total is not None and gpu.nvlink_links_active != info.nvlink_links_total:
                 found.add("nvlink_down")
+            for unit in parts:
+                if (unit.used or 0) / (unit.total or 1) > 0.95:
+                    found.add("vram_high")
+                users = {p.user for p in host.processes if any(g.pid == p.pid for g in unit.processes)}
+                if len(unit.processes) > 1 or len(users) > 1:
+                    found.add("shared_gpu")
+                unit_busy = (unit.util or 0) > 50
+                if unit_busy and unit.sm is not None and unit.tensor is not None and unit.sm >= 50 and unit.tensor < 5:
+                    found.add("tensor_idle")
+                if (unit.util or 0) >= 80 and unit.sm is not None and unit.sm < 50:
+                    found.add("sm_low_busy")
+                if (unit.dram or 0) >= 80:
+                    found.add("dram_high")
+                if gpu.mig is not None and gpu.mig.mode and unit.processes and (unit.util or 0) < 50:
+                    found.add("low_util")  # an instance with a job that waits
         topology = snap.system.topology
         assert topology is not None
         if any(p2p is False for row in topology.p2p for p2p in row):
@@ -99,9 +152,9 @@ def symptoms(snapshots: list[Snapshot]) -> set[str]:
             }
             if proc.last_cpu not in near:
                 found.add("numa_far")
-        if snap.gpus[0].processes and sum(utils) / len(utils) < 50:
+        if utils and snap.gpus[0].processes and sum(utils) / len(utils) < 50:
             found.add("low_util")
-        if max(utils) - min(utils) > 30:
+        if utils and max(utils) - min(utils) > 30:
             found.add("imbalance")
         if any((p.cpu_pct or 0) >= 60 and p.children == 0 for p in host.processes):
             found.add("main_loading")
@@ -496,7 +549,8 @@ def test_pcie_box_is_four_consumer_boards_without_nvlink_or_p2p_across_sockets()
 
 def test_the_tour_runs_pcie_box_on_its_own_boards_and_comes_back() -> None:
     start = TOUR_SCENARIOS.index("pcie-box") * TOUR_SEGMENT_S
-    before, box, after = run("tour", [start - 1.0, start + 1.0, start + TOUR_SEGMENT_S + 1.0])
+    again = len(TOUR_SCENARIOS) * TOUR_SEGMENT_S + 1.0  # the tour's next round, on the machine's own boards
+    before, box, after = run("tour", [start - 1.0, start + 1.0, again])
     names = [{i.name for i in snap.gpu_info} for snap in (before, box, after)]
     assert names == [{"simulated H100 80GB HBM3"}, {"simulated GeForce RTX 4090"}, {"simulated H100 80GB HBM3"}]
     assert after.gpu_info == before.gpu_info

@@ -114,7 +114,8 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
         choices=tuple(BOARDS),
         default=DEFAULT_BOARD,
         help=f"with --demo or --demo-job: the simulated GPU model (default {DEFAULT_BOARD}; a100 has no GPM, so "
-        "SM and tensor activity read n/a; rtx4090 has neither GPM nor NVLink)",
+        "SM and tensor activity read n/a; rtx4090 has neither GPM nor NVLink; h100-mig is an H100 in MIG mode, "
+        "split into two 3g.40gb instances)",
     )
     parser.add_argument(
         "--demo-gpus",

@@ -4,6 +4,10 @@ A scene says what each GPU and the host are asked to do (busy or idle, a lowered
 temperature, a narrow link); the physics fills in the rest so that both sides tell one story: a busy GPU draws
 power and heats, and the process that drives it shows on the host with its CPU %, threads, data-loader
 children and read rate.
+
+A board in MIG mode (`h100-mig`) is split into GPU instances, each with its own load, memory, processes and
+GPM, as a driver reports them: the parent has no whole-GPU utilization and no GPM, and keeps the readings that
+only it has (temperature, power, clocks, PCIe, ECC, NVLink), which follow the instances' load together.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import functools
 import math
 import random
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gputui.model import (
@@ -24,6 +29,8 @@ from gputui.model import (
     GpuProcess,
     GpuSample,
     HostSample,
+    MigDevice,
+    MigState,
     ProcSample,
     PsiSample,
 )
@@ -65,14 +72,45 @@ class Board:
     nvlinks: int | None  # links to the NVSwitch fabric; None on boards without NVLink
     nvlink_version: int | None
     memory_total_bytes: int = MEMORY_TOTAL_BYTES
+    # In MIG mode: the GPU instances every GPU is split into, (profile, GPU instance id) in the driver's order;
+    # empty: MIG off.
+    mig: tuple[tuple[str, int], ...] = ()
 
 
-# H100 SXM5 80GB and A100 SXM4 80GB (NVLink through NVSwitch), and the GeForce RTX 4090 of a consumer box (no
+@dataclass(frozen=True, slots=True)
+class MigProfile:
+    """A GPU instance profile of the H100 SXM 80GB, as `nvidia-smi mig -lgip` lists it."""
+
+    name: str
+    slices: int  # compute slices, of the GPU's MIG_SLICES
+    sm_count: int
+    memory_bytes: int
+
+
+MIG_SLICES = 7  # an A100 or H100 has 7 compute slices (and 8 memory slices)
+# Each with its own SMs and memory; the memory is what nvmlDeviceGetMemoryInfo gives on the instance's handle.
+MIG_PROFILES: dict[str, MigProfile] = {
+    profile.name: profile
+    for profile in (
+        MigProfile("1g.10gb", 1, 16, 9984 * MIB),
+        MigProfile("1g.20gb", 1, 26, 20096 * MIB),
+        MigProfile("2g.20gb", 2, 32, 20096 * MIB),
+        MigProfile("3g.40gb", 3, 60, 40448 * MIB),
+        MigProfile("4g.40gb", 4, 64, 40448 * MIB),
+        MigProfile("7g.80gb", 7, 132, 81152 * MIB),
+    )
+}
+
+_H100 = Board(
+    "simulated H100 80GB HBM3", 1980, 2619, 345, DEFAULT_POWER_LIMIT_W, 200.0, 69.0, 90.0, 520.0, 5, True, 18, 4
+)
+
+# H100 SXM5 80GB and A100 SXM4 80GB (NVLink through NVSwitch), the same H100 in MIG mode split into two 3g.40gb
+# instances (GI 1 and GI 2, as the driver numbers the two halves), and the GeForce RTX 4090 of a consumer box (no
 # NVLink, no GPM, 24 GiB), as their drivers report them.
 BOARDS: dict[str, Board] = {
-    "h100": Board(
-        "simulated H100 80GB HBM3", 1980, 2619, 345, DEFAULT_POWER_LIMIT_W, 200.0, 69.0, 90.0, 520.0, 5, True, 18, 4
-    ),
+    "h100": _H100,
+    "h100-mig": replace(_H100, mig=(("3g.40gb", 1), ("3g.40gb", 2))),
     "a100": Board("simulated A100-SXM4-80GB", 1410, 1593, 210, 400.0, 100.0, 52.0, 70.0, 280.0, 4, False, 12, 3),
     "rtx4090": Board(
         "simulated GeForce RTX 4090", 2520, 10501, 210, 450.0, 150.0, 22.0, 60.0, 330.0, 4, False, None, None, 24 * GIB
@@ -106,6 +144,10 @@ class Job:
     gpu_weight: float = 1.0  # its part of a shared GPU's time, against the other processes' weights
     cpus_allowed: tuple[int, ...] | None = None  # where it may run; None: anywhere on the host
     last_cpu: int | None = None  # where its main thread last ran; None: a CPU near its first GPU
+    # The MIG instance it runs in on a board in MIG mode, its memory_gib sized for that instance; None: the
+    # physics places it (the k-th process of a GPU in its k-th instance, round the layout), with its memory
+    # scaled to the instance's share of the GPU, as a job sizes its batch to the memory it sees.
+    gpu_instance_id: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +166,12 @@ class GpuPlan:
     ecc_uncorrected: int = 0  # uncorrected ECC errors counted since the driver loaded
     nvlinks_down: int = 0  # of the board's NVLinks (a bad reseat, the fabric manager not running)
     nvlink_replays_s: float = 0.0  # NVLink replay errors added per second (a marginal link)
+    # In MIG mode, the plan of each GPU instance in the board's order, of which the load counts (idle, util,
+    # util_swing and how the busy time is spent); empty: an instance with processes runs as this plan says, one
+    # without is idle.
+    slices: tuple[GpuPlan, ...] = ()
+    # The MIG mode an administrator set that waits for a GPU reset to take effect; None: no change pending.
+    mig_pending: bool | None = None
     # How the busy time is spent, as GPM reads it: SM activity per unit of utilization (small kernels leave
     # SMs empty), tensor-core and plain-FP32 activity as shares of SM activity, DRAM bandwidth per unit of
     # utilization. The defaults are a bf16 training step that keeps the GPU well fed.
@@ -195,6 +243,30 @@ def _worker_keys(pid: int, children: int) -> tuple[str, ...]:
     return tuple(f"pid{pid}/w{w}" for w in range(children))
 
 
+@dataclass(frozen=True, slots=True)
+class _Slice:
+    """One MIG instance at one instant: its profile, its plan, its processes (with the GiB each holds in it) and
+    its load."""
+
+    profile: MigProfile
+    gpu_instance_id: int
+    plan: GpuPlan
+    jobs: tuple[tuple[Job, float], ...]
+    util: float
+
+    @property
+    def used_bytes(self) -> int:
+        """What its processes hold; an instance without any reads the little an idle GPU does."""
+        return sum(int(gib * GIB) // MIB * MIB for _, gib in self.jobs) if self.jobs else MIB
+
+
+@functools.lru_cache(maxsize=256)
+def mig_uuid(seed: int, index: int, gpu_instance_id: int) -> str:
+    """The UUID of GPU `index`'s instance `gpu_instance_id`, as drivers from R470 name one: "MIG-" and a UUID."""
+    rng = random.Random(f"{seed}/mig/{index}/{gpu_instance_id}")
+    return f"MIG-{uuid.UUID(int=rng.getrandbits(128), version=4)}"
+
+
 def gpu_info(index: int, rng: random.Random, board: Board) -> GpuInfo:
     """The static facts of simulated GPU `index`; its UUID and serial are drawn from `rng`."""
     bus = _BUS_IDS[index] if index < len(_BUS_IDS) else 0xE0 + index
@@ -222,7 +294,7 @@ def gpu_info(index: int, rng: random.Random, board: Board) -> GpuInfo:
         temperature_memory_max_c=MEMORY_MAX_C,
         persistence_mode=True,
         compute_mode="Default",
-        mig_mode=False,
+        mig_mode=bool(board.mig),
         ecc_mode=True,
         nvlink_links_total=board.nvlinks,
         nvlink_version=board.nvlink_version,
@@ -239,9 +311,11 @@ class MachinePhysics:
         temp_offset: tuple[float, ...],
         start_counters: tuple[tuple[float, int, int], ...],
         board: Board = BOARDS[DEFAULT_BOARD],
+        seed: int = 0,
     ) -> None:
         self._waves = waves
         self._board = board
+        self._seed = seed  # of the MIG instances' UUIDs
         self._temp_offset = temp_offset
         self._start_counters = start_counters
         self._energy_mj: list[float] = []
@@ -257,7 +331,7 @@ class MachinePhysics:
         start_counters = tuple(
             (rng.uniform(2e9, 9e9), rng.randrange(10**12, 10**13), rng.randrange(10**9, 10**10)) for _ in range(count)
         )
-        return cls(Waves(seed), temp_offset, start_counters, board)
+        return cls(Waves(seed), temp_offset, start_counters, board, seed)
 
     def reset(self) -> None:
         """Back to the counters the machine had when it was made, as on each open()."""
@@ -272,7 +346,12 @@ class MachinePhysics:
         wave = self._waves
         key = f"gpu{index}"
         jobs = [(job, gib) for job in scene.jobs for gpu, gib in job.memory_gib if gpu == index]
-        used = sum(int(gib * GIB) // MIB * MIB for _, gib in jobs)
+        slices = self._slices(board, plan, jobs, key, t) if board.mig else None
+        if slices is None:
+            used = sum(int(gib * GIB) // MIB * MIB for _, gib in jobs)
+        else:
+            # The aggregate the driver gives on the parent (to root): what the instances hold together.
+            used = sum(piece.used_bytes for piece in slices)
         power_limit = min(plan.power_limit_w, board.power_limit_w)
         power_throttled = thermal_throttled = False
         if plan.idle:
@@ -284,9 +363,14 @@ class MachinePhysics:
             tx = 12e3 + 4e3 * wave(f"{key}/tx", t)
             reasons = BIT["gpu_idle"]
             pstate = 8
-            used = MIB
+            if slices is None:
+                used = MIB
         else:
-            util = clamp(plan.util + plan.util_swing * wave(f"{key}/util", t), 0.0, 100.0)
+            if slices is None:
+                util = clamp(plan.util + plan.util_swing * wave(f"{key}/util", t), 0.0, 100.0)
+            else:
+                # The GPU's load, which its power and heat follow: each instance's, by its share of the SMs.
+                util = sum(piece.util * piece.profile.slices for piece in slices) / MIG_SLICES
             mem_util = clamp(util * 0.45 + 4.0 * wave(f"{key}/memutil", t), 0.0, 100.0)
             reasons = plan.reasons
             pstate = 0
@@ -319,16 +403,23 @@ class MachinePhysics:
             load = util / 100.0
             rx = 2.2e9 * load + 0.3e9 * load * wave(f"{key}/rx", t)
             tx = 0.6e9 * load + 0.1e9 * load * wave(f"{key}/tx", t)
-        weights = sum(job.gpu_weight for job, _ in jobs) or 1.0
-        procs = tuple(
-            GpuProcess(
-                pid=job.pid,
-                used_memory_bytes=int(gib * GIB) // MIB * MIB,
-                sm_pct=round(util * job.gpu_weight / weights),
-                mem_pct=round(mem_util * job.gpu_weight / weights),
+        if slices is None:
+            weights = sum(job.gpu_weight for job, _ in jobs) or 1.0
+            procs = tuple(
+                GpuProcess(
+                    pid=job.pid,
+                    used_memory_bytes=int(gib * GIB) // MIB * MIB,
+                    sm_pct=round(util * job.gpu_weight / weights),
+                    mem_pct=round(mem_util * job.gpu_weight / weights),
+                )
+                for job, gib in jobs
             )
-            for job, gib in jobs
-        )
+            mig = MigState(mode=False, pending_mode=True) if plan.mig_pending else None
+        else:
+            devices = self._mig_devices(index, slices, board, key, t)
+            procs = tuple(proc for device in devices for proc in device.processes)
+            pending = True if plan.mig_pending is None else plan.mig_pending
+            mig = MigState(mode=True, pending_mode=pending, devices=devices)
         self._energy_mj[index] += power * dt * 1000.0
         if power_throttled:
             self._power_violation_ns[index] += dt * 1e9
@@ -337,11 +428,12 @@ class MachinePhysics:
         self._nvlink_replays[index] += plan.nvlink_replays_s * dt
         links = None if board.nvlinks is None else board.nvlinks - plan.nvlinks_down
         errors = None if links is None else 0
+        whole = slices is None  # in MIG mode NVML gives no whole-GPU utilization (NotSupported)
         return GpuSample(
             index=index,
             timestamp=timestamp,
-            utilization_gpu_pct=round(util, 1),
-            utilization_memory_pct=round(mem_util, 1),
+            utilization_gpu_pct=round(util, 1) if whole else None,
+            utilization_memory_pct=round(mem_util, 1) if whole else None,
             sm_clock_mhz=round(clock),
             memory_clock_mhz=board.max_memory_clock_mhz,
             graphics_clock_mhz=round(clock),
@@ -365,15 +457,93 @@ class MachinePhysics:
             energy_mj=int(self._energy_mj[index]),
             ecc_uncorrected=plan.ecc_uncorrected,
             retired_pages_pending=plan.ecc_uncorrected > 0,
-            encoder_pct=0.0,
-            decoder_pct=0.0,
+            # In MIG mode the video engines belong to the instances that were given them.
+            encoder_pct=0.0 if whole else None,
+            decoder_pct=0.0 if whole else None,
             nvlink_links_active=links,
             nvlink_replay_errors=None if links is None else int(self._nvlink_replays[index]),
             nvlink_recovery_errors=errors,
             nvlink_crc_errors=errors,
             processes=procs,
-            **(self._gpm(plan, key, util, t) if board.gpm else GpmValues()),
+            # In MIG mode NVML's GPM is read per GPU instance (nvmlGpmMigSampleGet): a whole-GPU figure would mix
+            # tenants that the hardware isolates, and the real reader takes none (GpmReader), so neither does this.
+            **(self._gpm(plan, key, util, t) if board.gpm and whole else GpmValues()),
+            mig=mig,
         )
+
+    def _slices(
+        self, board: Board, plan: GpuPlan, jobs: Sequence[tuple[Job, float]], key: str, t: float
+    ) -> tuple[_Slice, ...]:
+        """The GPU's MIG instances at `t`: each with its plan, the processes placed in it, and its load."""
+        layout = board.mig
+        if plan.slices and len(plan.slices) != len(layout):
+            raise ValueError(f"{len(plan.slices)} instance plans for a GPU split into {len(layout)} instances")
+        held: dict[int, list[tuple[Job, float]]] = {gi: [] for _, gi in layout}
+        for k, (job, gib) in enumerate(jobs):
+            if job.gpu_instance_id is not None:
+                if job.gpu_instance_id not in held:
+                    have = ", ".join(str(gi) for gi in held)
+                    raise ValueError(
+                        f"process {job.pid} runs in GPU instance {job.gpu_instance_id}; the GPU has {have}"
+                    )
+                held[job.gpu_instance_id].append((job, gib))
+            else:
+                name, gi = layout[k % len(layout)]
+                held[gi].append((job, gib * MIG_PROFILES[name].memory_bytes / board.memory_total_bytes))
+        pieces = []
+        for position, (name, gi) in enumerate(layout):
+            if plan.idle:
+                mine = GpuPlan(idle=True)
+            elif plan.slices:
+                mine = plan.slices[position]
+            else:
+                mine = plan if held[gi] else GpuPlan(idle=True)
+            util = (
+                0.0 if mine.idle else clamp(mine.util + mine.util_swing * self._waves(f"{key}/gi{gi}/util", t), 0, 100)
+            )
+            pieces.append(_Slice(MIG_PROFILES[name], gi, mine, tuple(held[gi]), util))
+        return tuple(pieces)
+
+    def _mig_devices(
+        self, index: int, slices: Sequence[_Slice], board: Board, key: str, t: float
+    ) -> tuple[MigDevice, ...]:
+        """The instances as the driver lists them on their own handles: memory, processes and GPM of each."""
+        devices = []
+        for position, piece in enumerate(slices):
+            gi = piece.gpu_instance_id
+            gpm = self._gpm(piece.plan, f"{key}/gi{gi}", piece.util, t) if board.gpm else GpmValues()
+            devices.append(
+                MigDevice(
+                    index=position,
+                    uuid=mig_uuid(self._seed, index, gi),
+                    profile=piece.profile.name,
+                    gpu_instance_id=gi,
+                    compute_instance_id=0,  # one compute instance spanning its GPU instance, as by default
+                    sm_count=piece.profile.sm_count,
+                    slice_count=piece.profile.slices,
+                    memory_used_bytes=piece.used_bytes,
+                    memory_total_bytes=piece.profile.memory_bytes,
+                    gr_engine_active_pct=gpm.get("gr_engine_active_pct"),
+                    sm_active_pct=gpm.get("sm_active_pct"),
+                    sm_occupancy_pct=gpm.get("sm_occupancy_pct"),
+                    tensor_active_pct=gpm.get("tensor_active_pct"),
+                    dram_bw_pct=gpm.get("dram_bw_pct"),
+                    fp32_active_pct=gpm.get("fp32_active_pct"),
+                    fp16_active_pct=gpm.get("fp16_active_pct"),
+                    fp64_active_pct=gpm.get("fp64_active_pct"),
+                    # Per-process utilization is not given in MIG mode (NotSupported): only memory and the ids.
+                    processes=tuple(
+                        GpuProcess(
+                            pid=job.pid,
+                            used_memory_bytes=int(gib * GIB) // MIB * MIB,
+                            gpu_instance_id=gi,
+                            compute_instance_id=0,
+                        )
+                        for job, gib in piece.jobs
+                    ),
+                )
+            )
+        return tuple(devices)
 
     def board(self, scene: Scene) -> Board:
         """The board `scene` runs on: its own when it names one, else the machine's."""

@@ -76,6 +76,7 @@ class ExpectedFinding:
     rule: str
     severity: str
     gpus: tuple[int, ...] = ()
+    instances: tuple[int, ...] = ()  # the GPU instance ids of the MIG instances it names (of its one GPU)
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,30 @@ class Scenario:
     findings: tuple[ExpectedFinding, ...]
     verdict: tuple[str, ...]
     moves: bool = False
+
+
+# The board of the MIG scenarios: H100s each split into two 3g.40gb instances, GI 1 and GI 2.
+_MIG_BOARD = "h100-mig"
+_MIG_GIB = 31.0  # what a job sized for a 3g.40gb instance (39.5 GiB) holds
+_FINETUNE = "python3 finetune.py --model bert-large --task squad"
+
+
+def _halves(stage: Stage, first: str, second: str, memory_gib: float = _MIG_GIB) -> tuple[Job, ...]:
+    """Two tenants renting a half of every GPU: alice's `first` in GI 1 and carol's `second` in GI 2, with
+    four data-loader workers each (a half GPU needs half the input)."""
+    return tuple(
+        Job(
+            pid=stage.pid_base + index + (0 if gi == 1 else 500),
+            user=user,
+            cmdline=f"{cmdline} --local-rank {index}",
+            memory_gib=((index, memory_gib),),
+            cpu_pct=72.0,
+            children=4,
+            gpu_instance_id=gi,
+        )
+        for gi, user, cmdline in ((1, "alice", first), (2, "carol", second))
+        for index in range(stage.count)
+    )
 
 
 def _each_gpu(rule: str, severity: str) -> tuple[ExpectedFinding, ...]:
@@ -344,6 +369,69 @@ def _pcie_box(stage: Stage, t: float) -> Scene:
     return Scene(plans, (job,), HostPlan(), board="rtx4090")
 
 
+def _mig_isolated(stage: Stage, t: float) -> Scene:
+    # Two tenants, each on a 3g.40gb half of every GPU: their processes share a GPU but not an SM or a byte of
+    # memory bandwidth, so nothing is contended, and whole-GPU utilization does not exist (NotSupported).
+    return Scene(stage.busy(), _halves(stage, _TRAIN, _FINETUNE), HostPlan(), board=_MIG_BOARD)
+
+
+def _mig_starving(stage: Stage, t: float) -> Scene:
+    # On the first GPU, carol's job in GI 2 loads its data in the main process (num_workers=0), as in
+    # `starved-cpu`: the process reads 70-90% of a core and its instance's SMs wait; alice's GI 1 beside it is busy.
+    first = stage.first
+    jobs = [
+        replace(
+            job,
+            cmdline=f"python3 train_resnet50.py --data /data/imagenet --num-workers 0 --local-rank {first}",
+            memory_gib=((first, 14.0),),
+            cpu_pct=80.0,
+            cpu_swing=9.0,
+            children=0,
+            threads=14,
+            read_bytes_s=30e6,
+            state="R",
+        )
+        if job.gpu_instance_id == 2 and job.memory_gib[0][0] == first
+        else job
+        for job in _halves(stage, _TRAIN, _FINETUNE)
+    ]
+    busy = stage.busy()
+    busy[first] = GpuPlan(slices=(GpuPlan(), GpuPlan(util=22.0, util_swing=10.0)))
+    return Scene(busy, tuple(jobs), HostPlan(), board=_MIG_BOARD)
+
+
+def _mig_shared_slice(stage: Stage, t: float) -> Scene:
+    # On the first GPU, bob's notebook runs in alice's GI 1: the two take turns on the instance's SMs, while
+    # carol's GI 2 beside them, isolated, is not touched.
+    notebook = Job(
+        pid=stage.pid_base + 3217,
+        user="bob",
+        cmdline="python3 -m ipykernel_launcher -f /home/bob/.local/share/jupyter/runtime/kernel-7f3.json",
+        memory_gib=((stage.first, 8.0),),
+        cpu_pct=9.0,
+        cpu_swing=4.0,
+        children=0,
+        threads=31,
+        read_bytes_s=0.3e6,
+        rss_gib=5.0,
+        gpu_instance_id=1,
+    )
+    first = stage.first
+    jobs = tuple(
+        replace(job, memory_gib=((first, 24.0),)) if job.gpu_instance_id == 1 and job.memory_gib[0][0] == first else job
+        for job in _halves(stage, _TRAIN, _FINETUNE)
+    )
+    return Scene(stage.busy(), (*jobs, notebook), HostPlan(), board=_MIG_BOARD)
+
+
+def _mig_pending(stage: Stage, t: float) -> Scene:
+    # An administrator enabled MIG on the first GPU (`nvidia-smi -i 0 -mig 1`) while its job ran: the mode waits
+    # for a GPU reset, and until then the GPU runs whole, as before.
+    busy = stage.busy()
+    busy[stage.first] = GpuPlan(mig_pending=True)
+    return Scene(busy, stage.ranks(_TRAIN, 61.0), HostPlan(), board="h100")
+
+
 SCENARIO_TABLE: tuple[Scenario, ...] = (
     Scenario(
         "healthy",
@@ -539,6 +627,38 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         signs=frozenset({"no_p2p"}),
         findings=(ExpectedFinding("p2p_unavailable", "warning", tuple(range(DEFAULT_GPU_COUNT))),),
         verdict=("interconnect",),
+    ),
+    Scenario(
+        "mig_isolated",
+        "H100s in MIG mode, two 3g.40gb instances each, one busy training process in each: isolated, not shared",
+        _mig_isolated,
+        signs=frozenset({"mig"}),
+        findings=(),
+        verdict=("gpu_bound",),
+    ),
+    Scenario(
+        "mig_starving",
+        "MIG: on the first GPU the process in GI 2 loads its data itself (num_workers=0) and its slice waits",
+        _mig_starving,
+        signs=frozenset({"mig", "low_util", "main_loading"}),
+        findings=(ExpectedFinding("starvation_cpu", "warning", (0,), (2,)),),
+        verdict=("mixed", "input_bound", "gpu_bound"),
+    ),
+    Scenario(
+        "mig_shared_slice",
+        "MIG: a second user's notebook shares the first GPU's GI 1 with a training job; GI 2 runs its own",
+        _mig_shared_slice,
+        signs=frozenset({"mig", "shared_gpu"}),
+        findings=(ExpectedFinding("gpu_contention", "warning", (0,), (1,)),),
+        verdict=("mixed", "contended", "gpu_bound"),
+    ),
+    Scenario(
+        "mig_pending",
+        "MIG enabled on the first GPU while its job ran: the change waits for a GPU reset; the GPU still runs whole",
+        _mig_pending,
+        signs=frozenset({"mig_pending"}),
+        findings=(ExpectedFinding("mig_pending", "warning", (0,)),),
+        verdict=("gpu_bound",),
     ),
 )
 

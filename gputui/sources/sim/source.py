@@ -11,6 +11,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from gputui.model import ContainerInfo, GpuInfo, Snapshot, SystemInfo
 from gputui.sources.base import InvalidGpuSelection
@@ -160,12 +161,18 @@ class SimulatedSource:
     # -- static facts --------------------------------------------------------------------------------------
 
     def _gpu_info(self, scene: Scene) -> tuple[GpuInfo, ...]:
-        """The selected GPUs' static facts, of the board the scene runs on."""
+        """The selected GPUs' static facts, of the board the scene runs on. The machine's own board with MIG
+        switched on or off is the same GPUs (the same UUIDs and serials) in the other mode."""
         board = scene.board or self._board
         infos = self._infos.get(board)
         if infos is None:
-            rng = random.Random(f"{self._seed}/machine/{board}")
-            infos = self._infos[board] = tuple(gpu_info(index, rng, BOARDS[board]) for index in range(self._count))
+            if replace(BOARDS[board], mig=()) == replace(BOARDS[self._board], mig=()):
+                mode = bool(BOARDS[board].mig)
+                infos = tuple(replace(info, mig_mode=mode) for info in self._infos[self._board])
+            else:
+                rng = random.Random(f"{self._seed}/machine/{board}")
+                infos = tuple(gpu_info(index, rng, BOARDS[board]) for index in range(self._count))
+            self._infos[board] = infos
         return tuple(infos[index] for index in self._selected)
 
     def _system_info(self, scene: Scene) -> SystemInfo:
