@@ -11,7 +11,7 @@ whole-GPU utilization.
 
 Processes: each instance's own lists, which non-root callers may read; where none can be read, the parent's
 list (root only), whose entries carry their GPU and compute instance ids. The GPU's process list is their union;
-`share_out` puts each process, once matched with this machine's, under its instance.
+`share_out` puts them under their instances again where the match with this machine's processes changed them.
 
 When: the mode and the instance list on slow ticks (an administrator may run `nvidia-smi -mig 1` or create and
 destroy instances while we watch), each instance's static facts once (kept by UUID), its processes on slow
@@ -52,6 +52,7 @@ class _Instance:
     memory: Query
     compute: Query
     graphics: Query
+    processes: tuple[GpuProcess, ...] = ()  # as of the last slow tick
 
 
 class MigReader:
@@ -116,11 +117,18 @@ class MigReader:
             if gi is not None and gi not in activity:
                 reader = self._gpm.get(gi)
                 activity[gi] = reader.read(now) if reader is not None else {}
-            devices.append(
-                dataclasses.replace(
-                    facts,
+            devices.append(  # made whole, not by dataclasses.replace: this runs for every instance every tick
+                MigDevice(
+                    index=facts.index,
+                    uuid=facts.uuid,
+                    profile=facts.profile,
+                    gpu_instance_id=gi,
+                    compute_instance_id=facts.compute_instance_id,
+                    sm_count=facts.sm_count,
+                    slice_count=facts.slice_count,
                     memory_used_bytes=memory.used if memory is not None else None,
                     memory_total_bytes=memory.total if memory is not None else facts.memory_total_bytes,
+                    processes=instance.processes,
                     **activity.get(gi, {}),  # type: ignore[arg-type]  # GPM fields, named as MigDevice's
                 )
             )
@@ -129,9 +137,15 @@ class MigReader:
     def processes(self, parent: Callable[[], tuple[GpuProcess, ...]]) -> tuple[GpuProcess, ...]:
         """Every instance's processes, each with its instance's ids (a slow tick, after `refresh`); where no
         instance's own lists can be read, the parent's list, which carries the ids (given only to root)."""
-        own = [self._instance_processes(instance) for instance in self._instances.values()]
+        instances = list(self._instances.values())
+        own = [self._instance_processes(instance) for instance in instances]
         if own and all(listed is None for listed in own):
-            return parent()
+            listed = parent()
+            for instance in instances:
+                instance.processes = tuple(proc for proc in listed if _runs_in(proc, instance.facts))
+            return listed
+        for instance, listed in zip(instances, own, strict=True):
+            instance.processes = listed or ()
         union = {proc.pid: proc for listed in own for proc in listed or ()}
         return tuple(union[pid] for pid in sorted(union))
 
@@ -239,7 +253,8 @@ class MigReader:
 
 
 def share_out(gpu: GpuSample) -> GpuSample:
-    """The GPU's processes (as matched with this machine's, host PIDs and all) under the instances they run in."""
+    """The GPU's processes under the instances they run in, again: after the match with this machine's processes
+    changed them (a PID of this namespace for a host PID, a process seen by its device file alone)."""
     if gpu.mig is None or not gpu.mig.devices:
         return gpu
     devices = tuple(

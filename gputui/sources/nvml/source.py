@@ -329,7 +329,8 @@ class NvmlSource:
         self._tick += 1
         xids = self._watcher.drain() if self._watcher is not None else {}
         gpus = tuple(self._sample_gpu(gpu, now, slow, xids.get(gpu.index, ())) for gpu in self._gpus)
-        gpus = tuple(share_out(gpu) for gpu in self._join.join(gpus, self._minors, slow))
+        joined = self._join.join(gpus, self._minors, slow)
+        gpus = tuple(gpu if gpu is read else share_out(gpu) for gpu, read in zip(joined, gpus, strict=True))
         pids = {proc.pid for gpu in gpus for proc in gpu.processes if proc.seen != "hidden"}
         gpus_of: dict[int, list[str]] = {}  # pid -> the UUIDs of its GPUs, which name its pod's container
         for gpu_sample in gpus:
