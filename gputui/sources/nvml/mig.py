@@ -140,12 +140,12 @@ class MigReader:
         instances = list(self._instances.values())
         own = [self._instance_processes(instance) for instance in instances]
         if own and all(listed is None for listed in own):
-            listed = parent()
+            everyone = parent()
             for instance in instances:
-                instance.processes = tuple(proc for proc in listed if _runs_in(proc, instance.facts))
-            return listed
-        for instance, listed in zip(instances, own, strict=True):
-            instance.processes = listed or ()
+                instance.processes = tuple(proc for proc in everyone if _runs_in(proc, instance.facts))
+            return everyone
+        for instance, its_own in zip(instances, own, strict=True):
+            instance.processes = its_own or ()
         union = {proc.pid: proc for listed in own for proc in listed or ()}
         return tuple(union[pid] for pid in sorted(union))
 
