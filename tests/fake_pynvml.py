@@ -19,6 +19,14 @@ each GPU's `socket` and `pcie_switch`; P2P is OK within a socket or over NVLink,
 int (pynvml's NVML_P2P_CAPS_INDEX_READ is a tuple).
 Events: `push_xid` delivers an XID to the event sets a GPU is registered on, `fail_wait` makes the next wait
 raise, and `settle` waits until the waiting thread has taken everything pushed.
+MIG: a GPU's `mig_devices` (FakeMig, each one compute instance at its `slot`) answer through FakeMigHandles
+from nvmlDeviceGetMigDeviceHandleByIndex while the current mode is on: NotFound at a slot holding none,
+InvalidArgument past `max_mig_devices`. A MIG handle answers UUID, name ("<GPU> MIG <profile>"), instance ids,
+attributes, memory and process lists (with its ids); any other question NotSupported, as drivers do. In MIG mode
+the parent answers no utilization, no whole-GPU GPM and no process utilization (NotSupported), and lists every
+instance's processes with their ids (a non-root caller gets NoPermission: `mig_gpu(root=False)`).
+nvmlGpmMigSampleGet samples one GPU instance by id. A `destroyed` instance is gone: its slot reads NotFound, its
+old handle InvalidArgument. `mig_gpu` builds an H100 in MIG mode from profile names.
 """
 
 from __future__ import annotations
@@ -174,6 +182,114 @@ class FakeGpu:
     cpu_affinity: tuple[int, ...] | None = tuple(range(32))
     errors: dict[str, int] = field(default_factory=dict)  # function (C symbol) name -> NVML_ERROR_* code
     lost: bool = False
+    mig_devices: list[FakeMig] = field(default_factory=list)  # answered while mig_mode's current mode is on
+    max_mig_devices: int = 7  # nvmlDeviceGetMaxMigDeviceCount in MIG mode (7 on A100/H100/H200)
+
+    @property
+    def in_mig_mode(self) -> bool:
+        return self.mig_mode is not None and self.mig_mode[0] == real.NVML_DEVICE_MIG_ENABLE
+
+
+# What one instance of each H100 80GB profile holds: (SMs, GPU slices, memorySizeMB).
+H100_PROFILES: dict[str, tuple[int, int, int]] = {
+    "1g.10gb": (16, 1, 9_856),
+    "1g.20gb": (26, 1, 19_968),
+    "2g.20gb": (32, 2, 19_968),
+    "3g.40gb": (60, 3, 40_192),
+    "4g.40gb": (64, 4, 40_192),
+    "7g.80gb": (132, 7, 80_384),
+}
+# A busy GPU instance, as `nvidia-smi dmon --gpm-metrics` reads one: GPM per instance has no NVLink metrics.
+MIG_GPM: dict[int, float] = {
+    metric: value
+    for metric, value in H100_GPM.items()
+    if metric not in (real.NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, real.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC)
+}
+
+
+@dataclass
+class FakeMig:
+    """One MIG device (a compute instance) as its own handle answers; sizes are the profile's on an H100 80GB."""
+
+    profile: str = "3g.40gb"
+    gpu_instance_id: int = 1
+    compute_instance_id: int = 0
+    slot: int = 0  # its index under nvmlDeviceGetMigDeviceHandleByIndex
+    uuid: str = ""  # "" gets one made from the GPU's index and the slot
+    sm_count: int = -1  # -1: the profile's
+    slice_count: int = -1
+    memory_size_mib: int = -1  # memorySizeMB of its attributes
+    memory_used: int = 30_000 * MIB
+    memory_reserved: int = 0
+    compute_processes: list[tuple[int, int | None]] = field(default_factory=list)
+    graphics_processes: list[tuple[int, int | None]] = field(default_factory=list)
+    gpm: dict[int, float] | None = field(default_factory=lambda: dict(MIG_GPM))  # None: NotSupported
+    errors: dict[str, int] = field(default_factory=dict)  # function (C symbol) name -> NVML_ERROR_* code
+    destroyed: bool = False
+
+    def __post_init__(self) -> None:
+        sm, slices, size = H100_PROFILES.get(
+            self.profile.split(".", 1)[-1] if "c." in self.profile else self.profile, (0, 0, 0)
+        )
+        self.sm_count = sm if self.sm_count == -1 else self.sm_count
+        self.slice_count = slices if self.slice_count == -1 else self.slice_count
+        self.memory_size_mib = size if self.memory_size_mib == -1 else self.memory_size_mib
+
+
+@dataclass
+class FakeMigHandle:
+    """Stands in for the c_nvmlDevice_t of a MIG device: its parent's index and its slot."""
+
+    index: int
+    slot: int
+
+
+def mig_gpu(
+    profiles: Sequence[str] = ("3g.40gb", "3g.40gb"),
+    processes: Sequence[Sequence[int]] = (),
+    *,
+    root: bool = True,
+    pending: bool | None = None,
+    **overrides: Any,
+) -> FakeGpu:
+    """An H100 in MIG mode with one instance per profile (GPU instance ids 1, 2, ... at slots 0, 1, ...), each
+    running the pids of `processes` at its position (20 GB each); `pending` False: MIG off after the next reset;
+    `root` False: the parent's memory and process lists answer NoPermission, as for a user who is not root."""
+    devices = []
+    for position, profile in enumerate(profiles):
+        pids = processes[position] if position < len(processes) else ()
+        devices.append(
+            FakeMig(
+                profile=profile,
+                gpu_instance_id=position + 1,
+                slot=position,
+                compute_processes=[(pid, 20_000 * MIB) for pid in pids],
+                memory_used=20_000 * MIB * len(pids) + 500 * MIB,
+            )
+        )
+    mode = real.NVML_DEVICE_MIG_ENABLE
+    pending_mode = mode if pending is None or pending else real.NVML_DEVICE_MIG_DISABLE
+    errors: dict[str, int] = {}
+    if not root:
+        for symbol in (
+            "nvmlDeviceGetMemoryInfo",
+            "nvmlDeviceGetMemoryInfo_v2",
+            "nvmlDeviceGetComputeRunningProcesses_v3",
+            "nvmlDeviceGetComputeRunningProcesses_v2",
+            "nvmlDeviceGetGraphicsRunningProcesses_v3",
+            "nvmlDeviceGetGraphicsRunningProcesses_v2",
+        ):
+            errors[symbol] = real.NVML_ERROR_NO_PERMISSION
+    values: dict[str, Any] = {
+        "mig_mode": (mode, pending_mode),
+        "mig_devices": devices,
+        "memory_used": sum(device.memory_used for device in devices),
+        "compute_processes": [],
+        "process_samples": None,
+        "errors": errors,
+    }
+    values.update(overrides)
+    return FakeGpu(**values)
 
 
 def consumer_gpu(**overrides: Any) -> FakeGpu:
@@ -238,6 +354,8 @@ class FakeNvml(types.ModuleType):
         self.gpus = list(gpus)
         for index, gpu in enumerate(self.gpus):
             gpu.uuid = gpu.uuid or f"GPU-6f2a1c3e-0000-4b1e-9a57-{index:012x}"
+            for mig in gpu.mig_devices:
+                mig.uuid = mig.uuid or f"MIG-5c1d2e3f-0000-4a1b-8c2d-{index:06x}{mig.slot:06x}"
             gpu.pci_bus_id = gpu.pci_bus_id or f"00000000:{0x18 + index * 0x10:02X}:00.0"
             gpu.minor_number = index if gpu.minor_number == -1 else gpu.minor_number
         self.driver_version = driver_version
@@ -255,7 +373,8 @@ class FakeNvml(types.ModuleType):
         self.calls: Counter[tuple[str, int | None]] = Counter()
         self.event_sets: list[FakeEventSet] = []
         self.wait_cap_ms: int | None = None  # shortens every event wait, so tests need not sit it out
-        self.gpm_buffers: dict[int, tuple[Any, tuple[int, int] | None]] = {}  # address -> (memory, (GPU, order))
+        # address -> (memory, ((GPU, GPU instance id or None), order)): what filled it, and when
+        self.gpm_buffers: dict[int, tuple[Any, tuple[tuple[int, int | None], int] | None]] = {}
         self._gpm_order = itertools.count(1)
 
     # --- what tests read -------------------------------------------------------------------------------
@@ -307,10 +426,15 @@ class FakeNvml(types.ModuleType):
 
     # --- static facts ----------------------------------------------------------------------------------
 
-    def nvmlDeviceGetName(self, handle: FakeHandle) -> str:
+    def nvmlDeviceGetName(self, handle: FakeHandle | FakeMigHandle) -> str:
+        if isinstance(handle, FakeMigHandle):
+            gpu, mig = self._enter_mig(handle, "nvmlDeviceGetName")
+            return f"{gpu.name} MIG {mig.profile}"
         return self._enter(handle, "nvmlDeviceGetName").name
 
-    def nvmlDeviceGetUUID(self, handle: FakeHandle) -> str:
+    def nvmlDeviceGetUUID(self, handle: FakeHandle | FakeMigHandle) -> str:
+        if isinstance(handle, FakeMigHandle):
+            return self._enter_mig(handle, "nvmlDeviceGetUUID")[1].uuid
         return self._enter(handle, "nvmlDeviceGetUUID").uuid
 
     def nvmlDeviceGetMinorNumber(self, handle: FakeHandle) -> int:
@@ -373,6 +497,8 @@ class FakeNvml(types.ModuleType):
 
     def nvmlDeviceGetUtilizationRates(self, handle: FakeHandle) -> Any:
         gpu = self._enter(handle, "nvmlDeviceGetUtilizationRates")
+        if gpu.in_mig_mode:  # nvml.h: "On MIG-enabled GPUs, querying device utilization rates is not supported"
+            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
         return real.c_nvmlUtilization_t(gpu=gpu.utilization_gpu, memory=gpu.utilization_memory)
 
     def nvmlDeviceGetClockInfo(self, handle: FakeHandle, clock: int) -> int:
@@ -411,7 +537,9 @@ class FakeNvml(types.ModuleType):
     def nvmlDeviceGetEnforcedPowerLimit(self, handle: FakeHandle) -> int:
         return self._enter(handle, "nvmlDeviceGetEnforcedPowerLimit").enforced_limit_mw
 
-    def nvmlDeviceGetMemoryInfo(self, handle: FakeHandle, version: int | None = None) -> Any:
+    def nvmlDeviceGetMemoryInfo(self, handle: FakeHandle | FakeMigHandle, version: int | None = None) -> Any:
+        if isinstance(handle, FakeMigHandle):
+            return self._mig_memory(handle, version)
         if not version:
             gpu = self._enter(handle, "nvmlDeviceGetMemoryInfo")
             used = gpu.memory_used + gpu.memory_reserved  # v1 counts reserved memory as used
@@ -476,20 +604,21 @@ class FakeNvml(types.ModuleType):
     def nvmlDeviceGetRemappedRows(self, handle: FakeHandle) -> tuple[int, int, int, int]:
         return _supported(self._enter(handle, "nvmlDeviceGetRemappedRows").remapped_rows)
 
-    def nvmlDeviceGetComputeRunningProcesses_v3(self, handle: FakeHandle) -> list[Any]:
-        return _processes(self._enter(handle, "nvmlDeviceGetComputeRunningProcesses_v3").compute_processes)
+    def nvmlDeviceGetComputeRunningProcesses_v3(self, handle: FakeHandle | FakeMigHandle) -> list[Any]:
+        return self._process_list(handle, "nvmlDeviceGetComputeRunningProcesses_v3", "compute_processes")
 
-    def nvmlDeviceGetComputeRunningProcesses_v2(self, handle: FakeHandle) -> list[Any]:
-        return _processes(self._enter(handle, "nvmlDeviceGetComputeRunningProcesses_v2").compute_processes)
+    def nvmlDeviceGetComputeRunningProcesses_v2(self, handle: FakeHandle | FakeMigHandle) -> list[Any]:
+        return self._process_list(handle, "nvmlDeviceGetComputeRunningProcesses_v2", "compute_processes")
 
-    def nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: FakeHandle) -> list[Any]:
-        return _processes(self._enter(handle, "nvmlDeviceGetGraphicsRunningProcesses_v3").graphics_processes)
+    def nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: FakeHandle | FakeMigHandle) -> list[Any]:
+        return self._process_list(handle, "nvmlDeviceGetGraphicsRunningProcesses_v3", "graphics_processes")
 
-    def nvmlDeviceGetGraphicsRunningProcesses_v2(self, handle: FakeHandle) -> list[Any]:
-        return _processes(self._enter(handle, "nvmlDeviceGetGraphicsRunningProcesses_v2").graphics_processes)
+    def nvmlDeviceGetGraphicsRunningProcesses_v2(self, handle: FakeHandle | FakeMigHandle) -> list[Any]:
+        return self._process_list(handle, "nvmlDeviceGetGraphicsRunningProcesses_v2", "graphics_processes")
 
     def nvmlDeviceGetProcessUtilization(self, handle: FakeHandle, timeStamp: int) -> list[Any]:
-        samples = _supported(self._enter(handle, "nvmlDeviceGetProcessUtilization").process_samples)
+        gpu = self._enter(handle, "nvmlDeviceGetProcessUtilization")
+        samples = _supported(None if gpu.in_mig_mode else gpu.process_samples)
         newer = [s for s in samples if s[1] > timeStamp]
         if not newer:
             raise real.NVMLError(real.NVML_ERROR_NOT_FOUND)
@@ -558,6 +687,94 @@ class FakeNvml(types.ModuleType):
             raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
         return gpu, remotes[link]
 
+    # --- MIG -------------------------------------------------------------------------------------------
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, device: FakeHandle) -> int:
+        """nvml.h: "Returns zero if MIG is not supported or enabled"."""
+        gpu = self._enter(device, "nvmlDeviceGetMaxMigDeviceCount")
+        return gpu.max_mig_devices if gpu.in_mig_mode else 0
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, device: FakeHandle, index: int) -> FakeMigHandle:
+        gpu = self._enter(device, "nvmlDeviceGetMigDeviceHandleByIndex")
+        if not gpu.in_mig_mode:
+            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+        if not 0 <= index < gpu.max_mig_devices:
+            raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
+        if not any(mig.slot == index and not mig.destroyed for mig in gpu.mig_devices):
+            raise real.NVMLError(real.NVML_ERROR_NOT_FOUND)
+        return FakeMigHandle(device.index, index)
+
+    def nvmlDeviceGetGpuInstanceId(self, device: FakeMigHandle) -> int:
+        return self._enter_mig(device, "nvmlDeviceGetGpuInstanceId")[1].gpu_instance_id
+
+    def nvmlDeviceGetComputeInstanceId(self, device: FakeMigHandle) -> int:
+        return self._enter_mig(device, "nvmlDeviceGetComputeInstanceId")[1].compute_instance_id
+
+    def nvmlDeviceGetAttributes(self, device: FakeMigHandle) -> Any:
+        """nvml.h: "This API currently only supports MIG device handles"."""
+        if not isinstance(device, FakeMigHandle):
+            self._enter(device, "nvmlDeviceGetAttributes_v2")
+            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+        _, mig = self._enter_mig(device, "nvmlDeviceGetAttributes_v2")
+        return real.c_nvmlDeviceAttributes(
+            multiprocessorCount=mig.sm_count,
+            sharedCopyEngineCount=mig.slice_count,
+            sharedDecoderCount=mig.slice_count // 2,
+            sharedEncoderCount=0,
+            sharedJpegCount=mig.slice_count // 3,
+            sharedOfaCount=mig.slice_count // 7,
+            gpuInstanceSliceCount=mig.slice_count,
+            computeInstanceSliceCount=mig.slice_count,
+            memorySizeMB=mig.memory_size_mib,
+        )
+
+    def _mig_memory(self, handle: FakeMigHandle, version: int | None) -> Any:
+        if not version:
+            _, mig = self._enter_mig(handle, "nvmlDeviceGetMemoryInfo")
+            total, used = mig.memory_size_mib * MIB, mig.memory_used + mig.memory_reserved
+            return real.c_nvmlMemory_t(total=total, free=total - used, used=used)
+        _, mig = self._enter_mig(handle, "nvmlDeviceGetMemoryInfo_v2")
+        total = mig.memory_size_mib * MIB
+        return real.c_nvmlMemory_v2_t(
+            version=version,
+            total=total,
+            reserved=mig.memory_reserved,
+            free=total - mig.memory_used - mig.memory_reserved,
+            used=mig.memory_used,
+        )
+
+    def _process_list(self, handle: FakeHandle | FakeMigHandle, symbol: str, kind: str) -> list[Any]:
+        """An instance's own processes; on the parent in MIG mode, every live instance's, with their ids."""
+        if isinstance(handle, FakeMigHandle):
+            _, mig = self._enter_mig(handle, symbol)
+            return _processes(getattr(mig, kind), mig.gpu_instance_id, mig.compute_instance_id)
+        gpu = self._enter(handle, symbol)
+        if not gpu.in_mig_mode:
+            return _processes(getattr(gpu, kind))
+        listed = []
+        for mig in gpu.mig_devices:
+            if not mig.destroyed:
+                listed.extend(_processes(getattr(mig, kind), mig.gpu_instance_id, mig.compute_instance_id))
+        return listed
+
+    @staticmethod
+    def _instance(gpu: FakeGpu, gpu_instance_id: int) -> FakeMig | None:
+        for mig in gpu.mig_devices:
+            if mig.gpu_instance_id == gpu_instance_id and not mig.destroyed:
+                return mig
+        return None
+
+    def _enter_mig(self, handle: FakeMigHandle, symbol: str) -> tuple[FakeGpu, FakeMig]:
+        """Count the call (under the parent's index) and raise what the driver would for this MIG handle: the
+        parent's errors where lost, InvalidArgument for an instance destroyed since the handle was given."""
+        gpu = self._enter(FakeHandle(handle.index), symbol, mig=True)
+        for mig in gpu.mig_devices:
+            if mig.slot == handle.slot and not mig.destroyed and gpu.in_mig_mode:
+                if symbol in mig.errors:
+                    raise real.NVMLError(mig.errors[symbol])
+                return gpu, mig
+        raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
+
     # --- GPM -------------------------------------------------------------------------------------------
 
     def nvmlGpmQueryDeviceSupport(self, handle: FakeHandle) -> Any:
@@ -579,10 +796,19 @@ class FakeNvml(types.ModuleType):
             raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
 
     def nvmlGpmSampleGet(self, handle: FakeHandle, sample: Any) -> Any:
-        self._enter(handle, "nvmlGpmSampleGet")
+        if self._enter(handle, "nvmlGpmSampleGet").in_mig_mode:  # MIG mode: GPM per GPU instance only
+            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
         memory, _ = self._gpm_buffer(sample)
-        self.gpm_buffers[_address(sample)] = (memory, (handle.index, next(self._gpm_order)))
+        self.gpm_buffers[_address(sample)] = (memory, ((handle.index, None), next(self._gpm_order)))
         return sample
+
+    def nvmlGpmMigSampleGet(self, device: FakeHandle, gpuInstanceId: int, gpmSample: Any) -> Any:
+        gpu = self._enter(device, "nvmlGpmMigSampleGet")
+        if not gpu.in_mig_mode or self._instance(gpu, gpuInstanceId) is None:
+            raise real.NVMLError(real.NVML_ERROR_NOT_FOUND)
+        memory, _ = self._gpm_buffer(gpmSample)
+        self.gpm_buffers[_address(gpmSample)] = (memory, ((device.index, gpuInstanceId), next(self._gpm_order)))
+        return gpmSample
 
     def nvmlGpmMetricsGet(self, request: Any) -> Any:
         if request.version != real.NVML_GPM_METRICS_GET_VERSION:
@@ -591,8 +817,13 @@ class FakeNvml(types.ModuleType):
         _, second = self._gpm_buffer(request.sample2)
         if first is None or second is None or first[0] != second[0] or first[1] >= second[1]:
             raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
-        gpu = self._enter(FakeHandle(first[0]), "nvmlGpmMetricsGet")
-        values = _supported(gpu.gpm)
+        (index, gpu_instance_id), _ = first
+        gpu = self._enter(FakeHandle(index), "nvmlGpmMetricsGet")
+        if gpu_instance_id is None:
+            values = _supported(gpu.gpm)
+        else:
+            instance = self._instance(gpu, gpu_instance_id)
+            values = _supported(instance.gpm if instance is not None else None)
         # The driver fills the slots in C; the fake writes them through ctypes itself, not pynvml's Python
         # __setattr__ and __getattribute__, so that the benchmarks time the reader rather than the fake.
         metrics = _raw_get(request, "metrics")
@@ -606,7 +837,7 @@ class FakeNvml(types.ModuleType):
             _raw_set(metric, "value", values[metric_id] if code == real.NVML_SUCCESS else 0.0)
         return request
 
-    def _gpm_buffer(self, sample: Any) -> tuple[Any, tuple[int, int] | None]:
+    def _gpm_buffer(self, sample: Any) -> tuple[Any, tuple[tuple[int, int | None], int] | None]:
         buffer = self.gpm_buffers.get(_address(sample))
         if buffer is None:
             raise real.NVMLError(real.NVML_ERROR_INVALID_ARGUMENT)
@@ -697,8 +928,9 @@ class FakeNvml(types.ModuleType):
         if self.initialized <= 0:
             raise real.NVMLError(real.NVML_ERROR_UNINITIALIZED)
 
-    def _enter(self, handle: FakeHandle, symbol: str) -> FakeGpu:
-        """Count the call and raise what the driver would raise for it on this GPU."""
+    def _enter(self, handle: FakeHandle | FakeMigHandle, symbol: str, mig: bool = False) -> FakeGpu:
+        """Count the call and raise what the driver would raise for it on this GPU; a MIG handle given to a
+        question of the whole GPU gets NotSupported, and the parent's own `errors` do not reach its instances."""
         self.calls[(symbol, handle.index)] += 1
         self._require_init()
         if symbol in self.absent:
@@ -706,7 +938,9 @@ class FakeNvml(types.ModuleType):
         gpu = self.gpus[handle.index]
         if gpu.lost:
             raise real.NVMLError(real.NVML_ERROR_GPU_IS_LOST)
-        if symbol in gpu.errors:
+        if isinstance(handle, FakeMigHandle):
+            raise real.NVMLError(real.NVML_ERROR_NOT_SUPPORTED)
+        if symbol in gpu.errors and (not mig or gpu.errors[symbol] == real.NVML_ERROR_FUNCTION_NOT_FOUND):
             raise real.NVMLError(gpu.errors[symbol])
         return gpu
 
@@ -777,10 +1011,18 @@ def _field_reading(gpu: FakeGpu, field_id: int, scope: int) -> tuple[tuple[int, 
     return None
 
 
-def _processes(entries: list[tuple[int, int | None]]) -> list[Any]:
+def _processes(
+    entries: list[tuple[int, int | None]], gpu_instance_id: int = 0xFFFFFFFF, compute_instance_id: int = 0xFFFFFFFF
+) -> list[Any]:
+    """nvmlFriendlyObjects as pynvml makes them of nvmlProcessInfo_t; the ids are 0xFFFFFFFF off MIG (nvml.h)."""
     return [
         real.nvmlFriendlyObject(
-            {"pid": pid, "usedGpuMemory": used, "gpuInstanceId": 0xFFFFFFFF, "computeInstanceId": 0xFFFFFFFF}
+            {
+                "pid": pid,
+                "usedGpuMemory": used,
+                "gpuInstanceId": gpu_instance_id,
+                "computeInstanceId": compute_instance_id,
+            }
         )
         for pid, used in entries
     ]

@@ -4,9 +4,11 @@ NVML's utilization is the share of time any kernel ran; a job whose kernels fill
 100%. GPM (GPU Performance Monitoring, Hopper and newer) says how full: SM activity, tensor-core activity,
 DRAM bandwidth. Metrics come from two GPM samples taken more than 100 ms apart, so each GPU keeps two
 buffers that alternate: every tick fills one and compares it with the other. Per-process utilization says
-whose kernels they were. Whether a GPU answers either is found out once: a GPU without it (pre-Hopper,
-MIG mode, an old driver or pynvml, no permission) reads None and is never asked again. Every call goes through
-the query helper (query.py), whose GpuLost reaches the source, which marks the whole GPU lost.
+whose kernels they were. Whether a GPU answers either is found out once: a GPU without it (pre-Hopper, an old
+driver or pynvml, no permission) reads None and is never asked again. In MIG mode the whole GPU gives no GPM:
+each GPU instance is sampled on its own (nvmlGpmMigSampleGet, through the parent's handle), mig.py keeps one
+reader per instance. Every call goes through the query helper (query.py), whose GpuLost reaches the source,
+which marks the whole GPU lost.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import contextlib
 from typing import Any, cast
 
 from gputui.model import GpmValues
-from gputui.sources.nvml.query import Nvml
+from gputui.sources.nvml.query import Nvml, Query
 
 MIB = 1024 * 1024
 # nvml.h: "the two samples must be more than 100 ms apart"; closer ticks keep the last metrics.
@@ -35,17 +37,32 @@ GPM_METRICS: tuple[tuple[str, str], ...] = (
     ("nvlink_tx_bytes_s", "NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC"),
 )
 _PER_SECOND = frozenset({"nvlink_rx_bytes_s", "nvlink_tx_bytes_s"})
+# A MIG GPU instance's metrics (nvmlGpmMigSampleGet): the same, but NVLink belongs to the whole GPU.
+INSTANCE_GPM_METRICS = tuple((key, name) for key, name in GPM_METRICS if key not in _PER_SECOND)
 # pynvml's structures run a Python __getattribute__ on every field read (to decode bytes); the metrics are
 # numbers, read each tick for every GPU, so they are read through ctypes' own attribute access.
 _read_field = object.__getattribute__
 
 
 class GpmReader:
-    """One GPU's GPM: support found once, two sample buffers, metrics between consecutive samples."""
+    """One GPU's GPM, or one MIG GPU instance's: support found once, two sample buffers, metrics between
+    consecutive samples.
 
-    def __init__(self, nvml: Nvml, handle: Any, mig_mode: bool | None) -> None:
+    For a GPU instance, `instance` holds the parent's nvmlGpmMigSampleGet query (shared by its instances, so a
+    driver without the function is found out once) and the GPU instance id it is asked with."""
+
+    def __init__(
+        self, nvml: Nvml, handle: Any, mig_mode: bool | None, instance: tuple[Query, int] | None = None
+    ) -> None:
         self._nvml = nvml
-        self._sample = nvml.query(nvml.function("nvmlGpmSampleGet", handle))
+        if instance is None:
+            self._sample = nvml.query(nvml.function("nvmlGpmSampleGet", handle))
+            self._sample_args: tuple[int, ...] = ()
+            self._wanted = GPM_METRICS
+        else:
+            self._sample, gpu_instance_id = instance
+            self._sample_args = (gpu_instance_id,)
+            self._wanted = INSTANCE_GPM_METRICS
         self._metrics = nvml.query(nvml.function("nvmlGpmMetricsGet"))
         self._buffers: list[Any] = []
         self._taken: float | None = None  # when the buffer last filled was taken; None: no usable sample
@@ -55,15 +72,18 @@ class GpmReader:
         self._slots: tuple[tuple[str, bool, Any], ...] = ()  # (GpuSample field, per second?, the request's slot)
         self.supported = False
         self.reason: str | None = None  # why not, for the curious; never shown as an error
-        if mig_mode:
+        if instance is None and mig_mode:
             self.reason = "MIG mode: GPM is read per GPU instance"
+            return
+        if instance is not None and not self._sample.available:
+            self.reason = "this nvidia-ml-py or driver has no GPM per MIG instance"
             return
         self._open(handle)
 
     def _open(self, handle: Any) -> None:
         nvml = self._nvml
         pynvml = nvml.pynvml
-        ids = [getattr(pynvml, name, None) for _, name in GPM_METRICS]
+        ids = [getattr(pynvml, name, None) for _, name in self._wanted]
         request_type: Any = getattr(pynvml, "c_nvmlGpmMetricsGet_t", None)
         query_support = nvml.query(nvml.function("nvmlGpmQueryDeviceSupport", handle))
         if request_type is None or None in ids or not query_support.available:
@@ -88,7 +108,7 @@ class GpmReader:
         slots = [request.metrics[i] for i in range(len(ids))]  # views into the request, made once
         for slot, metric_id in zip(slots, ids, strict=True):
             slot.metricId = metric_id
-        self._slots = tuple((key, key in _PER_SECOND, slot) for (key, _), slot in zip(GPM_METRICS, slots, strict=True))
+        self._slots = tuple((key, key in _PER_SECOND, slot) for (key, _), slot in zip(self._wanted, slots, strict=True))
         self._request = request
         self.supported = True
 
@@ -99,7 +119,7 @@ class GpmReader:
         if self._taken is not None and now - self._taken <= MIN_GPM_INTERVAL_S:
             return self._values
         current = self._buffers[self._next]
-        answered = self._sample(current)
+        answered = self._sample(*self._sample_args, current)
         if answered is not None and self._taken is not None:
             self._request.sample1 = self._buffers[1 - self._next]
             self._request.sample2 = current

@@ -13,11 +13,18 @@ deprecated one, a v3 struct before v2), with the GPU's handle bound. What each a
 | NoPermission: not ours to read                      | None ("n/a")                     | never, on this GPU  |
 | GpuIsLost: the GPU fell off the bus; ResetRequired: | `GpuLost` raised: the source     | nothing on that GPU |
 | it answers nothing until reset                      | marks the whole GPU lost         |                     |
+| InvalidArgument, asked of a MIG instance's handle   | None ("n/a")                     | never, on this      |
+| (`Nvml.mig_query`): drivers refuse questions that   |                                  | instance            |
+| make no sense for a slice this way                  |                                  |                     |
 | Unknown, and any other NVMLError (Timeout,          | None for this call               | yes, next time      |
-| NotFound, InsufficientSize, ...): a passing failure |                                  |                     |
+| NotFound, InvalidArgument, InsufficientSize, ...):  |                                  |                     |
+| a passing failure                                   |                                  |                     |
 
-What the driver does not give is None, never 0. `Fields` applies the same policy to each field of a field-values
-call by its own return code; the fields are asked together, so once one is not given none are asked again.
+On a whole GPU, InvalidArgument stays a passing failure: it is also how NVML answers a MIG index past the last
+or a link past the GPU's last, which says nothing of the next question. A MIG instance's readings (NotSupported,
+NoPermission, InvalidArgument) end for that instance only. What the driver does not give is None, never 0.
+`Fields` applies the same policy to each field of a field-values call by its own return code; the fields are
+asked together, so once one is not given none are asked again.
 Outside the policy are the calls that read nothing: starting and stopping NVML and opening a GPU's handle (their
 errors say why the source cannot run, in NvmlSource), freeing GPM buffers and event sets (nothing is left to do
 when that fails), and the XID thread's wait, whose Timeout is how a wait without events ends (events.py).
@@ -56,6 +63,8 @@ _VERDICTS = {
     "NVML_ERROR_RESET_REQUIRED": Verdict.LOST,
 }
 _LOST_REASONS = {"NVML_ERROR_GPU_IS_LOST": LOST, "NVML_ERROR_RESET_REQUIRED": RESET_REQUIRED}
+# What changes for a question asked of a MIG instance's own handle.
+_MIG_VERDICTS = {"NVML_ERROR_INVALID_ARGUMENT": Verdict.UNAVAILABLE}
 
 
 class GpuLost(Exception):
@@ -74,11 +83,15 @@ class Nvml:
         self.error: type[Exception] = pynvml.NVMLError
         self.success: int = pynvml.NVML_SUCCESS
         self._verdicts = {getattr(pynvml, name): v for name, v in _VERDICTS.items() if hasattr(pynvml, name)}
+        self._mig_verdicts = {
+            **self._verdicts,
+            **{getattr(pynvml, name): v for name, v in _MIG_VERDICTS.items() if hasattr(pynvml, name)},
+        }
         self._lost = {getattr(pynvml, name): why for name, why in _LOST_REASONS.items() if hasattr(pynvml, name)}
 
-    def verdict(self, code: int) -> Verdict:
-        """The policy for one NVML return code (an NVMLError's `value`)."""
-        return self._verdicts.get(code, Verdict.PASSING)
+    def verdict(self, code: int, mig_device: bool = False) -> Verdict:
+        """The policy for one NVML return code (an NVMLError's `value`), asked of a GPU or of a MIG instance."""
+        return (self._mig_verdicts if mig_device else self._verdicts).get(code, Verdict.PASSING)
 
     def lost(self, code: int) -> GpuLost:
         return GpuLost(self._lost.get(code, LOST))
@@ -93,6 +106,10 @@ class Nvml:
     def query(self, *variants: Call | None) -> Query:
         return Query(self, variants)
 
+    def mig_query(self, *variants: Call | None) -> Query:
+        """A reading of one MIG instance (its own handle, bound or passed at call): InvalidArgument ends it too."""
+        return Query(self, variants, mig_device=True)
+
     def ask(self, name: str, *args: Any) -> Any:
         """One question asked once (a fact read at open): the value, or None; GpuLost raised."""
         return Query(self, (self.function(name, *args),))()
@@ -105,11 +122,12 @@ class Query:
     error of the last call that gave none (None after a value), for the readers that say why.
     """
 
-    __slots__ = ("_nvml", "_variants", "failure")
+    __slots__ = ("_mig_device", "_nvml", "_variants", "failure")
 
-    def __init__(self, nvml: Nvml, variants: Iterable[Call | None]) -> None:
+    def __init__(self, nvml: Nvml, variants: Iterable[Call | None], mig_device: bool = False) -> None:
         self._nvml = nvml
         self._variants = [variant for variant in variants if variant is not None]
+        self._mig_device = mig_device
         self.failure: Exception | None = None
 
     @property
@@ -125,7 +143,7 @@ class Query:
             except self._nvml.error as exc:
                 self.failure = exc
                 code: int = exc.value  # type: ignore[attr-defined]  # every NVMLError carries its return code
-                verdict = self._nvml.verdict(code)
+                verdict = self._nvml.verdict(code, self._mig_device)
                 if verdict is Verdict.NEXT_VARIANT:
                     del variants[0]
                     continue

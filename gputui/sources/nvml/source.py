@@ -7,6 +7,8 @@ that reading one tick, and a GPU that falls off the bus is marked lost while the
 throughput (each a 20 ms window in the driver), the health counters and NVLink state and errors are read every
 `slow_every` ticks and reused between. How the GPUs connect (`SystemInfo.topology`) is read once, after every GPU
 is open. XID errors are events, caught between ticks by an `XidWatcher` thread and handed to the next sample.
+A MIG-capable GPU's mode and instances are read by a `MigReader` (mig.py); in MIG mode the GPU's processes are its
+instances', and when this process was given one MIG slice (SystemInfo.mig_slice) only the GPU holding it is kept.
 """
 
 from __future__ import annotations
@@ -20,15 +22,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any
 
 from gputui.model import XID_UNWATCHED, GpmValues, GpuInfo, GpuProcess, GpuSample, Snapshot, SystemInfo, Topology
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable, machine_name
 from gputui.sources.host import procfs
 from gputui.sources.host.process_join import ProcessJoin
 from gputui.sources.host.source import HostSource
+from gputui.sources.host.visible import mig_slice, old_mig_name
 from gputui.sources.nvml.efficiency import GpmReader, ProcessUtilization
 from gputui.sources.nvml.events import DEFAULT_WAIT_MS, XidWatcher
+from gputui.sources.nvml.mig import MigReader, share_out
+from gputui.sources.nvml.processes import merge_processes
 from gputui.sources.nvml.query import Fields, GpuLost, Nvml, Query, Verdict
 from gputui.sources.nvml.topology import NvLinkCounters, NvLinkReader, read_topology, resolve_remotes
 
@@ -190,6 +195,7 @@ class _Gpu:
     process_utilization: ProcessUtilization | None = None
     nvlink: NvLinkReader | None = None
     nvlink_counters: NvLinkCounters = field(default_factory=NvLinkCounters)
+    mig: MigReader | None = None  # on a GPU whose MIG mode the driver gave at open
     events: list[str] = field(default_factory=list)
 
 
@@ -264,6 +270,9 @@ class NvmlSource:
         except SourceUnavailable:
             self.close()
             raise
+        given_slice = mig_slice()
+        if given_slice is not None:
+            given_slice = self._keep_slice(given_slice)
         self._minors = {gpu.index: gpu.info.minor_number if gpu.info else None for gpu in self._gpus}
         self._uuids = {gpu.index: gpu.info.uuid for gpu in self._gpus if gpu.info is not None and gpu.info.uuid}
         topology = self._read_topology(nvml)
@@ -287,6 +296,7 @@ class NvmlSource:
             kernel=platform.release(),
             container=self._host.container,
             topology=topology,
+            mig_slice=given_slice,
         )
         return self._system
 
@@ -301,8 +311,7 @@ class NvmlSource:
             thread_ended = self._watcher.stop(STOP_WAIT_S if self._xid_wait_ms > DEFAULT_WAIT_MS else None)
             self._watcher = None
         for gpu in self._gpus:
-            if gpu.gpm is not None:
-                gpu.gpm.close()
+            self._free(gpu)
         if self._started and self._pynvml is not None:
             self._started = False
             if thread_ended:
@@ -320,7 +329,8 @@ class NvmlSource:
         self._tick += 1
         xids = self._watcher.drain() if self._watcher is not None else {}
         gpus = tuple(self._sample_gpu(gpu, now, slow, xids.get(gpu.index, ())) for gpu in self._gpus)
-        gpus = self._join.join(gpus, self._minors, slow)
+        joined = self._join.join(gpus, self._minors, slow)
+        gpus = tuple(gpu if gpu is read else share_out(gpu) for gpu, read in zip(joined, gpus, strict=True))
         pids = {proc.pid for gpu in gpus for proc in gpu.processes if proc.seen != "hidden"}
         gpus_of: dict[int, list[str]] = {}  # pid -> the UUIDs of its GPUs, which name its pod's container
         for gpu_sample in gpus:
@@ -343,6 +353,43 @@ class NvmlSource:
             host=self._host.sample(pids, now, gpus_of),
             events=tuple(events),
         )
+
+    @staticmethod
+    def _free(gpu: _Gpu) -> None:
+        """Free a GPU's GPM buffers, its MIG instances' included."""
+        if gpu.gpm is not None:
+            gpu.gpm.close()
+        if gpu.mig is not None:
+            gpu.mig.close()
+
+    def _keep_slice(self, name: str) -> str:
+        """Keep only the GPU holding the MIG slice this process was given (unless GPUs were chosen), and name
+        the slice by its MIG UUID as NVML gives it (a pre-R470 name is its GPU's UUID and instance ids). A slice
+        no GPU shows leaves every GPU kept and the name as given."""
+        old = old_mig_name(name)
+        for gpu in self._gpus:
+            if gpu.mig is None or gpu.lost is not None:
+                continue
+            try:
+                gpu.mig.refresh()
+            except GpuLost as lost:
+                self._mark_lost(gpu, lost.reason)
+                continue
+            if old is None:
+                found = gpu.mig.find(name)
+            elif gpu.info is not None and gpu.info.uuid == old[0]:
+                found = gpu.mig.find_ids(old[1], old[2])
+            else:
+                found = None
+            if found is None:
+                continue
+            if self._wanted is None:
+                for other in self._gpus:
+                    if other is not gpu:
+                        self._free(other)
+                self._gpus = [gpu]
+            return found.uuid or name
+        return name
 
     def _mark_lost(self, gpu: _Gpu, error: str) -> None:
         gpu.lost = error
@@ -369,6 +416,8 @@ class NvmlSource:
                 gpu.gpm = GpmReader(nvml, gpu.handle, gpu.info.mig_mode)
                 gpu.process_utilization = ProcessUtilization(nvml, gpu.handle)
                 gpu.nvlink = NvLinkReader(nvml, gpu.handle, gpm_gives_traffic=gpu.gpm.supported)
+                if gpu.info.mig_mode is not None:
+                    gpu.mig = MigReader(nvml, gpu.handle)
             except GpuLost as lost:
                 self._mark_lost(gpu, lost.reason)
         if gpu.info is None:
@@ -455,13 +504,20 @@ class NvmlSource:
             nvlink_replay_errors=nvlink.replay,
             nvlink_recovery_errors=nvlink.recovery,
             nvlink_crc_errors=nvlink.crc,
+            mig=gpu.mig.state(now) if gpu.mig is not None else None,
             **gpm,
         )
 
     def _read_slow(self, gpu: _Gpu) -> None:
         q = gpu.queries
         shares = gpu.process_utilization.read() if gpu.process_utilization is not None else {}
-        gpu.processes = _merge_processes(q["compute_processes"](), q["graphics_processes"](), shares)
+
+        def listed() -> tuple[GpuProcess, ...]:
+            return merge_processes(q["compute_processes"](), q["graphics_processes"](), shares)
+
+        if gpu.mig is not None:
+            gpu.mig.refresh()
+        gpu.processes = gpu.mig.processes(listed) if gpu.mig is not None and gpu.mig.active else listed()
         tx = q["pcie_tx"]()
         rx = q["pcie_rx"]()
         gpu.pcie_tx_bytes_s = float(tx * KIB) if tx is not None else None
@@ -494,26 +550,3 @@ def _init_message(exc: BaseException) -> str:
 
 def _watts(milliwatts: int | None) -> float | None:
     return milliwatts / 1000.0 if milliwatts is not None else None
-
-
-def _merge_processes(
-    compute: list[Any] | None, graphics: list[Any] | None, shares: dict[int, tuple[float, float]]
-) -> tuple[GpuProcess, ...]:
-    """One entry per pid, with its SM and memory share where sampled; a process with both a compute and a
-    graphics context is counted once."""
-    merged: dict[int, GpuProcess] = {}
-    lists: tuple[tuple[Literal["compute", "graphics"], list[Any] | None], ...] = (
-        ("compute", compute),
-        ("graphics", graphics),
-    )
-    for kind, procs in lists:
-        for proc in procs or ():
-            pid = int(proc.pid)
-            used = proc.usedGpuMemory
-            known = merged.get(pid)
-            sm, mem = shares.get(pid, (None, None))
-            if known is None:
-                merged[pid] = GpuProcess(pid=pid, used_memory_bytes=used, kind=kind, sm_pct=sm, mem_pct=mem)
-            elif known.used_memory_bytes is None and used is not None:
-                merged[pid] = GpuProcess(pid=pid, used_memory_bytes=used, kind=known.kind, sm_pct=sm, mem_pct=mem)
-    return tuple(merged[pid] for pid in sorted(merged))
