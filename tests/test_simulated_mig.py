@@ -21,7 +21,7 @@ from gputui.sources.sim.source import TOUR_SCENARIOS, TOUR_SEGMENT_S
 from tests.conftest import Clock
 from tests.test_simulated import SECONDS, run
 
-MIG_SCENARIOS = ("mig_isolated", "mig_starving", "mig_shared_slice")
+MIG_SCENARIOS = ("mig-isolated", "mig-starving", "mig-shared-slice")
 UUID_SHAPE = re.compile(r"^MIG-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 GPM_FIELDS = ("gr_engine_active_pct", "sm_active_pct", "tensor_active_pct", "dram_bw_pct")
 PARENT_GPM = (*GPM_FIELDS, "sm_occupancy_pct", "fp32_active_pct", "nvlink_rx_bytes_s", "nvlink_tx_bytes_s")
@@ -88,7 +88,7 @@ def test_a_gpu_in_mig_mode_reads_as_a_driver_gives_it(scenario: str, board: str)
 
 def test_mig_uuids_are_stable_per_seed() -> None:
     def uuids(seed: int) -> list[str | None]:
-        snaps = run("mig_isolated", [0.0, 12.0], seed=seed)
+        snaps = run("mig-isolated", [0.0, 12.0], seed=seed)
         assert [d.uuid for d in mig_of(snaps[0].gpus[0]).devices] == [d.uuid for d in mig_of(snaps[1].gpus[0]).devices]
         return [d.uuid for g in snaps[0].gpus for d in mig_of(g).devices]
 
@@ -98,7 +98,7 @@ def test_mig_uuids_are_stable_per_seed() -> None:
 
 def test_the_parent_heats_and_draws_power_with_its_instances_load() -> None:
     """GPU 0 of mig_starving has one instance waiting: less load, so less power and heat than GPU 1's two busy."""
-    for snap in run("mig_starving", [10.0, 20.0, 29.0]):
+    for snap in run("mig-starving", [10.0, 20.0, 29.0]):
         starving, busy = snap.gpus[0], snap.gpus[1]
         assert (starving.power_w or 0) + 100 < (busy.power_w or 0)
         assert (starving.temperature_c or 0) < (busy.temperature_c or 0)
@@ -106,7 +106,7 @@ def test_the_parent_heats_and_draws_power_with_its_instances_load() -> None:
 
 
 def test_mig_isolated_one_busy_training_process_in_each_instance() -> None:
-    for snap in run("mig_isolated", SECONDS):
+    for snap in run("mig-isolated", SECONDS):
         for gpu in snap.gpus:
             first, second = instance(gpu, 1), instance(gpu, 2)
             assert len(first.processes) == len(second.processes) == 1
@@ -115,7 +115,7 @@ def test_mig_isolated_one_busy_training_process_in_each_instance() -> None:
 
 
 def test_mig_starving_one_instance_waits_on_its_main_process_loading_the_data() -> None:
-    for snap in run("mig_starving", SECONDS):
+    for snap in run("mig-starving", SECONDS):
         waiting, beside = instance(snap.gpus[0], 2), instance(snap.gpus[0], 1)
         assert 10 <= (waiting.gr_engine_active_pct or 0) <= 35
         assert (beside.gr_engine_active_pct or 0) >= 85
@@ -128,7 +128,7 @@ def test_mig_starving_one_instance_waits_on_its_main_process_loading_the_data() 
 
 
 def test_mig_shared_slice_two_users_share_one_instance_and_not_the_other() -> None:
-    for snap in run("mig_shared_slice", [2.0, 20.0]):
+    for snap in run("mig-shared-slice", [2.0, 20.0]):
         shared, alone = instance(snap.gpus[0], 1), instance(snap.gpus[0], 2)
         assert len(shared.processes) == 2 and users_of(snap, shared) == {"alice", "bob"}
         assert len(alone.processes) == 1 and users_of(snap, alone) == {"carol"}
@@ -137,7 +137,7 @@ def test_mig_shared_slice_two_users_share_one_instance_and_not_the_other() -> No
 
 
 def test_mig_pending_the_gpu_runs_whole_until_a_reset() -> None:
-    for snap in run("mig_pending", [0.0, 15.0]):
+    for snap in run("mig-pending", [0.0, 15.0]):
         pending, *rest = snap.gpus
         assert pending.mig == MigState(mode=False, pending_mode=True)
         assert pending.mig is not None and pending.mig.change_pending
@@ -148,7 +148,7 @@ def test_mig_pending_the_gpu_runs_whole_until_a_reset() -> None:
 
 
 def test_a_selection_shows_the_mig_problem_on_its_first_gpu() -> None:
-    snap = run("mig_shared_slice", [3.0], gpu_indices=[2, 3])[0]
+    snap = run("mig-shared-slice", [3.0], gpu_indices=[2, 3])[0]
     assert [g.index for g in snap.gpus] == [2, 3]
     assert len(instance(snap.gpus[0], 1).processes) == 2
     assert (snap.gpus[1].mig is not None) and all(len(d.processes) == 1 for d in snap.gpus[1].mig.devices)
@@ -166,8 +166,8 @@ def test_a_scene_not_written_for_mig_places_its_processes_and_sizes_their_memory
 
 
 def test_the_tour_runs_the_mig_scenes_on_the_same_gpus_in_mig_mode() -> None:
-    start = TOUR_SCENARIOS.index("mig_isolated") * TOUR_SEGMENT_S
-    before, mig, pending = run("tour", [1.0, start + 1.0, TOUR_SCENARIOS.index("mig_pending") * TOUR_SEGMENT_S + 1.0])
+    start = TOUR_SCENARIOS.index("mig-isolated") * TOUR_SEGMENT_S
+    before, mig, pending = run("tour", [1.0, start + 1.0, TOUR_SCENARIOS.index("mig-pending") * TOUR_SEGMENT_S + 1.0])
     assert [i.uuid for i in mig.gpu_info] == [i.uuid for i in before.gpu_info] == [i.uuid for i in pending.gpu_info]
     assert [i.mig_mode for i in (*before.gpu_info, *pending.gpu_info)] == [False] * 8
     assert all(i.mig_mode for i in mig.gpu_info) and all(g.mig is not None for g in mig.gpus)
@@ -175,10 +175,10 @@ def test_the_tour_runs_the_mig_scenes_on_the_same_gpus_in_mig_mode() -> None:
 
 
 def test_every_mig_scenario_names_its_instances_in_its_findings() -> None:
-    assert [f.instances for f in BY_NAME["mig_starving"].findings] == [(2,)]
-    assert [f.instances for f in BY_NAME["mig_shared_slice"].findings] == [(1,)]
-    assert [(f.rule, f.instances) for f in BY_NAME["mig_pending"].findings] == [("mig_pending", ())]
-    assert BY_NAME["mig_isolated"].findings == ()
+    assert [f.instances for f in BY_NAME["mig-starving"].findings] == [(2,)]
+    assert [f.instances for f in BY_NAME["mig-shared-slice"].findings] == [(1,)]
+    assert [(f.rule, f.instances) for f in BY_NAME["mig-pending"].findings] == [("mig_pending", ())]
+    assert BY_NAME["mig-isolated"].findings == ()
     assert all(f.instances == () for s in BY_NAME.values() if not s.name.startswith("mig") for f in s.findings)
 
 
@@ -228,7 +228,7 @@ def test_demo_gpu_h100_mig_through_the_cli(capsys: pytest.CaptureFixture[str]) -
 
 
 def test_demo_gpu_h100_mig_is_a_choice_and_its_table_says_simulated(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["snapshot", "--demo", "mig_isolated", "--demo-gpu", "h100-mig"]) == 0
+    assert main(["snapshot", "--demo", "mig-isolated", "--demo-gpu", "h100-mig"]) == 0
     assert "SIMULATED" in capsys.readouterr().out
     with pytest.raises(SystemExit) as exc:
         main(["snapshot", "--demo", "healthy", "--demo-gpu", "h100-migg"])

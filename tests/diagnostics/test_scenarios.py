@@ -39,8 +39,8 @@ def run_scenario(
 def test_scenario_raises_what_it_must_and_nothing_else(scenario: str) -> None:
     state, raised = run_scenario(scenario)
     expected = BY_NAME[scenario].findings
-    assert {(f.rule, f.severity.label, f.gpus) for f in state.active} == {
-        (e.rule, e.severity, e.gpus) for e in expected
+    assert {(f.rule, f.severity.label, f.gpus, f.mig_instances) for f in state.active} == {
+        (e.rule, e.severity, e.gpus, tuple((e.gpus[0], gi) for gi in e.instances)) for e in expected
     }
     assert raised <= {e.rule for e in expected}
 

@@ -629,7 +629,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         verdict=("interconnect",),
     ),
     Scenario(
-        "mig_isolated",
+        "mig-isolated",
         "H100s in MIG mode, two 3g.40gb instances each, one busy training process in each: isolated, not shared",
         _mig_isolated,
         signs=frozenset({"mig"}),
@@ -637,7 +637,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         verdict=("gpu_bound",),
     ),
     Scenario(
-        "mig_starving",
+        "mig-starving",
         "MIG: on the first GPU the process in GI 2 loads its data itself (num_workers=0) and its slice waits",
         _mig_starving,
         signs=frozenset({"mig", "low_util", "main_loading"}),
@@ -645,7 +645,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         verdict=("mixed", "input_bound", "gpu_bound"),
     ),
     Scenario(
-        "mig_shared_slice",
+        "mig-shared-slice",
         "MIG: a second user's notebook shares the first GPU's GI 1 with a training job; GI 2 runs its own",
         _mig_shared_slice,
         signs=frozenset({"mig", "shared_gpu"}),
@@ -653,7 +653,7 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         verdict=("mixed", "contended", "gpu_bound"),
     ),
     Scenario(
-        "mig_pending",
+        "mig-pending",
         "MIG enabled on the first GPU while its job ran: the change waits for a GPU reset; the GPU still runs whole",
         _mig_pending,
         signs=frozenset({"mig_pending"}),
