@@ -311,16 +311,28 @@ def _gpus_text(w: Window, gpus: tuple[int, ...], everyone: tuple[int, ...], lang
         if len(gpus) > 1 and set(gpus) == set(everyone):
             return text("verdict.gpus.all", lang, count=len(gpus))
         return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=fmt_ranges(gpus))
-    # MIG instances by name, each apart: "GPU 0 / 3g.40gb (GI 2), GPU 0 / 3g.40gb (GI 1)".
+    # MIG instances by name, each apart ("GPU 0 / 3g.40gb (GI 2)"), but a GPU all of whose instances are alike is
+    # named once, so eight split GPUs read as one phrase and not sixteen.
     samples = {g.index: g for g in w.latest.gpus}
+    chosen = set(gpus)
+    parents = {pair[0] for i in gpus if (pair := instance_of(i)) is not None}
+    full = tuple(
+        sorted(p for p in parents if all(i in chosen for i in everyone if (pair := instance_of(i)) and pair[0] == p))
+    )
     names = [
-        text("verdict.gpus.one", lang, list=instance_name(samples[i])) for i in gpus if i in samples and i not in whole
+        text("verdict.gpus.one", lang, list=instance_name(samples[i]))
+        for i in gpus
+        if i in samples and (pair := instance_of(i)) is not None and pair[0] not in full
     ]
+    if full:
+        names.insert(0, text(f"verdict.gpus.instances.{_one_or_some(full)}", lang, list=fmt_ranges(full)))
     if whole:
-        names.insert(
-            0, text("verdict.gpus.one" if len(whole) == 1 else "verdict.gpus.some", lang, list=fmt_ranges(whole))
-        )
+        names.insert(0, text(f"verdict.gpus.{_one_or_some(whole)}", lang, list=fmt_ranges(whole)))
     return text("verdict.list_separator", lang).join(names)
+
+
+def _one_or_some(gpus: tuple[int, ...]) -> str:
+    return "one" if len(gpus) == 1 else "some"
 
 
 def _clock_share(w: Window, index: int) -> float | None:

@@ -68,6 +68,8 @@ TEXTS: Texts = {
         "verdict.gpus.all": "all {count} GPUs",
         "verdict.gpus.one": "GPU {list}",
         "verdict.gpus.some": "GPUs {list}",
+        "verdict.gpus.instances.one": "every MIG instance of GPU {list}",
+        "verdict.gpus.instances.some": "every MIG instance of GPUs {list}",
         "ev.clock_of_max": "SM clock, share of its max",
     },
     "zh": {
@@ -127,6 +129,8 @@ TEXTS: Texts = {
         "verdict.gpus.all": "全部 {count} 块 GPU",
         "verdict.gpus.one": "GPU {list}",
         "verdict.gpus.some": "GPU {list}",
+        "verdict.gpus.instances.one": "GPU {list} 的全部 MIG 实例",
+        "verdict.gpus.instances.some": "GPU {list} 的全部 MIG 实例",
         "ev.clock_of_max": "SM 频率占最大值",
     },
 }

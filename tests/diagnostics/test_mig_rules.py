@@ -81,8 +81,8 @@ def test_isolated_instances_each_busy_do_not_contend_and_are_each_gpu_bound() ->
     verdict = state.verdict
     assert verdict is not None and verdict.cls == "gpu_bound"
     assert verdict.gpus == (0,) and verdict.mig_instances == BOTH
-    assert NAME_1 in verdict.summary and NAME_2 in verdict.summary
-    assert "GPU 0 " not in verdict.summary.replace(NAME_1, "").replace(NAME_2, "")
+    # Both alike: named as the GPU's instances, never as "GPU 0" as if it ran whole.
+    assert "every MIG instance of GPU 0 " in verdict.summary
 
 
 def test_two_processes_on_one_instance_contend_on_that_instance() -> None:
@@ -231,8 +231,17 @@ def test_diagnose_json_gives_a_verdict_per_instance(
     verdict = data["verdict"]
     assert verdict["class"] == "gpu_bound" and verdict["gpus"] == [0]
     assert verdict["mig_instances"] == [{"gpu": 0, "gpu_instance_id": 1}, {"gpu": 0, "gpu_instance_id": 2}]
-    assert NAME_1 in verdict["summary"] and NAME_2 in verdict["summary"]
+    assert "every MIG instance of GPU 0" in verdict["summary"]  # both alike: the GPU named once
     assert "gpu_contention" not in {f["rule"] for f in data["findings"]}
+
+
+def test_the_verdict_names_an_instance_apart_and_the_gpus_whose_instances_are_all_alike_once(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    main(["diagnose", "--demo", "mig-starving", "--seconds", "10", "--lang", "en"])
+    verdict = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("VERDICT"))
+    assert f"Input-bound {NAME_2} waiting" in verdict
+    assert f"GPU-bound every MIG instance of GPUs 1-3, {NAME_1} " in verdict
 
 
 def test_two_instances_findings_of_one_rule_are_two_findings_by_key() -> None:
