@@ -88,6 +88,7 @@ def test_isolated_instances_each_busy_do_not_contend_and_are_each_gpu_bound() ->
 def test_two_processes_on_one_instance_contend_on_that_instance() -> None:
     state = run(lambda i: [mig_gpu(0, instance(1, [100]), instance(2, [101, 102]))])
     [finding] = by_rule(state, "gpu_contention")
+    assert finding.variant == "mig" and "free instance (CUDA_VISIBLE_DEVICES=MIG-" in finding.advice
     assert finding.gpus == (0,) and finding.mig_instances == ((0, 2),)
     assert finding.pids == (101, 102)
     assert finding.title.startswith(f"{NAME_2}: ")

@@ -37,6 +37,8 @@ def gpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
             proc = w.host.process(pid)
             params |= {"pid": pid, "who": proc.user if proc and proc.user else "?", "share": fmt_pct(share)}
             variant = "shares"
+        elif g.mig is not None:  # an instance: the way out is another instance, not another GPU
+            variant = "mig"
         listed = ", ".join(f"{pid}: {fmt_pct(share)}" for pid, share in shares) or None
         yield Hit(
             gpus=(g.index,),
@@ -127,6 +129,12 @@ TEXTS: Texts = {
             "Pid {pid} ({who}) takes {share} of this GPU's SMs, time your job does not get. Move one to a free "
             "GPU (CUDA_VISIBLE_DEVICES), agree with the other user, or stop a forgotten notebook."
         ),
+        "gpu_contention.title.mig": "GPU {gpu}: shared by {count} processes ({users})",
+        "gpu_contention.advice.mig": (
+            "Processes compete for this MIG instance's SMs and memory; the GPU's other instances are isolated "
+            "from it. Move one to a free instance (CUDA_VISIBLE_DEVICES=MIG-<uuid>, as `nvidia-smi -L` lists "
+            "them), agree with the other user, or stop a forgotten notebook."
+        ),
         "gpu_contention.cause": "other users' processes",
         "imbalance.title": "GPUs {gpus}: one job, uneven load",
         "imbalance.advice": (
@@ -149,6 +157,11 @@ TEXTS: Texts = {
         "gpu_contention.advice.shares": (
             "pid {pid}（{who}）占用了这块 GPU {share} 的 SM，这些时间你的任务用不上。请把其中一个移到空闲的 GPU"
             "（CUDA_VISIBLE_DEVICES），与其他用户协商，或关掉遗忘的 notebook。"
+        ),
+        "gpu_contention.title.mig": "GPU {gpu}：被 {count} 个进程共用（{users}）",
+        "gpu_contention.advice.mig": (
+            "多个进程在争用这个 MIG 实例的 SM 和显存；同一 GPU 的其他实例与它隔离。请把其中一个移到空闲的实例"
+            "（CUDA_VISIBLE_DEVICES=MIG-<uuid>，`nvidia-smi -L` 可列出），与其他用户协商，或关掉遗忘的 notebook。"
         ),
         "gpu_contention.cause": "其他用户的进程",
         "imbalance.title": "GPU {gpus}：同一任务负载不均",
