@@ -25,7 +25,8 @@ VERDICT_DEFAULT_STYLE = "bold yellow"
 # whole word that fits, with "…" (the pane and `gputui diagnose` give it whole).
 VERDICT_MAX_LINES = 3
 ELLIPSIS = "…"
-REPLAY_NOTE_STYLE = "bold magenta"  # the replay's own words (its end, the marks passed), in its badge's colour
+REPLAY_NOTE_STYLE = "bold magenta"
+MIG_PREFIX = "MIG-"  # the replay's own words (its end, the marks passed), in its badge's colour
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +89,13 @@ def container_brief(container: ContainerInfo | None, *, wide: bool = True) -> st
     if not parts:
         return name
     return f"{name}: {', '.join(parts)}" if wide else " ".join([name, *parts])
+
+
+def mig_slice_fact(uuid: str, wide: bool) -> Line:
+    """ "1 MIG slice: MIG-<uuid>": this process was given one instance, and the view shows that one; narrow, the
+    UUID's first group, which tells the slices of a machine apart."""
+    shown = uuid if wide else uuid[: len(MIG_PREFIX) + 8]
+    return [("  1 MIG slice: " if wide else "  1 MIG slice ", "cyan"), (shown, "cyan")]
 
 
 class StatusHeader(LineView):
@@ -164,6 +172,8 @@ class StatusHeader(LineView):
             warnings = "WARN" if tight else f"WARNING{'S' if s.warnings > 1 else ''}"
             head += [(f" {s.warnings} {warnings} ", "bold black on yellow"), ("  ", "")]
         facts: list[Line] = [[(sysinfo.hostname, "")]]
+        if sysinfo.mig_slice:
+            facts.append(mig_slice_fact(sysinfo.mig_slice, wide))
         brief = container_brief(sysinfo.container, wide=wide)
         if brief:
             facts.append([(f"  {brief}", "cyan")])
