@@ -25,8 +25,7 @@ VERDICT_DEFAULT_STYLE = "bold yellow"
 # whole word that fits, with "…" (the pane and `gputui diagnose` give it whole).
 VERDICT_MAX_LINES = 3
 ELLIPSIS = "…"
-REPLAY_NOTE_STYLE = "bold magenta"
-MIG_PREFIX = "MIG-"  # the replay's own words (its end, the marks passed), in its badge's colour
+REPLAY_NOTE_STYLE = "bold magenta"  # the replay's own words (its end, the marks passed), in its badge's colour
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,10 +91,9 @@ def container_brief(container: ContainerInfo | None, *, wide: bool = True) -> st
 
 
 def mig_slice_fact(uuid: str, wide: bool) -> Line:
-    """ "1 MIG slice: MIG-<uuid>": this process was given one instance, and the view shows that one; narrow, the
-    UUID's first group, which tells the slices of a machine apart."""
-    shown = uuid if wide else uuid[: len(MIG_PREFIX) + 8]
-    return [("  1 MIG slice: " if wide else "  1 MIG slice ", "cyan"), (shown, "cyan")]
+    """'1 MIG slice: MIG-<uuid>': this process was given one instance, and the view shows that one. The UUID whole,
+    as CUDA_VISIBLE_DEVICES names it: the less needed facts after it give way first."""
+    return [("  1 MIG slice: " if wide else "  1 MIG slice ", "cyan"), (uuid, "cyan")]
 
 
 class StatusHeader(LineView):
