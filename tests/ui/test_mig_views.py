@@ -16,6 +16,7 @@ from gputui.model import MigState
 from gputui.ui.lean_update import LeanChopsUpdate
 from gputui.ui.screens.detail import MIG_NOTE, DetailScreen, DetailView
 from gputui.ui.screens.main import panel_layout
+from gputui.ui.widgets.gpu_list import _first_fitting
 from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.header import HeaderState, StatusHeader
 from gputui.ui.widgets.processes import COLUMNS, process_rows
@@ -269,3 +270,24 @@ async def test_mig_rows_stay_within_the_byte_budget_and_show_what_a_full_repaint
     assert len(steady) >= 5
     assert all(size < 500 for size, _ in steady)  # a quarter of the budget for 8 GPUs and 16 instances
     assert all(rows == {row for gpu in range(8) for row in (3 * gpu, 3 * gpu + 2)} for _, rows in steady)
+
+
+def test_the_gpu_list_scrolls_panels_of_different_heights() -> None:
+    """GPUs with and without instance rows: the first panel from which those up to the cursor's fit."""
+    heights = [3, 1, 3, 1]
+    assert _first_fitting(heights, 8) == 0
+    assert _first_fitting(heights, 4) == 2
+    assert _first_fitting(heights[:3], 3) == 2  # the cursor's panel alone
+    assert _first_fitting([5], 2) == 0 and _first_fitting([], 3) == 0
+
+
+async def test_a_click_on_an_instance_row_selects_its_gpu() -> None:
+    app, _ = scripted_app([mig_snapshot(1.0, 3)])
+    async with app.run_test(size=WIDE) as pilot:
+        await app.tick()
+        await pilot.pause()
+        assert app.main.gpus.mode == 3
+        await pilot.click("#gpus", offset=(10, 5 + 3))  # GPU 1's first instance row
+        assert app.main.gpus.selected == 1
+        await pilot.click("#gpus", offset=(10, 4))  # GPU 0's last instance row
+        assert app.main.gpus.selected == 0
