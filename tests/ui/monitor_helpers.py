@@ -5,11 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 
-from gputui.model import GpuInfo, GpuSample, ProcSample, Snapshot, SystemInfo, Topology
+from gputui.model import (
+    GpuInfo,
+    GpuProcess,
+    GpuSample,
+    MigDevice,
+    MigState,
+    ProcSample,
+    Snapshot,
+    SystemInfo,
+    Topology,
+)
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.widgets.lines import Line
@@ -107,3 +117,67 @@ def nvlink_snapshot(t: float, topology: Topology | None, rx: float = 50e9, gpus:
     ]
     snap = snapshot(t, samples, infos)
     return replace(snap, system=replace(snap.system, topology=topology))
+
+
+def mig_uuid(gpu: int, gpu_instance_id: int) -> str:
+    return f"MIG-{gpu:08x}-5a1c-4e2b-9d3f-{gpu_instance_id:012x}"
+
+
+def mig_instance(
+    gpu: int, gpu_instance_id: int, pids: Sequence[int] = (), *, sm: float | None = 80.0, **changes: Any
+) -> MigDevice:
+    """A 3g.40gb instance of GPU `gpu` (compute instance 0, 66 SMs) running `pids`, each holding 10 GiB, its SMs
+    `sm`% active (GPM), tensor cores a little over half as much."""
+    base = MigDevice(
+        index=max(0, gpu_instance_id - 1),
+        uuid=mig_uuid(gpu, gpu_instance_id),
+        profile="3g.40gb",
+        gpu_instance_id=gpu_instance_id,
+        compute_instance_id=0,
+        sm_count=66,
+        slice_count=3,
+        memory_used_bytes=10 * GIB * len(pids),
+        memory_total_bytes=40 * GIB,
+        sm_active_pct=sm,
+        tensor_active_pct=None if sm is None else round(sm * 0.55),
+        dram_bw_pct=None if sm is None else round(sm * 0.4),
+        processes=tuple(
+            GpuProcess(pid, 10 * GIB, gpu_instance_id=gpu_instance_id, compute_instance_id=0) for pid in pids
+        ),
+    )
+    return replace(base, **changes)
+
+
+def mig_gpu(index: int, t: float, instances: Sequence[MigDevice], *, pending: bool | None = True) -> GpuSample:
+    """An H100 in MIG mode as a non-root reader sees it: no whole-GPU utilization, no GPM and no memory of its
+    own, the parent's temperature, power and clocks, every instance's processes; `pending` is MIG after a reset."""
+    return replace(
+        busy_gpu(index, t),
+        utilization_gpu_pct=None,
+        memory_used_bytes=None,
+        processes=tuple(p for device in instances for p in device.processes),
+        mig=MigState(mode=True, pending_mode=pending, devices=tuple(instances)),
+    )
+
+
+def mig_pids(gpu: int) -> tuple[int, int]:
+    """The PIDs of the two training processes on GPU `gpu`'s instances (GI 1 and GI 2)."""
+    return 200 + 2 * gpu, 201 + 2 * gpu
+
+
+def mig_snapshot(t: float, gpus: int = 8, *, mig_slice: str | None = None, pending: bool | None = True) -> Snapshot:
+    """`gpus` H100s in MIG mode, each split in two 3g.40gb instances (GI 1, GI 2) with one training process each;
+    GPU 0's GI 2 waits (12% SM active), and its GI 1 has no GPM reading (n/a)."""
+    samples = []
+    for i in range(gpus):
+        first, second = mig_pids(i)
+        sm_first = None if i == 0 else 85.0 + i
+        sm_second = 12.0 if i == 0 else 80.0 + i
+        instances = (mig_instance(i, 1, (first,), sm=sm_first), mig_instance(i, 2, (second,), sm=sm_second))
+        samples.append(mig_gpu(i, t, instances, pending=pending))
+    procs = [
+        proc(pid, cmdline=f"python train.py --slice {pid}", cpu_pct=95.0) for i in range(gpus) for pid in mig_pids(i)
+    ]
+    snap = snapshot(t, samples)
+    snap = replace(snap, host=replace(snap.host, processes=tuple(procs)))
+    return replace(snap, system=replace(snap.system, mig_slice=mig_slice))

@@ -1,5 +1,5 @@
 """`enter` on a GPU: its history as charts (utilization, SM clock, temperature, power, PCIe, and on GPUs with
-GPM SM activity, tensor activity and DRAM bandwidth), `esc` back."""
+GPM SM activity, tensor activity and DRAM bandwidth; in MIG mode each instance's activity now), `esc` back."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, Snapshot
 from gputui.ui.screens.cover import CoverScreen
 from gputui.ui.text import chart_rows, fmt_pstate, reason_tags, wrap_text
+from gputui.ui.widgets.gpu_panel import instance_line, shown_instances
 from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
@@ -71,6 +72,7 @@ GPM_CHARTS: tuple[Chart, ...] = (
     Chart("DRAM BW", "%", lambda s: s.dram_bw_pct, lambda i, v: 100.0, fmt_pct, "magenta"),
 )
 NO_GPM = "SM activity, tensor activity, DRAM bandwidth: n/a (no GPM on this GPU; Hopper and newer report it)"
+MIG_NOTE = "MIG mode: the driver gives no whole-GPU utilization (UTIL stays empty); the instances' activity now:"
 
 
 def span_label(snapshots: int, seconds: float) -> str:
@@ -101,7 +103,11 @@ class DetailView(LineView):
         lines = [self._title(info, sample, width), [(f"{span_label(len(window), span)}, one column per sample", LABEL)]]
         gpm = any(g.sm_active_pct is not None for snap in window for g in snap.gpus if g.index == self.index)
         charts = CHARTS + GPM_CHARTS if gpm else CHARTS
-        if not gpm:
+        instances = shown_instances(sample, snapshot.system.mig_slice)
+        if instances:
+            lines += [[(row, LABEL)] for row in wrap_text(MIG_NOTE, width)]
+            lines += [instance_line(device, width, width >= 100) for device in instances]
+        elif not gpm:
             lines += [[(row, LABEL)] for row in wrap_text(NO_GPM, width)]
         block = max(2, (self.known_height - len(lines)) // len(charts))
         for chart in charts:

@@ -26,13 +26,14 @@ DIAGNOSTICS_MIN_HEIGHT = 6
 DIAGNOSTICS_SHOWN_FROM_HEIGHT = 36
 
 
-def panel_mode(gpu_count: int, width: int, room: int) -> int:
-    """Lines per GPU panel: three when they all fit, then two, then one (8 GPUs in 80x24)."""
-    if gpu_count * 3 <= room and width >= 100:
-        return 3
-    if gpu_count * 2 <= room:
-        return 2
-    return 1
+def panel_layout(gpu_count: int, instance_rows: int, width: int, room: int) -> tuple[int, bool]:
+    """Lines per GPU panel, and whether the MIG instances fold onto their GPU's line: three lines when all fit with
+    a row per instance, then two, then one (8 GPUs in 80x24); when even one line and the instances' rows do not fit
+    (8 MIG GPUs of 2 instances in 80x24), one line each with its instances on it, so every GPU stays in view."""
+    for mode in (3, 2, 1):
+        if (mode < 3 or width >= 100) and gpu_count * mode + instance_rows <= room:
+            return mode, False
+    return 1, instance_rows > 0
 
 
 class MainScreen(LeanScreen[None]):
@@ -112,12 +113,14 @@ class MainScreen(LeanScreen[None]):
         header_lines = self.header.line_count(width)
         host_lines = self.host.line_count(width)
         count = len(self.gpus.panels)
+        instance_rows = self.gpus.instance_rows
         filter_shown = bool(self.filter_box.display)
         diagnostics_shown = bool(self.diagnostics.display)
         empty = self.table.empty  # no GPU process: the table is one line, and its room goes to the pane
         wanted = self.findings.wanted_height + 1  # and the pane's top border
         reading = self.findings.has_focus
-        key = (width, height, header_lines, host_lines, count, filter_shown, diagnostics_shown, empty, wanted, reading)
+        key: tuple[object, ...] = (width, height, header_lines, host_lines, count, instance_rows)
+        key += (filter_shown, diagnostics_shown, empty, wanted, reading)
         if key == self._layout_key or not width:
             return
         self._layout_key = key
@@ -131,9 +134,9 @@ class MainScreen(LeanScreen[None]):
         pane = min(cap, wanted) if diagnostics_shown else 0
         table = 1 if empty else PROCESS_ROWS_BESIDE_PANE if diagnostics_shown and height < 40 else PROCESS_ROWS_MIN
         room = left - pane - table
-        mode = panel_mode(count, width, room)
-        self.gpus.mode = mode
-        gpu_rows = max(mode, min(count * mode, room))
+        mode, fold = panel_layout(count, instance_rows, width, room)
+        self.gpus.mode, self.gpus.fold = mode, fold
+        gpu_rows = max(mode, min(count * mode + (0 if fold else instance_rows), room))
         self.gpus.styles.height = gpu_rows
         # What the panels leave goes to the table, or to the pane when there is no process to list.
         self.table.styles.height = 1 if empty else "1fr"

@@ -19,7 +19,8 @@ from gputui.ui.widgets.lines import Line, LineView
 
 
 class GpuList(LineView):
-    """`mode` lines per GPU; up/down move the cursor; the view scrolls to keep it when GPUs overflow."""
+    """`mode` lines per GPU and a row per MIG instance under its GPU (none when `fold`: the instances then sit on
+    their GPU's line); up/down move the cursor; the view scrolls to keep it when GPUs overflow."""
 
     can_focus = True
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -31,6 +32,7 @@ class GpuList(LineView):
         super().__init__(id=id)
         self.panels: list[GpuPanel] = []
         self.mode = 3
+        self.fold = False
         self.cursor = 0
         self._top = 0
 
@@ -46,9 +48,19 @@ class GpuList(LineView):
             self.panels = [GpuPanel(info) for info in snapshot.gpu_info]
             self.cursor = min(self.cursor, max(0, len(self.panels) - 1))
         samples = {sample.index: sample for sample in snapshot.gpus}
+        given = snapshot.system.mig_slice
         for panel in self.panels:
+            panel.only_slice = given
             panel.add_sample(snapshot.info(panel.gpu_index) or panel.info, samples.get(panel.gpu_index))
+        if changed and given is not None:  # a container given one slice: the view starts on its GPU
+            held = [n for n, panel in enumerate(self.panels) if any(d.uuid == given for d in panel.instances())]
+            self.cursor = held[0] if held else self.cursor
         return changed
+
+    @property
+    def instance_rows(self) -> int:
+        """The rows the MIG instances take under their GPUs when not folded."""
+        return sum(len(panel.instances()) for panel in self.panels)
 
     def highlight(self, gpus: Sequence[int], metric: str | None) -> None:
         """Reverse the value a chosen finding is about on the GPUs it names (and clear it elsewhere), and bring
@@ -61,19 +73,32 @@ class GpuList(LineView):
             self.cursor = named[0]
         self.redraw()
 
+    def _heights(self) -> list[int]:
+        return [panel.height(max(1, self.mode), self.fold) for panel in self.panels]
+
     def build_lines(self, width: int) -> Sequence[Line]:
         """The panels that fit, scrolled to keep the cursor's; when some do not fit, the last line counts them."""
-        per = max(1, self.mode)
+        heights = self._heights()
         count = len(self.panels)
-        visible = max(1, self.known_height // per)
-        if count > visible:
-            visible = max(1, (self.known_height - 1) // per)  # a line for the count of those out of view
-        self._top = min(max(0, self._top, self.cursor - visible + 1), self.cursor, max(0, count - visible))
+        room = self.known_height
+        if sum(heights) > room:
+            room -= 1  # a line for the count of those out of view
+        cursor = min(self.cursor, max(0, count - 1))
+        # The first panel from which the cursor's still fits, and the first from which all the rest fit.
+        first_with_cursor = _first_fitting(heights[: cursor + 1], room)
+        last_page = _first_fitting(heights, room)
+        self._top = min(max(first_with_cursor, self._top), cursor, last_page)
+        shown: list[GpuPanel] = []
+        used = 0
+        for panel, height in zip(self.panels[self._top :], heights[self._top :], strict=True):
+            if shown and used + height > room:
+                break
+            shown.append(panel)
+            used += height
         lines: list[Line] = []
-        shown = self.panels[self._top : self._top + visible]
         for n, panel in enumerate(shown, start=self._top):
             panel.selected = n == self.cursor and self.has_focus
-            lines += panel.build_lines(width, self.mode)
+            lines += panel.build_lines(width, self.mode, self.fold)
         hidden = [p.gpu_index for p in self.panels if p not in shown]
         if hidden:
             more = f" +{len(hidden)} more: GPU{'s' if len(hidden) > 1 else ''} {fmt_ranges(hidden)} (up/down)"
@@ -86,10 +111,28 @@ class GpuList(LineView):
             self.redraw()
 
     def on_click(self, event: events.Click) -> None:
-        self.cursor = min(len(self.panels) - 1, self._top + event.y // max(1, self.mode))
+        y = event.y
+        n = self._top
+        for height in self._heights()[self._top :]:
+            if y < height:
+                break
+            y -= height
+            n += 1
+        self.cursor = min(len(self.panels) - 1, n)
         self.redraw()
 
     def watch_has_focus(self, has_focus: bool) -> None:
         """The cursor is marked only while focused; `on_focus` would run before `has_focus` is set."""
         super().watch_has_focus(has_focus)
         self.redraw()
+
+
+def _first_fitting(heights: Sequence[int], room: int) -> int:
+    """The smallest start from which the panels of these heights up to the last fit in `room` (the last alone
+    when it does not)."""
+    start = len(heights)
+    used = 0
+    while start > 0 and used + heights[start - 1] <= room:
+        start -= 1
+        used += heights[start]
+    return min(start, max(0, len(heights) - 1))

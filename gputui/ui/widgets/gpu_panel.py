@@ -1,8 +1,12 @@
-"""One GPU as three, two or one dense lines of text.
+"""One GPU as three, two or one dense lines of text, and a GPU in MIG mode with a row per instance under them.
 
 Drawn through LineView (by GpuList). The columns stay put between frames, and the values that move
 every tick (utilization, clocks, temperature, power, PCIe rates) sit towards the left of their line, since
 Textual rewrites a changed line from the widget's left edge to the last changed cell.
+
+In MIG mode the driver gives no whole-GPU utilization: the parent says "MIG" where it would be, keeps its own
+readings (temperature, power, clocks, PCIe), and each instance gets a row with its activity, memory and process
+count; where the rows do not fit, GpuList folds them onto the parent's line as "GI1 45%" items.
 """
 
 from __future__ import annotations
@@ -10,7 +14,7 @@ from __future__ import annotations
 from collections import deque
 
 from gputui.formatting import fmt_gib, fmt_num, fmt_pct, fmt_rate_short
-from gputui.model import GpuInfo, GpuSample
+from gputui.model import GpuInfo, GpuSample, MigDevice
 from gputui.ui.text import (
     SPARK_GAP,
     bar,
@@ -34,6 +38,10 @@ SPARK_BUCKET_S = 5.0
 SPARK_CELLS = 240
 
 LABEL = "bright_black"
+MIG_STYLE = "cyan"
+INSTANCE_PREFIX = "   - "
+# Tags of a pending MIG mode change, after the clock tags: the change waits for a GPU reset.
+MIG_PENDING_TAGS = {True: "MIG->ON", False: "MIG->OFF"}
 
 # A finding names the GpuSample field it is about; these are the values on a panel that show each field.
 METRIC_GROUPS: dict[str, str] = {
@@ -106,6 +114,70 @@ class UtilBuckets:
         return self._drawn[2] + spark_char(None if newest is None else newest / top)
 
 
+def mig_on(sample: GpuSample | None) -> bool:
+    """The GPU runs in MIG mode now: whole-GPU utilization does not exist, its instances carry the activity."""
+    return sample is not None and sample.mig is not None and bool(sample.mig.mode)
+
+
+def shown_instances(sample: GpuSample | None, only_slice: str | None) -> tuple[MigDevice, ...]:
+    """The MIG instances to draw under a GPU: all of them, or only the slice this process was given
+    (SystemInfo.mig_slice) where this GPU holds it; none off MIG mode."""
+    if sample is None or sample.lost or sample.mig is None or not mig_on(sample):
+        return ()
+    devices = sample.mig.devices
+    given = tuple(d for d in devices if only_slice is not None and d.uuid == only_slice)
+    return given or devices
+
+
+def instance_activity(device: MigDevice) -> tuple[str, float | None]:
+    """The instance's activity and what it measures: SM activity (GPM), else the graphics engine's ("GR")."""
+    if device.sm_active_pct is None and device.gr_engine_active_pct is not None:
+        return "GR", device.gr_engine_active_pct
+    return "SM", device.sm_active_pct
+
+
+def process_count(device: MigDevice) -> str:
+    count = len(device.processes)
+    return f"{count} proc{'' if count == 1 else 's'}"
+
+
+def instance_memory(device: MigDevice, bar_width: int) -> Line:
+    used, total = device.memory_used_bytes, device.memory_total_bytes
+    frac = None if used is None or not total else used / total
+    style = memory_style(frac)
+    return [
+        ("[", LABEL),
+        (bar(frac, bar_width), style),
+        ("] ", LABEL),
+        (f"{fmt_gib(used)}/{fmt_gib(total, 0)}G", style),
+    ]
+
+
+def instance_line(device: MigDevice, width: int, full: bool) -> Line:
+    """One MIG instance under its GPU: its label, activity (SM, tensor, and DRAM when `full`), a memory bar and
+    its process count; the activity lines up under the parent's GPM columns, and reads n/a when not given."""
+    name, activity = instance_activity(device)
+    style = util_style(activity, bool(device.processes))
+    line: Line = [(INSTANCE_PREFIX, LABEL)]
+    if full:
+        line += [(f"{device.label:<22}  ", MIG_STYLE), (f"{name} act ", ""), (f"{fmt_pct(activity):>4}", style)]
+        line += [(" · tensor ", ""), (f"{fmt_pct(device.tensor_active_pct):>4}", "")]
+        line += [(" · DRAM ", ""), (f"{fmt_pct(device.dram_bw_pct):>4}", ""), ("  VRAM ", LABEL)]
+        line += instance_memory(device, 16 if width >= 120 else 8)
+    else:
+        line += [(f"{device.label:<17} ", MIG_STYLE), (f"{name} ", ""), (f"{fmt_pct(activity):>4}", style)]
+        line += [(" TC ", ""), (f"{fmt_pct(device.tensor_active_pct):>4}", ""), ("  ", "")]
+        line += instance_memory(device, 8)
+    return [*line, ("  ", ""), (process_count(device), LABEL)]
+
+
+def folded_item(device: MigDevice) -> Line:
+    """An instance on its parent's line when the rows do not fit: "GI1 45%"."""
+    name = f"GI{device.gpu_instance_id}" if device.gpu_instance_id is not None else f"MIG{device.index}"
+    _, activity = instance_activity(device)
+    return [(name, MIG_STYLE), (f"{fmt_pct(activity):>4}", util_style(activity, bool(device.processes)))]
+
+
 class GpuPanel:
     """One GPU's latest reading and utilization history, drawn as three, two or one lines.
 
@@ -119,6 +191,7 @@ class GpuPanel:
         self.history = UtilBuckets()
         self.selected = False
         self.highlight: str | None = None  # a METRIC_GROUPS value: shown reversed, the chosen finding's evidence
+        self.only_slice: str | None = None  # SystemInfo.mig_slice: the one instance this process was given
         self._head: tuple[object, Line] = (None, [])
 
     @property
@@ -132,15 +205,28 @@ class GpuPanel:
         if sample is not None:
             self.history.add(sample.timestamp, None if sample.lost else sample.utilization_gpu_pct)
 
-    def build_lines(self, width: int, mode: int) -> list[Line]:
+    def instances(self) -> tuple[MigDevice, ...]:
+        """The MIG instances drawn under this GPU: all of them, or only the slice this process was given."""
+        return shown_instances(self.sample, self.only_slice)
+
+    def height(self, mode: int, fold: bool) -> int:
+        """Lines at this layout: the panel's own, and a row per instance unless they are folded onto its line."""
+        return mode + (0 if fold else len(self.instances()))
+
+    def build_lines(self, width: int, mode: int, fold: bool = False) -> list[Line]:
         sample = self.sample
         if sample is not None and sample.lost:
             return self._lost_lines(sample, mode)
         if mode >= 3:
-            return self._three_lines(sample, width)
-        if mode == 2:
-            return self._two_lines(sample, width)
-        return [self._one_line(sample, width)]
+            lines = self._three_lines(sample, width)
+        elif mode == 2:
+            lines = self._two_lines(sample, width)
+        else:
+            lines = [self._one_line(sample, width, fold)]
+        if fold:
+            return lines
+        full = mode >= 3 and width >= 100
+        return lines + [instance_line(device, width, full) for device in self.instances()]
 
     # -- pieces ----------------------------------------------------------------------------------------
 
@@ -153,10 +239,15 @@ class GpuPanel:
         return [(f"{self.info.index:>2}", style), (" ", ""), (f"{name[:name_width]:<{name_width}}", "bold")]
 
     def _util(self, s: GpuSample | None, bar_width: int) -> Line:
+        if mig_on(s):  # no whole-GPU utilization in MIG mode: the instances carry the activity
+            line: Line = []
+            if bar_width:
+                line += [("UTIL [", LABEL), (f"{'per instance':^{bar_width}}"[:bar_width], LABEL), ("] ", LABEL)]
+            return [*line, (f"{'MIG':>4}", self._mark("util", MIG_STYLE))]
         util = None if s is None else s.utilization_gpu_pct
         frac = None if util is None else util / 100.0
         style = util_style(util, s is not None and bool(s.processes))
-        line: Line = []
+        line = []
         if bar_width:
             line += [("UTIL [", LABEL), (bar(frac, bar_width), style), ("] ", LABEL)]
         return [*line, (f"{fmt_pct(util):>4}", self._mark("util", style))]
@@ -170,6 +261,8 @@ class GpuPanel:
             parts.append((labels[2], None if s is None else s.dram_bw_pct))
         # One part in one style: it changes every tick, and each style change costs escape codes on the wire.
         text = sep.join(f"{label}{fmt_pct(value):>4}" for label, value in parts)
+        if mig_on(s) and not self._has_gpm(s):  # the instances' rows carry it, under these columns
+            return [(f"{'activity per instance':<{len(text)}}", LABEL)]
         return [(text, self._mark("gpm", ""))]
 
     def _spark(self, width: int) -> Line:
@@ -241,6 +334,8 @@ class GpuPanel:
     def _tags(self, s: GpuSample | None, room: int | None = None) -> Line:
         """The clock event tags, worst first; within `room` cells, those that fit whole and "+N" for the rest."""
         tags = reason_tags(None if s is None else s.clock_event_reasons)
+        if s is not None and s.mig is not None and s.mig.change_pending and s.mig.pending_mode is not None:
+            tags.append((MIG_PENDING_TAGS[s.mig.pending_mode], "yellow"))  # a reset is due; the findings say why
         line: Line = []
         used = 0
         for n, (tag, style) in enumerate(tags):
@@ -281,6 +376,7 @@ class GpuPanel:
             self.highlight,
             None if s is None else (s.fan_pct, s.pstate, s.pcie_gen, s.pcie_width, s.power_limit_w),
             None if s is None else (s.clock_event_reasons_mask, s.error),
+            None if s is None or s.mig is None else (s.mig.mode, s.mig.pending_mode),
         )
         if self._head[0] != key:
             gap: Line = [("  ", "")]
@@ -302,7 +398,7 @@ class GpuPanel:
         line2 += [*self._link(s), *gap, *self._fan_pstate(s)]
         return [head, line2]
 
-    def _one_line(self, s: GpuSample | None, width: int) -> Line:
+    def _one_line(self, s: GpuSample | None, width: int, fold: bool = False) -> Line:
         gap: Line = [(" ", "")]
         line = [*self._title(14), *gap, *self._util(s, 0), *gap]
         if self._has_gpm(s):
@@ -312,7 +408,27 @@ class GpuPanel:
         gen = None if s is None else s.pcie_gen
         lanes = None if s is None else s.pcie_width
         line += [(fmt_pcie(gen, lanes).replace(" ", ""), LABEL), *gap]
+        if fold and self.instances():
+            return line + self._folded_and_tags(s, line, width)
         return line + self._spark_and_tags(s, line, width)
+
+    def _folded_and_tags(self, s: GpuSample | None, line: Line, width: int) -> Line:
+        """The instances on the parent's line where the sparkline would be ("GI1 45% GI2 12%"), after the tags have
+        had their room; those that do not fit are counted ("+3")."""
+        room = width - line_len(line)
+        tags = self._tags(s, room - 1)
+        room -= line_len(tags)
+        devices = self.instances()
+        items: Line = []
+        for n, device in enumerate(devices):
+            item = folded_item(device)
+            rest = len(devices) - n - 1
+            more = len(f" +{rest}") if rest else 0
+            if line_len(items) + (1 if items else 0) + line_len(item) + more > room:
+                items.append((f"{' ' if items else ''}+{len(devices) - n}", MIG_STYLE))
+                break
+            items += [(" ", ""), *item] if items else item
+        return [*items, *tags]
 
     def _has_gpm(self, s: GpuSample | None) -> bool:
         """Compact layouts give GPM room only on GPUs that report it (Hopper and newer); the full one says n/a."""

@@ -90,6 +90,12 @@ def container_brief(container: ContainerInfo | None, *, wide: bool = True) -> st
     return f"{name}: {', '.join(parts)}" if wide else " ".join([name, *parts])
 
 
+def mig_slice_fact(uuid: str, wide: bool) -> Line:
+    """'1 MIG slice: MIG-<uuid>': this process was given one instance, and the view shows that one. The UUID whole,
+    as CUDA_VISIBLE_DEVICES names it: the less needed facts after it give way first."""
+    return [("  1 MIG slice: " if wide else "  1 MIG slice ", "cyan"), (uuid, "cyan")]
+
+
 class StatusHeader(LineView):
     """One line of facts, then the sampling error, the replay's notes and each fresh notice, whole, on as many
     lines as they need.
@@ -164,6 +170,8 @@ class StatusHeader(LineView):
             warnings = "WARN" if tight else f"WARNING{'S' if s.warnings > 1 else ''}"
             head += [(f" {s.warnings} {warnings} ", "bold black on yellow"), ("  ", "")]
         facts: list[Line] = [[(sysinfo.hostname, "")]]
+        if sysinfo.mig_slice:
+            facts.append(mig_slice_fact(sysinfo.mig_slice, wide))
         brief = container_brief(sysinfo.container, wide=wide)
         if brief:
             facts.append([(f"  {brief}", "cyan")])

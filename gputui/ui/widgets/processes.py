@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes_short, fmt_num, fmt_owner
-from gputui.model import Snapshot
+from gputui.model import GpuProcess, GpuSample, Snapshot
 from gputui.ui.widgets.lines import Line, LineView
 
 LABEL = "bright_black"
@@ -53,6 +53,8 @@ COLUMNS: tuple[Column, ...] = (
     Column("pid", "PID", 8),
     # NVML's PID where it is not the PID here: a process found in this container through its device file.
     Column("host_pid", "HOST PID", 8, optional=True),
+    # The MIG instance it runs in ("GI2 3g.40gb"); left out early on a narrow terminal, the panels name it too.
+    Column("mig", "MIG", 12, right=False, optional=True, spare=True),
     Column("cpu", "CPU%", 5),
     # Its share of the GPU's SM time in the driver's last process-utilization sample.
     Column("sm", "SM%", 4),
@@ -73,11 +75,12 @@ GAP = "  "
 MIN_COMMAND = 20
 
 Row = tuple[Cell, ...]
+_PID = [column.key for column in COLUMNS].index("pid")
 
 
 def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
-    """One row per (GPU, process), keyed 'gpu:pid'; `needle` keeps rows whose user, PID, pod or job, or command
-    has it."""
+    """One row per (GPU, process), keyed 'gpu:pid'; `needle` keeps rows whose user, PID, pod or job, command or
+    MIG instance has it."""
     rows: dict[str, Row] = {}
     needle = needle.lower()
     for gpu in snapshot.gpus:
@@ -90,7 +93,8 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
             if proc.seen == "hidden":
                 command = HIDDEN_PROCESS
             owner = fmt_owner(host.pod, host.namespace, host.job_id) if host else None
-            texts = (str(proc.pid), user or "", owner or "", command or "")
+            instance = _instance(gpu, proc)
+            texts = (str(proc.pid), user or "", owner or "", command or "", instance or "")
             if needle and not any(needle in text.lower() for text in texts):
                 continue
             cpu = host.cpu_pct if host else None
@@ -102,6 +106,7 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
                 Cell(str(gpu.index), gpu.index),
                 Cell(pid_text, proc.pid),
                 Cell("" if proc.host_pid is None else str(proc.host_pid), proc.host_pid),
+                Cell(instance or "", proc.gpu_instance_id if instance else None),
                 Cell(fmt_num(cpu, 0), cpu),
                 Cell(fmt_num(proc.sm_pct, 0), proc.sm_pct),
                 Cell(fmt_bytes_short(proc.used_memory_bytes), proc.used_memory_bytes),
@@ -113,6 +118,15 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
                 Cell(command or NA, command),
             )
     return rows
+
+
+def _instance(gpu: GpuSample, proc: GpuProcess) -> str | None:
+    """'GI2 3g.40gb': the MIG instance a process runs in, by its GPU instance id and the instance's profile."""
+    if proc.gpu_instance_id is None:
+        return None
+    device = gpu.mig.device_of(proc.gpu_instance_id) if gpu.mig is not None else None
+    profile = device.profile if device is not None else None
+    return f"GI{proc.gpu_instance_id}" + (f" {profile}" if profile else "")
 
 
 def _container(name: str | None, pid: int | None) -> str | None:
@@ -196,7 +210,7 @@ class ProcessTable(LineView):
 
         def key(row_key: str) -> tuple[object, ...]:
             cells = self.rows[row_key]
-            return (cells[col].sort_key, cells[0].sort_key, cells[1].sort_key)
+            return (cells[col].sort_key, cells[0].sort_key, cells[_PID].sort_key)
 
         self.order = sorted(self.rows, key=key, reverse=self.sort_reverse)
         if self.cursor not in self.rows:
