@@ -10,11 +10,11 @@ from pathlib import Path
 from gputui.model import GpuSample, MigState
 from gputui.record.format import dumps, header_from_dict, header_to_dict, tick_from_dict, tick_to_dict
 from gputui.record.reader import load_recording
-from gputui.record.report import build_report, render_text
+from gputui.record.report import build_report, render_text, report_to_dict
 from gputui.sources.replay import ReplaySource
 from tests.conftest import Clock
-from tests.record.migdata import instance, mig_gpu, mig_snapshot, pid_of
-from tests.record.recdata import T0, write_recording
+from tests.record.migdata import INSTANCE_TOTAL, instance, mig_gpu, mig_snapshot, pid_of
+from tests.record.recdata import T0, snapshot, write_recording
 
 
 def _back(snap_line: dict[str, object], n_gpus: int) -> object:
@@ -101,7 +101,36 @@ def test_a_recording_replays_and_reports_mig(tmp_path: Path, clock: Clock) -> No
     replay.close()
     report = build_report(recording)
     assert report.gpus[0].utilization_pct.count == 0  # n/a in MIG mode, not 0 %
-    assert "GPU 0" in render_text(report)
+
+
+def test_the_report_sums_up_each_instance(tmp_path: Path) -> None:
+    ticks = []
+    for i in range(4):
+        busy = instance(0, 0, 1, sm_active_pct=80.0 + i, used=(20 + i) << 30)
+        idle = instance(0, 1, 2, sm_active_pct=None, tensor_active_pct=None, dram_bw_pct=None)
+        snap = mig_snapshot(T0 + i, 1)
+        ticks.append(dataclasses.replace(snap, gpus=(mig_gpu(0, T0 + i, (busy, idle)),)))
+    report = build_report(load_recording(write_recording(tmp_path / "mig.jsonl", ticks)))
+    first, second = report.gpus[0].instances
+    assert (first.label, first.gpu_instance_id, first.compute_instance_id, first.samples) == ("3g.40gb (GI 1)", 1, 0, 4)
+    assert first.sm_active_pct.mean == 81.5 and first.sm_active_pct.maximum == 83.0
+    assert first.memory_used_peak_bytes == (23 << 30) + (15 << 20) and first.memory_total_bytes == INSTANCE_TOTAL
+    assert second.sm_active_pct.count == 0 and second.sm_active_pct.mean is None  # not reported: n/a, never 0
+    text = render_text(report)
+    assert "  efficiency   n/a for the whole GPU (MIG mode: per instance below)" in text
+    assert "    3g.40gb (GI 1)   SM active 81.5%  tensor 44.0%  DRAM bw 51.5%  memory peak 23.0 / 37.7 GiB" in text
+    assert "    3g.40gb (GI 2)   SM active n/a  tensor n/a  DRAM bw n/a  memory peak 30.0 / 37.7 GiB" in text
+    assert max(len(line) for line in text.splitlines()) <= 100
+    gpu = report_to_dict(report)["gpus"][0]
+    assert gpu["instances"][0]["sm_active_pct"]["mean"] == 81.5 and gpu["instances"][1]["label"] == "3g.40gb (GI 2)"
+
+
+def test_a_report_off_mig_has_no_instances_key(tmp_path: Path) -> None:
+    report = build_report(
+        load_recording(write_recording(tmp_path / "plain.jsonl", [snapshot(T0 + i, 2) for i in range(3)]))
+    )
+    assert all("instances" not in gpu for gpu in report_to_dict(report)["gpus"])
+    assert "MIG" not in render_text(report)
 
 
 def test_an_older_recording_without_mig_reads_as_no_mig(tmp_path: Path) -> None:
