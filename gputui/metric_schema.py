@@ -27,6 +27,17 @@ LEGACY_HOSTNAME_LABEL: HostnameLabel = "Hostname"
 GPU_LABELS = ("gpu", "UUID", "pci_bus_id", "device", "modelName", HOSTNAME_LABEL)
 # Added to every series when the data does not come from this machine's driver, so no chart shows it unmarked.
 SOURCE_LABEL = "gputui_source"
+# dcgm-exporter's labels of a MIG instance, added after `modelName` to its GPU's labels on every series of the
+# instance (internal/pkg/rendermetrics/render_metrics.go at d5e5f51: GPU_I_PROFILE, then GPU_I_ID, the GPU
+# instance id NVML gives; `UUID` stays the parent GPU's). A series with GPU_I_ID is an instance's, never the GPU's:
+# the GPU's own series carry neither label, so a query for the GPU alone says `GPU_I_ID=""`.
+MIG_PROFILE_LABEL = "GPU_I_PROFILE"
+MIG_INSTANCE_LABEL = "GPU_I_ID"
+# gputui's own labels on gputui_mig_instance_info (dcgm-exporter has no series naming these) and on a process's
+# series, for the compute instance: with them `--remote` rebuilds the instances whole.
+MIG_UUID_LABEL = "mig_uuid"
+MIG_INDEX_LABEL = "mig_index"
+MIG_COMPUTE_INSTANCE_LABEL = "compute_instance_id"
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,6 +310,28 @@ GPU_PROCESS_FIELDS: tuple[MetricField, ...] = (
         scale=0.01,
     ),
 )
+
+# What dcgm-exporter repeats per MIG instance and the model holds per instance (MigDevice): framebuffer and the
+# profiling (GPM) metrics, under the GPU's names and units, labelled with the instance. Free memory is written as
+# total - used, both of the instance, as DCGM gives it for one; it is not read back (MigDevice has no such field).
+# Whole-GPU utilization has no per-instance form: NVML and DCGM give none in MIG mode.
+MIG_FB_FREE_METRIC = "DCGM_FI_DEV_FB_FREE"
+MIG_DEVICE_FIELDS: tuple[MetricField, ...] = (
+    MetricField("DCGM_FI_DEV_FB_USED", "memory_used_bytes", "Framebuffer memory used (in MiB).", int, 1 / MIB),
+    MetricField("DCGM_FI_DEV_FB_TOTAL", "memory_total_bytes", "Total framebuffer memory (in MiB).", int, 1 / MIB),
+    *(spec for spec in GPU_SAMPLE_FIELDS if spec.name.startswith("DCGM_FI_PROF_") and "NVLINK" not in spec.name),
+)
+# One series per MIG instance (value 1) naming what only gputui exports of it: its MIG UUID, its index under the
+# GPU and its compute instance id as labels; its SM and slice counts are the two gauges after it (not `_count`:
+# Prometheus keeps that suffix for histograms).
+MIG_INSTANCE_INFO_METRIC = "gputui_mig_instance_info"
+MIG_STATIC_FIELDS: tuple[MetricField, ...] = (
+    MetricField("gputui_mig_instance_sms", "sm_count", "Streaming multiprocessors of a MIG instance.", int),
+    MetricField("gputui_mig_instance_slices", "slice_count", "Compute slices of the GPU a MIG instance holds.", int),
+)
+# Per GPU whose MIG state is read: 1 when MIG is on after the next reset; differing from gputui_mig_mode, a mode
+# change is pending (it needs a GPU reset).
+MIG_PENDING_METRIC = "gputui_mig_pending_mode"
 
 CPU_CORE_METRIC = "gputui_host_cpu_core_percent"
 CPU_MEAN_METRIC = "gputui_host_cpu_percent"

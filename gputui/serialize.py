@@ -17,6 +17,8 @@ from gputui.model import (
     GpuProcess,
     GpuSample,
     HostSample,
+    MigDevice,
+    MigState,
     ProcSample,
     PsiSample,
     Snapshot,
@@ -38,6 +40,23 @@ _PROC_KEYS = tuple(f.name for f in fields(ProcSample))
 _OWNER_KEYS = ("pod", "namespace", "k8s_container", "job_id")
 _GPU_PROCESS_KEYS = tuple(f.name for f in fields(GpuProcess))
 _CONTAINER_KEYS = tuple(f.name for f in fields(ContainerInfo))
+_MIG_INT_KEYS = (
+    "index",
+    "gpu_instance_id",
+    "compute_instance_id",
+    "sm_count",
+    "slice_count",
+    "memory_used_bytes",
+    "memory_total_bytes",
+)
+# A process's MIG instance: written only for a process that runs in one, so every output off MIG stays as it was.
+_INSTANCE_KEYS = ("gpu_instance_id", "compute_instance_id")
+# `gpus[i].mig.devices[j]`: each key and the JSON types it may hold (null aside); processes are read apart.
+_MIG_DEVICE_TYPES: dict[str, tuple[type, ...]] = {
+    f.name: (str,) if f.name in ("uuid", "profile") else (int,) if f.name in _MIG_INT_KEYS else (int, float)
+    for f in fields(MigDevice)
+    if f.name != "processes"
+}
 G = TypeVar("G", ContainerSample, PsiSample)
 
 
@@ -88,11 +107,22 @@ def gpu_to_dict(info: GpuInfo | None, sample: GpuSample, host: HostSample | None
     out: dict[str, Any] = gpu_info_to_dict(info) if info is not None else {"index": sample.index}
     for key in _SAMPLE_KEYS:
         out[key] = getattr(sample, key)
+    out["mig"] = mig_to_dict(sample.mig, host) if sample.mig is not None else None
     reasons = sample.clock_event_reasons
     out["clock_event_reasons"] = list(reasons) if reasons is not None else None
     out["xid_events"] = list(sample.xid_events)
     out["processes"] = [_gpu_process_to_dict(proc, host) for proc in sample.processes]
     return out
+
+
+def mig_to_dict(mig: MigState, host: HostSample | None) -> dict[str, Any]:
+    """`gpus[i].mig`: the mode, the mode after the next reset, and each instance with its own processes."""
+    devices = []
+    for device in mig.devices:
+        out: dict[str, Any] = {key: getattr(device, key) for key in _MIG_DEVICE_TYPES}
+        out["processes"] = [_gpu_process_to_dict(proc, host) for proc in device.processes]
+        devices.append(out)
+    return {"mode": mig.mode, "pending_mode": mig.pending_mode, "devices": devices}
 
 
 def _gpu_process_to_dict(proc: GpuProcess, host: HostSample | None) -> dict[str, Any]:
@@ -105,6 +135,8 @@ def _gpu_process_to_dict(proc: GpuProcess, host: HostSample | None) -> dict[str,
         "sm_pct": proc.sm_pct,
         "mem_pct": proc.mem_pct,
     }
+    if proc.gpu_instance_id is not None or proc.compute_instance_id is not None:
+        out.update((key, getattr(proc, key)) for key in _INSTANCE_KEYS)
     host_proc = host.process(proc.pid) if host is not None else None
     out["name"] = host_proc.name if host_proc else None
     out["user"] = host_proc.user if host_proc else None
@@ -195,19 +227,63 @@ def gpu_info_from_dict(data: dict[str, Any]) -> GpuInfo:
 
 def gpu_sample_from_dict(data: dict[str, Any]) -> GpuSample:
     values = _pick(_SAMPLE_KEYS, data)
+    values.pop("mig", None)
     if values.get("clock_event_reasons_mask") is None and data.get("clock_event_reasons") is not None:
         values["clock_event_reasons_mask"] = encode_clock_event_reasons(data["clock_event_reasons"])
     if "xid_events" in values:
         values["xid_events"] = tuple(values["xid_events"] or ())
     procs = tuple(_gpu_process(p) for p in data.get("processes") or ())
     try:
-        return GpuSample(index=int(data["index"]), processes=procs, **values)
+        index = int(data["index"])
+        return GpuSample(index=index, processes=procs, mig=mig_from_dict(data.get("mig"), index), **values)
     except (KeyError, TypeError) as exc:
         raise SnapshotFormatError(f"gpu sample: {exc}") from exc
 
 
+def mig_from_dict(data: Any, gpu: int) -> MigState | None:
+    """`gpus[i].mig` back; a missing key or null (an older file, a GPU off MIG) is no MIG. Raises
+    SnapshotFormatError naming the key that is malformed: a wrong MIG object must not read as another one."""
+    if data is None:
+        return None
+    where = f"GPU {gpu}: mig"
+    if not isinstance(data, dict):
+        raise SnapshotFormatError(f"{where}: expected an object or null, got {type(data).__name__}")
+    for key in ("mode", "pending_mode"):
+        if data.get(key) is not None and not isinstance(data[key], bool):
+            raise SnapshotFormatError(f"{where}.{key}: expected true, false or null, got {data[key]!r}")
+    devices = data.get("devices") or []
+    if not isinstance(devices, list):
+        raise SnapshotFormatError(f"{where}.devices: expected a list, got {type(devices).__name__}")
+    return MigState(
+        mode=data.get("mode"),
+        pending_mode=data.get("pending_mode"),
+        devices=tuple(_mig_device(device, f"{where}.devices[{n}]") for n, device in enumerate(devices)),
+    )
+
+
+def _mig_device(data: Any, where: str) -> MigDevice:
+    if not isinstance(data, dict):
+        raise SnapshotFormatError(f"{where}: expected an object, got {type(data).__name__}")
+    if data.get("index") is None:
+        raise SnapshotFormatError(f"{where}.index: missing")
+    values = _pick(tuple(_MIG_DEVICE_TYPES), data)
+    for key, value in values.items():
+        allowed = _MIG_DEVICE_TYPES[key]
+        if value is not None and (isinstance(value, bool) or not isinstance(value, allowed)):
+            expected = "a string" if allowed == (str,) else "an integer" if allowed == (int,) else "a number"
+            raise SnapshotFormatError(f"{where}.{key}: expected {expected} or null, got {value!r}")
+    processes = data.get("processes") or []
+    if not isinstance(processes, list):
+        raise SnapshotFormatError(f"{where}.processes: expected a list, got {type(processes).__name__}")
+    try:
+        procs = tuple(_gpu_process(proc) for proc in processes)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SnapshotFormatError(f"{where}.processes: {exc!r}") from exc
+    return MigDevice(processes=procs, **values)
+
+
 def _gpu_process(data: dict[str, Any]) -> GpuProcess:
-    """A process of a GPU's list; files that leave its memory out read None."""
+    """A process of a GPU's list; files that leave its memory (or, off MIG, its instance) out read None."""
     return GpuProcess(**{"used_memory_bytes": None, **_pick(_GPU_PROCESS_KEYS, data), "pid": int(data["pid"])})
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from typing import Any
+
+import pytest
 
 from gputui.model import (
     ContainerInfo,
@@ -11,12 +14,14 @@ from gputui.model import (
     GpuProcess,
     GpuSample,
     HostSample,
+    MigState,
     ProcSample,
     PsiSample,
     Snapshot,
     Topology,
 )
-from gputui.serialize import snapshot_from_dict, snapshot_to_dict
+from gputui.serialize import SnapshotFormatError, snapshot_from_dict, snapshot_to_dict
+from tests.record.migdata import mig_snapshot
 from tests.snapshots import gpu_info, snapshot, system_info
 
 CONTAINER = ContainerInfo("docker", "/.dockerenv", 2, 8.0, (0, 1, 2, 3), 64 << 30, 64 << 20)
@@ -99,3 +104,91 @@ def test_topology_nvlink_and_affinity_round_trip_in_the_documented_shape() -> No
     }
     assert data["gpus"][0]["nvlink_links_active"] == 16 and data["gpus"][0]["nvlink_links_total"] == 18
     assert snapshot_from_dict(data) == snap
+
+
+# ---- MIG (issue 23) ------------------------------------------------------------------------------------------
+
+
+def test_a_mig_gpu_round_trips_with_its_instances_in_the_documented_shape() -> None:
+    snap = replace(mig_snapshot(10.0, 2), system=replace(mig_snapshot(10.0, 2).system, mig_slice="MIG-2f6e1c3a"))
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    assert snapshot_from_dict(data) == snap
+    mig = data["gpus"][1]["mig"]
+    assert (mig["mode"], mig["pending_mode"]) == (True, True)
+    first = mig["devices"][0]
+    assert list(first) == [
+        "index", "uuid", "profile", "gpu_instance_id", "compute_instance_id", "sm_count", "slice_count",
+        "memory_used_bytes", "memory_total_bytes", "gr_engine_active_pct", "sm_active_pct", "sm_occupancy_pct",
+        "tensor_active_pct", "dram_bw_pct", "fp32_active_pct", "fp16_active_pct", "fp64_active_pct", "processes",
+    ]  # fmt: skip
+    assert (first["uuid"], first["profile"], first["gpu_instance_id"]) == (
+        "MIG-2f6e1c3a-0001-5b7d-9e0f-000000000001",
+        "3g.40gb",
+        1,
+    )
+    assert (first["sm_count"], first["slice_count"], first["memory_total_bytes"]) == (60, 3, 40_511_160_320)
+    assert first["tensor_active_pct"] == 44.0 and first["fp64_active_pct"] == 0.0
+    # The instance's processes are entries as in gpus[i].processes: host stats joined, the instance named.
+    proc = first["processes"][0]
+    assert (proc["pid"], proc["name"], proc["gpu_instance_id"], proc["compute_instance_id"]) == (5011, "python", 1, 0)
+    assert [p["gpu_instance_id"] for p in data["gpus"][1]["processes"]] == [1, 2]
+    assert data["gpus"][1]["utilization_gpu_pct"] is None  # never 0 in MIG mode
+    assert data["system"]["mig_slice"] == "MIG-2f6e1c3a"
+
+
+def test_off_mig_the_mig_key_is_null_and_processes_name_no_instance() -> None:
+    data = json.loads(json.dumps(snapshot_to_dict(_snapshot())))
+    assert data["gpus"][0]["mig"] is None
+    # Absent, not null: every output off MIG (diagnose --json's process list too) stays byte-identical.
+    assert all("gpu_instance_id" not in p and "compute_instance_id" not in p for p in data["gpus"][0]["processes"])
+    assert snapshot_from_dict(data).gpus[0].mig is None
+
+
+def test_an_older_snapshot_without_mig_reads_as_no_mig() -> None:
+    data = snapshot_to_dict(mig_snapshot(10.0, 1))
+    del data["gpus"][0]["mig"], data["system"]["mig_slice"]
+    for proc in data["gpus"][0]["processes"]:
+        del proc["gpu_instance_id"], proc["compute_instance_id"]
+    snap = snapshot_from_dict(data)
+    assert snap.gpus[0].mig is None and snap.system.mig_slice is None
+    assert {p.gpu_instance_id for p in snap.gpus[0].processes} == {None}
+
+
+def test_mig_off_with_a_change_pending_round_trips() -> None:
+    base = _snapshot()
+    gpu = replace(base.gpus[0], mig=MigState(mode=False, pending_mode=True))
+    snap = replace(base, gpus=(gpu,))
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    assert data["gpus"][0]["mig"] == {"mode": False, "pending_mode": True, "devices": []}
+    back = snapshot_from_dict(data)
+    assert back == snap and back.gpus[0].mig is not None and back.gpus[0].mig.change_pending
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "message"),
+    [
+        ((), "on", "GPU 0: mig: expected an object or null, got str"),
+        (("mode",), "yes", "GPU 0: mig.mode: expected true, false or null, got 'yes'"),
+        (("devices",), {"0": {}}, "GPU 0: mig.devices: expected a list, got dict"),
+        (("devices", 1), 7, r"GPU 0: mig.devices\[1\]: expected an object, got int"),
+        (("devices", 0, "index"), None, r"GPU 0: mig.devices\[0\].index: missing"),
+        (("devices", 1, "sm_count"), "60", r"GPU 0: mig.devices\[1\].sm_count: expected an integer or null, got '60'"),
+        (("devices", 0, "gpu_instance_id"), 1.5, r"mig.devices\[0\].gpu_instance_id: expected an integer"),
+        (("devices", 0, "memory_used_bytes"), True, r"mig.devices\[0\].memory_used_bytes: expected an integer"),
+        (("devices", 0, "sm_active_pct"), "81%", r"mig.devices\[0\].sm_active_pct: expected a number or null"),
+        (("devices", 0, "profile"), 3, r"mig.devices\[0\].profile: expected a string or null, got 3"),
+        (("devices", 0, "processes"), {"pid": 1}, r"mig.devices\[0\].processes: expected a list, got dict"),
+        (("devices", 0, "processes", 0), {"used_memory_bytes": 1}, r"mig.devices\[0\].processes: KeyError\('pid'\)"),
+    ],
+)
+def test_a_malformed_mig_object_is_an_error_naming_the_key(
+    path: tuple[object, ...], value: object, message: str
+) -> None:
+    data = json.loads(json.dumps(snapshot_to_dict(mig_snapshot(10.0, 1))))
+    target: Any = data["gpus"][0]
+    keys: tuple[Any, ...] = ("mig", *path)
+    for key in keys[:-1]:
+        target = target[key]
+    target[keys[-1]] = value
+    with pytest.raises(SnapshotFormatError, match=message):
+        snapshot_from_dict(data)

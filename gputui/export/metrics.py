@@ -7,6 +7,12 @@ names (`DCGM_FI_DEV_*`, `DCGM_FI_PROF_*`), units (framebuffer in MiB, energy in 
 does not have lives under `gputui_`. The names and field tables live in gputui/metric_schema.py, which also drives
 the way back (gputui/sources/remote.py), so what is written and what is read cannot drift apart.
 
+A MIG GPU's instances get their own series as dcgm-exporter writes them: the GPU's labels plus `GPU_I_PROFILE` and
+`GPU_I_ID`, for what an instance has of its own (framebuffer, the profiling metrics, its processes); the GPU's own
+series (temperature, power, clocks, its memory aggregate where the driver gives one) are written once, without
+them, and no whole-GPU utilization exists in MIG mode. So `{GPU_I_ID=""}` selects the GPUs, `{GPU_I_ID!=""}` the
+instances, and a sum over both would count an instance's memory twice.
+
 A value that is None is left out, never written as 0. dcgm's cumulative fields (energy, PCIe replays, violation
 time) keep their exact names and are typed `untyped`: prometheus-client appends `_total` to every counter it
 writes, which would break the dashboards' queries, and `rate()` works the same on an untyped series.
@@ -18,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from prometheus_client.metrics_core import GaugeMetricFamily, Metric, UnknownMetricFamily
+from prometheus_client.samples import Sample
 
 from gputui import __version__
 from gputui.diagnostics.findings import Finding
@@ -38,6 +45,17 @@ from gputui.metric_schema import (
     HOST_FIELDS,
     HOSTNAME_LABEL,
     LOAD_METRICS,
+    MIB,
+    MIG_COMPUTE_INSTANCE_LABEL,
+    MIG_DEVICE_FIELDS,
+    MIG_FB_FREE_METRIC,
+    MIG_INDEX_LABEL,
+    MIG_INSTANCE_INFO_METRIC,
+    MIG_INSTANCE_LABEL,
+    MIG_PENDING_METRIC,
+    MIG_PROFILE_LABEL,
+    MIG_STATIC_FIELDS,
+    MIG_UUID_LABEL,
     PROC_FIELDS,
     PROCESS_INFO_METRIC,
     PROCESS_OWNER_LABELS,
@@ -50,7 +68,7 @@ from gputui.metric_schema import (
     HostnameLabel,
     MetricField,
 )
-from gputui.model import GpuInfo, GpuSample, Snapshot, SystemInfo
+from gputui.model import GpuInfo, GpuProcess, GpuSample, MigDevice, Snapshot, SystemInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +83,8 @@ class ExportState:
 
 
 class _Families:
-    """Gathers series by metric name so that each family is written once, with all its series."""
+    """Gathers series by metric name so that each family is written once, with all its series. A family may
+    hold series of different label sets (a MIG instance's has two labels more than its GPU's)."""
 
     def __init__(self, extra: Mapping[str, str]) -> None:
         self._extra = dict(extra)
@@ -82,7 +101,7 @@ class _Families:
             cls = UnknownMetricFamily if cumulative else GaugeMetricFamily
             family = cls(name, help, labels=list(all_labels))
             self._families[name] = family
-        family.add_metric(list(all_labels.values()), float(value))
+        family.samples.append(Sample(name, all_labels, float(value)))
 
     def add_fields(self, specs: Iterable[MetricField], labels: Mapping[str, str], obj: object) -> None:
         """One series per field of a metric_schema table, each read from `obj`'s attribute."""
@@ -168,13 +187,60 @@ def _add_gpus(out: _Families, snapshot: Snapshot, last_xid: Mapping[int, int], h
         out.add_fields(GPU_SAMPLE_FIELDS, labels, sample)
         out.add(XID_METRIC, "Value of the last XID error encountered.", labels, last_xid.get(sample.index))
         _add_gpu_processes(out, sample, labels)
+        _add_mig(out, sample, labels)
+
+
+def instance_labels(labels: Mapping[str, str], profile: str | None, gpu_instance_id: int) -> dict[str, str]:
+    """A MIG instance's labels: its GPU's with GPU_I_PROFILE and GPU_I_ID after `modelName`, as dcgm-exporter
+    orders them (the host label last)."""
+    out: dict[str, str] = {}
+    for key, value in labels.items():
+        out[key] = value
+        if key == "modelName":
+            out[MIG_PROFILE_LABEL] = profile or ""
+            out[MIG_INSTANCE_LABEL] = str(gpu_instance_id)
+    return out
+
+
+def _process_instance(sample: GpuSample, proc: GpuProcess) -> MigDevice | None:
+    return sample.mig.device_of(proc.gpu_instance_id) if sample.mig is not None else None
 
 
 def _add_gpu_processes(out: _Families, sample: GpuSample, labels: Mapping[str, str]) -> None:
     for proc in sample.processes:
-        proc_labels = {**labels, "pid": str(proc.pid), "kind": proc.kind}
+        base: Mapping[str, str] = labels
+        if proc.gpu_instance_id is not None:
+            device = _process_instance(sample, proc)
+            base = instance_labels(labels, device.profile if device else None, proc.gpu_instance_id)
+        proc_labels = {**base, "pid": str(proc.pid), "kind": proc.kind}
+        if proc.compute_instance_id is not None:
+            proc_labels[MIG_COMPUTE_INSTANCE_LABEL] = str(proc.compute_instance_id)
         out.add(GPU_PROCESS_METRIC, "A process that holds a context on the GPU.", proc_labels, 1)
         out.add_fields(GPU_PROCESS_FIELDS, proc_labels, proc)
+
+
+def _add_mig(out: _Families, sample: GpuSample, labels: Mapping[str, str]) -> None:
+    """The pending mode, then each instance's series; an instance without a GPU instance id cannot be labelled
+    apart from its GPU, so it is left out rather than written as the GPU."""
+    if sample.mig is None:
+        return
+    out.add(MIG_PENDING_METRIC, "1 when MIG mode is on after the next GPU reset.", labels, sample.mig.pending_mode)
+    for device in sample.mig.devices:
+        if device.gpu_instance_id is None:
+            continue
+        mig_labels = instance_labels(labels, device.profile, device.gpu_instance_id)
+        info = {
+            **mig_labels,
+            MIG_UUID_LABEL: device.uuid or "",
+            MIG_INDEX_LABEL: str(device.index),
+            MIG_COMPUTE_INSTANCE_LABEL: "" if device.compute_instance_id is None else str(device.compute_instance_id),
+        }
+        out.add(MIG_INSTANCE_INFO_METRIC, "A MIG instance of a GPU, named by its labels.", info, 1)
+        out.add_fields(MIG_STATIC_FIELDS, mig_labels, device)
+        out.add_fields(MIG_DEVICE_FIELDS, mig_labels, device)
+        used, total = device.memory_used_bytes, device.memory_total_bytes
+        free = None if used is None or total is None else (total - used) / MIB
+        out.add(MIG_FB_FREE_METRIC, "Framebuffer memory free (in MiB).", mig_labels, free)
 
 
 def _add_host(out: _Families, snapshot: Snapshot, host: Mapping[str, str]) -> None:
@@ -192,18 +258,24 @@ def _add_host(out: _Families, snapshot: Snapshot, host: Mapping[str, str]) -> No
     for specs, group in ((CONTAINER_FIELDS, sample.container), (PSI_FIELDS, sample.psi)):
         if group is not None:
             out.add_fields(specs, host, group)
-    gpus_of: dict[int, list[str]] = {}
+    # Each process's GPUs, with its MIG instance (profile and GPU instance id) where it runs in one.
+    gpus_of: dict[int, list[dict[str, str]]] = {}
     for gpu in snapshot.gpus:
         for gpu_proc in gpu.processes:
-            gpus_of.setdefault(gpu_proc.pid, []).append(str(gpu.index))
+            where = {"gpu": str(gpu.index)}
+            if gpu_proc.gpu_instance_id is not None:
+                device = _process_instance(gpu, gpu_proc)
+                where[MIG_PROFILE_LABEL] = (device.profile or "") if device else ""
+                where[MIG_INSTANCE_LABEL] = str(gpu_proc.gpu_instance_id)
+            gpus_of.setdefault(gpu_proc.pid, []).append(where)
     for proc in sample.processes:
         labels = {**host, "pid": str(proc.pid), "name": proc.name}
         owner = {label: getattr(proc, attr) or "" for attr, label in PROCESS_OWNER_LABELS}
-        for gpu_index in gpus_of.get(proc.pid) or [""]:
+        for where in gpus_of.get(proc.pid) or [{"gpu": ""}]:
             out.add(
                 PROCESS_INFO_METRIC,
                 "A process that uses a GPU, seen from the host, and whose job it is (pod, Slurm job): join on it.",
-                {**labels, "gpu": gpu_index, "user": proc.user or "", "state": proc.state or "", **owner},
+                {**labels, **where, "user": proc.user or "", "state": proc.state or "", **owner},
                 1,
             )
         out.add_fields(PROC_FIELDS, labels, proc)

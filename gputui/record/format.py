@@ -7,7 +7,9 @@ schema bump; anything an older reader would misread bumps RECORDING_SCHEMA.
 
 Ticks leave out every key whose value is the field's default (None, False, empty), the clock event reason
 names (the mask holds them) and the host stats `snapshot --json` repeats under each GPU process (host.processes
-holds them once): the reader restores all of these. Floats keep 3 decimals. This keeps a busy GPU near 1 KB a
+holds them once): the reader restores all of these. Inside `mig` the same trimming applies to each instance, and
+an instance's processes are left out when they are just the GPU's processes of its instance (as a MIG GPU lists
+them): the reader picks them from the GPU's list again. Floats keep 3 decimals. This keeps a busy GPU near 1 KB a
 tick (benchmarks/bench_record.py measures it).
 """
 
@@ -22,7 +24,7 @@ from typing import Any, Literal, get_args
 from gputui import __version__
 from gputui.diagnostics.findings import Evidence, Finding, Severity, finding_to_dict
 from gputui.diagnostics.verdict import Verdict, verdict_to_dict
-from gputui.model import GpuInfo, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
+from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, MigDevice, ProcSample, Snapshot, SystemInfo
 from gputui.serialize import (
     SnapshotFormatError,
     gpu_info_from_dict,
@@ -124,9 +126,10 @@ def _defaults(cls: type) -> dict[str, Any]:
 _GPU_DEFAULTS = _defaults(GpuSample)
 _HOST_DEFAULTS = _defaults(HostSample)
 _PROC_DEFAULTS = _defaults(ProcSample)
+_MIG_DEVICE_DEFAULTS = _defaults(MigDevice)
 _EMPTY: tuple[Any, ...] = (None, [], ())
 # GPU processes in `snapshot --json` repeat their host-side stats; a tick keeps those once, in host.processes.
-_GPU_PROC_KEYS = ("pid", "used_memory_bytes", "kind")
+_GPU_PROC_KEYS = ("pid", "used_memory_bytes", "kind", "gpu_instance_id", "compute_instance_id")
 _GPU_PROC_DEFAULTS = {"kind": "compute"}
 
 
@@ -148,14 +151,63 @@ def _trim(data: dict[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
+def _gpu_processes(processes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [_trim({key: proc.get(key) for key in _GPU_PROC_KEYS}, _GPU_PROC_DEFAULTS) for proc in processes]
+
+
+def _in_instance(processes: Sequence[GpuProcess], device: MigDevice) -> tuple[GpuProcess, ...]:
+    """The GPU's processes that run in this instance: its compute instance's when it names one."""
+    return tuple(
+        proc
+        for proc in processes
+        if proc.gpu_instance_id == device.gpu_instance_id
+        and (device.compute_instance_id is None or proc.compute_instance_id == device.compute_instance_id)
+    )
+
+
+def _mig_tick(mig: dict[str, Any], sample: GpuSample) -> dict[str, Any]:
+    """`gpus[i].mig` trimmed as the GPU is; an instance's `processes` is written only when it is not the GPU's
+    processes of that instance (then even when empty), so the reader can tell the two apart."""
+    devices = []
+    instances = sample.mig.devices if sample.mig is not None else ()
+    for data, device in zip(mig["devices"], instances, strict=True):
+        processes = data.pop("processes")
+        trimmed = _trim(data, _MIG_DEVICE_DEFAULTS)
+        trimmed["index"] = data["index"]
+        if device.processes != _in_instance(sample.processes, device):
+            trimmed["processes"] = _gpu_processes(processes)
+        devices.append(trimmed)
+    return _trim({**mig, "devices": devices}, {"pending_mode": None})
+
+
+def _mig_processes_back(gpu: dict[str, Any]) -> None:
+    """Put back each instance's processes that _mig_tick left out, from the GPU's list; what is malformed is
+    left for snapshot_from_dict to name."""
+    mig = gpu.get("mig")
+    devices = mig.get("devices") if isinstance(mig, dict) else None
+    processes = gpu.get("processes") or []
+    if not isinstance(devices, list) or not isinstance(processes, list):
+        return
+    for device in devices:
+        if isinstance(device, dict) and "processes" not in device:
+            gi, ci = device.get("gpu_instance_id"), device.get("compute_instance_id")
+            device["processes"] = [
+                proc
+                for proc in processes
+                if isinstance(proc, dict)
+                and proc.get("gpu_instance_id") == gi
+                and (ci is None or proc.get("compute_instance_id") == ci)
+            ]
+
+
 def tick_to_dict(snapshot: Snapshot) -> dict[str, Any]:
     data = snapshot_to_dict(snapshot, include_static=False)
     gpus = []
-    for gpu in data["gpus"]:
+    for gpu, sample in zip(data["gpus"], snapshot.gpus, strict=True):
         gpu.pop("clock_event_reasons", None)
-        gpu["processes"] = [
-            _trim({key: proc[key] for key in _GPU_PROC_KEYS}, _GPU_PROC_DEFAULTS) for proc in gpu["processes"]
-        ]
+        gpu["processes"] = _gpu_processes(gpu["processes"])
+        if gpu.get("mig") is not None:
+            gpu["mig"] = _mig_tick(gpu["mig"], sample)
         trimmed = _trim(gpu, _GPU_DEFAULTS)
         trimmed["index"] = gpu["index"]
         gpus.append(trimmed)
@@ -247,6 +299,9 @@ def header_from_dict(data: Mapping[str, Any]) -> RecordingHeader:
 
 def tick_from_dict(data: dict[str, Any], header: RecordingHeader, system: SystemInfo) -> Snapshot:
     """A tick rebuilt on the header's static info; raises RecordingFormatError when it is malformed."""
+    for gpu in data.get("gpus") or ():
+        if isinstance(gpu, dict) and gpu.get("mig") is not None:
+            _mig_processes_back(gpu)
     try:
         return snapshot_from_dict(data, system=system, gpu_info=header.gpu_info)
     except SnapshotFormatError as exc:

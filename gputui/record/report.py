@@ -16,8 +16,8 @@ from typing import Any, Literal, Protocol
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
-from gputui.formatting import NA, fmt_num, fmt_pct, fmt_share
-from gputui.model import CLOCK_EVENT_REASONS, GpuInfo, GpuSample, Snapshot
+from gputui.formatting import NA, fmt_bytes_pair, fmt_num, fmt_pct, fmt_share
+from gputui.model import CLOCK_EVENT_REASONS, GpuInfo, GpuSample, MigDevice, Snapshot
 from gputui.record.format import (
     RecordedEvent,
     RecordingFormatError,
@@ -85,6 +85,21 @@ class Stats:
 
 
 @dataclass(frozen=True, slots=True)
+class InstanceReport:
+    """One MIG instance over the recording: in MIG mode the GPU has no utilization, and its activity is here."""
+
+    label: str  # "3g.40gb (GI 2)"
+    gpu_instance_id: int | None
+    compute_instance_id: int | None
+    samples: int
+    sm_active_pct: Stats
+    tensor_active_pct: Stats
+    dram_bw_pct: Stats
+    memory_used_peak_bytes: int | None
+    memory_total_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
 class GpuReport:
     index: int
     name: str
@@ -105,6 +120,7 @@ class GpuReport:
     sm_active_pct: Stats
     tensor_active_pct: Stats
     dram_bw_pct: Stats
+    instances: tuple[InstanceReport, ...] = ()  # its MIG instances, in the order first seen; none off MIG
 
     @property
     def gpm_reported(self) -> bool:
@@ -185,6 +201,41 @@ def tick_weights(timestamps: Sequence[float], interval_s: float) -> list[float]:
 THROTTLE_BITS = sum(bit for bit, name in CLOCK_EVENT_REASONS if name in THROTTLING_REASONS)
 
 
+class _InstanceTally:
+    """One MIG instance's figures, gathered as its GPU's are."""
+
+    def __init__(self, device: MigDevice) -> None:
+        self.label = device.label
+        self.ids = (device.gpu_instance_id, device.compute_instance_id)
+        self.samples = 0
+        self.sm_active: list[float | None] = []
+        self.tensor_active: list[float | None] = []
+        self.dram_bw: list[float | None] = []
+        self.memory_peak: float | None = None
+        self.memory_total: int | None = None
+
+    def add(self, device: MigDevice) -> None:
+        self.samples += 1
+        self.sm_active.append(device.sm_active_pct)
+        self.tensor_active.append(device.tensor_active_pct)
+        self.dram_bw.append(device.dram_bw_pct)
+        self.memory_peak = _peak(self.memory_peak, device.memory_used_bytes)
+        self.memory_total = device.memory_total_bytes if device.memory_total_bytes is not None else self.memory_total
+
+    def report(self) -> InstanceReport:
+        return InstanceReport(
+            label=self.label,
+            gpu_instance_id=self.ids[0],
+            compute_instance_id=self.ids[1],
+            samples=self.samples,
+            sm_active_pct=Stats.of(self.sm_active),
+            tensor_active_pct=Stats.of(self.tensor_active),
+            dram_bw_pct=Stats.of(self.dram_bw),
+            memory_used_peak_bytes=None if self.memory_peak is None else int(self.memory_peak),
+            memory_total_bytes=self.memory_total,
+        )
+
+
 class _GpuTally:
     """One GPU's figures, gathered tick by tick so that a long recording is read once."""
 
@@ -206,6 +257,7 @@ class _GpuTally:
         self.dram_bw: list[float | None] = []
         self.temp_peak: float | None = None
         self.memory_temp_peak: float | None = None
+        self.instances: dict[tuple[int | None, int | None], _InstanceTally] = {}
 
     def add(self, sample: GpuSample | None, weight: float) -> None:
         if sample is None or sample.lost:
@@ -232,6 +284,9 @@ class _GpuTally:
         self.dram_bw.append(sample.dram_bw_pct)
         self.temp_peak = _peak(self.temp_peak, sample.temperature_c)
         self.memory_temp_peak = _peak(self.memory_temp_peak, sample.memory_temperature_c)
+        for device in sample.mig.devices if sample.mig is not None else ():
+            key = (device.gpu_instance_id, device.compute_instance_id)
+            self.instances.setdefault(key, _InstanceTally(device)).add(device)
 
     def report(self) -> GpuReport:
         known = self.known_s > 0
@@ -255,6 +310,7 @@ class _GpuTally:
             sm_active_pct=Stats.of(self.sm_active),
             tensor_active_pct=Stats.of(self.tensor_active),
             dram_bw_pct=Stats.of(self.dram_bw),
+            instances=tuple(tally.report() for tally in self.instances.values()),
         )
 
 
@@ -421,6 +477,9 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
 
 def report_to_dict(report: Report) -> dict[str, Any]:
     out = asdict(report)
+    for gpu in out["gpus"]:
+        if not gpu["instances"]:
+            del gpu["instances"]  # only a MIG GPU has the key: the report of any other stays as it was
     out["duration_s"] = report.duration_s
     out["marks"] = [{"t": t, "label": label} for t, label in report.marks]
     out["verdicts"] = [
@@ -435,8 +494,22 @@ def report_to_dict(report: Report) -> dict[str, Any]:
 # ---- text ----------------------------------------------------------------------------------------------------
 
 
+def _instance_lines(gpu: GpuReport) -> list[str]:
+    """A MIG GPU's activity, per instance: the GPU itself has no utilization in MIG mode."""
+    lines = ["  MIG instances (means; whole-GPU utilization does not exist in MIG mode):"]
+    for inst in gpu.instances:
+        lines.append(
+            f"    {inst.label:<16} SM active {fmt_pct(inst.sm_active_pct.mean, 1)}  "
+            f"tensor {fmt_pct(inst.tensor_active_pct.mean, 1)}  DRAM bw {fmt_pct(inst.dram_bw_pct.mean, 1)}  "
+            f"memory peak {fmt_bytes_pair(inst.memory_used_peak_bytes, inst.memory_total_bytes)}"
+        )
+    return lines
+
+
 def _efficiency_line(gpu: GpuReport) -> str:
     """How full the GPU was while busy; one n/a for a GPU without GPM rather than three."""
+    if not gpu.gpm_reported and gpu.instances:
+        return f"  efficiency   {NA} for the whole GPU (MIG mode: per instance below)"
     if not gpu.gpm_reported:
         return f"  efficiency   {NA} (no GPM on this GPU)"
     return (
@@ -491,6 +564,8 @@ def render_text(report: Report) -> str:
             f"p95 {fmt_pct(u.p95, 1)}  min {fmt_pct(u.minimum, 1)}"
         )
         lines.append(_efficiency_line(gpu))
+        if gpu.instances:
+            lines.extend(_instance_lines(gpu))
         lines.append(
             f"  power        mean {fmt_num(p.mean, 0, ' W')}  p95 {fmt_num(p.p95, 0, ' W')}  "
             f"max {fmt_num(p.maximum, 0, ' W')}  energy {fmt_num(gpu.energy_wh, 1, ' Wh')}"

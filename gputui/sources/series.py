@@ -4,12 +4,18 @@ dcgm-exporter's names, shared by `--remote` (a scraped /metrics page, gputui/sou
 
 It lives apart from both so that neither needs the other's dependencies: the /metrics parser comes from
 prometheus-client, the query API is plain JSON. The metric tables in gputui/metric_schema.py drive it.
+
+A series with a `GPU_I_ID` label is a MIG instance's, never its GPU's: what an instance has of its own (framebuffer,
+the profiling metrics) goes to GpuSample.mig, and the GPU's memory and activity come only from series without the
+label. dcgm-exporter writes every series of a MIG GPU per instance, the parent's temperature, power and clocks
+repeated on each; those the GPU takes from an instance's series when it has none of its own.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 from gputui import metric_schema as m
@@ -20,6 +26,8 @@ from gputui.model import (
     GpuProcess,
     GpuSample,
     HostSample,
+    MigDevice,
+    MigState,
     ProcSample,
     PsiSample,
     Snapshot,
@@ -50,12 +58,21 @@ def _canonical_names() -> dict[str, str]:
 
 
 _CANONICAL = _canonical_names()
+_MIG_MODE_METRIC = next(spec.name for spec in m.GPU_INFO_FIELDS if spec.attr == "mig_mode")
+# What an instance has of its own: never read as its GPU's, even where the GPU has no series of its own. Whole-GPU
+# utilization is here too: DCGM has none per instance, and a GPU in MIG mode none at all.
+_INSTANCE_ONLY = frozenset(
+    spec.name
+    for spec in m.GPU_SAMPLE_FIELDS + m.GPU_INFO_FIELDS
+    if spec.name.startswith(("DCGM_FI_DEV_FB_", "DCGM_FI_PROF_")) or spec.name.endswith("_UTIL")
+) - {"DCGM_FI_PROF_NVLINK_RX_BYTES", "DCGM_FI_PROF_NVLINK_TX_BYTES"}
 
 
 def read_snapshot(series: Series, *, fallback_hostname: str, now: float) -> Snapshot:
     """The Snapshot these series hold (gputui's and dcgm-exporter's names); RemoteFormatError if neither is there.
 
-    Of several series of one name on one GPU (MIG instances), the last given is read, as a scrape reads it.
+    Of several series of one name on one GPU, the last given is read, as a scrape reads it; a MIG instance's
+    series (with `GPU_I_ID`) are read into the GPU's `mig` instead.
     """
     return _Reader(series).snapshot(fallback_hostname, now)
 
@@ -66,13 +83,31 @@ class _Reader:
     def __init__(self, series: Series) -> None:
         self.by_name: dict[str, list[tuple[Labels, float]]] = defaultdict(list)
         self._per_gpu: dict[str, dict[int, float]] = defaultdict(dict)
+        # (GPU index, GPU instance id) -> metric name -> value; and the instance's profile, from its labels.
+        self._per_instance: dict[tuple[int, int], dict[str, float]] = defaultdict(dict)
+        self._profiles: dict[tuple[int, int], str] = {}
+        repeated: dict[str, dict[int, float]] = defaultdict(dict)  # a parent's value as an instance repeats it
         for given, samples in series.items():
             name = _CANONICAL.get(given, given)
             for labels, value in samples:
                 self.by_name[name].append((labels, value))
                 index = _int_label(labels, "gpu")
-                if index is not None:
+                if index is None:
+                    continue
+                gi = _int_label(labels, m.MIG_INSTANCE_LABEL)
+                if gi is None and labels.get(m.MIG_INSTANCE_LABEL):
+                    continue  # an instance whose id is not a number: neither its GPU's nor readable as one
+                if gi is None:
                     self._per_gpu[name][index] = value
+                    continue
+                self._per_instance[(index, gi)][name] = value
+                if labels.get(m.MIG_PROFILE_LABEL):
+                    self._profiles[(index, gi)] = labels[m.MIG_PROFILE_LABEL]
+                if name not in _INSTANCE_ONLY:
+                    repeated[name].setdefault(index, value)
+        for name, values in repeated.items():
+            for index, value in values.items():
+                self._per_gpu[name].setdefault(index, value)
 
     def first(self, name: str) -> tuple[Labels, float] | None:
         series = self.by_name.get(name)
@@ -169,12 +204,61 @@ class _Reader:
     def _gpu_sample(self, index: int, timestamp: float) -> GpuSample:
         if index in self.per_gpu(m.GPU_LOST_METRIC):
             return GpuSample(index=index, timestamp=timestamp, lost=True)
+        processes = self._gpu_processes(index)
         return GpuSample(
             index=index,
             timestamp=timestamp,
-            processes=self._gpu_processes(index),
+            processes=processes,
+            mig=self._mig(index, processes),
             **self._fields(m.GPU_SAMPLE_FIELDS, index),
         )
+
+    def _mig(self, index: int, processes: tuple[GpuProcess, ...]) -> MigState | None:
+        """The GPU's MIG state: its instances from the series that carry GPU_I_ID, the modes from gputui's own
+        series. None when neither says MIG is on or pending (a GPU without MIG, or dcgm-exporter's page of one)."""
+        mode_value = self.per_gpu(_MIG_MODE_METRIC).get(index)
+        pending_value = self.per_gpu(m.MIG_PENDING_METRIC).get(index)
+        instances = sorted(gi for gpu, gi in self._per_instance if gpu == index)
+        if not instances and not mode_value and pending_value is None:
+            return None
+        info = self._instance_info(index)
+        devices = []
+        for position, gi in enumerate(instances):
+            values = self._per_instance[(index, gi)]
+            labels = info.get(gi, {})
+            mig_index = _int_label(labels, m.MIG_INDEX_LABEL)
+            read: dict[str, Any] = {
+                spec.attr: _from_metric(spec, values[spec.name])
+                for spec in m.MIG_DEVICE_FIELDS + m.MIG_STATIC_FIELDS
+                if spec.name in values
+            }
+            device = MigDevice(
+                index=position if mig_index is None else mig_index,
+                uuid=labels.get(m.MIG_UUID_LABEL) or None,
+                profile=self._profiles.get((index, gi)),
+                gpu_instance_id=gi,
+                compute_instance_id=_int_label(labels, m.MIG_COMPUTE_INSTANCE_LABEL),
+                **read,
+            )
+            own = tuple(
+                proc
+                for proc in processes
+                if proc.gpu_instance_id == gi
+                and (device.compute_instance_id is None or proc.compute_instance_id == device.compute_instance_id)
+            )
+            devices.append(replace(device, processes=own))
+        mode = bool(mode_value) if mode_value is not None else (True if instances else None)
+        pending = None if pending_value is None else bool(pending_value)
+        return MigState(mode=mode, pending_mode=pending, devices=tuple(devices))
+
+    def _instance_info(self, index: int) -> dict[int, Labels]:
+        """GPU instance id -> the labels of its gputui_mig_instance_info series (gputui's exporter only)."""
+        out: dict[int, Labels] = {}
+        for labels, _ in self.by_name.get(m.MIG_INSTANCE_INFO_METRIC, ()):
+            gi = _int_label(labels, m.MIG_INSTANCE_LABEL)
+            if _int_label(labels, "gpu") == index and gi is not None:
+                out[gi] = labels
+        return out
 
     def _gpu_processes(self, index: int) -> tuple[GpuProcess, ...]:
         """The processes gputui_gpu_process_info lists on this GPU, with the per-process values written for them."""
@@ -191,7 +275,15 @@ class _Reader:
                 continue
             kind: Literal["compute", "graphics"] = "graphics" if labels.get("kind") == "graphics" else "compute"
             values = {"used_memory_bytes": None, **per_pid.get(pid, {})}
-            processes.append(GpuProcess(pid=pid, kind=kind, **values))
+            processes.append(
+                GpuProcess(
+                    pid=pid,
+                    kind=kind,
+                    gpu_instance_id=_int_label(labels, m.MIG_INSTANCE_LABEL),
+                    compute_instance_id=_int_label(labels, m.MIG_COMPUTE_INSTANCE_LABEL),
+                    **values,
+                )
+            )
         return tuple(processes)
 
     def _fields(self, specs: Sequence[m.MetricField], index: int) -> dict[str, Any]:

@@ -53,6 +53,8 @@ def fleet_metric_names() -> tuple[str, ...]:
         m.PSI_FIELDS,
         m.PROC_FIELDS,
         m.GPU_PROCESS_FIELDS,
+        m.MIG_DEVICE_FIELDS,
+        m.MIG_STATIC_FIELDS,
     )
     names = [spec.name for table in tables for spec in table]
     names += [name for group in m.READ_ALIASES for name in group]
@@ -69,6 +71,8 @@ def fleet_metric_names() -> tuple[str, ...]:
         m.GPU_LOST_METRIC,
         m.GPU_PROCESS_METRIC,
         m.PROCESS_INFO_METRIC,
+        m.MIG_PENDING_METRIC,
+        m.MIG_INSTANCE_INFO_METRIC,
     ]
     return tuple(dict.fromkeys(names))
 
