@@ -98,6 +98,11 @@ def instances_to_list(pairs: tuple[tuple[int, int], ...]) -> list[dict[str, int]
     return [{"gpu": gpu, "gpu_instance_id": gi} for gpu, gi in pairs]
 
 
+def instances_from_list(items: Any) -> tuple[tuple[int, int], ...]:
+    """The inverse of instances_to_list, for readers of recordings; absent (older files) reads as ()."""
+    return tuple((int(item["gpu"]), int(item["gpu_instance_id"])) for item in items or ())
+
+
 def format_evidence(ev: Evidence, *, quiet_window: str = "") -> str:
     """'SM clock 1410 MHz (mean over 10 s)'; a window equal to `quiet_window` (e.g. "now") is left out."""
     unit = ev.unit if ev.unit in ("%", "") else f" {ev.unit}"

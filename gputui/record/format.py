@@ -22,7 +22,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from typing import Any, Literal, get_args
 
 from gputui import __version__
-from gputui.diagnostics.findings import Evidence, Finding, Severity, finding_to_dict
+from gputui.diagnostics.findings import Evidence, Finding, Severity, finding_to_dict, instances_from_list
 from gputui.diagnostics.verdict import Verdict, verdict_to_dict
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, MigDevice, ProcSample, Snapshot, SystemInfo
 from gputui.serialize import (
@@ -328,6 +328,7 @@ def finding_from_dict(data: Mapping[str, Any]) -> Finding:
             title=str(data["title"]),
             advice=str(data.get("advice", "")),
             gpus=tuple(int(g) for g in data.get("gpus") or ()),
+            mig_instances=instances_from_list(data.get("mig_instances")),
             variant=str(data.get("variant") or ""),
             pids=tuple(int(p) for p in data.get("pids") or ()),
             evidence=tuple(

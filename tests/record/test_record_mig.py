@@ -179,3 +179,16 @@ def test_mig_state_without_instances_trims_to_its_mode() -> None:
     back = _back(line, 1)
     assert isinstance(back, object) and back.gpus[0].mig == MigState(mode=False, pending_mode=True)  # type: ignore[attr-defined]
     assert GpuSample(index=0, timestamp=T0).mig is None
+
+
+def test_a_recorded_finding_keeps_the_instances_it_names() -> None:
+    """A replay names the instance a finding was about, as the live monitor did; older files read as none."""
+    from gputui.diagnostics.findings import Finding, Severity
+    from gputui.record.format import finding_event, finding_from_dict
+
+    finding = Finding("gpu_contention", Severity.WARNING, "t", "a", gpus=(0,), mig_instances=((0, 2),))
+    event = finding_event("finding_opened", finding, T0)
+    record = json.loads(dumps(event.data["finding"]))
+    assert finding_from_dict(record).mig_instances == ((0, 2),)
+    del record["mig_instances"]
+    assert finding_from_dict(record).mig_instances == ()
