@@ -24,6 +24,8 @@ FRAMES: tuple[tuple[str, str, int, tuple[int, int], tuple[str, ...]], ...] = (
     ("detail", "powercap", 4, (120, 40), ("down", "enter")),
     ("launchbound", "launchbound", 4, (120, 40), ()),
     ("topology", "nvlink", 8, (120, 40), ("t",)),
+    ("mig-starving", "mig-starving", 4, (120, 40), ()),  # MIG instances under their GPUs, one of them starved
+    ("mig-8gpus-80x24", "mig-shared-slice", 8, (80, 24), ()),  # 8 split GPUs and the verdict in a tmux pane
 )
 TICKS = 120  # two minutes of history at 1 s
 
