@@ -32,23 +32,34 @@ def run(scenario: str) -> DiagnosticsState:
     return state
 
 
+def where(gpus: tuple[int, ...], instances: tuple[tuple[int, int], ...]) -> list[str]:
+    """GPUs as "0", MIG instances as "0/GI 2"."""
+    if instances:
+        return [f"{gpu}/GI {gi}" for gpu, gi in instances]
+    return [str(g) for g in gpus]
+
+
 def describe(findings: tuple[Finding, ...]) -> str:
-    """`rule` (severity, GPUs), one entry per rule and severity, GPUs merged."""
-    merged: dict[tuple[str, str], list[int]] = {}
+    """`rule` (severity, GPUs or MIG instances), one entry per rule and severity, GPUs merged."""
+    merged: dict[tuple[str, str], list[str]] = {}
     for finding in findings:
-        merged.setdefault((finding.rule, finding.severity.label), []).extend(finding.gpus)
+        merged.setdefault((finding.rule, finding.severity.label), []).extend(
+            where(finding.gpus, finding.mig_instances)
+        )
     parts = []
-    for (rule, severity), gpus in merged.items():
-        where = f", GPU {','.join(str(g) for g in sorted(set(gpus)))}" if gpus else ""
-        parts.append(f"`{rule}` ({severity}{where})")
+    for (rule, severity), units in merged.items():
+        listed = f", GPU {','.join(sorted(set(units)))}" if units else ""
+        parts.append(f"`{rule}` ({severity}{listed})")
     return ", ".join(parts) or "nothing"
 
 
 def verdict(state: DiagnosticsState) -> str:
-    """`class`, and for `mixed` its groups' classes and GPUs."""
+    """`class`, and for `mixed` its groups' classes and GPUs (or MIG instances)."""
     if state.verdict is None:
         return ""
-    groups = ", ".join(f"`{g.cls}` GPU {','.join(map(str, g.gpus))}" for g in state.verdict.groups)
+    groups = ", ".join(
+        f"`{g.cls}` GPU {','.join(where(g.gpus, g.mig_instances))}" for g in state.verdict.groups
+    )
     return f"`{state.verdict.cls}`" + (f" ({groups})" if groups else "")
 
 
