@@ -115,8 +115,14 @@ def _tokens(name: str) -> set[str]:
 
 
 def gpu_peaks(name: str) -> GpuPeaks | None:
-    """The reference figures for a GPU name as NVML or torch reports it ("NVIDIA H100 80GB HBM3"), or None."""
+    """The reference figures for a GPU name as NVML or torch reports it ("NVIDIA H100 80GB HBM3"), or None.
+
+    None for a MIG instance ("NVIDIA H100 80GB HBM3 MIG 3g.40gb", as CUDA names the device a probe runs on in MIG
+    mode): it holds a share of the SMs and of the memory bandwidth, so the whole GPU's peaks would call a healthy
+    slice slow."""
     tokens = _tokens(name)
+    if "MIG" in tokens:
+        return None
     for rule in _RULES:
         if all(t in tokens for t in rule.need) and not any(t in tokens for t in rule.avoid):
             tflops = {

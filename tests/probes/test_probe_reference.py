@@ -43,7 +43,17 @@ def test_gpu_peaks_by_name(name: str, model: str, bf16: float | None, memory: fl
 
 
 @pytest.mark.parametrize(
-    "name", ["NVIDIA H100 NVL", "NVIDIA GeForce RTX 4090 D", "NVIDIA A10", "NVIDIA L40S", "Tesla V100-PCIE-32GB", "cpu"]
+    "name",
+    [
+        "NVIDIA H100 NVL",
+        "NVIDIA GeForce RTX 4090 D",
+        "NVIDIA A10",
+        "NVIDIA L40S",
+        "Tesla V100-PCIE-32GB",
+        "cpu",
+        "NVIDIA H100 80GB HBM3 MIG 3g.40gb",  # a slice: the whole GPU's peaks would call it slow
+        "NVIDIA A100-SXM4-40GB MIG 1g.5gb",
+    ],
 )
 def test_variants_with_other_peaks_are_unknown(name: str) -> None:
     assert gpu_peaks(name) is None
