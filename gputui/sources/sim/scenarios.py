@@ -216,20 +216,25 @@ def _starved_io(stage: Stage, t: float) -> Scene:
     return Scene(plans, jobs, HostPlan(iowait_pct=36.0, disk_busy_pct=98.6, worker_cpu_pct=6.0))
 
 
-def _contention(stage: Stage, t: float) -> Scene:
-    notebook = Job(
+def _notebook(stage: Stage, memory_gib: float, **placement: Any) -> Job:
+    """bob's forgotten Jupyter kernel on the first GPU: the second user of a shared GPU (or MIG instance)."""
+    return Job(
         pid=stage.pid_base + 3217,
         user="bob",
         cmdline="python3 -m ipykernel_launcher -f /home/bob/.local/share/jupyter/runtime/kernel-7f3.json",
-        memory_gib=((stage.first, 16.0),),
+        memory_gib=((stage.first, memory_gib),),
         cpu_pct=9.0,
         cpu_swing=4.0,
         children=0,
         threads=31,
         read_bytes_s=0.3e6,
         rss_gib=5.0,
-        gpu_weight=0.65,
+        **placement,
     )
+
+
+def _contention(stage: Stage, t: float) -> Scene:
+    notebook = _notebook(stage, 16.0, gpu_weight=0.65)
     return Scene(stage.busy(), (*stage.ranks(_TRAIN, 52.0), notebook), HostPlan())
 
 
@@ -403,19 +408,7 @@ def _mig_starving(stage: Stage, t: float) -> Scene:
 def _mig_shared_slice(stage: Stage, t: float) -> Scene:
     # On the first GPU, bob's notebook runs in alice's GI 1: the two take turns on the instance's SMs, while
     # carol's GI 2 beside them, isolated, is not touched.
-    notebook = Job(
-        pid=stage.pid_base + 3217,
-        user="bob",
-        cmdline="python3 -m ipykernel_launcher -f /home/bob/.local/share/jupyter/runtime/kernel-7f3.json",
-        memory_gib=((stage.first, 8.0),),
-        cpu_pct=9.0,
-        cpu_swing=4.0,
-        children=0,
-        threads=31,
-        read_bytes_s=0.3e6,
-        rss_gib=5.0,
-        gpu_instance_id=1,
-    )
+    notebook = _notebook(stage, 8.0, gpu_instance_id=1)
     first = stage.first
     jobs = tuple(
         replace(job, memory_gib=((first, 24.0),)) if job.gpu_instance_id == 1 and job.memory_gib[0][0] == first else job
