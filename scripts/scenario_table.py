@@ -43,9 +43,7 @@ def describe(findings: tuple[Finding, ...]) -> str:
     """`rule` (severity, GPUs or MIG instances), one entry per rule and severity, GPUs merged."""
     merged: dict[tuple[str, str], list[str]] = {}
     for finding in findings:
-        merged.setdefault((finding.rule, finding.severity.label), []).extend(
-            where(finding.gpus, finding.mig_instances)
-        )
+        merged.setdefault((finding.rule, finding.severity.label), []).extend(where(finding.gpus, finding.mig_instances))
     parts = []
     for (rule, severity), units in merged.items():
         listed = f", GPU {','.join(sorted(set(units)))}" if units else ""
@@ -57,9 +55,7 @@ def verdict(state: DiagnosticsState) -> str:
     """`class`, and for `mixed` its groups' classes and GPUs (or MIG instances)."""
     if state.verdict is None:
         return ""
-    groups = ", ".join(
-        f"`{g.cls}` GPU {','.join(where(g.gpus, g.mig_instances))}" for g in state.verdict.groups
-    )
+    groups = ", ".join(f"`{g.cls}` GPU {','.join(where(g.gpus, g.mig_instances))}" for g in state.verdict.groups)
     return f"`{state.verdict.cls}`" + (f" ({groups})" if groups else "")
 
 
