@@ -15,7 +15,11 @@ Every tick counts, slow ones (every 5th: processes, PCIe, health, NVLink state a
 count children (every 10th) included; the figures are each round's median and mean of the sampling thread's
 CPU time per tick, and the best round of several, since the machine may be shared. Target: at most 2 ms.
 
-Run: .venv/bin/python benchmarks/bench_sampling.py [--rounds N] [--ticks N]
+`--mig` splits each GPU into seven 1g.10gb MIG instances, rank i running in the first instance of GPU i: the
+instances' memory and GPM every tick, their list, facts and processes on the slow ticks (the whole-GPU GPM and
+per-process utilization are then not given, as in MIG mode).
+
+Run: .venv/bin/python benchmarks/bench_sampling.py [--rounds N] [--ticks N] [--mig]
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from pathlib import Path
 # The fake lives with the tests (it is test support, not part of the package); share it from there.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from fake_pynvml import FakeGpu, FakeNvml
+from fake_pynvml import FakeGpu, FakeNvml, mig_gpu
 
 from gputui.sources.host.source import HostSource
 from gputui.sources.nvml.source import NvmlSource
@@ -43,6 +47,7 @@ WORKERS = 12
 WARMUP = 20
 FDS_PER_RANK = 50
 BUDGET_MS = 2.0
+MIG_INSTANCES = 7  # the most an H100 holds (1g.10gb)
 
 
 def fake_proc(root: Path, pids: list[int]) -> Path:
@@ -56,9 +61,12 @@ def fake_proc(root: Path, pids: list[int]) -> Path:
     return root
 
 
-def measure(rounds: int, ticks: int, pids: list[int], root: Path) -> list[list[float]]:
+def measure(rounds: int, ticks: int, pids: list[int], root: Path, mig: bool = False) -> list[list[float]]:
     """CPU milliseconds of each tick, per round, after a warm-up."""
-    gpus = [FakeGpu(compute_processes=[(pid, 60_000 * 1024 * 1024)]) for pid in pids]
+    if mig:
+        gpus = [mig_gpu(("1g.10gb",) * MIG_INSTANCES, processes=[[pid]]) for pid in pids]
+    else:
+        gpus = [FakeGpu(compute_processes=[(pid, 60_000 * 1024 * 1024)]) for pid in pids]
     now = [1_750_000_000.0]
     # every GPU, the real host, the fake module (positional, as both this tree and older ones take them)
     source = NvmlSource(
@@ -83,7 +91,12 @@ def measure(rounds: int, ticks: int, pids: list[int], root: Path) -> list[list[f
         assert len(snap.gpus) == GPUS and len(snap.host.processes) == GPUS, "every rank should be followed"
         assert sum(p.children or 0 for p in snap.host.processes) == (GPUS - 1) * (WORKERS + 1), "workers counted"
         assert snap.gpus[0].nvlink_links_active == 18, "NVLink should be read"
-        assert snap.gpus[0].sm_active_pct is not None, "GPM should be read"
+        if mig:
+            instances = snap.gpus[0].mig.devices if snap.gpus[0].mig is not None else ()
+            assert len(instances) == MIG_INSTANCES, "every MIG instance should be read"
+            assert instances[0].sm_active_pct is not None, "each instance's GPM should be read"
+        else:
+            assert snap.gpus[0].sm_active_pct is not None, "GPM should be read"
         return out
     finally:
         source.close()
@@ -93,6 +106,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=5, help="rounds to measure, the best reported (default 5)")
     parser.add_argument("--ticks", type=int, default=500, help="ticks per round (default 500, a multiple of 10)")
+    parser.add_argument("--mig", action="store_true", help=f"each GPU split into {MIG_INSTANCES} MIG instances")
     args = parser.parse_args()
     if args.rounds < 1 or args.ticks < 10:
         parser.error("--rounds must be at least 1 and --ticks at least 10")
@@ -101,7 +115,8 @@ def main() -> int:
     try:
         time.sleep(0.2)  # the workers started
         with tempfile.TemporaryDirectory() as root:
-            rounds = measure(args.rounds, args.ticks, [os.getpid(), *(rank.pid for rank in ranks)], Path(root))
+            pids = [os.getpid(), *(rank.pid for rank in ranks)]
+            rounds = measure(args.rounds, args.ticks, pids, Path(root), mig=args.mig)
     finally:
         for rank in ranks:
             os.killpg(rank.pid, signal.SIGKILL)  # the rank and its workers
@@ -109,8 +124,9 @@ def main() -> int:
     medians = [statistics.median(costs) for costs in rounds]
     means = [statistics.fmean(costs) for costs in rounds]
     verdict = "within" if min(means) <= BUDGET_MS else "OVER"
+    mig = f" x {MIG_INSTANCES} MIG instances" if args.mig else ""
     print(
-        f"sampling tick: {GPUS} GPUs (GPM, NVLink) + host: best of {len(rounds)} rounds of {args.ticks} ticks: "
+        f"sampling tick: {GPUS} GPUs{mig} (GPM, NVLink) + host: best of {len(rounds)} rounds of {args.ticks} ticks: "
         f"median {min(medians):.3f} ms, mean {min(means):.3f} ms CPU per tick ({verdict} the {BUDGET_MS:g} ms budget)"
     )
     print("  rounds' medians " + " ".join(f"{m:.3f}" for m in medians) + " ms")

@@ -257,11 +257,17 @@ def share_out(gpu: GpuSample) -> GpuSample:
     changed them (a PID of this namespace for a host PID, a process seen by its device file alone)."""
     if gpu.mig is None or not gpu.mig.devices:
         return gpu
-    devices = tuple(
-        dataclasses.replace(device, processes=tuple(proc for proc in gpu.processes if _runs_in(proc, device)))
-        for device in gpu.mig.devices
-    )
+    devices = tuple(_with_processes(device, gpu.processes) for device in gpu.mig.devices)
+    if all(new is old for new, old in zip(devices, gpu.mig.devices, strict=True)):
+        return gpu
     return dataclasses.replace(gpu, mig=dataclasses.replace(gpu.mig, devices=devices))
+
+
+def _with_processes(device: MigDevice, processes: tuple[GpuProcess, ...]) -> MigDevice:
+    """The device with those of `processes` that run in it; itself when they are the ones it holds (most
+    instances, most ticks: this runs for each of up to seven instances a GPU on every tick)."""
+    mine = tuple(proc for proc in processes if _runs_in(proc, device))
+    return device if mine == device.processes else dataclasses.replace(device, processes=mine)
 
 
 def _runs_in(proc: GpuProcess, device: MigDevice) -> bool:
