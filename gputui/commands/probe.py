@@ -158,7 +158,7 @@ def usage_problem(args: argparse.Namespace) -> str | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gputui.probes.judge import judge_run, link_under_load, pcie_link, peer_links, rejudge_pcie
+    from gputui.probes.judge import judge_run, link_under_load, mig_device, pcie_link, peer_links, rejudge_pcie
     from gputui.probes.runner import ProbeRequest, run_probe
     from gputui.sources.base import InvalidGpuSelection
 
@@ -172,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
         return common.usage_error(exc)
     link: PcieLink | None = pcie_link(watcher.first, gpu) if watcher else None
     links: PeerLinks | None = peer_links(watcher.first) if watcher and args.probe == "p2p" else None
+    instance = mig_device(watcher.first, gpu) if watcher else None
     request = ProbeRequest(
         probe=args.probe,
         gpu=gpu,
@@ -184,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
         path=str(args.path) if args.path is not None else None,
         max_bytes=int(args.size_mb * MIB) if args.size_mb is not None else args.max_bytes,
         link=link,
+        mig_device=instance.uuid if instance is not None else None,
     )
     progress_stream = sys.stderr if args.json else sys.stdout
     started = time.time()

@@ -13,7 +13,7 @@ import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from gputui.model import GpuSample, Snapshot
+from gputui.model import GpuSample, MigDevice, Snapshot
 from gputui.probes.protocol import Result
 from gputui.probes.reference import PcieLink, PeerLinks, judge_pcie, nvlink_count
 
@@ -188,10 +188,25 @@ def _clock_span(samples: Sequence[GpuSample]) -> tuple[int | None, int | None]:
     return early, late
 
 
+def mig_device(snapshot: Snapshot, gpu: int) -> MigDevice | None:
+    """The MIG instance a probe on `gpu` runs on when the GPU is in MIG mode: the one this process was given
+    (`SystemInfo.mig_slice`), else the GPU's first instance that has a UUID; None for a whole GPU."""
+    sample = _sample(snapshot, gpu)
+    if sample is None or sample.mig is None or not sample.mig.mode:
+        return None
+    named = [device for device in sample.mig.devices if device.uuid is not None]
+    given = [device for device in named if device.uuid == snapshot.system.mig_slice]
+    chosen = given or named
+    return chosen[0] if chosen else None
+
+
 def other_users(snapshot: Snapshot, gpu: int, own_pids: Iterable[int] = ()) -> tuple[int, ...]:
-    """PIDs of other processes on `gpu`: a stress or bandwidth probe would slow them, so ask first."""
+    """PIDs of other processes on `gpu`: a stress or bandwidth probe would slow them, so ask first. On a MIG GPU
+    only those in the instance the probe runs on: MIG isolates the others' SMs and memory."""
     sample = _sample(snapshot, gpu)
     if sample is None:
         return ()
     mine = set(own_pids)
-    return tuple(sorted({p.pid for p in sample.processes if p.pid not in mine}))
+    instance = mig_device(snapshot, gpu)
+    processes = instance.processes if instance is not None else sample.processes
+    return tuple(sorted({p.pid for p in processes if p.pid not in mine}))

@@ -59,6 +59,9 @@ class ProbeRequest:
     link: PcieLink | None = None  # the link as the monitor reads it, for the pcie verdict
     peer: int | None = None  # p2p: the other GPU of the one pair; None for every pair
     peer_links: PeerLinks | None = None  # p2p: NVLinks and PCIe links as the monitor reads them
+    # The MIG instance to run on ("MIG-<uuid>") when `gpu` is in MIG mode: CUDA then sees that instance alone, as
+    # its device 0 (a CUDA process runs on one MIG instance; the GPU's index means nothing to it).
+    mig_device: str | None = None
 
     def __post_init__(self) -> None:
         if self.probe not in PROBES:
@@ -75,7 +78,8 @@ class ProbeRequest:
                 raise ValueError(f"{name} must be greater than 0, not {value}")
 
     def argv(self) -> list[str]:
-        args = [self.probe, "--gpu", str(self.gpu), "--dtype", self.dtype, "--watch-stdin"]
+        cuda_index = 0 if self.mig_device is not None else self.gpu
+        args = [self.probe, "--gpu", str(cuda_index), "--dtype", self.dtype, "--watch-stdin"]
         if self.cpu:
             args.append("--cpu")
         for flag, value in (
@@ -99,6 +103,10 @@ class ProbeRequest:
                 if part is not None:
                     args += [flag, str(part)]
         return args
+
+    def child_env(self) -> dict[str, str]:
+        """What the worker's environment must say for `argv()` to mean this GPU: the MIG instance, if any."""
+        return {"CUDA_VISIBLE_DEVICES": self.mig_device} if self.mig_device is not None else {}
 
     def default_timeout_s(self) -> float:
         work = _DEFAULT_WORK_S[self.probe]
@@ -137,7 +145,7 @@ class ProbeRunner:
     ) -> None:
         self.request = request
         self.timeout_s = timeout_s if timeout_s is not None else request.default_timeout_s()
-        self._env = {**os.environ, **(env or {})}
+        self._env = {**os.environ, **request.child_env(), **(env or {})}
         self._kill_grace_s = kill_grace_s
         self._python = python
         self._proc: asyncio.subprocess.Process | None = None

@@ -24,6 +24,7 @@ from gputui.probes.judge import (
     RunJudgement,
     judge_run,
     link_under_load,
+    mig_device,
     other_users,
     pcie_link,
     peer_links,
@@ -194,7 +195,10 @@ class ProbeController:
         if probe == "p2p":
             self._ask_p2p(latest)
             return
-        request = ProbeRequest(probe, gpu=gpu, link=pcie_link(latest, gpu))
+        instance = mig_device(latest, gpu)
+        request = ProbeRequest(
+            probe, gpu=gpu, link=pcie_link(latest, gpu), mig_device=instance.uuid if instance is not None else None
+        )
         others = other_users(latest, gpu, (os.getpid(),))
         if not others:
             self._launch(request)

@@ -152,3 +152,31 @@ def test_to_finding_adds_what_happened_during_the_run() -> None:
     ]
     assert finding.title.endswith("; thermal slowdown began after 41 s")
     assert ".venv/bin/pip install torch" in to_finding(Error("pcie", "no_torch", "x"), None, T0).advice
+
+
+def _mig_snap(mig_slice: str | None = None) -> Snapshot:
+    """GPU 0 in MIG mode: pid 10 in GI 1, pids 20 and 21 in GI 2."""
+    from gputui.model import MigDevice, MigState
+
+    def proc(pid: int, gi: int) -> GpuProcess:
+        return GpuProcess(pid, 10**9, gpu_instance_id=gi, compute_instance_id=0)
+
+    one = MigDevice(0, uuid="MIG-aaaa", profile="3g.40gb", gpu_instance_id=1, processes=(proc(10, 1),))
+    two = MigDevice(1, uuid="MIG-bbbb", profile="3g.40gb", gpu_instance_id=2, processes=(proc(20, 2), proc(21, 2)))
+    sample = GpuSample(
+        index=0, timestamp=T0, processes=(proc(10, 1), proc(20, 2), proc(21, 2)), mig=MigState(True, True, (one, two))
+    )
+    return snapshot(T0, [sample], host_sample=HostSample(T0), system=system_info(mig_slice=mig_slice))
+
+
+def test_a_probe_on_a_mig_gpu_runs_on_an_instance_and_asks_only_about_its_users() -> None:
+    from gputui.probes.judge import mig_device
+
+    whole = snap(0, processes=(GpuProcess(5, None),))
+    assert mig_device(whole, 0) is None and other_users(whole, 0) == (5,)
+    first = mig_device(_mig_snap(), 0)
+    assert first is not None and first.uuid == "MIG-aaaa"
+    assert other_users(_mig_snap(), 0) == (10,)  # GI 2's users are isolated from a probe in GI 1
+    given = _mig_snap(mig_slice="MIG-bbbb")  # the slice this process was given
+    assert mig_device(given, 0).uuid == "MIG-bbbb"  # type: ignore[union-attr]
+    assert other_users(given, 0) == (20, 21)

@@ -253,3 +253,22 @@ def test_request_argv() -> None:
         "--link-gen", "4", "--link-width", "16", "--link-max-gen", "5",
     ]  # fmt: skip
     assert ProbeRequest("stress", seconds=30).default_timeout_s() > 30
+
+
+def test_a_probe_on_a_mig_instance_names_it_to_cuda_and_runs_on_its_device_0() -> None:
+    request = ProbeRequest("stress", gpu=3, mig_device="MIG-1f2e")
+    assert request.argv()[:3] == ["stress", "--gpu", "0"]  # CUDA sees the instance alone
+    assert request.child_env() == {"CUDA_VISIBLE_DEVICES": "MIG-1f2e"}
+    whole = ProbeRequest("stress", gpu=3)
+    assert whole.argv()[:3] == ["stress", "--gpu", "3"] and whole.child_env() == {}
+
+
+async def test_the_worker_starts_with_the_mig_instance_as_its_only_cuda_device(tmp_path: Path) -> None:
+    seen = tmp_path / "env"
+    fake_python = tmp_path / "python"
+    fake_python.write_text(f'#!/bin/sh\nprintf %s "$CUDA_VISIBLE_DEVICES" > {seen}\n')
+    fake_python.chmod(0o755)
+    runner = ProbeRunner(ProbeRequest("stress", gpu=1, mig_device="MIG-1f2e"), python=str(fake_python))
+    messages = await collect(runner)
+    assert isinstance(messages[-1], Error)  # it printed no result: what matters is what it was started with
+    assert seen.read_text() == "MIG-1f2e"
