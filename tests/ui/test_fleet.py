@@ -470,3 +470,16 @@ async def test_a_poller_that_finds_more_servers_gets_more_blocks() -> None:
         await app.poll_now()
         await pilot.pause()
         assert len([b for b in app.query(FleetBlock) if b.display]) == 4
+
+
+def test_a_mig_gpu_in_the_fleet_says_mig_and_each_instance_s_activity() -> None:
+    """The complaint of the MIG issue was "util n/a" on a split GPU: a fleet line says MIG and carries the
+    instances' activity instead; a whole GPU keeps its utilization."""
+    from gputui.ui.widgets.fleet_block import gpu_line
+    from tests.ui.monitor_helpers import mig_snapshot
+
+    snap = mig_snapshot(1_000.0, gpus=2)
+    first = "".join(text for text, _ in gpu_line(snap.gpu_info[0], snap.gpus[0]))
+    second = "".join(text for text, _ in gpu_line(snap.gpu_info[1], snap.gpus[1], with_bar=False))
+    assert " MIG  SM " in first and first.endswith("GI1 n/a GI2 12%")  # GI 1 has no GPM reading: n/a, not 0
+    assert second.endswith("GI1 86% GI2 81%") and "n/a  SM" not in second

@@ -18,6 +18,7 @@ from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.session.fleet import HostState
 from gputui.ui.text import bar, fmt_pcie, level_style, reason_tags, short_gpu_name, temperature_style
 from gputui.ui.widgets.diagnostics import SEVERITY_STYLES
+from gputui.ui.widgets.gpu_panel import MIG_STYLE, folded_item, mig_on, shown_instances
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"
@@ -74,11 +75,12 @@ def gpu_line(info: GpuInfo, sample: GpuSample | None, with_bar: bool = True) -> 
     link = fmt_pcie(None if s is None else s.pcie_gen, None if s is None else s.pcie_width)
     best = fmt_pcie(info.pcie_max_gen, info.pcie_max_width)
     line = head
+    split = mig_on(s)  # no whole-GPU utilization in MIG mode: "MIG" there, and each instance's activity after
     if with_bar:
         line += [(" [", LABEL), (bar(frac, UTIL_BAR), level_style(frac)), ("]", LABEL)]
     line += [
         (" ", ""),
-        (f"{fmt_pct(util):>4}", level_style(frac)),
+        (f"{'MIG' if split else fmt_pct(util):>4}", MIG_STYLE if split else level_style(frac)),
         ("  SM ", LABEL),
         (f"{fmt_num(sm):>4}/{fmt_num(info.max_sm_clock_mhz):<4}", ""),
         ("  ", ""),
@@ -103,6 +105,8 @@ def gpu_line(info: GpuInfo, sample: GpuSample | None, with_bar: bool = True) -> 
         line.append((f" of {best}", LABEL))
     for tag, style in reason_tags(None if s is None else s.clock_event_reasons):
         line += [(" ", ""), (tag, f"{style} reverse")]
+    for device in shown_instances(s, None):
+        line += [(" ", ""), *folded_item(device)]
     return line
 
 
