@@ -28,7 +28,8 @@ def mig_pending(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 def mig_no_instances(w: Window, th: Thresholds) -> Iterator[Hit]:
-    """In MIG mode CUDA runs only inside an instance: with none, no job can use the GPU."""
+    """In MIG mode CUDA runs only inside an instance: with none visible, no job here can use the GPU. The driver
+    lists only the instances this container or user may see, so the words say "visible", not "exists"."""
     for g in w.gpus():
         if g.mig is None or g.mig.mode is not True or g.mig.devices:
             continue
@@ -59,14 +60,14 @@ TEXTS: Texts = {
             "`nvidia-smi -r -i {gpu}`, or reboot."
         ),
         "mig_pending.cause": "a MIG mode change waiting for a GPU reset",
-        "mig_no_instances.title": "GPU {gpu}: MIG mode is on, but no MIG instance exists",
+        "mig_no_instances.title": "GPU {gpu}: MIG mode is on, but no MIG instance is visible",
         "mig_no_instances.advice": (
-            "In MIG mode a CUDA job runs only inside a MIG instance, so no job can use this GPU until instances "
-            "exist. List the profiles with `nvidia-smi mig -i {gpu} -lgip`, then create instances with their "
+            "In MIG mode a CUDA job runs only inside a MIG instance, and the driver shows none here: none was "
+            "created, or this container or user is given none. If none exists, list the profiles with `nvidia-smi mig -i {gpu} -lgip`, then create instances with their "
             "compute instances, e.g. `nvidia-smi mig -i {gpu} -cgi 9,9 -C` (two 3g instances on an H100); or turn "
             "MIG off (`nvidia-smi -i {gpu} -mig 0`, then a GPU reset)."
         ),
-        "mig_no_instances.cause": "MIG on with no instance",
+        "mig_no_instances.cause": "MIG on with no instance visible",
         "ev.mig_mode": "MIG mode",
         "ev.mig_pending_mode": "MIG mode after the reset",
     },
@@ -83,14 +84,14 @@ TEXTS: Texts = {
             "请停止该 GPU 上的所有进程后运行 `nvidia-smi -r -i {gpu}`，或重启机器。"
         ),
         "mig_pending.cause": "等待 GPU 重置的 MIG 模式变更",
-        "mig_no_instances.title": "GPU {gpu}：MIG 模式已开启，但没有任何 MIG 实例",
+        "mig_no_instances.title": "GPU {gpu}：MIG 模式已开启，但看不到任何 MIG 实例",
         "mig_no_instances.advice": (
-            "MIG 模式下 CUDA 作业只能在 MIG 实例中运行，因此在创建实例之前没有作业能使用这块 GPU。"
-            "用 `nvidia-smi mig -i {gpu} -lgip` 列出可用配置，再创建实例及其计算实例，例如 "
+            "MIG 模式下 CUDA 作业只能在 MIG 实例中运行，而驱动在这里看不到任何实例：可能尚未创建，"
+            "也可能这个容器或用户没有分到实例。如果确实没有实例，请用 `nvidia-smi mig -i {gpu} -lgip` 列出可用配置，再创建实例及其计算实例，例如 "
             "`nvidia-smi mig -i {gpu} -cgi 9,9 -C`（在 H100 上创建两个 3g 实例）；或关闭 MIG"
             "（`nvidia-smi -i {gpu} -mig 0`，然后重置 GPU）。"
         ),
-        "mig_no_instances.cause": "MIG 已开启但没有实例",
+        "mig_no_instances.cause": "MIG 已开启但看不到实例",
         "ev.mig_mode": "MIG 模式",
         "ev.mig_pending_mode": "重置后的 MIG 模式",
     },
