@@ -44,8 +44,9 @@ def _per_second_gb(value: float | None) -> float | None:
 # Findings that hold the clocks back are about the SM clock and the power that capped it.
 _CLOCK_RULES = ("power_cap", "hw_slowdown", "power_brake", "clocks_low")
 SM_CLOCK_TITLE = "SM clock (MHz); grey: clocks held back on some GPU"
+UTILIZATION = Chart("GPU utilization (%)", lambda g, _: g.utilization_gpu_pct, ("starvation_",), percent=True)
 GPU_CHARTS: tuple[Chart, ...] = (
-    Chart("GPU utilization (%)", lambda g, _: g.utilization_gpu_pct, ("starvation_",), percent=True),
+    UTILIZATION,
     Chart("SM active (%)", lambda g, _: g.sm_active_pct, ("low_sm_activity",), percent=True, gpm=True),
     Chart("Tensor cores active (%)", lambda g, _: g.tensor_active_pct, ("tensor_cores_idle",), percent=True, gpm=True),
     Chart("DRAM bandwidth (%)", lambda g, _: g.dram_bw_pct, ("memory_bound",), percent=True, gpm=True),
@@ -59,6 +60,8 @@ GPU_CHARTS: tuple[Chart, ...] = (
     Chart("PCIe tx (GB/s)", lambda g, _: _per_second_gb(g.pcie_tx_bytes_s), ("pcie_",), digits=2),
 )
 HOST_CPU_TITLE = "Host CPU, all cores (%)"
+# Where a GPU in MIG mode would have its utilization: a line per instance (report_mig), on 0-100 too.
+MIG_ACTIVITY_TITLE = "MIG instance activity (%)"
 
 
 def gpu_colour(n: int) -> str:

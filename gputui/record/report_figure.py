@@ -24,7 +24,15 @@ from typing import Any
 from gputui.record.format import RecordingError
 from gputui.record.reader import Recording
 from gputui.record.report import THROTTLE_BITS, FindingSpan, Report, tick_weights
-from gputui.record.report_charts import GPU_CHARTS, HOST_CPU_TITLE, SM_CLOCK_TITLE, Chart, gpu_colour
+from gputui.record.report_charts import (
+    GPU_CHARTS,
+    HOST_CPU_TITLE,
+    MIG_ACTIVITY_TITLE,
+    SM_CLOCK_TITLE,
+    UTILIZATION,
+    Chart,
+    gpu_colour,
+)
 from gputui.record.report_lanes import (
     FINDINGS_LEGEND_TITLE,
     FINDINGS_TITLE,
@@ -40,6 +48,7 @@ from gputui.record.report_lanes import (
     timeline_traces,
     verdict_lanes,
 )
+from gputui.record.report_mig import InstanceLine, InstanceSeries
 from gputui.record.report_series import Grid
 
 INSTALL_HINT = "install plotly where gputui runs (in a checkout: .venv/bin/pip install plotly)"
@@ -68,6 +77,8 @@ _RIGHT_PX = 190  # the legends
 _BOTTOM_PX = 40
 _LEGEND_ENTRY_PX = 20
 _LEGEND_TITLE_PX = 28
+# A MIG instance's line is in its GPU's colour, told from its GPU's other instances by its dash.
+_INSTANCE_DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 
 
 def _plotly() -> tuple[Any, Any]:
@@ -82,11 +93,13 @@ def _plotly() -> tuple[Any, Any]:
 
 @dataclass(frozen=True, slots=True)
 class _Readings:
-    """Every charted value per tick, read in one pass: (GPU index, chart) -> values; host CPU; throttled."""
+    """Every charted value per tick, read in one pass: (GPU index, chart) -> values; host CPU; throttled; the
+    activity of every MIG instance, of which a line is drawn only when it reported some."""
 
     gpus: dict[tuple[int, Chart], list[float | None]]
     host_cpu: list[float | None]
     throttled: list[bool]
+    instances: list[InstanceLine]
 
     @classmethod
     def of(cls, recording: Recording) -> _Readings:
@@ -94,8 +107,10 @@ class _Readings:
         gpus: dict[tuple[int, Chart], list[float | None]] = {(i.index, c): [] for i in infos for c in GPU_CHARTS}
         host: list[float | None] = []
         throttled: list[bool] = []
+        instances = InstanceSeries()
         for tick in recording.ticks:
             samples = {g.index: g for g in tick.gpus}
+            instances.add(samples)
             for info in infos:
                 sample = samples.get(info.index)
                 for chart in GPU_CHARTS:
@@ -104,7 +119,7 @@ class _Readings:
             host.append(tick.host.cpu_pct)
             masks = (g.clock_event_reasons_mask for g in tick.gpus)
             throttled.append(any(mask is not None and mask & THROTTLE_BITS for mask in masks))
-        return cls(gpus, host, throttled)
+        return cls(gpus, host, throttled, instances.lines())
 
     def reported(self, chart: Chart) -> bool:
         return any(v is not None for (_, c), values in self.gpus.items() if c is chart for v in values)
@@ -166,11 +181,17 @@ def build_figure(recording: Recording, report: Report) -> Any:
     grid = Grid.over(recording.ticks.timestamps, report.interval_s)
     readings = _Readings.of(recording)
     charts = [c for c in GPU_CHARTS if not c.gpm or readings.reported(c)]  # no empty chart before Hopper
+    if readings.instances and not readings.reported(UTILIZATION):
+        charts.remove(UTILIZATION)  # every GPU in MIG mode: no whole-GPU utilization to draw
+    instances = [line for line in readings.instances if line.reported]
     verdict = verdict_lanes(report)
     findings = finding_lanes(report)
+    chart_rows = [_Row(c.title, _CHART_PX) for c in charts]
+    if instances:  # where the utilization chart is, or would be
+        chart_rows.insert(int(UTILIZATION in charts), _Row(MIG_ACTIVITY_TITLE, _CHART_PX))
     rows = (
         [_Row(VERDICT_TITLE, lane_height_px(verdict))] * bool(verdict)
-        + [_Row(c.title, _CHART_PX) for c in charts]
+        + chart_rows
         + [_Row(HOST_CPU_TITLE, _CHART_PX)]
         + [_Row(FINDINGS_TITLE, lane_height_px(findings))] * bool(findings)
     )
@@ -202,6 +223,10 @@ def build_figure(recording: Recording, report: Report) -> Any:
                 line={"width": 1.2, "color": gpu_colour(n)},
             )
             traces.add(number[chart.title], line, info.index)
+    # After the GPUs' lines, so that in the legend each GPU's instances follow the GPU.
+    colours = {info.index: gpu_colour(n) for n, info in enumerate(infos)}
+    for gpu, line in _instance_lines(go, grid, clock, instances, colours):
+        traces.add(number[MIG_ACTIVITY_TITLE], line, gpu)
     host_cpu = grid.line(readings.host_cpu, 1)
     host = _on_grid(
         go, grid, clock, host_cpu, 0, name="host CPU", showlegend=False, line={"width": 1.2, "color": "#444"}
@@ -223,7 +248,7 @@ def build_figure(recording: Recording, report: Report) -> Any:
     for lanes, title in ((verdict, VERDICT_TITLE), (findings, FINDINGS_TITLE)):
         if lanes:
             fig.update_yaxes(timeline_axis(lanes), row=number[title], col=1)
-    for title in [c.title for c in charts if c.percent] + [HOST_CPU_TITLE]:
+    for title in [c.title for c in charts if c.percent] + [MIG_ACTIVITY_TITLE] * bool(instances) + [HOST_CPU_TITLE]:
         fig.update_yaxes(range=[0, 100], row=number[title], col=1)
     fig.update_xaxes(type="date", showticklabels=True, hoverformat="%H:%M:%S")
     shapes, notes = _shapes(recording, report, readings.throttled, number[SM_CLOCK_TITLE], clock)
@@ -234,7 +259,7 @@ def build_figure(recording: Recording, report: Report) -> Any:
         shapes=shapes,
         annotations=[*fig.layout.annotations, *notes],
         updatemenus=_selector(traces, [info.index for info in infos], plot_px),
-        **_legends(rows, verdict, findings, len(infos), plot_px),
+        **_legends(rows, verdict, findings, len(infos) + len(instances), plot_px),
     )
     return fig
 
@@ -242,6 +267,37 @@ def build_figure(recording: Recording, report: Report) -> Any:
 def _on_grid(go: Any, grid: Grid, clock: _Clock, y: list[float | None], first: int, **style: Any) -> Any:
     """A line on the grid from its point `first`: a start time and a step rather than an array of times."""
     return go.Scatter(x0=clock.at_ms(grid.point_time(first)), dx=grid.step * 1000, y=y, mode="lines", **style)
+
+
+def _instance_lines(
+    go: Any, grid: Grid, clock: _Clock, instances: Sequence[InstanceLine], colours: dict[int, str]
+) -> list[tuple[int, Any]]:
+    """A line per MIG instance with its GPU, in the GPU's legend group (hiding the GPU hides its instances),
+    named for the instance ("GPU 0 GI 2 3g.40gb"), each of a GPU's instances in a dash of its own."""
+    lines: list[tuple[int, Any]] = []
+    for line in instances:
+        position = sum(1 for gpu, _ in lines if gpu == line.gpu)
+        lines.append(
+            (
+                line.gpu,
+                _on_grid(
+                    go,
+                    grid,
+                    clock,
+                    grid.line(line.values, 1),
+                    0,
+                    name=line.name,
+                    legend=GPU_LEGEND,
+                    legendgroup=f"gpu{line.gpu}",
+                    line={
+                        "width": 1.2,
+                        "color": colours.get(line.gpu, gpu_colour(line.gpu)),
+                        "dash": _INSTANCE_DASHES[position % len(_INSTANCE_DASHES)],
+                    },
+                ),
+            )
+        )
+    return lines
 
 
 def _finding_mark(

@@ -12,7 +12,7 @@ import html
 from collections import Counter
 from pathlib import Path
 
-from gputui.formatting import fmt_share
+from gputui.formatting import NA, fmt_bytes_pair, fmt_pct, fmt_share
 from gputui.record.format import RecordingError, format_clock, format_datetime
 from gputui.record.reader import Recording
 from gputui.record.report import Report, render_text
@@ -30,13 +30,22 @@ _STYLE = (
     "pre{background:#f6f6f6;padding:1em;overflow-x:auto;font-size:13px}"
     "summary{cursor:pointer;font-weight:bold;margin:1em 0 .5em}"
     ".sim{background:#ffd500;color:#000;font-weight:bold;padding:.4em .8em;display:inline-block}"
+    "table.mig{border-collapse:collapse;margin:.5em 0 1em;font-size:.95em}"
+    "table.mig th,table.mig td{padding:.2em .8em;border-bottom:1px solid #ddd;text-align:right}"
+    "table.mig th:nth-child(-n+2),table.mig td:nth-child(-n+2){text-align:left}"
 )
 HOW_TO_READ = (
     "Drag across a chart to zoom in time (every chart follows); double-click to zoom out. A finding is drawn "
     "thick and pale, in its severity's colour, over the lines it concerns."
 )
 HOW_TO_PICK = " The menu at the top left shows one GPU alone."
+HOW_TO_READ_MIG = (
+    " A GPU in MIG mode has no whole-GPU utilization: each of its instances' activity is charted instead (its SM "
+    "activity, or its graphics engine's where the line says gr engine), and summed up in the table under the charts."
+)
 TEXT_SUMMARY = "The text report (as gputui report prints it)"
+MIG_TABLE_TITLE = "MIG instances (means over the recording; memory: the peak against the instance's size)"
+MIG_COLUMNS = ("GPU", "instance", "CI", "samples", "SM active", "tensor active", "DRAM bandwidth", "memory peak")
 
 
 def verdict_sentence(report: Report) -> str:
@@ -95,8 +104,34 @@ def _span(report: Report) -> str:
     )
 
 
+def instances_table(report: Report) -> str:
+    """Each MIG instance's summary, a row each under its GPU, as the text report gives it; "" off MIG."""
+    rows = []
+    for gpu in report.gpus:
+        for inst in gpu.instances:
+            cells = (
+                f"GPU {gpu.index}",
+                inst.label,
+                NA if inst.compute_instance_id is None else str(inst.compute_instance_id),
+                str(inst.samples),
+                fmt_pct(inst.sm_active_pct.mean, 1),
+                fmt_pct(inst.tensor_active_pct.mean, 1),
+                fmt_pct(inst.dram_bw_pct.mean, 1),
+                fmt_bytes_pair(inst.memory_used_peak_bytes, inst.memory_total_bytes),
+            )
+            rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in MIG_COLUMNS)
+    return (
+        f'<p class="meta"><b>{html.escape(MIG_TABLE_TITLE)}</b></p>'
+        f'<table class="mig"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    )
+
+
 def render_html(recording: Recording, report: Report) -> str:
-    """One self-contained page: the SIMULATED label when it applies, the header, the figure, the text report."""
+    """One self-contained page: the SIMULATED label when it applies, the header, the figure, the MIG instances'
+    table when there are any, the text report."""
     charts = build_figure(recording, report).to_html(full_html=False, include_plotlyjs=True, config=CONFIG)
     banner = ""
     if report.simulated:
@@ -106,6 +141,7 @@ def render_html(recording: Recording, report: Report) -> str:
             + ": not measured on a real machine</p>"
         )
     title = f"gputui report: {html.escape(report.hostname)}"
+    mig = any(gpu.instances for gpu in report.gpus)
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f"<title>{'SIMULATED · ' if report.simulated else ''}{title}</title><style>{_STYLE}</style></head><body>"
@@ -114,8 +150,8 @@ def render_html(recording: Recording, report: Report) -> str:
         f'<p class="meta">{html.escape(_span(report))}</p>'
         f'<p class="verdict">{verdict_sentence(report)}</p>'
         f'<p class="meta">{html.escape(findings_sentence(report))}</p>'
-        f'<p class="how">{HOW_TO_READ}{HOW_TO_PICK if len(report.gpus) > 1 else ""}</p>'
-        f"{charts}"
+        f'<p class="how">{HOW_TO_READ}{HOW_TO_PICK if len(report.gpus) > 1 else ""}{HOW_TO_READ_MIG if mig else ""}</p>'
+        f"{charts}{instances_table(report)}"
         f"<details><summary>{TEXT_SUMMARY}</summary><pre>{html.escape(render_text(report))}</pre></details>"
         "</body></html>\n"
     )
