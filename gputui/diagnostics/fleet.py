@@ -6,6 +6,10 @@ job), named with what its own node found (heat, a power cap, a link) or that not
 allocation is a GPU that a process (a pod, a Slurm job) holds and has not used for minutes. Both are pure
 functions of the windows, so `gputui diagnose --prometheus` and the fleet view give the same findings.
 Percentages are 0-100 in the model whatever the source wrote (sources/remote.py scales DCGM's 0-1 PROF ratios).
+
+A GPU in MIG mode has no whole-GPU utilization: its instances are separate jobs of separate sizes, each with
+its own activity (GPM, DCGM's PROF series). A MIG GPU is therefore a straggler only by its board's SM clock,
+against MIG GPUs of its model, and an idle allocation on it is an instance's ("GPU 0 / 3g.40gb (GI 2)").
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.rules.base import ev, rounded
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_duration, fmt_num, fmt_pct, fmt_ranges
-from gputui.model import GpuProcess, GpuSample, ProcSample, Snapshot
+from gputui.model import GpuProcess, GpuSample, MigDevice, ProcSample, Snapshot
 
 STRAGGLER = "straggler"
 IDLE_ALLOCATED = "idle_allocated"
@@ -79,6 +83,9 @@ class FleetFinding:
     title: str
     advice: str
     evidence: tuple[Evidence, ...]
+    # The MIG instances it concerns, as (host, GPU index, GPU instance id), their GPUs in `gpus`; () for a finding
+    # about whole GPUs (a MIG GPU's slow clock concerns its whole board).
+    mig_instances: tuple[tuple[str, int, int], ...] = ()
 
 
 def fleet_findings(
@@ -87,14 +94,15 @@ def fleet_findings(
     """Every fleet finding over these windows, worst first, then by rule and host."""
     th = thresholds if thresholds is not None else Thresholds()
     gpus = [g for node in nodes for g in _node_gpus(node, th)]
-    found = [*_stragglers(gpus, th, lang), *_idle_allocated(gpus, th, lang)]
-    found.sort(key=lambda f: (-f.severity, f.rule, f.hosts, f.gpus))
+    found = [*_stragglers(gpus, th, lang), *_idle_allocated(gpus, th, lang), *_idle_instances(gpus, th, lang)]
+    found.sort(key=lambda f: (-f.severity, f.rule, f.hosts, f.gpus, f.mig_instances))
     return tuple(found)
 
 
 def fleet_finding_to_dict(f: FleetFinding) -> dict[str, Any]:
-    """The JSON shape of a fleet finding (`gputui diagnose --prometheus --json`, top-level `findings`)."""
-    return {
+    """The JSON shape of a fleet finding (`gputui diagnose --prometheus --json`, top-level `findings`); its MIG
+    instances only when it has some, as a node's findings say theirs, so a fleet without MIG reads as before."""
+    out: dict[str, Any] = {
         "rule": f.rule,
         "severity": f.severity.label,
         "hosts": list(f.hosts),
@@ -105,6 +113,11 @@ def fleet_finding_to_dict(f: FleetFinding) -> dict[str, Any]:
             {"key": e.key, "label": e.label, "value": e.value, "unit": e.unit, "window": e.window} for e in f.evidence
         ],
     }
+    if f.mig_instances:
+        out["mig_instances"] = [
+            {"host": host, "gpu": index, "gpu_instance_id": gi} for host, index, gi in f.mig_instances
+        ]
+    return out
 
 
 # -- one GPU of one node over the window ------------------------------------------------------------------------
@@ -121,6 +134,7 @@ class _Gpu:
     span_s: int  # the seconds its node's window covers
     busy: bool  # busy (utilization >= busy_util_pct) for most of the window: one of the peers
     idle: bool  # doing nothing for most of the window: never a straggler
+    mig: bool  # split into MIG instances at its latest reading: its peers are MIG GPUs, by SM clock only
 
     @property
     def key(self) -> tuple[str, int]:
@@ -142,8 +156,8 @@ def _node_gpus(node: NodeWindow, th: Thresholds) -> Iterable[_Gpu]:
         if info is None:
             continue
         n = len(samples)
-        busy = sum(1 for s in samples if _util(s) >= th.busy_util_pct)
-        active = sum(1 for s in samples if _util(s) >= th.idle_util_pct)
+        busy = sum(1 for s in samples if _load(s) >= th.busy_util_pct)
+        active = sum(1 for s in samples if _load(s) >= th.idle_util_pct)
         yield _Gpu(
             node=node,
             index=index,
@@ -152,12 +166,26 @@ def _node_gpus(node: NodeWindow, th: Thresholds) -> Iterable[_Gpu]:
             span_s=span,
             busy=busy >= th.sustained_share * n,
             idle=active < th.sustained_share * n,
+            mig=_split(samples[-1]),
         )
 
 
-def _util(sample: GpuSample) -> float:
-    """Utilization, -1 when not reported: a GPU that does not say is neither busy nor idle here."""
-    return -1.0 if sample.utilization_gpu_pct is None else sample.utilization_gpu_pct
+def _split(sample: GpuSample) -> bool:
+    """Whether the GPU is cut into MIG instances in this reading."""
+    return sample.mig is not None and bool(sample.mig.devices)
+
+
+def _load(sample: GpuSample) -> float:
+    """How hard the GPU works, -1 when not reported: a GPU that does not say is neither busy nor idle here. Its
+    utilization; for a MIG GPU, which has none, its busiest instance's activity (its board clocks as it works)."""
+    if sample.mig is None or not sample.mig.devices:
+        return -1.0 if sample.utilization_gpu_pct is None else sample.utilization_gpu_pct
+    return max((a for dev in sample.mig.devices if (a := _activity(dev)) is not None), default=-1.0)
+
+
+def _activity(device: MigDevice) -> float | None:
+    """An instance's activity: its graphics engine's, else its SMs'; None when neither is reported."""
+    return device.gr_engine_active_pct if device.gr_engine_active_pct is not None else device.sm_active_pct
 
 
 # -- straggler --------------------------------------------------------------------------------------------------
@@ -181,11 +209,13 @@ class _Measure:
         return fmt_pct(100.0 * (median - value) / median) if self.relative else fmt_num(median - value)
 
 
+_SM_CLOCK = _Measure("sm_clock_mhz", "MHz", relative=True, margin=lambda th: th.straggler_clock_pct)
 MEASURES: tuple[_Measure, ...] = (
-    _Measure("sm_clock_mhz", "MHz", relative=True, margin=lambda th: th.straggler_clock_pct),
+    _SM_CLOCK,
     _Measure("utilization_gpu_pct", "%", relative=False, margin=lambda th: th.straggler_util_points),
     _Measure("sm_active_pct", "%", relative=True, margin=lambda th: th.straggler_activity_pct),
 )
+MIG_MEASURES: tuple[_Measure, ...] = (_SM_CLOCK,)  # the board's own reading, however it is split
 # Evidence and title keys by field: `ev.<name>`, `ev.median_<name>`, `fleet.lag.<name>`.
 _NAMES = {"sm_clock_mhz": "sm_clock", "utilization_gpu_pct": "gpu_util", "sm_active_pct": "sm_active"}
 
@@ -210,21 +240,28 @@ def _readings(series: Iterable[GpuSample], field: str) -> list[float]:
 
 
 def _stragglers(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable[FleetFinding]:
-    by_model: dict[str, list[_Gpu]] = {}
+    """GPUs markedly below the busy GPUs of their model by SM clock, utilization or SM activity.
+
+    MIG GPUs are peers only of MIG GPUs of their model, and only by SM clock: the clock is the board's, however
+    it is split, while utilization does not exist in MIG mode and their instances' activities are separate jobs
+    of separate sizes, never compared with a whole GPU's or with each other. A MIG GPU is busy (a peer) while its
+    busiest instance is, and working while one of its instances is.
+    """
+    by_model: dict[tuple[str, bool], list[_Gpu]] = {}
     for g in gpus:
-        by_model.setdefault(g.model, []).append(g)
-    lags: dict[tuple[str, str], list[_Lag]] = {}  # (host, model) -> its GPUs' lags
-    peers_of: dict[str, int] = {}
-    for model, group in by_model.items():
+        by_model.setdefault((g.model, g.mig), []).append(g)
+    lags: dict[tuple[str, str, bool], list[_Lag]] = {}  # (host, model, MIG) -> its GPUs' lags
+    peers_of: dict[tuple[str, bool], int] = {}
+    for (model, mig), group in by_model.items():
         busy = [g for g in group if g.busy]
-        peers_of[model] = len(busy)
+        peers_of[model, mig] = len(busy)
         if len(busy) < th.straggler_min_peers:
             continue  # no median worth the name: say nothing
-        for measure in MEASURES:
+        for measure in MIG_MEASURES if mig else MEASURES:
             means = [
                 m
                 for g in busy
-                if (m := _mean(_readings((s for s in g.series if _util(s) >= th.busy_util_pct), measure.field)))
+                if (m := _mean(_readings((s for s in g.series if _load(s) >= th.busy_util_pct), measure.field)))
                 is not None
             ]
             if len(means) < th.straggler_min_peers:
@@ -236,16 +273,17 @@ def _stragglers(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable[Fle
             for g in group:
                 lag = _lag(g, measure, median, floor, th)
                 if lag is not None:
-                    lags.setdefault((g.node.host, model), []).append(lag)
+                    lags.setdefault((g.node.host, model, mig), []).append(lag)
     for key in sorted(lags):
-        yield _straggler_finding(lags[key], peers_of[key[1]], key[1], lang)
+        _, model, mig = key
+        yield _straggler_finding(lags[key], peers_of[model, mig], model, lang, mig=mig)
 
 
 def _lag(g: _Gpu, measure: _Measure, median: float, floor: float, th: Thresholds) -> _Lag | None:
     """`g` below `floor` by `measure` in most of its window's readings while it works; None when not."""
     if g.idle or len(g.series) < th.fleet_min_samples:
         return None  # an idle GPU is not slow, and a few readings are a moment
-    working = [s for s in g.series if _util(s) >= th.idle_util_pct]
+    working = [s for s in g.series if _load(s) >= th.idle_util_pct]
     values = _readings(working, measure.field)
     below = sum(1 for v in values if v < floor)
     share = below / len(g.series)
@@ -254,7 +292,7 @@ def _lag(g: _Gpu, measure: _Measure, median: float, floor: float, th: Thresholds
     return _Lag(gpu=g, measure=measure, value=sum(values) / len(values), median=median, share=share)
 
 
-def _straggler_finding(lags: Sequence[_Lag], peers: int, model: str, lang: str) -> FleetFinding:
+def _straggler_finding(lags: Sequence[_Lag], peers: int, model: str, lang: str, *, mig: bool) -> FleetFinding:
     """One finding per node (and model): its slow GPUs, by each measure they lag in, and why from its findings."""
     node = lags[0].gpu.node
     indices = sorted({lag.gpu.index for lag in lags})
@@ -287,7 +325,7 @@ def _straggler_finding(lags: Sequence[_Lag], peers: int, model: str, lang: str) 
         hosts=(node.host,),
         gpus=tuple((node.host, i) for i in indices),
         title=text(
-            "straggler.title",
+            "straggler.title.mig" if mig else "straggler.title",
             lang,
             where=_where(node.host, indices, lang),
             peers=peers,
@@ -295,7 +333,7 @@ def _straggler_finding(lags: Sequence[_Lag], peers: int, model: str, lang: str) 
             lag=text("fleet.and", lang).join(lag_words),
             cause=cause_words,
         ),
-        advice=text("straggler.advice", lang),
+        advice=text("straggler.advice.mig" if mig else "straggler.advice", lang),
         evidence=tuple(localize(e, lang, span) for e in evidence),
     )
 
@@ -377,6 +415,100 @@ def _idle_allocated(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable
             advice=text("idle_allocated.advice", lang),
             evidence=tuple(localize(e, lang, round(idle_s)) for e in evidence),
         )
+
+
+def _idle_instances(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable[FleetFinding]:
+    """MIG instances that held a compute process and did nothing for the last `idle_allocation_s` or more, one
+    finding per node and owner, as `_idle_allocated` names whole GPUs. An instance without a process is never
+    named: nothing holds it (a GPU's pod, from dcgm-exporter's labels, is one of its instances' and not said
+    which, so it names none of them)."""
+    held: dict[tuple[str, str], list[_HeldInstance]] = {}
+    for g in gpus:
+        if not g.mig:
+            continue
+        latest = g.series[-1]
+        assert latest.mig is not None  # g.mig: split at its latest reading
+        for device in latest.mig.devices:
+            gi = device.gpu_instance_id
+            if gi is None:
+                continue
+            run = _instance_idle_run(g.series, gi, th)
+            if not run or run[-1][0].timestamp - run[0][0].timestamp < th.idle_allocation_s:
+                continue
+            holders = _instance_compute(*run[-1])
+            owner = _owner(holders, g.node.snapshots[-1].host.processes, lang)
+            memory = sum(p.used_memory_bytes or 0 for p in holders)
+            held.setdefault((g.node.host, owner), []).append(_HeldInstance(g, gi, run[-1][1], tuple(run), memory))
+    for (host, owner), found in sorted(held.items(), key=lambda item: item[0]):
+        found.sort(key=lambda h: (h.gpu.index, h.gpu_instance_id))
+        idle_s = min(h.idle_s for h in found)
+        memory = sum(h.memory_bytes for h in found)
+        activity = _mean([a for h in found for _, d in h.run if (a := _activity(d)) is not None])
+        evidence = [
+            ev("owner", owner, window=""),
+            ev("idle_span", round(idle_s), "s", "static"),
+            ev("instance_activity", rounded(activity), "%", "mean"),
+            ev("process_memory", rounded(memory, _GIB) if memory else None, "GiB"),
+        ]
+        names = text("fleet.and", lang).join(
+            text("fleet.instance", lang, gpu=h.gpu.index, label=h.device.label) for h in found
+        )
+        yield FleetFinding(
+            rule=IDLE_ALLOCATED,
+            severity=Severity.WARNING,
+            hosts=(host,),
+            gpus=tuple((host, i) for i in sorted({h.gpu.index for h in found})),
+            title=text(
+                "idle_allocated.title.mig",
+                lang,
+                where=text("fleet.where.instances", lang, host=host, instances=names),
+                owner=owner,
+                duration=fmt_duration(idle_s),
+            ),
+            advice=text("idle_allocated.advice.mig", lang),
+            evidence=tuple(localize(e, lang, round(idle_s)) for e in evidence),
+            mig_instances=tuple((host, h.gpu.index, h.gpu_instance_id) for h in found),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _HeldInstance:
+    """A MIG instance held by a process and idle for its GPU's newest readings (`run`: the GPU's sample and the
+    instance in it)."""
+
+    gpu: _Gpu
+    gpu_instance_id: int
+    device: MigDevice  # as the latest reading has it, to name it
+    run: tuple[tuple[GpuSample, MigDevice], ...]
+    memory_bytes: int  # what its processes hold now; 0 when the driver does not say
+
+    @property
+    def idle_s(self) -> float:
+        return self.run[-1][0].timestamp - self.run[0][0].timestamp
+
+
+def _instance_idle_run(series: Sequence[GpuSample], gi: int, th: Thresholds) -> list[tuple[GpuSample, MigDevice]]:
+    """The newest readings, back from the latest, in which instance `gi` existed, a compute process held it and
+    it did nothing: its engine and SM activity, where reported, under `idle_util_pct`, and one of them reported.
+    Not reported is not idle."""
+    run: list[tuple[GpuSample, MigDevice]] = []
+    for s in reversed(series):
+        device = None if s.mig is None else s.mig.device_of(gi)
+        if device is None:
+            break
+        active = [v for v in (device.gr_engine_active_pct, device.sm_active_pct) if v is not None]
+        if not _instance_compute(s, device) or not active or any(v >= th.idle_util_pct for v in active):
+            break
+        run.append((s, device))
+    run.reverse()
+    return run
+
+
+def _instance_compute(parent: GpuSample, device: MigDevice) -> tuple[GpuProcess, ...]:
+    """An instance's compute processes: its own list, else its GPU's processes that run in it."""
+    gi = device.gpu_instance_id
+    processes = device.processes or tuple(p for p in parent.processes if p.gpu_instance_id == gi)
+    return tuple(p for p in processes if p.kind == "compute")
 
 
 def _compute(sample: GpuSample) -> tuple[GpuProcess, ...]:

@@ -1,5 +1,6 @@
-"""The fleet findings' words, en and zh (catalog.py merges them): `straggler` and `idle_allocated`, the evidence
-labels only they use, the pieces their titles are made of (`fleet.*`) and the fleet pane's own words (`ui.fleet.*`).
+"""The fleet findings' words, en and zh (catalog.py merges them): `straggler` and `idle_allocated` (of GPUs and of
+MIG instances), the evidence labels only they use, the pieces their titles are made of (`fleet.*`) and the fleet
+pane's own words (`ui.fleet.*`).
 
 Apart from fleet.py, as verdict_texts.py is from verdict.py: the catalog merges these and fleet.py looks them up
 through the catalog, so keeping them in fleet.py would make each import the other.
@@ -18,14 +19,31 @@ TEXTS: Texts = {
             "none found, compare its clocks and errors with a peer's (nvidia-smi -q -d PERFORMANCE,CLOCK,ECC), "
             "or drain the node and run the job without it."
         ),
+        "straggler.title.mig": (
+            "{where}: slower than the fleet's {peers} busy {model} GPUs in MIG mode, {lag} ({cause})"
+        ),
+        "straggler.advice.mig": (
+            "A slow board slows every MIG instance on it, and one slow instance holds back every rank of a "
+            "synchronous job. Fix what its node's own findings name (cooling, a power cap, a PCIe link). With "
+            "none found, compare its clocks and errors with a peer's (nvidia-smi -q -d PERFORMANCE,CLOCK,ECC), "
+            "or move the jobs on its instances to another GPU."
+        ),
         "idle_allocated.title": "{where}: held by {owner}, idle for {duration}",
+        "idle_allocated.title.mig": "{where}: held by {owner}, idle for {duration}",
         "idle_allocated.advice": (
             "A process holds these GPUs and has not used them for minutes: a job that hangs, waits on another "
             "node, or was left running in a notebook. Ask its owner, and release GPUs it does not need: other "
             "jobs queue for them."
         ),
+        "idle_allocated.advice.mig": (
+            "A process holds these MIG instances and has not used them for minutes: a job that hangs, waits on "
+            "another node, or was left running in a notebook. Ask its owner, and release instances it does not "
+            "need: other jobs queue for a slice of this size."
+        ),
         "fleet.where": "{host} GPU {gpus}",
         "fleet.where.plural": "{host} GPUs {gpus}",
+        "fleet.where.instances": "{host} {instances}",
+        "fleet.instance": "GPU {gpu} / {label}",
         "fleet.and": ", ",
         "fleet.no_cause": "no cause found on the node",
         "fleet.lag.sm_clock": "SM clock {amount} below the median",
@@ -45,6 +63,7 @@ TEXTS: Texts = {
         "ev.node_findings": "its node's findings",
         "ev.owner": "held by",
         "ev.idle_span": "idle for",
+        "ev.instance_activity": "instance activity",
         "ui.fleet.title": "Fleet findings",
         "ui.fleet.none": "No fleet findings: no straggler, no GPU held and idle.",
         "ui.fleet.more": "+{count} more",
@@ -56,13 +75,26 @@ TEXTS: Texts = {
             "（散热、功率上限、PCIe 或 NVLink 链路、数据加载）。如果没有找到原因，请将它的频率和错误计数与同型号"
             "GPU 对比（nvidia-smi -q -d PERFORMANCE,CLOCK,ECC），或者把该节点下线，让作业在其他节点上运行。"
         ),
+        "straggler.title.mig": "{where}：比集群中 {peers} 块 MIG 模式下繁忙的 {model} 慢，{lag}（{cause}）",
+        "straggler.advice.mig": (
+            "一块慢 GPU 会拖慢它上面的每个 MIG 实例，而同步训练中一个慢实例会拖住所有 rank。请先处理该节点自身"
+            "诊断指出的问题（散热、功率上限、PCIe 链路）。如果没有找到原因，请将它的频率和错误计数与同型号 GPU "
+            "对比（nvidia-smi -q -d PERFORMANCE,CLOCK,ECC），或者把它各实例上的作业移到其他 GPU。"
+        ),
         "idle_allocated.title": "{where}：被 {owner} 占用，已空闲 {duration}",
+        "idle_allocated.title.mig": "{where}：被 {owner} 占用，已空闲 {duration}",
         "idle_allocated.advice": (
             "有进程占着这些 GPU，却已经好几分钟没有使用：可能是卡住的作业、在等待其他节点的作业，或者忘记关闭的"
             " notebook。请联系占用者，释放不需要的 GPU：其他作业正在排队等待。"
         ),
+        "idle_allocated.advice.mig": (
+            "有进程占着这些 MIG 实例，却已经好几分钟没有使用：可能是卡住的作业、在等待其他节点的作业，或者忘记"
+            "关闭的 notebook。请联系占用者，释放不需要的实例：其他作业正在排队等待这种大小的切片。"
+        ),
         "fleet.where": "{host} 的 GPU {gpus}",
         "fleet.where.plural": "{host} 的 GPU {gpus}",
+        "fleet.where.instances": "{host} 的 {instances}",
+        "fleet.instance": "GPU {gpu} / {label}",
         "fleet.and": "、",
         "fleet.no_cause": "该节点上没有找到原因",
         "fleet.lag.sm_clock": "SM 频率比中位数低 {amount}",
@@ -82,6 +114,7 @@ TEXTS: Texts = {
         "ev.node_findings": "该节点自身的诊断",
         "ev.owner": "占用者",
         "ev.idle_span": "空闲时长",
+        "ev.instance_activity": "实例活跃度",
         "ui.fleet.title": "集群诊断",
         "ui.fleet.none": "集群没有发现问题：没有掉队的 GPU，也没有被占用却空闲的 GPU。",
         "ui.fleet.more": "还有 {count} 项",
