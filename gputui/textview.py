@@ -27,7 +27,7 @@ from gputui.formatting import (
     fmt_ranges,
     fmt_rate,
 )
-from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, ProcSample, Snapshot, SystemInfo
+from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, MigDevice, ProcSample, Snapshot, SystemInfo
 from gputui.sources.sim.job import is_job_scenario, job_banner
 from gputui.sources.sim.scenarios import SCENARIO_DESCRIPTIONS
 
@@ -128,8 +128,14 @@ def gpu_table(info: GpuInfo | None, gpu: GpuSample) -> Table:
     if gpu.memory_used_bytes is not None and mem_total:
         mem_pct = 100.0 * gpu.memory_used_bytes / mem_total
     max_link = _link(info.pcie_max_gen, info.pcie_max_width) if info else _link(None, None)
+    split = gpu.mig is not None and gpu.mig.mode is True
+    util = (
+        "MIG: per instance, below"
+        if split
+        else f"{fmt_pct(gpu.utilization_gpu_pct)} (mem {fmt_pct(gpu.utilization_memory_pct)})"
+    )
     rows = [
-        ("util", f"{fmt_pct(gpu.utilization_gpu_pct)} (mem {fmt_pct(gpu.utilization_memory_pct)})"),
+        ("util", util),
         ("SM clock", _pair(fmt_num(gpu.sm_clock_mhz), fmt_num(info.max_sm_clock_mhz if info else None), " MHz")),
         ("temp", f"{fmt_num(gpu.temperature_c)} C (slowdown {fmt_num(info.temperature_slowdown_c if info else None)})"),
         (
@@ -154,6 +160,40 @@ def gpu_table(info: GpuInfo | None, gpu: GpuSample) -> Table:
     for left, right in zip(rows[0::2], rows[1::2], strict=True):
         table.add_row(*left, *right)
     return table
+
+
+def mig_lines(gpu: GpuSample, width: int = 120) -> list[str]:
+    """A MIG GPU's mode and instances under its table: in MIG mode the instances hold the activity, the memory
+    and the processes; the GPU itself has no utilization."""
+    mig = gpu.mig
+    if mig is None or gpu.lost:
+        return []
+    lines = []
+    if mig.change_pending:
+        lines.append(f"MIG mode {_on_off(mig.mode)} now, {_on_off(mig.pending_mode)} after the next GPU reset")
+    if mig.mode and not mig.devices:
+        lines.append("MIG mode on, and no MIG instance is visible")
+    for device in mig.devices:
+        activity = (
+            f"SM active {fmt_pct(device.sm_active_pct)} (tensor {fmt_pct(device.tensor_active_pct)}, "
+            f"DRAM {fmt_pct(device.dram_bw_pct)})"
+            if device.sm_active_pct is not None or device.gr_engine_active_pct is None
+            else f"engine active {fmt_pct(device.gr_engine_active_pct)}"
+        )
+        count = len(device.processes)
+        fields = (
+            f"{fmt_num(device.sm_count)} SMs",
+            activity,
+            f"VRAM {fmt_bytes_pair(device.memory_used_bytes, device.memory_total_bytes)}",
+            f"{count} process{'' if count == 1 else 'es'}",
+            device.uuid or NA,
+        )
+        lines += pack(f"  MIG {device.label}  ", fields, width)
+    return lines
+
+
+def _on_off(mode: bool | None) -> str:
+    return NA if mode is None else ("on" if mode else "off")
 
 
 def host_lines(host: HostSample, width: int = 120) -> list[str]:
@@ -248,7 +288,8 @@ def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
                 _shorten((host.state if host else None) or NA, 5),
             ).rstrip()
             command = (host.cmdline or host.name) if host else NA
-            command = _joined(proc, host, command)
+            instance = gpu.mig.device_of(proc.gpu_instance_id) if gpu.mig is not None else None
+            command = _joined(proc, host, command, instance)
             if inline:
                 lines.append(f"{row}  {_shorten(command, width - len(row) - 3)}")
             else:
@@ -256,11 +297,11 @@ def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
     return lines if len(lines) > 2 else []
 
 
-def _joined(proc: GpuProcess, host: ProcSample | None, command: str) -> str:
+def _joined(proc: GpuProcess, host: ProcSample | None, command: str, instance: MigDevice | None = None) -> str:
     """The command, with how the process was matched when that is not by NVML's own PID here."""
     if proc.seen == "hidden":
         return HIDDEN_PROCESS
-    notes = []
+    notes = [] if instance is None else [f"MIG {instance.label}"]
     if proc.seen == "device":
         host_pid = f"host PID {proc.host_pid}" if proc.host_pid is not None else "host PID n/a"
         notes.append(f"found through /dev/nvidia*, {host_pid}")
@@ -289,6 +330,8 @@ def print_snapshot(snapshot: Snapshot, console: Console | None = None) -> None:
         console.print(Text(f"notice: {event}"))
     for gpu in snapshot.gpus:
         console.print(gpu_table(snapshot.info(gpu.index), gpu))
+        for line in mig_lines(gpu, width):
+            console.print(Text(line))
     for line in host_lines(snapshot.host, width) + container_lines(snapshot, width):
         console.print(Text(line))
     for line in process_lines(snapshot, width):

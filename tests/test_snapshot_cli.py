@@ -227,3 +227,24 @@ def test_clock_event_bits_match_pynvml() -> None:
     for bit in expected.values():
         every |= bit
     assert every == pynvml.nvmlClocksEventReasonAll
+
+
+def test_a_mig_gpu_prints_its_instances_and_each_process_s_instance(capsys: pytest.CaptureFixture[str]) -> None:
+    """`snapshot` on a split GPU: "MIG" where the missing utilization would read n/a, each instance with its
+    activity, memory, processes and UUID, and the instance of each process."""
+    source = SimulatedSource("mig-shared-slice", gpu_count=1)
+    source.open()
+    print_snapshot(source.sample())
+    out = capsys.readouterr().out
+    assert "| util       | MIG: per instance, below |" in out and "n/a (mem n/a)" not in out
+    first, second = (line for line in out.splitlines() if line.startswith("  MIG 3g.40gb"))
+    assert first.startswith("  MIG 3g.40gb (GI 1)  60 SMs  SM active ") and "GI 2" in second
+    assert "2 processes" in out and "  1 process\n" in out and "MIG-" in out
+    assert out.count("[MIG 3g.40gb (GI 1)]") == 2 and out.count("[MIG 3g.40gb (GI 2)]") == 1
+
+
+def test_a_pending_mig_change_is_printed(capsys: pytest.CaptureFixture[str]) -> None:
+    source = SimulatedSource("mig-pending", gpu_count=1)
+    source.open()
+    print_snapshot(source.sample())
+    assert "MIG mode off now, on after the next GPU reset" in capsys.readouterr().out

@@ -63,8 +63,9 @@ TEXTS: Texts = {
         "mig_no_instances.title": "GPU {gpu}: MIG mode is on, but no MIG instance is visible",
         "mig_no_instances.advice": (
             "In MIG mode a CUDA job runs only inside a MIG instance, and the driver shows none here: none was "
-            "created, or this container or user is given none. If none exists, list the profiles with `nvidia-smi mig -i {gpu} -lgip`, then create instances with their "
-            "compute instances, e.g. `nvidia-smi mig -i {gpu} -cgi 9,9 -C` (two 3g instances on an H100); or turn "
+            "created, or this container or user is given none. If none exists, list the profiles with "
+            "`nvidia-smi mig -i {gpu} -lgip`, then create instances with their compute instances, e.g. "
+            "`nvidia-smi mig -i {gpu} -cgi 9,9 -C` (two 3g instances on an H100); or turn "
             "MIG off (`nvidia-smi -i {gpu} -mig 0`, then a GPU reset)."
         ),
         "mig_no_instances.cause": "MIG on with no instance visible",
@@ -87,7 +88,8 @@ TEXTS: Texts = {
         "mig_no_instances.title": "GPU {gpu}：MIG 模式已开启，但看不到任何 MIG 实例",
         "mig_no_instances.advice": (
             "MIG 模式下 CUDA 作业只能在 MIG 实例中运行，而驱动在这里看不到任何实例：可能尚未创建，"
-            "也可能这个容器或用户没有分到实例。如果确实没有实例，请用 `nvidia-smi mig -i {gpu} -lgip` 列出可用配置，再创建实例及其计算实例，例如 "
+            "也可能这个容器或用户没有分到实例。如果确实没有实例，请用 `nvidia-smi mig -i {gpu} -lgip` "
+            "列出可用配置，再创建实例及其计算实例，例如 "
             "`nvidia-smi mig -i {gpu} -cgi 9,9 -C`（在 H100 上创建两个 3g 实例）；或关闭 MIG"
             "（`nvidia-smi -i {gpu} -mig 0`，然后重置 GPU）。"
         ),
