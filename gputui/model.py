@@ -222,6 +222,7 @@ class MigDevice:
     fp16_active_pct: float | None = None
     fp64_active_pct: float | None = None
     processes: tuple[GpuProcess, ...] = ()  # the processes running in it
+    pod: str | None = None  # "namespace/pod" given this instance, where dcgm-exporter labels its series with one
 
     @property
     def label(self) -> str:

@@ -53,10 +53,13 @@ _MIG_INT_KEYS = (
 _INSTANCE_KEYS = ("gpu_instance_id", "compute_instance_id")
 # `gpus[i].mig.devices[j]`: each key and the JSON types it may hold (null aside); processes are read apart.
 _MIG_DEVICE_TYPES: dict[str, tuple[type, ...]] = {
-    f.name: (str,) if f.name in ("uuid", "profile") else (int,) if f.name in _MIG_INT_KEYS else (int, float)
+    f.name: (str,) if f.name in ("uuid", "profile", "pod") else (int,) if f.name in _MIG_INT_KEYS else (int, float)
     for f in fields(MigDevice)
     if f.name != "processes"
 }
+# An instance's pod: written only where a source names one (dcgm-exporter's labels), so outputs without it stay
+# as they were.
+_MIG_WHEN_SET = ("pod",)
 G = TypeVar("G", ContainerSample, PsiSample)
 
 
@@ -119,7 +122,11 @@ def mig_to_dict(mig: MigState, host: HostSample | None) -> dict[str, Any]:
     """`gpus[i].mig`: the mode, the mode after the next reset, and each instance with its own processes."""
     devices = []
     for device in mig.devices:
-        out: dict[str, Any] = {key: getattr(device, key) for key in _MIG_DEVICE_TYPES}
+        out: dict[str, Any] = {
+            key: getattr(device, key)
+            for key in _MIG_DEVICE_TYPES
+            if key not in _MIG_WHEN_SET or getattr(device, key) is not None
+        }
         out["processes"] = [_gpu_process_to_dict(proc, host) for proc in device.processes]
         devices.append(out)
     return {"mode": mig.mode, "pending_mode": mig.pending_mode, "devices": devices}

@@ -136,6 +136,20 @@ def test_a_mig_gpu_round_trips_with_its_instances_in_the_documented_shape() -> N
     assert data["system"]["mig_slice"] == "MIG-2f6e1c3a"
 
 
+def test_an_instances_pod_is_written_only_when_known_and_reads_back() -> None:
+    snap = mig_snapshot(10.0, 1)
+    mig = snap.gpus[0].mig
+    assert mig is not None
+    held = replace(mig.devices[1], pod="research/notebook-011-0")
+    snap = replace(snap, gpus=(replace(snap.gpus[0], mig=replace(mig, devices=(mig.devices[0], held))),))
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    first, second = data["gpus"][0]["mig"]["devices"]
+    assert "pod" not in first and second["pod"] == "research/notebook-011-0"
+    assert list(second)[-2:] == ["pod", "processes"]
+    back = snapshot_from_dict(data)
+    assert back == snap and back.gpus[0].mig is not None and back.gpus[0].mig.devices[1].pod == held.pod
+
+
 def test_off_mig_the_mig_key_is_null_and_processes_name_no_instance() -> None:
     data = json.loads(json.dumps(snapshot_to_dict(_snapshot())))
     assert data["gpus"][0]["mig"] is None
@@ -177,6 +191,7 @@ def test_mig_off_with_a_change_pending_round_trips() -> None:
         (("devices", 0, "memory_used_bytes"), True, r"mig.devices\[0\].memory_used_bytes: expected an integer"),
         (("devices", 0, "sm_active_pct"), "81%", r"mig.devices\[0\].sm_active_pct: expected a number or null"),
         (("devices", 0, "profile"), 3, r"mig.devices\[0\].profile: expected a string or null, got 3"),
+        (("devices", 0, "pod"), ["ns", "p"], r"mig.devices\[0\].pod: expected a string or null, got \['ns'"),
         (("devices", 0, "processes"), {"pid": 1}, r"mig.devices\[0\].processes: expected a list, got dict"),
         (("devices", 0, "processes", 0), {"used_memory_bytes": 1}, r"mig.devices\[0\].processes: KeyError\('pid'\)"),
     ],

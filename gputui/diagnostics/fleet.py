@@ -419,9 +419,9 @@ def _idle_allocated(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable
 
 def _idle_instances(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable[FleetFinding]:
     """MIG instances that held a compute process and did nothing for the last `idle_allocation_s` or more, one
-    finding per node and owner, as `_idle_allocated` names whole GPUs. An instance without a process is never
-    named: nothing holds it (a GPU's pod, from dcgm-exporter's labels, is one of its instances' and not said
-    which, so it names none of them)."""
+    finding per node and owner, as `_idle_allocated` names whole GPUs. Where no process is listed
+    (dcgm-exporter), the pod its series are labelled with holds it. An instance with neither is never named:
+    nothing holds it (nor does its GPU's pod, which says nothing of which instance it was given)."""
     held: dict[tuple[str, str], list[_HeldInstance]] = {}
     for g in gpus:
         if not g.mig:
@@ -436,7 +436,11 @@ def _idle_instances(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable
             if not run or run[-1][0].timestamp - run[0][0].timestamp < th.idle_allocation_s:
                 continue
             holders = _instance_compute(*run[-1])
-            owner = _owner(holders, g.node.snapshots[-1].host.processes, lang)
+            pod = run[-1][1].pod
+            if holders or pod is None:
+                owner = _owner(holders, g.node.snapshots[-1].host.processes, lang)
+            else:  # no process list (dcgm-exporter), but its pod labels name who holds it
+                owner = text("fleet.owner.pod", lang, pod=pod)
             memory = sum(p.used_memory_bytes or 0 for p in holders)
             held.setdefault((g.node.host, owner), []).append(_HeldInstance(g, gi, run[-1][1], tuple(run), memory))
     for (host, owner), found in sorted(held.items(), key=lambda item: item[0]):
@@ -488,16 +492,17 @@ class _HeldInstance:
 
 
 def _instance_idle_run(series: Sequence[GpuSample], gi: int, th: Thresholds) -> list[tuple[GpuSample, MigDevice]]:
-    """The newest readings, back from the latest, in which instance `gi` existed, a compute process held it and
-    it did nothing: its engine and SM activity, where reported, under `idle_util_pct`, and one of them reported.
-    Not reported is not idle."""
+    """The newest readings, back from the latest, in which instance `gi` existed, a compute process (or, where no
+    process is listed, a pod by the exporter's labels) held it and it did nothing: its engine and SM activity,
+    where reported, under `idle_util_pct`, and one of them reported. Not reported is not idle."""
     run: list[tuple[GpuSample, MigDevice]] = []
     for s in reversed(series):
         device = None if s.mig is None else s.mig.device_of(gi)
         if device is None:
             break
         active = [v for v in (device.gr_engine_active_pct, device.sm_active_pct) if v is not None]
-        if not _instance_compute(s, device) or not active or any(v >= th.idle_util_pct for v in active):
+        held = _instance_compute(s, device) or device.pod is not None
+        if not held or not active or any(v >= th.idle_util_pct for v in active):
             break
         run.append((s, device))
     run.reverse()

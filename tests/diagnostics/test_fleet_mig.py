@@ -124,11 +124,31 @@ def test_an_instance_without_a_holder_is_never_named() -> None:
     empty = node("gpu07", held_instance(instance(1, (4100,)), instance(2, activity=0.0)), step=IDLE_STEP)
     assert fleet_findings([empty]) == ()
 
-    # nor by the pod dcgm-exporter labels the GPU with: it is one of its instances', not said which
+    # nor by a pod dcgm-exporter labels the GPU itself with: that says nothing of which instance it was given
     def labelled(index: int, i: int) -> GpuSample:
         return replace(held_instance(instance(1), instance(2, activity=0.0))(index, i), pod="ns/p")
 
     assert fleet_findings([node("gpu07", labelled, step=IDLE_STEP)]) == ()
+
+
+def test_an_instance_held_only_by_its_pod_is_named_with_it() -> None:
+    """dcgm-exporter lists no process; it labels each instance's series with the pod given that instance."""
+    pods = (instance(1, pod="ml/train-0"), instance(2, activity=0.0, pod="research/notebook-011-0"))
+    f = only(fleet_findings([node("gpu07", held_instance(*pods), step=IDLE_STEP)]), "idle_allocated")
+    assert f.gpus == (("gpu07", 1),) and f.mig_instances == (("gpu07", 1, 2),)
+    assert f.title == "gpu07 GPU 1 / 3g.40gb (GI 2): held by pod research/notebook-011-0, idle for 3m30s"
+    facts = evidence(f)
+    assert facts["owner"] == "pod research/notebook-011-0" and facts["process_memory"] is None
+    zh = only(fleet_findings([node("gpu07", held_instance(*pods), step=IDLE_STEP)], "zh"), "idle_allocated")
+    assert zh.title.startswith("gpu07 的 GPU 1 / 3g.40gb (GI 2)：被 Pod research/notebook-011-0 占用")
+    # a process it lists names the owner first, as on a whole GPU
+    listed = (instance(1), instance(2, (4242,), activity=0.0, pod="research/notebook-011-0"))
+    job = proc(4242, job_id="81234", user="alice")
+    found = fleet_findings([node("gpu07", held_instance(*listed), step=IDLE_STEP, procs=[job])])
+    assert only(found, "idle_allocated").title.startswith("gpu07 GPU 1 / 3g.40gb (GI 2): held by Slurm job 81234")
+    # its pod does not make unknown activity idle
+    unknown = (instance(1), instance(2, activity=None, pod="research/notebook-011-0"))
+    assert fleet_findings([node("gpu07", held_instance(*unknown), step=IDLE_STEP)]) == ()
 
 
 def test_unknown_activity_is_never_idle() -> None:

@@ -13,12 +13,14 @@ from pathlib import Path
 
 import pytest
 
+from gputui.diagnostics.fleet import NodeWindow, fleet_findings
 from gputui.export.metrics import ExportState
 from gputui.model import GpuSample, MigDevice, Snapshot
 from gputui.sources.prometheus.client import PrometheusClient
-from gputui.sources.prometheus.fleet import FleetReading, read_fleet
+from gputui.sources.prometheus.fleet import FleetReading, read_fleet, read_history
 from gputui.sources.remote import RemoteSource, parse_exposition
 from tests.export.export_helpers import render
+from tests.fleet.prom_stub import Behaviour, canned_prometheus, series_of_page
 from tests.fleet.prometheus_server import running_prometheus
 from tests.fleet.targets import served_page
 from tests.fleet.test_prometheus_e2e import eventually
@@ -144,5 +146,49 @@ def test_both_mig_pages_through_a_real_prometheus(tmp_path: Path) -> None:
     ours_back = reading.hosts[snap.system.hostname].snapshot
     for gpu, want in zip(ours_back.gpus, snap.gpus, strict=True):
         _check_gputui_mig(gpu, want)
-    # The pod of a dcgm-exporter MIG GPU: its first instance's, as before (the model has no pod per instance).
-    assert reading.hosts[MIG_HOST].snapshot.gpus[0].pod == "ml-training/train-llm-2-worker-0"
+    # Each instance's pod from its own series; the GPU has none, as no series without GPU_I_ID names one.
+    mig_host = reading.hosts[MIG_HOST]
+    assert _instance_pods(mig_host.snapshot) == ["ml-training/train-llm-2-worker-0", "research/notebook-011-0"]
+    assert mig_host.snapshot.gpus[0].pod is None and mig_host.owners == {}
+    assert mig_host.instance_owners == {
+        (0, 1): {"pod": "train-llm-2-worker-0", "namespace": "ml-training", "container": "trainer"},
+        (0, 2): {"pod": "notebook-011-0", "namespace": "research", "container": "jupyter"},
+    }
+
+
+def _instance_pods(snapshot: Snapshot) -> list[str | None]:
+    mig = snapshot.gpus[0].mig
+    assert mig is not None
+    return [d.pod for d in mig.devices]
+
+
+def _as_service_monitor_scrapes(page: str) -> list[tuple[dict[str, str], float]]:
+    """The page as Prometheus stores it when the target has pod labels of its own (a ServiceMonitor, honor_labels
+    off): the exporter's pod, namespace and container renamed exported_*."""
+    target = {"instance": "10.0.0.3:9400", "job": "dcgm-exporter", "namespace": "gpu-operator", "pod": "dcgm-x1"}
+    out = []
+    for labels, value in series_of_page(page):
+        own = {(f"exported_{k}" if k in ("pod", "namespace", "container") else k): v for k, v in labels.items()}
+        out.append(({**own, **target}, value))
+    return out
+
+
+def test_an_idle_instance_of_the_dcgm_page_is_named_with_its_pod() -> None:
+    """The canned page over a window, its GI 2 engine idle: idle_allocated names that instance by the pod given it,
+    read through a Prometheus query API; GI 1 at work, and GPU 1 (idle, held by nobody), are not named."""
+    idle_page = "\n".join(
+        line.replace("} 0.120044", "} 0.0") if line.startswith("DCGM_FI_PROF_GR_ENGINE_ACTIVE{") else line
+        for line in MIG_PAGE.read_text().splitlines()
+    )
+    assert idle_page != MIG_PAGE.read_text().rstrip("\n")
+    with canned_prometheus(Behaviour(series=_as_service_monitor_scrapes(idle_page + "\n"))) as url:
+        history = read_history(PrometheusClient(url, timeout=5, env={}), None, T, T + 210, 30)
+    seen = history.hosts[MIG_HOST]
+    assert seen.source == "dcgm-exporter" and len(seen.snapshots) == 8
+    last = seen.snapshots[-1]
+    assert _instance_pods(last) == ["ml-training/train-llm-2-worker-0", "research/notebook-011-0"]
+    assert last.gpus[0].pod is None and last.gpus[1].pod is None  # never the exporter's own pod
+    window = NodeWindow(host=MIG_HOST, source=seen.source, snapshots=seen.snapshots, findings=())
+    (f,) = fleet_findings([window])
+    assert f.rule == "idle_allocated" and f.mig_instances == ((MIG_HOST, 0, 2),)
+    assert f.title == f"{MIG_HOST} GPU 0 / 3g.40gb (GI 2): held by pod research/notebook-011-0, idle for 3m30s"

@@ -46,6 +46,20 @@ def test_a_mig_tick_is_trimmed_inside_mig_too() -> None:
     assert "pending_mode" in gpu["mig"] and bare["mig"]["mode"] is True
 
 
+def test_an_instances_pod_travels_only_where_known() -> None:
+    snap = mig_snapshot(T0 + 1.5, 1)
+    mig = snap.gpus[0].mig
+    assert mig is not None
+    held = dataclasses.replace(mig.devices[0], pod="ml-training/train-llm-2-worker-0")
+    snap = dataclasses.replace(
+        snap, gpus=(dataclasses.replace(snap.gpus[0], mig=dataclasses.replace(mig, devices=(held, mig.devices[1]))),)
+    )
+    line = tick_to_dict(snap)
+    first, second = line["gpus"][0]["mig"]["devices"]
+    assert first["pod"] == "ml-training/train-llm-2-worker-0" and "pod" not in second
+    assert _back(line, 1) == snap
+
+
 def test_instance_processes_that_are_not_the_gpus_are_written_out() -> None:
     """A non-root caller: NVML refuses the parent's process list, the instances still list theirs; and an
     instance whose process list is empty while the GPU lists one in it (a read that failed alone)."""

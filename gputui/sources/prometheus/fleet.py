@@ -20,11 +20,11 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from gputui import metric_schema as m
-from gputui.model import Snapshot
+from gputui.model import GpuSample, Snapshot
 from gputui.sources.prometheus.client import Labels, PrometheusClient, QueryResult
 from gputui.sources.series import RemoteFormatError, read_snapshot
 
@@ -127,6 +127,8 @@ class HostReading:
     snapshot: Snapshot
     instance: str | None  # the address Prometheus scraped (its exporter), when the series say it
     owners: Mapping[int, Mapping[str, str]]  # GPU index -> its pod, namespace and container labels (_owners)
+    # (GPU index, GPU instance id) -> the same labels of a MIG instance's series: the pod given that instance
+    instance_owners: Mapping[tuple[int, int], Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -263,8 +265,8 @@ def _reading(host: str, by_name: dict[str, list[tuple[Labels, float]]], at: floa
         by_name = {
             name: [s for s in found if s[0].get(INSTANCE_LABEL) in gputui_instances] for name, found in by_name.items()
         }
-    owners = _owners(by_name)
-    snapshot = _with_pods(read_snapshot(by_name, fallback_hostname=host, now=at), owners)
+    owners, instance_owners = _owners(by_name)
+    snapshot = _with_pods(read_snapshot(by_name, fallback_hostname=host, now=at), owners, instance_owners)
     instances = [labels.get(INSTANCE_LABEL) for found in by_name.values() for labels, _ in found]
     return HostReading(
         host=host,
@@ -272,17 +274,40 @@ def _reading(host: str, by_name: dict[str, list[tuple[Labels, float]]], at: floa
         snapshot=snapshot,
         instance=next((i for i in instances if i), None),
         owners=owners,
+        instance_owners=instance_owners,
     )
 
 
-def _with_pods(snapshot: Snapshot, owners: Mapping[int, Mapping[str, str]]) -> Snapshot:
-    """Each GPU marked with the pod the exporter's labels say uses it, so a rule can name a holder there."""
-    if not owners:
+def _with_pods(
+    snapshot: Snapshot,
+    owners: Mapping[int, Mapping[str, str]],
+    instance_owners: Mapping[tuple[int, int], Mapping[str, str]],
+) -> Snapshot:
+    """Each GPU, and each MIG instance, marked with the pod the exporter's labels say uses it, so a rule can name
+    a holder there."""
+    if not owners and not instance_owners:
         return snapshot
-    gpus = tuple(
-        replace(g, pod=_pod_name(owners[g.index])) if g.index in owners and not g.lost else g for g in snapshot.gpus
+    return replace(snapshot, gpus=tuple(_gpu_with_pods(g, owners, instance_owners) for g in snapshot.gpus))
+
+
+def _gpu_with_pods(
+    gpu: GpuSample,
+    owners: Mapping[int, Mapping[str, str]],
+    instance_owners: Mapping[tuple[int, int], Mapping[str, str]],
+) -> GpuSample:
+    if gpu.lost:
+        return gpu
+    if gpu.index in owners:
+        gpu = replace(gpu, pod=_pod_name(owners[gpu.index]))
+    if gpu.mig is None or not any(index == gpu.index for index, _ in instance_owners):
+        return gpu
+    devices = tuple(
+        replace(d, pod=_pod_name(owner))
+        if d.gpu_instance_id is not None and (owner := instance_owners.get((gpu.index, d.gpu_instance_id)))
+        else d
+        for d in gpu.mig.devices
     )
-    return replace(snapshot, gpus=gpus)
+    return replace(gpu, mig=replace(gpu.mig, devices=devices))
 
 
 def _pod_name(owner: Mapping[str, str]) -> str:
@@ -290,15 +315,25 @@ def _pod_name(owner: Mapping[str, str]) -> str:
     return f"{owner['namespace']}/{pod}" if owner.get("namespace") else pod
 
 
-def _owners(by_name: Mapping[str, Sequence[tuple[Labels, float]]]) -> dict[int, dict[str, str]]:
-    """The pod dcgm-exporter says uses each GPU (its pod, namespace and container labels), where it says one. A
-    target with pod labels of its own is known by the exported_pod of a GPU in use; while no pod uses any of its
-    GPUs, the exporter pod's own labels cannot be told from a workload's and read as one."""
-    out: dict[int, dict[str, str]] = {}
+def _owners(
+    by_name: Mapping[str, Sequence[tuple[Labels, float]]],
+) -> tuple[dict[int, dict[str, str]], dict[tuple[int, int], dict[str, str]]]:
+    """The pod dcgm-exporter says uses each GPU (its pod, namespace and container labels), where it says one, and
+    the pod given each MIG instance, from the series with `GPU_I_ID` (the kubelet lists MIG devices apart): an
+    instance's pod is never its GPU's, which has one only where a series without `GPU_I_ID` names it. A target
+    with pod labels of its own is known by the exported_pod of a GPU in use; while no pod uses any of its GPUs,
+    the exporter pod's own labels cannot be told from a workload's and read as one."""
+    gpus: dict[int, dict[str, str]] = {}
+    instances: dict[tuple[int, int], dict[str, str]] = {}
     for spec in m.GPU_SAMPLE_FIELDS:
         for labels, _ in by_name.get(spec.name, ()):
             owner = {key: labels[key] for key in OWNER_LABELS if labels.get(key)}
             gpu = labels.get("gpu", "")
-            if owner and gpu.isdigit():
-                out.setdefault(int(gpu), owner)
-    return out
+            if not owner or not gpu.isdigit():
+                continue
+            gi = labels.get(m.MIG_INSTANCE_LABEL)
+            if not gi:
+                gpus.setdefault(int(gpu), owner)
+            elif gi.isdigit():  # an instance whose id is not a number is nobody's, as the reader has it
+                instances.setdefault((int(gpu), int(gi)), owner)
+    return gpus, instances
