@@ -117,7 +117,7 @@ class SystemInfo:
     cpu_count: int
     kernel: str
     scenario: str | None = None  # the simulated scenario, when source == "simulated"
-    # The CUDA version the local torch was built for, read once in a child process (never imported here).
+    # The CUDA version the local torch was built for, read once from torch/version.py as text (never imported).
     torch_cuda_version: str | None = None
     # Why the real driver could not be read, when the app fell back to the simulated source.
     fallback_reason: str | None = None

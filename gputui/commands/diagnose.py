@@ -16,7 +16,6 @@ import argparse
 import math
 import sys
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -203,10 +202,9 @@ def _diagnose(args: argparse.Namespace, engine: DiagnosticsEngine, recorder: Rec
     polls = math.floor(args.seconds / args.interval + 1e-9) + 1
     seen = _Seen()
     try:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            read: Source = _WithTorchCuda(source, _start_torch_probe(pool), polls) if system.is_live else source
-            sampler = Sampler(read, engine.update, sinks=() if recorder is None else (record_ticks(recorder),))
-            SamplingLoop(sampler.take, args.interval, seen.add, pace=pace).run(polls)
+        read: Source = _WithTorchCuda(source) if system.is_live else source
+        sampler = Sampler(read, engine.update, sinks=() if recorder is None else (record_ticks(recorder),))
+        SamplingLoop(sampler.take, args.interval, seen.add, pace=pace).run(polls)
     finally:
         source.close()
     return seen.outcome(system)
@@ -217,30 +215,21 @@ def _seen(finding: Finding) -> tuple[str, tuple[int, ...], float]:
     return (*finding.key, finding.started_at)
 
 
-def _start_torch_probe(pool: ThreadPoolExecutor) -> Future[str | None]:
-    from gputui.sources.host.torch_cuda import torch_cuda_version
-
-    return pool.submit(torch_cuda_version)
-
-
 class _WithTorchCuda:
-    """The live source, its readings marked with the CUDA version of the local torch build once the probe (a
-    child process, off this thread) has it; the last of `polls` readings waits for it."""
+    """The live source, its readings marked with the CUDA version the local torch was built for (read once, from
+    torch's version.py: no import, no child process), for `cuda_mismatch` to compare with the driver's."""
 
-    def __init__(self, source: Source, probe: Future[str | None], polls: int) -> None:
+    def __init__(self, source: Source) -> None:
+        from gputui.sources.host.torch_cuda import torch_cuda_version
+
         self._source = source
-        self._probe: Future[str | None] | None = probe
-        self._version: str | None = None
-        self._left = polls
+        self._version = torch_cuda_version()
 
     def open(self) -> SystemInfo:
         return self._source.open()
 
     def sample(self) -> Snapshot:
         snapshot = self._source.sample()
-        self._left -= 1
-        if self._probe is not None and (self._probe.done() or self._left <= 0):
-            self._version, self._probe = self._probe.result(), None
         if self._version is None:
             return snapshot
         return replace(snapshot, system=replace(snapshot.system, torch_cuda_version=self._version))

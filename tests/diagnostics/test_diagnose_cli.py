@@ -197,7 +197,7 @@ class LiveLike:
         self.closed = True
 
 
-def test_live_source_reads_torch_cuda_in_a_child_and_checks_it(
+def test_live_source_reads_torch_cuda_and_checks_it(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = LiveLike()

@@ -1,36 +1,34 @@
-"""Which CUDA version the local torch was built for, read in a short child process.
+"""Which CUDA version the local torch was built for, read from torch's own `version.py` as text.
 
-The monitor never imports torch (it takes seconds and hundreds of MB, and may touch the GPU); a child
-interpreter prints `torch.version.cuda` and exits. Any failure (no torch, a CPU-only build, a timeout) is
-"unknown", never an error: `cuda_mismatch` then has nothing to compare.
+The monitor never imports torch (it takes seconds and hundreds of MB, and may touch the GPU), and a source never
+starts a process to ask: torch's build writes `cuda: Optional[str] = '12.4'` (`None` on a CPU build) into
+torch/version.py, which is found on the import path without importing the package and read. Anything else (no
+torch, a CPU-only build, a file this does not recognise) is "unknown", never an error: `cuda_mismatch` then has
+nothing to compare.
 """
 
 from __future__ import annotations
 
+import importlib.machinery
 import re
-import subprocess
-import sys
+from collections.abc import Sequence
+from pathlib import Path
 
-PROBE_CODE = "import torch; print(torch.version.cuda)"
-DEFAULT_TIMEOUT_S = 20.0
-_VERSION = re.compile(r"^\d+\.\d+(\.\d+)?$")
+# `cuda = '12.4'` or `cuda: Optional[str] = '12.4'`, as torch's setup writes it.
+_CUDA_LINE = re.compile(r"""^cuda\s*(?::[^=\n]*)?=\s*['"](\d+\.\d+(?:\.\d+)?)['"]\s*$""", re.MULTILINE)
 
 
-def torch_cuda_version(python: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> str | None:
-    """`torch.version.cuda` as `python` (default: this interpreter) sees it, or None when it cannot tell."""
+def torch_cuda_version(path: Sequence[str] | None = None) -> str | None:
+    """`torch.version.cuda` of the torch found on `path` (default: this interpreter's sys.path), or None."""
     try:
-        done = subprocess.run(
-            [python or sys.executable, "-c", PROBE_CODE],
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            check=False,
-            stdin=subprocess.DEVNULL,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+        spec = importlib.machinery.PathFinder.find_spec("torch", list(path) if path is not None else None)
+    except (ImportError, ValueError):
         return None
-    if done.returncode != 0:
-        return None
-    lines = done.stdout.strip().splitlines()
-    version = lines[-1].strip() if lines else ""
-    return version if _VERSION.match(version) else None
+    for location in (spec.submodule_search_locations or ()) if spec is not None else ():
+        try:
+            source = (Path(location) / "version.py").read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        match = _CUDA_LINE.search(source)
+        return match.group(1) if match else None
+    return None
