@@ -197,6 +197,17 @@ class GpuProcess:
     compute_instance_id: int | None = None
 
 
+def instance_holds(instance: tuple[int | None, int | None], process: tuple[int | None, int | None]) -> bool:
+    """Whether a process with these (GPU instance, compute instance) ids runs in the MIG instance with these: the
+    same GPU instance, and the same compute instance where both name one. A process without a GPU instance id
+    runs in none (it is not on a MIG instance). Ids as read from NVML, or from JSON and recordings alike."""
+    gpu_instance, compute_instance = instance
+    process_gpu_instance, process_compute_instance = process
+    if process_gpu_instance is None or process_gpu_instance != gpu_instance:
+        return False
+    return process_compute_instance is None or compute_instance in (None, process_compute_instance)
+
+
 @dataclass(frozen=True, slots=True)
 class MigDevice:
     """One MIG instance of a GPU in MIG mode: a slice with its own SMs, memory and processes, isolated from the
@@ -223,6 +234,12 @@ class MigDevice:
     fp64_active_pct: float | None = None
     processes: tuple[GpuProcess, ...] = ()  # the processes running in it
     pod: str | None = None  # "namespace/pod" given this instance, where dcgm-exporter labels its series with one
+
+    def holds(self, process: GpuProcess) -> bool:
+        """Whether the process runs in this instance (see `instance_holds`)."""
+        return instance_holds(
+            (self.gpu_instance_id, self.compute_instance_id), (process.gpu_instance_id, process.compute_instance_id)
+        )
 
     @property
     def label(self) -> str:
@@ -332,6 +349,15 @@ class GpuSample:
     @property
     def clock_event_reasons(self) -> tuple[str, ...] | None:
         return decode_clock_event_reasons(self.clock_event_reasons_mask)
+
+    @property
+    def in_mig_mode(self) -> bool:
+        """Split into MIG instances now: no whole-GPU utilization, the instances hold the work."""
+        return self.mig is not None and bool(self.mig.mode)
+
+    def instance_of(self, process: GpuProcess) -> MigDevice | None:
+        """The MIG instance the process runs in; None off MIG or where no instance has its id."""
+        return self.mig.device_of(process.gpu_instance_id) if self.mig is not None else None
 
 
 @dataclass(frozen=True, slots=True)

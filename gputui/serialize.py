@@ -30,7 +30,7 @@ from gputui.model import (
 SCHEMA_VERSION = 1
 
 _INFO_KEYS = tuple(f.name for f in fields(GpuInfo))
-_SAMPLE_KEYS = tuple(f.name for f in fields(GpuSample) if f.name not in ("processes", "index"))
+_SAMPLE_KEYS = tuple(f.name for f in fields(GpuSample) if f.name not in ("processes", "index", "mig"))
 # Nested groups are objects of their own in JSON (`host.container`, `host.psi`, `system.container`).
 _HOST_GROUPS = ("container", "psi")
 _HOST_KEYS = tuple(f.name for f in fields(HostSample) if f.name not in ("processes", *_HOST_GROUPS))
@@ -234,7 +234,6 @@ def gpu_info_from_dict(data: dict[str, Any]) -> GpuInfo:
 
 def gpu_sample_from_dict(data: dict[str, Any]) -> GpuSample:
     values = _pick(_SAMPLE_KEYS, data)
-    values.pop("mig", None)
     if values.get("clock_event_reasons_mask") is None and data.get("clock_event_reasons") is not None:
         values["clock_event_reasons_mask"] = encode_clock_event_reasons(data["clock_event_reasons"])
     if "xid_events" in values:

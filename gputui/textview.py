@@ -128,10 +128,9 @@ def gpu_table(info: GpuInfo | None, gpu: GpuSample) -> Table:
     if gpu.memory_used_bytes is not None and mem_total:
         mem_pct = 100.0 * gpu.memory_used_bytes / mem_total
     max_link = _link(info.pcie_max_gen, info.pcie_max_width) if info else _link(None, None)
-    split = gpu.mig is not None and gpu.mig.mode is True
     util = (
         "MIG: per instance, below"
-        if split
+        if gpu.in_mig_mode
         else f"{fmt_pct(gpu.utilization_gpu_pct)} (mem {fmt_pct(gpu.utilization_memory_pct)})"
     )
     rows = [
@@ -288,8 +287,7 @@ def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
                 _shorten((host.state if host else None) or NA, 5),
             ).rstrip()
             command = (host.cmdline or host.name) if host else NA
-            instance = gpu.mig.device_of(proc.gpu_instance_id) if gpu.mig is not None else None
-            command = _joined(proc, host, command, instance)
+            command = _joined(proc, host, command, gpu.instance_of(proc))
             if inline:
                 lines.append(f"{row}  {_shorten(command, width - len(row) - 3)}")
             else:

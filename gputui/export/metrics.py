@@ -68,7 +68,7 @@ from gputui.metric_schema import (
     HostnameLabel,
     MetricField,
 )
-from gputui.model import GpuInfo, GpuProcess, GpuSample, MigDevice, Snapshot, SystemInfo
+from gputui.model import GpuInfo, GpuSample, Snapshot, SystemInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,15 +202,11 @@ def instance_labels(labels: Mapping[str, str], profile: str | None, gpu_instance
     return out
 
 
-def _process_instance(sample: GpuSample, proc: GpuProcess) -> MigDevice | None:
-    return sample.mig.device_of(proc.gpu_instance_id) if sample.mig is not None else None
-
-
 def _add_gpu_processes(out: _Families, sample: GpuSample, labels: Mapping[str, str]) -> None:
     for proc in sample.processes:
         base: Mapping[str, str] = labels
         if proc.gpu_instance_id is not None:
-            device = _process_instance(sample, proc)
+            device = sample.instance_of(proc)
             base = instance_labels(labels, device.profile if device else None, proc.gpu_instance_id)
         proc_labels = {**base, "pid": str(proc.pid), "kind": proc.kind}
         if proc.compute_instance_id is not None:
@@ -264,7 +260,7 @@ def _add_host(out: _Families, snapshot: Snapshot, host: Mapping[str, str]) -> No
         for gpu_proc in gpu.processes:
             where = {"gpu": str(gpu.index)}
             if gpu_proc.gpu_instance_id is not None:
-                device = _process_instance(gpu, gpu_proc)
+                device = gpu.instance_of(gpu_proc)
                 where[MIG_PROFILE_LABEL] = (device.profile or "") if device else ""
                 where[MIG_INSTANCE_LABEL] = str(gpu_proc.gpu_instance_id)
             gpus_of.setdefault(gpu_proc.pid, []).append(where)

@@ -192,7 +192,7 @@ def mig_device(snapshot: Snapshot, gpu: int) -> MigDevice | None:
     """The MIG instance a probe on `gpu` runs on when the GPU is in MIG mode: the one this process was given
     (`SystemInfo.mig_slice`), else the GPU's first instance that has a UUID; None for a whole GPU."""
     sample = _sample(snapshot, gpu)
-    if sample is None or sample.mig is None or not sample.mig.mode:
+    if sample is None or sample.mig is None or not sample.in_mig_mode:
         return None
     named = [device for device in sample.mig.devices if device.uuid is not None]
     given = [device for device in named if device.uuid == snapshot.system.mig_slice]

@@ -24,7 +24,7 @@ from typing import Any, Literal, get_args
 from gputui import __version__
 from gputui.diagnostics.findings import Evidence, Finding, Severity, finding_to_dict, instances_from_list
 from gputui.diagnostics.verdict import Verdict, verdict_to_dict
-from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, MigDevice, ProcSample, Snapshot, SystemInfo
+from gputui.model import GpuInfo, GpuSample, HostSample, MigDevice, ProcSample, Snapshot, SystemInfo, instance_holds
 from gputui.serialize import (
     SnapshotFormatError,
     gpu_info_from_dict,
@@ -155,16 +155,6 @@ def _gpu_processes(processes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [_trim({key: proc.get(key) for key in _GPU_PROC_KEYS}, _GPU_PROC_DEFAULTS) for proc in processes]
 
 
-def _in_instance(processes: Sequence[GpuProcess], device: MigDevice) -> tuple[GpuProcess, ...]:
-    """The GPU's processes that run in this instance: its compute instance's when it names one."""
-    return tuple(
-        proc
-        for proc in processes
-        if proc.gpu_instance_id == device.gpu_instance_id
-        and (device.compute_instance_id is None or proc.compute_instance_id == device.compute_instance_id)
-    )
-
-
 def _mig_tick(mig: dict[str, Any], sample: GpuSample) -> dict[str, Any]:
     """`gpus[i].mig` trimmed as the GPU is; an instance's `processes` is written only when it is not the GPU's
     processes of that instance (then even when empty), so the reader can tell the two apart."""
@@ -174,7 +164,7 @@ def _mig_tick(mig: dict[str, Any], sample: GpuSample) -> dict[str, Any]:
         processes = data.pop("processes")
         trimmed = _trim(data, _MIG_DEVICE_DEFAULTS)
         trimmed["index"] = data["index"]
-        if device.processes != _in_instance(sample.processes, device):
+        if device.processes != tuple(proc for proc in sample.processes if device.holds(proc)):
             trimmed["processes"] = _gpu_processes(processes)
         devices.append(trimmed)
     return _trim({**mig, "devices": devices}, {"pending_mode": None})
@@ -190,13 +180,12 @@ def _mig_processes_back(gpu: dict[str, Any]) -> None:
         return
     for device in devices:
         if isinstance(device, dict) and "processes" not in device:
-            gi, ci = device.get("gpu_instance_id"), device.get("compute_instance_id")
+            ids = (device.get("gpu_instance_id"), device.get("compute_instance_id"))
             device["processes"] = [
                 proc
                 for proc in processes
                 if isinstance(proc, dict)
-                and proc.get("gpu_instance_id") == gi
-                and (ci is None or proc.get("compute_instance_id") == ci)
+                and instance_holds(ids, (proc.get("gpu_instance_id"), proc.get("compute_instance_id")))
             ]
 
 

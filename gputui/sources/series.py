@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Literal
 
 from gputui import metric_schema as m
@@ -33,6 +32,7 @@ from gputui.model import (
     Snapshot,
     SourceKind,
     SystemInfo,
+    instance_holds,
 )
 from gputui.sources.base import SourceUnavailable
 
@@ -232,21 +232,21 @@ class _Reader:
                 for spec in m.MIG_DEVICE_FIELDS + m.MIG_STATIC_FIELDS
                 if spec.name in values
             }
-            device = MigDevice(
-                index=position if mig_index is None else mig_index,
-                uuid=labels.get(m.MIG_UUID_LABEL) or None,
-                profile=self._profiles.get((index, gi)),
-                gpu_instance_id=gi,
-                compute_instance_id=_int_label(labels, m.MIG_COMPUTE_INSTANCE_LABEL),
-                **read,
+            compute_instance = _int_label(labels, m.MIG_COMPUTE_INSTANCE_LABEL)
+            ids = (gi, compute_instance)
+            devices.append(
+                MigDevice(
+                    index=position if mig_index is None else mig_index,
+                    uuid=labels.get(m.MIG_UUID_LABEL) or None,
+                    profile=self._profiles.get((index, gi)),
+                    gpu_instance_id=gi,
+                    compute_instance_id=compute_instance,
+                    processes=tuple(
+                        p for p in processes if instance_holds(ids, (p.gpu_instance_id, p.compute_instance_id))
+                    ),
+                    **read,
+                )
             )
-            own = tuple(
-                proc
-                for proc in processes
-                if proc.gpu_instance_id == gi
-                and (device.compute_instance_id is None or proc.compute_instance_id == device.compute_instance_id)
-            )
-            devices.append(replace(device, processes=own))
         mode = bool(mode_value) if mode_value is not None else (True if instances else None)
         pending = None if pending_value is None else bool(pending_value)
         return MigState(mode=mode, pending_mode=pending, devices=tuple(devices))

@@ -69,7 +69,6 @@ class MigReader:
         # queries of the parent, whose passing failures skip that handle this time only.
         self._uuid = nvml.query(nvml.function("nvmlDeviceGetUUID"))
         self._gpm_sample = nvml.query(nvml.function("nvmlGpmMigSampleGet", handle))
-        self._not_found = getattr(pynvml, "NVML_ERROR_NOT_FOUND", None)
         self._past_last = getattr(pynvml, "NVML_ERROR_INVALID_ARGUMENT", None)
         memory_v2 = getattr(pynvml, "nvmlMemory_v2", None)
         self._memory_variants = (
@@ -80,11 +79,6 @@ class MigReader:
         self.pending_mode: bool | None = None
         self._instances: dict[str, _Instance] = {}  # by UUID, in index order
         self._gpm: dict[int, GpmReader] = {}  # by GPU instance id: GPM is per GPU instance, not per MIG device
-
-    @property
-    def supported(self) -> bool:
-        """False once the GPU has said it has no MIG (NotSupported): nothing more is asked."""
-        return self._mode.available
 
     @property
     def active(self) -> bool:
@@ -142,7 +136,7 @@ class MigReader:
         if own and all(listed is None for listed in own):
             everyone = parent()
             for instance in instances:
-                instance.processes = tuple(proc for proc in everyone if _runs_in(proc, instance.facts))
+                instance.processes = tuple(proc for proc in everyone if instance.facts.holds(proc))
             return everyone
         for instance, its_own in zip(instances, own, strict=True):
             instance.processes = its_own or ()
@@ -266,12 +260,5 @@ def share_out(gpu: GpuSample) -> GpuSample:
 def _with_processes(device: MigDevice, processes: tuple[GpuProcess, ...]) -> MigDevice:
     """The device with those of `processes` that run in it; itself when they are the ones it holds (most
     instances, most ticks: this runs for each of up to seven instances a GPU on every tick)."""
-    mine = tuple(proc for proc in processes if _runs_in(proc, device))
+    mine = tuple(proc for proc in processes if device.holds(proc))
     return device if mine == device.processes else dataclasses.replace(device, processes=mine)
-
-
-def _runs_in(proc: GpuProcess, device: MigDevice) -> bool:
-    """Whether a process of the parent's list runs in this MIG device (its compute instance, where both say)."""
-    if proc.gpu_instance_id is None or proc.gpu_instance_id != device.gpu_instance_id:
-        return False
-    return proc.compute_instance_id is None or device.compute_instance_id in (None, proc.compute_instance_id)

@@ -116,7 +116,7 @@ class UtilBuckets:
 
 def mig_on(sample: GpuSample | None) -> bool:
     """The GPU runs in MIG mode now: whole-GPU utilization does not exist, its instances carry the activity."""
-    return sample is not None and sample.mig is not None and bool(sample.mig.mode)
+    return sample is not None and sample.in_mig_mode
 
 
 def shown_instances(sample: GpuSample | None, only_slice: str | None) -> tuple[MigDevice, ...]:

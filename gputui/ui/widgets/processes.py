@@ -124,7 +124,7 @@ def _instance(gpu: GpuSample, proc: GpuProcess) -> str | None:
     """'GI2 3g.40gb': the MIG instance a process runs in, by its GPU instance id and the instance's profile."""
     if proc.gpu_instance_id is None:
         return None
-    device = gpu.mig.device_of(proc.gpu_instance_id) if gpu.mig is not None else None
+    device = gpu.instance_of(proc)
     profile = device.profile if device is not None else None
     return f"GI{proc.gpu_instance_id}" + (f" {profile}" if profile else "")
 
