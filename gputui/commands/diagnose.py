@@ -37,6 +37,7 @@ from gputui.diagnostics.locale import LANGS, resolve_lang
 from gputui.diagnostics.verdict import Verdict, verdict_to_dict
 from gputui.formatting import fmt_duration
 from gputui.model import Snapshot, SystemInfo
+from gputui.session.diagnose import ClosedFindings
 from gputui.sources.base import InvalidGpuSelection, NoJobTrace, Source, SourceUnavailable
 
 if TYPE_CHECKING:
@@ -176,18 +177,18 @@ class _Seen:
 
     def __init__(self) -> None:
         self.last: Tick | None = None
-        self.ended: dict[tuple[str, tuple[int, ...], float], Finding] = {}
+        self.ended = ClosedFindings()
         self.notices: dict[str, None] = {}
 
     def add(self, tick: Tick) -> None:
         self.last = tick
         self.notices.update(dict.fromkeys(tick.snapshot.events))
-        self.ended.update((_seen(f), f) for f in tick.closed if f.ended_at is not None)
+        self.ended.add(tick.closed)
 
     def outcome(self, system: SystemInfo) -> Outcome:
         if self.last is None:
             return Outcome(system, None, ())
-        closed = sorted(self.ended.values(), key=lambda f: (-f.severity, f.started_at))
+        closed = self.ended.worst_first()
         last = self.last.snapshot
         return Outcome(last.system, self.last.verdict, (*self.last.active, *closed), tuple(self.notices), last)
 
@@ -208,11 +209,6 @@ def _diagnose(args: argparse.Namespace, engine: DiagnosticsEngine, recorder: Rec
     finally:
         source.close()
     return seen.outcome(system)
-
-
-def _seen(finding: Finding) -> tuple[str, tuple[int, ...], float]:
-    """A finding's identity over the run: the same rule on the same GPUs (or MIG instances) may open twice."""
-    return (*finding.key, finding.started_at)
 
 
 class _WithTorchCuda:

@@ -4,9 +4,10 @@ exporter and the fleet view wrap it (a broken rule must not stop the readings; a
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from gputui.diagnostics.engine import DiagnosticsState
+from gputui.diagnostics.findings import Finding
 from gputui.model import Snapshot
 
 # Takes each new reading of one machine, returns the verdict and findings after it. Stateful (windows, hysteresis),
@@ -52,3 +53,18 @@ def once_per_reading(diagnose: Diagnose) -> Diagnose:
         return last[snapshot.timestamp]
 
     return run
+
+
+class ClosedFindings:
+    """Every finding that closed during a run (a health check, a fleet's history), each once, worst first. A
+    finding is its rule on its GPUs or MIG instances (`Finding.key`) from when it opened: the same rule on the
+    same GPUs may open and close twice, and two instances of one GPU are two findings."""
+
+    def __init__(self) -> None:
+        self._ended: dict[tuple[object, ...], Finding] = {}
+
+    def add(self, closed: Iterable[Finding]) -> None:
+        self._ended.update(((*f.key, f.started_at), f) for f in closed if f.ended_at is not None)
+
+    def worst_first(self) -> tuple[Finding, ...]:
+        return tuple(sorted(self._ended.values(), key=lambda f: (-f.severity, f.started_at)))

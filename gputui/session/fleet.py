@@ -21,7 +21,7 @@ from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.fleet import FleetFinding, NodeWindow, fleet_findings
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
-from gputui.session.diagnose import Diagnose, new_diagnose, once_per_reading, tolerant
+from gputui.session.diagnose import ClosedFindings, Diagnose, new_diagnose, once_per_reading, tolerant
 from gputui.session.sampling import Sampler, Tick
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.prometheus.client import PrometheusClient, PrometheusError
@@ -331,12 +331,12 @@ def diagnose_history(history: FleetHistory, diagnose_factory: Callable[[], Diagn
         node = history.hosts[host]
         diagnose = once_per_reading(tolerant(diagnose_factory(), host))
         last = None
-        ended: dict[tuple[str, tuple[int, ...], float], Finding] = {}
+        ended = ClosedFindings()
         for snapshot in node.snapshots:
             last = diagnose(snapshot)
-            ended.update(((f.rule, f.gpus, f.started_at), f) for f in last.closed if f.ended_at is not None)
+            ended.add(last.closed)
         still = () if last is None else last.active
-        closed = sorted(ended.values(), key=lambda f: (-f.severity, f.started_at))
+        closed = ended.worst_first()
         verdict = None if last is None else last.verdict
         out.append(NodeDiagnosis(host, node.source, node.snapshots, verdict, still, (*still, *closed)))
     return tuple(out)

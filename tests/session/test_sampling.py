@@ -86,3 +86,21 @@ def test_a_reading_seen_again_is_judged_once() -> None:
     states = [once(first), once(first), once(later), once(later)]
     assert judged == [first.timestamp, later.timestamp]
     assert states[0] is states[1] and states[2] is states[3] and states[1] != states[2]
+
+
+def test_closed_findings_are_told_apart_by_instance_and_by_start() -> None:
+    """A health check and a fleet's history list each closed finding once: two MIG instances' findings of one
+    rule that open together are two; the same finding seen closed again is one; a later reopening is another."""
+    from gputui.diagnostics.findings import Finding, Severity
+    from gputui.session.diagnose import ClosedFindings
+
+    def closed(gi: int, start: float, severity: Severity = Severity.WARNING) -> Finding:
+        return Finding(
+            "gpu_contention", severity, "t", "a", gpus=(0,), mig_instances=((0, gi),), started_at=start, ended_at=9.0
+        )
+
+    still_open = Finding("thermal_throttle", Severity.CRITICAL, "t", "a", gpus=(1,))
+    ended = ClosedFindings()
+    ended.add((closed(1, 1.0), closed(2, 1.0), still_open))
+    ended.add((closed(1, 1.0), closed(1, 5.0, Severity.CRITICAL)))
+    assert ended.worst_first() == (closed(1, 5.0, Severity.CRITICAL), closed(1, 1.0), closed(2, 1.0))
