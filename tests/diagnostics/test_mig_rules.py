@@ -274,3 +274,19 @@ def test_a_health_check_keeps_both_instances_closed_findings_that_opened_togethe
     seen = _Seen()
     seen.add(Tick(snapshot=reading, closed=closed))
     assert seen.outcome(reading.system).findings == closed
+
+
+def test_contention_on_a_whole_gpu_waiting_for_mig_is_advised_as_a_whole_gpu() -> None:
+    """A GPU with MIG turned on but not yet reset runs whole: its contention advice is another GPU, not another
+    instance."""
+    from dataclasses import replace
+
+    from gputui.model import GpuProcess, MigState
+
+    def shared(i: int) -> list[GpuSample]:
+        procs = (GpuProcess(100, 10**9), GpuProcess(101, 10**9))
+        return [replace(gpu(0), processes=procs, mig=MigState(mode=False, pending_mode=True))]
+
+    state = run(shared)
+    [finding] = by_rule(state, "gpu_contention")
+    assert finding.variant == "" and "free GPU" in finding.advice and finding.mig_instances == ()

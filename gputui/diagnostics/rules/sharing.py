@@ -37,7 +37,7 @@ def gpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
             proc = w.host.process(pid)
             params |= {"pid": pid, "who": proc.user if proc and proc.user else "?", "share": fmt_pct(share)}
             variant = "shares"
-        elif g.mig is not None:  # an instance: the way out is another instance, not another GPU
+        elif instance_of(g.index) is not None:  # an instance: the way out is another instance, not another GPU
             variant = "mig"
         listed = ", ".join(f"{pid}: {fmt_pct(share)}" for pid, share in shares) or None
         yield Hit(
