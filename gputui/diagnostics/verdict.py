@@ -359,30 +359,34 @@ class VerdictTracker:
         self.hold_s = hold_s
         self.refresh_s = refresh_s
         self._current: Verdict | None = None
+        self._current_key: tuple[object, ...] | None = None  # the key of the judgement it was taken from
         self._worded = 0.0  # when the current verdict's words were last renewed
         self._pending: tuple[tuple[object, ...], float] | None = None
 
     def update(self, candidate: Judgement, now: float) -> Verdict:
         """The verdict to show after this instant's; `candidate` is put into words only when it is taken."""
         current = self._current
-        if current is not None and candidate.key == current.key and current.cls != "unknown":
+        same = current is not None and candidate.key == self._current_key
+        if current is not None and same and current.cls != "unknown":
             self._pending = None
             if now - self._worded >= self.refresh_s:
-                current = self._take(replace(candidate.words(), since=current.since), now)
+                current = self._take(candidate, replace(candidate.words(), since=current.since), now)
             return current
         if current is None or current.cls == "unknown":  # leaving `unknown` needs no holding: nothing to flap
             self._pending = None
             taken = candidate.words()
-            if current is not None and candidate.key == current.key:
+            if current is not None and same:
                 taken = replace(taken, since=current.since)
-            return self._take(taken, now)
+            return self._take(candidate, taken, now)
         if self._pending is None or self._pending[0] != candidate.key:
             self._pending = (candidate.key, now)
         if now - self._pending[1] >= self.hold_s:
-            current = self._take(replace(candidate.words(), since=self._pending[1]), now)
+            current = self._take(candidate, replace(candidate.words(), since=self._pending[1]), now)
             self._pending = None
         return current
 
-    def _take(self, verdict: Verdict, now: float) -> Verdict:
-        self._current, self._worded = verdict, now
+    def _take(self, judged: Judgement, verdict: Verdict, now: float) -> Verdict:
+        """The verdict shown from now, and the key of the judgement it came from: the next judgements are compared
+        with that key (a Verdict's own key names its groups, not the findings a judgement notes)."""
+        self._current, self._current_key, self._worded = verdict, judged.key, now
         return verdict

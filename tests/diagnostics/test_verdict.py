@@ -219,3 +219,22 @@ def test_a_busy_gpu_is_not_input_bound_whatever_its_rank_runs_on() -> None:
     waiting = Window(series(10, lambda i: {"gpus": [gpu(utilization_gpu_pct=70.0)]}), TH.window_s)
     assert judge(busy, far, TH).cls == "gpu_bound"
     assert judge(waiting, far, TH).cls == "input_bound"
+
+
+@pytest.mark.parametrize("scenario", ["contention", "thermal", "mig-starving"])
+def test_a_mixed_verdict_stands_from_when_it_took_over(scenario: str) -> None:
+    """A mixed verdict that does not change is the same verdict tick after tick: it keeps the moment it took
+    over (it was taken again every hold, with a new `since`, while its judgement's key was compared with the
+    shown verdict's, which names its groups and not the findings the judgement notes)."""
+    now = [0.0]
+    source = SimulatedSource(scenario=scenario, clock=lambda: now[0])
+    source.open()
+    engine = DiagnosticsEngine()
+    taken = set()
+    for t in range(40):
+        now[0] = float(t)
+        verdict = engine.update(source.sample()).verdict
+        if verdict is not None and verdict.cls == "mixed" and t >= 20:
+            taken.add(verdict.since)
+    source.close()
+    assert len(taken) == 1
