@@ -6,7 +6,7 @@ All classes are frozen: a Snapshot is a fact about one instant and is shared bet
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, TypedDict
 
 SourceKind = Literal["nvml", "simulated", "replay", "remote"]
@@ -260,6 +260,22 @@ class MigState:
     @property
     def change_pending(self) -> bool:
         return self.mode is not None and self.pending_mode is not None and self.mode != self.pending_mode
+
+    def gpu_instances(self) -> tuple[MigDevice, ...]:
+        """One device per GPU instance (memory and GPM are the GPU instance's): a GPU instance split into compute
+        instances lists one MIG device each, and is returned once, as its first, holding all their processes."""
+        first: dict[int, MigDevice] = {}
+        processes: dict[int, list[GpuProcess]] = {}
+        for device in self.devices:
+            gi = device.gpu_instance_id
+            if gi is None:
+                continue
+            first.setdefault(gi, device)
+            processes.setdefault(gi, []).extend(device.processes)
+        return tuple(
+            device if len(processes[gi]) == len(device.processes) else replace(device, processes=tuple(processes[gi]))
+            for gi, device in first.items()
+        )
 
     def device_of(self, gpu_instance_id: int | None) -> MigDevice | None:
         """The instance with this GPU instance id; None off MIG or when no instance has it."""

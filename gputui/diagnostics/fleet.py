@@ -428,10 +428,9 @@ def _idle_instances(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable
             continue
         latest = g.series[-1]
         assert latest.mig is not None  # g.mig: split at its latest reading
-        for device in latest.mig.devices:
+        for device in latest.mig.gpu_instances():
             gi = device.gpu_instance_id
-            if gi is None:
-                continue
+            assert gi is not None  # gpu_instances() holds only instances with an id
             run = _instance_idle_run(g.series, gi, th)
             if not run or run[-1][0].timestamp - run[0][0].timestamp < th.idle_allocation_s:
                 continue

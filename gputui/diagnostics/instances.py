@@ -7,7 +7,9 @@ snapshot into one where each MIG GPU is replaced by one sample per instance, und
 activity when GPM gives it (else None: unknown, never idle), and the parent's own readings (clocks, throttle
 reasons, temperature, power, PCIe, ECC, XID), which apply to every instance on it. The rules that judge the work
 (`Rule.per_instance`) read such snapshots; the others read the GPU itself, so heat is one finding on the GPU,
-not one per instance. A unit index is never a real GPU's: no GPU has a million indices.
+not one per instance. A unit index is never a real GPU's: no GPU has a million indices. A unit is a GPU instance:
+one split into compute instances (one MIG device each) is judged once, with all their processes, as its memory
+and GPM are the GPU instance's (`MigState.gpu_instances`).
 """
 
 from __future__ import annotations
@@ -62,7 +64,7 @@ def expand(snapshot: Snapshot) -> Snapshot:
     gpus: list[GpuSample] = []
     unit_infos: list[GpuInfo] = []
     for sample in snapshot.gpus:
-        devices = [] if sample.mig is None else [d for d in sample.mig.devices if d.gpu_instance_id is not None]
+        devices = () if sample.mig is None else sample.mig.gpu_instances()
         if sample.lost or not devices:
             gpus.append(sample)
             continue

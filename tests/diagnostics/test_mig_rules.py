@@ -290,3 +290,21 @@ def test_contention_on_a_whole_gpu_waiting_for_mig_is_advised_as_a_whole_gpu() -
     state = run(shared)
     [finding] = by_rule(state, "gpu_contention")
     assert finding.variant == "" and "free GPU" in finding.advice and finding.mig_instances == ()
+
+
+def test_a_gpu_instance_split_into_compute_instances_is_one_unit_with_all_their_processes() -> None:
+    """Each compute instance is a MIG device of its own, but memory and GPM are the GPU instance's: one unit (two
+    units under one index would mix their series), holding both compute instances' processes."""
+    from dataclasses import replace
+
+    first = instance(1, [100])
+    second = replace(
+        instance(1, [101]),
+        index=1,
+        uuid="MIG-0000-1b",
+        compute_instance_id=1,
+        processes=tuple(replace(p, compute_instance_id=1) for p in instance(1, [101]).processes),
+    )
+    units = [g for g in expand(snap(0.0, [mig_gpu(0, first, second)])).gpus]
+    assert [g.index for g in units] == [unit_index(0, 1)]
+    assert [p.pid for p in units[0].processes] == [100, 101]
