@@ -17,25 +17,22 @@ import math
 import sys
 import time
 from dataclasses import dataclass, replace
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputui.argtypes import positive_seconds
 from gputui.commands import common
 from gputui.commands.diagnose_fleet import DEFAULT_SINCE_S, MAX_STEPS, MIN_STEP_S
-from gputui.diagnostics.catalog import severity_label, text
+from gputui.commands.findings_text import exit_code, finding_lines
+from gputui.diagnostics.catalog import text
 from gputui.diagnostics.config import ConfigError, load_config
 from gputui.diagnostics.findings import (
     Finding,
-    Severity,
     finding_to_dict,
-    format_evidence,
 )
 from gputui.diagnostics.groups import group_findings, group_to_dict, sort_groups
 from gputui.diagnostics.locale import LANGS, resolve_lang
 from gputui.diagnostics.verdict import Verdict, verdict_to_dict
-from gputui.formatting import fmt_duration
 from gputui.model import Snapshot, SystemInfo
 from gputui.session.diagnose import ClosedFindings
 from gputui.sources.base import InvalidGpuSelection, NoJobTrace, Source, SourceUnavailable
@@ -136,12 +133,7 @@ def run(args: argparse.Namespace) -> int:
             if recorder.warning:
                 print(f"gputui: {recorder.warning}", file=sys.stderr)
     _emit(args, outcome, lang)
-    worst = max((f.severity for f in outcome.findings), default=None)
-    if worst == Severity.CRITICAL:
-        return common.EXIT_CRITICAL
-    if worst == Severity.WARNING:
-        return common.EXIT_WARNINGS
-    return common.EXIT_OK
+    return exit_code(f.severity for f in outcome.findings)
 
 
 def _open(args: argparse.Namespace) -> tuple[Source, SystemInfo, Pace]:
@@ -267,24 +259,5 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
     if system is not None:
         out.append(text("cli.sampled", lang, host=system.hostname, seconds=f"{args.seconds:g}"))
     out += [text("cli.notice", lang, notice=notice) for notice in outcome.notices]
-    if not any(f.severity > Severity.INFO for f in findings):
-        out.append(text("cli.none", lang))
-    now = text("win.now", lang)
-    for group in groups:
-        where = group.rule
-        ended = group.ended_at
-        if ended is not None:
-            held = f"{_clock(group.started_at)}-{_clock(ended)}"
-            where += ", " + text("cli.was", lang, span=held)
-        elif group.duration_s >= 1:
-            where += ", " + text("cli.since", lang, duration=fmt_duration(group.duration_s))
-        out.append(f"{severity_label(group.severity, lang)}  {group.title}  [{where}]")
-        if group.evidence:
-            out.append("      " + " | ".join(format_evidence(ev, quiet_window=now) for ev in group.evidence))
-        out.append(f"      {text('cli.advice', lang)}: {group.advice}")
+    out += finding_lines(groups, lang)
     print("\n".join(out))
-
-
-def _clock(timestamp: float) -> str:
-    """A time of day on this machine's clock, as the user's own logs show it."""
-    return datetime.fromtimestamp(timestamp).strftime("%H:%M:%S")

@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gputui.commands import common
+from gputui.commands.findings_text import exit_code, finding_lines
 from gputui.diagnostics.catalog import severity_label, text
 from gputui.diagnostics.config import DiagnosticsConfig, for_step
-from gputui.diagnostics.findings import Finding, Severity, finding_to_dict, format_evidence
+from gputui.diagnostics.findings import Severity, finding_to_dict
 from gputui.diagnostics.fleet import NodeWindow, fleet_finding_to_dict, fleet_findings
 from gputui.diagnostics.groups import group_findings, sort_groups
 from gputui.diagnostics.verdict import verdict_to_dict
@@ -74,14 +75,7 @@ def run(args: argparse.Namespace, config: DiagnosticsConfig, lang: str) -> int:
         )
     else:
         print("\n".join(_text(client.url, args.since, step, nodes, fleet, notices, lang)))
-    worst = max(
-        (*(f.severity for node in nodes for f in node.findings), *(severity for severity, _ in fleet)), default=None
-    )
-    if worst == Severity.CRITICAL:
-        return common.EXIT_CRITICAL
-    if worst == Severity.WARNING:
-        return common.EXIT_WARNINGS
-    return common.EXIT_OK
+    return exit_code((*(f.severity for node in nodes for f in node.findings), *(severity for severity, _ in fleet)))
 
 
 def _fleet_findings(nodes: Sequence[NodeDiagnosis], lang: str) -> list[tuple[Severity, dict[str, Any]]]:
@@ -121,24 +115,11 @@ def _text(
             out.append("   " + text("cli.dcgm_only", lang))
         if node.verdict is not None:
             out.append("   " + text("cli.verdict", lang, line=node.verdict.line))
-        out += ["   " + line for line in _findings_text(node.findings, lang)]
+        out += ["   " + line for line in finding_lines(sort_groups(group_findings(node.findings, lang)), lang)]
     out.append(text("cli.fleet.findings", lang))
     if not fleet:
         out.append("   " + text("cli.fleet.none", lang))
     for severity, document in fleet:
         out.append(f"   {severity_label(severity, lang)}  {document['title']}  [{document['rule']}]")
         out.append(f"         {text('cli.advice', lang)}: {document['advice']}")
-    return out
-
-
-def _findings_text(findings: Sequence[Finding], lang: str) -> list[str]:
-    if not any(f.severity > Severity.INFO for f in findings):
-        return [text("cli.none", lang)]
-    out = []
-    now = text("win.now", lang)
-    for group in sort_groups(group_findings(findings, lang)):
-        out.append(f"{severity_label(group.severity, lang)}  {group.title}  [{group.rule}]")
-        if group.evidence:
-            out.append("      " + " | ".join(format_evidence(ev, quiet_window=now) for ev in group.evidence))
-        out.append(f"      {text('cli.advice', lang)}: {group.advice}")
     return out

@@ -246,3 +246,26 @@ def test_bad_config_key_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[s
     config.write_text("[diagnostics.thresholds]\nbusy = 1\n", encoding="utf-8")
     assert main(["diagnose", "--demo", "healthy", "--config", str(config)]) == 2
     assert "unknown key 'diagnostics.thresholds.busy'" in capsys.readouterr().err
+
+
+def test_a_closed_finding_is_printed_as_closed_by_diagnose_and_by_each_fleet_node() -> None:
+    """One printer for `diagnose` and `diagnose --prometheus`: a finding that closed during the window says when
+    it held (the fleet's nodes printed it as if still open); one still open says for how long."""
+    from gputui.commands.findings_text import finding_lines
+    from gputui.diagnostics.findings import Finding, Severity
+    from gputui.diagnostics.groups import group_findings, sort_groups
+
+    closed = Finding(
+        "thermal_throttle",
+        Severity.WARNING,
+        "hot",
+        "cool it",
+        gpus=(0,),
+        started_at=100.0,
+        duration_s=30.0,
+        ended_at=130.0,
+    )
+    still = Finding("pcie_downgrade", Severity.CRITICAL, "slow link", "reseat", gpus=(1,), duration_s=42.0)
+    lines = finding_lines(sort_groups(group_findings((still, closed), "en")), "en")
+    assert lines[0].endswith("slow link  [pcie_downgrade, for 42s]")
+    assert "hot  [thermal_throttle, was: " in lines[2] and lines[3].endswith("advice: cool it")

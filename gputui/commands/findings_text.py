@@ -1,0 +1,49 @@
+"""How `diagnose` and `diagnose --prometheus` print findings and turn them into an exit code: one way for both,
+so a node of the fleet reads as a health check of that node does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from gputui.commands import common
+from gputui.diagnostics.catalog import severity_label, text
+from gputui.diagnostics.findings import Severity, format_evidence
+from gputui.diagnostics.groups import FindingGroup
+from gputui.formatting import fmt_duration
+
+
+def finding_lines(groups: Sequence[FindingGroup], lang: str) -> list[str]:
+    """One row per rule and cause, worst first (groups.py), each with how long it has held or when it held (a
+    finding that closed), its evidence and its advice; "nothing found" when none is above info."""
+    out: list[str] = []
+    if not any(group.severity > Severity.INFO for group in groups):
+        out.append(text("cli.none", lang))
+    now = text("win.now", lang)
+    for group in groups:
+        where = group.rule
+        ended = group.ended_at
+        if ended is not None:
+            where += ", " + text("cli.was", lang, span=f"{_clock(group.started_at)}-{_clock(ended)}")
+        elif group.duration_s >= 1:
+            where += ", " + text("cli.since", lang, duration=fmt_duration(group.duration_s))
+        out.append(f"{severity_label(group.severity, lang)}  {group.title}  [{where}]")
+        if group.evidence:
+            out.append("      " + " | ".join(format_evidence(ev, quiet_window=now) for ev in group.evidence))
+        out.append(f"      {text('cli.advice', lang)}: {group.advice}")
+    return out
+
+
+def exit_code(severities: Iterable[Severity]) -> int:
+    """A health check's exit code from the worst finding: 4 critical, 1 warnings, 0 nothing above info."""
+    worst = max(severities, default=None)
+    if worst == Severity.CRITICAL:
+        return common.EXIT_CRITICAL
+    if worst == Severity.WARNING:
+        return common.EXIT_WARNINGS
+    return common.EXIT_OK
+
+
+def _clock(timestamp: float) -> str:
+    """A time of day on this machine's clock, as the user's own logs show it."""
+    return datetime.fromtimestamp(timestamp).strftime("%H:%M:%S")
