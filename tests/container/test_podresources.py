@@ -303,3 +303,44 @@ def test_a_list_older_than_a_new_pod_does_not_name_it_by_its_gpu(kubelet: tuple[
         assert names.lookup(UID_B, [GPU0]) == PodRef("ml", "new-0", "c")
     finally:
         names.close()
+
+
+def test_a_process_on_a_mig_instance_is_named_through_its_instance(
+    kubelet: tuple[Kubelet, Path], tmp_path: Path
+) -> None:
+    """In MIG mode the kubelet hands out MIG instances ("MIG-<uuid>"), not the GPU: the process's instance names
+    its pod, even where two pods share the GPU."""
+    from gputui.sources.host.source import HostSource
+    from gputui.sources.nvml.source import NvmlSource
+    from tests.fake_psutil import FakeProcess, FakePsutil
+    from tests.fake_pynvml import FakeNvml, mig_gpu
+
+    servicer, socket = kubelet
+    nvml = FakeNvml([mig_gpu(("3g.40gb", "3g.40gb"), processes=[[4242], [4343]])])
+    root = proc_root(tmp_path)
+    process(root, 4242, {3: "/dev/nvidia0"}, cgroup=f"0::/kubepods/burstable/pod{UID_A}/{HEX64}\n")
+    ps = FakePsutil()
+    ps.processes[4242] = FakeProcess(4242)
+    clock = Clock(1000.0)
+    host = HostSource(clock=clock, psutil_module=ps, root=root, pod_resources_socket=socket)  # type: ignore[arg-type]
+    source = NvmlSource(pynvml=nvml, host=host, clock=clock, root=root, slow_every=1)
+    source.open()
+    try:
+        mig = source.sample().gpus[0].mig
+        assert mig is not None
+        first, second = (device.uuid for device in mig.devices)
+        assert first is not None and first.startswith("MIG-") and second is not None
+        servicer.pods = [pod("ml", "train-0", ("trainer", [first])), pod("ml", "other-0", ("c", [second]))]
+        assert host.pod_names is not None
+        names = host.pod_names
+        lists = names.lists
+        named = None
+        for _ in range(10):
+            clock.advance(1.0)
+            named = source.sample().host.process(4242)
+            if named is not None and named.namespace is not None:
+                break
+            until(lambda: names.lists > lists)
+        assert named is not None and (named.pod, named.namespace, named.k8s_container) == ("train-0", "ml", "trainer")
+    finally:
+        source.close()

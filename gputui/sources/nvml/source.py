@@ -331,13 +331,20 @@ class NvmlSource:
         gpus = tuple(self._sample_gpu(gpu, now, slow, xids.get(gpu.index, ())) for gpu in self._gpus)
         joined = self._join.join(gpus, self._minors, slow)
         gpus = tuple(gpu if gpu is read else share_out(gpu) for gpu, read in zip(joined, gpus, strict=True))
-        pids = {proc.pid for gpu in gpus for proc in gpu.processes if proc.seen != "hidden"}
-        gpus_of: dict[int, list[str]] = {}  # pid -> the UUIDs of its GPUs, which name its pod's container
+        pids: set[int] = set()
+        # pid -> the UUIDs of its devices, by which the kubelet names its pod's container: its GPU's, or in MIG mode
+        # its instance's ("MIG-..."), as a device plugin hands out a MIG slice
+        gpus_of: dict[int, list[str]] = {}
         for gpu_sample in gpus:
             uuid = self._uuids.get(gpu_sample.index)
             for proc in gpu_sample.processes:
-                if uuid is not None and proc.seen != "hidden":
-                    gpus_of.setdefault(proc.pid, []).append(uuid)
+                if proc.seen == "hidden":
+                    continue
+                pids.add(proc.pid)
+                instance = gpu_sample.instance_of(proc)
+                device = instance.uuid if instance is not None and instance.uuid else uuid
+                if device is not None:
+                    gpus_of.setdefault(proc.pid, []).append(device)
         events: list[str] = []
         if self._watcher is not None and self._watcher.error is not None and not self._xid_error_reported:
             self._xid_error_reported = True
