@@ -28,7 +28,7 @@ from typing import Any
 
 from gputui.model import GpmValues, GpuProcess, GpuSample, MigDevice, MigState
 from gputui.sources.nvml.efficiency import GpmReader
-from gputui.sources.nvml.processes import instance_id, merge_processes
+from gputui.sources.nvml.processes import COMPUTE_PROCESSES, GRAPHICS_PROCESSES, instance_id, merge_processes
 from gputui.sources.nvml.query import Nvml, Query
 
 MIB = 1024 * 1024
@@ -61,7 +61,6 @@ class MigReader:
     def __init__(self, nvml: Nvml, handle: Any) -> None:
         self._nvml = nvml
         self._handle = handle
-        pynvml = nvml.pynvml
         self._mode = nvml.query(nvml.function("nvmlDeviceGetMigMode", handle))
         self._count = nvml.query(nvml.function("nvmlDeviceGetMaxMigDeviceCount", handle))
         self._by_index = nvml.query(nvml.function("nvmlDeviceGetMigDeviceHandleByIndex", handle))
@@ -69,12 +68,7 @@ class MigReader:
         # queries of the parent, whose passing failures skip that handle this time only.
         self._uuid = nvml.query(nvml.function("nvmlDeviceGetUUID"))
         self._gpm_sample = nvml.query(nvml.function("nvmlGpmMigSampleGet", handle))
-        self._past_last = getattr(pynvml, "NVML_ERROR_INVALID_ARGUMENT", None)
-        memory_v2 = getattr(pynvml, "nvmlMemory_v2", None)
-        self._memory_variants = (
-            nvml.function("nvmlDeviceGetMemoryInfo", version=memory_v2) if memory_v2 is not None else None,
-            nvml.function("nvmlDeviceGetMemoryInfo"),
-        )
+        self._past_last = getattr(nvml.pynvml, "NVML_ERROR_INVALID_ARGUMENT", None)
         self.mode: bool | None = None
         self.pending_mode: bool | None = None
         self._instances: dict[str, _Instance] = {}  # by UUID, in index order
@@ -210,15 +204,9 @@ class MigReader:
         return _Instance(
             handle=handle,
             facts=facts,
-            memory=nvml.mig_query(*self._memory_variants),
-            compute=nvml.mig_query(
-                nvml.function("nvmlDeviceGetComputeRunningProcesses_v3"),
-                nvml.function("nvmlDeviceGetComputeRunningProcesses_v2"),
-            ),
-            graphics=nvml.mig_query(
-                nvml.function("nvmlDeviceGetGraphicsRunningProcesses_v3"),
-                nvml.function("nvmlDeviceGetGraphicsRunningProcesses_v2"),
-            ),
+            memory=nvml.mig_query(*nvml.memory_info()),
+            compute=nvml.mig_query(*nvml.variants(COMPUTE_PROCESSES)),
+            graphics=nvml.mig_query(*nvml.variants(GRAPHICS_PROCESSES)),
         )
 
     def _instance_processes(self, instance: _Instance) -> tuple[GpuProcess, ...] | None:

@@ -11,6 +11,9 @@ from typing import Any, Literal
 
 from gputui.model import GpuProcess
 
+# The running-process lists, newest struct first (v3 and v2 carry the MIG instance ids), of a GPU or a MIG instance.
+COMPUTE_PROCESSES = ("nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2")
+GRAPHICS_PROCESSES = ("nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2")
 NO_INSTANCE = 0xFFFFFFFF  # nvml.h: gpuInstanceId and computeInstanceId "set to 0xFFFFFFFF otherwise" (off MIG)
 
 

@@ -103,6 +103,17 @@ class Nvml:
             return None
         return functools.partial(fn, *args, **kwargs) if args or kwargs else fn
 
+    def variants(self, names: Iterable[str], *args: Any) -> tuple[Call | None, ...]:
+        """The functions `names`, newest first, each with `args` bound (none: the handle is given at each call)."""
+        return tuple(self.function(name, *args) for name in names)
+
+    def memory_info(self, *args: Any) -> tuple[Call | None, ...]:
+        """nvmlDeviceGetMemoryInfo newest first: with the v2 struct (it tells reserved memory apart) where this
+        pynvml has it, then v1; `args` as for `variants`."""
+        v2 = getattr(self.pynvml, "nvmlMemory_v2", None)
+        newest = self.function("nvmlDeviceGetMemoryInfo", *args, version=v2) if v2 is not None else None
+        return newest, self.function("nvmlDeviceGetMemoryInfo", *args)
+
     def query(self, *variants: Call | None) -> Query:
         return Query(self, variants)
 

@@ -33,7 +33,7 @@ from gputui.sources.host.visible import mig_slice, old_mig_name
 from gputui.sources.nvml.efficiency import GpmReader, ProcessUtilization
 from gputui.sources.nvml.events import DEFAULT_WAIT_MS, XidWatcher
 from gputui.sources.nvml.mig import MigReader, share_out
-from gputui.sources.nvml.processes import merge_processes
+from gputui.sources.nvml.processes import COMPUTE_PROCESSES, GRAPHICS_PROCESSES, merge_processes
 from gputui.sources.nvml.query import Fields, GpuLost, Nvml, Query, Verdict
 from gputui.sources.nvml.topology import NvLinkCounters, NvLinkReader, read_topology, resolve_remotes
 
@@ -80,9 +80,8 @@ def _sampled_queries(nvml: Nvml, handle: Any) -> dict[str, Query]:
         return nvml.query(nvml.function(name, handle, *args))
 
     def newest_first(*names: str, args: tuple[Any, ...] = ()) -> Query:
-        return nvml.query(*(nvml.function(name, handle, *args) for name in names))
+        return nvml.query(*nvml.variants(names, handle, *args))
 
-    memory_v2 = getattr(pynvml, "nvmlMemory_v2", None)
     return {
         # every tick
         "utilization": one("nvmlDeviceGetUtilizationRates"),
@@ -94,10 +93,7 @@ def _sampled_queries(nvml: Nvml, handle: Any) -> dict[str, Query]:
         ),
         "power": one("nvmlDeviceGetPowerUsage"),
         "power_limit": one("nvmlDeviceGetEnforcedPowerLimit"),
-        "memory": nvml.query(
-            nvml.function("nvmlDeviceGetMemoryInfo", handle, version=memory_v2) if memory_v2 is not None else None,
-            nvml.function("nvmlDeviceGetMemoryInfo", handle),
-        ),
+        "memory": nvml.query(*nvml.memory_info(handle)),
         "pcie_gen": one("nvmlDeviceGetCurrPcieLinkGeneration"),
         "pcie_width": one("nvmlDeviceGetCurrPcieLinkWidth"),
         "pcie_replay": one("nvmlDeviceGetPcieReplayCounter"),
@@ -112,12 +108,8 @@ def _sampled_queries(nvml: Nvml, handle: Any) -> dict[str, Query]:
         "encoder": one("nvmlDeviceGetEncoderUtilization"),
         "decoder": one("nvmlDeviceGetDecoderUtilization"),
         # every `slow_every` ticks
-        "compute_processes": newest_first(
-            "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"
-        ),
-        "graphics_processes": newest_first(
-            "nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"
-        ),
+        "compute_processes": nvml.query(*nvml.variants(COMPUTE_PROCESSES, handle)),
+        "graphics_processes": nvml.query(*nvml.variants(GRAPHICS_PROCESSES, handle)),
         "pcie_tx": one("nvmlDeviceGetPcieThroughput", pynvml.NVML_PCIE_UTIL_TX_BYTES),
         "pcie_rx": one("nvmlDeviceGetPcieThroughput", pynvml.NVML_PCIE_UTIL_RX_BYTES),
         "ecc_uncorrected": one(
