@@ -382,11 +382,7 @@ def _idle_allocated(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable
         if not run or run[-1].timestamp - run[0].timestamp < th.idle_allocation_s:
             continue
         holders = _compute(run[-1])
-        pod = run[-1].pod
-        if holders or pod is None:
-            owner = _owner(holders, g.node.snapshots[-1].host.processes, lang)
-        else:  # no process list (dcgm-exporter), but its pod labels name who holds it
-            owner = text("fleet.owner.pod", lang, pod=pod)
+        owner = _holder(holders, run[-1].pod, g, lang)
         memory = sum(p.used_memory_bytes or 0 for p in holders)
         held.setdefault((g.node.host, owner), []).append(_Held(g, tuple(run), memory))
     for (host, owner), found in sorted(held.items(), key=lambda item: item[0]):
@@ -417,6 +413,14 @@ def _idle_allocated(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable
         )
 
 
+def _holder(holders: Sequence[GpuProcess], pod: str | None, g: _Gpu, lang: str) -> str:
+    """Who holds a GPU or a MIG instance: its processes' owner, else (no process list: dcgm-exporter) the pod its
+    series are labelled with."""
+    if holders or pod is None:
+        return _owner(holders, g.node.snapshots[-1].host.processes, lang)
+    return text("fleet.owner.pod", lang, pod=pod)
+
+
 def _idle_instances(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable[FleetFinding]:
     """MIG instances that held a compute process and did nothing for the last `idle_allocation_s` or more, one
     finding per node and owner, as `_idle_allocated` names whole GPUs. Where no process is listed
@@ -435,11 +439,7 @@ def _idle_instances(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable
             if not run or run[-1][0].timestamp - run[0][0].timestamp < th.idle_allocation_s:
                 continue
             holders = _instance_compute(*run[-1])
-            pod = run[-1][1].pod
-            if holders or pod is None:
-                owner = _owner(holders, g.node.snapshots[-1].host.processes, lang)
-            else:  # no process list (dcgm-exporter), but its pod labels name who holds it
-                owner = text("fleet.owner.pod", lang, pod=pod)
+            owner = _holder(holders, run[-1][1].pod, g, lang)
             memory = sum(p.used_memory_bytes or 0 for p in holders)
             held.setdefault((g.node.host, owner), []).append(_HeldInstance(g, gi, run[-1][1], tuple(run), memory))
     for (host, owner), found in sorted(held.items(), key=lambda item: item[0]):
