@@ -136,7 +136,7 @@ class MainScreen(LeanScreen[None]):
         room = left - pane - table
         mode, fold = panel_layout(count, instance_rows, width, room)
         self.gpus.mode, self.gpus.fold = mode, fold
-        gpu_rows = max(mode, min(count * mode + (0 if fold else instance_rows), room))
+        gpu_rows = max(mode, min(self.gpus.total_height(mode, fold), room))
         self.gpus.styles.height = gpu_rows
         # What the panels leave goes to the table, or to the pane when there is no process to list.
         self.table.styles.height = 1 if empty else "1fr"

@@ -73,6 +73,10 @@ class GpuList(LineView):
             self.cursor = named[0]
         self.redraw()
 
+    def total_height(self, mode: int, fold: bool) -> int:
+        """The lines every panel takes at this layout: what the list needs to show them all."""
+        return sum(panel.height(mode, fold) for panel in self.panels)
+
     def _heights(self) -> list[int]:
         return [panel.height(max(1, self.mode), self.fold) for panel in self.panels]
 
