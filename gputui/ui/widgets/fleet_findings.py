@@ -34,7 +34,7 @@ def fleet_finding_lines(findings: Sequence[FleetFinding], lang: str, height: int
 
 def fleet_pane_height(findings: Sequence[FleetFinding], most: int) -> int:
     """Lines the pane wants: its title and one per finding, within `most` (and at least one)."""
-    return max(1, min(1 + len(findings) if findings else 1, most))
+    return max(1, min(1 + len(findings), most))
 
 
 class FleetFindingsPane(LineView):
