@@ -180,15 +180,17 @@ def read_fleet(client: PrometheusClient, match: str | None = None, *, at: float 
 def read_history(client: PrometheusClient, match: str | None, start: float, end: float, step: float) -> FleetHistory:
     """Every host's readings from `start` to `end`, one per `step` seconds: one range query per batch of names."""
     results = _run(lambda query: client.range(query, start, end, step), selectors(match))
-    # time -> every series' value then: one reading per host and step
-    steps: dict[float, list[tuple[Labels, float]]] = defaultdict(list)
+    # time -> every series' value then: one reading per host and step; each series' labels are read once
+    steps: dict[float, list[_Named]] = defaultdict(list)
     for result in results:
-        for labels, points in result.series:
+        for raw, points in result.series:
+            host, instance, own = _named(raw)
+            renamed = f"{EXPORTED}pod" in raw
             for at, value in points:
-                steps[at].append((labels, value))
+                steps[at].append((host, instance, own, value, renamed))
     readings: dict[str, list[HostReading]] = defaultdict(list)
     for at in sorted(steps):
-        for host, by_name in _by_host(steps[at]).items():
+        for host, by_name in _group(steps[at]).items():
             try:
                 readings[host].append(_reading(host, by_name, at))
             except RemoteFormatError:
@@ -224,34 +226,44 @@ def exporter_labels(labels: Labels) -> dict[str, str]:
     return out
 
 
+# A series as the grouping reads it: its host label, its scrape target, its labels as the exporter wrote them,
+# its value, and whether Prometheus renamed its `pod` (the target itself has pod labels).
+_Named = tuple[str | None, str | None, Labels, float, bool]
+
+
 def _by_host(series: Iterable[tuple[Labels, float]]) -> dict[str, dict[str, list[tuple[Labels, float]]]]:
-    """Series grouped by host, then by metric name. A series without a host label goes with the series of the
-    same scrape target that have one, else under its target's address.
+    """Series grouped by host, then by metric name (see `_group`)."""
+    return _group([(*_named(raw), value, f"{EXPORTED}pod" in raw) for raw, value in series])
+
+
+def _named(raw: Labels) -> tuple[str | None, str | None, Labels]:
+    """A series' host label, scrape target and labels as the exporter wrote them: read once per series."""
+    own = exporter_labels(raw)
+    return next((own[k] for k in HOST_LABELS if own.get(k)), None), own.get(INSTANCE_LABEL) or None, own
+
+
+def _group(named: Sequence[_Named]) -> dict[str, dict[str, list[tuple[Labels, float]]]]:
+    """Series of one instant grouped by host, then by metric name. A series without a host label goes with the
+    series of the same scrape target that have one, else under its target's address.
 
     Where some series of a target carry `exported_pod`, the target itself has pod labels (a ServiceMonitor): on
     that target's other series `pod`, `namespace` and `container` are the exporter's own pod, not a workload's,
-    and are dropped."""
-    named: list[tuple[str | None, str | None, dict[str, str], float, bool]] = []
+    and are dropped (from a copy: the labels are shared by every step of a history)."""
     host_of_instance: dict[str, str] = {}
     clashing: set[str] = set()
-    for raw, value in series:
-        own = exporter_labels(raw)
-        host = next((own[k] for k in HOST_LABELS if own.get(k)), None)
-        instance = own.get(INSTANCE_LABEL) or None
-        renamed = f"{EXPORTED}pod" in raw
+    for host, instance, _, _, renamed in named:
         if instance is not None:
             if host is not None:
                 host_of_instance.setdefault(instance, host)
             if renamed:
                 clashing.add(instance)
-        named.append((host, instance, own, value, renamed))
     out: dict[str, dict[str, list[tuple[Labels, float]]]] = defaultdict(lambda: defaultdict(list))
     for host, instance, labels, value, renamed in named:
         key = host or (host_of_instance.get(instance) if instance else None) or instance
         name = labels.get("__name__")
         if key is None or name is None:
             continue
-        if instance in clashing and not renamed:  # a copy: the labels may be the answer's own, shared by steps
+        if instance in clashing and not renamed:
             labels = {key: value for key, value in labels.items() if key not in OWNER_LABELS}
         out[key][name].append((labels, value))
     return out
@@ -267,7 +279,7 @@ def _reading(host: str, by_name: dict[str, list[tuple[Labels, float]]], at: floa
         }
     owners, instance_owners = _owners(by_name)
     snapshot = _with_pods(read_snapshot(by_name, fallback_hostname=host, now=at), owners, instance_owners)
-    instances = [labels.get(INSTANCE_LABEL) for found in by_name.values() for labels, _ in found]
+    instances = (labels.get(INSTANCE_LABEL) for found in by_name.values() for labels, _ in found)
     return HostReading(
         host=host,
         source=source,
