@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.sources.base import SourceUnavailable
+from gputui.sources.series import Labels
 
 DEFAULT_TIMEOUT_S = 5.0
 MAX_ANSWER_BYTES = 128 * 2**20  # ~100k series of gputui's labels; bounds a runaway answer, not a fleet
@@ -45,7 +46,6 @@ PASSWORD_ENV = "GPUTUI_PROMETHEUS_PASSWORD"
 CA_FILE_ENV = "GPUTUI_PROMETHEUS_CA_FILE"
 FILE_SUFFIX = "_FILE"
 
-Labels = Mapping[str, str]
 Point = tuple[float, float]  # (unix time, value)
 
 

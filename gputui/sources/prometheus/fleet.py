@@ -25,8 +25,8 @@ from typing import Literal
 
 from gputui import metric_schema as m
 from gputui.model import GpuSample, Snapshot
-from gputui.sources.prometheus.client import Labels, PrometheusClient, QueryResult
-from gputui.sources.series import RemoteFormatError, read_snapshot
+from gputui.sources.prometheus.client import PrometheusClient, QueryResult
+from gputui.sources.series import Labels, RemoteFormatError, read_snapshot
 
 NodeSource = Literal["gputui", "dcgm-exporter"]
 # What a node that only runs dcgm-exporter cannot show, in the words the views print.

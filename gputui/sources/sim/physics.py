@@ -42,7 +42,6 @@ GIB = 1 << 30
 MIB = 1 << 20
 
 DEFAULT_GPU_COUNT = 4
-
 DEFAULT_POWER_LIMIT_W = 700.0
 SLOWDOWN_C = 89
 SHUTDOWN_C = 92
@@ -52,6 +51,11 @@ MEMORY_TOTAL_BYTES = 80 * GIB
 MEMORY_RESERVED_BYTES = 512 * MIB
 PCIE_MAX_GEN = 5
 PCIE_MAX_WIDTH = 16
+
+
+def held_bytes(gib: float) -> int:
+    """GPU memory a process holds, in whole MiB as the driver reports it."""
+    return int(gib * GIB) // MIB * MIB
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +261,7 @@ class _Slice:
     @property
     def used_bytes(self) -> int:
         """What its processes hold; an instance without any reads the little an idle GPU does."""
-        return sum(int(gib * GIB) // MIB * MIB for _, gib in self.jobs) if self.jobs else MIB
+        return sum(held_bytes(gib) for _, gib in self.jobs) if self.jobs else MIB
 
 
 @functools.lru_cache(maxsize=256)
@@ -347,11 +351,8 @@ class MachinePhysics:
         key = f"gpu{index}"
         jobs = [(job, gib) for job in scene.jobs for gpu, gib in job.memory_gib if gpu == index]
         slices = self._slices(board, plan, jobs, key, t) if board.mig else None
-        if slices is None:
-            used = sum(int(gib * GIB) // MIB * MIB for _, gib in jobs)
-        else:
-            # The aggregate the driver gives on the parent (to root): what the instances hold together.
-            used = sum(piece.used_bytes for piece in slices)
+        # In MIG mode, the aggregate the driver gives on the parent (to root): what the instances hold together.
+        used = sum(held_bytes(gib) for _, gib in jobs) if slices is None else sum(piece.used_bytes for piece in slices)
         power_limit = min(plan.power_limit_w, board.power_limit_w)
         power_throttled = thermal_throttled = False
         if plan.idle:
@@ -408,7 +409,7 @@ class MachinePhysics:
             procs = tuple(
                 GpuProcess(
                     pid=job.pid,
-                    used_memory_bytes=int(gib * GIB) // MIB * MIB,
+                    used_memory_bytes=held_bytes(gib),
                     sm_pct=round(util * job.gpu_weight / weights),
                     mem_pct=round(mem_util * job.gpu_weight / weights),
                 )
@@ -535,7 +536,7 @@ class MachinePhysics:
                     processes=tuple(
                         GpuProcess(
                             pid=job.pid,
-                            used_memory_bytes=int(gib * GIB) // MIB * MIB,
+                            used_memory_bytes=held_bytes(gib),
                             gpu_instance_id=gi,
                             compute_instance_id=0,
                         )
