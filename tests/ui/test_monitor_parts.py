@@ -7,7 +7,7 @@ import pytest
 from gputui.cli import main
 from gputui.model import decode_clock_event_reasons
 from gputui.sources.base import SourceUnavailable
-from gputui.ui import text as t
+from gputui.ui import text
 from gputui.ui.widgets.gpu_panel import UtilBuckets
 from gputui.ui.widgets.host import core_lines
 from gputui.ui.widgets.lines import changed_span
@@ -15,37 +15,37 @@ from tests.ui.monitor_helpers import plain
 
 
 def test_missing_values_are_na() -> None:
-    assert t.fmt_pcie(None, None) == "n/a"
-    assert t.fmt_pstate(None) == "n/a"
-    assert t.bar(None, 4) == "????"
+    assert text.fmt_pcie(None, None) == "n/a"
+    assert text.fmt_pstate(None) == "n/a"
+    assert text.bar(None, 4) == "????"
 
 
 def test_numbers_are_short() -> None:
-    assert t.fmt_pcie(5, 16) == "Gen5 x16"
-    assert t.fmt_pstate(0) == "P0"
-    assert t.bar(0.5, 4) == "||  "
+    assert text.fmt_pcie(5, 16) == "Gen5 x16"
+    assert text.fmt_pstate(0) == "P0"
+    assert text.bar(0.5, 4) == "||  "
 
 
 def test_idle_is_not_a_problem_tag_and_bad_reasons_come_first() -> None:
     reasons = decode_clock_event_reasons(0x1 | 0x4 | 0x40 | 0x400)
-    assert [tag for tag, _ in t.reason_tags(reasons)] == ["HW-THERM", "PWR-CAP", "0x400"]
-    assert t.reason_tags(decode_clock_event_reasons(0x1)) == []
+    assert [tag for tag, _ in text.reason_tags(reasons)] == ["HW-THERM", "PWR-CAP", "0x400"]
+    assert text.reason_tags(decode_clock_event_reasons(0x1)) == []
 
 
 def test_temperature_grades_against_the_slowdown_threshold() -> None:
-    assert t.temperature_style(60, 89) == "green"
-    assert t.temperature_style(80, 89) == "green"
-    assert t.temperature_style(82, 89) == "yellow"
-    assert t.temperature_style(86, 89) == "bold red"  # at slowdown: red means the clocks are about to go
-    assert t.temperature_style(92, 100) == "yellow"
+    assert text.temperature_style(60, 89) == "green"
+    assert text.temperature_style(80, 89) == "green"
+    assert text.temperature_style(82, 89) == "yellow"
+    assert text.temperature_style(86, 89) == "bold red"  # at slowdown: red means the clocks are about to go
+    assert text.temperature_style(92, 100) == "yellow"
 
 
 def test_sparklines_and_charts_use_only_block_characters_and_show_gaps() -> None:
-    line = t.sparkline([0.0, 50.0, None, 100.0], 6)
+    line = text.sparkline([0.0, 50.0, None, 100.0], 6)
     assert line == "  ▁▅ █"
-    rows = t.chart_rows([100.0, 50.0, None], 3, 2, 100.0)
+    rows = text.chart_rows([100.0, 50.0, None], 3, 2, 100.0)
     assert rows == ["█  ", "██ "]
-    assert set("".join(rows)) <= set(t.SPARK_CHARS + " ")
+    assert set("".join(rows)) <= set(text.SPARK_CHARS + " ")
 
 
 def test_util_buckets_average_within_a_bucket_and_leave_gaps() -> None:

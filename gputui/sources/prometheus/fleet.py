@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from gputui import metric_schema as m
+from gputui import metric_schema
 from gputui.model import GpuSample, Snapshot
 from gputui.sources.prometheus.client import PrometheusClient, QueryResult
 from gputui.sources.series import Labels, RemoteFormatError, read_snapshot
@@ -31,7 +31,10 @@ from gputui.sources.series import Labels, RemoteFormatError, read_snapshot
 NodeSource = Literal["gputui", "dcgm-exporter"]
 # What a node that only runs dcgm-exporter cannot show, in the words the views print.
 NOT_FROM_DCGM = "host CPU, memory and processes: not available from dcgm-exporter"
-HOST_LABELS = (m.HOSTNAME_LABEL, m.LEGACY_HOSTNAME_LABEL)  # their exported_ forms too (exporter_labels)
+HOST_LABELS = (
+    metric_schema.HOSTNAME_LABEL,
+    metric_schema.LEGACY_HOSTNAME_LABEL,
+)  # their exported_ forms too (exporter_labels)
 INSTANCE_LABEL = "instance"
 OWNER_LABELS = ("pod", "namespace", "container")  # dcgm-exporter's Kubernetes labels on a GPU in use
 EXPORTED = "exported_"
@@ -46,33 +49,33 @@ _MATCHER = re.compile(rf"\s*({_LABEL})\s*(=~|!~|!=|=)\s*({_VALUE})\s*")
 def fleet_metric_names() -> tuple[str, ...]:
     """Every metric name the reader uses, gputui's and dcgm-exporter's, each once."""
     tables = (
-        m.GPU_SAMPLE_FIELDS,
-        m.GPU_INFO_FIELDS,
-        m.HOST_FIELDS,
-        m.CONTAINER_FIELDS,
-        m.PSI_FIELDS,
-        m.PROC_FIELDS,
-        m.GPU_PROCESS_FIELDS,
-        m.MIG_DEVICE_FIELDS,
-        m.MIG_STATIC_FIELDS,
+        metric_schema.GPU_SAMPLE_FIELDS,
+        metric_schema.GPU_INFO_FIELDS,
+        metric_schema.HOST_FIELDS,
+        metric_schema.CONTAINER_FIELDS,
+        metric_schema.PSI_FIELDS,
+        metric_schema.PROC_FIELDS,
+        metric_schema.GPU_PROCESS_FIELDS,
+        metric_schema.MIG_DEVICE_FIELDS,
+        metric_schema.MIG_STATIC_FIELDS,
     )
     names = [spec.name for table in tables for spec in table]
-    names += [name for group in m.READ_ALIASES for name in group]
+    names += [name for group in metric_schema.READ_ALIASES for name in group]
     names += [
-        m.SOURCE_INFO_METRIC,
-        m.UP_METRIC,
-        m.TIMESTAMP_METRIC,
-        m.GPU_COUNT_METRIC,
-        m.CPU_COUNT_METRIC,
-        m.CPU_CORE_METRIC,
-        m.CONTAINER_QUOTA_METRIC,
-        *m.LOAD_METRICS,
-        m.GPU_INFO_METRIC,
-        m.GPU_LOST_METRIC,
-        m.GPU_PROCESS_METRIC,
-        m.PROCESS_INFO_METRIC,
-        m.MIG_PENDING_METRIC,
-        m.MIG_INSTANCE_INFO_METRIC,
+        metric_schema.SOURCE_INFO_METRIC,
+        metric_schema.UP_METRIC,
+        metric_schema.TIMESTAMP_METRIC,
+        metric_schema.GPU_COUNT_METRIC,
+        metric_schema.CPU_COUNT_METRIC,
+        metric_schema.CPU_CORE_METRIC,
+        metric_schema.CONTAINER_QUOTA_METRIC,
+        *metric_schema.LOAD_METRICS,
+        metric_schema.GPU_INFO_METRIC,
+        metric_schema.GPU_LOST_METRIC,
+        metric_schema.GPU_PROCESS_METRIC,
+        metric_schema.PROCESS_INFO_METRIC,
+        metric_schema.MIG_PENDING_METRIC,
+        metric_schema.MIG_INSTANCE_INFO_METRIC,
     ]
     return tuple(dict.fromkeys(names))
 
@@ -270,7 +273,7 @@ def _group(named: Sequence[_Named]) -> dict[str, dict[str, list[tuple[Labels, fl
 
 
 def _reading(host: str, by_name: dict[str, list[tuple[Labels, float]]], at: float) -> HostReading:
-    gputui_instances = {labels.get(INSTANCE_LABEL) for labels, _ in by_name.get(m.SOURCE_INFO_METRIC, ())}
+    gputui_instances = {labels.get(INSTANCE_LABEL) for labels, _ in by_name.get(metric_schema.SOURCE_INFO_METRIC, ())}
     source: NodeSource = "gputui" if gputui_instances else "dcgm-exporter"
     if gputui_instances:
         # gputui and dcgm-exporter both on the node: gputui's series are the whole reading, in one unit each.
@@ -337,13 +340,13 @@ def _owners(
     the exporter pod's own labels cannot be told from a workload's and read as one."""
     gpus: dict[int, dict[str, str]] = {}
     instances: dict[tuple[int, int], dict[str, str]] = {}
-    for spec in m.GPU_SAMPLE_FIELDS:
+    for spec in metric_schema.GPU_SAMPLE_FIELDS:
         for labels, _ in by_name.get(spec.name, ()):
             owner = {key: labels[key] for key in OWNER_LABELS if labels.get(key)}
             gpu = labels.get("gpu", "")
             if not owner or not gpu.isdigit():
                 continue
-            gi = labels.get(m.MIG_INSTANCE_LABEL)
+            gi = labels.get(metric_schema.MIG_INSTANCE_LABEL)
             if not gi:
                 gpus.setdefault(int(gpu), owner)
             elif gi.isdigit():  # an instance whose id is not a number is nobody's, as the reader has it
