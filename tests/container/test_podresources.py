@@ -19,8 +19,8 @@ import pytest
 grpc = pytest.importorskip("grpc", reason="grpcio is not installed (the k8s extra): pod names cannot be tested")
 
 from gputui.sources.host.attribution import Attribution, Attributor  # noqa: E402
-from gputui.sources.host.podresources import api_pb2, api_pb2_grpc  # noqa: E402
 from gputui.sources.host.podresources.client import PodNames, PodRef, list_pods  # noqa: E402
+from gputui.sources.host.podresources.third_party import api_pb2, api_pb2_grpc  # noqa: E402
 from tests.conftest import Clock  # noqa: E402
 from tests.container.fake_tree import proc_root, process  # noqa: E402
 
@@ -241,7 +241,7 @@ def test_the_committed_modules_are_what_the_proto_generates(tmp_path: Path) -> N
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     for generated in module.generate(tmp_path):
-        committed = REPO / "gputui/sources/host/podresources" / generated.name
+        committed = REPO / "gputui/sources/host/podresources/third_party" / generated.name
         assert generated.read_text() == committed.read_text(), f"{committed.name} is stale: run make podresources"
 
 

@@ -58,7 +58,7 @@ def list_pods(socket: Path, timeout_s: float = TIMEOUT_S) -> PodList:
     kubelet that may restart under it."""
     import grpc
 
-    from gputui.sources.host.podresources import api_pb2, api_pb2_grpc
+    from gputui.sources.host.podresources.third_party import api_pb2, api_pb2_grpc
 
     options = [("grpc.max_receive_message_length", MAX_MESSAGE_BYTES)]
     with grpc.insecure_channel(f"unix://{socket}", options=options) as channel:
