@@ -7,12 +7,14 @@ decimal, as `dd` and data sheets use them.
 from __future__ import annotations
 
 import argparse
+import functools
 import math
 import re
 from collections.abc import Callable
 from typing import TypeVar
 
 N = TypeVar("N", int, float)
+T = TypeVar("T")
 
 _BYTE_UNITS = {
     "": 1,
@@ -31,6 +33,20 @@ _BYTE_UNITS = {
     "TIB": 1024**4,
 }
 _SIZE = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*")
+
+
+def usage_errors(parse: Callable[[str], T]) -> Callable[[str], T]:
+    """An argparse type of `parse`, whose ValueError says in one line what is wrong with the text: argparse shows
+    an ArgumentTypeError's words, where of a ValueError it shows only "invalid <type> value"."""
+
+    @functools.wraps(parse)
+    def checked(text: str) -> T:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return checked
 
 
 def positive(convert: Callable[[str], N], what: str, example: str = "") -> Callable[[str], N]:
@@ -94,12 +110,10 @@ def parse_bytes(text: str) -> int:
     return value
 
 
+@usage_errors
 def byte_size(text: str) -> int:
     """`parse_bytes` for argparse."""
-    try:
-        return parse_bytes(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse_bytes(text)
 
 
 def port_number(text: str) -> int:

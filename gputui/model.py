@@ -6,8 +6,9 @@ All classes are frozen: a Snapshot is a fact about one instant and is shared bet
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Literal, TypedDict
+from typing import Any, Literal, TypedDict
 
 SourceKind = Literal["nvml", "simulated", "replay", "remote"]
 
@@ -208,6 +209,26 @@ def instance_holds(instance: tuple[int | None, int | None], process: tuple[int |
     return process_compute_instance is None or compute_instance in (None, process_compute_instance)
 
 
+# The activity a MigDevice shares with a GpuSample by name: GPM, of one GPU instance or of the whole GPU. A MIG
+# instance read as a GPU of its own (diagnostics/instances.py) carries them over; sources fill them from GPM values.
+ACTIVITY_FIELDS: tuple[str, ...] = (
+    "gr_engine_active_pct",
+    "sm_active_pct",
+    "sm_occupancy_pct",
+    "tensor_active_pct",
+    "dram_bw_pct",
+    "fp32_active_pct",
+    "fp16_active_pct",
+    "fp64_active_pct",
+)
+
+
+def gpm_activity(values: Mapping[str, object]) -> dict[str, Any]:
+    """The ACTIVITY_FIELDS among GPM values, each None where they lack it: keyword arguments for a MigDevice or a
+    GpuSample. NVLink traffic, the other GPM values, belongs to the whole GPU alone."""
+    return {name: values.get(name) for name in ACTIVITY_FIELDS}
+
+
 @dataclass(frozen=True, slots=True)
 class MigDevice:
     """One MIG instance of a GPU in MIG mode: a slice with its own SMs, memory and processes, isolated from the
@@ -223,7 +244,7 @@ class MigDevice:
     slice_count: int | None = None  # gpuInstanceSliceCount: how many of the GPU's compute slices it holds
     memory_used_bytes: int | None = None
     memory_total_bytes: int | None = None
-    # GPM of this GPU instance (nvmlGpmMigSampleGet), as GpuSample's fields of the same names.
+    # GPM of this GPU instance (nvmlGpmMigSampleGet), as GpuSample's fields of the same names (ACTIVITY_FIELDS).
     gr_engine_active_pct: float | None = None
     sm_active_pct: float | None = None
     sm_occupancy_pct: float | None = None

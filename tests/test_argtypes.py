@@ -9,6 +9,7 @@ from collections.abc import Callable
 import pytest
 
 from gputui import argtypes
+from gputui.commands import common
 
 
 @pytest.mark.parametrize(
@@ -68,6 +69,35 @@ def test_bad_values_name_themselves(parse: Callable[[str], object], text: str, m
     with pytest.raises(argparse.ArgumentTypeError) as raised:
         parse(text)
     assert str(raised.value) == message
+
+
+@pytest.mark.parametrize(
+    ("parse", "text", "message"),
+    [
+        (common.prometheus_url, "ftp://x", "not an http(s) URL: 'ftp://x' (expected e.g. http://prometheus:9090)"),
+        (common.remote_targets, "gpu01:x", "bad port in 'gpu01:x' (expected host:port, e.g. gpu01:9400)"),
+        (common.match_selector, "{a=}", "--match '{a=}' is not a label selector at 'a='"),
+    ],
+)
+def test_a_parsers_own_reason_is_the_usage_error(parse: Callable[[str], object], text: str, message: str) -> None:
+    with pytest.raises(argparse.ArgumentTypeError) as raised:
+        parse(text)
+    assert str(raised.value).startswith(message)
+
+
+def test_usage_errors_keeps_the_type_functions_name_and_words_and_passes_other_errors_on() -> None:
+    @argtypes.usage_errors
+    def size(text: str) -> int:
+        """A size."""
+        if text == "?":
+            raise LookupError(text)
+        return int(text)
+
+    assert (size.__name__, size.__doc__, size("3")) == ("size", "A size.", 3)
+    with pytest.raises(argparse.ArgumentTypeError, match="invalid literal for int"):
+        size("x")
+    with pytest.raises(LookupError):
+        size("?")
 
 
 def test_argparse_turns_them_into_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,16 +1,22 @@
-"""The model's helpers: clock event decoding and the history ring."""
+"""The model's helpers: clock event decoding, the activity fields shared by name, and the history ring."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import pytest
 
 from gputui.history import History
 from gputui.model import (
+    ACTIVITY_FIELDS,
+    GpmValues,
     GpuSample,
     HostSample,
+    MigDevice,
     Snapshot,
     decode_clock_event_reasons,
     encode_clock_event_reasons,
+    gpm_activity,
 )
 from tests.snapshots import snapshot
 
@@ -34,6 +40,24 @@ def test_encode_inverts_decode() -> None:
         names = decode_clock_event_reasons(mask)
         assert names is not None
         assert encode_clock_event_reasons(names) == mask
+
+
+def test_activity_fields_are_fields_of_mig_device_gpu_sample_and_gpm_values() -> None:
+    # Copied by name from GPM values into either class, and from an instance into the GPU sample it reads as.
+    mig = {f.name: f.type for f in dataclasses.fields(MigDevice)}
+    gpu = {f.name: f.type for f in dataclasses.fields(GpuSample)}
+    for name in ACTIVITY_FIELDS:
+        assert mig.get(name) == gpu.get(name) == "float | None", name
+        assert name in GpmValues.__annotations__, name
+
+
+def test_gpm_activity_leaves_nvlink_out_and_reads_none_where_gpm_lacks_a_value() -> None:
+    values: GpmValues = {"sm_active_pct": 41.0, "nvlink_rx_bytes_s": 1e9}
+    kwargs = gpm_activity(values)
+    assert set(kwargs) == set(ACTIVITY_FIELDS)
+    assert kwargs["sm_active_pct"] == 41.0
+    assert kwargs["tensor_active_pct"] is None
+    assert MigDevice(index=0, **kwargs).sm_active_pct == 41.0
 
 
 def test_host_cpu_mean_is_none_without_cores() -> None:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gputui.argtypes import MAX_DEMO_GPUS, cpu_list, demo_gpu_count, gpu_list, positive_seconds
+from gputui.argtypes import MAX_DEMO_GPUS, cpu_list, demo_gpu_count, gpu_list, positive_seconds, usage_errors
 from gputui.model import SystemInfo
 from gputui.sources.base import NoJobTrace, Source, SourceUnavailable
 from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD
@@ -127,6 +127,7 @@ def add_source_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpus", type=gpu_list, default=None, metavar="LIST", help="only these GPUs, e.g. 0,2")
 
 
+@usage_errors
 def remote_targets(text: str) -> tuple[str, ...]:
     """`gpu01:9400,gpu02:9400` -> the exporters' /metrics URLs; a bad one is a usage error."""
     try:
@@ -136,30 +137,23 @@ def remote_targets(text: str) -> tuple[str, ...]:
             "needs prometheus-client, installed where gputui runs (in a checkout: .venv/bin/pip install "
             "prometheus-client)"
         ) from None
-    try:
-        return parse_targets(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse_targets(text)
 
 
+@usage_errors
 def prometheus_url(text: str) -> str:
     """`--prometheus`: the server's root URL; a bad one is a usage error."""
     from gputui.sources.prometheus.client import base_url
 
-    try:
-        return base_url(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return base_url(text)
 
 
+@usage_errors
 def match_selector(text: str) -> str | None:
     """`--match`: a label selector; what is wrong with one is a usage error that says where."""
     from gputui.sources.prometheus.fleet import parse_match
 
-    try:
-        return parse_match(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    return parse_match(text)
 
 
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}

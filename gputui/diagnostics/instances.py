@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from gputui.model import GpuInfo, GpuSample, MigDevice, MigState, Snapshot
+from gputui.model import ACTIVITY_FIELDS, GpuInfo, GpuSample, MigDevice, MigState, Snapshot
 
 _BASE = 1 << 20  # above any real GPU index
 _PER_GPU = 1 << 10  # above any GPU instance id (H100 has 7 slices; ids stay small)
@@ -95,14 +95,7 @@ def _unit(parent: GpuSample, device: MigDevice) -> GpuSample:
         memory_used_bytes=used,
         memory_reserved_bytes=None,
         memory_free_bytes=None if used is None or total is None else max(0, total - used),
-        gr_engine_active_pct=device.gr_engine_active_pct,
-        sm_active_pct=device.sm_active_pct,
-        sm_occupancy_pct=device.sm_occupancy_pct,
-        tensor_active_pct=device.tensor_active_pct,
-        dram_bw_pct=device.dram_bw_pct,
-        fp32_active_pct=device.fp32_active_pct,
-        fp16_active_pct=device.fp16_active_pct,
-        fp64_active_pct=device.fp64_active_pct,
+        **{name: getattr(device, name) for name in ACTIVITY_FIELDS},
         processes=processes,
         # The instance it is, so its words can name it (instance_name).
         mig=MigState(mode=True, pending_mode=None, devices=(device,)),

@@ -4,6 +4,7 @@ container runtimes write, the Slurm job from its cgroup (v1 and v2) or its envir
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from gputui.model import ProcSample
 from gputui.sources.host.attribution import (
     ENVIRON_MAX_BYTES,
     Attribution,
@@ -165,6 +167,16 @@ def test_a_pod_is_not_looked_for_in_the_environment(root: Path) -> None:
 def test_without_the_kubelet_the_pod_is_its_uid_and_the_container_its_short_id(root: Path) -> None:
     process(root, 300, cgroup=K8S_LINES[3])
     assert Attributor(root).attribute(300, ["GPU-1"]) == Attribution(pod=UID, k8s_container=HEX64[:12])
+
+
+def test_an_attribution_gives_a_proc_sample_its_fields_of_the_same_names_but_the_user() -> None:
+    sample = {f.name: f.type for f in dataclasses.fields(ProcSample)}
+    for f in dataclasses.fields(Attribution):
+        assert sample.get(f.name) == f.type, f.name
+    given = Attribution(pod="llm-0", namespace="research", k8s_container="worker", job_id="7", user="ana")
+    assert ProcSample(pid=1, name="python", **given.sample_fields()) == ProcSample(
+        pid=1, name="python", pod="llm-0", namespace="research", k8s_container="worker", job_id="7"
+    )
 
 
 def test_what_proc_says_is_read_once_per_process(root: Path) -> None:

@@ -19,8 +19,9 @@ import os
 import pwd
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import Any
 
 from gputui.sources.host import procfs
 from gputui.sources.host.podresources.client import PodNames
@@ -51,6 +52,14 @@ class Attribution:
     k8s_container: str | None = None
     job_id: str | None = None
     user: str | None = None
+
+    def sample_fields(self) -> dict[str, Any]:
+        """Its fields as keyword arguments of a ProcSample, whose fields of the same names they are; all but
+        `user`, which the process's own owner, where known, comes before."""
+        return {name: getattr(self, name) for name in _SAMPLE_FIELDS}
+
+
+_SAMPLE_FIELDS = tuple(f.name for f in fields(Attribution) if f.name != "user")
 
 
 def slurm_job(cgroup_text: str | None) -> tuple[str | None, int | None]:

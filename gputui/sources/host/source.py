@@ -304,10 +304,7 @@ class HostSource:
                     container_pid=tracked.container_pid,
                     cpus_allowed=tracked.cpus_allowed,
                     last_cpu=tracked.last_cpu,
-                    pod=attribution.pod,
-                    namespace=attribution.namespace,
-                    k8s_container=attribution.k8s_container,
-                    job_id=attribution.job_id,
+                    **attribution.sample_fields(),
                 )
         except ps.NoSuchProcess:
             return None

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.model import GpmValues, GpuProcess, GpuSample, MigDevice, MigState
+from gputui.model import GpmValues, GpuProcess, GpuSample, MigDevice, MigState, gpm_activity
 from gputui.sources.nvml.efficiency import GpmReader
 from gputui.sources.nvml.processes import COMPUTE_PROCESSES, GRAPHICS_PROCESSES, instance_id, merge_processes
 from gputui.sources.nvml.query import Nvml, Query
@@ -105,19 +105,14 @@ class MigReader:
             if gi is not None and gi not in activity:
                 reader = self._gpm.get(gi)
                 activity[gi] = reader.read(now) if reader is not None else {}
-            devices.append(  # made whole, not by dataclasses.replace: this runs for every instance every tick
-                MigDevice(
-                    index=facts.index,
-                    uuid=facts.uuid,
-                    profile=facts.profile,
-                    gpu_instance_id=gi,
-                    compute_instance_id=facts.compute_instance_id,
-                    sm_count=facts.sm_count,
-                    slice_count=facts.slice_count,
+            # Its static facts with this tick's readings (replace costs ~2 us more than naming every field).
+            devices.append(
+                dataclasses.replace(
+                    facts,
                     memory_used_bytes=memory.used if memory is not None else None,
                     memory_total_bytes=memory.total if memory is not None else facts.memory_total_bytes,
                     processes=instance.processes,
-                    **activity.get(gi, {}),  # type: ignore[arg-type]  # GPM fields, named as MigDevice's
+                    **gpm_activity(activity[gi] if gi is not None else {}),
                 )
             )
         return MigState(mode=self.mode, pending_mode=self.pending_mode, devices=tuple(devices))

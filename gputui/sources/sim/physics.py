@@ -33,6 +33,7 @@ from gputui.model import (
     MigState,
     ProcSample,
     PsiSample,
+    gpm_activity,
 )
 from gputui.sources.sim.topology import near_cpu
 from gputui.sources.sim.waves import Waves, clamp, smoothstep
@@ -524,14 +525,7 @@ class MachinePhysics:
                     slice_count=piece.profile.slices,
                     memory_used_bytes=piece.used_bytes,
                     memory_total_bytes=piece.profile.memory_bytes,
-                    gr_engine_active_pct=gpm.get("gr_engine_active_pct"),
-                    sm_active_pct=gpm.get("sm_active_pct"),
-                    sm_occupancy_pct=gpm.get("sm_occupancy_pct"),
-                    tensor_active_pct=gpm.get("tensor_active_pct"),
-                    dram_bw_pct=gpm.get("dram_bw_pct"),
-                    fp32_active_pct=gpm.get("fp32_active_pct"),
-                    fp16_active_pct=gpm.get("fp16_active_pct"),
-                    fp64_active_pct=gpm.get("fp64_active_pct"),
+                    **gpm_activity(gpm),
                     # Per-process utilization is not given in MIG mode (NotSupported): only memory and the ids.
                     processes=tuple(
                         GpuProcess(
