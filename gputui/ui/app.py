@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import signal
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -18,7 +17,6 @@ from datetime import datetime
 from typing import ClassVar
 
 from textual.binding import Binding, BindingType
-from textual.driver import Driver
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
@@ -35,8 +33,8 @@ from gputui.session.replay import ReplaySampler
 from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Tick
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
-from gputui.ui.driver import quiet_driver
 from gputui.ui.lean_update import LeanScreen
+from gputui.ui.live_app import LIVE_KEYS
 from gputui.ui.messages import SampleFailed, TickReady
 from gputui.ui.notices import Level, Notices, reports
 from gputui.ui.probes import REPLAY_REFUSAL, ProbeController
@@ -88,10 +86,8 @@ class GpuTuiApp(RecordReplayApp):
 
     CSS_PATH = "gputui.tcss"
     TITLE = "gputui"
-    ENABLE_COMMAND_PALETTE = False
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        Binding("p", "toggle_pause", "Pause"),
+        *LIVE_KEYS,
         # A subclass's key replaces its base class's, so replay's `p` (play/pause, as space) is bound here.
         Binding("p", "replay_pause", "Play/pause", show=False),
         Binding("plus,equals_sign", "slower", "Slower refresh", key_display="+", show=False),
@@ -128,16 +124,13 @@ class GpuTuiApp(RecordReplayApp):
             replay=source if isinstance(source, ReplaySource) else None,
             timeline=self._recording_time,
             say=self._say,
-            ansi_color=True,
         )
-        self.animation_level = "none"
         # Live, the engine that judges every tick (probe results join it); a replay's seek starts its own anew.
         self.engine = DiagnosticsEngine()
         self.sampler = sampler_for(source, self.engine, recorder)
         self.system = system
         self.interval = clamp_interval(interval)
         self.auto_sample = auto_sample
-        self.paused = False
         self.history = History(history_size)
         self.latest: Tick | None = None
         self.filter_text = ""
@@ -150,14 +143,8 @@ class GpuTuiApp(RecordReplayApp):
             self, refusal=REPLAY_REFUSAL if self.replay is not None else None, lang=self.engine.lang
         )
 
-    def get_driver_class(self) -> type[Driver]:
-        return quiet_driver(super().get_driver_class())
-
     def get_default_screen(self) -> MainScreen:
         return self.main
-
-    def on_mount(self) -> None:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit)
 
     def _main_shown(self) -> None:
         """The main view is composed (first call: start sampling) or uncovered again (draw what it missed)."""
@@ -176,7 +163,6 @@ class GpuTuiApp(RecordReplayApp):
 
     def on_unmount(self) -> None:
         self.probes.kill_now()
-        asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         # The source is closed only once no poll can be running in it: by the loop, when it has one.
         if self._sampling is None:
             self.sampler.source.close()
@@ -326,10 +312,6 @@ class GpuTuiApp(RecordReplayApp):
                 self.main.draw(tick, self._header_state(), self.filter_text)
 
     # -- actions -----------------------------------------------------------------------------------------
-
-    def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
-        self.draw()
 
     def _set_interval(self, seconds: float) -> None:
         self.interval = clamp_interval(seconds)

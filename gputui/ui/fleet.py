@@ -16,17 +16,15 @@ terminal, each server gets one line, so that every one is on the first screen (4
 from __future__ import annotations
 
 import asyncio
-import signal
 import time
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import ClassVar, Protocol
 
 from rich.table import Table
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
-from textual.driver import Driver
 from textual.message import Message
 from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
@@ -43,8 +41,8 @@ from gputui.session.fleet import (
     poll_and_judge,
 )
 from gputui.session.loop import SamplingLoop, failure_text
-from gputui.ui.driver import quiet_driver
 from gputui.ui.lean_update import LeanScreen
+from gputui.ui.live_app import LIVE_KEYS, LiveApp
 from gputui.ui.widgets.fleet_block import FleetBlock, FleetHostLines, block_height, data_badge
 from gputui.ui.widgets.fleet_findings import FleetFindingsPane, fleet_pane_height
 from gputui.ui.widgets.lines import Line, LineView
@@ -168,15 +166,13 @@ class FleetHelp(ModalScreen[None]):
             )
 
 
-class FleetApp(App[int]):
+class FleetApp(LiveApp):
     """The fleet view. `auto_poll=False` leaves polling to explicit `await app.poll_now()` calls (tests)."""
 
     CSS_PATH = "fleet.tcss"
     TITLE = "gputui fleet"
-    ENABLE_COMMAND_PALETTE = False
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("q", "quit", "Quit"),
-        Binding("p", "toggle_pause", "Pause"),
+        *LIVE_KEYS,
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
@@ -191,12 +187,10 @@ class FleetApp(App[int]):
         notices: Callable[[], Sequence[str]] = tuple,
         lang: str = "en",
     ) -> None:
-        super().__init__(ansi_color=True)
-        self.animation_level = "none"
+        super().__init__()
         self.poller = poller
         self.interval = fleet_interval(interval)
         self.auto_poll = auto_poll
-        self.paused = False
         self.states = poller.states
         self.findings: tuple[FleetFinding, ...] = ()
         self.lang = lang
@@ -212,9 +206,6 @@ class FleetApp(App[int]):
         self.host_lines = FleetHostLines(id="fleet-lines")
         self._polling: SamplingLoop[FleetRound] | None = None
 
-    def get_driver_class(self) -> type[Driver]:
-        return quiet_driver(super().get_driver_class())
-
     def get_default_screen(self) -> Screen[None]:
         return LeanScreen(id="_default")
 
@@ -227,7 +218,6 @@ class FleetApp(App[int]):
         yield Footer()
 
     def on_mount(self) -> None:
-        asyncio.get_running_loop().add_signal_handler(signal.SIGHUP, self.exit)  # a lost SSH session ends it
         self.draw()
         if self.auto_poll:
             self._polling = SamplingLoop(
@@ -242,7 +232,6 @@ class FleetApp(App[int]):
             self._polling.start()
 
     def on_unmount(self) -> None:
-        asyncio.get_running_loop().remove_signal_handler(signal.SIGHUP)
         if self._polling is None:
             self.poller.close()
         else:
@@ -321,10 +310,6 @@ class FleetApp(App[int]):
             del self.blocks[count:]
 
     # -- actions -----------------------------------------------------------------------------------------
-
-    def action_toggle_pause(self) -> None:
-        self.paused = not self.paused
-        self.draw()
 
     def action_help(self) -> None:
         if not isinstance(self.screen, FleetHelp):

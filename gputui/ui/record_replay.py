@@ -15,7 +15,6 @@ import time
 from collections.abc import Callable
 from typing import ClassVar, Literal
 
-from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
 
@@ -25,6 +24,7 @@ from gputui.record.writer import RecordingWriter
 from gputui.session.recording import record_badge
 from gputui.session.replay import replay_notes, replay_status
 from gputui.sources.replay import ReplaySource
+from gputui.ui.live_app import LiveApp
 from gputui.ui.messages import ReplayMoved
 from gputui.ui.screens.mark import MarkScreen
 
@@ -33,7 +33,7 @@ SEEK_KEYS = Binding.Group("Seek")
 SPEED_KEYS = Binding.Group("Speed")
 
 
-class RecordReplayApp(App[int]):
+class RecordReplayApp(LiveApp):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("M", "mark", "Mark", key_display="M"),
         # One key, two entries: the footer says what space does now ("Pause" while playing, "Play" while paused).
@@ -54,12 +54,11 @@ class RecordReplayApp(App[int]):
         replay: ReplaySource | None,
         timeline: Callable[[], float | None],
         say: Callable[[str], None],
-        ansi_color: bool = False,
     ) -> None:
         """`timeline()` is the recording's time now (the newest reading's timestamp, None before the first): a
         simulated or replayed source's clock is not the wall clock. `say(text)` shows a one-off word under the
         header."""
-        super().__init__(ansi_color=ansi_color)
+        super().__init__()
         self.recorder = recorder
         self.replay = replay
         self._timeline = timeline
