@@ -19,26 +19,11 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from gputui.model import (
-    CLOCK_EVENT_REASONS,
-    NVSWITCH,
-    ContainerInfo,
-    ContainerSample,
-    GpmValues,
-    GpuInfo,
-    GpuProcess,
-    GpuSample,
-    HostSample,
-    MigDevice,
-    MigState,
-    ProcSample,
-    PsiSample,
-    gpm_activity,
-)
+from gputui import model
 from gputui.sources.sim.topology import near_cpu
 from gputui.sources.sim.waves import Waves, clamp, smoothstep
 
-BIT = {name: bit for bit, name in CLOCK_EVENT_REASONS}
+BIT = {name: bit for bit, name in model.CLOCK_EVENT_REASONS}
 GIB = 1 << 30
 MIB = 1 << 20
 
@@ -203,7 +188,7 @@ class ContainerPlan:
     nearly idle, as it does from inside a real container.
     """
 
-    info: ContainerInfo
+    info: model.ContainerInfo
     host_cpus: int = 128
     quota_used_pct: float = 60.0
     throttled_pct: float = 1.0
@@ -272,10 +257,10 @@ def mig_uuid(seed: int, index: int, gpu_instance_id: int) -> str:
     return f"MIG-{uuid.UUID(int=rng.getrandbits(128), version=4)}"
 
 
-def gpu_info(index: int, rng: random.Random, board: Board) -> GpuInfo:
+def gpu_info(index: int, rng: random.Random, board: Board) -> model.GpuInfo:
     """The static facts of simulated GPU `index`; its UUID and serial are drawn from `rng`."""
     bus = _BUS_IDS[index] if index < len(_BUS_IDS) else 0xE0 + index
-    return GpuInfo(
+    return model.GpuInfo(
         index=index,
         name=board.name,
         uuid=f"GPU-{uuid.UUID(int=rng.getrandbits(128), version=4)}",
@@ -303,7 +288,7 @@ def gpu_info(index: int, rng: random.Random, board: Board) -> GpuInfo:
         ecc_mode=True,
         nvlink_links_total=board.nvlinks,
         nvlink_version=board.nvlink_version,
-        nvlink_remote=None if board.nvlinks is None else (NVSWITCH,) * board.nvlinks,
+        nvlink_remote=None if board.nvlinks is None else (model.NVSWITCH,) * board.nvlinks,
     )
 
 
@@ -345,7 +330,7 @@ class MachinePhysics:
         self._thermal_violation_ns = [float(c[2]) for c in self._start_counters]
         self._nvlink_replays = [0.0 for _ in self._start_counters]
 
-    def gpu_sample(self, index: int, scene: Scene, t: float, timestamp: float, dt: float) -> GpuSample:
+    def gpu_sample(self, index: int, scene: Scene, t: float, timestamp: float, dt: float) -> model.GpuSample:
         plan = scene.gpus[index]
         board = self.board(scene)
         wave = self._waves
@@ -408,7 +393,7 @@ class MachinePhysics:
         if slices is None:
             weights = sum(job.gpu_weight for job, _ in jobs) or 1.0
             procs = tuple(
-                GpuProcess(
+                model.GpuProcess(
                     pid=job.pid,
                     used_memory_bytes=held_bytes(gib),
                     sm_pct=round(util * job.gpu_weight / weights),
@@ -416,12 +401,12 @@ class MachinePhysics:
                 )
                 for job, gib in jobs
             )
-            mig = MigState(mode=False, pending_mode=True) if plan.mig_pending else None
+            mig = model.MigState(mode=False, pending_mode=True) if plan.mig_pending else None
         else:
             devices = self._mig_devices(index, slices, board, key, t)
             procs = tuple(proc for device in devices for proc in device.processes)
             pending = True if plan.mig_pending is None else plan.mig_pending
-            mig = MigState(mode=True, pending_mode=pending, devices=devices)
+            mig = model.MigState(mode=True, pending_mode=pending, devices=devices)
         self._energy_mj[index] += power * dt * 1000.0
         if power_throttled:
             self._power_violation_ns[index] += dt * 1e9
@@ -431,7 +416,7 @@ class MachinePhysics:
         links = None if board.nvlinks is None else board.nvlinks - plan.nvlinks_down
         errors = None if links is None else 0
         whole = slices is None  # in MIG mode NVML gives no whole-GPU utilization (NotSupported)
-        return GpuSample(
+        return model.GpuSample(
             index=index,
             timestamp=timestamp,
             utilization_gpu_pct=round(util, 1) if whole else None,
@@ -469,7 +454,7 @@ class MachinePhysics:
             processes=procs,
             # In MIG mode NVML's GPM is read per GPU instance (nvmlGpmMigSampleGet): a whole-GPU figure would mix
             # tenants that the hardware isolates, and the real reader takes none (GpmReader), so neither does this.
-            **(self._gpm(plan, key, util, t) if board.gpm and whole else GpmValues()),
+            **(self._gpm(plan, key, util, t) if board.gpm and whole else model.GpmValues()),
             mig=mig,
         )
 
@@ -508,14 +493,14 @@ class MachinePhysics:
 
     def _mig_devices(
         self, index: int, slices: Sequence[_Slice], board: Board, key: str, t: float
-    ) -> tuple[MigDevice, ...]:
+    ) -> tuple[model.MigDevice, ...]:
         """The instances as the driver lists them on their own handles: memory, processes and GPM of each."""
         devices = []
         for position, piece in enumerate(slices):
             gi = piece.gpu_instance_id
-            gpm = self._gpm(piece.plan, f"{key}/gi{gi}", piece.util, t) if board.gpm else GpmValues()
+            gpm = self._gpm(piece.plan, f"{key}/gi{gi}", piece.util, t) if board.gpm else model.GpmValues()
             devices.append(
-                MigDevice(
+                model.MigDevice(
                     index=position,
                     uuid=mig_uuid(self._seed, index, gi),
                     profile=piece.profile.name,
@@ -525,10 +510,10 @@ class MachinePhysics:
                     slice_count=piece.profile.slices,
                     memory_used_bytes=piece.used_bytes,
                     memory_total_bytes=piece.profile.memory_bytes,
-                    **gpm_activity(gpm),
+                    **model.gpm_activity(gpm),
                     # Per-process utilization is not given in MIG mode (NotSupported): only memory and the ids.
                     processes=tuple(
-                        GpuProcess(
+                        model.GpuProcess(
                             pid=job.pid,
                             used_memory_bytes=held_bytes(gib),
                             gpu_instance_id=gi,
@@ -544,7 +529,7 @@ class MachinePhysics:
         """The board `scene` runs on: its own when it names one, else the machine's."""
         return self._board if scene.board is None else BOARDS[scene.board]
 
-    def _gpm(self, plan: GpuPlan, key: str, util: float, t: float) -> GpmValues:
+    def _gpm(self, plan: GpuPlan, key: str, util: float, t: float) -> model.GpmValues:
         """What GPM reads for a GPU at `util` % under `plan`: how full its SMs, tensor cores and DRAM are.
 
         One wave drives all of them (a step that fills the SMs more also moves more data): the per-tick cost
@@ -568,7 +553,9 @@ class MachinePhysics:
             "nvlink_tx_bytes_s": round(nvlink * 0.97),
         }
 
-    def host_sample(self, scene: Scene, gpus: tuple[GpuSample, ...], t: float, timestamp: float) -> HostSample:
+    def host_sample(
+        self, scene: Scene, gpus: tuple[model.GpuSample, ...], t: float, timestamp: float
+    ) -> model.HostSample:
         wave = self._waves
         plan = scene.host
         shown = {sample.index for sample in gpus}
@@ -586,7 +573,7 @@ class MachinePhysics:
             loads.extend(worker_loads)
             if job.pid in listed:
                 procs.append(
-                    ProcSample(
+                    model.ProcSample(
                         pid=job.pid,
                         name="python3",
                         user=job.user,
@@ -614,7 +601,7 @@ class MachinePhysics:
         busy = clamp(busy + 1.2 * wave("disk/busy", t), 0.0, 100.0)
         running = sum(cores) / 100.0 + (iowait / 100.0) * len(cores)
         rss = sum(job.rss_gib for job in scene.jobs) * GIB
-        host = HostSample(
+        host = model.HostSample(
             timestamp=timestamp,
             cpu_pct_per_core=tuple(round(c, 1) for c in cores),
             iowait_pct=round(iowait, 1),
@@ -641,7 +628,7 @@ class MachinePhysics:
             return job.last_cpu
         return near_cpu(job.memory_gib[0][0], len(self._temp_offset), scene.cpu_count, job.pid)
 
-    def _in_container(self, host: HostSample, plan: ContainerPlan, t: float) -> HostSample:
+    def _in_container(self, host: model.HostSample, plan: ContainerPlan, t: float) -> model.HostSample:
         """The cgroup's figures and PSI of a containerised scene."""
         wave = self._waves
         used = clamp(plan.quota_used_pct + 2.0 * wave("cgroup/cpu", t), 0.0, 100.0)
@@ -649,7 +636,7 @@ class MachinePhysics:
         return replace(
             host,
             shm_used_bytes=plan.shm_used_bytes,
-            container=ContainerSample(
+            container=model.ContainerSample(
                 cpu_pct_of_quota=round(used, 1),
                 cpu_throttled_pct=round(throttled, 1),
                 cpu_throttled_s=round(throttled / 100.0 * 0.8, 3),
@@ -657,7 +644,7 @@ class MachinePhysics:
                 memory_limit_bytes=plan.info.memory_limit_bytes,
                 oom_kills=plan.oom_kills,
             ),
-            psi=PsiSample(
+            psi=model.PsiSample(
                 cpu_some_pct=round(clamp(plan.psi_cpu_some_pct + 2.0 * wave("psi/cpu", t), 0.0, 100.0), 1),
                 io_some_pct=round(clamp(1.0 + 0.5 * wave("psi/io", t), 0.0, 100.0), 1),
                 io_full_pct=round(clamp(0.4 + 0.2 * wave("psi/io", t), 0.0, 100.0), 1),
