@@ -98,6 +98,13 @@ def test_a_family_speaks_only_of_its_own_rules_and_evidence(family: Family) -> N
             assert head == "ev" or head in own_ids(family), f"{name(family)}.TEXTS[{lang!r}] names {key}"
 
 
+def test_no_two_rules_share_an_id() -> None:
+    """A rule's id is its check's name: two families' checks of one name would merge their findings and words."""
+    ids = [rule.id for family in FAMILIES for rule in family.RULES]
+    assert sorted(i for i in set(ids) if ids.count(i) > 1) == []
+    assert all(rule.id == rule.check.__name__ for family in FAMILIES for rule in family.RULES)
+
+
 def test_no_message_is_defined_twice() -> None:
     for lang in LANGS:
         tables = [

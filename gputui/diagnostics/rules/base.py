@@ -221,11 +221,14 @@ def _default_hold(_: Thresholds) -> float | None:
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """A rule and how the engine treats it. `open_after` / `close_after` override the config's hysteresis."""
+    """A rule and how the engine treats it. `open_after` / `close_after` override the config's hysteresis.
 
-    id: str
-    severity: Severity
+    Its id, the key of its findings and of its words in the catalog, is its check's name: written once, it cannot
+    drift from the function that decides it.
+    """
+
     check: Check
+    severity: Severity
     metric: str | None = None  # the GpuSample field a view highlights
     higher_is_worse: bool = True
     bound: str | None = None  # the verdict class its finding argues for (diagnostics/verdict.py); None: none
@@ -234,6 +237,10 @@ class Rule:
     # It judges the work on a GPU (activity, memory, processes): on a MIG GPU it judges each instance as a GPU of
     # its own (diagnostics/instances.py). Rules on the GPU's own readings (heat, power, PCIe...) leave it False.
     per_instance: bool = False
+    id: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "id", self.check.__name__)
 
 
 def at_once(_: Thresholds) -> float:

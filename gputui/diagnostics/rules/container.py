@@ -163,11 +163,11 @@ def memory_limit(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 RULES: tuple[Rule, ...] = (
     # A quota that stalls data loading bounds the GPUs that wait (never a busy one: see verdict.py).
-    Rule("cpu_throttled", Severity.WARNING, cpu_throttled, bound="input_bound"),
-    Rule("workers_oversubscribed", Severity.WARNING, workers_oversubscribed, bound="input_bound"),
-    Rule("shm_small", Severity.WARNING, shm_small, higher_is_worse=False),
-    Rule("oom_kill", Severity.CRITICAL, oom_kill, open_after=at_once, close_after=lambda th: th.oom_hold_s),
-    Rule("memory_limit", Severity.WARNING, memory_limit),
+    Rule(cpu_throttled, Severity.WARNING, bound="input_bound"),
+    Rule(workers_oversubscribed, Severity.WARNING, bound="input_bound"),
+    Rule(shm_small, Severity.WARNING, higher_is_worse=False),
+    Rule(oom_kill, Severity.CRITICAL, open_after=at_once, close_after=lambda th: th.oom_hold_s),
+    Rule(memory_limit, Severity.WARNING),
 )
 
 TEXTS: Texts = {

@@ -78,26 +78,22 @@ def memory_bound(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 RULES: tuple[Rule, ...] = (
     Rule(
-        "low_sm_activity",
-        Severity.WARNING,
         low_sm_activity,
+        Severity.WARNING,
         metric="sm_active_pct",
         higher_is_worse=False,
         bound="inefficient",
         per_instance=True,
     ),
     Rule(
-        "tensor_cores_idle",
-        Severity.WARNING,
         tensor_cores_idle,
+        Severity.WARNING,
         metric="tensor_active_pct",
         higher_is_worse=False,
         bound="inefficient",
         per_instance=True,
     ),
-    Rule(
-        "memory_bound", Severity.INFO, memory_bound, metric="dram_bw_pct", bound="memory_bound_gpu", per_instance=True
-    ),
+    Rule(memory_bound, Severity.INFO, metric="dram_bw_pct", bound="memory_bound_gpu", per_instance=True),
 )
 
 TEXTS: Texts = {

@@ -49,9 +49,9 @@ def gpu_lost(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("gpu_lost", Severity.CRITICAL, gpu_lost, open_after=at_once, bound="degraded"),
-    Rule("ecc_errors", Severity.CRITICAL, ecc_errors, open_after=at_once, bound="degraded"),
-    Rule("xid", Severity.CRITICAL, xid, open_after=at_once, close_after=lambda th: th.xid_hold_s, bound="degraded"),
+    Rule(gpu_lost, Severity.CRITICAL, open_after=at_once, bound="degraded"),
+    Rule(ecc_errors, Severity.CRITICAL, open_after=at_once, bound="degraded"),
+    Rule(xid, Severity.CRITICAL, open_after=at_once, close_after=lambda th: th.xid_hold_s, bound="degraded"),
 )
 
 TEXTS: Texts = {

@@ -39,7 +39,7 @@ def host_swap(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 # A host paging to disk stalls the data loader's reads and its workers: a cause for a GPU that waits.
-RULES: tuple[Rule, ...] = (Rule("host_swap", Severity.WARNING, host_swap, bound="input_bound"),)
+RULES: tuple[Rule, ...] = (Rule(host_swap, Severity.WARNING, bound="input_bound"),)
 
 TEXTS: Texts = {
     "en": {

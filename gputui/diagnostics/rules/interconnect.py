@@ -259,17 +259,10 @@ def _pairs(pairs: list[tuple[int, int]]) -> str:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule(
-        "nvlink_down",
-        Severity.CRITICAL,
-        nvlink_down,
-        metric="nvlink_links_active",
-        higher_is_worse=False,
-        bound="interconnect",
-    ),
-    Rule("nvlink_errors", Severity.WARNING, nvlink_errors),
-    Rule("numa_mismatch", Severity.WARNING, numa_mismatch, bound="input_bound"),
-    Rule("p2p_unavailable", Severity.WARNING, p2p_unavailable, bound="interconnect"),
+    Rule(nvlink_down, Severity.CRITICAL, metric="nvlink_links_active", higher_is_worse=False, bound="interconnect"),
+    Rule(nvlink_errors, Severity.WARNING),
+    Rule(numa_mismatch, Severity.WARNING, bound="input_bound"),
+    Rule(p2p_unavailable, Severity.WARNING, bound="interconnect"),
 )
 
 TEXTS: Texts = {

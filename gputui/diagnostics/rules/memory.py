@@ -72,11 +72,10 @@ def idle_allocation(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("vram_pressure", Severity.WARNING, vram_pressure, metric="memory_used_bytes", per_instance=True),
+    Rule(vram_pressure, Severity.WARNING, metric="memory_used_bytes", per_instance=True),
     Rule(
-        "idle_allocation",
-        Severity.INFO,
         idle_allocation,
+        Severity.INFO,
         metric="memory_used_bytes",
         open_after=lambda th: th.idle_allocation_s,
         per_instance=True,

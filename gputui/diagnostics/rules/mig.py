@@ -41,8 +41,8 @@ def _mode(on: bool | None) -> str | None:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("mig_pending", Severity.WARNING, mig_pending, open_after=at_once),
-    Rule("mig_no_instances", Severity.INFO, mig_no_instances, open_after=at_once),
+    Rule(mig_pending, Severity.WARNING, open_after=at_once),
+    Rule(mig_no_instances, Severity.INFO, open_after=at_once),
 )
 
 TEXTS: Texts = {

@@ -103,17 +103,10 @@ def pcie_saturated(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule(
-        "pcie_downgrade",
-        Severity.CRITICAL,
-        pcie_downgrade,
-        metric="pcie_gen",
-        higher_is_worse=False,
-        bound="interconnect",
-    ),
-    Rule("pcie_slot_limited", Severity.WARNING, pcie_slot_limited, metric="pcie_gen", higher_is_worse=False),
-    Rule("pcie_errors", Severity.WARNING, pcie_errors, metric="pcie_replay_count"),
-    Rule("pcie_saturated", Severity.WARNING, pcie_saturated, metric="pcie_rx_bytes_s", bound="interconnect"),
+    Rule(pcie_downgrade, Severity.CRITICAL, metric="pcie_gen", higher_is_worse=False, bound="interconnect"),
+    Rule(pcie_slot_limited, Severity.WARNING, metric="pcie_gen", higher_is_worse=False),
+    Rule(pcie_errors, Severity.WARNING, metric="pcie_replay_count"),
+    Rule(pcie_saturated, Severity.WARNING, metric="pcie_rx_bytes_s", bound="interconnect"),
 )
 
 TEXTS: Texts = {

@@ -131,14 +131,10 @@ def clocks_low(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("power_cap", Severity.CRITICAL, power_cap, metric="power_limit_w", higher_is_worse=False, bound="throttled"),
-    Rule(
-        "hw_slowdown", Severity.CRITICAL, hw_slowdown, metric="sm_clock_mhz", higher_is_worse=False, bound="throttled"
-    ),
-    Rule(
-        "power_brake", Severity.CRITICAL, power_brake, metric="sm_clock_mhz", higher_is_worse=False, bound="throttled"
-    ),
-    Rule("clocks_low", Severity.WARNING, clocks_low, metric="sm_clock_mhz", higher_is_worse=False, bound="throttled"),
+    Rule(power_cap, Severity.CRITICAL, metric="power_limit_w", higher_is_worse=False, bound="throttled"),
+    Rule(hw_slowdown, Severity.CRITICAL, metric="sm_clock_mhz", higher_is_worse=False, bound="throttled"),
+    Rule(power_brake, Severity.CRITICAL, metric="sm_clock_mhz", higher_is_worse=False, bound="throttled"),
+    Rule(clocks_low, Severity.WARNING, metric="sm_clock_mhz", higher_is_worse=False, bound="throttled"),
 )
 
 TEXTS: Texts = {

@@ -109,10 +109,10 @@ def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("gpu_contention", Severity.WARNING, gpu_contention, bound="contended", per_instance=True),
+    Rule(gpu_contention, Severity.WARNING, bound="contended", per_instance=True),
     # The GPUs below the busiest wait for it (nn.DataParallel gathers on GPU 0, uneven shards): their waiting is
     # explained, while the busiest one is judged on its own (verdict.py: a busy GPU is never "waiting").
-    Rule("imbalance", Severity.WARNING, imbalance, metric="utilization_gpu_pct", bound="underused", per_instance=True),
+    Rule(imbalance, Severity.WARNING, metric="utilization_gpu_pct", bound="underused", per_instance=True),
 )
 
 TEXTS: Texts = {

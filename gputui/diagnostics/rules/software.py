@@ -42,7 +42,7 @@ def cuda_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
     )
 
 
-RULES: tuple[Rule, ...] = (Rule("cuda_mismatch", Severity.CRITICAL, cuda_mismatch, open_after=at_once),)
+RULES: tuple[Rule, ...] = (Rule(cuda_mismatch, Severity.CRITICAL, open_after=at_once),)
 
 # The driver cannot be read at all: not evaluated on snapshots, the engine builds it where there are none
 # (engine.unavailable_finding).

@@ -86,8 +86,8 @@ def thermal_margin(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("thermal_throttle", Severity.CRITICAL, thermal_throttle, metric="temperature_c", bound="throttled"),
-    Rule("thermal_margin", Severity.WARNING, thermal_margin, metric="temperature_c"),
+    Rule(thermal_throttle, Severity.CRITICAL, metric="temperature_c", bound="throttled"),
+    Rule(thermal_margin, Severity.WARNING, metric="temperature_c"),
 )
 
 TEXTS: Texts = {
