@@ -269,39 +269,18 @@ def cpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
         )
 
 
-RULES: tuple[Rule, ...] = (
+# Each finds a GPU kept waiting by its input (the CPU, the disk, the network, other work on the job's CPUs): its
+# utilization is what falls, and what it argues for is the input-bound verdict.
+RULES: tuple[Rule, ...] = tuple(
     Rule(
-        starvation_cpu,
+        check,
         Severity.WARNING,
         metric="utilization_gpu_pct",
         higher_is_worse=False,
         bound="input_bound",
         per_instance=True,
-    ),
-    Rule(
-        starvation_io,
-        Severity.WARNING,
-        metric="utilization_gpu_pct",
-        higher_is_worse=False,
-        bound="input_bound",
-        per_instance=True,
-    ),
-    Rule(
-        starvation_net,
-        Severity.WARNING,
-        metric="utilization_gpu_pct",
-        higher_is_worse=False,
-        bound="input_bound",
-        per_instance=True,
-    ),
-    Rule(
-        cpu_contention,
-        Severity.WARNING,
-        metric="utilization_gpu_pct",
-        higher_is_worse=False,
-        bound="input_bound",
-        per_instance=True,
-    ),
+    )
+    for check in (starvation_cpu, starvation_io, starvation_net, cpu_contention)
 )
 
 TEXTS: Texts = {
