@@ -25,6 +25,7 @@ from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.groups import row_key
 from gputui.history import History
 from gputui.model import Snapshot, SystemInfo
+from gputui.probes.findings import PROBE_NAMES
 from gputui.probes.protocol import ProbeName
 from gputui.record.writer import RecordingWriter
 from gputui.session.loop import RealTime, SamplingLoop, failure_text
@@ -51,6 +52,11 @@ from gputui.ui.widgets.processes import ProcessTable, process_rows
 log = logging.getLogger(__name__)
 
 
+def _capitalized(name: str) -> str:
+    """ "PCIe" stays "PCIe": str.capitalize() would lower the rest."""
+    return name[:1].upper() + name[1:]
+
+
 def terminal_fd() -> int | None:
     """The terminal the app draws on, watched so that the app ends with it."""
     for stream in (sys.__stdin__, sys.__stdout__):
@@ -61,8 +67,10 @@ def terminal_fd() -> int | None:
 
 # Keys that do one kind of thing share one footer entry ("s b m i n Probe"), and the refresh and sort keys are
 # left to `?`, so that the footer, compact, fits 80 columns with `? Help` at its end on every screen.
-PROBE_KEYS = Binding.Group("Probe")
+PROBE_GROUP = Binding.Group("Probe")
 VIEW_KEYS = Binding.Group("Views")
+# The key that starts each probe, in the footer's order; in replay the same keys only say why nothing starts.
+PROBE_KEYS: dict[ProbeName, str] = {"stress": "s", "pcie": "b", "membw": "m", "disk": "i", "p2p": "n"}
 MAIN_VIEW_ACTIONS = frozenset({"toggle_diagnostics", "detail", "topo", "filter", "sort", "close_filter"})
 # Actions on this machine now, which a replay is not: in replay they are hidden from the footer and the help, and
 # do nothing (check_action); the replay keys take space and `p`, and a probe key says why it does nothing.
@@ -98,13 +106,13 @@ class GpuTuiApp(RecordReplayApp):
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("o", "sort", "Sort", show=False),
         Binding("escape", "close_filter", "Close filter", show=False),
-        Binding("s", "probe('stress')", "Stress probe", group=PROBE_KEYS),
-        Binding("b", "probe('pcie')", "PCIe probe", group=PROBE_KEYS),
-        Binding("m", "probe('membw')", "Memory bandwidth probe", group=PROBE_KEYS),
-        Binding("i", "probe('disk')", "Disk read probe", group=PROBE_KEYS),
-        Binding("n", "probe('p2p')", "GPU-to-GPU probe", group=PROBE_KEYS),
+        *(
+            Binding(key, f"probe('{probe}')", f"{_capitalized(PROBE_NAMES[probe])} probe", group=PROBE_GROUP)
+            for probe, key in PROBE_KEYS.items()
+        ),
         Binding("x", "cancel_probe", "Stop"),
-        Binding("s,b,m,i,n,x", "probe_refused", "Probe", show=False),  # in replay only, where the probes are not
+        # In replay only, where the probes are not.
+        Binding(",".join([*PROBE_KEYS.values(), "x"]), "probe_refused", "Probe", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
     ]
 
