@@ -52,6 +52,27 @@ class MetricField:
     cumulative: bool = False
 
 
+# GPM activity (Hopper and newer) under DCGM's profiling names, as 0-1 ratios like DCGM writes them, so dashboards that
+# chart DCGM_FI_PROF_* (tensor-core activity, SM occupancy) read gputui unchanged: the activity a GPU and each of its
+# MIG instances report alike (model.ACTIVITY_FIELDS), written alike for both.
+ACTIVITY_METRICS: tuple[MetricField, ...] = tuple(
+    MetricField(name, attr, help, scale=0.01)
+    for name, attr, help in (
+        ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", "gr_engine_active_pct", "Ratio of time the graphics engine is active."),
+        ("DCGM_FI_PROF_SM_ACTIVE", "sm_active_pct", "The ratio of cycles an SM has at least 1 warp assigned."),
+        ("DCGM_FI_PROF_SM_OCCUPANCY", "sm_occupancy_pct", "The ratio of number of warps resident on an SM."),
+        ("DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor_active_pct", "Ratio of cycles any tensor pipe is active."),
+        (
+            "DCGM_FI_PROF_DRAM_ACTIVE",
+            "dram_bw_pct",
+            "Ratio of cycles the device memory interface is active sending or receiving data.",
+        ),
+        ("DCGM_FI_PROF_PIPE_FP32_ACTIVE", "fp32_active_pct", "Ratio of cycles the fp32 pipes are active."),
+        ("DCGM_FI_PROF_PIPE_FP16_ACTIVE", "fp16_active_pct", "Ratio of cycles the fp16 pipes are active."),
+        ("DCGM_FI_PROF_PIPE_FP64_ACTIVE", "fp64_active_pct", "Ratio of cycles the fp64 pipes are active."),
+    )
+)
+
 GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
     MetricField("DCGM_FI_DEV_GPU_UTIL", "utilization_gpu_pct", "GPU utilization (in %)."),
     MetricField("DCGM_FI_DEV_MEM_COPY_UTIL", "utilization_memory_pct", "Memory utilization (in %)."),
@@ -124,38 +145,7 @@ GPU_SAMPLE_FIELDS: tuple[MetricField, ...] = (
         "1 when a page retirement or row remap is pending (a reset is due).",
         bool,
     ),
-    # GPM (Hopper and newer) under DCGM's profiling names, as 0-1 ratios like DCGM writes them, so dashboards that
-    # chart DCGM_FI_PROF_* (tensor-core activity, SM occupancy) read gputui unchanged.
-    MetricField(
-        "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
-        "gr_engine_active_pct",
-        "Ratio of time the graphics engine is active.",
-        scale=0.01,
-    ),
-    MetricField(
-        "DCGM_FI_PROF_SM_ACTIVE", "sm_active_pct", "The ratio of cycles an SM has at least 1 warp assigned.", scale=0.01
-    ),
-    MetricField(
-        "DCGM_FI_PROF_SM_OCCUPANCY", "sm_occupancy_pct", "The ratio of number of warps resident on an SM.", scale=0.01
-    ),
-    MetricField(
-        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "tensor_active_pct", "Ratio of cycles any tensor pipe is active.", scale=0.01
-    ),
-    MetricField(
-        "DCGM_FI_PROF_DRAM_ACTIVE",
-        "dram_bw_pct",
-        "Ratio of cycles the device memory interface is active sending or receiving data.",
-        scale=0.01,
-    ),
-    MetricField(
-        "DCGM_FI_PROF_PIPE_FP32_ACTIVE", "fp32_active_pct", "Ratio of cycles the fp32 pipes are active.", scale=0.01
-    ),
-    MetricField(
-        "DCGM_FI_PROF_PIPE_FP16_ACTIVE", "fp16_active_pct", "Ratio of cycles the fp16 pipes are active.", scale=0.01
-    ),
-    MetricField(
-        "DCGM_FI_PROF_PIPE_FP64_ACTIVE", "fp64_active_pct", "Ratio of cycles the fp64 pipes are active.", scale=0.01
-    ),
+    *ACTIVITY_METRICS,
     MetricField(
         "DCGM_FI_PROF_NVLINK_RX_BYTES",
         "nvlink_rx_bytes_s",
@@ -319,7 +309,7 @@ MIG_FB_FREE_METRIC = "DCGM_FI_DEV_FB_FREE"
 MIG_DEVICE_FIELDS: tuple[MetricField, ...] = (
     MetricField("DCGM_FI_DEV_FB_USED", "memory_used_bytes", "Framebuffer memory used (in MiB).", int, 1 / MIB),
     MetricField("DCGM_FI_DEV_FB_TOTAL", "memory_total_bytes", "Total framebuffer memory (in MiB).", int, 1 / MIB),
-    *(spec for spec in GPU_SAMPLE_FIELDS if spec.name.startswith("DCGM_FI_PROF_") and "NVLINK" not in spec.name),
+    *ACTIVITY_METRICS,
 )
 # One series per MIG instance (value 1) naming what only gputui exports of it: its MIG UUID, its index under the
 # GPU and its compute instance id as labels; its SM and slice counts are the two gauges after it (not `_count`:

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from gputui.export.metrics import ExportState
-from gputui.metric_schema import GPU_LABELS, MIB
-from gputui.model import MigState
+from gputui.metric_schema import ACTIVITY_METRICS, GPU_LABELS, MIB, MIG_DEVICE_FIELDS
+from gputui.model import ACTIVITY_FIELDS, MigState
 from tests.export.export_helpers import Series, one, parse, render
 from tests.export.test_export_examples import EXAMPLES
 from tests.record.migdata import INSTANCE_TOTAL, instance, mig_gpu, mig_snapshot, pid_of
@@ -43,6 +43,13 @@ def test_instance_series_carry_the_gpus_labels_and_the_instance() -> None:
     assert one(series, "DCGM_FI_DEV_FB_USED", GPU_I_ID="2") == (12 * 1024 + 15)
     assert one(series, "DCGM_FI_DEV_FB_TOTAL", GPU_I_ID="1") == INSTANCE_TOTAL / MIB
     assert one(series, "DCGM_FI_DEV_FB_FREE", GPU_I_ID="2") == (INSTANCE_TOTAL - (12 << 30) - (15 << 20)) / MIB
+
+
+def test_every_activity_field_is_exported_for_the_gpu_and_for_each_instance() -> None:
+    """A new GPM activity field on GpuSample and MigDevice gets its DCGM_FI_PROF_* series on both, or this fails."""
+    assert tuple(spec.attr for spec in ACTIVITY_METRICS) == ACTIVITY_FIELDS
+    assert all(spec.name.startswith("DCGM_FI_PROF_") and spec.scale == 0.01 for spec in ACTIVITY_METRICS)
+    assert set(ACTIVITY_METRICS) <= set(MIG_DEVICE_FIELDS)
 
 
 def test_profiling_metrics_are_written_per_instance_as_ratios() -> None:
