@@ -74,7 +74,10 @@ def run(args: argparse.Namespace) -> int:
     cols, rows = (int(v) for v in args.size.lower().split("x"))
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-    env = {k: v for k, v in os.environ.items() if k not in ("COLORTERM", "TEXTUAL", "NO_COLOR")}
+    # PYTHONDONTWRITEBYTECODE (set on some build machines) would compile every gputui module again at each start:
+    # an installed gputui has its bytecode cached, so the first run writes it and the rounds after it read it.
+    dropped = ("COLORTERM", "TEXTUAL", "NO_COLOR", "PYTHONDONTWRITEBYTECODE")
+    env = {k: v for k, v in os.environ.items() if k not in dropped}
     env["TERM"] = args.term
     command = [
         sys.executable,

@@ -43,10 +43,12 @@ FIGURE = re.compile(r"^([a-z_]+)\s+(-?[0-9]+(?:\.[0-9]+)?)\b")
 
 def run_one(tree: Path, name: str, extra: list[str]) -> tuple[int, str]:
     """Runs `name` from `tree`'s own benchmarks/ with `tree` first on the import path and as the working dir."""
+    # Both trees with their bytecode cached, as an installed gputui has it (bench_ui.py says why).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     done = subprocess.run(
         [sys.executable, str(tree / "benchmarks" / name), *extra],
         cwd=tree,
-        env={**os.environ, "PYTHONPATH": str(tree)},
+        env={**env, "PYTHONPATH": str(tree)},
         capture_output=True,
         text=True,
         check=False,
