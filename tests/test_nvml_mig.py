@@ -245,6 +245,19 @@ def test_an_instance_destroyed_between_ticks_reads_na_then_goes(clock: Clock) ->
     assert not after.lost
 
 
+def test_an_instance_found_at_another_index_is_shown_there_with_its_facts(clock: Clock) -> None:
+    nvml = FakeNvml([mig_gpu(("3g.40gb",))])
+    source = opened(nvml, clock)
+    before = first(source, clock, 2)
+    assert before.mig is not None and [(d.index, d.profile) for d in before.mig.devices] == [(0, "3g.40gb")]
+    nvml.gpus[0].mig_devices[0].slot = 4  # the same instance (same UUID) enumerated at another index
+    after = first(source, clock, 3)  # past the slow tick that enumerates again
+    assert after.mig is not None
+    assert [(d.index, d.uuid, d.profile, d.sm_count) for d in after.mig.devices] == [
+        (4, before.mig.devices[0].uuid, "3g.40gb", 60)
+    ]
+
+
 def test_an_instance_created_while_watching_is_read_once(clock: Clock) -> None:
     nvml = FakeNvml([mig_gpu(("3g.40gb",))])
     source = opened(nvml, clock)

@@ -26,12 +26,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.model import GpmValues, GpuProcess, GpuSample, MigDevice, MigState, gpm_activity
+from gputui.model import ACTIVITY_FIELDS, GpmValues, GpuProcess, GpuSample, MigDevice, MigState, gpm_activity
 from gputui.sources.nvml.efficiency import GpmReader
 from gputui.sources.nvml.processes import COMPUTE_PROCESSES, GRAPHICS_PROCESSES, instance_id, merge_processes
 from gputui.sources.nvml.query import Nvml, Query
 
 MIB = 1024 * 1024
+# What a tick reads of an instance; the rest of a MigDevice is its static facts, read on slow ticks.
+_READINGS = frozenset({"memory_used_bytes", "memory_total_bytes", "processes", *ACTIVITY_FIELDS})
 PROFILE_MARK = " MIG "  # "NVIDIA H100 80GB HBM3 MIG 3g.40gb": the profile follows the last of these
 
 
@@ -53,6 +55,21 @@ class _Instance:
     compute: Query
     graphics: Query
     processes: tuple[GpuProcess, ...] = ()  # as of the last slow tick
+    # The facts as a MigDevice's keyword arguments, taken once: dataclasses.replace would take them again for
+    # every instance every tick (~2 us each, 0.1 ms a tick on 8 GPUs of 7 instances).
+    static: dict[str, Any] = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.static = _static(self.facts)
+
+    def move(self, index: int) -> None:
+        """Its place under the GPU changed (an instance before it went)."""
+        self.facts = dataclasses.replace(self.facts, index=index)
+        self.static = _static(self.facts)
+
+
+def _static(facts: MigDevice) -> dict[str, Any]:
+    return {f.name: getattr(facts, f.name) for f in dataclasses.fields(facts) if f.name not in _READINGS}
 
 
 class MigReader:
@@ -105,10 +122,9 @@ class MigReader:
             if gi is not None and gi not in activity:
                 reader = self._gpm.get(gi)
                 activity[gi] = reader.read(now) if reader is not None else {}
-            # Its static facts with this tick's readings (replace costs ~2 us more than naming every field).
             devices.append(
-                dataclasses.replace(
-                    facts,
+                MigDevice(
+                    **instance.static,
                     memory_used_bytes=memory.used if memory is not None else None,
                     memory_total_bytes=memory.total if memory is not None else facts.memory_total_bytes,
                     processes=instance.processes,
@@ -170,7 +186,7 @@ class MigReader:
             instance = known if known is not None else self._open_instance(handle, uuid, index)
             instance.handle = handle
             if instance.facts.index != index:
-                instance.facts = dataclasses.replace(instance.facts, index=index)
+                instance.move(index)
             found[uuid] = instance
         self._forget(set(self._instances) - set(found))
         self._instances = found
