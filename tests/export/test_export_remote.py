@@ -15,7 +15,7 @@ from gputui.diagnostics.findings import Finding
 from gputui.export.metrics import ExportState
 from gputui.export.server import Exporter
 from gputui.metric_schema import HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL, HostnameLabel
-from gputui.model import ContainerInfo, GpuInfo, GpuSample, HostSample, Snapshot
+from gputui.model import ACTIVITY_FIELDS, ContainerInfo, GpuInfo, GpuSample, HostSample, Snapshot
 from gputui.session.diagnose import new_diagnose
 from gputui.session.fleet import FleetPoller
 from gputui.session.sampling import Sampler
@@ -91,18 +91,7 @@ def test_round_trip_keeps_every_value(served: tuple[Exporter, FakeSource]) -> No
     ]
 
 
-GPM_FIELDS = (
-    "gr_engine_active_pct",
-    "sm_active_pct",
-    "sm_occupancy_pct",
-    "tensor_active_pct",
-    "dram_bw_pct",
-    "fp32_active_pct",
-    "fp16_active_pct",
-    "fp64_active_pct",
-    "nvlink_rx_bytes_s",
-    "nvlink_tx_bytes_s",
-)
+GPM_FIELDS = (*ACTIVITY_FIELDS, "nvlink_rx_bytes_s", "nvlink_tx_bytes_s")
 
 
 def _gpm_read_back(gpm: dict[str, float | None]) -> GpuSample:
