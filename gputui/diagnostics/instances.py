@@ -42,10 +42,11 @@ def has_instances(snapshot: Snapshot) -> bool:
 
 def split(units: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[tuple[int, int], ...]]:
     """Unit indices as a finding or verdict names them: the GPUs (each once, in order) and the instances."""
-    pairs = tuple(pair for pair in map(instance_of, units) if pair is not None)
+    found = [(unit, instance_of(unit)) for unit in units]
+    pairs = tuple(pair for _, pair in found if pair is not None)
     if not pairs:
         return units, ()
-    return tuple(sorted({pair[0] if (pair := instance_of(i)) else i for i in units})), pairs
+    return tuple(sorted({unit if pair is None else pair[0] for unit, pair in found})), pairs
 
 
 def instance_name(sample: GpuSample) -> str:

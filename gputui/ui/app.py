@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 
 
 def _capitalized(name: str) -> str:
-    """ "PCIe" stays "PCIe": str.capitalize() would lower the rest."""
+    """The first letter upper-cased and the rest kept: str.capitalize() would make "PCIe" "Pcie"."""
     return name[:1].upper() + name[1:]
 
 
