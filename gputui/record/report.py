@@ -321,7 +321,9 @@ def _peak(old: float | None, new: float | None) -> float | None:
 
 
 def recorded_findings(events: Iterable[RecordedEvent]) -> tuple[list[FindingSpan], int]:
-    """Spans paired from finding_opened/finding_closed events, and how many events could not be read."""
+    """Spans paired from finding_opened/finding_closed events, and how many events could not be read. A span starts
+    when its finding did (`started_at`: when the trouble began, before the rule confirmed it), as live and a
+    recomputed report say; at the event's time where the record holds no start (hand-made events)."""
     open_: dict[tuple[str, tuple[int, ...]], tuple[Finding, float]] = {}
     spans: list[FindingSpan] = []
     bad = 0
@@ -335,7 +337,7 @@ def recorded_findings(events: Iterable[RecordedEvent]) -> tuple[list[FindingSpan
             continue
         key = finding.key
         if event.kind == "finding_opened":
-            open_.setdefault(key, (finding, event.t))
+            open_.setdefault(key, (finding, finding.started_at or event.t))
         else:
             _, start = open_.pop(key, (finding, finding.started_at or event.t))
             spans.append(_span(finding, start, event.t))

@@ -1,5 +1,6 @@
 """Replay says what live said: a scenario sampled by the session loop and recorded, then played back through the
-replay session, gives the same findings and verdict tick by tick, for every simulated scenario."""
+replay session, gives the same findings and verdict tick by tick, for every simulated scenario; so does the
+report, from the recorded findings and from the samples alone."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import pytest
 
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import format_evidence
+from gputui.record.reader import load_recording
+from gputui.record.report import FindingSpan, FindingTracker, VerdictSpan, VerdictTimeline, build_report
 from gputui.record.writer import RecordingWriter
 from gputui.session.loop import SamplingLoop, SimulatedTime
 from gputui.session.recording import record_ticks
@@ -84,3 +87,32 @@ def test_replay_gives_the_findings_and_verdict_live_gave(tmp_path: Path, scenari
     opened = {f.rule for tick in seen for f in tick.active}
     wanted = {f.rule for f in BY_NAME[scenario].findings} if scenario != TOUR else {"thermal_throttle"}
     assert opened >= wanted  # the comparison covered what the scenario is about
+
+
+def live_spans(ticks: list[Tick]) -> tuple[list[FindingSpan], list[VerdictSpan]]:
+    """The findings and verdicts of a live run as the report lays them out."""
+    findings, verdicts = FindingTracker(), VerdictTimeline()
+    for tick in ticks:
+        findings.update(tick, tick.snapshot.timestamp)
+        verdicts.update(tick.verdict)
+    return findings.spans(), list(verdicts.spans)
+
+
+def when(span: FindingSpan) -> tuple[object, ...]:
+    """A span but its words: a recorded finding still open at the end keeps the words it opened with."""
+    return span.rule, span.severity, span.gpus, span.start, span.end
+
+
+# Per-process SM shares, the main process loading its data, a MIG instance shared, a container's limits.
+@pytest.mark.parametrize("scenario", ["contention", "starved-cpu", "mig-shared-slice", "container"])
+def test_the_report_gives_the_findings_live_gave(tmp_path: Path, scenario: str) -> None:
+    path = tmp_path / "run.jsonl"
+    findings, verdicts = live_spans(live(scenario, path, TICKS))
+    recording = load_recording(path)
+    report = build_report(recording)
+    assert report.findings_origin == "recorded" and list(report.verdicts) == verdicts
+    assert [when(s) for s in report.findings] == [when(s) for s in findings] != []
+    recording.events = []  # as a recording made without the engine: the report runs it on the samples
+    recomputed = build_report(recording)
+    assert recomputed.findings_origin == "recomputed"
+    assert list(recomputed.findings) == findings and list(recomputed.verdicts) == verdicts
