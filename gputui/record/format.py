@@ -1,9 +1,9 @@
 """The recording format: JSON Lines, one header, then tick and event lines in the order they happened.
 
 A line is one JSON object with a `type`: `header` (first line only), `tick` (a snapshot in the keys of
-`snapshot --json`, less the static part the header holds once) or `event` (finding opened/closed, probe
-progress/result, user mark). Readers skip types they do not know, so a newer writer may add some without a
-schema bump; anything an older reader would misread bumps RECORDING_SCHEMA.
+`snapshot --json`, less the static part the header holds once) or `event` (finding opened/closed/still open at
+the end, verdict, probe progress/result, user mark). Readers skip types they do not know, so a newer writer may
+add some without a schema bump; anything an older reader would misread bumps RECORDING_SCHEMA.
 
 A tick keeps every field of the model's samples, since a rule or a view may read any (a test walks them all), and
 leaves out only what the reader restores: every key whose value is the field's default (None, False, empty), the
@@ -48,7 +48,10 @@ from gputui.serialize import (
 
 RECORDING_SCHEMA = 1
 
-EventKind = Literal["finding_opened", "finding_closed", "probe_progress", "probe_result", "mark", "verdict"]
+EventKind = Literal[
+    "finding_opened", "finding_closed", "finding_still_open", "probe_progress", "probe_result", "mark", "verdict"
+]
+FindingEventKind = Literal["finding_opened", "finding_closed", "finding_still_open"]
 EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
 
 
@@ -235,7 +238,9 @@ def _finding_record(finding: Finding) -> dict[str, Any]:
     return {**finding_to_dict(finding), "ended_at": finding.ended_at, "worst": finding.worst, "metric": finding.metric}
 
 
-def finding_event(kind: Literal["finding_opened", "finding_closed"], finding: Finding, t: float) -> RecordedEvent:
+def finding_event(kind: FindingEventKind, finding: Finding, t: float) -> RecordedEvent:
+    """A finding that opened or closed at `t`; `finding_still_open` is one open when the recording ended, in the
+    words it had last (a finding's words follow its numbers: "takes 37% of the SMs")."""
     return RecordedEvent(kind=kind, t=t, data={"finding": _finding_record(finding)})
 
 
