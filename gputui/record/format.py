@@ -1,16 +1,17 @@
 """The recording format: JSON Lines, one header, then tick and event lines in the order they happened.
 
 A line is one JSON object with a `type`: `header` (first line only), `tick` (a snapshot in the keys of
-`snapshot --json`, less the static part the header holds once) or `event` (finding opened/closed, probe
-progress/result, user mark). Readers skip types they do not know, so a newer writer may add some without a
-schema bump; anything an older reader would misread bumps RECORDING_SCHEMA.
+`snapshot --json`, less the static part the header holds once) or `event` (finding opened/closed/still open at
+the end, verdict, probe progress/result, user mark). Readers skip types they do not know, so a newer writer may
+add some without a schema bump; anything an older reader would misread bumps RECORDING_SCHEMA.
 
-Ticks leave out every key whose value is the field's default (None, False, empty), the clock event reason
-names (the mask holds them) and the host stats `snapshot --json` repeats under each GPU process (host.processes
-holds them once): the reader restores all of these. Inside `mig` the same trimming applies to each instance, and
-an instance's processes are left out when they are just the GPU's processes of its instance (as a MIG GPU lists
-them): the reader picks them from the GPU's list again. Floats keep 3 decimals. This keeps a busy GPU near 1 KB a
-tick (benchmarks/bench_record.py measures it).
+A tick keeps every field of the model's samples, since a rule or a view may read any (a test walks them all), and
+leaves out only what the reader restores: every key whose value is the field's default (None, False, empty), the
+clock event reason names (the mask holds them) and the host stats `snapshot --json` repeats under each GPU process
+(host.processes holds them once). Inside `mig` the same trimming applies to each instance, and an instance's
+processes are left out when they are just the GPU's processes of its instance (as a MIG GPU lists them): the reader
+picks them from the GPU's list again. Floats keep 3 decimals. This keeps a busy GPU near 1.5 KB a tick, 115 bytes
+gzipped (benchmarks/bench_record.py measures it).
 """
 
 from __future__ import annotations
@@ -24,7 +25,17 @@ from typing import Any, Literal, get_args
 from gputui import __version__
 from gputui.diagnostics.findings import Evidence, Finding, Severity, finding_to_dict, instances_from_list
 from gputui.diagnostics.verdict import Verdict, verdict_to_dict
-from gputui.model import GpuInfo, GpuSample, HostSample, MigDevice, ProcSample, Snapshot, SystemInfo, instance_holds
+from gputui.model import (
+    GpuInfo,
+    GpuProcess,
+    GpuSample,
+    HostSample,
+    MigDevice,
+    ProcSample,
+    Snapshot,
+    SystemInfo,
+    instance_holds,
+)
 from gputui.serialize import (
     SnapshotFormatError,
     gpu_info_from_dict,
@@ -37,7 +48,10 @@ from gputui.serialize import (
 
 RECORDING_SCHEMA = 1
 
-EventKind = Literal["finding_opened", "finding_closed", "probe_progress", "probe_result", "mark", "verdict"]
+EventKind = Literal[
+    "finding_opened", "finding_closed", "finding_still_open", "probe_progress", "probe_result", "mark", "verdict"
+]
+FindingEventKind = Literal["finding_opened", "finding_closed", "finding_still_open"]
 EVENT_KINDS: tuple[str, ...] = get_args(EventKind)
 
 
@@ -128,9 +142,10 @@ _HOST_DEFAULTS = _defaults(HostSample)
 _PROC_DEFAULTS = _defaults(ProcSample)
 _MIG_DEVICE_DEFAULTS = _defaults(MigDevice)
 _EMPTY: tuple[Any, ...] = (None, [], ())
-# GPU processes in `snapshot --json` repeat their host-side stats; a tick keeps those once, in host.processes.
-_GPU_PROC_KEYS = ("pid", "used_memory_bytes", "kind", "gpu_instance_id", "compute_instance_id")
-_GPU_PROC_DEFAULTS = {"kind": "compute"}
+# A GPU process is recorded whole, every field of GpuProcess (SM share, how it was seen...): the rules and the process
+# table read them. The keys `snapshot --json` adds beside them are its host-side stats, kept once in host.processes.
+_GPU_PROC_KEYS = tuple(f.name for f in fields(GpuProcess))
+_GPU_PROC_DEFAULTS = _defaults(GpuProcess)
 
 
 def _compact(value: Any) -> Any:
@@ -223,7 +238,9 @@ def _finding_record(finding: Finding) -> dict[str, Any]:
     return {**finding_to_dict(finding), "ended_at": finding.ended_at, "worst": finding.worst, "metric": finding.metric}
 
 
-def finding_event(kind: Literal["finding_opened", "finding_closed"], finding: Finding, t: float) -> RecordedEvent:
+def finding_event(kind: FindingEventKind, finding: Finding, t: float) -> RecordedEvent:
+    """A finding that opened or closed at `t`; `finding_still_open` is one open when the recording ended, in the
+    words it had last (a finding's words follow its numbers: "takes 37% of the SMs")."""
     return RecordedEvent(kind=kind, t=t, data={"finding": _finding_record(finding)})
 
 

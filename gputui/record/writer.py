@@ -25,6 +25,7 @@ from gputui.record.format import (
     RecordingError,
     dumps,
     event_to_dict,
+    finding_event,
     finding_transitions,
     header_to_dict,
     mark_event,
@@ -148,6 +149,7 @@ class RecordingWriter:
         self._header_written = False
         self._early_events: list[RecordedEvent] = []
         self._active: tuple[Finding, ...] = ()
+        self._last_t = 0.0  # the time of the last tick recorded
         self._verdict: Verdict | None = None
         self.ticks_written = 0
         self.ticks_dropped = 0
@@ -183,6 +185,7 @@ class RecordingWriter:
         for event in finding_transitions(self._active, active, snapshot.timestamp):
             self._enqueue(event)
         self._active = tuple(active)
+        self._last_t = snapshot.timestamp
         if verdict is not None and (self._verdict is None or verdict.key != self._verdict.key):
             self._enqueue(verdict_event(verdict, verdict.since))
             self._verdict = verdict
@@ -199,9 +202,12 @@ class RecordingWriter:
         self._queue.join()
 
     def close(self) -> None:
-        """Write what is queued, end the file properly (gzip trailer) and stop the thread; safe to call twice."""
+        """Write what is queued and the findings still open, in their last words, end the file properly (gzip
+        trailer) and stop the thread; safe to call twice."""
         if self._closed:
             return
+        for finding in self._active:
+            self._enqueue(finding_event("finding_still_open", finding, self._last_t))
         self._closed = True
         try:
             self._queue.put(_Close(), timeout=CLOSE_TIMEOUT_S)

@@ -10,12 +10,14 @@ import pytest
 from gputui import cli
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding
+from gputui.formatting import NA
 from gputui.probes.protocol import BadLine, Progress, Result
 from gputui.record.reader import load_recording
 from gputui.record.writer import RecordingWriter
 from gputui.sources.replay import ReplaySource
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
+from gputui.ui.widgets.processes import COLUMNS
 from tests.ui.monitor_helpers import FIXED_NOW, plain, run_ticks
 
 if TYPE_CHECKING:
@@ -155,6 +157,30 @@ async def test_replay_keys_and_the_findings_recomputed(tmp_path: Path, clock: Cl
         assert source.position == 0.0 and len(app.history) == 1 and tick.active == ()
         await pilot.press("p")  # `p` in replay plays again, as space does
         assert not source.paused
+
+
+def table(app: GpuTuiApp) -> dict[str, tuple[str, ...]]:
+    """The process table as it reads: each row's cells, by GPU and PID."""
+    return {key: tuple(cell.shown for cell in row) for key, row in app.main.table.rows.items()}
+
+
+async def test_the_replayed_process_table_shows_what_live_showed(tmp_path: Path, clock: Clock) -> None:
+    source = SimulatedSource(scenario="contention", gpu_count=2, seed=0, clock=clock)
+    writer = RecordingWriter(tmp_path / "r.jsonl", interval_s=1.0, utc_offset_s=0)
+    app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, recorder=writer)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 5)
+        await pilot.pause()
+        live = table(app)
+    replay = ReplaySource(tmp_path / "r.jsonl", clock=clock)
+    app = GpuTuiApp(replay, replay.open(), auto_sample=False, now=replay.recording_now)
+    async with app.run_test(size=SIZE) as pilot:
+        clock.advance(4.0)  # to the fifth tick, the last live showed
+        await app.tick()
+        await pilot.pause()
+        assert table(app) == live
+    sm = [column.key for column in COLUMNS].index("sm")
+    assert len(live) == 3 and NA not in {row[sm] for row in live.values()}  # GPU 0's two processes, GPU 1's one
 
 
 async def test_a_replay_key_shows_the_new_position_at_once_not_at_the_next_poll(tmp_path: Path, clock: Clock) -> None:
