@@ -79,6 +79,31 @@ def test_a_verdict_changes_only_after_the_new_one_holds() -> None:
     assert (taken.cls, taken.since) == ("throttled", 3.0)
 
 
+def _judged(cls: str, t: float, quiet: tuple[int, ...] = (), flagged: tuple[int, ...] = ()) -> Judgement:
+    said = Verdict(cls, cls, (0, 1), cls, cls, since=t)
+    return Judgement(said.key, lambda: said, frozenset(quiet), frozenset(flagged))
+
+
+def test_the_hold_counts_from_when_the_verdict_shown_stopped_being_judged_not_from_the_last_change() -> None:
+    """A job starting reads idle, then underused, then GPU-bound: the holds of the judgements on the way do not
+    add up. The verdict of the instant takes over, standing since it was first judged."""
+    tracker = VerdictTracker(hold_s=3.0)
+    assert tracker.update(_judged("idle", 0.0), 0.0).cls == "idle"
+    assert tracker.update(_judged("underused", 1.0), 1.0).cls == "idle"
+    assert tracker.update(_judged("gpu_bound", 3.0), 3.0).cls == "idle"
+    taken = tracker.update(_judged("gpu_bound", 4.0), 4.0)
+    assert (taken.cls, taken.since) == ("gpu_bound", 3.0)
+
+
+def test_a_verdict_that_says_nothing_holds_a_gpu_back_gives_way_when_a_finding_opens_on_it() -> None:
+    tracker = VerdictTracker(hold_s=3.0)
+    tracker.update(_judged("gpu_bound", 0.0, quiet=(0, 1)), 0.0)
+    taken = tracker.update(_judged("mixed", 5.0, flagged=(1,)), 5.0)  # GPU 1 throttles: its finding opens
+    assert (taken.cls, taken.since) == ("mixed", 5.0)
+    # One that names what holds the GPU back stays its hold, whatever else opens there.
+    assert tracker.update(_judged("throttled", 6.0, flagged=(1,)), 6.0).cls == "mixed"
+
+
 def test_a_standing_verdict_renews_its_words_every_ten_seconds_not_every_tick() -> None:
     tracker = VerdictTracker(hold_s=3.0)
 
