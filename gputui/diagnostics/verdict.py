@@ -5,9 +5,9 @@ among its open findings (degraded, then throttled, interconnect, input-bound, co
 memory-bandwidth-bound). A GPU with none is idle when it does nothing, GPU-bound when it is busy (the machine
 delivers, so the speed must come from the job), and `underused` in between: it waits, and nothing found on
 this machine explains why, which is said as such rather than passed off as GPU-bound. Findings above info that
-argue for no class are named beside GPU-bound and underused, so the verdict never says "nothing found" over an
-open warning. GPUs that differ make a `mixed` verdict with one group per class; idle GPUs beside busy ones are
-left out of it (a job on four GPUs of eight is not "mixed").
+argue for no class are named beside GPU-bound, underused and idle, so the verdict never says "nothing found"
+(or "no job" and nothing more) over an open warning. GPUs that differ make a `mixed` verdict with one group per
+class; idle GPUs beside busy ones are left out of it (a job on four GPUs of eight is not "mixed").
 
 The verdict shown and the findings agree at every moment (VerdictTracker): a verdict that says nothing holds a
 GPU back gives way on the tick a finding above info opens on that GPU, and any other verdict the readings no
@@ -49,7 +49,7 @@ BOUNDS: dict[str, str] = {rule.id: rule.bound for rule in ALL_RULES if rule.boun
 BOUNDS[NVML_UNAVAILABLE] = "degraded"
 SEVERITIES: dict[str, Severity] = {rule.id: rule.severity for rule in ALL_RULES}
 # The classes a GPU takes when no finding argues for one: findings above info are then named beside them.
-_UNBOUND = ("underused", "gpu_bound")
+_UNBOUND = ("underused", "gpu_bound", "idle")
 # Causes that explain only part of a GPU's waiting: each host<->device copy of a rank on the far socket is slower.
 _PARTIAL = frozenset({"numa_mismatch"})
 # Classes that say a GPU waits: a finding never argues for them on a GPU that is busy anyway.
@@ -157,13 +157,13 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
     busy = {i: c for i, c in classes.items() if c != "idle"} or classes
     order = sorted(set(busy.values()), key=RANKED.index)
     parts = tuple((cls, tuple(i for i in everyone if busy.get(i) == cls)) for cls in order)
-    # Beside GPU-bound and underused, the findings named are part of what the verdict says: a new one renews it.
+    # Beside GPU-bound, underused and idle, the findings named are part of what the verdict says: a new one renews it.
     noted = tuple(
         sorted(
             {f.rule for cls, gpus in parts if cls in _UNBOUND for i in gpus if i not in explained for f in causes[i]}
         )
     )
-    # The GPUs it says nothing holds back: those of a GPU-bound or underused group that names no finding.
+    # The GPUs it says nothing holds back: those of a GPU-bound, underused or idle group that names no finding.
     quiet = frozenset(i for cls, gpus in parts if cls in _UNBOUND and not any(causes[g] for g in gpus) for i in gpus)
 
     def group(cls: str, gpus: tuple[int, ...]) -> Verdict:
@@ -253,7 +253,7 @@ def _group(
         # A finding explains the waiting (GPUs waiting on the busiest one), or what is open is named beside it.
         variant = "cause" if explained else "open"
     if cls == "idle" and len(gpus) > 1 and set(gpus) == set(everyone):
-        variant, params["count"] = "all", len(gpus)
+        variant, params["count"] = f"all.{variant}" if variant else "all", len(gpus)
     evidence = [ev("gpu_util", rounded(util), "%", "mean"), ev("clock_of_max", rounded(clock), "%", "mean")]
     if sm is not None:
         evidence += [ev("sm_active", rounded(sm), "%", "mean"), ev("tensor_active", rounded(tensor), "%", "mean")]
@@ -365,8 +365,8 @@ def _mean(values: Iterable[float | None]) -> float | None:
 class VerdictTracker:
     """Holds the verdict shown, so that it and the findings agree at every moment:
 
-    - a verdict that says nothing holds a GPU back (GPU-bound or underused naming no finding) gives way on the
-      tick a finding above info opens on that GPU;
+    - a verdict that says nothing holds a GPU back (GPU-bound, underused or idle naming no finding) gives way on
+      the tick a finding above info opens on that GPU;
     - any other gives way once it has not been this instant's verdict for `hold_s`, counted from when it
       stopped being it, not from when the one now judged began: judgements that change on the way (idle,
       underused, then GPU-bound as a job starts) do not add their holds up; a blip shorter than `hold_s` is

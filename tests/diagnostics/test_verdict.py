@@ -13,7 +13,16 @@ from gputui.diagnostics.locale import LANGS
 from gputui.diagnostics.rules import ALL_RULES, RULE_TEXTS
 from gputui.diagnostics.rules.base import Window
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.diagnostics.verdict import BOUNDS, CLASSES, Judgement, Verdict, VerdictTracker, judge, verdict_to_dict
+from gputui.diagnostics.verdict import (
+    BOUNDS,
+    CLASSES,
+    Judgement,
+    Verdict,
+    VerdictTracker,
+    classify,
+    judge,
+    verdict_to_dict,
+)
 from gputui.sources.sim.scenarios import BY_NAME, SCENARIO_TABLE, TOUR
 from gputui.sources.sim.source import TOUR_SCENARIOS, TOUR_SEGMENT_S, SimulatedSource
 from tests.conftest import Clock
@@ -164,6 +173,21 @@ def test_the_verdict_never_says_nothing_found_beside_an_open_warning(util: float
     assert "GPU memory nearly full" in verdict.summary and "nothing" not in verdict.summary
     quiet = judge(window, (_finding("idle_allocation", Severity.INFO),), TH)
     assert "nothing on this machine" in quiet.summary
+
+
+@pytest.mark.parametrize(("count", "line"), [(1, "Idle: no job on GPU 0"), (2, "Idle: no job on any of the 2 GPUs")])
+def test_an_idle_verdict_names_what_is_open_on_its_gpus(count: int, line: str) -> None:
+    """The job the container's memory limit killed leaves its GPUs idle: "no job" alone would talk over it."""
+    window = Window(
+        series(10, lambda i: {"gpus": [gpu(g, pids=(), utilization_gpu_pct=0.0) for g in range(count)]}), TH.window_s
+    )
+    quiet = classify(window, (), TH)
+    assert (quiet.quiet, quiet.words().line) == (frozenset(range(count)), line)
+    killed = replace(_finding("oom_kill", Severity.CRITICAL), gpus=())
+    judged = classify(window, (killed,), TH)
+    assert (judged.quiet, judged.flagged) == (frozenset(), frozenset(range(count)))
+    assert judged.words().line == f"{line}; open here: processes killed for memory"
+    assert classify(window, (killed,), TH, "zh").words().summary.endswith("；此处有未解决的问题：有进程因内存不足被杀")
 
 
 def test_a_critical_quota_beside_a_waiting_gpu_makes_it_input_bound() -> None:

@@ -28,8 +28,9 @@ def _parts(verdict: Verdict) -> tuple[Verdict, ...]:
 
 
 def _says_nothing_holds_back(part: Verdict) -> bool:
-    """What the user reads: no job at all, or "nothing on this machine" holds them back / explains the waiting."""
-    return part.cls == "idle" or "nothing on this machine" in part.summary
+    """What the user reads: "nothing on this machine" holds them back / explains the waiting, or "no job" with
+    nothing open named beside it."""
+    return "nothing on this machine" in part.summary or (part.cls == "idle" and "open here" not in part.summary)
 
 
 def _on(finding: Finding, part: Verdict) -> bool:
