@@ -5,10 +5,14 @@ among its open findings (degraded, then throttled, interconnect, input-bound, co
 memory-bandwidth-bound). A GPU with none is idle when it does nothing, GPU-bound when it is busy (the machine
 delivers, so the speed must come from the job), and `underused` in between: it waits, and nothing found on
 this machine explains why, which is said as such rather than passed off as GPU-bound. Findings above info that
-argue for no class are named beside GPU-bound and underused, so the verdict never says "nothing found" over an
-open warning. GPUs that differ make a `mixed` verdict with one group per class; idle GPUs beside busy ones are
-left out of it (a job on four GPUs of eight is not "mixed"). Like a finding, a new verdict must hold `hold_s`
-before it replaces the last, so a value at a threshold does not flap it.
+argue for no class are named beside GPU-bound, underused and idle, so the verdict never says "nothing found"
+(or "no job" and nothing more) over an open warning. GPUs that differ make a `mixed` verdict with one group per
+class; idle GPUs beside busy ones are left out of it (a job on four GPUs of eight is not "mixed").
+
+The verdict shown and the findings agree at every moment (VerdictTracker): a verdict that says nothing holds a
+GPU back gives way on the tick a finding above info opens on that GPU, and any other verdict the readings no
+longer support gives way `hold_s` after it stopped being this instant's, so a value at a threshold does not flap
+it and a job that changes is not told late.
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ BOUNDS: dict[str, str] = {rule.id: rule.bound for rule in ALL_RULES if rule.boun
 BOUNDS[NVML_UNAVAILABLE] = "degraded"
 SEVERITIES: dict[str, Severity] = {rule.id: rule.severity for rule in ALL_RULES}
 # The classes a GPU takes when no finding argues for one: findings above info are then named beside them.
-_UNBOUND = ("underused", "gpu_bound")
+_UNBOUND = ("underused", "gpu_bound", "idle")
 # Causes that explain only part of a GPU's waiting: each host<->device copy of a rank on the far socket is slower.
 _PARTIAL = frozenset({"numa_mismatch"})
 # Classes that say a GPU waits: a finding never argues for them on a GPU that is busy anyway.
@@ -101,10 +105,14 @@ def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
 class Judgement:
     """What bounds the job this instant, before it is put into words: the classes and their GPUs (`key`, what
     the hysteresis compares) and how to word them. The words (means, sentences, evidence) are made only when
-    the verdict shown changes or is renewed, not on every tick."""
+    the verdict shown changes or is renewed, not on every tick. `quiet`: the units (GPUs, MIG instances) it
+    says nothing holds back; `flagged`: those a finding above info is open on. A verdict shown that is quiet
+    on a unit now flagged gives way at once."""
 
     key: tuple[object, ...]
     words: Callable[[], Verdict]
+    quiet: frozenset[int] = frozenset()
+    flagged: frozenset[int] = frozenset()
 
 
 def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Verdict:
@@ -128,10 +136,14 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
     classes: dict[int, str] = {}
     causes: dict[int, list[Finding]] = {}
     explained: set[int] = set()  # GPUs whose class a finding argues for
+    flagged: set[int] = set()  # GPUs a finding above info is open on
     jobs = {sample.index for sample in window.gpus() if window.pids(sample)}
     for index in everyone:
         util = window.mean(index, "utilization_gpu_pct")
         mine = [f for f in findings if _bounds(f, index, util, th, index in jobs)]
+        open_here = [f for f in findings if f.severity > Severity.INFO and _concerns(f, index)]
+        if open_here:
+            flagged.add(index)
         if mine:
             best = min(RANKED.index(BOUNDS[f.rule]) for f in mine)
             classes[index] = RANKED[best]
@@ -139,25 +151,27 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
             explained.add(index)
         elif util is not None:
             classes[index] = _unbound_class(window, index, util, th)
-            causes[index] = [f for f in findings if f.severity > Severity.INFO and _concerns(f, index)]
+            causes[index] = open_here
     if not classes:
         return Judgement(("unknown", (), ()), lambda: _make("unknown", (), {"seconds": 1}, (), lang, now))
     busy = {i: c for i, c in classes.items() if c != "idle"} or classes
     order = sorted(set(busy.values()), key=RANKED.index)
     parts = tuple((cls, tuple(i for i in everyone if busy.get(i) == cls)) for cls in order)
-    # Beside GPU-bound and underused, the findings named are part of what the verdict says: a new one renews it.
+    # Beside GPU-bound, underused and idle, the findings named are part of what the verdict says: a new one renews it.
     noted = tuple(
         sorted(
             {f.rule for cls, gpus in parts if cls in _UNBOUND for i in gpus if i not in explained for f in causes[i]}
         )
     )
+    # The GPUs it says nothing holds back: those of a GPU-bound, underused or idle group that names no finding.
+    quiet = frozenset(i for cls, gpus in parts if cls in _UNBOUND and not any(causes[g] for g in gpus) for i in gpus)
 
     def group(cls: str, gpus: tuple[int, ...]) -> Verdict:
         return _group(window, th, cls, gpus, causes, any(i in explained for i in gpus), everyone, lang)
 
     if len(parts) == 1:
         cls, gpus = parts[0]
-        return Judgement((cls, _units_key(gpus), noted), lambda: group(cls, gpus))
+        return Judgement((cls, _units_key(gpus), noted), lambda: group(cls, gpus), quiet, frozenset(flagged))
 
     def mixed() -> Verdict:
         groups = tuple(group(cls, gpus) for cls, gpus in parts)
@@ -165,7 +179,7 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
         return _make("mixed", tuple(sorted(busy)), {"groups": summary}, (), lang, now, groups=groups)
 
     keyed = tuple((cls, _units_key(gpus)) for cls, gpus in parts)
-    return Judgement(("mixed", _units_key(tuple(sorted(busy))), (keyed, noted)), mixed)
+    return Judgement(("mixed", _units_key(tuple(sorted(busy))), (keyed, noted)), mixed, quiet, frozenset(flagged))
 
 
 def _units_key(units: tuple[int, ...]) -> object:
@@ -239,7 +253,7 @@ def _group(
         # A finding explains the waiting (GPUs waiting on the busiest one), or what is open is named beside it.
         variant = "cause" if explained else "open"
     if cls == "idle" and len(gpus) > 1 and set(gpus) == set(everyone):
-        variant, params["count"] = "all", len(gpus)
+        variant, params["count"] = f"all.{variant}" if variant else "all", len(gpus)
     evidence = [ev("gpu_util", rounded(util), "%", "mean"), ev("clock_of_max", rounded(clock), "%", "mean")]
     if sm is not None:
         evidence += [ev("sm_active", rounded(sm), "%", "mean"), ev("tensor_active", rounded(tensor), "%", "mean")]
@@ -349,7 +363,15 @@ def _mean(values: Iterable[float | None]) -> float | None:
 
 
 class VerdictTracker:
-    """Holds the verdict shown: a different one takes over after `hold_s` of holding, leaving `unknown` at once.
+    """Holds the verdict shown, so that it and the findings agree at every moment:
+
+    - a verdict that says nothing holds a GPU back (GPU-bound, underused or idle naming no finding) gives way on
+      the tick a finding above info opens on that GPU;
+    - any other gives way once it has not been this instant's verdict for `hold_s`, counted from when it
+      stopped being it, not from when the one now judged began: judgements that change on the way (idle,
+      underused, then GPU-bound as a job starts) do not add their holds up; a blip shorter than `hold_s` is
+      forgotten. What takes over is this instant's verdict, standing since it was first judged;
+    - `unknown` gives way at once: there is nothing to flap.
 
     While the same verdict stands its words (the means in its sentence) are renewed every `refresh_s` only: a
     sentence that changed every tick would repaint the pane every tick, over a slow link, to say the same.
@@ -360,33 +382,35 @@ class VerdictTracker:
         self.refresh_s = refresh_s
         self._current: Verdict | None = None
         self._current_key: tuple[object, ...] | None = None  # the key of the judgement it was taken from
+        self._quiet: frozenset[int] = frozenset()  # the units the current verdict says nothing holds back
         self._worded = 0.0  # when the current verdict's words were last renewed
-        self._pending: tuple[tuple[object, ...], float] | None = None
+        self._judged: tuple[tuple[object, ...], float] | None = None  # this instant's key, and since when
+        self._contradicted: float | None = None  # since when the current verdict is not this instant's
 
     def update(self, candidate: Judgement, now: float) -> Verdict:
         """The verdict to show after this instant's; `candidate` is put into words only when it is taken."""
+        if self._judged is None or self._judged[0] != candidate.key:
+            self._judged = (candidate.key, now)
         current = self._current
-        same = current is not None and candidate.key == self._current_key
-        if current is not None and same and current.cls != "unknown":
-            self._pending = None
-            if now - self._worded >= self.refresh_s:
-                current = self._take(candidate, replace(candidate.words(), since=current.since), now)
+        if current is not None and candidate.key == self._current_key:
+            self._contradicted = None
+            if current.cls == "unknown" or now - self._worded >= self.refresh_s:  # `unknown` counts down each tick
+                return self._take(candidate, replace(candidate.words(), since=current.since), now)
             return current
-        if current is None or current.cls == "unknown":  # leaving `unknown` needs no holding: nothing to flap
-            self._pending = None
-            taken = candidate.words()
-            if current is not None and same:
-                taken = replace(taken, since=current.since)
-            return self._take(candidate, taken, now)
-        if self._pending is None or self._pending[0] != candidate.key:
-            self._pending = (candidate.key, now)
-        if now - self._pending[1] >= self.hold_s:
-            current = self._take(candidate, replace(candidate.words(), since=self._pending[1]), now)
-            self._pending = None
+        if self._contradicted is None:
+            self._contradicted = now
+        if (
+            current is None
+            or current.cls == "unknown"
+            or self._quiet & candidate.flagged
+            or now - self._contradicted >= self.hold_s
+        ):
+            return self._take(candidate, replace(candidate.words(), since=self._judged[1]), now)
         return current
 
     def _take(self, judged: Judgement, verdict: Verdict, now: float) -> Verdict:
         """The verdict shown from now, and the key of the judgement it came from: the next judgements are compared
         with that key (a Verdict's own key names its groups, not the findings a judgement notes)."""
-        self._current, self._current_key, self._worded = verdict, judged.key, now
+        self._current, self._current_key, self._quiet, self._worded = verdict, judged.key, judged.quiet, now
+        self._contradicted = None
         return verdict

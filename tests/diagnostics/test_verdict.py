@@ -13,7 +13,16 @@ from gputui.diagnostics.locale import LANGS
 from gputui.diagnostics.rules import ALL_RULES, RULE_TEXTS
 from gputui.diagnostics.rules.base import Window
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.diagnostics.verdict import BOUNDS, CLASSES, Judgement, Verdict, VerdictTracker, judge, verdict_to_dict
+from gputui.diagnostics.verdict import (
+    BOUNDS,
+    CLASSES,
+    Judgement,
+    Verdict,
+    VerdictTracker,
+    classify,
+    judge,
+    verdict_to_dict,
+)
 from gputui.sources.sim.scenarios import BY_NAME, SCENARIO_TABLE, TOUR
 from gputui.sources.sim.source import TOUR_SCENARIOS, TOUR_SEGMENT_S, SimulatedSource
 from tests.conftest import Clock
@@ -79,6 +88,31 @@ def test_a_verdict_changes_only_after_the_new_one_holds() -> None:
     assert (taken.cls, taken.since) == ("throttled", 3.0)
 
 
+def _judged(cls: str, t: float, quiet: tuple[int, ...] = (), flagged: tuple[int, ...] = ()) -> Judgement:
+    said = Verdict(cls, cls, (0, 1), cls, cls, since=t)
+    return Judgement(said.key, lambda: said, frozenset(quiet), frozenset(flagged))
+
+
+def test_the_hold_counts_from_when_the_verdict_shown_stopped_being_judged_not_from_the_last_change() -> None:
+    """A job starting reads idle, then underused, then GPU-bound: the holds of the judgements on the way do not
+    add up. The verdict of the instant takes over, standing since it was first judged."""
+    tracker = VerdictTracker(hold_s=3.0)
+    assert tracker.update(_judged("idle", 0.0), 0.0).cls == "idle"
+    assert tracker.update(_judged("underused", 1.0), 1.0).cls == "idle"
+    assert tracker.update(_judged("gpu_bound", 3.0), 3.0).cls == "idle"
+    taken = tracker.update(_judged("gpu_bound", 4.0), 4.0)
+    assert (taken.cls, taken.since) == ("gpu_bound", 3.0)
+
+
+def test_a_verdict_that_says_nothing_holds_a_gpu_back_gives_way_when_a_finding_opens_on_it() -> None:
+    tracker = VerdictTracker(hold_s=3.0)
+    tracker.update(_judged("gpu_bound", 0.0, quiet=(0, 1)), 0.0)
+    taken = tracker.update(_judged("mixed", 5.0, flagged=(1,)), 5.0)  # GPU 1 throttles: its finding opens
+    assert (taken.cls, taken.since) == ("mixed", 5.0)
+    # One that names what holds the GPU back stays its hold, whatever else opens there.
+    assert tracker.update(_judged("throttled", 6.0, flagged=(1,)), 6.0).cls == "mixed"
+
+
 def test_a_standing_verdict_renews_its_words_every_ten_seconds_not_every_tick() -> None:
     tracker = VerdictTracker(hold_s=3.0)
 
@@ -139,6 +173,21 @@ def test_the_verdict_never_says_nothing_found_beside_an_open_warning(util: float
     assert "GPU memory nearly full" in verdict.summary and "nothing" not in verdict.summary
     quiet = judge(window, (_finding("idle_allocation", Severity.INFO),), TH)
     assert "nothing on this machine" in quiet.summary
+
+
+@pytest.mark.parametrize(("count", "line"), [(1, "Idle: no job on GPU 0"), (2, "Idle: no job on any of the 2 GPUs")])
+def test_an_idle_verdict_names_what_is_open_on_its_gpus(count: int, line: str) -> None:
+    """The job the container's memory limit killed leaves its GPUs idle: "no job" alone would talk over it."""
+    window = Window(
+        series(10, lambda i: {"gpus": [gpu(g, pids=(), utilization_gpu_pct=0.0) for g in range(count)]}), TH.window_s
+    )
+    quiet = classify(window, (), TH)
+    assert (quiet.quiet, quiet.words().line) == (frozenset(range(count)), line)
+    killed = replace(_finding("oom_kill", Severity.CRITICAL), gpus=())
+    judged = classify(window, (killed,), TH)
+    assert (judged.quiet, judged.flagged) == (frozenset(), frozenset(range(count)))
+    assert judged.words().line == f"{line}; open here: processes killed for memory"
+    assert classify(window, (killed,), TH, "zh").words().summary.endswith("；此处有未解决的问题：有进程因内存不足被杀")
 
 
 def test_a_critical_quota_beside_a_waiting_gpu_makes_it_input_bound() -> None:

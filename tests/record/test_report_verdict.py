@@ -14,8 +14,9 @@ from tests.record.recdata import T0, snapshot, write_recording
 
 
 def test_a_recorded_session_gives_the_verdict_over_time(tmp_path: Path) -> None:
-    """The tour from 0 to 100 s: unknown for 5 s, gpu_bound, idle from 30 s, then mixed (thermal on GPU 1); the
-    GPUs going idle and busy again between the scenarios never read as underused."""
+    """The tour from 0 to 100 s: unknown for 5 s, gpu_bound, idle from 33 s (3 s of idle readings), gpu_bound
+    again from 63 s as the next job runs, then mixed when GPU 1's thermal finding opens; the GPUs going idle and
+    busy again between the scenarios never read as underused."""
     path = tmp_path / "tour.jsonl"
     assert main(["diagnose", "--demo", "tour", "--seconds", "100", "--record", str(path)]) in (0, 1, 4)
     report = build_report(load_recording(path))
@@ -30,7 +31,7 @@ def test_a_recorded_session_gives_the_verdict_over_time(tmp_path: Path) -> None:
     [first] = [n for n, line in enumerate(text) if line.startswith("verdict")]
     assert "of the time" in text[first] and text[first + 1].startswith("             ")
     verdict_lines = [line.strip() for line in text[first : first + len(shares)]]
-    assert any(line.startswith("gpu_bound ") and ": 00:00:05-" in line for line in verdict_lines)
+    assert any(line.startswith("idle ") and ": 00:00:33-00:01:03" in line for line in verdict_lines)
     doc = report_to_dict(report)
     assert doc["verdicts"][0]["class"] == "unknown" and set(doc["verdict_shares"]) == set(classes)
 
