@@ -133,6 +133,13 @@ def test_an_nvswitch_board_with_every_gpu_short_alike_is_critical(capsys: pytest
     assert "every peer short too: the NVSwitch fabric" in findings[0]["title"]  # type: ignore[index]
 
 
+def test_a_row_of_nvswitch_gpus_says_whose_links_are_whose(capsys: pytest.CaptureFixture[str]) -> None:
+    """The row of GPUs 0-3 gives each GPU's links once, under its number, not every GPU's peers run together."""
+    main(["diagnose", "--demo", "nvswitch"])
+    out = capsys.readouterr().out
+    assert "NVLinks up: 16/18 | NVLinks up by GPU: 0-3: 16/18\n" in out
+
+
 def test_healthy_exits_0_and_says_simulated(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diagnose", "--demo", "healthy"]) == 0
     out = capsys.readouterr().out
