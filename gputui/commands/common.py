@@ -43,7 +43,7 @@ def add_recording_argument(parser: argparse.ArgumentParser) -> None:
 
 def on_recording(run: Callable[[argparse.Namespace, Recording], int]) -> Callable[[argparse.Namespace], int]:
     """A command that reads the recording named by FILE (add_recording_argument): `run` is given it opened, and
-    one that cannot be read ends the command with a usage error that says why."""
+    one that cannot be read, or holds no sample to read, ends the command with a usage error that says why."""
 
     def opened(args: argparse.Namespace) -> int:
         from gputui.record.format import RecordingError
@@ -53,6 +53,11 @@ def on_recording(run: Callable[[argparse.Namespace, Recording], int]) -> Callabl
             recording = load_recording(args.file)
         except RecordingError as exc:
             return usage_error(exc)
+        if not recording.ticks:
+            for warning in recording.warnings:  # why its lines gave none
+                print(f"gputui: warning: {warning}", file=sys.stderr)
+            why = "" if recording.warnings else ": the recorder stopped before its first tick"
+            return usage_error(f"{args.file} has a header but no samples{why}")
         return run(args, recording)
 
     return opened
