@@ -123,9 +123,20 @@ def _print_update(update: Progress | BadLine, stream: Any) -> None:
     print(f"[{100 * update.fraction:3.0f}%] {where}{figure:>12}  {update.message}", file=stream, flush=True)
 
 
+def _print_error(error: Error) -> None:
+    """A probe that refused its arguments (a --path that is no directory) as every usage error is said; one that
+    could not run in the words the monitor's pane uses ("disk read probe crashed: ..."), not the protocol's code."""
+    from gputui.probes.findings import error_title
+
+    if error.code == "bad_args":
+        common.usage_error(error.message)
+    else:
+        print(f"gputui: {error_title(error)}", file=sys.stderr)
+
+
 def _print_result(final: Final, judgement_text: str | None) -> None:
     if isinstance(final, Error):
-        print(f"gputui: {final.probe} probe failed ({final.code}): {final.message}", file=sys.stderr)
+        _print_error(final)
         for line in final.stderr_tail.rstrip().splitlines()[-10:]:
             print(f"  | {line}", file=sys.stderr)
         return
@@ -216,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
             body["during_run"] = dataclasses.asdict(judgement)
         common.print_json(body, ensure_ascii=False)
         if isinstance(final, Error):
-            print(f"gputui: {final.probe} probe failed ({final.code}): {final.message}", file=sys.stderr)
+            _print_error(final)
     else:
         _print_result(final, judgement_text)
     return exit_code(final, judgement.worsened if judgement else False, judgement.lost_after_s if judgement else None)

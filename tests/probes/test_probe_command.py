@@ -52,15 +52,17 @@ def test_a_crash_exits_5_with_the_stderr_tail(
     monkeypatch.setenv(FAULT_ENV, "crash")
     assert main(["probe", "disk"]) == command.EXIT_PROBE_FAILED
     err = capsys.readouterr().err
-    assert "disk probe failed (crashed)" in err and "| simulated crash in the probe worker" in err
+    assert "gputui: disk read probe crashed: the probe worker ended with signal SIGABRT" in err
+    assert "| simulated crash in the probe worker" in err
 
 
-def test_a_missing_directory_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["probe", "disk", "--path", str(tmp_path / "nope")]) == 2
-    assert (
-        capsys.readouterr().err.strip()
-        == f"gputui: disk probe failed (bad_args): no such directory: {tmp_path / 'nope'}"
-    )
+@pytest.mark.parametrize("json_out", [[], ["--json"]], ids=["text", "json"])
+def test_a_missing_directory_is_a_usage_error(
+    tmp_path: Path, json_out: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Said as every usage error is, not with the protocol's code ("failed (bad_args)")."""
+    assert main(["probe", "disk", "--path", str(tmp_path / "nope"), *json_out]) == 2
+    assert capsys.readouterr().err == f"gputui: error: no such directory: {tmp_path / 'nope'}\n"
 
 
 @pytest.mark.parametrize(
