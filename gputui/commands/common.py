@@ -297,8 +297,11 @@ def make_source(
         return source, source.open()
 
 
-def report_unavailable(exc: SourceUnavailable) -> int:
-    print(f"gputui: {exc}", file=sys.stderr)
+def report_unavailable(exc: SourceUnavailable, *, reason_shown: bool = False) -> int:
+    """Why no source opened, on stderr, with the way to the simulated machine; `reason_shown`: the command's own
+    output said why already (diagnose's text), so only the way is added."""
+    if not reason_shown:
+        print(f"gputui: {exc}", file=sys.stderr)
     if not isinstance(exc, NoJobTrace):  # that one says how to start the job it waits for
         print("gputui: to see gputui on a simulated machine, add --demo", file=sys.stderr)
     return EXIT_NO_DRIVER

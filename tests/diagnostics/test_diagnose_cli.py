@@ -184,6 +184,22 @@ def test_no_driver_exits_3_and_prints_the_finding(
     assert "version mismatch" in finding["evidence"][0]["value"] and "version mismatch" in captured.err
 
 
+def test_no_driver_in_text_says_the_reason_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The finding's evidence says why; stderr adds only the way to the simulated machine."""
+
+    def unavailable(args: object, **_: object) -> None:
+        raise SourceUnavailable("NVIDIA driver/library version mismatch (reboot or reload the nvidia module)")
+
+    monkeypatch.setattr(common, "make_source", unavailable)
+    assert main(["diagnose"]) == 3
+    captured = capsys.readouterr()
+    assert (captured.out + captured.err).count("version mismatch") == 1
+    assert "reason: NVIDIA driver/library version mismatch" in captured.out
+    assert captured.err == "gputui: to see gputui on a simulated machine, add --demo\n"
+
+
 class LiveLike:
     """The simulated machine dressed as a live one, one simulated second per sample."""
 
