@@ -12,7 +12,7 @@ from typing import Any
 
 from gputui.argtypes import byte_size, gpu_index, matrix_size, positive_mb, positive_seconds
 from gputui.commands import common
-from gputui.formatting import fmt_figure
+from gputui.formatting import fmt_figure, fmt_size
 from gputui.model import Snapshot
 from gputui.probes.protocol import PROBES, BadLine, Error, Final, Progress, Result, to_dict
 from gputui.probes.reference import DTYPES, PcieLink, PeerLinks
@@ -134,6 +134,13 @@ def _print_error(error: Error) -> None:
         print(f"gputui: {error_title(error)}", file=sys.stderr)
 
 
+def _figure_text(key: str, value: float | None) -> str:
+    """A figure under its protocol name; a byte count as a size ("64 MiB"), not 6.711e+07."""
+    if value is None:
+        return "n/a"
+    return fmt_size(value) if key == "bytes" else f"{value:.4g}"
+
+
 def _print_result(final: Final, judgement_text: str | None) -> None:
     if isinstance(final, Error):
         _print_error(final)
@@ -147,7 +154,7 @@ def _print_result(final: Final, judgement_text: str | None) -> None:
     if judgement_text:
         print(f"  during the run: {judgement_text}")
     for key, value in final.figures.items():
-        print(f"  {key:28} {'n/a' if value is None else f'{value:.4g}'}")
+        print(f"  {key:28} {_figure_text(key, value)}")
     for line in final.details:
         print(f"  - {line}")
     status = "FAULTY" if final.faulty else "ok" if final.ok else "NOT OK"

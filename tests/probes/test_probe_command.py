@@ -15,7 +15,7 @@ from gputui.probes.reference import PcieLink
 from gputui.probes.worker import FAULT_ENV
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.nvml import source as nvml_source
-from tests.fake_pynvml import FakeGpu, FakeNvml
+from tests.fake_pynvml import MIB, FakeGpu, FakeNvml
 
 
 @pytest.fixture(autouse=True)
@@ -34,6 +34,12 @@ def test_disk_json_is_the_protocol_result(tmp_path: Path, capsys: pytest.Capture
     body = json.loads(capsys.readouterr().out)
     assert {"v", "type", "probe", "device", "ok", "faulty", "figures", "verdict", "details"} == set(body)
     assert body["type"] == "result" and body["figures"]["bytes"] == 4096
+
+
+def test_disk_text_gives_the_bytes_read_as_a_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "f.bin").write_bytes(b"x" * 3 * MIB)
+    main(["probe", "disk", "--path", str(tmp_path)])
+    assert "\n  bytes                        3 MiB\n" in capsys.readouterr().out
 
 
 def test_stress_on_the_cpu_says_so(capsys: pytest.CaptureFixture[str]) -> None:
