@@ -24,7 +24,7 @@ EPILOG = """probes:
   pcie    host<->device copies, pinned and pageable, against the link's theoretical bandwidth
   stress  sustained matmul, TFLOP/s against the GPU's dense peak, every result checked against the first
   membw   device-to-device copy bandwidth against the memory's peak
-  disk    sequential read of the files under --path (never writes), and whether the page cache served it
+  disk    sequential read of the files under --path (never writes), past the page cache with O_DIRECT
   p2p     GPU-to-GPU copies, every pair both ways (or --gpu A --peer B), against NVLink or the PCIe link
 Without CUDA the probes run on the CPU with small sizes and say so (device: cpu).
 
