@@ -124,14 +124,15 @@ def _print_update(update: Progress | BadLine, stream: Any) -> None:
 
 
 def _print_error(error: Error) -> None:
-    """A probe that refused its arguments (a --path that is no directory) as every usage error is said; one that
-    could not run in the words the monitor's pane uses ("disk read probe crashed: ..."), not the protocol's code."""
+    """A probe that refused its arguments (a --path that is no directory) as every usage error is said; one without
+    torch by its message (what is missing and how to install it); one that could not run in the words the
+    monitor's pane uses ("disk read probe crashed: ..."); never by the protocol's code."""
     from gputui.probes.findings import error_title
 
     if error.code == "bad_args":
         common.usage_error(error.message)
     else:
-        print(f"gputui: {error_title(error)}", file=sys.stderr)
+        print(f"gputui: {error.message if error.code == 'no_torch' else error_title(error)}", file=sys.stderr)
 
 
 def _figure_text(key: str, value: float | None) -> str:

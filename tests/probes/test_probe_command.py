@@ -72,6 +72,25 @@ def test_a_missing_directory_is_a_usage_error(
 
 
 @pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (
+            Error("stress", "no_torch", "the stress probe needs torch (No module named 'torch'): install torch"),
+            "gputui: the stress probe needs torch (No module named 'torch'): install torch",
+        ),
+        (Error("pcie", "timeout", "no result within 120 s"), "gputui: PCIe probe timed out: no result within 120 s"),
+        (Error("membw", "cancelled", "the probe was cancelled"), "gputui: memory bandwidth probe cancelled"),
+    ],
+    ids=["no-torch", "timeout", "cancelled"],
+)
+def test_a_probe_that_could_not_run_is_said_in_words(
+    error: Error, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command._print_result(error, None)
+    assert capsys.readouterr().err == said + "\n"
+
+
+@pytest.mark.parametrize(
     ("argv", "message"),
     [
         (["probe"], "the following arguments are required"),
