@@ -7,7 +7,7 @@ not know, so newer writers can add keys without breaking older readers.
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
+from dataclasses import MISSING, asdict, fields
 from typing import Any, TypeVar
 
 from gputui.model import (
@@ -211,7 +211,17 @@ def _group(cls: type[G], data: Any) -> G | None:
     return cls(**_pick(tuple(f.name for f in fields(cls)), data)) if isinstance(data, dict) else None
 
 
+def _lacks(cls: type, data: dict[str, Any], where: str) -> None:
+    """A key the dataclass cannot do without, absent from the JSON, named in a sentence (not Python's TypeError)."""
+    missing = [
+        f.name for f in fields(cls) if f.default is MISSING and f.default_factory is MISSING and f.name not in data
+    ]
+    if missing:
+        raise SnapshotFormatError(f"{where} lacks {', '.join(missing)}")
+
+
 def system_from_dict(data: dict[str, Any]) -> SystemInfo:
+    _lacks(SystemInfo, data, "system")
     try:
         return SystemInfo(
             container=_container_info(data.get("container")),
@@ -223,6 +233,7 @@ def system_from_dict(data: dict[str, Any]) -> SystemInfo:
 
 
 def gpu_info_from_dict(data: dict[str, Any]) -> GpuInfo:
+    _lacks(GpuInfo, data, "gpu info")
     values = _pick(_INFO_KEYS, data)
     if values.get("nvlink_remote") is not None:
         values["nvlink_remote"] = tuple(values["nvlink_remote"])

@@ -269,6 +269,29 @@ def test_a_gpu_index_that_does_not_exist_is_a_usage_error(index: int) -> None:
     assert nvml.initialized == 0
 
 
+@pytest.mark.parametrize("failing", ["topology", "host"])
+def test_a_failure_after_init_shuts_nvml_down_before_it_is_raised(
+    failing: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading the topology or opening the host source raises once NVML is up: open() leaves nothing behind."""
+    from gputui.sources.nvml import source as nvml_source
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError(f"{failing} broke")
+
+    nvml = FakeNvml([FakeGpu(), FakeGpu()])
+    source, _ = make_source(nvml)
+    if failing == "topology":
+        monkeypatch.setattr(nvml_source, "read_topology", broken)
+    else:
+        monkeypatch.setattr(HostSource, "open", broken)
+    with pytest.raises(RuntimeError, match=f"{failing} broke"):
+        source.open()
+    assert (nvml.count("nvmlInit"), nvml.shutdowns, nvml.initialized) == (1, 1, 0)
+    with pytest.raises(RuntimeError, match="before open"):
+        source.sample()
+
+
 def test_only_the_selected_gpus_are_read() -> None:
     nvml = FakeNvml([FakeGpu(), FakeGpu(), FakeGpu()])
     snap = opened(nvml, gpu_indices=[2, 0, 2]).sample()

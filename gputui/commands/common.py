@@ -43,7 +43,7 @@ def add_recording_argument(parser: argparse.ArgumentParser) -> None:
 
 def on_recording(run: Callable[[argparse.Namespace, Recording], int]) -> Callable[[argparse.Namespace], int]:
     """A command that reads the recording named by FILE (add_recording_argument): `run` is given it opened, and
-    one that cannot be read ends the command with a usage error that says why."""
+    one that cannot be read, or holds no sample to read, ends the command with a usage error that says why."""
 
     def opened(args: argparse.Namespace) -> int:
         from gputui.record.format import RecordingError
@@ -53,6 +53,11 @@ def on_recording(run: Callable[[argparse.Namespace, Recording], int]) -> Callabl
             recording = load_recording(args.file)
         except RecordingError as exc:
             return usage_error(exc)
+        if not recording.ticks:
+            for warning in recording.warnings:  # why its lines gave none
+                print(f"gputui: warning: {warning}", file=sys.stderr)
+            why = "" if recording.warnings else ": the recorder stopped before its first tick"
+            return usage_error(f"{args.file} has a header but no samples{why}")
         return run(args, recording)
 
     return opened
@@ -292,8 +297,11 @@ def make_source(
         return source, source.open()
 
 
-def report_unavailable(exc: SourceUnavailable) -> int:
-    print(f"gputui: {exc}", file=sys.stderr)
+def report_unavailable(exc: SourceUnavailable, *, reason_shown: bool = False) -> int:
+    """Why no source opened, on stderr, with the way to the simulated machine; `reason_shown`: the command's own
+    output said why already (diagnose's text), so only the way is added."""
+    if not reason_shown:
+        print(f"gputui: {exc}", file=sys.stderr)
     if not isinstance(exc, NoJobTrace):  # that one says how to start the job it waits for
         print("gputui: to see gputui on a simulated machine, add --demo", file=sys.stderr)
     return EXIT_NO_DRIVER

@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     except SourceUnavailable as exc:
         now = time.time()
         _emit(args, Outcome(None, unavailable_verdict(lang, now), (unavailable_finding(str(exc), lang, now),)), lang)
-        return common.report_unavailable(exc)
+        return common.report_unavailable(exc, reason_shown=not args.json)  # JSON: stdout is for the script
     finally:
         if recorder is not None:
             recorder.close()

@@ -43,8 +43,9 @@ def run_prometheus(args: argparse.Namespace) -> int:
     poller = PrometheusPoller(client, args.match, step_s=interval)
     states = poller.poll()
     if not states:
-        why = poller.error or f"no gputui or dcgm-exporter series there{' for --match' if args.match else ''}"
-        print(f"gputui: {client.url}: {why}", file=sys.stderr)
+        where = " for --match" if args.match else ""
+        why = poller.error or f"{client.url}: no gputui or dcgm-exporter series there{where}"  # an error names it
+        print(f"gputui: {why}", file=sys.stderr)
         return common.EXIT_NO_DRIVER
     return run_fleet_on(poller, interval, notices=lambda: poller.notices)
 

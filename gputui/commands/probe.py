@@ -12,7 +12,7 @@ from typing import Any
 
 from gputui.argtypes import byte_size, gpu_index, matrix_size, positive_mb, positive_seconds
 from gputui.commands import common
-from gputui.formatting import fmt_figure
+from gputui.formatting import fmt_figure, fmt_size
 from gputui.model import Snapshot
 from gputui.probes.protocol import PROBES, BadLine, Error, Final, Progress, Result, to_dict
 from gputui.probes.reference import DTYPES, PcieLink, PeerLinks
@@ -24,7 +24,7 @@ EPILOG = """probes:
   pcie    host<->device copies, pinned and pageable, against the link's theoretical bandwidth
   stress  sustained matmul, TFLOP/s against the GPU's dense peak, every result checked against the first
   membw   device-to-device copy bandwidth against the memory's peak
-  disk    sequential read of the files under --path (never writes), and whether the page cache served it
+  disk    sequential read of the files under --path (never writes), past the page cache with O_DIRECT
   p2p     GPU-to-GPU copies, every pair both ways (or --gpu A --peer B), against NVLink or the PCIe link
 Without CUDA the probes run on the CPU with small sizes and say so (device: cpu).
 
@@ -123,9 +123,28 @@ def _print_update(update: Progress | BadLine, stream: Any) -> None:
     print(f"[{100 * update.fraction:3.0f}%] {where}{figure:>12}  {update.message}", file=stream, flush=True)
 
 
+def _print_error(error: Error) -> None:
+    """A probe that refused its arguments (a --path that is no directory) as every usage error is said; one without
+    torch by its message (what is missing and how to install it); one that could not run in the words the
+    monitor's pane uses ("disk read probe crashed: ..."); never by the protocol's code."""
+    from gputui.probes.findings import error_title
+
+    if error.code == "bad_args":
+        common.usage_error(error.message)
+    else:
+        print(f"gputui: {error.message if error.code == 'no_torch' else error_title(error)}", file=sys.stderr)
+
+
+def _figure_text(key: str, value: float | None) -> str:
+    """A figure under its protocol name; a byte count as a size ("64 MiB"), not 6.711e+07."""
+    if value is None:
+        return "n/a"
+    return fmt_size(value) if key == "bytes" else f"{value:.4g}"
+
+
 def _print_result(final: Final, judgement_text: str | None) -> None:
     if isinstance(final, Error):
-        print(f"gputui: {final.probe} probe failed ({final.code}): {final.message}", file=sys.stderr)
+        _print_error(final)
         for line in final.stderr_tail.rstrip().splitlines()[-10:]:
             print(f"  | {line}", file=sys.stderr)
         return
@@ -136,7 +155,7 @@ def _print_result(final: Final, judgement_text: str | None) -> None:
     if judgement_text:
         print(f"  during the run: {judgement_text}")
     for key, value in final.figures.items():
-        print(f"  {key:28} {'n/a' if value is None else f'{value:.4g}'}")
+        print(f"  {key:28} {_figure_text(key, value)}")
     for line in final.details:
         print(f"  - {line}")
     status = "FAULTY" if final.faulty else "ok" if final.ok else "NOT OK"
@@ -216,7 +235,7 @@ def run(args: argparse.Namespace) -> int:
             body["during_run"] = dataclasses.asdict(judgement)
         common.print_json(body, ensure_ascii=False)
         if isinstance(final, Error):
-            print(f"gputui: {final.probe} probe failed ({final.code}): {final.message}", file=sys.stderr)
+            _print_error(final)
     else:
         _print_result(final, judgement_text)
     return exit_code(final, judgement.worsened if judgement else False, judgement.lost_after_s if judgement else None)

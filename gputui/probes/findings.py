@@ -17,7 +17,7 @@ from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.formatting import fmt_si, fmt_size, si_scaled
 from gputui.probes.judge import RunJudgement
 from gputui.probes.protocol import INSTALL_HINT, Error, ErrorCode, Final, ProbeName, Result
-from gputui.probes.reference import gpu_peaks
+from gputui.probes.reference import DISK_CACHED_PCT_MAX, gpu_peaks
 
 CPU_RUN = "CPU RUN"
 # What the user calls each probe.
@@ -131,9 +131,9 @@ def _disk_title(result: Result) -> str:
         return f"{rate} sequential read (page-cache share unknown)"
     if cached >= 90:
         return f"{rate}, {cached:.0f}% from the page cache: memory speed, not the disk's"
-    if cached <= 10:
+    if cached <= DISK_CACHED_PCT_MAX:
         return f"{rate} sequential read from storage"
-    return f"{rate} sequential read, {cached:.0f}% from the page cache"
+    return f"{rate} sequential read, {cached:.0f}% from the page cache: faster than the disk alone"
 
 
 _TITLES: dict[ProbeName, Callable[[Result], str]] = {

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 # pinned-copy measurements reach 70-80% of PCIe theory (~25 GB/s of 31.5 on Gen4 x16, 11-12 of 15.75 on Gen3),
 # and a well-written BF16 matmul 80-87% of dense peak (A100 SXM ~271 of 312 TFLOP/s).
 PASS_FRACTION = 0.70
+# The most of a disk probe's read the page cache may serve for its figure still to be the storage's (%).
+DISK_CACHED_PCT_MAX = 10.0
 
 # Usable GB/s per lane and direction, after line encoding (8b/10b for Gen1-2, 128b/130b for Gen3-5, FLIT Gen6).
 PCIE_GB_S_PER_LANE: dict[int, float] = {

@@ -272,6 +272,10 @@ def finding_transitions(before: Sequence[Finding], after: Sequence[Finding], t: 
 # ---- reading -------------------------------------------------------------------------------------------------
 
 
+# What a header cannot do without (utc_offset_s and gputui_version came later, and have defaults).
+_HEADER_KEYS = ("started_at", "interval_s", "system", "gpu_info")
+
+
 def header_from_dict(data: Mapping[str, Any]) -> RecordingHeader:
     """Raises RecordingFormatError for a line that is not a header, or one from a newer schema."""
     if data.get("type") != "header":
@@ -284,13 +288,23 @@ def header_from_dict(data: Mapping[str, Any]) -> RecordingHeader:
             f"it was written by gputui {data.get('gputui_version', '?')} with recording schema {schema}; "
             f"this gputui {__version__} reads schema {RECORDING_SCHEMA} at most: upgrade gputui"
         )
+    missing = [key for key in _HEADER_KEYS if key not in data]
+    if missing:
+        raise RecordingFormatError(f"its header lacks {', '.join(missing)}: it was cut short or not made by gputui")
+    if not isinstance(data["system"], dict):
+        raise RecordingFormatError("its header's system is not a JSON object")
+    if not isinstance(data["gpu_info"], list) or not all(isinstance(g, dict) for g in data["gpu_info"]):
+        raise RecordingFormatError("its header's gpu_info is not a list of JSON objects")
     try:
-        system = system_from_dict(dict(data["system"]))
-        gpu_info = tuple(gpu_info_from_dict(dict(g)) for g in data["gpu_info"])
         started_at = float(data["started_at"])
         interval_s = float(data["interval_s"])
         utc_offset_s = int(data.get("utc_offset_s", 0))
-    except (KeyError, TypeError, ValueError, SnapshotFormatError) as exc:
+    except (TypeError, ValueError):
+        raise RecordingFormatError("its header's started_at, interval_s and utc_offset_s are not all numbers") from None
+    try:
+        system = system_from_dict(data["system"])
+        gpu_info = tuple(gpu_info_from_dict(g) for g in data["gpu_info"])
+    except SnapshotFormatError as exc:
         raise RecordingFormatError(f"its header is malformed: {exc}") from exc
     return RecordingHeader(
         schema=schema,

@@ -133,6 +133,13 @@ def test_an_nvswitch_board_with_every_gpu_short_alike_is_critical(capsys: pytest
     assert "every peer short too: the NVSwitch fabric" in findings[0]["title"]  # type: ignore[index]
 
 
+def test_a_row_of_nvswitch_gpus_says_whose_links_are_whose(capsys: pytest.CaptureFixture[str]) -> None:
+    """The row of GPUs 0-3 gives each GPU's links once, under its number, not every GPU's peers run together."""
+    main(["diagnose", "--demo", "nvswitch"])
+    out = capsys.readouterr().out
+    assert "NVLinks up: 16/18 | NVLinks up by GPU: 0-3: 16/18\n" in out
+
+
 def test_healthy_exits_0_and_says_simulated(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["diagnose", "--demo", "healthy"]) == 0
     out = capsys.readouterr().out
@@ -175,6 +182,22 @@ def test_no_driver_exits_3_and_prints_the_finding(
     [finding] = data["findings"]
     assert (finding["rule"], finding["severity"]) == ("nvml_unavailable", "critical")
     assert "version mismatch" in finding["evidence"][0]["value"] and "version mismatch" in captured.err
+
+
+def test_no_driver_in_text_says_the_reason_once(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The finding's evidence says why; stderr adds only the way to the simulated machine."""
+
+    def unavailable(args: object, **_: object) -> None:
+        raise SourceUnavailable("NVIDIA driver/library version mismatch (reboot or reload the nvidia module)")
+
+    monkeypatch.setattr(common, "make_source", unavailable)
+    assert main(["diagnose"]) == 3
+    captured = capsys.readouterr()
+    assert (captured.out + captured.err).count("version mismatch") == 1
+    assert "reason: NVIDIA driver/library version mismatch" in captured.out
+    assert captured.err == "gputui: to see gputui on a simulated machine, add --demo\n"
 
 
 class LiveLike:

@@ -86,7 +86,7 @@ def test_nvlink_down_when_one_gpu_lost_links_its_peers_kept() -> None:
     assert hit.gpus == (3,) and hit.pids == (103,) and hit.value == 16
     assert hit.params == {"gpu": 3, "active": 16, "total": 18}
     assert evidence(hit)["nvlink_links"] == "16/18"
-    assert evidence(hit)["peer_links"] == "0: 18/18, 1: 18/18, 2: 18/18, 4: 18/18, 5: 18/18, 6: 18/18, 7: 18/18"
+    assert evidence(hit)["board_links"] == "0-2,4-7: 18/18; 3: 16/18"
 
 
 def test_nvlink_down_from_the_matrix_where_live_counts_are_missing() -> None:
@@ -146,7 +146,8 @@ def test_nvlink_down_on_an_nvswitch_board_where_every_gpu_is_short_alike_is_the_
     assert [hit.gpus for hit in hits] == [(i,) for i in range(8)]
     assert {(hit.variant, hit.value) for hit in hits} == {("fabric", 16)}
     assert hits[0].params == {"gpu": 0, "active": 16, "total": 18}
-    assert evidence(hits[0])["peer_links"] == "1: 16/18, 2: 16/18, 3: 16/18, 4: 16/18, 5: 16/18, 6: 16/18, 7: 16/18"
+    # Each GPU's figure under its own number, the same words on every GPU: a row of the eight says them once.
+    assert {evidence(hit)["board_links"] for hit in hits} == {"0-7: 16/18"}
 
 
 def test_nvlink_down_on_an_nvswitch_board_one_gpu_short_is_held_against_its_peers() -> None:
@@ -157,7 +158,7 @@ def test_nvlink_down_on_an_nvswitch_board_one_gpu_short_is_held_against_its_peer
 def test_nvlink_down_on_one_gpu_of_an_nvswitch_board_with_no_peer_in_view() -> None:
     [hit] = run(nvlink_down, box(topology(1), [gpu(5, nvlink_links_active=17)], remotes=switch))
     assert (hit.gpus, hit.variant, hit.value) == ((5,), "switch", 17)
-    assert evidence(hit)["peer_links"] is None
+    assert evidence(hit)["board_links"] is None
 
 
 def test_nvlink_down_on_bridged_pairs_with_one_gpu_short_while_its_peers_have_all_theirs() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 
 import pytest
 
@@ -35,6 +36,27 @@ def test_diagnose_prometheus_text_and_a_prometheus_that_fails(capsys: pytest.Cap
     with canned_prometheus(Behaviour(status=500, body=b'{"status":"error","error":"boom"}')) as url:
         assert main(["diagnose", "--prometheus", url]) == 3
     assert "boom" in capsys.readouterr().err
+
+
+def closed_port_url() -> str:
+    """A URL on 127.0.0.1 where nothing listens: a port the system handed out, closed again."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.mark.parametrize("command", [[], ["diagnose"]], ids=["monitor", "diagnose"])
+def test_a_prometheus_that_refuses_is_named_once(command: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    url = closed_port_url()
+    assert main([*command, "--prometheus", url]) == 3
+    err = capsys.readouterr().err
+    assert err == f"gputui: {url}: unreachable (connection refused: is Prometheus running there?)\n"
+
+
+def test_a_prometheus_without_gpu_series_is_named_once_in_the_monitor(capsys: pytest.CaptureFixture[str]) -> None:
+    with canned_prometheus(Behaviour()) as url:
+        assert main(["--prometheus", url]) == 3
+    assert capsys.readouterr().err == f"gputui: {url}: no gputui or dcgm-exporter series there\n"
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from gputui.probes.reference import PcieLink
 from gputui.probes.worker import FAULT_ENV
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.nvml import source as nvml_source
-from tests.fake_pynvml import FakeGpu, FakeNvml
+from tests.fake_pynvml import MIB, FakeGpu, FakeNvml
 
 
 @pytest.fixture(autouse=True)
@@ -36,6 +36,12 @@ def test_disk_json_is_the_protocol_result(tmp_path: Path, capsys: pytest.Capture
     assert body["type"] == "result" and body["figures"]["bytes"] == 4096
 
 
+def test_disk_text_gives_the_bytes_read_as_a_size(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "f.bin").write_bytes(b"x" * 3 * MIB)
+    main(["probe", "disk", "--path", str(tmp_path)])
+    assert "\n  bytes                        3 MiB\n" in capsys.readouterr().out
+
+
 def test_stress_on_the_cpu_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["probe", "stress", "--cpu", "--seconds", "0.3", "--size", "32", "--dtype", "fp32"])
     out = capsys.readouterr().out
@@ -52,15 +58,36 @@ def test_a_crash_exits_5_with_the_stderr_tail(
     monkeypatch.setenv(FAULT_ENV, "crash")
     assert main(["probe", "disk"]) == command.EXIT_PROBE_FAILED
     err = capsys.readouterr().err
-    assert "disk probe failed (crashed)" in err and "| simulated crash in the probe worker" in err
+    assert "gputui: disk read probe crashed: the probe worker ended with signal SIGABRT" in err
+    assert "| simulated crash in the probe worker" in err
 
 
-def test_a_missing_directory_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["probe", "disk", "--path", str(tmp_path / "nope")]) == 2
-    assert (
-        capsys.readouterr().err.strip()
-        == f"gputui: disk probe failed (bad_args): no such directory: {tmp_path / 'nope'}"
-    )
+@pytest.mark.parametrize("json_out", [[], ["--json"]], ids=["text", "json"])
+def test_a_missing_directory_is_a_usage_error(
+    tmp_path: Path, json_out: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Said as every usage error is, not with the protocol's code ("failed (bad_args)")."""
+    assert main(["probe", "disk", "--path", str(tmp_path / "nope"), *json_out]) == 2
+    assert capsys.readouterr().err == f"gputui: error: no such directory: {tmp_path / 'nope'}\n"
+
+
+@pytest.mark.parametrize(
+    ("error", "said"),
+    [
+        (
+            Error("stress", "no_torch", "the stress probe needs torch (No module named 'torch'): install torch"),
+            "gputui: the stress probe needs torch (No module named 'torch'): install torch",
+        ),
+        (Error("pcie", "timeout", "no result within 120 s"), "gputui: PCIe probe timed out: no result within 120 s"),
+        (Error("membw", "cancelled", "the probe was cancelled"), "gputui: memory bandwidth probe cancelled"),
+    ],
+    ids=["no-torch", "timeout", "cancelled"],
+)
+def test_a_probe_that_could_not_run_is_said_in_words(
+    error: Error, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    command._print_result(error, None)
+    assert capsys.readouterr().err == said + "\n"
 
 
 @pytest.mark.parametrize(

@@ -1,12 +1,17 @@
-"""The disk probe in-process: bounded reads, nothing written, and the page-cache share measured by mincore."""
+"""The disk probe in-process: bounded reads, nothing written, O_DIRECT past the page cache where the file system
+allows it, and where not the page-cache share measured by mincore; a read the cache served does not pass."""
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
+from gputui.probes import disk
 from gputui.probes.disk import DiskProbeError, _libc, regular_files, resident_bytes, run_disk
 from gputui.probes.protocol import Progress
 
@@ -22,6 +27,37 @@ class TickClock:
     def __call__(self) -> float:
         self.now += 0.3
         return self.now
+
+
+@pytest.fixture(autouse=True)
+def on_ext4(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same file system on every machine (a CI's /tmp may be tmpfs); a test names another where it needs."""
+    on(monkeypatch, "ext4")
+
+
+def on(monkeypatch: pytest.MonkeyPatch, fstype: str) -> None:
+    part = SimpleNamespace(device="/dev/test0", mountpoint="/", fstype=fstype)
+    monkeypatch.setattr(disk, "_mount", lambda root: part)
+
+
+def direct_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file system without O_DIRECT (FUSE, older tmpfs): opening with it is EINVAL."""
+    real_open = os.open
+
+    def refuse(path: Any, flags: int, *args: Any) -> int:
+        if flags & os.O_DIRECT:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(disk.os, "open", refuse)
+
+
+def allows_direct(path: Path) -> bool:
+    try:
+        os.close(os.open(path, os.O_RDONLY | os.O_DIRECT))
+    except OSError:
+        return False
+    return True
 
 
 def make_tree(root: Path) -> dict[Path, bytes]:
@@ -67,11 +103,49 @@ def test_stops_at_the_time_cap(tmp_path: Path) -> None:
     assert result.figures["files"] == 1
 
 
-def test_freshly_written_files_are_in_the_page_cache(tmp_path: Path) -> None:
-    make_tree(tmp_path)
+def test_o_direct_reads_past_the_page_cache_and_leaves_it_as_it_was(tmp_path: Path) -> None:
+    files = make_tree(tmp_path)
+    if not allows_direct(tmp_path / "a.bin"):
+        pytest.skip("this machine's temporary directory refuses O_DIRECT")
+    before = cached_share(files)
     result = run_disk(tmp_path, 10 * 1024 * KIB, 60.0, lambda _: None, TickClock())
-    assert result.figures["page_cache_pct"] == pytest.approx(100.0)
-    assert "already in the page cache" in result.verdict
+    assert (result.figures["direct_pct"], result.figures["page_cache_pct"]) == (100.0, 0.0)
+    assert result.ok and result.verdict.endswith("; read from storage with O_DIRECT, past the page cache")
+    assert cached_share(files) == before  # nothing dropped from the cache, nothing added
+
+
+def cached_share(files: dict[Path, bytes]) -> dict[Path, int | None]:
+    shares = {}
+    for path, data in files.items():
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            shares[path] = resident_bytes(_libc(), fd, len(data))
+        finally:
+            os.close(fd)
+    return shares
+
+
+def test_a_read_the_page_cache_served_is_not_a_disk_measurement(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Freshly written files, on a file system that refuses O_DIRECT: memory speed, said so, and not passed."""
+    make_tree(tmp_path)
+    direct_refused(monkeypatch)
+    result = run_disk(tmp_path, 10 * 1024 * KIB, 60.0, lambda _: None, TickClock())
+    assert result.figures["page_cache_pct"] == pytest.approx(100.0) and result.figures["direct_pct"] == 0.0
+    assert not result.ok
+    assert "; not a disk measurement: 100% was already in the page cache, so this is memory speed" in result.verdict
+    assert result.details[0].startswith("read through the page cache (O_DIRECT not used on this file system)")
+
+
+def test_a_file_system_in_memory_is_not_a_disk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """tmpfs takes O_DIRECT on newer kernels, and still reads from memory: never judged a disk figure."""
+    make_tree(tmp_path)
+    on(monkeypatch, "tmpfs")
+    result = run_disk(tmp_path, 10 * 1024 * KIB, 60.0, lambda _: None, TickClock())
+    assert not result.ok and result.figures["direct_pct"] == 0.0
+    assert result.verdict.endswith("; not a disk measurement: tmpfs keeps its files in memory, so this is memory speed")
+    assert result.device == "host: /dev/test0 (tmpfs) at /"
 
 
 def test_mincore_sees_pages_dropped_from_the_cache(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from gputui.diagnostics.catalog import PROBE_TEXTS
+from gputui.diagnostics.findings import Severity
 from gputui.probes import findings
 from gputui.probes.findings import error_title, result_evidence, to_finding
 from gputui.probes.protocol import Error, Result
@@ -96,6 +97,9 @@ def test_the_disk_probe_says_where_its_figure_came_from() -> None:
     assert not INTERNAL.search(text)
     cold = Result("disk", "host", True, {**figures, "page_cache_pct": 2.0}, "...")
     assert to_finding(cold, None, 0.0).title == "disk read: 1.5 GB/s sequential read from storage"
+    half = to_finding(Result("disk", "host", False, {**figures, "page_cache_pct": 50.0}, "..."), None, 0.0)
+    assert half.title == "disk read: 1.5 GB/s sequential read, 50% from the page cache: faster than the disk alone"
+    assert half.severity == Severity.WARNING
 
 
 def test_p2p_names_its_slowest_direction_and_p2p_that_is_missing() -> None:

@@ -49,6 +49,30 @@ def test_a_missing_file_is_one_line_and_exit_2(
     assert err.count("\n") == 1 and "no such recording" in err
 
 
+@pytest.mark.parametrize("command", ["report", "replay"])
+def test_a_header_without_samples_is_one_line_and_exit_2(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _recording(tmp_path)
+    path.write_text(path.read_text().splitlines(keepends=True)[0])
+    assert cli.main([command, str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"gputui: error: {path} has a header but no samples: the recorder stopped before its first tick\n"
+    )
+
+
+def test_a_header_whose_lines_are_all_unreadable_says_why_there_are_no_samples(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _recording(tmp_path)
+    path.write_text(path.read_text().splitlines(keepends=True)[0] + '{"type": "tick"}\n')
+    assert cli.main(["report", str(path)]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        f"gputui: warning: {path}: skipped 1 unreadable line (first: line 2: a tick's gpus must be a list of objects)",
+        f"gputui: error: {path} has a header but no samples",
+    ]
+
+
 def test_report_warns_on_a_damaged_file_and_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _recording(tmp_path)
     path.write_text(path.read_text()[:-100])

@@ -61,6 +61,31 @@ def test_a_file_that_is_not_a_recording(tmp_path: Path) -> None:
         load_recording(_file(tmp_path, _lines(2)[1:]))
 
 
+@pytest.mark.parametrize(
+    ("drop", "change", "says"),
+    [
+        (("system", "gpu_info"), {}, "its header lacks system, gpu_info: it was cut short or not made by gputui"),
+        (("started_at",), {}, "its header lacks started_at"),
+        ((), {"system": {}}, "system lacks hostname, source, driver_version, nvml_version, cuda_driver_version"),
+        ((), {"gpu_info": [{"index": 0}]}, "gpu info lacks name"),
+        ((), {"system": ["a"]}, "its header's system is not a JSON object"),
+        ((), {"gpu_info": 2}, "its header's gpu_info is not a list of JSON objects"),
+        ((), {"interval_s": "soon"}, "its header's started_at, interval_s and utc_offset_s are not all numbers"),
+    ],
+    ids=["no-system", "no-start", "system-empty", "gpu-unnamed", "system-list", "gpu-info-number", "interval-word"],
+)
+def test_a_header_short_of_a_key_names_it_in_words(
+    tmp_path: Path, drop: tuple[str, ...], change: dict[str, object], says: str
+) -> None:
+    """Not Python's KeyError text ('system'): the sentence says which key the header lacks or holds wrongly."""
+    lines = _lines(1)
+    header = {key: value for key, value in json.loads(lines[0]).items() if key not in drop}
+    lines[0] = dumps(header | change)
+    with pytest.raises(RecordingError) as raised:
+        load_recording(_file(tmp_path, lines))
+    assert says in str(raised.value)
+
+
 def test_a_truncated_last_line_is_read_up_to_and_told(tmp_path: Path) -> None:
     lines = _lines(4)
     lines[-1] = lines[-1][: len(lines[-1]) // 2]

@@ -20,6 +20,7 @@ from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
 from gputui.diagnostics.rules.sharing import jobs
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.formatting import fmt_ranges
 from gputui.model import NVSWITCH, GpuSample, Topology, parse_cpus
 
 _NV = re.compile(r"NV(\d+)")
@@ -61,10 +62,19 @@ def nvlink_down(w: Window, th: Thresholds) -> Iterator[Hit]:
             params={"gpu": index, "active": active, "total": total},
             evidence=(
                 ev("nvlink_links", f"{active}/{total}"),
-                ev("peer_links", ", ".join(f"{i}: {a}/{t}" for i, (a, t) in sorted(peers.items())) or None),
+                ev("board_links", _by_gpu(links) if peers else None),
             ),
         )
     yield from _short_in_matrix(w, set(links))
+
+
+def _by_gpu(links: dict[int, tuple[int, int]]) -> str:
+    """Every GPU's links up, GPUs alike as one range: "0-2,4-7: 18/18; 3: 16/18". The same words for each GPU
+    of the board, so findings grouped over GPUs show them once, and each figure says whose it is."""
+    gpus: dict[str, list[int]] = {}
+    for index, (active, total) in sorted(links.items()):
+        gpus.setdefault(f"{active}/{total}", []).append(index)
+    return "; ".join(f"{fmt_ranges(members)}: {figure}" for figure, members in gpus.items())
 
 
 def _short_in_matrix(w: Window, counted: set[int]) -> Iterator[Hit]:
@@ -336,7 +346,7 @@ TEXTS: Texts = {
         ),
         "p2p_unavailable.cause": "no GPU-to-GPU P2P",
         "ev.nvlink_links": "NVLinks up",
-        "ev.peer_links": "peers' NVLinks up",
+        "ev.board_links": "NVLinks up by GPU",
         "ev.pair_links": "links to each peer",
         "ev.other_pairs": "links between the others",
         "ev.nvlink_replay_rise": "NVLink replays",
@@ -415,7 +425,7 @@ TEXTS: Texts = {
         ),
         "p2p_unavailable.cause": "GPU 之间没有 P2P",
         "ev.nvlink_links": "在线 NVLink",
-        "ev.peer_links": "其他 GPU 的在线 NVLink",
+        "ev.board_links": "各 GPU 的在线 NVLink",
         "ev.pair_links": "与各 GPU 的链路",
         "ev.other_pairs": "其余 GPU 之间的链路",
         "ev.nvlink_replay_rise": "NVLink 重放",

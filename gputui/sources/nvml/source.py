@@ -242,26 +242,27 @@ class NvmlSource:
             raise SourceUnavailable(_init_message(exc)) from None
         self._started = True
         try:
+            return self._open_gpus(pynvml, nvml)
+        except BaseException:  # whatever failed after nvmlInit: shut NVML down, free what was opened, then say it
+            self.close()
+            raise
+
+    def _open_gpus(self, pynvml: Any, nvml: Nvml) -> SystemInfo:
+        """open()'s part once NVML is initialised: the GPUs, their topology, the host, the XID thread."""
+        try:
             count = pynvml.nvmlDeviceGetCount()
         except pynvml.NVMLError as exc:
-            self.close()
             raise SourceUnavailable(_init_message(exc)) from None
         if count == 0:
-            self.close()
             raise SourceUnavailable(NO_DEVICES)
         indices = self._wanted if self._wanted is not None else tuple(range(count))
         missing = [i for i in indices if not 0 <= i < count]
         if missing:
-            self.close()
             raise InvalidGpuSelection(
                 f"there is no GPU {missing[0]}: this machine has {count} GPU(s), numbered 0 to {count - 1}"
             )
-        try:
-            for index in indices:  # one by one, so close() frees the GPM buffers of those opened if one fails
-                self._gpus.append(self._open_gpu(nvml, index))
-        except SourceUnavailable:
-            self.close()
-            raise
+        for index in indices:  # one by one, so close() frees the GPM buffers of those opened if one fails
+            self._gpus.append(self._open_gpu(nvml, index))
         given_slice = mig_slice()
         if given_slice is not None:
             given_slice = self._keep_slice(given_slice)
