@@ -69,3 +69,16 @@ def test_tags_that_do_not_fit_beside_the_values_go_to_the_free_line_and_the_rest
     shown = [tag for tag in tags if f" {tag}" in below]
     assert shown == tags[: len(shown)] and shown  # worst first
     assert below.endswith(f" +{len(tags) - len(shown)}")
+
+
+def test_the_full_panels_first_line_counts_the_tags_past_its_width() -> None:
+    sample = replace(busy_gpu(0, 1.0), clock_event_reasons_mask=0x2 | 0x4 | 0x10 | 0x40 | 0x80 | 0x100)
+    panel = GpuPanel(gpu_info(0))
+    panel.add_sample(gpu_info(0), sample)
+    tags = [tag for tag, _ in panel_tags(sample)]
+    head = plain(panel.build_lines(100, 3)).splitlines()[0]
+    shown = [tag for tag in tags if f" {tag}" in head]
+    assert len(head) <= 100 and shown == tags[: len(shown)]
+    assert head.endswith(f" +{len(tags) - len(shown)}")
+    wide = plain(panel.build_lines(200, 3)).splitlines()[0]  # the same panel, wider: all of them, no count
+    assert all(f" {tag}" in wide for tag in tags) and not COUNT.search(wide)
