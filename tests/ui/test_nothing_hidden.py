@@ -15,6 +15,7 @@ import pytest
 from gputui.formatting import fmt_gib
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.widgets.gpu_panel import GpuPanel, panel_tags
+from gputui.ui.widgets.processes import process_count
 from tests.snapshots import gpu_info
 from tests.ui.monitor_helpers import busy_gpu, plain, run_ticks, screen_rows, simulated_app
 
@@ -82,3 +83,49 @@ def test_the_full_panels_first_line_counts_the_tags_past_its_width() -> None:
     assert head.endswith(f" +{len(tags) - len(shown)}")
     wide = plain(panel.build_lines(200, 3)).splitlines()[0]  # the same panel, wider: all of them, no count
     assert all(f" {tag}" in wide for tag in tags) and not COUNT.search(wide)
+
+
+def table_rows(app: GpuTuiApp) -> list[str]:
+    table = app.main.table
+    return screen_rows(app)[table.region.y : table.region.bottom]
+
+
+@pytest.mark.parametrize("gpus", GPU_COUNTS)
+async def test_the_process_table_counts_the_rows_out_of_view(gpus: int, clock: Clock) -> None:
+    app = simulated_app("mig-shared-slice", gpus=gpus, clock=clock)
+    async with app.run_test(size=NARROW) as pilot:
+        await run_ticks(app, clock, 3)
+        await pilot.pause()
+        rows = table_rows(app)
+        listed = [row for row in rows if row[:3].strip().isdigit()]
+        more = [int(n) for row in rows for n in re.findall(r"^ \+(\d+) more processes", row)]
+        assert len(listed) + sum(more) == len(app.main.table.order)
+        assert bool(more) == (gpus >= 4)  # 5 processes fit below 2 GPUs; 9 and 17 do not
+        app.main.table.focus()
+        await pilot.press("end")
+        await pilot.pause()
+        rows = table_rows(app)
+        assert len([row for row in rows if row[:3].strip().isdigit()]) == len(listed)  # scrolled, still counted
+        assert sum(int(n) for row in rows for n in re.findall(r"^ \+(\d+) more", row)) == sum(more)
+
+
+@pytest.mark.parametrize("gpus", GPU_COUNTS)
+async def test_an_active_filter_is_named_above_the_table_until_it_is_cleared(gpus: int, clock: Clock) -> None:
+    app = simulated_app("mig-shared-slice", gpus=gpus, clock=clock)
+    async with app.run_test(size=NARROW) as pilot:
+        await run_ticks(app, clock, 3)
+        await pilot.press("slash", *"bob", "escape")
+        await run_ticks(app, clock, 1)  # the box is closed; the filter holds on the next tick
+        await pilot.pause()
+        assert not app.main.filter_box.display and app.latest is not None
+        everyone = process_count(app.latest.snapshot)
+        kept = app.main.table.order
+        rows = table_rows(app)
+        assert rows[0].startswith(f'filter "bob": {len(kept)} of {everyone} processes')
+        assert 0 < len(kept) < everyone
+        assert all(" bob " in row for row in rows[2 : 2 + len(kept)])
+        await pilot.press("slash", "backspace", "backspace", "backspace", "escape")
+        await pilot.pause()
+        rows = table_rows(app)
+        assert not any("filter" in row for row in rows) and rows[0].startswith("GPU ")
+        assert len(app.main.table.order) == everyone
