@@ -14,6 +14,7 @@ import pytest
 
 from gputui.formatting import fmt_gib
 from gputui.ui.app import GpuTuiApp
+from gputui.ui.screens.help import EXTRA_KEYS, HelpScreen
 from gputui.ui.widgets.gpu_panel import GpuPanel, panel_tags
 from gputui.ui.widgets.processes import process_count
 from tests.snapshots import gpu_info
@@ -129,3 +130,36 @@ async def test_an_active_filter_is_named_above_the_table_until_it_is_cleared(gpu
         rows = table_rows(app)
         assert not any("filter" in row for row in rows) and rows[0].startswith("GPU ")
         assert len(app.main.table.order) == everyone
+
+
+@pytest.mark.parametrize("gpus", GPU_COUNTS)
+async def test_help_covers_the_monitor_and_scrolls_to_its_last_key(gpus: int, clock: Clock) -> None:
+    app = simulated_app("thermal", gpus=gpus, clock=clock)
+    last = EXTRA_KEYS[-1][0]
+    async with app.run_test(size=NARROW) as pilot:
+        await run_ticks(app, clock, 3)
+        await pilot.press("question_mark")
+        await run_ticks(app, clock, 2)  # the monitor goes on under it
+        await pilot.pause()
+        rows = screen_rows(app)
+        assert isinstance(app.screen, HelpScreen)
+        assert all(row[0] in "┌│└" and row[-1] in "┐│┘" for row in rows)  # the box, edge to edge: nothing behind
+        assert not any(row[4:].lstrip().startswith(last) for row in rows)  # taller than 24 rows
+        await pilot.press("end")
+        await pilot.pause()
+        assert any(row[4:].lstrip().startswith(last) for row in screen_rows(app))
+        await pilot.press("home", "pagedown")
+        await pilot.pause()
+        assert screen_rows(app) != rows
+
+
+async def test_help_on_a_wide_terminal_shows_nothing_of_the_monitor_around_it(clock: Clock) -> None:
+    app = simulated_app("thermal", gpus=4, clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await run_ticks(app, clock, 3)
+        await pilot.press("question_mark")
+        await run_ticks(app, clock, 2)
+        await pilot.pause()
+        box = app.screen.query_one("#help").region
+        assert box.width < 120
+        assert all(not row[: box.x].strip() and not row[box.right :].strip() for row in screen_rows(app))
