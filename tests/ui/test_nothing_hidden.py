@@ -14,11 +14,12 @@ import pytest
 
 from gputui.formatting import fmt_gib
 from gputui.ui.app import GpuTuiApp
+from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.help import EXTRA_KEYS, HelpScreen
 from gputui.ui.widgets.gpu_panel import GpuPanel, panel_tags
 from gputui.ui.widgets.processes import process_count
 from tests.snapshots import gpu_info
-from tests.ui.monitor_helpers import busy_gpu, plain, run_ticks, screen_rows, simulated_app
+from tests.ui.monitor_helpers import busy_gpu, plain, run_ticks, screen_rows, scripted_app, simulated_app, snapshot
 
 if TYPE_CHECKING:
     from conftest import Clock
@@ -163,3 +164,18 @@ async def test_help_on_a_wide_terminal_shows_nothing_of_the_monitor_around_it(cl
         box = app.screen.query_one("#help").region
         assert box.width < 120
         assert all(not row[: box.x].strip() and not row[box.right :].strip() for row in screen_rows(app))
+
+
+async def test_the_detail_views_title_counts_the_tags_past_its_width() -> None:
+    sample = replace(busy_gpu(0, 1.0), clock_event_reasons_mask=0x2 | 0x4 | 0x10 | 0x40 | 0x80 | 0x100 | 0x10000)
+    app, _ = scripted_app([snapshot(1.0, [sample])])
+    async with app.run_test(size=NARROW) as pilot:
+        await app.tick()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen)
+        title = next(row for row in screen_rows(app) if row.startswith("GPU 0 ")).rstrip()
+        tags = [tag for tag, _ in panel_tags(sample)]
+        shown = [tag for tag in tags if f" {tag} " in f"{title} "]
+        assert shown == tags[: len(shown)] and len(shown) < len(tags)
+        assert title.endswith(f" +{len(tags) - len(shown)}")

@@ -20,6 +20,7 @@ from gputui.ui.text import (
     SPARK_GAP,
     bar,
     clock_style,
+    fit_tags,
     fmt_pcie,
     fmt_pstate,
     memory_style,
@@ -354,16 +355,7 @@ class GpuPanel:
 
     def _tags(self, s: GpuSample | None, room: int | None = None) -> Line:
         """The clock event tags, worst first; within `room` cells, those that fit whole and "+N" for the rest."""
-        tags = panel_tags(s)
-        line: Line = []
-        used = 0
-        for n, (tag, style) in enumerate(tags):
-            rest = len(tags) - n - 1
-            if room is not None and used + 1 + len(tag) + (len(f" +{rest}") if rest else 0) > room:
-                line.append((f" +{len(tags) - n}", "bold red"))
-                break
-            line += [(" ", ""), (tag, f"{style} reverse")]
-            used += 1 + len(tag)
+        line = fit_tags(panel_tags(s), room)
         if s is not None and s.error:
             line.append((f" {s.error}", "red"))
         return line
