@@ -14,12 +14,22 @@ import pytest
 
 from gputui.formatting import fmt_gib
 from gputui.ui.app import GpuTuiApp
-from gputui.ui.screens.detail import DetailScreen
+from gputui.ui.screens.detail import CHARTS, GPM_CHARTS, DetailScreen
 from gputui.ui.screens.help import EXTRA_KEYS, HelpScreen
 from gputui.ui.widgets.gpu_panel import GpuPanel, panel_tags
 from gputui.ui.widgets.processes import process_count
 from tests.snapshots import gpu_info
-from tests.ui.monitor_helpers import busy_gpu, plain, run_ticks, screen_rows, scripted_app, simulated_app, snapshot
+from tests.ui.monitor_helpers import (
+    busy_gpu,
+    mig_gpu,
+    mig_instance,
+    plain,
+    run_ticks,
+    screen_rows,
+    scripted_app,
+    simulated_app,
+    snapshot,
+)
 
 if TYPE_CHECKING:
     from conftest import Clock
@@ -179,3 +189,22 @@ async def test_the_detail_views_title_counts_the_tags_past_its_width() -> None:
         shown = [tag for tag in tags if f" {tag} " in f"{title} "]
         assert shown == tags[: len(shown)] and len(shown) < len(tags)
         assert title.endswith(f" +{len(tags) - len(shown)}")
+
+
+@pytest.mark.parametrize("instances", [2, 7])
+async def test_the_detail_view_names_the_charts_it_has_no_room_for(instances: int) -> None:
+    devices = [mig_instance(0, gi, (), sm=50.0, profile="1g.10gb") for gi in range(1, instances + 1)]
+    sample = replace(mig_gpu(0, 1.0, devices), sm_active_pct=50.0, tensor_active_pct=20.0, dram_bw_pct=30.0)
+    app, _ = scripted_app([snapshot(1.0, [sample])])
+    async with app.run_test(size=NARROW) as pilot:
+        await app.tick()
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen)
+        rows = screen_rows(app)
+        titles = [chart.title for chart in (*CHARTS, *GPM_CHARTS)]
+        drawn = [title for title in titles if any(row.startswith(f"{title} ") for row in rows)]
+        (more,) = [row for row in rows if re.match(r"\+\d+ more charts", row)]
+        left_out = [title for title in titles if title not in drawn]
+        assert drawn == titles[: len(drawn)] and left_out
+        assert more.startswith(f"+{len(left_out)} more charts") and more.rstrip().endswith(", ".join(left_out))

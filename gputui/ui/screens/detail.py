@@ -109,9 +109,14 @@ class DetailView(LineView):
             lines += [instance_line(device, width, width >= 100) for device in instances]
         elif not gpm:
             lines += [[(row, LABEL)] for row in wrap_text(NO_GPM, width)]
-        block = max(2, (self.known_height - len(lines)) // len(charts))
-        for chart in charts:
+        room = self.known_height - len(lines)
+        shown = charts if room >= 2 * len(charts) else charts[: max(0, (room - 1) // 2)]
+        block = max(2, room // len(charts))
+        for chart in shown:
             lines += self._chart(chart, info, history, columns, block - 1)
+        if len(shown) < len(charts):  # two lines each at the least: those left out are named
+            hidden = ", ".join(chart.title for chart in charts[len(shown) :])
+            lines.append([(f"+{len(charts) - len(shown)} more charts, on a taller terminal: {hidden}", LABEL)])
         return lines
 
     def _title(self, info: GpuInfo, sample: GpuSample | None, width: int) -> Line:
