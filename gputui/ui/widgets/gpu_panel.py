@@ -354,7 +354,7 @@ class GpuPanel:
         return [("Fan ", LABEL), (f"{fmt_pct(fan):>4}", ""), ("  ", ""), (f"{pstate:<3}", "")]
 
     def _tags(self, s: GpuSample | None, room: int | None = None) -> Line:
-        """The clock event tags, worst first; within `room` cells, those that fit whole and "+N" for the rest."""
+        """The panel's tags within `room` cells (those that fit whole, then "+N"), and the reading's error."""
         line = fit_tags(panel_tags(s), room)
         if s is not None and s.error:
             line.append((f" {s.error}", "red"))
