@@ -1,7 +1,8 @@
 """At 80x24 nothing is hidden without saying so: a tag that does not fit is counted or moves to the free line, a
-value keeps its unit, the help scrolls, the process table counts the rows out of view, an active filter is named.
+value keeps its unit, the help scrolls, the process table counts the rows out of view, an active filter is named,
+the detail view names the charts it has no room for.
 
-Each at 2, 4 and 8 simulated GPUs, read off the composited screen as a user reads it.
+The main view at 2, 4 and 8 simulated GPUs; all read off the composited screen as a user reads it.
 """
 
 from __future__ import annotations
