@@ -47,7 +47,7 @@ from gputui.ui.screens.topo import TopoScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.probe_status import ProbeStatus
-from gputui.ui.widgets.processes import ProcessTable, process_rows
+from gputui.ui.widgets.processes import ProcessTable
 
 log = logging.getLogger(__name__)
 
@@ -369,7 +369,7 @@ class GpuTuiApp(RecordReplayApp):
     def on_input_changed(self, event: Input.Changed) -> None:
         self.filter_text = event.value.strip()
         if self.latest is not None:
-            self.main.table.show_rows(process_rows(self.latest.snapshot, self.filter_text), bool(self.filter_text))
+            self.main.show_processes(self.latest.snapshot, self.filter_text)
             self.main.relayout()
 
     def on_input_submitted(self) -> None:

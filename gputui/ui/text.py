@@ -50,6 +50,21 @@ def reason_tags(reasons: Sequence[str] | None) -> list[tuple[str, str]]:
     return tags
 
 
+def fit_tags(tags: Sequence[tuple[str, str]], room: int | None = None) -> list[tuple[str, str]]:
+    """The tags as (text, style) parts, each after a space and reversed; within `room` cells, those that fit whole
+    and "+N" for the rest, so that a tag is never cut nor left out unsaid."""
+    parts: list[tuple[str, str]] = []
+    used = 0
+    for n, (tag, style) in enumerate(tags):
+        rest = len(tags) - n - 1
+        if room is not None and used + 1 + len(tag) + (len(f" +{rest}") if rest else 0) > room:
+            parts.append((f" +{len(tags) - n}", "bold red"))
+            break
+        parts += [(" ", ""), (tag, f"{style} reverse")]
+        used += 1 + len(tag)
+    return parts
+
+
 def fmt_pcie(gen: int | None, width: int | None) -> str:
     if gen is None and width is None:
         return NA

@@ -12,7 +12,7 @@ from gputui.formatting import NA, fmt_num, fmt_pct, fmt_rate_short
 from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, Snapshot
 from gputui.ui.screens.cover import CoverScreen
-from gputui.ui.text import chart_rows, fmt_pstate, reason_tags, wrap_text
+from gputui.ui.text import chart_rows, fit_tags, fmt_pstate, reason_tags, wrap_text
 from gputui.ui.widgets.gpu_panel import instance_line, shown_instances
 from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.lines import Line, LineView, line_len
@@ -109,9 +109,14 @@ class DetailView(LineView):
             lines += [instance_line(device, width, width >= 100) for device in instances]
         elif not gpm:
             lines += [[(row, LABEL)] for row in wrap_text(NO_GPM, width)]
-        block = max(2, (self.known_height - len(lines)) // len(charts))
-        for chart in charts:
+        room = self.known_height - len(lines)
+        shown = charts if room >= 2 * len(charts) else charts[: max(0, (room - 1) // 2)]
+        block = max(2, room // len(charts))
+        for chart in shown:
             lines += self._chart(chart, info, history, columns, block - 1)
+        if len(shown) < len(charts):  # two lines each at the least: those left out are named
+            hidden = ", ".join(chart.title for chart in charts[len(shown) :])
+            lines.append([(f"+{len(charts) - len(shown)} more charts, on a taller terminal: {hidden}", LABEL)])
         return lines
 
     def _title(self, info: GpuInfo, sample: GpuSample | None, width: int) -> Line:
@@ -121,8 +126,7 @@ class DetailView(LineView):
             line += [("  ", ""), (" LOST ", "bold white on red"), (f" {sample.error or ''}", "red")]
         elif sample is not None:
             line.append((f"  {fmt_pstate(sample.pstate)}", ""))
-            for tag, style in reason_tags(sample.clock_event_reasons):
-                line += [(" ", ""), (tag, f"{style} reverse")]
+            line += fit_tags(reason_tags(sample.clock_event_reasons), width - line_len(line))
         for label, value in (("bus", info.pci_bus_id), ("uuid", info.uuid)):
             part: Line = [(f"  {label} ", LABEL), (value or NA, "")]
             if line_len(line) + line_len(part) > width:

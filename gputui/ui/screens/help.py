@@ -8,7 +8,7 @@ from typing import ClassVar
 from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import Vertical
+from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
@@ -68,6 +68,9 @@ def key_table(bindings: Sequence[BindingType]) -> Table:
 
 
 class HelpScreen(ModalScreen[None]):
+    """Opaque (the monitor's live lines do not show through it), and it scrolls with the keys where it is taller
+    than the terminal: at 80x24 it is twice the height."""
+
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "Close")]
 
     def __init__(self, bindings: Sequence[BindingType], notices: Sequence[str] = ()) -> None:
@@ -76,10 +79,10 @@ class HelpScreen(ModalScreen[None]):
         self._notices = notices
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="help"):
+        with VerticalScroll(id="help"):
             if self._notices:  # first: the header keeps only a badge for them after their first minute
                 yield Static("Notices", classes="help-heading")
                 yield Static("\n".join(f"- {notice}" for notice in self._notices), id="help-notices")
-            yield Static("gputui keys", id="help-title")
+            yield Static("gputui keys  [dim](up/down, pgup/pgdn: scroll; esc: close)[/]", id="help-title")
             yield Static(key_table(self._keys))
             yield Static(UTIL_VS_SM, id="help-gpm")

@@ -15,7 +15,7 @@ from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.gpu_list import GpuList
 from gputui.ui.widgets.header import HeaderState, StatusHeader
 from gputui.ui.widgets.host import HostPanel
-from gputui.ui.widgets.processes import ProcessTable, process_rows
+from gputui.ui.widgets.processes import ProcessTable, process_count, process_rows
 
 PROCESS_ROWS_MIN = 5  # the table's header and a few rows stay visible whatever the GPU count
 PROCESS_ROWS_BESIDE_PANE = 3  # fewer while the pane is open on a short terminal: the findings come first
@@ -147,7 +147,11 @@ class MainScreen(LeanScreen[None]):
         self.header.show(header)
         self.gpus.redraw()
         self.host.show(tick.snapshot.host, tick.snapshot.system.container)
-        self.table.show_rows(process_rows(tick.snapshot, filter_text), filtered=bool(filter_text))
+        self.show_processes(tick.snapshot, filter_text)
         if self.diagnostics.display:
             self.findings.show_findings(tick.active, tick.closed)
         self.relayout()
+
+    def show_processes(self, snapshot: Snapshot, filter_text: str) -> None:
+        """The table's rows: those `filter_text` keeps, counted against all of them."""
+        self.table.show_rows(process_rows(snapshot, filter_text), filter_text, process_count(snapshot))

@@ -12,6 +12,7 @@ count; where the rows do not fit, GpuList folds them onto the parent's line as "
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Sequence
 
 from gputui.formatting import fmt_gib, fmt_num, fmt_pct, fmt_rate_short
 from gputui.model import GpuInfo, GpuSample, MigDevice
@@ -19,6 +20,7 @@ from gputui.ui.text import (
     SPARK_GAP,
     bar,
     clock_style,
+    fit_tags,
     fmt_pcie,
     fmt_pstate,
     memory_style,
@@ -169,6 +171,26 @@ def instance_line(device: MigDevice, width: int, full: bool) -> Line:
         line += [(" TC ", ""), (f"{fmt_pct(device.tensor_active_pct):>4}", ""), ("  ", "")]
         line += instance_memory(device, 8)
     return [*line, ("  ", ""), (process_count(device), LABEL)]
+
+
+def panel_tags(sample: GpuSample | None) -> list[tuple[str, str]]:
+    """The (tag, style) pairs a panel shows or counts: the clock event reasons, worst first, then a pending MIG
+    mode change."""
+    tags = reason_tags(None if sample is None else sample.clock_event_reasons)
+    mig = None if sample is None else sample.mig
+    if mig is not None and mig.change_pending and mig.pending_mode is not None:
+        tags.append((MIG_PENDING_TAGS[mig.pending_mode], "yellow"))  # a reset is due; the findings say why
+    return tags
+
+
+def spaced(values: Sequence[Line], room: int) -> Line:
+    """The values each followed by two spaces, or by one where two would not leave them all in `room` cells: a
+    value is never cut for the sake of a gap."""
+    gap = ("  ", "") if sum(map(line_len, values)) + 2 * len(values) <= room else (" ", "")
+    line: Line = []
+    for value in values:
+        line += [*value, gap]
+    return line
 
 
 def folded_item(device: MigDevice) -> Line:
@@ -332,28 +354,18 @@ class GpuPanel:
         return [("Fan ", LABEL), (f"{fmt_pct(fan):>4}", ""), ("  ", ""), (f"{pstate:<3}", "")]
 
     def _tags(self, s: GpuSample | None, room: int | None = None) -> Line:
-        """The clock event tags, worst first; within `room` cells, those that fit whole and "+N" for the rest."""
-        tags = reason_tags(None if s is None else s.clock_event_reasons)
-        if s is not None and s.mig is not None and s.mig.change_pending and s.mig.pending_mode is not None:
-            tags.append((MIG_PENDING_TAGS[s.mig.pending_mode], "yellow"))  # a reset is due; the findings say why
-        line: Line = []
-        used = 0
-        for n, (tag, style) in enumerate(tags):
-            rest = len(tags) - n - 1
-            if room is not None and used + 1 + len(tag) + (len(f" +{rest}") if rest else 0) > room:
-                line.append((f" +{len(tags) - n}", "bold red"))
-                break
-            line += [(" ", ""), (tag, f"{style} reverse")]
-            used += 1 + len(tag)
+        """The panel's tags within `room` cells (those that fit whole, then "+N"), and the reading's error."""
+        line = fit_tags(panel_tags(s), room)
         if s is not None and s.error:
             line.append((f" {s.error}", "red"))
         return line
 
-    def _spark_and_tags(self, s: GpuSample | None, line: Line, width: int) -> Line:
+    def _spark_and_tags(self, s: GpuSample | None, line: Line, width: int, tags: Line | None = None) -> Line:
         """After a compact line: the tags first call on the room left (they name what is lost, never cut), then
-        the sparkline takes what they leave, up to 30 cells, or none under 4."""
+        the sparkline takes what they leave, up to 30 cells, or none under 4. `tags`: those to place, when the
+        caller has chosen them."""
         room = width - line_len(line)
-        tags = self._tags(s, room - 1)
+        tags = self._tags(s, room - 1) if tags is None else tags
         spark = min(30, room - line_len(tags) - 1)
         return [*(self._spark(spark) if spark >= 4 else []), *tags]
 
@@ -366,11 +378,13 @@ class GpuPanel:
         line2 += self._spark(max(0, width - line_len(line2)))
         line3: Line = [("   TEMP ", LABEL), *self._temp(s, True), ("  POWER ", LABEL), *self._power(s, True)]
         line3 += [*gap, *self._rates(s), ("  VRAM ", LABEL), *self._vram(s, 16)]
-        return [self._slow_head(s), line2, line3]
+        return [self._slow_head(s, width), line2, line3]
 
-    def _slow_head(self, s: GpuSample | None) -> Line:
-        """The first line of a full panel: facts that change rarely, so it is rebuilt only when they do."""
+    def _slow_head(self, s: GpuSample | None, width: int) -> Line:
+        """The first line of a full panel: facts that change rarely, so it is rebuilt only when they do; the tags
+        that do not fit after them are counted."""
         key = (
+            width,
             self.info,
             self.selected,
             self.highlight,
@@ -381,22 +395,26 @@ class GpuPanel:
         if self._head[0] != key:
             gap: Line = [("  ", "")]
             head = [*self._title(26), *gap, *self._fan_pstate(s), *gap, *self._link(s), *self._power_note()]
-            self._head = (key, head + self._tags(s))
+            self._head = (key, head + self._tags(s, width - line_len(head)))
         return self._head[1]
 
     def _two_lines(self, s: GpuSample | None, width: int) -> list[Line]:
         gap: Line = [("  ", "")]
-        head = [*self._title(18), (" ", ""), *self._util(s, 0), *gap]
+        values = [self._util(s, 0)]
         if self._has_gpm(s):
-            head += [*self._gpm(s, ("SM act ", "tensor ", None), " "), *gap]
-        head += [*self._temp(s, False), *gap]
-        head += [*self._power(s, True), *gap, *self._vram(s, 0), *gap]
-        head += self._spark_and_tags(s, head, width)
+            values.append(self._gpm(s, ("SM act ", "tensor ", None), " "))
+        values += [self._temp(s, False), self._power(s, True), self._vram(s, 0)]
+        title = [*self._title(18), (" ", "")]
+        head = title + spaced(values, width - line_len(title))
         line2: Line = [("   ", ""), *self._clocks(s), *gap]
         if width >= 100:
             line2 += [*self._rates(s), *gap]
         line2 += [*self._link(s), *gap, *self._fan_pstate(s)]
-        return [head, line2]
+        tags = self._tags(s)
+        if line_len(head) + line_len(tags) >= width:  # not all beside the values: they go to the line below's room
+            line2 += self._tags(s, width - line_len(line2))
+            tags = []
+        return [head + self._spark_and_tags(s, head, width, tags), line2]
 
     def _one_line(self, s: GpuSample | None, width: int, fold: bool = False) -> Line:
         gap: Line = [(" ", "")]

@@ -120,6 +120,11 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
     return rows
 
 
+def process_count(snapshot: Snapshot) -> int:
+    """The rows `process_rows` gives without a filter: what a filter's "2 of 9" counts against."""
+    return sum(len(gpu.processes) for gpu in snapshot.gpus if not gpu.lost)
+
+
 def _instance(gpu: GpuSample, proc: GpuProcess) -> str | None:
     """'GI2 3g.40gb': the MIG instance a process runs in, by its GPU instance id and the instance's profile."""
     if proc.gpu_instance_id is None:
@@ -158,7 +163,8 @@ def fit(text: str, width: int, right: bool) -> str:
 
 
 class ProcessTable(LineView):
-    """Header line plus one line per process; a cursor row when focused; sorted by one column."""
+    """Header line plus one line per process; a cursor row when focused; sorted by one column. Rows out of view are
+    counted on the last line; an active filter is named on a title line above the header, with what it keeps."""
 
     can_focus = True
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -181,7 +187,8 @@ class ProcessTable(LineView):
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
         self.rows: dict[str, Row] = {}
-        self.filtered = False  # the rows are those a filter kept
+        self.filter_text = ""  # the rows are those this filter kept, of `total`
+        self.total = 0
         self.shown: list[int] = shown_columns({})
         self.order: list[str] = []
         self.sort_column = 0
@@ -194,11 +201,13 @@ class ProcessTable(LineView):
     @property
     def empty(self) -> bool:
         """No GPU process at all (not merely none that matches the filter): the table is one line then."""
-        return not self.rows and not self.filtered
+        return not self.rows and not self.filter_text
 
-    def show_rows(self, rows: dict[str, Row], filtered: bool = False) -> None:
+    def show_rows(self, rows: dict[str, Row], filter_text: str = "", total: int | None = None) -> None:
+        """The rows to list; with `filter_text`, they are those it kept of `total` (all of them by default)."""
         self.rows = rows
-        self.filtered = filtered
+        self.filter_text = filter_text
+        self.total = len(rows) if total is None else total
         self.shown = shown_columns(rows)
         if self.sort_column not in self.shown:
             self.sort_column = 0
@@ -261,7 +270,12 @@ class ProcessTable(LineView):
             else:
                 header.append((fit(column.label, w, column.right), "bold"))
         lines: list[Line] = [header]
-        visible = max(0, self.known_height - 1)
+        if self.filter_text:
+            kept = f'filter "{self.filter_text}": {len(self.rows)} of {self.total} processes (/ to change)'
+            lines.insert(0, [(kept, "bold yellow")])
+        visible = max(0, self.known_height - len(lines))
+        if len(self.order) > visible:
+            visible = max(0, visible - 1)  # a line for the count of those out of view
         index = self.order.index(self.cursor) if self.cursor in self.order else 0
         self._top = min(max(0, self._top, index - visible + 1), index, max(0, len(self.order) - visible))
         for row_key in self.order[self._top : self._top + visible]:
@@ -275,6 +289,9 @@ class ProcessTable(LineView):
             lines.append(line)
         if not self.order:
             lines.append([("no processes match the filter", LABEL)])
+        elif len(self.order) > visible:
+            keys = "up/down" if self.has_focus else "tab, up/down"
+            lines.append([(f" +{len(self.order) - visible} more processes ({keys})", LABEL)])
         return lines
 
     def watch_has_focus(self, has_focus: bool) -> None:
