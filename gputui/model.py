@@ -103,6 +103,9 @@ class Topology:
     p2p: tuple[tuple[bool | None, ...], ...]  # peer read and write both OK; None on the diagonal or when unknown
     numa_node: tuple[int | None, ...]
     cpu_affinity: tuple[str | None, ...]  # the CPUs near each GPU as a cpulist, "0-31,64-95"
+    # The host's NUMA nodes as sysfs lists them (/sys/devices/system/node/online); None when not read. With one,
+    # no CPU is away from a GPU, whatever CPUs the driver's affinity mask names.
+    numa_nodes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

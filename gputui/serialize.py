@@ -78,12 +78,14 @@ def system_to_dict(system: SystemInfo) -> dict[str, Any]:
 
 
 def topology_to_dict(topology: Topology) -> dict[str, Any]:
-    """`system.topology`: {matrix: [[str]], p2p: [[bool|null]], numa_node: [int|null], cpu_affinity: [str]}."""
+    """`system.topology`: {matrix: [[str]], p2p: [[bool|null]], numa_node: [int|null], cpu_affinity: [str],
+    numa_nodes: int|null}."""
     return {
         "matrix": [list(row) for row in topology.matrix],
         "p2p": [list(row) for row in topology.p2p],
         "numa_node": list(topology.numa_node),
         "cpu_affinity": list(topology.cpu_affinity),
+        "numa_nodes": topology.numa_nodes,
     }
 
 
@@ -96,6 +98,7 @@ def _topology(data: Any) -> Topology | None:
             p2p=tuple(tuple(row) for row in data["p2p"]),
             numa_node=tuple(data["numa_node"]),
             cpu_affinity=tuple(data["cpu_affinity"]),
+            numa_nodes=data.get("numa_nodes"),  # not in recordings made before it was read
         )
     except (KeyError, TypeError) as exc:
         raise SnapshotFormatError(f"system.topology: {exc}") from exc
