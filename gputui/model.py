@@ -413,6 +413,9 @@ class ProcSample:
     children: int | None = None  # direct child processes: data-loader workers, mostly
     # CPU of those children together over the last few ticks (100 = one core): whether the workers keep up.
     workers_cpu_pct: float | None = None
+    # How long those children waited on a run queue together (/proc/PID/schedstat of each; 100 = one of them all the
+    # time): what they wanted of a CPU beyond what they got.
+    workers_run_queue_wait_pct: float | None = None
     read_bytes_s: float | None = None
     rss_bytes: int | None = None
     state: str | None = None
