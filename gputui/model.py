@@ -425,6 +425,10 @@ class ProcSample:
     container_pid: int | None = None  # its PID inside that container (the last of NSpid)
     cpus_allowed: tuple[int, ...] | None = None  # where it may run (/proc/PID/status Cpus_allowed_list)
     last_cpu: int | None = None  # where its main thread last ran (/proc/PID/stat field 39)
+    # Its /proc files the kernel refuses this reader ("fd", "io", "environ": procfs.GUARDED_FILES): another user's
+    # process while unprivileged, or a privileged one without CAP_SYS_PTRACE. What they hold reads n/a (its disk
+    # reads, its environment's Slurm job), and which GPU it holds is the driver's word, unchecked.
+    unreadable: tuple[str, ...] = ()
     # Whose job it is on a cluster (gputui/sources/host/attribution.py). On Kubernetes: the pod's name (its uid
     # when the kubelet's pod-resources API cannot be asked), its namespace (None without the API), and the
     # container's name (its short id without the API). On Slurm: the job's id, from its cgroup or environment.

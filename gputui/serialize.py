@@ -155,6 +155,7 @@ def _gpu_process_to_dict(proc: GpuProcess, host: HostSample | None) -> dict[str,
     out["children"] = host_proc.children if host_proc else None
     out["container"] = host_proc.container if host_proc else None
     out["container_pid"] = host_proc.container_pid if host_proc else None
+    out["unreadable"] = list(host_proc.unreadable) if host_proc else []
     for key in _OWNER_KEYS:
         out[key] = getattr(host_proc, key) if host_proc else None
     return out
@@ -313,6 +314,7 @@ def _proc_values(data: dict[str, Any]) -> dict[str, Any]:
     values = _pick(_PROC_KEYS, data)
     if values.get("cpus_allowed") is not None:
         values["cpus_allowed"] = tuple(values["cpus_allowed"])
+    values["unreadable"] = tuple(values.get("unreadable") or ())
     return values
 
 

@@ -81,6 +81,7 @@ class _Tracked:
     threads: int | None = None
     container: str | None = None  # seen from the host: the container it runs in, and its PID there
     container_pid: int | None = None
+    unreadable: tuple[str, ...] = ()  # its /proc files refused to this reader, read once
     waited_ns: int | None = None  # time its main thread waited for a CPU, cumulative, as read at `waited_at`
     waited_at: float = 0.0
     run_queue_wait_pct: float | None = None  # over the last SCHED_EVERY ticks
@@ -306,6 +307,7 @@ class HostSource:
                     container_pid=tracked.container_pid,
                     cpus_allowed=tracked.cpus_allowed,
                     last_cpu=tracked.last_cpu,
+                    unreadable=tracked.unreadable,
                     **attribution.sample_fields(),
                 )
         except ps.NoSuchProcess:
@@ -328,6 +330,7 @@ class HostSource:
                 threads=self._denied_as_none(process.num_threads),
                 container=procfs.container_name(origin.ids),
                 container_pid=procfs.inner_pid(pid, self._root),
+                unreadable=procfs.unreadable(pid, self._root),
                 attribution=self._attrib.attribute(pid, gpus),
             )
         self._count_children(tracked)
