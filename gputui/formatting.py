@@ -206,3 +206,14 @@ def fmt_owner(pod: str | None, namespace: str | None, job_id: str | None) -> str
     if pod is not None:
         return f"{namespace}/{pod}" if namespace else pod
     return f"job {job_id}" if job_id is not None else None
+
+
+# ProcSample.unreadable's files as a view names them.
+_GUARDED_WORDS = {"fd": "open files", "io": "I/O", "environ": "environment"}
+
+
+def fmt_unreadable(files: Iterable[str]) -> str | None:
+    """What a view says of a process whose /proc files the kernel refused to gputui, and how to read them: "may
+    not read its open files, I/O (root or CAP_SYS_PTRACE)"; None when nothing was refused."""
+    words = [_GUARDED_WORDS.get(name, name) for name in files]
+    return f"may not read its {', '.join(words)} (root or CAP_SYS_PTRACE)" if words else None

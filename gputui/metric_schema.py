@@ -286,6 +286,22 @@ PROC_FIELDS: tuple[MetricField, ...] = (
     MetricField("gputui_process_cpu_percent", "cpu_pct", "CPU use of a GPU process (100 = one full core)."),
     MetricField("gputui_process_threads", "threads", "Threads of a GPU process.", int),
     MetricField("gputui_process_children", "children", "Direct child processes (data-loader workers, mostly).", int),
+    MetricField(
+        "gputui_process_workers_cpu_percent",
+        "workers_cpu_pct",
+        "CPU use of a GPU process's children (data-loader workers) together (100 = one full core).",
+    ),
+    MetricField(
+        "gputui_process_run_queue_wait_ratio",
+        "run_queue_wait_pct",
+        "Share of time a GPU process's main thread waited on a run queue for a CPU (0-1, /proc/PID/schedstat).",
+        scale=0.01,
+    ),
+    MetricField(
+        "gputui_process_workers_run_queue_wait_percent",
+        "workers_run_queue_wait_pct",
+        "Time a GPU process's children waited on a run queue for a CPU, together (100 = one of them all the time).",
+    ),
     MetricField("gputui_process_read_bytes_per_second", "read_bytes_s", "Read rate of a GPU process (bytes/s)."),
     MetricField("gputui_process_rss_bytes", "rss_bytes", "Resident memory of a GPU process (bytes).", int),
 )

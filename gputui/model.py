@@ -103,6 +103,9 @@ class Topology:
     p2p: tuple[tuple[bool | None, ...], ...]  # peer read and write both OK; None on the diagonal or when unknown
     numa_node: tuple[int | None, ...]
     cpu_affinity: tuple[str | None, ...]  # the CPUs near each GPU as a cpulist, "0-31,64-95"
+    # The host's NUMA nodes as sysfs lists them (/sys/devices/system/node/online); None when not read. With one,
+    # no CPU is away from a GPU, whatever CPUs the driver's affinity mask names.
+    numa_nodes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -410,6 +413,9 @@ class ProcSample:
     children: int | None = None  # direct child processes: data-loader workers, mostly
     # CPU of those children together over the last few ticks (100 = one core): whether the workers keep up.
     workers_cpu_pct: float | None = None
+    # How long those children waited on a run queue together (/proc/PID/schedstat of each; 100 = one of them all the
+    # time): what they wanted of a CPU beyond what they got.
+    workers_run_queue_wait_pct: float | None = None
     read_bytes_s: float | None = None
     rss_bytes: int | None = None
     state: str | None = None
@@ -419,6 +425,10 @@ class ProcSample:
     container_pid: int | None = None  # its PID inside that container (the last of NSpid)
     cpus_allowed: tuple[int, ...] | None = None  # where it may run (/proc/PID/status Cpus_allowed_list)
     last_cpu: int | None = None  # where its main thread last ran (/proc/PID/stat field 39)
+    # Its /proc files the kernel refuses this reader ("fd", "io", "environ": procfs.GUARDED_FILES): another user's
+    # process while unprivileged, or a privileged one without CAP_SYS_PTRACE. What they hold reads n/a (its disk
+    # reads, its environment's Slurm job), and which GPU it holds is the driver's word, unchecked.
+    unreadable: tuple[str, ...] = ()
     # Whose job it is on a cluster (gputui/sources/host/attribution.py). On Kubernetes: the pod's name (its uid
     # when the kubelet's pod-resources API cannot be asked), its namespace (None without the API), and the
     # container's name (its short id without the API). On Slurm: the job's id, from its cgroup or environment.

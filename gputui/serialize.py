@@ -78,12 +78,14 @@ def system_to_dict(system: SystemInfo) -> dict[str, Any]:
 
 
 def topology_to_dict(topology: Topology) -> dict[str, Any]:
-    """`system.topology`: {matrix: [[str]], p2p: [[bool|null]], numa_node: [int|null], cpu_affinity: [str]}."""
+    """`system.topology`: {matrix: [[str]], p2p: [[bool|null]], numa_node: [int|null], cpu_affinity: [str],
+    numa_nodes: int|null}."""
     return {
         "matrix": [list(row) for row in topology.matrix],
         "p2p": [list(row) for row in topology.p2p],
         "numa_node": list(topology.numa_node),
         "cpu_affinity": list(topology.cpu_affinity),
+        "numa_nodes": topology.numa_nodes,
     }
 
 
@@ -96,6 +98,7 @@ def _topology(data: Any) -> Topology | None:
             p2p=tuple(tuple(row) for row in data["p2p"]),
             numa_node=tuple(data["numa_node"]),
             cpu_affinity=tuple(data["cpu_affinity"]),
+            numa_nodes=data.get("numa_nodes"),  # not in recordings made before it was read
         )
     except (KeyError, TypeError) as exc:
         raise SnapshotFormatError(f"system.topology: {exc}") from exc
@@ -152,6 +155,7 @@ def _gpu_process_to_dict(proc: GpuProcess, host: HostSample | None) -> dict[str,
     out["children"] = host_proc.children if host_proc else None
     out["container"] = host_proc.container if host_proc else None
     out["container_pid"] = host_proc.container_pid if host_proc else None
+    out["unreadable"] = list(host_proc.unreadable) if host_proc else []
     for key in _OWNER_KEYS:
         out[key] = getattr(host_proc, key) if host_proc else None
     return out
@@ -321,6 +325,7 @@ def _proc_values(data: dict[str, Any]) -> dict[str, Any]:
     values = _pick(_PROC_KEYS, data)
     if values.get("cpus_allowed") is not None:
         values["cpus_allowed"] = tuple(values["cpus_allowed"])
+    values["unreadable"] = tuple(values.get("unreadable") or ())
     return values
 
 

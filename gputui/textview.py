@@ -26,6 +26,7 @@ from gputui.formatting import (
     fmt_pct,
     fmt_ranges,
     fmt_rate,
+    fmt_unreadable,
 )
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, MigDevice, ProcSample, Snapshot, SystemInfo
 from gputui.sources.sim.job import is_job_scenario, job_banner
@@ -310,6 +311,9 @@ def _joined(proc: GpuProcess, host: ProcSample | None, command: str, instance: M
     if host is not None and owner is not None:
         in_container = f" container {host.k8s_container}" if host.k8s_container else ""
         notes.append(f"pod {owner}{in_container}" if host.pod is not None else owner)
+    refused = fmt_unreadable(host.unreadable) if host is not None else None
+    if refused is not None:
+        notes.append(refused)
     return f"[{'; '.join(notes)}] {command}" if notes else command
 
 

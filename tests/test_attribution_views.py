@@ -84,6 +84,19 @@ def test_snapshot_text_names_the_pod_and_its_container() -> None:
     assert "job 4242" in text
 
 
+def test_a_process_whose_files_are_refused_says_so_and_how_to_read_them() -> None:
+    snap = _attributed(snapshot(T0, 2), unreadable=("fd", "io"))  # type: ignore[arg-type]
+    note = "may not read its open files, I/O (root or CAP_SYS_PTRACE)"
+    assert note in "\n".join(process_lines(snap, width=200))
+    command = [c.key for c in COLUMNS].index("command")
+    rows = process_rows(snap)
+    assert rows["0:4242"][command].shown.startswith(f"[{note}] ")
+    assert not rows["1:4243"][command].shown.startswith("[")  # its files were read
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    assert data["gpus"][0]["processes"][0]["unreadable"] == ["fd", "io"]
+    assert snapshot_from_dict(data).host.processes == snap.host.processes
+
+
 # --- JSON and recordings --------------------------------------------------------------------------------------
 
 

@@ -521,6 +521,32 @@ def test_workers_cpu_is_the_childrens_cpu_over_the_sched_interval(ps: FakePsutil
     assert sample.children == 3  # counted on the CHILDREN_EVERY cadence, not when a worker exits
 
 
+def test_workers_run_queue_wait_is_the_childrens_over_the_sched_interval(
+    ps: FakePsutil, clock: Clock, tmp_path: Path
+) -> None:
+    """What the workers wanted of a CPU and did not get: their schedstat waits together, 100 = one all the time;
+    unknown while one of them cannot be read."""
+    ps.processes[4242] = FakeProcess(4242, child_pids=[501, 502])
+    for pid in (501, 502):
+        _child_stat(tmp_path, pid, 4242, cpu_s=10.0)
+        write(tmp_path, f"proc/{pid}/schedstat", "10000000000 1000000000 50\n")
+    host = HostSource(clock=clock, psutil_module=ps, root=tmp_path)
+    host.open()
+    seen = []
+    for tick in range(2 * SCHED_EVERY + 1):
+        if tick == SCHED_EVERY:
+            write(tmp_path, "proc/501/schedstat", "15000000000 6000000000 90\n")  # waited 5 s of the 5
+            write(tmp_path, "proc/502/schedstat", "12500000000 3500000000 70\n")  # 2.5 s
+        if tick == 2 * SCHED_EVERY:
+            (tmp_path / "proc/502/schedstat").unlink()
+        sample = host.sample([4242], clock.now).process(4242)
+        assert sample is not None
+        if tick % SCHED_EVERY == 0:
+            seen.append(sample.workers_run_queue_wait_pct)
+        idle_tick(ps, clock)
+    assert seen == [None, pytest.approx(150.0), None]
+
+
 def test_workers_cpu_leaves_out_a_reused_pid_and_a_new_worker(ps: FakePsutil, clock: Clock, tmp_path: Path) -> None:
     ps.processes[4242] = FakeProcess(4242, child_pids=[501, 502])
     _child_stat(tmp_path, 501, 4242, cpu_s=10.0)
@@ -589,6 +615,8 @@ def test_workers_cpu_of_real_children(tmp_path: Path) -> None:
     print(f"workers_cpu_pct of one spinning child and one asleep: {sample.workers_cpu_pct}")
     # One core over ~1 s; a machine busy with other work may give the spinning child less of it.
     assert sample.workers_cpu_pct is not None and 40 <= sample.workers_cpu_pct <= 130
+    print(f"workers_run_queue_wait_pct: {sample.workers_run_queue_wait_pct}")
+    assert sample.workers_run_queue_wait_pct is not None and sample.workers_run_queue_wait_pct >= 0.0  # schedstat
 
 
 def test_the_cgroup_read_is_the_named_processs(ps: FakePsutil, clock: Clock, tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pynvml
 
 from gputui.model import SystemInfo
@@ -104,6 +106,23 @@ def test_two_socket_pcie_box_is_pix_or_phb_within_a_socket_and_sys_across(clock:
     )
     assert topology.numa_node == (0, 0, 1, 1)
     assert topology.cpu_affinity[0] == "0-15,32-47"
+
+
+def test_the_hosts_numa_nodes_are_read_from_sysfs(clock: Clock, tmp_path: Path) -> None:
+    """NVML names each GPU's node but not how many the host has: sysfs's online list does."""
+    nodes = tmp_path / "sys/devices/system/node"
+    nodes.mkdir(parents=True)
+    counts = {}
+    for online in ("0", "0-1", "0,2-3"):
+        (nodes / "online").write_text(online + "\n")
+        host = HostSource(clock=clock, psutil_module=FakePsutil(), root=tmp_path)  # type: ignore[arg-type]
+        source = NvmlSource(pynvml=FakeNvml(hgx(2)), host=host, clock=clock, root=tmp_path, watch_xid=False)
+        topology = source.open().topology
+        source.close()
+        counts[online] = topology.numa_nodes if topology is not None else "no topology"
+    assert counts == {"0": 1, "0-1": 2, "0,2-3": 3}
+    _, system = opened(FakeNvml(hgx(2)), clock)
+    assert system.topology is not None and system.topology.numa_nodes is None  # no sysfs: not known
 
 
 def test_single_gpu(clock: Clock) -> None:

@@ -83,6 +83,7 @@ def test_topology_nvlink_and_affinity_round_trip_in_the_documented_shape() -> No
         p2p=((None, True), (True, None)),
         numa_node=(0, None),
         cpu_affinity=("0-31,64-95", None),
+        numa_nodes=2,
     )
     base = _snapshot()
     info = replace(base.gpu_info[0], nvlink_links_total=18, nvlink_version=4, nvlink_remote=("NVSwitch",) * 18)
@@ -101,9 +102,13 @@ def test_topology_nvlink_and_affinity_round_trip_in_the_documented_shape() -> No
         "p2p": [[None, True], [True, None]],
         "numa_node": [0, None],
         "cpu_affinity": ["0-31,64-95", None],
+        "numa_nodes": 2,
     }
     assert data["gpus"][0]["nvlink_links_active"] == 16 and data["gpus"][0]["nvlink_links_total"] == 18
     assert snapshot_from_dict(data) == snap
+    del data["system"]["topology"]["numa_nodes"]  # a recording made before the count was read
+    older = snapshot_from_dict(data).system.topology
+    assert older is not None and older.numa_nodes is None
 
 
 # ---- MIG (issue 23) ------------------------------------------------------------------------------------------

@@ -471,7 +471,7 @@ def test_h100_machine_is_nvswitch_connected_across_two_sockets() -> None:
     assert topology is not None
     assert topology.matrix == tuple(tuple("X" if a == b else "NV18" for b in range(8)) for a in range(8))
     assert topology.p2p == tuple(tuple(None if a == b else True for b in range(8)) for a in range(8))
-    assert topology.numa_node == (0, 0, 0, 0, 1, 1, 1, 1)
+    assert topology.numa_node == (0, 0, 0, 0, 1, 1, 1, 1) and topology.numa_nodes == 2
     assert topology.cpu_affinity == ("0-15",) * 4 + ("16-31",) * 4
     for info in snap.gpu_info:
         assert (info.nvlink_links_total, info.nvlink_version, info.nvlink_remote) == (18, 4, ("NVSwitch",) * 18)

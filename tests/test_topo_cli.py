@@ -116,7 +116,7 @@ def test_json_shape(
     assert set(data) == {"schema", "system", "topology", "nvlink"}
     assert data["system"]["hostname"] == "box" and data["system"]["source"] == "nvml"
     assert "topology" not in data["system"]
-    assert set(data["topology"]) == {"matrix", "p2p", "numa_node", "cpu_affinity"}
+    assert set(data["topology"]) == {"matrix", "p2p", "numa_node", "cpu_affinity", "numa_nodes"}
     assert data["topology"]["matrix"] == [list(row) for row in topology.matrix]
     assert data["topology"]["p2p"] == [list(row) for row in topology.p2p]
     assert len(data["nvlink"]) == gpus

@@ -33,6 +33,7 @@ from gputui.diagnostics.findings import (
 from gputui.diagnostics.groups import group_findings, group_to_dict, sort_groups
 from gputui.diagnostics.locale import LANGS, resolve_lang
 from gputui.diagnostics.verdict import Verdict, verdict_to_dict
+from gputui.formatting import NA
 from gputui.model import Snapshot, SystemInfo
 from gputui.session.diagnose import ClosedFindings
 from gputui.sources.base import InvalidGpuSelection, NoJobTrace, Source, SourceUnavailable
@@ -226,6 +227,20 @@ class _WithTorchCuda:
         self._source.close()
 
 
+def _unreadable_lines(last: Snapshot | None, lang: str) -> list[str]:
+    """A line for each GPU process whose /proc files the kernel refused to gputui: what could not be read, why,
+    and how to read it; what could (its name, user, CPU) is judged as usual."""
+    if last is None:
+        return []
+    out = []
+    for proc in last.host.processes:
+        if proc.unreadable:
+            files = text("cli.and", lang).join(text(f"cli.unreadable.{name}", lang) for name in proc.unreadable)
+            user = proc.user or NA
+            out.append(text("cli.unreadable", lang, pid=proc.pid, name=proc.name, user=user, files=files))
+    return out
+
+
 def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
     system, verdict, findings = outcome.system, outcome.verdict, outcome.findings
     groups = sort_groups(group_findings(findings, lang))
@@ -259,5 +274,6 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
     if system is not None:
         out.append(text("cli.sampled", lang, host=system.hostname, seconds=f"{args.seconds:g}"))
     out += [text("cli.notice", lang, notice=notice) for notice in outcome.notices]
+    out += _unreadable_lines(outcome.last, lang)
     out += finding_lines(groups, lang)
     print("\n".join(out))

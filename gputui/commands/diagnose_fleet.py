@@ -19,6 +19,7 @@ from gputui.diagnostics.config import DiagnosticsConfig, for_step
 from gputui.diagnostics.findings import Severity, finding_to_dict
 from gputui.diagnostics.fleet import NodeWindow, fleet_finding_to_dict, fleet_findings
 from gputui.diagnostics.groups import group_findings, sort_groups
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.diagnostics.verdict import verdict_to_dict
 from gputui.formatting import fmt_duration
 
@@ -58,7 +59,7 @@ def run(args: argparse.Namespace, config: DiagnosticsConfig, lang: str) -> int:
         return common.EXIT_NO_DRIVER
     judged = for_step(config, step)
     nodes = diagnose_history(history, lambda: DiagnosticsEngine(judged, lang).update)
-    fleet = _fleet_findings(nodes, lang)
+    fleet = _fleet_findings(nodes, lang, judged.thresholds)
     notices = (*client.notices, *(f"Prometheus warns (partial data): {w}" for w in history.warnings))
     if args.json:
         common.print_json(
@@ -78,11 +79,13 @@ def run(args: argparse.Namespace, config: DiagnosticsConfig, lang: str) -> int:
     return exit_code((*(f.severity for node in nodes for f in node.findings), *(severity for severity, _ in fleet)))
 
 
-def _fleet_findings(nodes: Sequence[NodeDiagnosis], lang: str) -> list[tuple[Severity, dict[str, Any]]]:
-    """The fleet's own findings (straggler, idle_allocated) over every node's window, each its severity (for the
-    exit code) and its JSON."""
+def _fleet_findings(
+    nodes: Sequence[NodeDiagnosis], lang: str, thresholds: Thresholds
+) -> list[tuple[Severity, dict[str, Any]]]:
+    """The fleet's own findings (straggler, idle_allocated) over every node's window, by the thresholds the nodes
+    were judged by (the config's), each its severity (for the exit code) and its JSON."""
     windows = [NodeWindow(node.host, node.source, node.snapshots, node.open) for node in nodes]
-    return [(f.severity, fleet_finding_to_dict(f)) for f in fleet_findings(windows, lang)]
+    return [(f.severity, fleet_finding_to_dict(f)) for f in fleet_findings(windows, lang, thresholds=thresholds)]
 
 
 def _node_dict(node: NodeDiagnosis) -> dict[str, Any]:

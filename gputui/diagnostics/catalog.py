@@ -72,6 +72,16 @@ SHARED: Texts = {
         "cli.since": "for {duration}",
         "cli.was": "was: {span}",
         "cli.notice": "notice: {notice}",
+        "cli.unreadable": (
+            "notice: PID {pid} ({name}, user {user}) holds a GPU, but the kernel refuses gputui its {files}: it is "
+            "another user's process and gputui runs unprivileged, or gputui lacks CAP_SYS_PTRACE. Its CPU, threads "
+            "and workers are read; its disk reads and Slurm job read n/a, and its GPU is the driver's word, "
+            "unchecked. Run gputui as root, or give it CAP_SYS_PTRACE (docker --cap-add SYS_PTRACE), to read them."
+        ),
+        "cli.unreadable.fd": "open files",
+        "cli.unreadable.io": "I/O counters",
+        "cli.unreadable.environ": "environment",
+        "cli.and": ", ",
         "cli.verdict": "VERDICT  {line}",
         "cli.fleet": "{url}: {nodes} nodes, the last {since} every {step}",
         "cli.node": "== {host} ({source}, {readings} readings)",
@@ -124,6 +134,16 @@ SHARED: Texts = {
         "cli.since": "持续 {duration}",
         "cli.was": "曾出现：{span}",
         "cli.notice": "提示：{notice}",
+        "cli.unreadable": (
+            "提示：PID {pid}（{name}，用户 {user}）占用着 GPU，但内核不允许 gputui 读取它的{files}：它属于其他用户"
+            "而 gputui 以普通用户运行，或者 gputui 没有 CAP_SYS_PTRACE 权限。它的 CPU、线程和 worker 照常读取；"
+            "它的磁盘读取和 Slurm 作业显示为 n/a，它占用的 GPU 以驱动的报告为准，未经核对。请以 root 运行 gputui，"
+            "或授予它 CAP_SYS_PTRACE（docker --cap-add SYS_PTRACE）以读取这些信息。"
+        ),
+        "cli.unreadable.fd": "打开的文件",
+        "cli.unreadable.io": "I/O 计数",
+        "cli.unreadable.environ": "环境变量",
+        "cli.and": "、",
         "cli.verdict": "结论  {line}",
         "cli.fleet": "{url}：{nodes} 个节点，最近 {since}，每 {step} 一个读数",
         "cli.node": "== {host}（{source}，{readings} 个读数）",

@@ -32,6 +32,9 @@ class Thresholds:
     main_busy_cpu_pct: float = 40.0
     workers_busy_pct: float = 80.0  # mean CPU per data-loader worker (100 = one core): the workers cannot keep up
     spare_cpu_cores: float = 0.5  # idle cores, of those the job may use, that more workers could take
+    # The jobs' processes want this many times the CPUs they may use (CPU used + run-queue wait): a little over is
+    # the main process's turns beside busy workers; more is workers that queue for a CPU (workers_oversubscribed).
+    cpu_demand_ratio: float = 1.25
     starved_proc_cpu_pct: float = 85.0  # where the workers' own CPU is unknown: a main process CPU-bound outright
     host_cpu_saturated_pct: float = 90.0
     iowait_pct: float = 20.0

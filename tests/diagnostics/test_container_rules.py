@@ -8,7 +8,7 @@ from dataclasses import replace
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules.container import cpu_throttled, memory_limit, oom_kill, shm_small, workers_oversubscribed
 from gputui.diagnostics.rules.starvation import starvation_cpu, starvation_io
-from gputui.model import ContainerInfo, ContainerSample, GpuProcess, PsiSample
+from gputui.model import ContainerInfo, ContainerSample, GpuProcess, ProcSample, PsiSample
 from tests.diagnostics.builders import SYSTEM, series
 from tests.diagnostics.test_rules import TH, evidence, run, starved, steady
 from tests.snapshots import GIB, gpu, host, proc
@@ -40,32 +40,79 @@ def test_throttled_half_the_time_is_critical_and_rarely_is_nothing() -> None:
     assert run(cpu_throttled, steady(system=IN_CONTAINER, host_sample=host(container=None))) == []
 
 
+def job(
+    pid: int = 100, *, children: int, cpu: float, waited: float, workers_cpu: float, workers_waited: float
+) -> ProcSample:
+    """A job's main process with `children` workers: what each side used and waited on a run queue (100 = a core)."""
+    return proc(
+        pid,
+        children=children,
+        cpu_pct=cpu,
+        run_queue_wait_pct=waited,
+        workers_cpu_pct=workers_cpu,
+        workers_run_queue_wait_pct=workers_waited,
+    )
+
+
+def queued(pid: int) -> ProcSample:
+    """16 workers a job, sized by os.cpu_count(): each gets a fifth of a core and waits a third of the time for more."""
+    return job(pid, children=16, cpu=60.0, waited=30.0, workers_cpu=340.0, workers_waited=480.0)
+
+
 def test_workers_beyond_the_quota_are_oversubscribed() -> None:
-    procs = [proc(100, children=16), proc(101, children=16)]
+    procs = [queued(100), queued(101)]
     gpus = [gpu(0, pids=(100,)), gpu(1, pids=(101,))]
     full = host(procs, container=throttled(40.0))
     [hit] = run(workers_oversubscribed, steady(system=IN_CONTAINER, gpus=gpus, host_sample=full))
-    assert hit.gpus == (0, 1) and hit.pids == (100, 101) and hit.value == 34.0
-    assert evidence(hit) == {"workers": 32, "jobs": 2, "cpu_limit": 8.0, "host_cpus": 128}
-    assert hit.params["per_job"] == "3"
+    assert hit.gpus == (0, 1) and hit.pids == (100, 101) and hit.value == 18.2
+    assert evidence(hit) == {
+        "cpus_wanted": 18.2,
+        "cpus_used": 8.0,
+        "cpus_waited": 10.2,
+        "workers": 32,
+        "jobs": 2,
+        "cpu_limit": 8.0,
+        "host_cpus": 128,
+    }
+    assert hit.params == {"wanted": "18.2", "used": "8", "waited": "10.2", "limit": "8", "per_job": "3"}
 
 
 def test_workers_within_the_limit_or_without_a_limit_are_fine() -> None:
-    fits = host([proc(children=7)])
+    fits = host([job(children=7, cpu=60.0, waited=5.0, workers_cpu=500.0, workers_waited=40.0)])
     assert run(workers_oversubscribed, steady(system=IN_CONTAINER, host_sample=fits)) == []
-    many = host([proc(children=64)])
+    many = host([job(children=64, cpu=60.0, waited=30.0, workers_cpu=800.0, workers_waited=3000.0)])
     assert run(workers_oversubscribed, steady(host_sample=many)) == []  # no container: the host's cores
     cpuset = replace(SYSTEM, container=ContainerInfo(None, None, 1, None, (0, 1, 2, 3)))
-    busy = host([proc(children=4)], cpu_pct_per_core=(98.0,) * 4 + (5.0,) * 4)
-    assert len(run(workers_oversubscribed, steady(system=cpuset, host_sample=busy))) == 1
+    queued = host(
+        [job(children=8, cpu=40.0, waited=40.0, workers_cpu=350.0, workers_waited=300.0)],
+        cpu_pct_per_core=(98.0,) * 4 + (5.0,) * 4,
+    )
+    assert len(run(workers_oversubscribed, steady(system=cpuset, host_sample=queued))) == 1
 
 
-def test_more_processes_than_cpus_that_mostly_wait_take_turns_with_no_one() -> None:
-    """Two workers that keep up beside their main process on two CPUs: three processes, CPUs 15% busy."""
-    two = replace(SYSTEM, container=ContainerInfo(None, None, 1, None, (0, 1)))
-    calm = host([proc(cpu_pct=5.0, children=2, workers_cpu_pct=25.0)], cpu_pct_per_core=(15.0,) * 2)
-    assert run(workers_oversubscribed, steady(system=two, host_sample=calm)) == []
-    assert run(workers_oversubscribed, steady(system=IN_CONTAINER, host_sample=host([proc(children=16)]))) == []
+TWO_CPUS = replace(SYSTEM, container=ContainerInfo(None, None, 1, None, (0, 1)))
+
+
+def test_workers_as_many_as_the_cpus_beside_a_main_process_that_waits_are_not_oversubscribed() -> None:
+    """num_workers = 2 on 2 CPUs, both workers busy, the main process mostly waiting for their batches: three
+    processes on two full CPUs, but what they want (used + run-queue wait) is about two CPUs."""
+    busy = job(children=2, cpu=10.0, waited=5.0, workers_cpu=175.0, workers_waited=20.0)
+    full = host([busy], cpu_pct_per_core=(97.0,) * 2)
+    assert run(workers_oversubscribed, steady(system=TWO_CPUS, host_sample=full)) == []
+    calm = host(
+        [job(children=2, cpu=5.0, waited=1.0, workers_cpu=25.0, workers_waited=1.0)], cpu_pct_per_core=(15.0,) * 2
+    )
+    assert run(workers_oversubscribed, steady(system=TWO_CPUS, host_sample=calm)) == []
+
+
+def test_workers_that_queue_for_the_cpus_are_oversubscribed_and_unread_waits_say_nothing() -> None:
+    """Four workers on two CPUs, each runnable twice as long as it runs: 4.3 CPUs wanted of 2."""
+    queued = job(children=4, cpu=10.0, waited=40.0, workers_cpu=180.0, workers_waited=200.0)
+    full = host([queued], cpu_pct_per_core=(97.0,) * 2)
+    [hit] = run(workers_oversubscribed, steady(system=TWO_CPUS, host_sample=full))
+    assert hit.params["wanted"] == "4.3" and hit.params["limit"] == "2"
+    unread = host([replace(queued, workers_run_queue_wait_pct=None)], cpu_pct_per_core=(97.0,) * 2)
+    assert run(workers_oversubscribed, steady(system=TWO_CPUS, host_sample=unread)) == []
 
 
 def test_small_or_full_shm_with_workers() -> None:

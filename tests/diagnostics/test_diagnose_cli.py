@@ -115,6 +115,36 @@ def test_the_sources_notices_are_part_of_the_answer(
     assert out.count("notice: XID events are not collected") == 1
 
 
+def test_a_process_whose_files_are_refused_is_named_with_what_is_missing_and_how_to_read_it(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """gputui without CAP_SYS_PTRACE beside a root job: the job is judged on what could be read, and the check says
+    which files the kernel refused and how to read them, in each language; never "another PID namespace"."""
+    from gputui.sources.sim import source as simulated
+
+    class Refused(SimulatedSource):
+        def sample(self) -> Snapshot:
+            snap = super().sample()
+            first, *rest = snap.host.processes
+            refused = replace(first, user="root", unreadable=("fd", "io"))
+            return replace(snap, host=replace(snap.host, processes=(refused, *rest)))
+
+    monkeypatch.setattr(simulated, "SimulatedSource", Refused)
+    _, data = diagnose_json(capsys, "--demo", "healthy", "--seconds", "2")
+    pid = data["processes"][0]["pid"]  # type: ignore[index]
+    assert data["processes"][0]["unreadable"] == ["fd", "io"] and data["processes"][0]["user"] == "root"  # type: ignore[index]
+    main(["diagnose", "--demo", "healthy", "--seconds", "2"])
+    out = capsys.readouterr().out
+    assert (
+        f"notice: PID {pid} (python3, user root) holds a GPU, but the kernel refuses gputui its open files, I/O "
+        "counters" in out
+    )
+    assert "Run gputui as root, or give it CAP_SYS_PTRACE" in out and "namespace" not in out
+    main(["diagnose", "--demo", "healthy", "--seconds", "2", "--lang", "zh"])
+    out = capsys.readouterr().out
+    assert f"PID {pid}（python3，用户 root）占用着 GPU，但内核不允许 gputui 读取它的打开的文件、I/O 计数" in out
+
+
 def test_warnings_exit_1(capsys: pytest.CaptureFixture[str]) -> None:
     code, data = diagnose_json(capsys, "--demo", "contention")
     assert code == 1

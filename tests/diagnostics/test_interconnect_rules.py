@@ -268,6 +268,15 @@ def test_numa_mismatch_is_judged_over_the_window() -> None:
     assert run(numa_mismatch, snaps) == []
 
 
+@pytest.mark.parametrize(("numa_nodes", "fires"), [(1, False), (2, True), (None, True)])
+def test_numa_mismatch_needs_another_numa_node(numa_nodes: int | None, fires: bool) -> None:
+    """A driver's affinity mask may name some of a one-node host's CPUs: a rank pinned to the others runs on no
+    other socket, for there is none. Where the count was not read (an older recording), the mask is judged."""
+    topo = replace(topology(8), numa_nodes=numa_nodes)
+    pinned = ranks(r0={"last_cpu": 40, "cpus_allowed": (32, 40)})
+    assert bool(run(numa_mismatch, box(topo, eight(), pinned))) is fires
+
+
 def test_numa_mismatch_needs_the_topology() -> None:
     assert run(numa_mismatch, box(None, eight(), ranks(r0={"last_cpu": 40}))) == []
 

@@ -137,6 +137,20 @@ def test_process_sm_share_comes_back_and_unknown_stays_none() -> None:
     ]
 
 
+def test_what_a_process_and_its_workers_want_of_a_cpu_comes_back_and_unknown_stays_none() -> None:
+    """The CPU and run-queue wait that workers_oversubscribed weighs against the CPUs, read on a remote node too."""
+    snapshot = make_snapshot()
+    first, *rest = snapshot.host.processes
+    wanting = replace(first, workers_cpu_pct=340.0, run_queue_wait_pct=30.0, workers_run_queue_wait_pct=480.0)
+    snapshot = replace(snapshot, host=replace(snapshot.host, processes=(wanting, *rest)))
+    for sent in (snapshot, make_snapshot()):
+        text = render(ExportState(system=SYSTEM, snapshot=sent))
+        got = parse_exposition(text, fallback_hostname="x:9400", now=0.0).host.processes[0]
+        want = sent.host.processes[0]
+        fields_ = ("workers_cpu_pct", "run_queue_wait_pct", "workers_run_queue_wait_pct")
+        assert [getattr(got, f) for f in fields_] == pytest.approx([getattr(want, f) for f in fields_])
+
+
 def test_simulated_exporter_stays_labelled_simulated_remotely() -> None:
     simulated = SimulatedSource(scenario="thermal", gpu_count=2, clock=lambda: 5.0)
     system = simulated.open()

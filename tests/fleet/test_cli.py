@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -76,3 +77,25 @@ def test_source_options_exclude_one_another(argv: list[str], says: str, capsys: 
         main(argv)
     assert exit_info.value.code == 2
     assert says in capsys.readouterr().err
+
+
+def test_diagnose_prometheus_judges_the_fleet_by_the_configs_thresholds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A GPU a pod holds and leaves idle for the 2 minutes read: not yet an idle allocation by default (3
+    minutes), one under a config that says 20 s."""
+    idle = [
+        (labels, 0.0 if labels["gpu"] == "1" and labels["__name__"] in _ACTIVITY else value)
+        for labels, value in dcgm_series()
+    ]
+    config = tmp_path / "config.toml"
+    config.write_text("[diagnostics.thresholds]\nidle_allocation_s = 20\n", encoding="utf-8")
+    rules = {}
+    with canned_prometheus(Behaviour(series=idle)) as url:
+        for name, extra in (("default", []), ("config", ["--config", str(config)])):
+            main(["diagnose", "--prometheus", url, "--since", "2m", "--json", *extra])
+            rules[name] = [f["rule"] for f in json.loads(capsys.readouterr().out)["findings"]]
+    assert rules == {"default": [], "config": ["idle_allocated"]}
+
+
+_ACTIVITY = {"DCGM_FI_DEV_GPU_UTIL", "DCGM_FI_PROF_SM_ACTIVE", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"}

@@ -104,7 +104,7 @@ def every_field_snapshot() -> Snapshot:
         remote_source="nvml",
         recorded_source="nvml",
         container=container,
-        topology=nvswitch8(),
+        topology=dataclasses.replace(nvswitch8(), numa_nodes=2),
         mig_slice="MIG-2f6e1c3a-0001-5b7d-9e0f-000000000001",
     )
     infos = tuple(
@@ -134,6 +134,7 @@ def every_field_snapshot() -> Snapshot:
         rss_bytes=32 * 2**30,
         state="running",
         run_queue_wait_pct=12.5,
+        workers_run_queue_wait_pct=33.5,
         container="3f2a9c1b7d0e",
         container_pid=1,
         cpus_allowed=(0, 1, 2, 3),
@@ -142,6 +143,7 @@ def every_field_snapshot() -> Snapshot:
         namespace="ml",
         k8s_container="main",
         job_id="81234",
+        unreadable=("fd", "io"),
     )
     host = dataclasses.replace(
         host_sample(T0, 0),

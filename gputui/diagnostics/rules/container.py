@@ -60,34 +60,62 @@ def cpu_throttled(w: Window, th: Thresholds) -> Iterator[Hit]:
     )
 
 
+def _demand(w: Window, proc: ProcSample) -> tuple[float, float] | None:
+    """The cores a job's main process and its data-loader workers used over the window, and the cores' worth of
+    time they waited on a run queue (runnable, no CPU free): together, what they want of a CPU. None when either is
+    not read (an older recording, another user's workers)."""
+    used = [w.proc_mean(proc.pid, key) for key in ("cpu_pct", "workers_cpu_pct")]
+    waited = [w.proc_mean(proc.pid, key) for key in ("run_queue_wait_pct", "workers_run_queue_wait_pct")]
+    if None in used or None in waited:
+        return None
+    return sum(v or 0.0 for v in used) / 100, sum(v or 0.0 for v in waited) / 100
+
+
 def workers_oversubscribed(w: Window, th: Thresholds) -> Iterator[Hit]:
-    """More job processes than CPUs to run them, and those CPUs full: `num_workers=os.cpu_count()` counts the
-    host's CPUs. Processes that mostly wait (workers that keep up, two on two CPUs) take turns with no one."""
+    """The jobs' processes want markedly more CPU than they may use, and those CPUs are full: what they use plus
+    what they wait on a run queue (schedstat) against the limit. `num_workers=os.cpu_count()` counts the host's
+    CPUs. Counting what wants a CPU, not processes: a main process that mostly waits for its workers, and workers
+    that keep up (num_workers equal to the CPUs, common advice), take turns with no one."""
     limits = _limits(w)
     limit = limits.cpu_limit if limits else None
     jobs = [(gpu, proc) for gpu, proc in _jobs(w) if proc.children is not None]
     if limit is None or not jobs:
         return
     processes = sum(1 + (proc.children or 0) for _, proc in jobs)
-    if processes <= limit or not job_cpus(w, th).saturated(th):
+    demands = [_demand(w, proc) for _, proc in jobs]
+    if processes <= limit or None in demands or not job_cpus(w, th).saturated(th):
+        return
+    used = sum(d[0] for d in demands if d is not None)
+    waited = sum(d[1] for d in demands if d is not None)
+    if used + waited < th.cpu_demand_ratio * limit:
         return
     workers = sum(proc.children or 0 for _, proc in jobs)
     yield Hit(
         gpus=tuple(sorted({gpu for gpu, _ in jobs})),
         pids=tuple(proc.pid for _, proc in jobs),
-        value=float(processes),
+        value=round(used + waited, 1),
         params={
-            "processes": processes,
-            "limit": fmt_num(limit, 1 if limit % 1 else 0),
+            "wanted": _cores(used + waited),
+            "used": _cores(used),
+            "waited": _cores(waited),
+            "limit": _cores(limit),
             "per_job": fmt_num(max(0, limit / len(jobs) - 1)),
         },
         evidence=(
+            ev("cpus_wanted", round(used + waited, 1), "CPUs", "mean"),
+            ev("cpus_used", round(used, 1), "CPUs", "mean"),
+            ev("cpus_waited", round(waited, 1), "CPUs", "mean"),
             ev("workers", workers),
             ev("jobs", len(jobs)),
             ev("cpu_limit", round(limit, 1), "CPUs"),
             ev("host_cpus", w.latest.system.cpu_count or None),
         ),
     )
+
+
+def _cores(value: float) -> str:
+    """8 CPUs, 2.5 CPUs: a whole number without the decimal."""
+    return fmt_num(value, 1 if round(value, 1) % 1 else 0)
 
 
 def shm_small(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -179,11 +207,13 @@ TEXTS: Texts = {
             "resources.limits.cpu), or use fewer data-loader workers: num_workers <= {workers}."
         ),
         "cpu_throttled.cause": "the CPU quota",
-        "workers_oversubscribed.title": "{processes} job processes and data-loader workers share {limit} CPUs",
+        "workers_oversubscribed.title": "The jobs and their data-loader workers want {wanted} CPUs of the {limit} "
+        "they may use",
         "workers_oversubscribed.advice": (
-            "More processes want a CPU than this container may use, so they take turns. os.cpu_count() "
-            "reports the host's CPUs inside a container; size num_workers by the quota instead: about "
-            "{per_job} per job here (len(os.sched_getaffinity(0)) honours a cpuset, not a quota)."
+            "The jobs' processes use {used} CPUs and wait on a run queue for {waited} more: they want more CPU "
+            "than this container may use, so they take turns. os.cpu_count() reports the host's CPUs inside a "
+            "container; size num_workers by the quota instead: about {per_job} per job here "
+            "(len(os.sched_getaffinity(0)) honours a cpuset, not a quota)."
         ),
         "workers_oversubscribed.cause": "more workers than CPUs",
         "shm_small.title": "/dev/shm is only {size} while data-loader workers use it",
@@ -219,6 +249,9 @@ TEXTS: Texts = {
         ),
         "memory_limit.cause": "the memory limit nearly reached",
         "ev.jobs": "GPU jobs",
+        "ev.cpus_wanted": "CPUs wanted (used + waited for)",
+        "ev.cpus_used": "CPUs used",
+        "ev.cpus_waited": "CPUs' worth of waiting on a run queue",
         "ev.cpu_limit": "CPUs it may use",
         "ev.host_cpus": "host CPUs",
         "ev.shm_size": "/dev/shm size",
@@ -235,11 +268,11 @@ TEXTS: Texts = {
             "（docker --cpus，Kubernetes resources.limits.cpu），或减少数据加载 worker：num_workers <= {workers}。"
         ),
         "cpu_throttled.cause": "CPU 配额",
-        "workers_oversubscribed.title": "{processes} 个任务进程和数据加载 worker 挤在 {limit} 个 CPU 上",
+        "workers_oversubscribed.title": "任务进程和数据加载 worker 需要 {wanted} 个 CPU，而可用的只有 {limit} 个",
         "workers_oversubscribed.advice": (
-            "想用 CPU 的进程多于容器能用的 CPU，只能轮流运行。容器内 os.cpu_count() 返回的是宿主机的 CPU 数；"
-            "请按配额设置 num_workers：这里每个任务约 {per_job} 个（len(os.sched_getaffinity(0)) 只考虑 cpuset，"
-            "不考虑配额）。"
+            "任务进程用了 {used} 个 CPU，还在运行队列里等了相当于 {waited} 个 CPU 的时间：它们想用的 CPU 多于容器"
+            "能用的，只能轮流运行。容器内 os.cpu_count() 返回的是宿主机的 CPU 数；请按配额设置 num_workers："
+            "这里每个任务约 {per_job} 个（len(os.sched_getaffinity(0)) 只考虑 cpuset，不考虑配额）。"
         ),
         "workers_oversubscribed.cause": "worker 多于 CPU",
         "shm_small.title": "/dev/shm 只有 {size}，而数据加载 worker 正在使用它",
@@ -275,6 +308,9 @@ TEXTS: Texts = {
         ),
         "memory_limit.cause": "接近内存上限",
         "ev.jobs": "GPU 任务数",
+        "ev.cpus_wanted": "需要的 CPU（已用 + 等待）",
+        "ev.cpus_used": "已用 CPU",
+        "ev.cpus_waited": "在运行队列中等待（折合 CPU 数）",
         "ev.cpu_limit": "可用 CPU",
         "ev.host_cpus": "宿主机 CPU",
         "ev.shm_size": "/dev/shm 大小",

@@ -156,9 +156,10 @@ def numa_mismatch(w: Window, th: Thresholds) -> Iterator[Hit]:
     waited (a warning: each copy crosses the link between the sockets); one the scheduler only moves between the
     sockets, or that keeps its GPU busy anyway, gets the advice at info level. A process that drives GPUs on both
     sockets (nn.DataParallel, one process for the whole box) cannot sit near all of them: it is far only when
-    it runs away from every one."""
+    it runs away from every one. A host with one NUMA node has no other socket: whatever CPUs the driver's
+    affinity mask names, none is away from the GPU."""
     found = _topology(w)
-    if found is None:
+    if found is None or found[0].numa_nodes == 1:
         return
     topo, place = found
     near_of = {i: _near(topo, at) for i, at in place.items()}

@@ -4,8 +4,9 @@ NVML lists *host* PIDs. Inside a container such a PID is missing, or names some 
 container, so joining it with the host side as it is shows the wrong process or none. A CUDA process holds
 its GPU's device file open (`/dev/nvidia<minor>`), so that is the test: NVML's PID is taken as this process
 only when it holds the device (or when its open files cannot be read to tell, as for another user's process
-on the host without root, where PIDs do match). Where NVML's PIDs fail the test, this namespace's GPU users
-are found through their open device files instead.
+on the host without root, or a root job beside gputui without CAP_SYS_PTRACE, where PIDs do match: a process
+that is here but keeps its files to itself is not in another PID namespace). Where NVML's PIDs fail the test,
+this namespace's GPU users are found through their open device files instead.
 """
 
 from __future__ import annotations

@@ -34,6 +34,8 @@ _POD_UID = re.compile(
 
 def device_minors(pid: int, root: Path = Path("/"), *, stop_at: int | None = None) -> frozenset[int] | None:
     """The /dev/nvidia<minor> files process `pid` holds open; None when its fds cannot be read (or it is gone).
+    Without CAP_SYS_PTRACE beside a privileged process the directory lists but each link is refused (EACCES):
+    that is "cannot tell" too, not "holds none".
 
     A link that names another path but is the NVIDIA character device itself (a node created elsewhere, as
     some container runtimes do) counts too. With `stop_at`, reading stops once that minor is found: a
@@ -50,8 +52,10 @@ def device_minors(pid: int, root: Path = Path("/"), *, stop_at: int | None = Non
         link = f"{fd_dir}/{name}"
         try:
             target = os.readlink(link)
+        except PermissionError:
+            return None
         except OSError:
-            continue
+            continue  # closed since the listing
         match = _DEVICE.fullmatch(target)
         minor = int(match.group(1)) if match else _nvidia_minor(link) if target.startswith("/dev/") else None
         if minor is not None:
@@ -70,8 +74,9 @@ def _nvidia_minor(path: str) -> int | None:
 
 
 def holds_device(pid: int, minor: int, root: Path = Path("/")) -> bool | None:
-    """True when `pid` holds /dev/nvidia<minor> open; False when not, or no such process; None: cannot tell
-    (its fds are another user's, or there is no /proc to look in)."""
+    """True when `pid` holds /dev/nvidia<minor> open; False when not, or no such process here (another PID
+    namespace's); None: cannot tell (its fds may not be read: another user's while unprivileged, or a privileged
+    process without CAP_SYS_PTRACE; or there is no /proc to look in)."""
     if not (root / f"proc/{pid}").exists():
         return False if (root / "proc/self").exists() else None
     minors = device_minors(pid, root, stop_at=minor)
@@ -153,6 +158,36 @@ class GpuUsers:
         """The users whose parent does not hold the same device: the job, not its forked workers."""
         holders = set(pids)
         return tuple(sorted(pid for pid in pids if parent_pid(pid, self._root) not in holders))
+
+
+# What of a process may be refused to a reader that is not root with CAP_SYS_PTRACE (proc(5): these need ptrace
+# read access; stat, status, statm, cmdline and schedstat do not): its open files (which GPU it holds), its I/O
+# counters, its environment (a Slurm job's id).
+GUARDED_FILES = ("fd", "io", "environ")
+
+
+def unreadable(pid: int, root: Path = Path("/")) -> tuple[str, ...]:
+    """Which of GUARDED_FILES the kernel refuses this reader for process `pid` (EACCES, EPERM); () when it is gone
+    or every one can be read. A directory that lists but whose links are refused counts as refused."""
+    refused = []
+    for name in GUARDED_FILES:
+        path = f"{root}/proc/{pid}/{name}"
+        try:
+            if name == "fd":
+                entries = os.listdir(path)
+                if entries:
+                    os.readlink(f"{path}/{entries[0]}")
+            else:
+                fd = os.open(path, os.O_RDONLY)
+                try:
+                    os.read(fd, 1)  # /proc/PID/io checks its reader when read, not when opened
+                finally:
+                    os.close(fd)
+        except PermissionError:
+            refused.append(name)
+        except OSError:
+            continue  # gone, or an fd closed since the listing: nothing refused
+    return tuple(refused)
 
 
 # /proc/PID/stat counts CPU time in clock ticks (USER_HZ, 100 on every common kernel); sysconf says which.

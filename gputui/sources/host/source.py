@@ -81,16 +81,18 @@ class _Tracked:
     threads: int | None = None
     container: str | None = None  # seen from the host: the container it runs in, and its PID there
     container_pid: int | None = None
+    unreadable: tuple[str, ...] = ()  # its /proc files refused to this reader, read once
     waited_ns: int | None = None  # time its main thread waited for a CPU, cumulative, as read at `waited_at`
     waited_at: float = 0.0
     run_queue_wait_pct: float | None = None  # over the last SCHED_EVERY ticks
     cpus_allowed: tuple[int, ...] | None = None  # as of the last SCHED_EVERY tick (or when first followed)
     last_cpu: int | None = None
-    # Each child's CPU seconds so far, by (pid, start time) so that a reused PID is another process, as read at
-    # `workers_at`; and their CPU together over the last SCHED_EVERY ticks.
-    workers_cpu_s: dict[tuple[int, int], float] | None = None
+    # Each child's CPU seconds and run-queue wait (ns, None unreadable) so far, by (pid, start time) so that a
+    # reused PID is another process, as read at `workers_at`; and both together over the last SCHED_EVERY ticks.
+    workers_read: dict[tuple[int, int], tuple[float, int | None]] | None = None
     workers_at: float = 0.0
     workers_cpu_pct: float | None = None
+    workers_run_queue_wait_pct: float | None = None
     attribution: Attribution = field(
         default_factory=Attribution
     )  # as of the last SCHED_EVERY tick (or when first followed)
@@ -283,7 +285,7 @@ class HostSource:
                 memory = self._denied_as_none(process.memory_info)
                 if self._tick % SCHED_EVERY == 0:
                     tracked.run_queue_wait_pct = self._run_queue_wait_pct(tracked, now)
-                    tracked.workers_cpu_pct = self._workers_cpu_pct(tracked, now)
+                    self._read_workers(tracked, now)
                     self._read_placement(tracked)
                     tracked.attribution = self._attrib.attribute(pid, gpus)
                 attribution = tracked.attribution
@@ -296,6 +298,7 @@ class HostSource:
                     threads=tracked.threads,
                     children=tracked.children,
                     workers_cpu_pct=tracked.workers_cpu_pct,
+                    workers_run_queue_wait_pct=tracked.workers_run_queue_wait_pct,
                     read_bytes_s=read_rate,
                     rss_bytes=memory.rss if memory is not None else None,
                     state=self._denied_as_none(process.status),
@@ -304,6 +307,7 @@ class HostSource:
                     container_pid=tracked.container_pid,
                     cpus_allowed=tracked.cpus_allowed,
                     last_cpu=tracked.last_cpu,
+                    unreadable=tracked.unreadable,
                     **attribution.sample_fields(),
                 )
         except ps.NoSuchProcess:
@@ -326,6 +330,7 @@ class HostSource:
                 threads=self._denied_as_none(process.num_threads),
                 container=procfs.container_name(origin.ids),
                 container_pid=procfs.inner_pid(pid, self._root),
+                unreadable=procfs.unreadable(pid, self._root),
                 attribution=self._attrib.attribute(pid, gpus),
             )
         self._count_children(tracked)
@@ -367,24 +372,34 @@ class HostSource:
         wait_ns = rate(waited, before, now - before_at)  # ns waited per second; None on a reset
         return None if wait_ns is None else min(100.0, 100.0 * wait_ns / 1e9)
 
-    def _workers_cpu_pct(self, tracked: _Tracked, now: float) -> float | None:
-        """The CPU its children used together since the last reading (100 = one core): whether the data-loader
-        workers keep up. A child that exited since drops out; one that is new counts from its next reading."""
+    def _read_workers(self, tracked: _Tracked, now: float) -> None:
+        """The CPU its children used together since the last reading (100 = one core), whether the data-loader
+        workers keep up; and how long they waited on a run queue together (100 = one of them all the time), what
+        they wanted of a CPU and did not get. A child that exited since drops out; one that is new counts from
+        its next reading. Their waits are unknown when any child's /proc/PID/schedstat cannot be read."""
         readings = {}
         for pid in tracked.child_pids:
             used = procfs.cpu_seconds(pid, self._root)
             if used is not None:
-                readings[(pid, used[0])] = used[1]
-        before, before_at = tracked.workers_cpu_s, tracked.workers_at
-        tracked.workers_cpu_s, tracked.workers_at = readings, now
+                sched = procfs.schedstat(pid, self._root)
+                readings[(pid, used[0])] = (used[1], None if sched is None else sched[1])
+        before, before_at = tracked.workers_read, tracked.workers_at
+        tracked.workers_read, tracked.workers_at = readings, now
+        tracked.workers_cpu_pct = tracked.workers_run_queue_wait_pct = None
         if before is None or now <= before_at or tracked.children is None:
-            return None
-        if tracked.children == 0:
-            return 0.0  # no workers: the main process loads the data itself
+            return
+        if tracked.children == 0:  # no workers: the main process loads the data itself
+            tracked.workers_cpu_pct = tracked.workers_run_queue_wait_pct = 0.0
+            return
         both = [key for key in readings if key in before]
         if not both:
-            return None  # children, but none read twice yet: unknown, not idle
-        return 100.0 * sum(max(0.0, readings[key] - before[key]) for key in both) / (now - before_at)
+            return  # children, but none read twice yet: unknown, not idle
+        seconds = now - before_at
+        tracked.workers_cpu_pct = 100.0 * sum(max(0.0, readings[key][0] - before[key][0]) for key in both) / seconds
+        waits = [(readings[key][1], before[key][1]) for key in both]
+        if all(new is not None and old is not None for new, old in waits):
+            waited_ns = sum(max(0, new - old) for new, old in waits if new is not None and old is not None)
+            tracked.workers_run_queue_wait_pct = 100.0 * waited_ns / 1e9 / seconds
 
     def _read_placement(self, tracked: _Tracked) -> None:
         """Where it may run and where it last ran: the CPUs numa_mismatch holds against its GPU's."""

@@ -27,6 +27,7 @@ from typing import Any
 from gputui.model import XID_UNWATCHED, GpmValues, GpuInfo, GpuProcess, GpuSample, Snapshot, SystemInfo, Topology
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable, machine_name
 from gputui.sources.host import procfs
+from gputui.sources.host.numa import numa_nodes
 from gputui.sources.host.process_join import ProcessJoin
 from gputui.sources.host.source import HostSource
 from gputui.sources.host.visible import mig_slice, old_mig_name
@@ -440,6 +441,7 @@ class NvmlSource:
             [gpu.handle if gpu.lost is None else None for gpu in self._gpus],
             [gpu.nvlink if gpu.lost is None else None for gpu in self._gpus],
             buses,
+            numa_nodes(self._root),
         )
 
     def _sample_gpu(self, gpu: _Gpu, now: float, slow: bool, xids: tuple[int, ...]) -> GpuSample:

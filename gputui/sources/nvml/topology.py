@@ -227,9 +227,10 @@ def read_topology(
     handles: Sequence[Any | None],
     links: Sequence[NvLinkReader | None],
     gpu_buses: Sequence[str | None],
+    numa_nodes: int | None = None,
 ) -> Topology:
     """The matrix, P2P, NUMA node and nearby CPUs for the GPUs opened; a lost GPU (handle None, or GpuIsLost
-    here) has None in its entries."""
+    here) has None in its entries. `numa_nodes` is the host's count (sysfs), which NVML does not give."""
     count = len(handles)
     alive = [handle is not None for handle in handles]
     numa: list[int | None] = [None] * count
@@ -262,6 +263,7 @@ def read_topology(
         p2p=tuple(tuple(row) for row in p2p),
         numa_node=tuple(numa),
         cpu_affinity=tuple(affinity),
+        numa_nodes=numa_nodes,
     )
 
 

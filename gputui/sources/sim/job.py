@@ -44,6 +44,7 @@ from gputui.model import Snapshot, SystemInfo, Topology, parse_cpus
 from gputui.sources.base import InvalidGpuSelection, NoJobTrace, machine_name
 from gputui.sources.host import procfs
 from gputui.sources.host.cgroup import read_text
+from gputui.sources.host.numa import numa_nodes
 from gputui.sources.host.source import HostSource
 from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD, GpuPlan, HostPlan, Job, MachinePhysics, Scene, gpu_info
 
@@ -299,7 +300,11 @@ class JobSource:
             scenario=job_scenario(pid),
             container=self._host.container,
             topology=Topology(
-                matrix=(("X",),), p2p=((None,),), numa_node=(self._numa_node(),), cpu_affinity=(self._near,)
+                matrix=(("X",),),
+                p2p=((None,),),
+                numa_node=(self._numa_node(),),
+                cpu_affinity=(self._near,),
+                numa_nodes=numa_nodes(self._root),  # this machine's: the simulated GPU sits in it
             ),
         )
         return self._system

@@ -178,6 +178,9 @@ class HostPlan:
     disk_write_bytes_s: float = 22e6
     worker_cpu_pct: float = 30.0  # CPU % of each data-loader child
     net_rx_bytes_s: float = 4e6
+    # Share of the time each of a job's processes (its main thread, each data-loader child) waits on a run queue;
+    # None: not simulated, read as not reported.
+    run_queue_wait_pct: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -582,6 +585,10 @@ class MachinePhysics:
                         threads=job.threads,
                         children=job.children,
                         workers_cpu_pct=round(sum(worker_loads), 1),
+                        run_queue_wait_pct=plan.run_queue_wait_pct,
+                        workers_run_queue_wait_pct=None
+                        if plan.run_queue_wait_pct is None
+                        else plan.run_queue_wait_pct * job.children,
                         read_bytes_s=round(job.read_bytes_s * (1.0 + 0.03 * wave(f"pid{job.pid}/read", t))),
                         rss_bytes=int(job.rss_gib * GIB),
                         state=job.state,

@@ -54,4 +54,5 @@ def topology(selected: Sequence[int], count: int, nvlinks: Mapping[int, int | No
         p2p=tuple(tuple(None if path == "X" else path != "SYS" for path in row) for row in matrix),
         numa_node=tuple(sockets),
         cpu_affinity=tuple(f"{r[0]}-{r[-1]}" for r in cpus),
+        numa_nodes=SOCKETS,
     )

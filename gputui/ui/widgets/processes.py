@@ -17,7 +17,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes_short, fmt_num, fmt_owner
+from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes_short, fmt_num, fmt_owner, fmt_unreadable
 from gputui.model import GpuProcess, GpuSample, Snapshot
 from gputui.ui.widgets.lines import Line, LineView
 
@@ -92,6 +92,9 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
             command = (host.cmdline or host.name) if host else None
             if proc.seen == "hidden":
                 command = HIDDEN_PROCESS
+            refused = fmt_unreadable(host.unreadable) if host else None
+            if refused is not None:
+                command = f"[{refused}] {command or NA}"
             owner = fmt_owner(host.pod, host.namespace, host.job_id) if host else None
             instance = _instance(gpu, proc)
             texts = (str(proc.pid), user or "", owner or "", command or "", instance or "")
