@@ -222,9 +222,12 @@ def test_a_server_that_is_gone_gives_no_names(tmp_path: Path) -> None:
     stale = tmp_path / "kubelet.sock"
     stale.touch()  # the socket's file is there, nothing listens on it: a kubelet that stopped
     names = PodNames(stale, timeout_s=0.5)
-    names.refresh()
-    assert names.error is not None and "UNAVAILABLE" in names.error
-    assert names.lookup(UID_A, [GPU0]) is None
+    try:
+        names.refresh()
+        assert names.error is not None and "UNAVAILABLE" in names.error
+        assert names.lookup(UID_A, [GPU0]) is None  # a new uid: the client's thread starts, to ask again
+    finally:
+        names.close()
 
 
 def test_the_messages_carry_what_the_client_reads() -> None:
