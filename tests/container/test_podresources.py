@@ -72,7 +72,8 @@ def kubelet() -> Iterator[tuple[Kubelet, Path]]:
     folder = Path(tempfile.mkdtemp(prefix="kubelet-", dir="/tmp"))
     socket = folder / "kubelet.sock"
     servicer = Kubelet()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    executor = futures.ThreadPoolExecutor(max_workers=2)
+    server = grpc.server(executor)
     api_pb2_grpc.add_PodResourcesListerServicer_to_server(servicer, server)
     server.add_insecure_port(f"unix://{socket}")
     server.start()
@@ -81,6 +82,7 @@ def kubelet() -> Iterator[tuple[Kubelet, Path]]:
     finally:
         servicer.answering.set()
         server.stop(0).wait(5)
+        executor.shutdown()  # the server leaves its executor's threads to it
         shutil.rmtree(folder, ignore_errors=True)
 
 
