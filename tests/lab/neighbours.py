@@ -105,7 +105,10 @@ class Neighbours:
     busiest: tuple[tuple[str, float], ...]  # the other processes that used most CPU, with their cores
 
     def describe_cpu(self) -> str:
-        named = "; ".join(f"{who} {cores:.2f}" for who, cores in self.busiest) or "none of them named"
+        named = (
+            "; ".join(f"{who} {cores:.2f}" for who, cores in self.busiest)
+            or f"no process there throughout used {NAMED_CORES:g} of a CPU"
+        )
         share = 100.0 * self.others_cores / self.cpus if self.cpus else 0.0
         return (
             f"other processes kept {self.others_cores:.2f} of this machine's {self.cpus} CPUs busy ({share:.0f}%)"
