@@ -1,8 +1,19 @@
-"""What every test directory shares: one fake clock that moves only when the test says so."""
+"""What every test directory shares: one fake clock that moves only when the test says so, and a check that no
+test leaves a process of its own running."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import time
+from collections.abc import Iterator, Sequence
+
+import psutil
 import pytest
+
+# How long a test's child processes may take to end once it has: a process killed or told to stop may still be
+# exiting (a SIGTERM handler, a flush) when the test returns.
+CHILDREN_GRACE_S = 5.0
 
 
 class Clock:
@@ -27,3 +38,60 @@ class Clock:
 @pytest.fixture
 def clock() -> Clock:
     return Clock()
+
+
+def _descendants() -> set[psutil.Process]:
+    """This process's children and theirs. One waitid call answers the usual case, no child at all, without the
+    scan of every process on the machine that finding them takes (children of every thread count)."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)  # reaps nothing
+    except ChildProcessError:
+        return set()
+    return set(psutil.Process().children(recursive=True))
+
+
+def _running(processes: Sequence[psutil.Process]) -> list[psutil.Process]:
+    """Those still running: an exited child that nobody has reaped yet (a zombie) has ended."""
+    running = []
+    for process in processes:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            if process.status() != psutil.STATUS_ZOMBIE:
+                running.append(process)
+    return running
+
+
+def _until_ended(processes: Sequence[psutil.Process], seconds: float) -> list[psutil.Process]:
+    """Wait up to `seconds` for the processes to end (without reaping them: a Popen still owns its child's exit
+    status); those still running then."""
+    deadline = time.monotonic() + seconds
+    running = _running(processes)
+    while running and time.monotonic() < deadline:
+        time.sleep(0.05)
+        running = _running(running)
+    return running
+
+
+def _describe(process: psutil.Process) -> str:
+    try:
+        return f"pid {process.pid}: {' '.join(process.cmdline()) or process.name()}"
+    except psutil.Error:
+        return f"pid {process.pid}"
+
+
+@pytest.fixture(autouse=True)
+def _no_process_left_behind() -> Iterator[None]:
+    """Fail the test after which a child process of its own (or a descendant of one) still runs, once it has had
+    CHILDREN_GRACE_S to end; kill it, so the tests after it run on a machine as quiet as they expect. Processes
+    that were there before the test (a module's fixture's, say) are not its."""
+    before = _descendants()
+    yield
+    new = [child for child in _descendants() if child not in before]
+    left = _until_ended(new, CHILDREN_GRACE_S) if new else []
+    if not left:
+        return
+    described = [_describe(process) for process in left]
+    for process in left:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.kill()
+    _until_ended(left, CHILDREN_GRACE_S)
+    pytest.fail(f"the test left {len(left)} process(es) running (killed now): " + "; ".join(described), pytrace=False)

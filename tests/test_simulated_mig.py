@@ -209,15 +209,8 @@ def test_the_lab_gpu_can_be_an_instance_too(tmp_path: Path) -> None:
 
 
 def test_demo_gpu_h100_mig_through_the_cli(capsys: pytest.CaptureFixture[str]) -> None:
-    """snapshot --json on the MIG board: labelled SIMULATED, no whole-GPU utilization, the instances once the
-    serializer writes them (issue 23's serialize work; until it does, only the rest is checked)."""
-    try:
-        code = main(["snapshot", "--demo", "healthy", "--demo-gpu", "h100-mig", "--json"])
-    except TypeError as exc:
-        if "MigState" not in str(exc):
-            raise
-        pytest.skip(f"the serializer does not write GpuSample.mig yet ({exc})")
-    assert code == 0
+    """snapshot --json on the MIG board: labelled SIMULATED, no whole-GPU utilization, and its instances."""
+    assert main(["snapshot", "--demo", "healthy", "--demo-gpu", "h100-mig", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["system"]["source"] == "simulated" and data["system"]["scenario"] == "healthy"
     gpu = data["gpus"][0]

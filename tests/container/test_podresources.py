@@ -4,6 +4,7 @@ one too slow for the timeout. Also: the committed modules are what the vendored 
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import shutil
 import tempfile
@@ -47,19 +48,19 @@ def pod(namespace: str, name: str, *containers: tuple[str, list[str]]) -> Any:
 
 
 class Kubelet(api_pb2_grpc.PodResourcesListerServicer):  # type: ignore[misc]
-    """What a kubelet answers List with; `fail` aborts with a status, `delay_s` holds the answer back."""
+    """What a kubelet answers List with; `fail` aborts with a status. A test that clears `answering` holds every
+    answer back until it sets it again (the teardown sets it, so a held answer ends with the test)."""
 
     def __init__(self) -> None:
         self.pods: list[Any] = []
         self.calls = 0
         self.fail: Any = None
-        self.delay_s = 0.0
-        self.released = threading.Event()  # set at teardown, so a held answer ends with the test
+        self.answering = threading.Event()
+        self.answering.set()
 
     def List(self, request: Any, context: Any) -> Any:  # the proto names it so
         self.calls += 1
-        if self.delay_s:
-            self.released.wait(self.delay_s)
+        self.answering.wait()
         if self.fail is not None:
             context.abort(self.fail, "the device manager is not ready")
         return api_pb2.ListPodResourcesResponse(pod_resources=self.pods)
@@ -71,15 +72,17 @@ def kubelet() -> Iterator[tuple[Kubelet, Path]]:
     folder = Path(tempfile.mkdtemp(prefix="kubelet-", dir="/tmp"))
     socket = folder / "kubelet.sock"
     servicer = Kubelet()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    executor = futures.ThreadPoolExecutor(max_workers=2)
+    server = grpc.server(executor)
     api_pb2_grpc.add_PodResourcesListerServicer_to_server(servicer, server)
     server.add_insecure_port(f"unix://{socket}")
     server.start()
     try:
         yield servicer, socket
     finally:
-        servicer.released.set()
+        servicer.answering.set()
         server.stop(0).wait(5)
+        executor.shutdown()  # the server leaves its executor's threads to it
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -203,7 +206,7 @@ def test_a_kubelet_that_errs_gives_no_names(kubelet: tuple[Kubelet, Path], names
 def test_a_slow_kubelet_times_out_and_never_holds_up_a_lookup(kubelet: tuple[Kubelet, Path]) -> None:
     servicer, socket = kubelet
     servicer.pods = [pod("ml", "train-0", ("trainer", [GPU0]))]
-    servicer.delay_s = 10.0
+    servicer.answering.clear()
     names = PodNames(socket, timeout_s=0.2)
     try:
         started = time.monotonic()
@@ -213,7 +216,7 @@ def test_a_slow_kubelet_times_out_and_never_holds_up_a_lookup(kubelet: tuple[Kub
         assert names.error is not None and "DEADLINE_EXCEEDED" in names.error
         assert names.lookup(UID_A, [GPU0]) is None
     finally:
-        servicer.released.set()
+        servicer.answering.set()
         names.close()
 
 
@@ -221,9 +224,12 @@ def test_a_server_that_is_gone_gives_no_names(tmp_path: Path) -> None:
     stale = tmp_path / "kubelet.sock"
     stale.touch()  # the socket's file is there, nothing listens on it: a kubelet that stopped
     names = PodNames(stale, timeout_s=0.5)
-    names.refresh()
-    assert names.error is not None and "UNAVAILABLE" in names.error
-    assert names.lookup(UID_A, [GPU0]) is None
+    try:
+        names.refresh()
+        assert names.error is not None and "UNAVAILABLE" in names.error
+        assert names.lookup(UID_A, [GPU0]) is None  # a new uid: the client's thread starts, to ask again
+    finally:
+        names.close()
 
 
 def test_the_messages_carry_what_the_client_reads() -> None:
@@ -248,9 +254,10 @@ def test_the_committed_modules_are_what_the_proto_generates(tmp_path: Path) -> N
 # "self": the monitor; None: the exporter's DaemonSet (--ignore-own-cgroup), which reads no cgroup of its own.
 @pytest.mark.parametrize("own_cgroup", ["self", None])
 def test_the_driver_source_names_its_processes_pods(
-    kubelet: tuple[Kubelet, Path], tmp_path: Path, own_cgroup: str | None
+    kubelet: tuple[Kubelet, Path], tmp_path: Path, own_cgroup: str | None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """End to end: the driver lists a process on GPU 0, its cgroup says which pod, the kubelet which name."""
+    from gputui.sources.host import source as host_source
     from gputui.sources.host.source import HostSource
     from gputui.sources.nvml.source import NvmlSource
     from tests.fake_psutil import FakeProcess, FakePsutil
@@ -265,12 +272,17 @@ def test_the_driver_source_names_its_processes_pods(
     ps = FakePsutil()
     ps.processes[4242] = FakeProcess(4242)
     clock = Clock(1000.0)
+    # The kubelet answers when the test lets it: the client's deadline must outlast the hold, however slow the tick.
+    monkeypatch.setattr(host_source, "PodNames", functools.partial(PodNames, timeout_s=30.0))
     host = HostSource(clock=clock, psutil_module=ps, root=root, cgroup_pid=own_cgroup, pod_resources_socket=socket)  # type: ignore[arg-type]
     source = NvmlSource(pynvml=nvml, host=host, clock=clock, root=root, slow_every=1)
+    servicer.answering.clear()
     source.open()
     try:
         first = source.sample().host.process(4242)
         assert first is not None and (first.pod, first.namespace) == (UID_A, None)  # the uid, until the kubelet answers
+        assert until(lambda: servicer.calls == 1)  # asked, and held
+        servicer.answering.set()
         assert host.pod_names is not None
         assert until(lambda: host.pod_names.lists >= 1)  # type: ignore[union-attr]
         named = None
@@ -285,6 +297,7 @@ def test_the_driver_source_names_its_processes_pods(
             f"pod {UID_A}",
         )
     finally:
+        servicer.answering.set()
         source.close()
 
 

@@ -20,7 +20,8 @@ def _needs_torch() -> None:
 
 @pytest.fixture(scope="session")
 def lab() -> Callable[[str], Outcome]:
-    """`lab("c")`: case c's outcome, run on first use; the test skips with the reason where it cannot be staged."""
+    """`lab("c")`: case c's outcome, run on first use; the test skips with the reason where it cannot be staged,
+    or with the figures where the machine was busier than the case can bear while it ran."""
 
     def outcome(name: str) -> Outcome:
         if name not in _OUTCOMES:
@@ -31,6 +32,9 @@ def lab() -> Callable[[str], Outcome]:
         found = _OUTCOMES[name]
         if isinstance(found, CaseSkipped):
             pytest.skip(f"lab case {name}: {found}")
+        busy = found.crowded()
+        if busy is not None:
+            pytest.skip(f"lab case {name}: {busy}")
         return found
 
     return outcome

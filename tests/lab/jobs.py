@@ -6,7 +6,10 @@ snapshots, the verdict at the end, and every finding that was open at some point
 whole process group (its data-loader workers too) in a `finally`, and so is any cgroup made for it.
 
 A case that this machine cannot stage raises CaseSkipped with the reason: tests turn it into pytest.skip, and
-`python -m tests.lab.show` prints it. The cases measure CPU, so they run one after another, never in parallel.
+`python -m tests.lab.show` prints it. The cases measure CPU, so they run one after another, never in parallel,
+and each needs the machine quiet beside its job: other processes' CPU (and disk traffic, for the cold-disk case)
+is measured for a moment before the job starts and over the run (tests/lab/neighbours.py), and a case whose
+machine was busier than it can bear is skipped with the figures rather than judged.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from gputui.diagnostics.findings import Finding
 from gputui.model import HostSample, ProcSample, Snapshot
 from gputui.sources.sim.job import JobSource, TraceError, read_trace
 from tests.cgroups import remove_group
+from tests.lab.neighbours import Neighbours, Usage, between, usage
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "examples/lab/train.py"
@@ -39,10 +43,39 @@ INTERVAL_S = 0.5
 RUN_S = 15.0
 # The longest a job may take to import torch, start its workers (and write its files) and report its first batch.
 START_TIMEOUT_S = 60.0
+# The most CPU other processes may use beside a lab job (cores, the mean over the run). The rules read the host's
+# CPU whole: a quarter of a core leaves a case that needs a core spare one, and moves the host's busy share and
+# the job's wait for a CPU by a few points at most.
+OTHERS_MAX_CORES = 0.25
+# The most other processes may move on the disks beside the job that reads a cold disk (MB/s): its own reads
+# are 50 MB/s and more.
+QUIET_DISK_MB_S = 10.0
+# How long the machine is watched before a case's job starts: a machine already too busy skips the case at once.
+QUIET_CHECK_S = 1.0
 
 
 class CaseSkipped(Exception):
     """This machine cannot stage the case; the message says why."""
+
+
+def crowded(neighbours: Neighbours, reads_disk: bool = False) -> str | None:
+    """Why the machine was busier than a lab job can bear (see OTHERS_MAX_CORES; the disk too for a job that
+    reads one), with the figures; None when it was quiet enough."""
+    if neighbours.others_cores > OTHERS_MAX_CORES:
+        return (
+            f"{neighbours.describe_cpu()}; the case needs the machine quiet beside its job (at most"
+            f" {OTHERS_MAX_CORES:g} of a CPU used by other processes)"
+        )
+    if reads_disk:
+        disk = neighbours.others_disk_mb_s
+        if disk is None:
+            return "the disks' counters cannot be read: whether other processes kept the disk busy is unknown"
+        if disk > QUIET_DISK_MB_S:
+            return (
+                f"other processes moved {disk:.1f} MB/s on the disks over {neighbours.seconds:.0f} s; the"
+                f" case needs a quiet disk (at most {QUIET_DISK_MB_S:g} MB/s)"
+            )
+    return None
 
 
 @dataclass(frozen=True)
@@ -118,8 +151,13 @@ class Outcome:
     state: DiagnosticsState  # after the last snapshot: the verdict and the findings open then
     seen: tuple[Finding, ...]  # every finding open at some point, as last seen, by when it opened
     job_busy_pct: float  # the share of the time sampled that the job itself reports in its GPU step
+    neighbours: Neighbours  # what the machine did besides the job over the time sampled
     start_s: float  # from starting the job to its first record
     run_s: float  # the whole case, the job's start and stop included
+
+    def crowded(self) -> str | None:
+        """Why the machine was busier than the case can bear while it ran, with the figures; None when quiet."""
+        return crowded(self.neighbours, reads_disk=bool(self.case.data_files))
 
     def procs(self) -> list[ProcSample]:
         """The job's process in each snapshot it was read in."""
@@ -295,6 +333,11 @@ def run_case(
         raise CaseSkipped(missing)
     if (os.cpu_count() or 1) < case.needs_cpus:
         raise CaseSkipped(f"needs {case.needs_cpus} CPUs, this machine has {os.cpu_count()}")
+    quiet = usage(None)
+    time.sleep(QUIET_CHECK_S)
+    busy = crowded(between(quiet, usage(None)), reads_disk=bool(case.data_files))
+    if busy is not None:
+        raise CaseSkipped(f"before its job started, {busy}")
     with contextlib.ExitStack() as stack:
         # Data files go beside the repository, on the disk it is on: /tmp may be a tmpfs, which no read misses.
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=".lab-", dir=REPO)))
@@ -318,6 +361,7 @@ def run_case(
         state=followed.state,
         seen=followed.seen,
         job_busy_pct=followed.job_busy_pct,
+        neighbours=followed.neighbours,
         start_s=job.start_s,
         run_s=time.monotonic() - began,  # the job stopped and its files and cgroup removed
     )
@@ -333,17 +377,20 @@ class Followed:
     # The share of the time from the first snapshot to the last that the job itself reports in its GPU step:
     # what the simulated GPU's utilization after the first snapshot must add up to.
     job_busy_pct: float
+    neighbours: Neighbours  # what the machine did besides the job from the first snapshot to the last
 
 
 def follow_job(trace: Path, near_cpus: str | None, seconds: float, interval: float) -> Followed:
     """Follow the job writing `trace` in real time with the source and the engine as `gputui diagnose --demo-job`
-    runs them, one snapshot every `interval` from the first (taken at once) for `seconds`."""
+    runs them, one snapshot every `interval` from the first (taken at once) for `seconds`, and measure what the
+    machine did besides the job meanwhile (the sampling itself left out: it runs on this thread)."""
     source = JobSource(trace, near_cpus=near_cpus)
     source.open()
     engine = DiagnosticsEngine()
     snapshots: list[Snapshot] = []
     seen: dict[tuple[str, tuple[int, ...], float], Finding] = {}
     marks: list[tuple[float, float]] = []  # (monotonic time, the job's busy seconds then) at the first and last
+    counters: list[Usage] = []  # the machine's counters at the first and last
     state = DiagnosticsState()
     start = time.monotonic()
     count = round(seconds / interval) + 1
@@ -352,8 +399,9 @@ def follow_job(trace: Path, near_cpus: str | None, seconds: float, interval: flo
             time.sleep(max(0.0, start + i * interval - time.monotonic()))
             snapshot = source.sample()
             if i in (0, count - 1):
-                now = time.monotonic()
-                marks.append((now, read_trace(trace).busy_at(now)))
+                now, record = time.monotonic(), read_trace(trace)
+                marks.append((now, record.busy_at(now)))
+                counters.append(usage(record.pid))
             snapshots.append(snapshot)
             state = engine.update(snapshot)
             seen.update(((f.rule, f.gpus, f.started_at), f) for f in (*state.active, *state.closed))
@@ -362,7 +410,7 @@ def follow_job(trace: Path, near_cpus: str | None, seconds: float, interval: flo
     (first_at, first_busy), (last_at, last_busy) = marks[0], marks[-1]
     busy_pct = 100.0 * (last_busy - first_busy) / (last_at - first_at) if last_at > first_at else 0.0
     ordered = tuple(sorted(seen.values(), key=lambda f: (f.started_at, f.rule)))
-    return Followed(tuple(snapshots), state, ordered, busy_pct)
+    return Followed(tuple(snapshots), state, ordered, busy_pct, between(counters[0], counters[-1]))
 
 
 # -- what the rules saw --------------------------------------------------------------------------------------

@@ -88,6 +88,15 @@ def report(outcome: Outcome) -> list[str]:
         f" used {_pct(fig['quota_used'])} of the quota, throttled in {_pct(fig['throttled_periods'])} of periods"
         f" ({_num(fig['throttled_s'], 3, ' s')} a sample)",
     ]
+    near_job = outcome.neighbours
+    lines += [
+        f"beside the job: {near_job.describe_cpu()}; disk traffic of others {_num(near_job.others_disk_mb_s, 1)}"
+        f" MB/s; the job used {near_job.job_cores:.2f} CPUs, the lab's sampling {100 * near_job.sampler_cores:.1f}%"
+        " of one",
+    ]
+    busy = outcome.crowded()
+    if busy is not None:
+        lines.append(f"NOT JUDGED (the tests skip it): {busy}")
     return lines
 
 

@@ -2,14 +2,16 @@
 cgroup, as gputui read them) and is diagnosed as a user would want it: the verdict, the cause in the words users
 know with its advice, and nothing else raised. `python -m tests.lab.show` prints the same outcomes in full.
 
-Bounds on the raw figures are wide: the jobs run on real CPUs, which other work on a shared machine may take.
+A case is judged only where the machine was quiet beside its job while it ran (tests/lab/neighbours.py); else
+it skips with the figures. Bounds on the raw figures are still wide: the jobs run on real CPUs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.findings import Finding, Severity
+from gputui.sources.host.cgroup import read_cgroup
 from tests.lab.jobs import Outcome, figures, last_cpus
 from tests.lab.show import report
 
@@ -35,6 +37,12 @@ def _verdict(outcome: Outcome) -> tuple[str, str]:
     verdict = outcome.state.verdict
     assert verdict is not None
     return verdict.cls, verdict.summary
+
+
+def _causes(summary: str) -> list[str]:
+    """The causes a verdict names, in its order: "... waiting for data (the CPU quota, more workers than CPUs)"."""
+    assert summary.endswith(")"), summary
+    return summary[summary.rindex("(") + 1 : -1].split(", ")
 
 
 def _at_least(value: float | None, low: float) -> bool:
@@ -90,13 +98,28 @@ def test_d_a_one_cpu_quota_throttles_four_workers(lab: Lab) -> None:
     assert _between(fig["workers_cpu"], 50, 125)  # four workers held to about one core
     assert _between(fig["job_busy"], 10, 65)
     cls, summary = _verdict(outcome)
-    assert cls == "input_bound" and summary.endswith("waiting for data (the CPU quota, more workers than CPUs)")
+    assert cls == "input_bound" and "waiting for data (" in summary
+    causes = _causes(summary)
+    assert set(causes) == {"the CPU quota", "more workers than CPUs"}
+    # Their order is the verdict's contract (README: the most severe first): the quota's critical throttling.
+    if _open(outcome, "cpu_throttled").severity is Severity.CRITICAL:
+        assert causes[0] == "the CPU quota"
     assert _seen(outcome) == {
         ("cpu_throttled", "", "critical"),
         ("workers_oversubscribed", "", "warning"),
         ("starvation_cpu", "quota", "warning"),
     }
     assert "More workers will not help: raise the quota" in _open(outcome, "starvation_cpu").advice
+
+
+def test_d_the_cgroup_read_is_the_jobs(lab: Lab) -> None:
+    """Case d runs its job in a new group with a 1-CPU quota; gputui itself runs outside it."""
+    outcome = lab("d")
+    container = outcome.snapshots[-1].system.container
+    assert container is not None and container.cpu_quota_cores == 1.0
+    assert read_cgroup().info.cpu_quota_cores != 1.0  # this process's own group has no such quota
+    throttled = [s.host.container.cpu_throttled_pct for s in outcome.snapshots if s.host.container is not None]
+    assert any(pct is not None and pct > 0 for pct in throttled)
 
 
 def test_e_a_job_pinned_away_from_its_gpus_cpus(lab: Lab) -> None:

@@ -15,6 +15,7 @@ from textual.binding import Binding
 from textual.widgets import Static
 from textual.worker import WorkerFailed
 
+from gputui.diagnostics.findings import Severity
 from gputui.model import XID_UNWATCHED, GpuSample, Snapshot
 from gputui.sources.sim.job import JobSource
 from gputui.ui.app import GpuTuiApp
@@ -446,8 +447,10 @@ async def test_open_findings_are_counted_in_the_header_and_a_chosen_one_is_marke
         await run_ticks(app, clock, 40)
         await pilot.pause()
         assert app.latest is not None
-        finding = app.latest.active[0]
-        assert "1 CRITICAL" in header_text(app) or "WARNING" in header_text(app)
+        # The thermal scenario throttles GPU 1 hard enough to be critical, and nothing else is open.
+        [finding] = app.latest.active
+        assert (finding.rule, finding.severity, finding.gpus) == ("thermal_throttle", Severity.CRITICAL, (1,))
+        assert "1 CRITICAL" in header_text(app) and "WARN" not in header_text(app)
         app.main.findings.focus()
         await pilot.press("enter")
         await pilot.pause()

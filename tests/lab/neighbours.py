@@ -1,0 +1,143 @@
+"""What the machine did besides a lab job while it was followed: the other processes' CPU and disk traffic.
+
+A lab case judges gputui's diagnosis of the job it stages, so it needs the machine as it stages it: a core
+spare, a quiet disk. It measures them over the time the job was followed, and skips with the figures where they
+did not hold: a core that other work took is not the job's problem to diagnose, however right gputui is to
+name it. The busiest other processes are named, so a process an earlier test left behind shows for what it is.
+
+The lab's own sampling runs in the test process, on the thread that follows the job, and is not a neighbour:
+that thread's CPU time is measured apart (time.thread_time) and left out; whatever else the test process does
+meanwhile (threads an earlier test left running) is counted like any other process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import psutil
+
+# The least CPU a process must have used to be named among the busiest (cores, over the run).
+NAMED_CORES = 0.05
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Cumulative counters at one moment, read by the thread that samples the job."""
+
+    at: float  # time.monotonic()
+    busy_s: float  # every CPU's busy seconds since boot (/proc/stat)
+    disk_bytes: int | None  # read from and written to the disks since boot; None where they cannot be read
+    job_cpu_s: float  # the job's processes (its main process, its workers and the workers it has reaped)
+    job_io_bytes: int  # what the job's processes read from and wrote to storage (/proc/PID/io)
+    sampler_s: float  # the CPU time of the thread that reads this
+    processes: Mapping[tuple[int, float], tuple[str, float]]  # (pid, start time) -> (who, CPU seconds); no job's
+
+
+def _busy_s() -> float:
+    times = psutil.cpu_times()
+    return sum(getattr(times, name, 0.0) for name in ("user", "nice", "system", "irq", "softirq", "steal"))
+
+
+def _who(info: Mapping[str, object]) -> str:
+    pid = info["pid"]
+    if pid == os.getpid():
+        return f"this test run (pid {pid}), the lab's sampling aside"
+    cmdline = info.get("cmdline")
+    command = " ".join(cmdline) if isinstance(cmdline, list) and cmdline else str(info.get("name") or "?")
+    return f"pid {pid} ({command[:60]})"
+
+
+def usage(job_pid: int | None) -> Usage:
+    """The counters now; the job is `job_pid` and every process under it (None: no job yet)."""
+    sampler_s, busy_s = time.thread_time(), _busy_s()
+    disk = psutil.disk_io_counters()
+    infos = [p.info for p in psutil.process_iter(["pid", "ppid", "name", "cmdline", "cpu_times", "create_time"])]
+    below: dict[int, list[int]] = {}
+    for info in infos:
+        below.setdefault(info["ppid"], []).append(info["pid"])
+    job: set[int] = set()
+    todo = [] if job_pid is None else [job_pid]
+    while todo:
+        pid = todo.pop()
+        if pid not in job:
+            job.add(pid)
+            todo += below.get(pid, [])
+    job_cpu_s, job_io, processes = 0.0, 0, {}
+    for info in infos:
+        times = info["cpu_times"]
+        if times is None:
+            continue
+        spent = times.user + times.system
+        if info["pid"] not in job:
+            processes[(info["pid"], info["create_time"])] = (_who(info), spent)
+            continue
+        job_cpu_s += spent + (times.children_user + times.children_system if info["pid"] == job_pid else 0.0)
+        try:
+            io = psutil.Process(info["pid"]).io_counters()
+        except (psutil.Error, AttributeError):
+            continue
+        job_io += io.read_bytes + io.write_bytes
+    return Usage(
+        at=time.monotonic(),
+        busy_s=busy_s,
+        disk_bytes=None if disk is None else disk.read_bytes + disk.write_bytes,
+        job_cpu_s=job_cpu_s,
+        job_io_bytes=job_io,
+        sampler_s=sampler_s,
+        processes=processes,
+    )
+
+
+@dataclass(frozen=True)
+class Neighbours:
+    """What the machine did besides the job and the lab's sampling over a run, in cores (a core's seconds per
+    second) and MB/s."""
+
+    seconds: float
+    cpus: int
+    others_cores: float
+    job_cores: float
+    sampler_cores: float
+    others_disk_mb_s: float | None  # None: the disks' counters cannot be read
+    busiest: tuple[tuple[str, float], ...]  # the other processes that used most CPU, with their cores
+
+    def describe_cpu(self) -> str:
+        named = (
+            "; ".join(f"{who} {cores:.2f}" for who, cores in self.busiest)
+            or f"no process there throughout used {NAMED_CORES:g} of a CPU"
+        )
+        share = 100.0 * self.others_cores / self.cpus if self.cpus else 0.0
+        return (
+            f"other processes kept {self.others_cores:.2f} of this machine's {self.cpus} CPUs busy ({share:.0f}%)"
+            f" over {self.seconds:.0f} s (the busiest: {named})"
+        )
+
+
+def between(start: Usage, end: Usage) -> Neighbours:
+    """What happened from `start` to `end`."""
+    seconds = max(end.at - start.at, 1e-9)
+    job_s, sampler_s = end.job_cpu_s - start.job_cpu_s, end.sampler_s - start.sampler_s
+    others_s = end.busy_s - start.busy_s - job_s - sampler_s
+    disk_mb_s = None
+    if start.disk_bytes is not None and end.disk_bytes is not None:
+        others_bytes = end.disk_bytes - start.disk_bytes - (end.job_io_bytes - start.job_io_bytes)
+        disk_mb_s = max(0.0, others_bytes) / seconds / 1e6
+    spent: list[tuple[str, float]] = []
+    for key, (who, cpu_s) in end.processes.items():
+        used = cpu_s - start.processes.get(key, (who, 0.0))[1]
+        if key[0] == os.getpid():
+            used -= sampler_s
+        if used / seconds >= NAMED_CORES:
+            spent.append((who, used / seconds))
+    return Neighbours(
+        seconds=seconds,
+        cpus=os.cpu_count() or 1,
+        others_cores=max(0.0, others_s / seconds),
+        job_cores=job_s / seconds,
+        sampler_cores=sampler_s / seconds,
+        others_disk_mb_s=disk_mb_s,
+        busiest=tuple(sorted(spent, key=lambda pair: -pair[1])[:3]),
+    )
