@@ -196,13 +196,18 @@ def test_chinese_from_the_locale(capsys: pytest.CaptureFixture[str], monkeypatch
     assert "驱动" in data["findings"][0]["title"]  # type: ignore[index]
 
 
-def test_no_driver_exits_3_and_prints_the_finding(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def no_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A machine whose driver cannot be read, for the reason a version mismatch gives."""
+
     def unavailable(args: object, **_: object) -> None:
         raise SourceUnavailable("NVIDIA driver/library version mismatch (reboot or reload the nvidia module)")
 
     monkeypatch.setattr(common, "make_source", unavailable)
+
+
+@pytest.mark.usefixtures("no_driver")
+def test_no_driver_exits_3_and_prints_the_finding(capsys: pytest.CaptureFixture[str]) -> None:
     code = main(["diagnose", "--json"])
     captured = capsys.readouterr()
     assert code == 3
@@ -214,15 +219,9 @@ def test_no_driver_exits_3_and_prints_the_finding(
     assert "version mismatch" in finding["evidence"][0]["value"] and "version mismatch" in captured.err
 
 
-def test_no_driver_in_text_says_the_reason_once(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.mark.usefixtures("no_driver")
+def test_no_driver_in_text_says_the_reason_once(capsys: pytest.CaptureFixture[str]) -> None:
     """The finding's evidence says why; stderr adds only the way to the simulated machine."""
-
-    def unavailable(args: object, **_: object) -> None:
-        raise SourceUnavailable("NVIDIA driver/library version mismatch (reboot or reload the nvidia module)")
-
-    monkeypatch.setattr(common, "make_source", unavailable)
     assert main(["diagnose"]) == 3
     captured = capsys.readouterr()
     assert (captured.out + captured.err).count("version mismatch") == 1

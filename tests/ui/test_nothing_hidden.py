@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from gputui.formatting import fmt_gib
+from gputui.model import GpuSample
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.detail import CHARTS, GPM_CHARTS, DetailScreen
 from gputui.ui.screens.help import EXTRA_KEYS, HelpScreen
@@ -177,35 +178,34 @@ async def test_help_on_a_wide_terminal_shows_nothing_of_the_monitor_around_it(cl
         assert all(not row[: box.x].strip() and not row[box.right :].strip() for row in screen_rows(app))
 
 
-async def test_the_detail_views_title_counts_the_tags_past_its_width() -> None:
-    sample = replace(busy_gpu(0, 1.0), clock_event_reasons_mask=0x2 | 0x4 | 0x10 | 0x40 | 0x80 | 0x100 | 0x10000)
+async def detail_rows(sample: GpuSample) -> list[str]:
+    """The screen's rows at 80x24 once the detail view of a machine of this one GPU is open."""
     app, _ = scripted_app([snapshot(1.0, [sample])])
     async with app.run_test(size=NARROW) as pilot:
         await app.tick()
         await pilot.press("enter")
         await pilot.pause()
         assert isinstance(app.screen, DetailScreen)
-        title = next(row for row in screen_rows(app) if row.startswith("GPU 0 ")).rstrip()
-        tags = [tag for tag, _ in panel_tags(sample)]
-        shown = [tag for tag in tags if f" {tag} " in f"{title} "]
-        assert shown == tags[: len(shown)] and len(shown) < len(tags)
-        assert title.endswith(f" +{len(tags) - len(shown)}")
+        return screen_rows(app)
+
+
+async def test_the_detail_views_title_counts_the_tags_past_its_width() -> None:
+    sample = replace(busy_gpu(0, 1.0), clock_event_reasons_mask=0x2 | 0x4 | 0x10 | 0x40 | 0x80 | 0x100 | 0x10000)
+    title = next(row for row in await detail_rows(sample) if row.startswith("GPU 0 ")).rstrip()
+    tags = [tag for tag, _ in panel_tags(sample)]
+    shown = [tag for tag in tags if f" {tag} " in f"{title} "]
+    assert shown == tags[: len(shown)] and len(shown) < len(tags)
+    assert title.endswith(f" +{len(tags) - len(shown)}")
 
 
 @pytest.mark.parametrize("instances", [2, 7])
 async def test_the_detail_view_names_the_charts_it_has_no_room_for(instances: int) -> None:
     devices = [mig_instance(0, gi, (), sm=50.0, profile="1g.10gb") for gi in range(1, instances + 1)]
     sample = replace(mig_gpu(0, 1.0, devices), sm_active_pct=50.0, tensor_active_pct=20.0, dram_bw_pct=30.0)
-    app, _ = scripted_app([snapshot(1.0, [sample])])
-    async with app.run_test(size=NARROW) as pilot:
-        await app.tick()
-        await pilot.press("enter")
-        await pilot.pause()
-        assert isinstance(app.screen, DetailScreen)
-        rows = screen_rows(app)
-        titles = [chart.title for chart in (*CHARTS, *GPM_CHARTS)]
-        drawn = [title for title in titles if any(row.startswith(f"{title} ") for row in rows)]
-        (more,) = [row for row in rows if re.match(r"\+\d+ more charts", row)]
-        left_out = [title for title in titles if title not in drawn]
-        assert drawn == titles[: len(drawn)] and left_out
-        assert more.startswith(f"+{len(left_out)} more charts") and more.rstrip().endswith(", ".join(left_out))
+    rows = await detail_rows(sample)
+    titles = [chart.title for chart in (*CHARTS, *GPM_CHARTS)]
+    drawn = [title for title in titles if any(row.startswith(f"{title} ") for row in rows)]
+    (more,) = [row for row in rows if re.match(r"\+\d+ more charts", row)]
+    left_out = [title for title in titles if title not in drawn]
+    assert drawn == titles[: len(drawn)] and left_out
+    assert more.startswith(f"+{len(left_out)} more charts") and more.rstrip().endswith(", ".join(left_out))
