@@ -7,12 +7,15 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import psutil
 import pytest
 
+from gputui.cli import build_parser, main
+from gputui.diagnostics.config import ConfigError
 from gputui.model import GpuProcess
-from gputui.session.signals import Target, decide, send, targets
+from gputui.session.signals import Target, decide, readonly_configured, send, targets
 from tests.snapshots import gpu, host, proc, snapshot
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
@@ -100,3 +103,53 @@ def test_targets_are_the_rows_processes_by_the_pid_this_namespace_knows() -> Non
     assert [t.label for t in found] == ["4242 (alice) python3 train.py", "4243 (bob) python serve.py", "812345 (?) ?"]
     assert [t.pid for t in found] == [4242, 4243, None]  # the device-file process by its PID here, not NVML's
     assert found[0].create_time == 10.5
+
+
+def test_the_config_can_make_the_monitor_read_only(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text("[monitor]\nreadonly = true\n")
+    assert readonly_configured(config)
+    config.write_text("[diagnostics]\nopen_after_s = 2\n")
+    assert not readonly_configured(config)  # unset: signals allowed
+    config.write_text('[monitor]\nreadonly = "yes"\n')
+    with pytest.raises(ConfigError, match=r"config\.toml: 'monitor\.readonly' must be true or false, not 'yes'"):
+        readonly_configured(config)
+    with pytest.raises(ConfigError, match="no such config file"):
+        readonly_configured(tmp_path / "missing.toml")
+
+
+def test_readonly_is_a_monitor_option() -> None:
+    assert build_parser().parse_args(["--readonly"]).readonly
+    assert not build_parser().parse_args([]).readonly
+
+
+@pytest.mark.parametrize(
+    ("argv", "config", "readonly"),
+    [([], "", False), (["--readonly"], "", True), ([], "[monitor]\nreadonly = true\n", True)],
+)
+def test_the_monitor_starts_read_only_by_option_or_config(
+    argv: list[str], config: str, readonly: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default config file (under a HOME of the test's) or --readonly; the app is built but not run."""
+    from gputui.commands import monitor
+    from gputui.ui.app import GpuTuiApp
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if config:
+        (tmp_path / ".config" / "gputui").mkdir(parents=True)
+        (tmp_path / ".config" / "gputui" / "config.toml").write_text(config)
+    built: list[bool] = []
+    monkeypatch.setattr(GpuTuiApp, "run", lambda app: built.append(app.readonly))
+    monkeypatch.setattr(monitor, "settle_gc", lambda: None)
+    assert main(["--demo", "healthy", *argv]) == 0
+    assert built == [readonly]
+
+
+def test_a_bad_readonly_value_stops_the_monitor_with_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".config" / "gputui").mkdir(parents=True)
+    (tmp_path / ".config" / "gputui" / "config.toml").write_text("[monitor]\nreadonly = 1\n")
+    assert main(["--demo", "healthy"]) == 2
+    assert "'monitor.readonly' must be true or false, not 1" in capsys.readouterr().err
