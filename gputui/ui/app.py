@@ -80,9 +80,10 @@ MAIN_VIEW_ACTIONS = frozenset({"toggle_diagnostics", "detail", "topo", "filter",
 # Actions on this machine now, which a replay is not: in replay they are hidden from the footer and the help, and
 # do nothing (check_action); the replay keys take space and `p`, and a probe key says why it does nothing.
 LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_probe"})
-# Signalling a process, and tagging processes for it: gone from the footer and the help, and inert, where no
-# signal may be sent (a replay, a read-only session); `K` then says why (signal_refused).
-SIGNAL_ACTIONS = frozenset({"signal", "tag"})
+# `K` signals the process table's tagged or selected processes: it is in the footer while the table has the focus
+# (there the footer has room for it at 80 columns). Where no signal may be sent (a replay, a read-only session) it
+# is gone from the footer and the help, and says why (signal_refused); the table's space then tags nothing.
+SIGNAL_HINT = "K signals from the process table: tab to it, choose a process (space tags several), then K"
 REPLAY_SIGNAL_REFUSAL = "no signals in a replay: its processes ran on the recorded machine, then"
 
 
@@ -121,7 +122,6 @@ class GpuTuiApp(RecordReplayApp):
         ),
         Binding("x", "cancel_probe", "Stop", group=STOP_KEYS),
         Binding("K", "signal", "Signal", key_display="K", group=STOP_KEYS),
-        Binding("space", "tag", "Tag", key_display="space", show=False),
         Binding("K", "signal_refused", "Signal", show=False),
         # In replay only, where the probes are not.
         Binding(",".join([*PROBE_KEYS.values(), "x"]), "probe_refused", "Probe", show=False),
@@ -158,6 +158,7 @@ class GpuTuiApp(RecordReplayApp):
         self.filter_text = ""
         self.readonly = readonly
         self.main = MainScreen(on_shown=self._main_shown)
+        self.main.table.taggable = self.signal_refusal is None
         self._now = now
         self._error: str | None = None
         self.notices = Notices()
@@ -268,12 +269,10 @@ class GpuTuiApp(RecordReplayApp):
             return self.replay is not None
         if action == "cancel_probe" and not self.probes.running:
             return False
-        if action in SIGNAL_ACTIONS and self.signal_refusal is not None:
+        if action == "signal" and (self.signal_refusal is not None or self.focused is not self.main.table):
             return False
         if action == "signal_refused":
-            return self.signal_refusal is not None
-        if action == "tag" and self.focused is not self.main.table:
-            return False
+            return self.signal_refusal is not None or (self.screen is self.main and self.focused is not self.main.table)
         if action in MAIN_VIEW_ACTIONS and self.screen is not self.main:
             return False
         return super().check_action(action, parameters)
@@ -424,20 +423,21 @@ class GpuTuiApp(RecordReplayApp):
             return REPLAY_SIGNAL_REFUSAL
         return READONLY_REFUSAL if self.readonly else None
 
-    def action_tag(self) -> None:
-        self.main.table.toggle_tag()
-
     def action_signal(self) -> None:
         """Ask, then signal the tagged processes, else the selected one, as the table shows them."""
         shown = self.main.processes_of
         found = targets(shown, self.main.table.chosen_rows()) if shown is not None else ()
         if not found:
-            self._say("no process to signal: select one in the process table (tab, up/down)")
+            self._say("no process to signal: the process table lists none")
             return
         self.run_worker(self._signal(found), group="signal", exclusive=True)
 
     def action_signal_refused(self) -> None:
-        self._say(self.signal_refusal or "", "warning")
+        refusal = self.signal_refusal
+        if refusal is None:
+            self._say(SIGNAL_HINT)
+        else:
+            self._say(refusal, "warning")
 
     async def _signal(self, found: Sequence[Target]) -> None:
         """Who may be signalled is read off the event loop (it reads /proc), and again right before sending."""
@@ -466,9 +466,11 @@ class GpuTuiApp(RecordReplayApp):
         --record)."""
         keys = [b for b in self.BINDINGS if isinstance(b, Binding) and b.action in DESCRIPTIONS]
         if self.signal_refusal is not None:
-            keys = [b for b in keys if b.action not in SIGNAL_ACTIONS]
+            keys = [b for b in keys if b.action != "signal"]
         if self.replay is not None:
             keys = [b for b in keys if b.action.partition("(")[0] not in LIVE_ONLY]
             return [*keys, *self.mode_bindings()]
         keys = [b for b in keys if not b.action.startswith("replay_")]
+        if self.signal_refusal is None:
+            keys += [b for b in ProcessTable.BINDINGS if isinstance(b, Binding) and b.action == "tag"]
         return [*keys, *(b for b in RecordReplayApp.BINDINGS if isinstance(b, Binding) and b.action == "mark")]

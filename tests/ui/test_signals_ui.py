@@ -17,11 +17,11 @@ from textual.pilot import Pilot
 from gputui.model import GpuProcess
 from gputui.session.signals import READONLY_REFUSAL
 from gputui.sources.sim.source import SimulatedSource
-from gputui.ui.app import REPLAY_SIGNAL_REFUSAL, GpuTuiApp
+from gputui.ui.app import REPLAY_SIGNAL_REFUSAL, SIGNAL_HINT, GpuTuiApp
 from gputui.ui.screens.confirm_signal import ConfirmSignal
 from gputui.ui.widgets.processes import TAG_MARK
 from tests.snapshots import gpu, host, proc, snapshot
-from tests.ui.monitor_helpers import FIXED_NOW, screen_rows, scripted_app
+from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource, screen_rows
 from tests.ui.test_replay_ui import footer, record, replay_app
 
 if TYPE_CHECKING:  # the instance comes from the `clock` fixture: tests/conftest.py cannot be imported by name
@@ -43,7 +43,9 @@ def children() -> Iterator[list[subprocess.Popen[bytes]]]:
             child.wait(timeout=10)
 
 
-def on_gpus(children: Sequence[subprocess.Popen[bytes]], hidden: int | None = None) -> GpuTuiApp:
+def on_gpus(
+    children: Sequence[subprocess.Popen[bytes]], hidden: int | None = None, *, readonly: bool = False
+) -> GpuTuiApp:
     """The monitor fed one snapshot in which `children` hold GPU 0, as the host source would have sampled them;
     `hidden`: a process NVML lists from another PID namespace beside them."""
     processes = [GpuProcess(child.pid, 1 << 30) for child in children]
@@ -53,8 +55,8 @@ def on_gpus(children: Sequence[subprocess.Popen[bytes]], hidden: int | None = No
         proc(child.pid, user="me", cmdline=f"sleep 60 #{n}", create_time=psutil.Process(child.pid).create_time())
         for n, child in enumerate(children)
     ]
-    app, _ = scripted_app([snapshot(1.0, [gpu(0, processes=tuple(processes))], host_sample=host(samples))])
-    return app
+    source = ScriptedSource([snapshot(1.0, [gpu(0, processes=tuple(processes))], host_sample=host(samples))])
+    return GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, readonly=readonly)
 
 
 async def until(condition: Callable[[], bool], pilot: Pilot[int]) -> None:
@@ -94,6 +96,7 @@ async def test_k_then_t_terminates_the_selected_real_process(children: list[subp
     app = on_gpus(children[:1])
     async with app.run_test(size=SIZE) as pilot:
         await app.tick()
+        app.main.table.focus()
         await pilot.press("K")
         await until(lambda: isinstance(app.screen, ConfirmSignal), pilot)
         await pilot.press("t")
@@ -119,8 +122,7 @@ async def test_the_tagged_processes_get_the_signal_chosen_by_its_button(
 
 
 async def test_a_read_only_monitor_has_no_k_and_refuses_it(children: list[subprocess.Popen[bytes]]) -> None:
-    app = on_gpus(children[:1])
-    app.readonly = True
+    app = on_gpus(children[:1], readonly=True)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.tick()
         await pilot.pause()
@@ -148,11 +150,18 @@ async def test_a_replay_has_no_k_and_refuses_it(tmp_path: Path, clock: Clock) ->
         assert all(b.action not in ("signal", "tag") for b in app.help_bindings())
 
 
-async def test_the_live_footer_and_help_name_k() -> None:
+async def test_the_footer_names_k_on_the_process_table_and_the_help_always() -> None:
+    """Elsewhere `K` opens nothing and says where it works."""
     source = SimulatedSource(scenario="healthy", gpu_count=4, seed=0, clock=lambda: 1.0)
     app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.tick()
+        await pilot.pause()
+        assert "K Signal" not in footer(app, 10_000)
+        await pilot.press("K")
+        await pilot.pause()
+        assert app.screen is app.main and SIGNAL_HINT in notices(app)
+        app.main.table.focus()
         await pilot.pause()
         entries = footer(app, 80)
         assert "K Signal" in entries and entries[-1] == "? Help", entries

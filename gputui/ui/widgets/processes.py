@@ -181,6 +181,8 @@ class ProcessTable(LineView):
         Binding("home", "move(-1000000)", "First", show=False),
         Binding("end", "move(1000000)", "Last", show=False),
         Binding("enter", "choose", "Detail", show=False),
+        # Live, where a signal may be sent (`taggable`); in a replay its priority space plays and pauses first.
+        Binding("space", "tag", "Tag", key_display="space", show=False),
     ]
 
     class Chosen(Message):
@@ -201,6 +203,7 @@ class ProcessTable(LineView):
         self.sort_reverse = False
         self.cursor: str | None = None
         self.tagged: set[str] = set()  # rows tagged for a signal, of those shown
+        self.taggable = True  # False where no signal may be sent: space tags nothing
         self._top = 0
 
     # -- data ------------------------------------------------------------------------------------------
@@ -251,7 +254,10 @@ class ProcessTable(LineView):
         self._sort()
         self.redraw()
 
-    def toggle_tag(self) -> None:
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.taggable if action == "tag" else super().check_action(action, parameters)
+
+    def action_tag(self) -> None:
         """Tag the cursor's row for a signal, or untag it."""
         if self.cursor is not None:
             self.tagged ^= {self.cursor}
