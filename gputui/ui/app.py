@@ -81,8 +81,9 @@ MAIN_VIEW_ACTIONS = frozenset({"toggle_diagnostics", "detail", "topo", "filter",
 # do nothing (check_action); the replay keys take space and `p`, and a probe key says why it does nothing.
 LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_probe"})
 # `K` signals the process table's tagged or selected processes: it is in the footer while the table has the focus
-# (there the footer has room for it at 80 columns). Where no signal may be sent (a replay, a read-only session) it
-# is gone from the footer and the help, and says why (signal_refused); the table's space then tags nothing.
+# (at 80 columns the footer has room for it only there, and while recording not even there: `? Help` scrolls off).
+# Where no signal may be sent (a replay, a read-only session) it is gone from the footer and the help, and says why
+# (signal_refused); the table's space then tags nothing.
 SIGNAL_HINT = "K signals from the process table: tab to it, choose a process (space tags several), then K"
 REPLAY_SIGNAL_REFUSAL = "no signals in a replay: its processes ran on the recorded machine, then"
 
