@@ -76,7 +76,7 @@ VIEW_KEYS = Binding.Group("Views")
 STOP_KEYS = Binding.Group("Stop")
 # The key that starts each probe, in the footer's order; in replay the same keys only say why nothing starts.
 PROBE_KEYS: dict[ProbeName, str] = {"stress": "s", "pcie": "b", "membw": "m", "disk": "i", "p2p": "n"}
-MAIN_VIEW_ACTIONS = frozenset({"toggle_diagnostics", "detail", "topo", "filter", "sort", "close_filter", "signal"})
+MAIN_VIEW_ACTIONS = frozenset({"toggle_diagnostics", "detail", "topo", "filter", "sort", "close_filter"})
 # Actions on this machine now, which a replay is not: in replay they are hidden from the footer and the help, and
 # do nothing (check_action); the replay keys take space and `p`, and a probe key says why it does nothing.
 LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_probe"})
