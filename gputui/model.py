@@ -436,6 +436,9 @@ class ProcSample:
     namespace: str | None = None
     k8s_container: str | None = None
     job_id: str | None = None
+    # When it started (seconds since the epoch, psutil's create_time); None unreadable. A signal is sent only to the
+    # process that had this PID when it was sampled: a PID reused since starts later.
+    create_time: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

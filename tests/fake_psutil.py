@@ -51,6 +51,7 @@ class FakeProcess:
     read_bytes: int = 0
     rss: int = 8 * 1024**3
     status_: str = "running"
+    create_time_: float = 1_700_000_000.25
     denied: set[str] = field(default_factory=set)
     gone: bool = False
     calls: Counter[str] = field(default_factory=Counter)
@@ -107,6 +108,10 @@ class FakeProcess:
     def status(self) -> str:
         self._enter("status")
         return self.status_
+
+    def create_time(self) -> float:
+        self._enter("create_time")
+        return self.create_time_
 
 
 class FakePsutil(types.ModuleType):

@@ -226,6 +226,12 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
         metavar="S",
         help="seconds between samples (default 1; 2 with --remote, where each scrape costs more)",
     )
+    parser.add_argument(
+        "--readonly",
+        action="store_true",
+        help="send no signal to a process: the monitor's K key is gone (as with [monitor] readonly = true in the "
+        "config)",
+    )
     from gputui.record.options import add_record_options
 
     add_record_options(parser)

@@ -58,6 +58,13 @@ def run(args: argparse.Namespace) -> int:
         from gputui.ui.fleet import run_fleet
 
         return run_fleet(args.remote, FLEET_DEFAULT_INTERVAL if args.interval is None else args.interval)
+    from gputui.diagnostics.config import ConfigError
+    from gputui.session.signals import readonly_configured
+
+    try:
+        readonly = args.readonly or readonly_configured(getattr(args, "config", None))
+    except ConfigError as exc:
+        return common.usage_error(exc)
     if args.interval is None:
         args.interval = DEFAULT_INTERVAL_S
     if not MIN_INTERVAL <= args.interval <= MAX_INTERVAL:
@@ -80,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         return common.usage_error(exc)
     from gputui.ui.app import GpuTuiApp
 
-    app = GpuTuiApp(source, system, interval=args.interval, recorder=recorder)
+    app = GpuTuiApp(source, system, interval=args.interval, recorder=recorder, readonly=readonly)
     settle_gc()
     try:
         app.run()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
@@ -32,6 +33,7 @@ from gputui.session.loop import RealTime, SamplingLoop, failure_text
 from gputui.session.recording import record_ticks
 from gputui.session.replay import ReplaySampler
 from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Tick
+from gputui.session.signals import READONLY_REFUSAL, Target, decide_all, send, targets
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
 from gputui.ui.lean_update import LeanScreen
@@ -40,6 +42,7 @@ from gputui.ui.messages import SampleFailed, TickReady
 from gputui.ui.notices import Level, Notices, reports
 from gputui.ui.probes import REPLAY_REFUSAL, ProbeController
 from gputui.ui.record_replay import RecordReplayApp
+from gputui.ui.screens.confirm_signal import ConfirmSignal
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.help import DESCRIPTIONS, HelpScreen
 from gputui.ui.screens.main import MainScreen
@@ -69,12 +72,20 @@ def terminal_fd() -> int | None:
 # left to `?`, so that the footer, compact, fits 80 columns with `? Help` at its end on every screen.
 PROBE_GROUP = Binding.Group("Probe")
 VIEW_KEYS = Binding.Group("Views")
+# What stops something: `x` a running probe, `K` a process (it asks which signal); "x K Stop" while a probe runs.
+STOP_KEYS = Binding.Group("Stop")
 # The key that starts each probe, in the footer's order; in replay the same keys only say why nothing starts.
 PROBE_KEYS: dict[ProbeName, str] = {"stress": "s", "pcie": "b", "membw": "m", "disk": "i", "p2p": "n"}
 MAIN_VIEW_ACTIONS = frozenset({"toggle_diagnostics", "detail", "topo", "filter", "sort", "close_filter"})
 # Actions on this machine now, which a replay is not: in replay they are hidden from the footer and the help, and
 # do nothing (check_action); the replay keys take space and `p`, and a probe key says why it does nothing.
 LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_probe"})
+# `K` signals the process table's tagged or selected processes: it is in the footer while the table has the focus
+# (at 80 columns the footer has room for it only there, and while recording not even there: `? Help` scrolls off).
+# Where no signal may be sent (a replay, a read-only session) it is gone from the footer and the help, and says why
+# (signal_refused); the table's space then tags nothing.
+SIGNAL_HINT = "K signals from the process table: tab to it, choose a process (space tags several), then K"
+REPLAY_SIGNAL_REFUSAL = "no signals in a replay: its processes ran on the recorded machine, then"
 
 
 def clamp_interval(seconds: float) -> float:
@@ -110,7 +121,9 @@ class GpuTuiApp(RecordReplayApp):
             Binding(key, f"probe('{probe}')", f"{_capitalized(PROBE_NAMES[probe])} probe", group=PROBE_GROUP)
             for probe, key in PROBE_KEYS.items()
         ),
-        Binding("x", "cancel_probe", "Stop"),
+        Binding("x", "cancel_probe", "Stop", group=STOP_KEYS),
+        Binding("K", "signal", "Signal", key_display="K", group=STOP_KEYS),
+        Binding("K", "signal_refused", "Signal", show=False),
         # In replay only, where the probes are not.
         Binding(",".join([*PROBE_KEYS.values(), "x"]), "probe_refused", "Probe", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -126,7 +139,9 @@ class GpuTuiApp(RecordReplayApp):
         now: Callable[[], datetime] = datetime.now,
         history_size: int = 600,
         recorder: RecordingWriter | None = None,
+        readonly: bool = False,
     ) -> None:
+        """`readonly`: no signal is sent to a process, and the keys for it are gone."""
         super().__init__(
             recorder=recorder,
             replay=source if isinstance(source, ReplaySource) else None,
@@ -142,7 +157,9 @@ class GpuTuiApp(RecordReplayApp):
         self.history = History(history_size)
         self.latest: Tick | None = None
         self.filter_text = ""
+        self.readonly = readonly
         self.main = MainScreen(on_shown=self._main_shown)
+        self.main.table.taggable = self.signal_refusal is None
         self._now = now
         self._error: str | None = None
         self.notices = Notices()
@@ -253,6 +270,10 @@ class GpuTuiApp(RecordReplayApp):
             return self.replay is not None
         if action == "cancel_probe" and not self.probes.running:
             return False
+        if action == "signal" and (self.signal_refusal is not None or self.focused is not self.main.table):
+            return False
+        if action == "signal_refused":
+            return self.signal_refusal is not None or (self.screen is self.main and self.focused is not self.main.table)
         if action in MAIN_VIEW_ACTIONS and self.screen is not self.main:
             return False
         return super().check_action(action, parameters)
@@ -396,6 +417,41 @@ class GpuTuiApp(RecordReplayApp):
     def action_probe_refused(self) -> None:
         self.probes.refuse()
 
+    @property
+    def signal_refusal(self) -> str | None:
+        """Why no signal may be sent in this session; None where it may."""
+        if self.replay is not None:
+            return REPLAY_SIGNAL_REFUSAL
+        return READONLY_REFUSAL if self.readonly else None
+
+    def action_signal(self) -> None:
+        """Ask, then signal the tagged processes, else the selected one, as the table shows them."""
+        shown = self.main.processes_of
+        found = targets(shown, self.main.table.chosen_rows()) if shown is not None else ()
+        if not found:
+            self._say("no process to signal: the process table lists none")
+            return
+        self.run_worker(self._signal(found), group="signal", exclusive=True)
+
+    def action_signal_refused(self) -> None:
+        refusal = self.signal_refusal
+        if refusal is None:
+            self._say(SIGNAL_HINT)
+        else:
+            self._say(refusal, "warning")
+
+    async def _signal(self, found: Sequence[Target]) -> None:
+        """Who may be signalled is read off the event loop (it reads /proc), and again right before sending."""
+        decisions = await asyncio.to_thread(decide_all, found, readonly=self.readonly)
+        signum: signal.Signals | None = await self.push_screen_wait(ConfirmSignal(decisions))
+        if signum is None:
+            return
+        outcomes = await asyncio.to_thread(send, found, signum, readonly=self.readonly)
+        for outcome in outcomes:
+            self._say(outcome.text, "info" if outcome.sent else "warning")
+        self.main.table.tagged.clear()
+        self.main.table.redraw()
+
     async def action_quit(self) -> None:
         """A running probe's process group is stopped (SIGTERM, then SIGKILL) before the app ends."""
         await self.probes.shutdown()
@@ -410,8 +466,12 @@ class GpuTuiApp(RecordReplayApp):
         live-only ones; live, not replay's `p`), and replay's keys in replay, else `M` (its line says it needs
         --record)."""
         keys = [b for b in self.BINDINGS if isinstance(b, Binding) and b.action in DESCRIPTIONS]
+        if self.signal_refusal is not None:
+            keys = [b for b in keys if b.action != "signal"]
         if self.replay is not None:
             keys = [b for b in keys if b.action.partition("(")[0] not in LIVE_ONLY]
             return [*keys, *self.mode_bindings()]
         keys = [b for b in keys if not b.action.startswith("replay_")]
+        if self.signal_refusal is None:
+            keys += [b for b in ProcessTable.BINDINGS if isinstance(b, Binding) and b.action == "tag"]
         return [*keys, *(b for b in RecordReplayApp.BINDINGS if isinstance(b, Binding) and b.action == "mark")]

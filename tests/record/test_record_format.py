@@ -144,6 +144,7 @@ def every_field_snapshot() -> Snapshot:
         k8s_container="main",
         job_id="81234",
         unreadable=("fd", "io"),
+        create_time=1_700_000_000.25,
     )
     host = dataclasses.replace(
         host_sample(T0, 0),

@@ -402,8 +402,9 @@ async def test_question_mark_shows_every_key() -> None:
             for b in GpuTuiApp.BINDINGS
             if isinstance(b, Binding) and b.action in DESCRIPTIONS and not b.action.startswith("replay_")
         ]
-        assert shown == [*keys, "M", *(key for key, _ in EXTRA_KEYS)]
-        assert {"+", "-", "o", "t", "n", "x", "M"} <= set(shown) and "space" not in shown and all(what)
+        assert shown == [*keys, "space", "M", *(key for key, _ in EXTRA_KEYS)]  # space: the process table's tag
+        assert {"+", "-", "o", "t", "n", "x", "M", "K"} <= set(shown) and all(what)
+        assert [w for key, w in zip(shown, what, strict=True) if key == "space"] == [DESCRIPTIONS["tag"]]  # not play
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is app.main

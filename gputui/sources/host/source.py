@@ -73,6 +73,7 @@ class _Tracked:
     name: str = "?"
     user: str | None = None
     cmdline: str | None = None
+    create_time: float | None = None
     primed: bool = False
     read_bytes: float | None = None
     read_at: float = 0.0
@@ -308,6 +309,7 @@ class HostSource:
                     cpus_allowed=tracked.cpus_allowed,
                     last_cpu=tracked.last_cpu,
                     unreadable=tracked.unreadable,
+                    create_time=tracked.create_time,
                     **attribution.sample_fields(),
                 )
         except ps.NoSuchProcess:
@@ -327,6 +329,7 @@ class HostSource:
                 name=self._denied_as_none(process.name) or "?",
                 user=self._denied_as_none(process.username),
                 cmdline=" ".join(cmdline) if cmdline else None,
+                create_time=self._denied_as_none(process.create_time),
                 threads=self._denied_as_none(process.num_threads),
                 container=procfs.container_name(origin.ids),
                 container_pid=procfs.inner_pid(pid, self._root),

@@ -45,6 +45,9 @@ DESCRIPTIONS: dict[str, str] = {
     "probe('disk')": "disk read probe: sequential read of a directory (asks which), never writes",
     "probe('p2p')": "GPU-to-GPU probe: peer copies between every pair, against NVLink or the PCIe link (asks first)",
     "cancel_probe": "cancel the running probe",
+    "signal": "signal the tagged processes, else the selected one: SIGINT, SIGTERM or SIGKILL, after a confirmation "
+    "(your own processes only, unless root; not with --readonly)",
+    "tag": "in the process table: tag / untag the selected process for a signal (K)",
 }
 
 

@@ -56,6 +56,7 @@ class MainScreen(LeanScreen[None]):
         self.filter_box = Input(placeholder="filter processes by user, PID, pod, job or command", id="filter")
         self.filter_box.cursor_blink = False
         self.table = ProcessTable(id="processes")
+        self.processes_of: Snapshot | None = None  # the snapshot the table's rows show: what a signal names
         self.diagnostics = Container(id="diagnostics")
         self.findings = DiagnosticsPane(id="diagnostics-pane")
 
@@ -154,4 +155,5 @@ class MainScreen(LeanScreen[None]):
 
     def show_processes(self, snapshot: Snapshot, filter_text: str) -> None:
         """The table's rows: those `filter_text` keeps, counted against all of them."""
+        self.processes_of = snapshot
         self.table.show_rows(process_rows(snapshot, filter_text), filter_text, process_count(snapshot))

@@ -70,6 +70,9 @@ COLUMNS: tuple[Column, ...] = (
 )
 # The PID column's mark for a process matched through its open /dev/nvidiaN rather than by NVML's PID.
 DEVICE_MARK = "*"
+# The first column's mark of a row tagged for a signal (space), and its colour.
+TAG_MARK = "+"
+TAGGED = "bold yellow"
 GAP = "  "
 # Below this the command is too cut to tell one job from another: the spare columns make room (80x24 keeps it).
 MIN_COMMAND = 20
@@ -178,6 +181,8 @@ class ProcessTable(LineView):
         Binding("home", "move(-1000000)", "First", show=False),
         Binding("end", "move(1000000)", "Last", show=False),
         Binding("enter", "choose", "Detail", show=False),
+        # Live, where a signal may be sent (`taggable`); in a replay its priority space plays and pauses first.
+        Binding("space", "tag", "Tag", key_display="space", show=False),
     ]
 
     class Chosen(Message):
@@ -197,6 +202,8 @@ class ProcessTable(LineView):
         self.sort_column = 0
         self.sort_reverse = False
         self.cursor: str | None = None
+        self.tagged: set[str] = set()  # rows tagged for a signal, of those shown
+        self.taggable = True  # False where no signal may be sent: space tags nothing
         self._top = 0
 
     # -- data ------------------------------------------------------------------------------------------
@@ -212,6 +219,7 @@ class ProcessTable(LineView):
         self.filter_text = filter_text
         self.total = len(rows) if total is None else total
         self.shown = shown_columns(rows)
+        self.tagged &= rows.keys()  # what is signalled is what is seen: a row gone or filtered out loses its tag
         if self.sort_column not in self.shown:
             self.sort_column = 0
         self._sort()
@@ -245,6 +253,21 @@ class ProcessTable(LineView):
         self.sort_column = column
         self._sort()
         self.redraw()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        return self.taggable if action == "tag" else super().check_action(action, parameters)
+
+    def action_tag(self) -> None:
+        """Tag the cursor's row for a signal, or untag it."""
+        if self.cursor is not None:
+            self.tagged ^= {self.cursor}
+            self.redraw()
+
+    def chosen_rows(self) -> set[str]:
+        """What a signal acts on: the tagged rows, else the cursor's."""
+        if self.tagged:
+            return set(self.tagged)
+        return {self.cursor} if self.cursor is not None else set()
 
     # -- drawing ---------------------------------------------------------------------------------------
 
@@ -283,12 +306,18 @@ class ProcessTable(LineView):
         self._top = min(max(0, self._top, index - visible + 1), index, max(0, len(self.order) - visible))
         for row_key in self.order[self._top : self._top + visible]:
             cells = self.rows[row_key]
+            tagged = row_key in self.tagged
             style = "reverse" if row_key == self.cursor and self.has_focus else ""
+            if tagged:
+                style = f"{style} {TAGGED}".strip()
             line: Line = []
             for n, (index, w) in enumerate(layout):
                 if n:
                     line.append((GAP, style))
-                line.append((fit(cells[index].shown, w, COLUMNS[index].right), style))
+                text = fit(cells[index].shown, w, COLUMNS[index].right)
+                if tagged and n == 0:
+                    text = TAG_MARK + text[1:]
+                line.append((text, style))
             lines.append(line)
         if not self.order:
             lines.append([("no processes match the filter", LABEL)])

@@ -1,0 +1,168 @@
+"""`K` in the monitor: a confirmation naming each target, then the signal to real child processes; tagging with
+space; gone from the footer and refused in a replay and a read-only session."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import psutil
+import pytest
+from textual.pilot import Pilot
+
+from gputui.model import GpuProcess
+from gputui.session.signals import READONLY_REFUSAL
+from gputui.sources.sim.source import SimulatedSource
+from gputui.ui.app import REPLAY_SIGNAL_REFUSAL, SIGNAL_HINT, GpuTuiApp
+from gputui.ui.screens.confirm_signal import ConfirmSignal
+from gputui.ui.widgets.processes import TAG_MARK
+from tests.snapshots import gpu, host, proc, snapshot
+from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource, screen_rows
+from tests.ui.test_replay_ui import footer, record, replay_app
+
+if TYPE_CHECKING:  # the instance comes from the `clock` fixture: tests/conftest.py cannot be imported by name
+    from conftest import Clock
+
+SIZE = (120, 40)
+
+
+@pytest.fixture
+def children() -> Iterator[list[subprocess.Popen[bytes]]]:
+    """Two real processes to signal, `sleep` so that SIGINT ends them as it is (no Python handler)."""
+    started = [subprocess.Popen(["sleep", "60"]) for _ in range(2)]
+    try:
+        yield started
+    finally:
+        for child in started:
+            if child.poll() is None:
+                child.kill()
+            child.wait(timeout=10)
+
+
+def on_gpus(
+    children: Sequence[subprocess.Popen[bytes]], hidden: int | None = None, *, readonly: bool = False
+) -> GpuTuiApp:
+    """The monitor fed one snapshot in which `children` hold GPU 0, as the host source would have sampled them;
+    `hidden`: a process NVML lists from another PID namespace beside them."""
+    processes = [GpuProcess(child.pid, 1 << 30) for child in children]
+    if hidden is not None:
+        processes.append(GpuProcess(hidden, None, seen="hidden"))
+    samples = [
+        proc(child.pid, user="me", cmdline=f"sleep 60 #{n}", create_time=psutil.Process(child.pid).create_time())
+        for n, child in enumerate(children)
+    ]
+    source = ScriptedSource([snapshot(1.0, [gpu(0, processes=tuple(processes))], host_sample=host(samples))])
+    return GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, readonly=readonly)
+
+
+async def until(condition: Callable[[], bool], pilot: Pilot[int]) -> None:
+    """Wait, bounded, for `condition()`: the dialog opens and the signal goes in workers."""
+    for _ in range(250):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("never happened")
+
+
+def notices(app: GpuTuiApp) -> list[str]:
+    return [notice.report.text for notice in app.notices.rows()]
+
+
+async def test_k_asks_naming_each_target_and_cancel_sends_nothing(children: list[subprocess.Popen[bytes]]) -> None:
+    child = children[0]
+    app = on_gpus(children[:1], hidden=812345)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        app.main.table.focus()
+        await pilot.press("down", "space", "up", "space")  # both rows tagged
+        assert len(app.main.table.tagged) == 2
+        await pilot.press("K")
+        await until(lambda: isinstance(app.screen, ConfirmSignal), pilot)
+        rows = "\n".join(screen_rows(app))
+        assert f"{child.pid} (me) sleep 60 #0" in rows
+        assert "812345 (?) ?" in rows and "refused: its PID in this namespace is unknown" in rows
+        assert "SIGINT (i)" in rows and "SIGTERM (t)" in rows and "SIGKILL (k)" in rows and "Cancel" in rows
+        await pilot.press("escape")
+        await until(lambda: app.screen is app.main, pilot)
+    assert child.poll() is None  # nothing was sent
+
+
+async def test_k_then_t_terminates_the_selected_real_process(children: list[subprocess.Popen[bytes]]) -> None:
+    child = children[0]
+    app = on_gpus(children[:1])
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        app.main.table.focus()
+        await pilot.press("K")
+        await until(lambda: isinstance(app.screen, ConfirmSignal), pilot)
+        await pilot.press("t")
+        assert await asyncio.to_thread(child.wait, 10) == -signal.SIGTERM
+        await until(lambda: f"{child.pid} (me) sleep 60 #0: sent SIGTERM" in notices(app), pilot)
+
+
+async def test_the_tagged_processes_get_the_signal_chosen_by_its_button(
+    children: list[subprocess.Popen[bytes]],
+) -> None:
+    app = on_gpus(children)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        app.main.table.focus()
+        await pilot.press("space", "down", "space")
+        assert any(row.startswith(TAG_MARK) for row in screen_rows(app))  # the tag is marked on its row
+        await pilot.press("K")
+        await until(lambda: isinstance(app.screen, ConfirmSignal), pilot)
+        await pilot.click("#signal-sigint")
+        for child in children:
+            assert await asyncio.to_thread(child.wait, 10) == -signal.SIGINT
+        await until(lambda: not app.main.table.tagged, pilot)
+
+
+async def test_a_read_only_monitor_has_no_k_and_refuses_it(children: list[subprocess.Popen[bytes]]) -> None:
+    app = on_gpus(children[:1], readonly=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.tick()
+        await pilot.pause()
+        assert not any(entry.startswith("K") or "Signal" in entry for entry in footer(app, 10_000))
+        app.main.table.focus()
+        await pilot.press("space", "K")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmSignal) and not app.main.table.tagged
+        assert READONLY_REFUSAL in notices(app)
+        assert app.help_bindings() and all(b.action not in ("signal", "tag") for b in app.help_bindings())
+    assert children[0].poll() is None
+
+
+async def test_a_replay_has_no_k_and_refuses_it(tmp_path: Path, clock: Clock) -> None:
+    app, _ = replay_app(record(tmp_path / "r.jsonl", 5), clock)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        await pilot.pause()
+        assert not any(entry.startswith("K") for entry in footer(app, 10_000))
+        app.main.table.focus()
+        await pilot.press("space", "K")
+        await pilot.pause()
+        assert not isinstance(app.screen, ConfirmSignal)
+        assert REPLAY_SIGNAL_REFUSAL in notices(app)
+        assert all(b.action not in ("signal", "tag") for b in app.help_bindings())
+
+
+async def test_the_footer_names_k_on_the_process_table_and_the_help_always() -> None:
+    """Elsewhere `K` opens nothing and says where it works."""
+    source = SimulatedSource(scenario="healthy", gpu_count=4, seed=0, clock=lambda: 1.0)
+    app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.tick()
+        await pilot.pause()
+        assert "K Signal" not in footer(app, 10_000)
+        await pilot.press("K")
+        await pilot.pause()
+        assert app.screen is app.main and SIGNAL_HINT in notices(app)
+        app.main.table.focus()
+        await pilot.pause()
+        entries = footer(app, 80)
+        assert "K Signal" in entries and entries[-1] == "? Help", entries
+        assert {"signal", "tag"} <= {b.action for b in app.help_bindings()}
