@@ -86,6 +86,7 @@ LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_prob
 # (signal_refused); the table's space then tags nothing.
 SIGNAL_HINT = "K signals from the process table: tab to it, choose a process (space tags several), then K"
 REPLAY_SIGNAL_REFUSAL = "no signals in a replay: its processes ran on the recorded machine, then"
+SIMULATED_SIGNAL_REFUSAL = "no signals on the simulated machine: its processes are made up, not this machine's"
 
 
 def clamp_interval(seconds: float) -> float:
@@ -422,6 +423,8 @@ class GpuTuiApp(RecordReplayApp):
         """Why no signal may be sent in this session; None where it may."""
         if self.replay is not None:
             return REPLAY_SIGNAL_REFUSAL
+        if self.system.source == "simulated":
+            return SIMULATED_SIGNAL_REFUSAL
         return READONLY_REFUSAL if self.readonly else None
 
     def action_signal(self) -> None:

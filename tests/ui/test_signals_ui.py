@@ -17,7 +17,7 @@ from textual.pilot import Pilot
 from gputui.model import GpuProcess
 from gputui.session.signals import READONLY_REFUSAL
 from gputui.sources.sim.source import SimulatedSource
-from gputui.ui.app import REPLAY_SIGNAL_REFUSAL, SIGNAL_HINT, GpuTuiApp
+from gputui.ui.app import REPLAY_SIGNAL_REFUSAL, SIGNAL_HINT, SIMULATED_SIGNAL_REFUSAL, GpuTuiApp
 from gputui.ui.screens.confirm_signal import ConfirmSignal
 from gputui.ui.widgets.processes import TAG_MARK
 from tests.snapshots import gpu, host, proc, snapshot
@@ -150,10 +150,11 @@ async def test_a_replay_has_no_k_and_refuses_it(tmp_path: Path, clock: Clock) ->
         assert all(b.action not in ("signal", "tag") for b in app.help_bindings())
 
 
-async def test_the_footer_names_k_on_the_process_table_and_the_help_always() -> None:
+async def test_the_footer_names_k_on_the_process_table_and_the_help_always(
+    children: list[subprocess.Popen[bytes]],
+) -> None:
     """Elsewhere `K` opens nothing and says where it works."""
-    source = SimulatedSource(scenario="healthy", gpu_count=4, seed=0, clock=lambda: 1.0)
-    app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW)
+    app = on_gpus(children)
     async with app.run_test(size=(80, 24)) as pilot:
         await app.tick()
         await pilot.pause()
@@ -166,3 +167,19 @@ async def test_the_footer_names_k_on_the_process_table_and_the_help_always() -> 
         entries = footer(app, 80)
         assert "K Signal" in entries and entries[-1] == "? Help", entries
         assert {"signal", "tag"} <= {b.action for b in app.help_bindings()}
+
+
+async def test_the_simulated_machine_has_no_k_and_says_its_processes_are_made_up() -> None:
+    """Its PIDs are made up: one may be a real process of this machine, which must not be hit."""
+    source = SimulatedSource(scenario="healthy", gpu_count=4, seed=0, clock=lambda: 1.0)
+    app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        await pilot.pause()
+        app.main.table.focus()
+        await pilot.press("space", "K")
+        await pilot.pause()
+        assert not any(entry.startswith("K") for entry in footer(app, 10_000))
+        assert not isinstance(app.screen, ConfirmSignal) and not app.main.table.tagged
+        assert SIMULATED_SIGNAL_REFUSAL in notices(app)
+        assert all(b.action not in ("signal", "tag") for b in app.help_bindings())
