@@ -81,7 +81,7 @@ MAIN_VIEW_ACTIONS = frozenset({"toggle_diagnostics", "detail", "topo", "filter",
 # do nothing (check_action); the replay keys take space and `p`, and a probe key says why it does nothing.
 LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_probe"})
 # `K` signals the process table's tagged or selected processes: it is in the footer while the table has the focus
-# (at 80 columns the footer has room for it only there, and while recording not even there: `? Help` scrolls off).
+# (at 80 columns the footer has room for it only there, and while recording only in the place of `M Mark`).
 # Where no signal may be sent (a replay, a read-only session) it is gone from the footer and the help, and says why
 # (signal_refused); the table's space then tags nothing.
 SIGNAL_HINT = "K signals from the process table: tab to it, choose a process (space tags several), then K"
@@ -271,7 +271,11 @@ class GpuTuiApp(RecordReplayApp):
             return self.replay is not None
         if action == "cancel_probe" and not self.probes.running:
             return False
-        if action == "signal" and (self.signal_refusal is not None or self.focused is not self.main.table):
+        signal_listed = self.signal_refusal is None and self.focused is self.main.table
+        if action == "signal" and not signal_listed:
+            return False
+        # Both do not fit 80 columns beside `? Help`: while `K` is in the footer, `M` still marks, unlisted.
+        if (action == "mark" and signal_listed) or (action == "mark_unlisted" and not signal_listed):
             return False
         if action == "signal_refused":
             return self.signal_refusal is not None or (self.screen is self.main and self.focused is not self.main.table)

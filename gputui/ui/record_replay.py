@@ -36,6 +36,8 @@ SPEED_KEYS = Binding.Group("Speed")
 class RecordReplayApp(LiveApp):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("M", "mark", "Mark", key_display="M"),
+        # The same key out of the footer, where a front end gives Mark's room to another key (GpuTuiApp: `K`).
+        Binding("M", "mark_unlisted", "Mark", show=False),
         # One key, two entries: the footer says what space does now ("Pause" while playing, "Play" while paused).
         Binding("space", "replay_stop", "Pause", key_display="space", priority=True),
         Binding("space", "replay_play", "Play", key_display="space", priority=True),
@@ -72,7 +74,7 @@ class RecordReplayApp(LiveApp):
             if action in ("replay_stop", "replay_play"):
                 return self.replay.paused == (action == "replay_play")
             return True
-        if action == "mark":
+        if action in ("mark", "mark_unlisted"):
             return self.recorder is not None
         return True
 
@@ -82,6 +84,7 @@ class RecordReplayApp(LiveApp):
             b
             for b in RecordReplayApp.BINDINGS
             if isinstance(b, Binding)
+            and b.action != "mark_unlisted"
             and (self.replay is not None if b.action.startswith("replay_") else self.recorder is not None)
         ]
 
@@ -129,6 +132,9 @@ class RecordReplayApp(LiveApp):
     def action_mark(self) -> None:
         if self.recorder is not None and not isinstance(self.screen, MarkScreen):
             self.push_screen(MarkScreen(), callback=self._drop_mark)
+
+    def action_mark_unlisted(self) -> None:
+        self.action_mark()
 
     def _drop_mark(self, label: str | None) -> None:
         if label is None or self.recorder is None:

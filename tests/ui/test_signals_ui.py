@@ -15,10 +15,12 @@ import pytest
 from textual.pilot import Pilot
 
 from gputui.model import GpuProcess
+from gputui.record.writer import RecordingWriter
 from gputui.session.signals import READONLY_REFUSAL
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import REPLAY_SIGNAL_REFUSAL, SIGNAL_HINT, SIMULATED_SIGNAL_REFUSAL, GpuTuiApp
 from gputui.ui.screens.confirm_signal import ConfirmSignal
+from gputui.ui.screens.mark import MarkScreen
 from gputui.ui.widgets.processes import TAG_MARK
 from tests.snapshots import gpu, host, proc, snapshot
 from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource, screen_rows
@@ -44,7 +46,11 @@ def children() -> Iterator[list[subprocess.Popen[bytes]]]:
 
 
 def on_gpus(
-    children: Sequence[subprocess.Popen[bytes]], hidden: int | None = None, *, readonly: bool = False
+    children: Sequence[subprocess.Popen[bytes]],
+    hidden: int | None = None,
+    *,
+    readonly: bool = False,
+    recorder: RecordingWriter | None = None,
 ) -> GpuTuiApp:
     """The monitor fed one snapshot in which `children` hold GPU 0, as the host source would have sampled them;
     `hidden`: a process NVML lists from another PID namespace beside them."""
@@ -56,7 +62,9 @@ def on_gpus(
         for n, child in enumerate(children)
     ]
     source = ScriptedSource([snapshot(1.0, [gpu(0, processes=tuple(processes))], host_sample=host(samples))])
-    return GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, readonly=readonly)
+    return GpuTuiApp(
+        source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, readonly=readonly, recorder=recorder
+    )
 
 
 async def until(condition: Callable[[], bool], pilot: Pilot[int]) -> None:
@@ -183,3 +191,20 @@ async def test_the_simulated_machine_has_no_k_and_says_its_processes_are_made_up
         assert not isinstance(app.screen, ConfirmSignal) and not app.main.table.tagged
         assert SIMULATED_SIGNAL_REFUSAL in notices(app)
         assert all(b.action not in ("signal", "tag") for b in app.help_bindings())
+
+
+async def test_while_recording_k_takes_marks_place_so_help_stays_in_80_columns(
+    children: list[subprocess.Popen[bytes]], tmp_path: Path
+) -> None:
+    app = on_gpus(children, recorder=RecordingWriter(tmp_path / "r.jsonl", interval_s=1.0, utc_offset_s=0))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.tick()
+        await pilot.pause()
+        assert "M Mark" in footer(app, 80) and "K Signal" not in footer(app, 10_000)
+        app.main.table.focus()
+        await pilot.pause()
+        entries = footer(app, 80)
+        assert "K Signal" in entries and "M Mark" not in entries and entries[-1] == "? Help", entries
+        await pilot.press("M")
+        await pilot.pause()
+        assert isinstance(app.screen, MarkScreen)  # unlisted, it still marks
