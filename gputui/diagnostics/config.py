@@ -74,23 +74,29 @@ def load_config(path: Path | None = None, *, known_rules: frozenset[str] | None 
 
     An explicit `path` must exist. Raises ConfigError naming the file and the key.
     """
-    explicit = path is not None
     target = path if path is not None else default_config_path()
-    if not target.exists():
-        if explicit:
-            raise ConfigError(f"{target}: no such config file")
-        return DiagnosticsConfig()
-    try:
-        with target.open("rb") as handle:
-            data = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{target}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{target}: cannot read: {exc.strerror}") from None
+    data = read_toml(path)
     try:
         return parse_config(data.get("diagnostics", {}), known_rules=known_rules)
     except ConfigError as exc:
         raise ConfigError(f"{target}: {exc}") from None
+
+
+def read_toml(path: Path | None) -> dict[str, Any]:
+    """The config file's tables: `path`, which must exist, or the default file, which may not ({} then). The parts
+    of gputui that own a table read it from here."""
+    target = path if path is not None else default_config_path()
+    if not target.exists():
+        if path is not None:
+            raise ConfigError(f"{target}: no such config file")
+        return {}
+    try:
+        with target.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{target}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{target}: cannot read: {exc.strerror}") from None
 
 
 def parse_config(table: Any, *, known_rules: frozenset[str] | None = None) -> DiagnosticsConfig:
