@@ -64,6 +64,12 @@ def run(args: argparse.Namespace) -> int:
         return common.usage_error(
             f"--interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds, not {args.interval:g}"
         )
+    from gputui.diagnostics.config import ConfigError
+
+    try:
+        price = common.price_of(args)
+    except ConfigError as exc:
+        return common.usage_error(exc)
     try:
         source, system = common.make_source(args, fallback_demo=args.fallback_demo, long_running=True)
     except SourceUnavailable as exc:
@@ -80,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
         return common.usage_error(exc)
     from gputui.ui.app import GpuTuiApp
 
-    app = GpuTuiApp(source, system, interval=args.interval, recorder=recorder)
+    app = GpuTuiApp(source, system, interval=args.interval, recorder=recorder, price=price)
     settle_gc()
     try:
         app.run()
