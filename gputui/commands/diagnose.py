@@ -173,7 +173,7 @@ class Outcome:
 class _Seen:
     """What a health check keeps of each tick: the last, every finding that closed, the source's notices."""
 
-    def __init__(self, interval_s: float) -> None:
+    def __init__(self, interval_s: float = 1.0) -> None:
         self.last: Tick | None = None
         self.ended = ClosedFindings()
         self.notices: dict[str, None] = {}

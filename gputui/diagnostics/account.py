@@ -302,12 +302,13 @@ def account_lines(account: Account, price: Price | None, lang: str = "en") -> li
     """A heading and a line per class: how long, on how many GPUs, the GPU-hours, and with a price their cost."""
     if not account.totals:
         return []
-    out = [text("account.heading", lang, window=fmt_duration(account.window_s), count=len(account.gpus))]
+    window = fmt_duration(account.window_s)
+    out = [text("account.heading", lang, window=window, gpus=_gpus(len(account.gpus), lang))]
     for total in account.totals:
         params: dict[str, object] = {
             "label": class_label(total.cls, lang),
             "duration": fmt_duration(total.wall_s),
-            "count": len(total.gpus),
+            "gpus": _gpus(len(total.gpus), lang),
             "gpu_hours": f"{total.gpu_hours:.3g}",
         }
         if price is None:
@@ -316,6 +317,10 @@ def account_lines(account: Account, price: Price | None, lang: str = "en") -> li
             amount = price.format(total.gpu_hours * price.per_gpu_hour)
             out.append(text("account.line.cost", lang, **params, cost=amount, price=price.format(price.per_gpu_hour)))
     return out
+
+
+def _gpus(count: int, lang: str) -> str:
+    return text("account.gpus.one" if count == 1 else "account.gpus.some", lang, count=count)
 
 
 def tally_line(account: Account, price: Price, lang: str = "en") -> str:

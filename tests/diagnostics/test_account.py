@@ -153,3 +153,10 @@ def test_the_lines_name_each_cause_with_its_gpu_hours_and_cost() -> None:
 def test_the_tally_writes_a_code_after_and_a_sign_before(currency: str, shown: str) -> None:
     line = tally_line(session(), Price(2.40, currency))
     assert line.startswith(f"Cost: Input-bound {shown}, Idle (allocated)")
+
+
+def test_one_gpu_is_named_in_the_singular() -> None:
+    accountant = Accountant(max_gap_s=3.0)
+    for t in range(61):
+        accountant.add(snapshot(float(t), (gpu(0),)), verdict("gpu_bound", (0,)))
+    assert account_lines(accountant.account(), None)[1] == "GPU-bound 1m00s on 1 GPU: 0.0167 GPU-hours"
