@@ -87,3 +87,27 @@ def test_the_text_ends_with_where_the_time_went(capsys: pytest.CaptureFixture[st
     lines = capsys.readouterr().out.splitlines()
     heading = lines.index("Where the GPU time went (30s on 2 GPUs):")
     assert any(line.startswith("Input-bound ") and line.endswith(" at 2.40 USD") for line in lines[heading + 1 :])
+
+
+def test_a_currency_with_spaces_or_digits_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["diagnose", *DEMO, "--price", "2", "--currency", "U S"])
+    assert exit_.value.code == 2
+    assert "not a currency code or sign" in capsys.readouterr().err
+
+
+def test_the_monitor_refuses_a_bad_cost_table_before_it_starts(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gputui.ui.app import GpuTuiApp
+
+    def started(app: GpuTuiApp) -> None:
+        raise AssertionError("the monitor started")
+
+    monkeypatch.setattr(GpuTuiApp, "run", started)
+    config = tmp_path / ".config" / "gputui" / "config.toml"  # the default file, under the test's HOME
+    config.parent.mkdir(parents=True)
+    config.write_text('[cost]\ncurrency = ""\n')
+    assert main(["--demo", "healthy"]) == 2
+    err = capsys.readouterr().err
+    assert str(config) in err and "cost.currency" in err
