@@ -42,7 +42,7 @@ def run(args: argparse.Namespace, recording: Recording) -> int:
         from gputui.record.report_html import write_html
 
         try:
-            write_html(recording, report, args.html)
+            write_html(recording, report, args.html, price)
         except RecordingError as exc:
             return common.usage_error(exc)
         print(f"gputui: wrote {args.html}", file=sys.stderr)

@@ -16,6 +16,7 @@ from gputui.model import Snapshot
 from gputui.record.format import RecordedEvent
 from gputui.record.reader import load_recording
 from gputui.record.report import build_report, render_text
+from gputui.record.report_html import render_html
 from tests.record.recdata import T0, snapshot, write_recording
 
 FIRST_LINES = [
@@ -75,3 +76,10 @@ def test_report_price_json_gives_the_account(known: Path, capsys: pytest.Capture
 def test_report_text_with_price_starts_with_the_cost(known: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["report", str(known), "--price", "2.40"]) == 0
     assert capsys.readouterr().out.splitlines()[2:7] == FIRST_LINES
+
+
+def test_the_html_report_says_where_the_time_went_under_the_verdict(known: Path) -> None:
+    recording = load_recording(known)
+    page = render_html(recording, build_report(recording), Price(2.40))
+    under_verdict = page[page.index('<p class="verdict">') : page.index("<details>")]
+    assert "<br>".join(FIRST_LINES) in under_verdict
