@@ -3,6 +3,9 @@ sampler from the verdict of each reading, against a scripted run whose answer is
 
 from __future__ import annotations
 
+import signal
+import time
+
 import pytest
 
 from gputui.diagnostics.engine import DiagnosticsState
@@ -11,6 +14,7 @@ from gputui.export.server import Exporter, ExportSampler
 from gputui.model import Snapshot
 from gputui.session.diagnose import Diagnose
 from tests.export.export_helpers import FakeSource, fetch, one, parse, render
+from tests.export.test_export_command import _start
 
 COUNTER = "gputui_verdict_seconds_total"
 
@@ -61,3 +65,26 @@ def test_a_real_export_server_serves_the_counter(source: FakeSource) -> None:
         exporter.sampler.sample_once()
         series, _ = parse(fetch(exporter.url)[0])
     assert one(series, COUNTER, gpu="0", **{"class": "gpu_bound"}) == 2
+
+
+def test_the_gputui_export_process_counts_up_the_seconds() -> None:
+    """A real `gputui export`: the counter is there after its second reading, and grows with each."""
+    child, url = _start("--demo", "starved-cpu", "--gpus", "0", "--interval", "0.2")
+    try:
+        seen: list[float] = []
+        deadline = time.monotonic() + 20
+        while len(seen) < 2 and time.monotonic() < deadline:
+            series, types = parse(fetch(url)[0])
+            total = sum(value for labels, value in series.get(COUNTER, []) if labels["gpu"] == "0")
+            if total > (seen[-1] if seen else 0.0):
+                seen.append(total)
+            else:
+                time.sleep(0.1)
+        assert len(seen) == 2, f"the counter did not grow twice in 20 s: {seen}"
+        assert types["gputui_verdict_seconds"] == "counter"
+        child.send_signal(signal.SIGTERM)
+        assert child.wait(timeout=10) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
