@@ -73,6 +73,15 @@ positive_float = positive(float, "a number")
 positive_seconds = positive(float, "a number of seconds")
 positive_mb = positive(float, "a size in MB")
 matrix_size = positive(int, "a matrix size", "8192")
+price_per_hour = positive(float, "a price", "2.40")
+
+
+def currency_name(text: str) -> str:
+    """A currency as a price is written with it: a code (USD, EUR) or a sign ($, €), a few characters."""
+    name = text.strip()
+    if not name or len(name) > 8 or any(c.isspace() or c.isdigit() for c in name):
+        raise argparse.ArgumentTypeError(f"not a currency code or sign: {text!r} (expected e.g. USD or $)")
+    return name
 
 
 # The most GPUs the simulated machine has: its PCI bus numbers (0xE0 + index past the eighth) fit a byte up to 32.

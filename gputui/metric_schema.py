@@ -364,6 +364,9 @@ UP_METRIC = "gputui_up"
 SOURCE_INFO_METRIC = "gputui_source_info"
 TIMESTAMP_METRIC = "gputui_sample_timestamp_seconds"
 FINDING_METRIC = "gputui_finding"
+# Seconds each GPU has spent in each verdict class since the exporter started (gputui/diagnostics/account.py), a
+# counter: the name prometheus-client writes it under, `_total` included.
+VERDICT_SECONDS_METRIC = "gputui_verdict_seconds"
 
 # Names one field goes by in different dcgm-exporter versions, all read as the one in the tables above: the
 # clock-event reasons are field 112 under both names (go-dcgm maps both to it), the older name still written by

@@ -9,12 +9,22 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gputui.argtypes import MAX_DEMO_GPUS, cpu_list, demo_gpu_count, gpu_list, positive_seconds, usage_errors
+from gputui.argtypes import (
+    MAX_DEMO_GPUS,
+    cpu_list,
+    currency_name,
+    demo_gpu_count,
+    gpu_list,
+    positive_seconds,
+    price_per_hour,
+    usage_errors,
+)
 from gputui.model import SystemInfo
 from gputui.sources.base import NoJobTrace, Source, SourceUnavailable
 from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD
 
 if TYPE_CHECKING:
+    from gputui.diagnostics.account import Price
     from gputui.record.reader import Recording
     from gputui.sources.prometheus.client import PrometheusClient
 
@@ -203,6 +213,31 @@ def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_price_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--price",
+        type=price_per_hour,
+        default=None,
+        metavar="AMOUNT",
+        help="what a GPU-hour costs, e.g. 2.40: the time in each verdict class gets its cost "
+        "(default: gpu_hour in the config's [cost] table; none, no cost)",
+    )
+    parser.add_argument(
+        "--currency",
+        type=currency_name,
+        default=None,
+        metavar="CODE",
+        help="the price's currency, a code (USD) or a sign ($) (default: currency in [cost], else USD)",
+    )
+
+
+def price_of(args: argparse.Namespace) -> Price | None:
+    """The price of a GPU-hour from --price/--currency and the config's [cost] table; raises ConfigError."""
+    from gputui.diagnostics.account import load_price
+
+    return load_price(getattr(args, "config", None), args.price, args.currency)
+
+
 def add_monitor_options(parser: argparse.ArgumentParser) -> None:
     add_source_options(parser)
     add_prometheus_options(parser)
@@ -232,6 +267,7 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
         help="send no signal to a process: the monitor's K key is gone (as with [monitor] readonly = true in the "
         "config)",
     )
+    add_price_options(parser)
     from gputui.record.options import add_record_options
 
     add_record_options(parser)

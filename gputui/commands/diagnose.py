@@ -24,6 +24,7 @@ from gputui.argtypes import positive_seconds
 from gputui.commands import common
 from gputui.commands.diagnose_fleet import DEFAULT_SINCE_S, MAX_STEPS, MIN_STEP_S
 from gputui.commands.findings_text import exit_code, finding_lines
+from gputui.diagnostics.account import MAX_GAP_INTERVALS, Account, Accountant, Price, account_lines, account_to_dict
 from gputui.diagnostics.catalog import text
 from gputui.diagnostics.config import ConfigError, load_config
 from gputui.diagnostics.findings import (
@@ -81,7 +82,7 @@ def register(sub: Any) -> None:
     parser.add_argument(
         "--json",
         action="store_true",
-        help="print JSON: {schema, system, verdict, findings}; with --prometheus {schema, nodes, findings}",
+        help="print JSON: {schema, system, verdict, findings, account}; with --prometheus {schema, nodes, findings}",
     )
     parser.add_argument("--lang", choices=LANGS, default=None, help="language of titles and advice (default: locale)")
     parser.add_argument(
@@ -91,6 +92,7 @@ def register(sub: Any) -> None:
         metavar="FILE",
         help="thresholds file (default ~/.config/gputui/config.toml)",
     )
+    common.add_price_options(parser)
     from gputui.record.options import add_record_options
 
     add_record_options(parser)
@@ -104,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     lang = resolve_lang(args.lang)
     try:
         config = load_config(args.config)
+        price = common.price_of(args)
     except ConfigError as exc:
         return common.usage_error(exc)
     if args.prometheus is not None:
@@ -126,14 +129,15 @@ def run(args: argparse.Namespace) -> int:
         return common.report_unavailable(exc)  # no driver was asked: nothing for a driver finding to say
     except SourceUnavailable as exc:
         now = time.time()
-        _emit(args, Outcome(None, unavailable_verdict(lang, now), (unavailable_finding(str(exc), lang, now),)), lang)
+        unavailable = Outcome(None, unavailable_verdict(lang, now), (unavailable_finding(str(exc), lang, now),))
+        _emit(args, unavailable, lang, price)
         return common.report_unavailable(exc, reason_shown=not args.json)  # JSON: stdout is for the script
     finally:
         if recorder is not None:
             recorder.close()
             if recorder.warning:
                 print(f"gputui: {recorder.warning}", file=sys.stderr)
-    _emit(args, outcome, lang)
+    _emit(args, outcome, lang, price)
     return exit_code(f.severity for f in outcome.findings)
 
 
@@ -163,18 +167,21 @@ class Outcome:
     findings: tuple[Finding, ...]
     notices: tuple[str, ...] = ()
     last: Snapshot | None = None  # the last reading: its GPU processes and whose job each is
+    account: Account | None = None  # each GPU's and job's time in each verdict class over the sampling
 
 
 class _Seen:
     """What a health check keeps of each tick: the last, every finding that closed, the source's notices."""
 
-    def __init__(self) -> None:
+    def __init__(self, interval_s: float = 1.0) -> None:
         self.last: Tick | None = None
         self.ended = ClosedFindings()
         self.notices: dict[str, None] = {}
+        self.accountant = Accountant(MAX_GAP_INTERVALS * interval_s)
 
     def add(self, tick: Tick) -> None:
         self.last = tick
+        self.accountant.add(tick.snapshot, tick.verdict)
         self.notices.update(dict.fromkeys(tick.snapshot.events))
         self.ended.add(tick.closed)
 
@@ -183,7 +190,9 @@ class _Seen:
             return Outcome(system, None, ())
         closed = self.ended.worst_first()
         last = self.last.snapshot
-        return Outcome(last.system, self.last.verdict, (*self.last.active, *closed), tuple(self.notices), last)
+        active = (*self.last.active, *closed)
+        account = self.accountant.account()
+        return Outcome(last.system, self.last.verdict, active, tuple(self.notices), last, account)
 
 
 def _diagnose(args: argparse.Namespace, engine: DiagnosticsEngine, recorder: RecordingWriter | None = None) -> Outcome:
@@ -194,7 +203,7 @@ def _diagnose(args: argparse.Namespace, engine: DiagnosticsEngine, recorder: Rec
 
     source, system, pace = _open(args)
     polls = math.floor(args.seconds / args.interval + 1e-9) + 1
-    seen = _Seen()
+    seen = _Seen(args.interval)
     try:
         read: Source = _WithTorchCuda(source) if system.is_live else source
         sampler = Sampler(read, engine.update, sinks=() if recorder is None else (record_ticks(recorder),))
@@ -241,7 +250,7 @@ def _unreadable_lines(last: Snapshot | None, lang: str) -> list[str]:
     return out
 
 
-def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
+def _emit(args: argparse.Namespace, outcome: Outcome, lang: str, price: Price | None) -> None:
     system, verdict, findings = outcome.system, outcome.verdict, outcome.findings
     groups = sort_groups(group_findings(findings, lang))
     if args.json:
@@ -258,6 +267,8 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
             "notices": list(outcome.notices),
             # The GPU processes of the last reading, with their pod or Slurm job: who holds the GPUs judged.
             "processes": gpu_processes_to_dicts(outcome.last) if outcome.last is not None else [],
+            # Each GPU's and job's seconds in each verdict class, their energy, and with a price each class's cost.
+            "account": account_to_dict(outcome.account, price) if outcome.account is not None else None,
         }
         common.print_json(document, ensure_ascii=False)
         return
@@ -276,4 +287,6 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str) -> None:
     out += [text("cli.notice", lang, notice=notice) for notice in outcome.notices]
     out += _unreadable_lines(outcome.last, lang)
     out += finding_lines(groups, lang)
+    if outcome.account is not None:
+        out += account_lines(outcome.account, price, lang)
     print("\n".join(out))

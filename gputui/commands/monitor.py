@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         readonly = args.readonly or readonly_configured(getattr(args, "config", None))
+        price = common.price_of(args)
     except ConfigError as exc:
         return common.usage_error(exc)
     if args.interval is None:
@@ -87,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         return common.usage_error(exc)
     from gputui.ui.app import GpuTuiApp
 
-    app = GpuTuiApp(source, system, interval=args.interval, recorder=recorder, readonly=readonly)
+    app = GpuTuiApp(source, system, interval=args.interval, recorder=recorder, readonly=readonly, price=price)
     settle_gc()
     try:
         app.run()

@@ -24,24 +24,30 @@ def register(sub: Any) -> None:
         metavar="OUT.html",
         help="also write one self-contained HTML page with charts (needs plotly: .venv/bin/pip install plotly)",
     )
+    common.add_price_options(parser)
     parser.set_defaults(func=common.on_recording(run))
 
 
 def run(args: argparse.Namespace, recording: Recording) -> int:
+    from gputui.diagnostics.config import ConfigError
     from gputui.record.format import RecordingError
     from gputui.record.report import build_report, render_text, report_to_dict
 
+    try:
+        price = common.price_of(args)
+    except ConfigError as exc:
+        return common.usage_error(exc)
     report = build_report(recording)
     if args.html is not None:
         from gputui.record.report_html import write_html
 
         try:
-            write_html(recording, report, args.html)
+            write_html(recording, report, args.html, price)
         except RecordingError as exc:
             return common.usage_error(exc)
         print(f"gputui: wrote {args.html}", file=sys.stderr)
     if args.json:
-        common.print_json(report_to_dict(report), ensure_ascii=False)
+        common.print_json(report_to_dict(report, price), ensure_ascii=False)
     else:
-        sys.stdout.write(render_text(report))
+        sys.stdout.write(render_text(report, price))
     return common.EXIT_OK

@@ -17,6 +17,7 @@ from collections.abc import Mapping
 
 from rich.cells import cell_len
 
+from gputui.diagnostics.account_texts import TEXTS as ACCOUNT_TEXTS
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.fleet_texts import TEXTS as FLEET_TEXTS
 from gputui.diagnostics.locale import LANGS, Texts
@@ -197,7 +198,14 @@ PROBE_TEXTS: Texts = {
 }
 
 MESSAGES: Mapping[str, Mapping[str, str]] = {
-    lang: {**SHARED[lang], **PROBE_TEXTS[lang], **RULE_TEXTS[lang], **VERDICT_TEXTS[lang], **FLEET_TEXTS[lang]}
+    lang: {
+        **SHARED[lang],
+        **PROBE_TEXTS[lang],
+        **RULE_TEXTS[lang],
+        **VERDICT_TEXTS[lang],
+        **FLEET_TEXTS[lang],
+        **ACCOUNT_TEXTS[lang],
+    }
     for lang in LANGS
 }
 _EN = MESSAGES["en"]

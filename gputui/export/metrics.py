@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from prometheus_client.metrics_core import GaugeMetricFamily, Metric, UnknownMetricFamily
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric, UnknownMetricFamily
 from prometheus_client.samples import Sample
 
 from gputui import __version__
@@ -64,6 +64,7 @@ from gputui.metric_schema import (
     SOURCE_LABEL,
     TIMESTAMP_METRIC,
     UP_METRIC,
+    VERDICT_SECONDS_METRIC,
     XID_METRIC,
     HostnameLabel,
     MetricField,
@@ -80,6 +81,8 @@ class ExportState:
     findings: tuple[Finding, ...] = ()
     last_xid: Mapping[int, int] = field(default_factory=dict)  # GPU index -> last XID seen since the start
     error: str | None = None
+    # GPU index -> verdict class -> seconds in it since the start (gputui/diagnostics/account.py).
+    verdict_seconds: Mapping[int, Mapping[str, float]] = field(default_factory=dict)
 
 
 class _Families:
@@ -165,7 +168,7 @@ def metric_families(state: ExportState, *, hostname_label: HostnameLabel = HOSTN
         _add_gpus(out, snapshot, state.last_xid, hostname_label)
         _add_host(out, snapshot, host)
     _add_findings(out, state.findings, host)
-    return out.families()
+    return [*out.families(), *_verdict_seconds(state, host)]
 
 
 def _add_gpus(out: _Families, snapshot: Snapshot, last_xid: Mapping[int, int], hostname_label: HostnameLabel) -> None:
@@ -291,3 +294,21 @@ def _add_findings(out: _Families, findings: Iterable[Finding], host: Mapping[str
                 {**host, "rule": finding.rule, "severity": finding.severity.label, "gpu": gpu},
                 1,
             )
+
+
+def _verdict_seconds(state: ExportState, host: Mapping[str, str]) -> list[Metric]:
+    """Each GPU's seconds in each verdict class, a counter, so that Prometheus adds up the fleet's lost GPU-hours
+    per cause (`increase()` over a day, summed by class)."""
+    if not state.verdict_seconds:
+        return []
+    extra = {**host, **source_labels(state.system)}
+    family = CounterMetricFamily(
+        VERDICT_SECONDS_METRIC,
+        "Seconds each GPU spent in each verdict class since the exporter started; idle is split into "
+        "idle_allocated (a process or pod holds the GPU) and idle_free.",
+        labels=[*extra, "gpu", "class"],
+    )
+    for gpu, seconds in sorted(state.verdict_seconds.items()):
+        for cls, value in seconds.items():
+            family.add_metric([*extra.values(), str(gpu), cls], value)
+    return [family]

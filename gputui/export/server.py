@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import start_http_server
 from prometheus_client.metrics_core import Metric
 
+from gputui.diagnostics.account import MAX_GAP_INTERVALS, Accountant
 from gputui.export.metrics import ExportState, metric_families
 from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
 from gputui.model import SystemInfo
@@ -41,6 +42,8 @@ class ExportSampler:
     ) -> None:
         self._last_xid: dict[int, int] = {}
         self._state = ExportState(system=system, snapshot=None, error="no reading yet")
+        # Each GPU's time in each verdict class, where the diagnostics run and give one.
+        self._accountant = None if diagnose is None else Accountant(MAX_GAP_INTERVALS * interval)
         sampler = Sampler(source, None if diagnose is None else tolerant(diagnose, "this reading"))
         self._loop = SamplingLoop(sampler.take, interval, self._publish, self._failed, name="gputui-export-sampler")
 
@@ -59,14 +62,24 @@ class ExportSampler:
         for gpu in snapshot.gpus:
             if gpu.xid_events:
                 self._last_xid[gpu.index] = gpu.xid_events[-1]
+        seconds: dict[int, dict[str, float]] = {}
+        if self._accountant is not None:
+            self._accountant.add(snapshot, tick.verdict)
+            seconds = {g.gpu: dict(g.seconds) for g in self._accountant.account().gpus}
         self._state = ExportState(
-            system=snapshot.system, snapshot=snapshot, findings=tick.active, last_xid=dict(self._last_xid)
+            system=snapshot.system,
+            snapshot=snapshot,
+            findings=tick.active,
+            last_xid=dict(self._last_xid),
+            verdict_seconds=seconds,
         )
 
     def _failed(self, exc: Exception) -> None:
         if self._state.error != str(exc):  # a daemon keeps serving: said once, then shown as gputui_up 0
             log.warning("reading the GPUs failed: %s", exc)
-        self._state = ExportState(system=self._state.system, snapshot=None, error=str(exc))
+        self._state = ExportState(
+            system=self._state.system, snapshot=None, error=str(exc), verdict_seconds=self._state.verdict_seconds
+        )
 
     def start(self) -> None:
         self._loop.start()

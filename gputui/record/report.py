@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from gputui.diagnostics.account import MAX_GAP_INTERVALS, Account, Accountant, Price, account_lines, account_to_dict
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
@@ -175,6 +176,8 @@ class Report:
     probes: tuple[dict[str, Any], ...]
     marks: tuple[tuple[float, str], ...]
     warnings: tuple[str, ...] = field(default=())
+    # Each GPU's and job's seconds in each verdict class, from the verdicts recorded (else recomputed).
+    account: Account = field(default_factory=lambda: Account(0.0))
 
     @property
     def duration_s(self) -> float:
@@ -371,6 +374,39 @@ class FindingTracker:
         return sorted(spans, key=lambda s: (s.start, s.rule, s.gpus))
 
 
+def _recorded_verdict(data: dict[str, Any]) -> Verdict:
+    """A verdict event's classes and GPUs (its groups' too), as the account reads them: not its words."""
+    return Verdict(
+        cls=str(data.get("class", "unknown")),
+        label=str(data.get("label", "")),
+        gpus=tuple(int(g) for g in data.get("gpus") or ()),
+        summary="",
+        line="",
+        groups=tuple(_recorded_verdict(g) for g in data.get("groups") or () if isinstance(g, dict)),
+    )
+
+
+class _VerdictAt:
+    """The verdict recorded in force at each tick, the ticks asked in order: the last to take over at or before."""
+
+    def __init__(self, events: Iterable[RecordedEvent]) -> None:
+        taken = [
+            (e.t, e.data["verdict"]) for e in events if e.kind == "verdict" and isinstance(e.data.get("verdict"), dict)
+        ]
+        self._taken = sorted(taken, key=lambda pair: pair[0])
+        self._next = 0
+        self._current: Verdict | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self._taken)
+
+    def at(self, t: float) -> Verdict | None:
+        while self._next < len(self._taken) and self._taken[self._next][0] <= t:
+            self._current = _recorded_verdict(self._taken[self._next][1])
+            self._next += 1
+        return self._current
+
+
 def recorded_verdicts(events: Iterable[RecordedEvent]) -> list[VerdictSpan]:
     """Spans from `verdict` events: each verdict stands until the next takes over."""
     spans: list[VerdictSpan] = []
@@ -438,6 +474,8 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         engine = engine_factory()
     tracker = FindingTracker()
     timeline = VerdictTimeline()
+    verdict_at = _VerdictAt(recording.events)
+    accountant = Accountant(MAX_GAP_INTERVALS * header.interval_s)
     tallies = [_GpuTally(info) for info in header.gpu_info]
     cpu: list[float | None] = []
     iowait: list[float | None] = []
@@ -447,10 +485,13 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
             tally.add(samples.get(tally.info.index), weight)
         cpu.append(tick.host.cpu_pct)
         iowait.append(tick.host.iowait_pct)
+        verdict = verdict_at.at(tick.timestamp)
         if engine is not None:
             state = engine.update(tick)
             tracker.update(state, tick.timestamp)
             timeline.update(state.verdict)
+            verdict = verdict if verdict_at else state.verdict
+        accountant.add(tick, verdict)
     if engine is not None:
         spans = tracker.spans()
         verdicts = verdicts or timeline.spans
@@ -478,11 +519,13 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         ),
         marks=tuple((e.t, str(e.data.get("label", ""))) for e in recording.events if e.kind == "mark"),
         warnings=tuple(warnings),
+        account=accountant.account(),
     )
 
 
-def report_to_dict(report: Report) -> dict[str, Any]:
+def report_to_dict(report: Report, price: Price | None = None) -> dict[str, Any]:
     out = asdict(report)
+    out["account"] = account_to_dict(report.account, price)
     for gpu in out["gpus"]:
         if not gpu["instances"]:
             del gpu["instances"]  # only a MIG GPU has the key: the report of any other stays as it was
@@ -548,8 +591,9 @@ def _verdict_lines(report: Report) -> list[str]:
     return [f"{'verdict' if n == 0 else '':<13}{part}" for n, part in enumerate(parts)]
 
 
-def render_text(report: Report) -> str:
-    """The plain-text report: fits an 100-column terminal, greps well, pastes into a support ticket."""
+def render_text(report: Report, price: Price | None = None) -> str:
+    """The plain-text report: fits an 100-column terminal, greps well, pastes into a support ticket. Its first
+    lines say what each verdict class took: GPU-hours, and with a price their cost."""
     clock = report.utc_offset_s
     lines: list[str] = []
     if report.simulated:
@@ -560,6 +604,7 @@ def render_text(report: Report) -> str:
         f"{format_clock(report.end, clock)}, {report.duration_s / 60:.1f} min, {report.ticks} ticks "
         f"every {report.interval_s:g} s"
     )
+    lines.extend(account_lines(report.account, price))
     lines.extend(_verdict_lines(report))
     for gpu in report.gpus:
         lines.append("")

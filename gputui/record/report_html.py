@@ -12,6 +12,7 @@ import html
 from collections import Counter
 from pathlib import Path
 
+from gputui.diagnostics.account import Price, account_lines
 from gputui.formatting import NA, fmt_bytes_pair, fmt_pct, fmt_share
 from gputui.record.format import RecordingError, format_clock, format_datetime
 from gputui.record.reader import Recording
@@ -129,9 +130,9 @@ def instances_table(report: Report) -> str:
     )
 
 
-def render_html(recording: Recording, report: Report) -> str:
-    """One self-contained page: the SIMULATED label when it applies, the header, the figure, the MIG instances'
-    table when there are any, the text report."""
+def render_html(recording: Recording, report: Report, price: Price | None = None) -> str:
+    """One self-contained page: the SIMULATED label when it applies, the header, where the GPU time went (with a
+    price, what it cost), the figure, the MIG instances' table when there are any, the text report."""
     charts = build_figure(recording, report).to_html(full_html=False, include_plotlyjs=True, config=CONFIG)
     banner = ""
     if report.simulated:
@@ -142,6 +143,7 @@ def render_html(recording: Recording, report: Report) -> str:
         )
     title = f"gputui report: {html.escape(report.hostname)}"
     mig = any(gpu.instances for gpu in report.gpus)
+    account = "<br>".join(html.escape(line) for line in account_lines(report.account, price))
     return (
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f"<title>{'SIMULATED · ' if report.simulated else ''}{title}</title><style>{_STYLE}</style></head><body>"
@@ -150,16 +152,17 @@ def render_html(recording: Recording, report: Report) -> str:
         f'<p class="meta">{html.escape(_span(report))}</p>'
         f'<p class="verdict">{verdict_sentence(report)}</p>'
         f'<p class="meta">{html.escape(findings_sentence(report))}</p>'
+        f'<p class="meta">{account}</p>'
         f'<p class="how">{HOW_TO_READ}{HOW_TO_PICK if len(report.gpus) > 1 else ""}{HOW_TO_READ_MIG if mig else ""}</p>'
         f"{charts}{instances_table(report)}"
-        f"<details><summary>{TEXT_SUMMARY}</summary><pre>{html.escape(render_text(report))}</pre></details>"
+        f"<details><summary>{TEXT_SUMMARY}</summary><pre>{html.escape(render_text(report, price))}</pre></details>"
         "</body></html>\n"
     )
 
 
-def write_html(recording: Recording, report: Report, out: Path) -> None:
+def write_html(recording: Recording, report: Report, out: Path, price: Price | None = None) -> None:
     """Write the page (a report is made again from its recording, so it may be overwritten)."""
-    page = render_html(recording, report)
+    page = render_html(recording, report, price)
     try:
         out.write_text(page, encoding="utf-8")
     except OSError as exc:

@@ -21,6 +21,7 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
+from gputui.diagnostics.account import MAX_GAP_INTERVALS, Accountant, Price, account_lines, tally_line
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.groups import row_key
@@ -79,6 +80,8 @@ PROBE_KEYS: dict[ProbeName, str] = {"stress": "s", "pcie": "b", "membw": "m", "d
 MAIN_VIEW_ACTIONS = frozenset({"toggle_diagnostics", "detail", "topo", "filter", "sort", "close_filter"})
 # Actions on this machine now, which a replay is not: in replay they are hidden from the footer and the help, and
 # do nothing (check_action); the replay keys take space and `p`, and a probe key says why it does nothing.
+# The pane's cost tally is worked out again at most this often (the monitor's bytes to the terminal are few).
+TALLY_EVERY_S = 1.0
 LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_probe"})
 # `K` signals the process table's tagged or selected processes: it is in the footer while the table has the focus
 # (at 80 columns the footer has room for it only there, and while recording only in the place of `M Mark`).
@@ -141,6 +144,7 @@ class GpuTuiApp(RecordReplayApp):
         history_size: int = 600,
         recorder: RecordingWriter | None = None,
         readonly: bool = False,
+        price: Price | None = None,
     ) -> None:
         """`readonly`: no signal is sent to a process, and the keys for it are gone."""
         super().__init__(
@@ -154,6 +158,10 @@ class GpuTuiApp(RecordReplayApp):
         self.sampler = sampler_for(source, self.engine, recorder)
         self.system = system
         self.interval = clamp_interval(interval)
+        # Where the session's GPU time went, live only (a replay's is `gputui report`'s); its cost with a price.
+        self.accountant = Accountant(MAX_GAP_INTERVALS * self.interval)
+        self.price = price
+        self._tallied_at: float | None = None
         self.auto_sample = auto_sample
         self.history = History(history_size)
         self.latest: Tick | None = None
@@ -219,9 +227,21 @@ class GpuTuiApp(RecordReplayApp):
             self.main.add_snapshot(passed)
             self.notices.observe(passed.timestamp, reports(passed, self.recording_warning))
         self.probes.observe(snapshot)
+        if self.replay is None:
+            self._account(tick)
         self.sync_play_key()
         if not self.paused:
             self.draw()
+
+    def _account(self, tick: Tick) -> None:
+        """Add the tick to the session's account; with a price, the pane's tally, at most once a second."""
+        self.accountant.add(tick.snapshot, tick.verdict)
+        now = tick.snapshot.timestamp
+        if self.price is None or (self._tallied_at is not None and now - self._tallied_at < TALLY_EVERY_S):
+            return
+        self._tallied_at = now
+        account = self.accountant.account()
+        self.main.findings.show_tally(tally_line(account, self.price, self.engine.lang) if account.totals else None)
 
     def _passed_snapshots(self, tick: Tick) -> Sequence[Snapshot]:
         """The snapshots a tick adds to the history: live, its own; in replay, every recorded tick passed
@@ -349,6 +369,7 @@ class GpuTuiApp(RecordReplayApp):
 
     def _set_interval(self, seconds: float) -> None:
         self.interval = clamp_interval(seconds)
+        self.accountant.max_gap_s = MAX_GAP_INTERVALS * self.interval
         self._show_header()
         if self._sampling is not None:
             self._sampling.set_interval(self.interval)
@@ -466,7 +487,9 @@ class GpuTuiApp(RecordReplayApp):
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):
-            self.push_screen(HelpScreen(self.help_bindings(), self.notices.standing()))
+            live = self.replay is None
+            lines = account_lines(self.accountant.account(), self.price, self.engine.lang) if live else []
+            self.push_screen(HelpScreen(self.help_bindings(), self.notices.standing(), lines))
 
     def help_bindings(self) -> list[Binding]:
         """Every key of this session, those the footer leaves out too (+ - o): the app's (in replay, not the

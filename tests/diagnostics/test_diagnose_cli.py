@@ -32,7 +32,7 @@ def diagnose_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, 
 def test_json_shape_and_critical_exit_code(capsys: pytest.CaptureFixture[str]) -> None:
     code, data = diagnose_json(capsys, "--demo", "thermal", "--seconds", "20")
     assert code == 4
-    assert list(data) == ["schema", "system", "verdict", "findings", "groups", "notices", "processes"]
+    assert list(data) == ["schema", "system", "verdict", "findings", "groups", "notices", "processes", "account"]
     first = data["processes"][0]  # type: ignore[index]
     assert {"gpu", "pid", "name", "user", "pod", "namespace", "k8s_container", "job_id"} <= set(first)
     assert first["pod"] is None and first["job_id"] is None  # the simulated machine runs no cluster

@@ -12,6 +12,7 @@ from types import ModuleType
 import pytest
 
 from gputui.diagnostics import catalog, engine, rules
+from gputui.diagnostics.account_texts import TEXTS as ACCOUNT_TEXTS
 from gputui.diagnostics.fleet_texts import TEXTS as FLEET_TEXTS
 from gputui.diagnostics.locale import LANGS
 from gputui.diagnostics.rules import FAMILIES, Family, base, software
@@ -112,6 +113,7 @@ def test_no_message_is_defined_twice() -> None:
             catalog.PROBE_TEXTS[lang],
             VERDICT_TEXTS[lang],
             FLEET_TEXTS[lang],
+            ACCOUNT_TEXTS[lang],
             *(family.TEXTS[lang] for family in FAMILIES),
         ]
         assert sum(len(table) for table in tables) == len(catalog.MESSAGES[lang]), lang

@@ -76,16 +76,21 @@ class HelpScreen(ModalScreen[None]):
 
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "Close")]
 
-    def __init__(self, bindings: Sequence[BindingType], notices: Sequence[str] = ()) -> None:
+    def __init__(
+        self, bindings: Sequence[BindingType], notices: Sequence[str] = (), account: Sequence[str] = ()
+    ) -> None:
         super().__init__()
         self._keys = bindings
         self._notices = notices
+        self._account = account  # where the session's GPU time went, a line per verdict class
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="help"):
             if self._notices:  # first: the header keeps only a badge for them after their first minute
                 yield Static("Notices", classes="help-heading")
                 yield Static("\n".join(f"- {notice}" for notice in self._notices), id="help-notices")
+            if self._account:
+                yield Static("\n".join(self._account), id="help-account")
             yield Static("gputui keys  [dim](up/down, pgup/pgdn: scroll; esc: close)[/]", id="help-title")
             yield Static(key_table(self._keys))
             yield Static(UTIL_VS_SM, id="help-gpm")

@@ -87,6 +87,7 @@ class DiagnosticsPane(Widget, can_focus=True):
         self._cursor = 0
         self._chosen: GroupKey | None = None
         self._line_owner: list[int | None] = []  # rendered line -> index into _entries
+        self._tally: str | None = None  # what the session's time has cost so far, with a price set
         self.wanted_height = 2  # the lines it would take to show everything: the layout gives it no more
         self._text: Group = Group()
 
@@ -117,6 +118,12 @@ class DiagnosticsPane(Widget, can_focus=True):
         keys = [_key(f) for f in self.entries]
         self._cursor = keys.index(cursor_key) if cursor_key in keys else min(self._cursor, max(0, len(keys) - 1))
         self._rebuild()
+
+    def show_tally(self, line: str | None) -> None:
+        """The session's cost so far, on the pane's last line; redrawn only when its text changes."""
+        if line != self._tally:
+            self._tally = line
+            self._rebuild()
 
     def action_cursor(self, step: int) -> None:
         if self.entries:
@@ -181,6 +188,9 @@ class DiagnosticsPane(Widget, can_focus=True):
             foot_rows = 1
         else:
             foot_rows = 0
+        if self._tally is not None:
+            foot.append(Text(self._tally, style=HISTORY_STYLE, no_wrap=True, overflow="ellipsis"))
+            foot_rows += 1
         self.wanted_height = len(top) + len(body.texts) + foot_rows
         room = self.size.height - len(top) - foot_rows
         start, rows = self._scroll(body.owners, room)
