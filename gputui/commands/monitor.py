@@ -51,6 +51,12 @@ def run_prometheus(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    fleet = args.prometheus is not None or args.remote is not None
+    if fleet and (args.alert_webhook is not None or args.alert_command is not None):
+        return common.usage_error(
+            "--alert-webhook and --alert-command alert on this machine's findings: run them with `gputui export` "
+            "on each server, not with the fleet view"
+        )
     if args.prometheus is not None:
         return run_prometheus(args)
     if args.remote is not None:
@@ -64,6 +70,14 @@ def run(args: argparse.Namespace) -> int:
         return common.usage_error(
             f"--interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds, not {args.interval:g}"
         )
+    from gputui.alerts.config import alerts_config
+    from gputui.diagnostics.config import ConfigError, load_config
+
+    try:
+        diagnostics = load_config(args.config)
+        alerts = alerts_config(args)
+    except ConfigError as exc:
+        return common.usage_error(exc)
     try:
         source, system = common.make_source(args, fallback_demo=args.fallback_demo, long_running=True)
     except SourceUnavailable as exc:
@@ -78,13 +92,29 @@ def run(args: argparse.Namespace) -> int:
     except RecordingError as exc:
         source.close()
         return common.usage_error(exc)
+    from gputui.alerts.alerter import Alerter
     from gputui.ui.app import GpuTuiApp
 
-    app = GpuTuiApp(source, system, interval=args.interval, recorder=recorder)
+    # The alerter reaches the app only through these two, which are safe from its threads (the app is made below).
+    alerter = (
+        Alerter(alerts, say=lambda text: app.say_from_thread(text), bell=lambda: app.ring_from_thread())
+        if alerts.enabled
+        else None
+    )
+    app = GpuTuiApp(
+        source,
+        system,
+        interval=args.interval,
+        recorder=recorder,
+        config=diagnostics,
+        sinks=() if alerter is None else (alerter.observe,),
+    )
     settle_gc()
     try:
         app.run()
     finally:
+        if alerter is not None:
+            alerter.close(timeout=1.0)
         if recorder is not None:
             recorder.close()
             if recorder.warning:

@@ -74,23 +74,28 @@ def load_config(path: Path | None = None, *, known_rules: frozenset[str] | None 
 
     An explicit `path` must exist. Raises ConfigError naming the file and the key.
     """
-    explicit = path is not None
-    target = path if path is not None else default_config_path()
-    if not target.exists():
-        if explicit:
-            raise ConfigError(f"{target}: no such config file")
-        return DiagnosticsConfig()
-    try:
-        with target.open("rb") as handle:
-            data = tomllib.load(handle)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{target}: not valid TOML: {exc}") from None
-    except OSError as exc:
-        raise ConfigError(f"{target}: cannot read: {exc.strerror}") from None
+    target, data = read_toml(path)
     try:
         return parse_config(data.get("diagnostics", {}), known_rules=known_rules)
     except ConfigError as exc:
         raise ConfigError(f"{target}: {exc}") from None
+
+
+def read_toml(path: Path | None) -> tuple[Path, dict[str, Any]]:
+    """The config file (`path`, or the default one) and its tables, for every part that owns one: {} when the
+    default file does not exist; an explicit `path` must. Raises ConfigError naming the file."""
+    target = path if path is not None else default_config_path()
+    if not target.exists():
+        if path is not None:
+            raise ConfigError(f"{target}: no such config file")
+        return target, {}
+    try:
+        with target.open("rb") as handle:
+            return target, tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{target}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ConfigError(f"{target}: cannot read: {exc.strerror}") from None
 
 
 def parse_config(table: Any, *, known_rules: frozenset[str] | None = None) -> DiagnosticsConfig:
