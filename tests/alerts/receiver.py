@@ -7,7 +7,7 @@ import http.server
 import json
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -35,6 +35,12 @@ class Receiver:
         with self._changed:
             assert self._changed.wait_for(lambda: len(self.posts) >= count, timeout), self.posts
             return list(self.posts)
+
+    def wait_for_body(self, wanted: Callable[[Any], bool], timeout: float = 20.0) -> tuple[str, Any]:
+        """The first post whose body is `wanted`, waited for (bounded)."""
+        with self._changed:
+            assert self._changed.wait_for(lambda: any(wanted(body) for body in self.bodies), timeout), self.posts
+            return next(post for post in self.posts if wanted(post[1]))
 
     @property
     def bodies(self) -> list[Any]:
