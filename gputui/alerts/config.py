@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -40,10 +40,14 @@ class AlertsConfig:
     min_interval_s: float = 300.0
     timeout_s: float = 5.0
     retries: int = 3
+    proxy_from_env: bool = False
 
     @property
     def enabled(self) -> bool:
         return self.webhook is not None or self.command is not None or self.bell
+
+
+KEYS = frozenset(f.name for f in fields(AlertsConfig))  # the table's keys are the fields' names
 
 
 def load_alerts_config(path: Path | None) -> AlertsConfig:
@@ -70,10 +74,9 @@ def parse_alerts(table: Any) -> AlertsConfig:
     """The `[alerts]` table as a config; an unknown key or a wrong value is an error naming it."""
     if not isinstance(table, Mapping):
         raise ConfigError("'alerts' must be a table")
-    known = {"webhook", "format", "command", "shell", "min_severity", "bell", "min_interval_s", "timeout_s", "retries"}
     for key in table:
-        if key not in known:
-            raise ConfigError(f"unknown key 'alerts.{key}' (known: {', '.join(sorted(known))})")
+        if key not in KEYS:
+            raise ConfigError(f"unknown key 'alerts.{key}' (known: {', '.join(sorted(KEYS))})")
     default = AlertsConfig()
     format_ = table.get("format", default.format)
     if format_ not in FORMATS:
@@ -95,6 +98,7 @@ def parse_alerts(table: Any) -> AlertsConfig:
         min_interval_s=_seconds(table, "min_interval_s", default.min_interval_s),
         timeout_s=_seconds(table, "timeout_s", default.timeout_s),
         retries=retries,
+        proxy_from_env=_flag(table, "proxy_from_env", default.proxy_from_env),
     )
 
 

@@ -45,11 +45,13 @@ class _RefuseRedirects(urllib.request.HTTPRedirectHandler):
 class Webhook:
     """An HTTP POST of the message as JSON, or of Slack's {"text": ...}."""
 
-    def __init__(self, url: str, *, slack: bool, timeout_s: float) -> None:
+    def __init__(self, url: str, *, slack: bool, timeout_s: float, proxy_from_env: bool = False) -> None:
         self._url = url
         self._slack = slack
         self._timeout_s = timeout_s
-        self._opener = urllib.request.build_opener(_RefuseRedirects)
+        # No proxy unless asked, as for --prometheus: an environment's proxy is not always the way to the target.
+        proxies = urllib.request.ProxyHandler(None if proxy_from_env else {})
+        self._opener = urllib.request.build_opener(proxies, _RefuseRedirects)
         self.name = f"webhook {redact(url)}"
 
     def send(self, message: dict[str, Any]) -> None:
@@ -101,7 +103,9 @@ class Command:
 def targets_for(config: AlertsConfig) -> list[Target]:
     out: list[Target] = []
     if config.webhook is not None:
-        out.append(Webhook(config.webhook, slack=config.format == "slack", timeout_s=config.timeout_s))
+        slack = config.format == "slack"
+        webhook = Webhook(config.webhook, slack=slack, timeout_s=config.timeout_s, proxy_from_env=config.proxy_from_env)
+        out.append(webhook)
     if config.command is not None:
         out.append(Command(config.command, shell=config.shell, timeout_s=config.timeout_s))
     return out

@@ -63,6 +63,17 @@ def test_a_command_that_overruns_is_killed_and_one_that_fails_is_a_failure() -> 
         Command("exit 3", shell=True, timeout_s=20).send(MESSAGE)
 
 
+def test_no_proxy_is_used_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", refused_url(""))
+    with receiving() as receiver:
+        Webhook(receiver.url, slack=False, timeout_s=5).send(MESSAGE)
+        with pytest.raises(DeliveryFailed, match="Connection refused"):
+            Webhook(receiver.url, slack=False, timeout_s=5, proxy_from_env=True).send(MESSAGE)
+        assert len(receiver.posts) == 1
+
+
 def test_a_redirect_is_refused_and_its_target_never_asked() -> None:
     with receiving() as receiver:
         receiver.redirect_to = "/elsewhere"
