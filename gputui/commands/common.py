@@ -268,9 +268,45 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
         "config)",
     )
     add_price_options(parser)
+    add_config_and_alert_options(parser)
     from gputui.record.options import add_record_options
 
     add_record_options(parser)
+
+
+def alert_webhook(text: str) -> str:
+    """--alert-webhook's type: an error that never repeats the URL, for it may hold a secret."""
+    from gputui.alerts.config import webhook_url
+    from gputui.diagnostics.config import ConfigError
+
+    try:
+        return webhook_url(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def add_config_and_alert_options(parser: argparse.ArgumentParser) -> None:
+    """--config and the alert targets, for the commands that diagnose as they sample (the monitor, export)."""
+    parser.add_argument(
+        "--config",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="config file: thresholds, [alerts], [cost], [monitor] (default ~/.config/gputui/config.toml)",
+    )
+    parser.add_argument(
+        "--alert-webhook",
+        type=alert_webhook,
+        default=None,
+        metavar="URL",
+        help="POST a JSON message when a finding opens or closes (over [alerts] webhook in the config)",
+    )
+    parser.add_argument(
+        "--alert-command",
+        default=None,
+        metavar="CMD",
+        help="run CMD with the alert's JSON on its stdin when a finding opens or closes (over [alerts] command)",
+    )
 
 
 def source_option_problem(args: argparse.Namespace) -> str | None:

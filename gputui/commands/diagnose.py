@@ -90,7 +90,7 @@ def register(sub: Any) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="thresholds file (default ~/.config/gputui/config.toml)",
+        help="config file: thresholds, [cost] (default ~/.config/gputui/config.toml)",
     )
     common.add_price_options(parser)
     from gputui.record.options import add_record_options

@@ -34,6 +34,7 @@ def register(sub: Any) -> None:
         "and labels, so its Grafana dashboards work unchanged; gputui's own metrics start with gputui_.",
     )
     common.add_source_options(parser)
+    common.add_config_and_alert_options(parser)
     parser.add_argument(
         "--port", type=port_number, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})"
     )
@@ -66,25 +67,35 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from gputui.alerts.alerter import Alerter
+    from gputui.alerts.config import alerts_config
+    from gputui.diagnostics.config import ConfigError, load_config
     from gputui.export.server import ExportBindError, Exporter
     from gputui.metric_schema import HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL
     from gputui.session.diagnose import new_diagnose
 
     logging.basicConfig(format="gputui: %(message)s", level=logging.WARNING)
     try:
+        diagnostics = load_config(args.config)
+        alerts = alerts_config(args)
+    except ConfigError as exc:
+        return common.usage_error(exc)
+    try:
         source, system = common.make_source(args, long_running=True, own_cgroup=not args.ignore_own_cgroup)
     except InvalidGpuSelection as exc:
         return common.usage_error(exc)
     except SourceUnavailable as exc:
         return common.report_unavailable(exc)
+    alerter = Alerter(alerts, say=logging.getLogger("gputui.alerts").warning) if alerts.enabled else None
     exporter = Exporter(
         source,
         system,
         bind=args.bind,
         port=args.port,
         interval=args.interval,
-        diagnose=new_diagnose(),
+        diagnose=new_diagnose(diagnostics),
         hostname_label=LEGACY_HOSTNAME_LABEL if args.legacy_hostname_label else HOSTNAME_LABEL,
+        sinks=() if alerter is None else (alerter.observe,),
     )
     stop = threading.Event()
     try:
@@ -102,6 +113,8 @@ def run(args: argparse.Namespace) -> int:
     finally:
         exporter.stop()
         source.close()
+        if alerter is not None:
+            alerter.close(timeout=alerts.timeout_s)
     return common.EXIT_OK
 
 

@@ -51,6 +51,12 @@ def run_prometheus(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    fleet = args.prometheus is not None or args.remote is not None
+    if fleet and (args.alert_webhook is not None or args.alert_command is not None):
+        return common.usage_error(
+            "--alert-webhook and --alert-command alert on this machine's findings: run them with `gputui export` "
+            "on each server, not with the fleet view"
+        )
     if args.prometheus is not None:
         return run_prometheus(args)
     if args.remote is not None:
@@ -58,20 +64,23 @@ def run(args: argparse.Namespace) -> int:
         from gputui.ui.fleet import run_fleet
 
         return run_fleet(args.remote, FLEET_DEFAULT_INTERVAL if args.interval is None else args.interval)
-    from gputui.diagnostics.config import ConfigError
-    from gputui.session.signals import readonly_configured
-
-    try:
-        readonly = args.readonly or readonly_configured(getattr(args, "config", None))
-        price = common.price_of(args)
-    except ConfigError as exc:
-        return common.usage_error(exc)
     if args.interval is None:
         args.interval = DEFAULT_INTERVAL_S
     if not MIN_INTERVAL <= args.interval <= MAX_INTERVAL:
         return common.usage_error(
             f"--interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds, not {args.interval:g}"
         )
+    from gputui.alerts.config import alerts_config
+    from gputui.diagnostics.config import ConfigError, load_config
+    from gputui.session.signals import readonly_configured
+
+    try:
+        diagnostics = load_config(args.config)
+        alerts = alerts_config(args)
+        readonly = args.readonly or readonly_configured(args.config)
+        price = common.price_of(args)
+    except ConfigError as exc:
+        return common.usage_error(exc)
     try:
         source, system = common.make_source(args, fallback_demo=args.fallback_demo, long_running=True)
     except SourceUnavailable as exc:
@@ -86,13 +95,31 @@ def run(args: argparse.Namespace) -> int:
     except RecordingError as exc:
         source.close()
         return common.usage_error(exc)
+    from gputui.alerts.alerter import Alerter
     from gputui.ui.app import GpuTuiApp
 
-    app = GpuTuiApp(source, system, interval=args.interval, recorder=recorder, readonly=readonly, price=price)
+    # The alerter reaches the app only through these two, which are safe from its threads (the app is made below).
+    alerter = (
+        Alerter(alerts, say=lambda text: app.say_from_thread(text), bell=lambda: app.ring_from_thread())
+        if alerts.enabled
+        else None
+    )
+    app = GpuTuiApp(
+        source,
+        system,
+        interval=args.interval,
+        recorder=recorder,
+        config=diagnostics,
+        readonly=readonly,
+        price=price,
+        sinks=() if alerter is None else (alerter.observe,),
+    )
     settle_gc()
     try:
         app.run()
     finally:
+        if alerter is not None:
+            alerter.close(timeout=1.0)
         if recorder is not None:
             recorder.close()
             if recorder.warning:

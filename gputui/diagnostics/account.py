@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.diagnostics.catalog import text
-from gputui.diagnostics.config import ConfigError, default_config_path, read_toml
+from gputui.diagnostics.config import ConfigError, read_toml
 from gputui.diagnostics.verdict import RANKED, Verdict
 from gputui.formatting import fmt_duration
 from gputui.model import GpuSample, Snapshot
@@ -59,8 +59,8 @@ class Price:
 def load_price(config: Path | None, per_gpu_hour: float | None = None, currency: str | None = None) -> Price | None:
     """The price of a GPU-hour: `--price` and `--currency` where given, else the config's `[cost]` table
     (`gpu_hour`, `currency`); None when neither sets a price. A bad value is a ConfigError naming file and key."""
-    target = config if config is not None else default_config_path()
-    table = read_toml(config).get("cost", {})
+    target, data = read_toml(config)
+    table = data.get("cost", {})
     if not isinstance(table, Mapping):
         raise ConfigError(f"{target}: 'cost' must be a table")
     for key in table:

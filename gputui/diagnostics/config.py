@@ -74,26 +74,24 @@ def load_config(path: Path | None = None, *, known_rules: frozenset[str] | None 
 
     An explicit `path` must exist. Raises ConfigError naming the file and the key.
     """
-    target = path if path is not None else default_config_path()
-    data = read_toml(path)
+    target, data = read_toml(path)
     try:
         return parse_config(data.get("diagnostics", {}), known_rules=known_rules)
     except ConfigError as exc:
         raise ConfigError(f"{target}: {exc}") from None
 
 
-def read_toml(path: Path | None) -> dict[str, Any]:
-    """The whole config file at `path`, or the default file's where it exists ({} where not): each part of gputui
-    reads its own table of it. An explicit `path` must exist; a file that cannot be read or parsed is a ConfigError
-    naming it."""
+def read_toml(path: Path | None) -> tuple[Path, dict[str, Any]]:
+    """The config file (`path`, or the default one) and its tables, for every part that owns one: {} when the
+    default file does not exist; an explicit `path` must. Raises ConfigError naming the file."""
     target = path if path is not None else default_config_path()
     if not target.exists():
         if path is not None:
             raise ConfigError(f"{target}: no such config file")
-        return {}
+        return target, {}
     try:
         with target.open("rb") as handle:
-            return tomllib.load(handle)
+            return target, tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{target}: not valid TOML: {exc}") from None
     except OSError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import logging
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry
@@ -23,7 +23,7 @@ from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
 from gputui.model import SystemInfo
 from gputui.session.diagnose import Diagnose, tolerant
 from gputui.session.loop import SamplingLoop
-from gputui.session.sampling import Sampler, Tick
+from gputui.session.sampling import Sampler, Sink, Tick
 from gputui.sources.base import Source
 
 log = logging.getLogger(__name__)
@@ -35,16 +35,23 @@ class ExportBindError(Exception):
 
 class ExportSampler:
     """Reads the source every `interval` seconds in the one sampling loop, on its own thread, and keeps the newest
-    ExportState. A failed reading is served as gputui_up 0; a rule that breaks leaves the GPU metrics served."""
+    ExportState. A failed reading is served as gputui_up 0; a rule that breaks leaves the GPU metrics served.
+    `sinks` take every tick too (the alerts)."""
 
     def __init__(
-        self, source: Source, system: SystemInfo, *, interval: float, diagnose: Diagnose | None = None
+        self,
+        source: Source,
+        system: SystemInfo,
+        *,
+        interval: float,
+        diagnose: Diagnose | None = None,
+        sinks: Sequence[Sink] = (),
     ) -> None:
         self._last_xid: dict[int, int] = {}
         self._state = ExportState(system=system, snapshot=None, error="no reading yet")
         # Each GPU's time in each verdict class, where the diagnostics run and give one.
         self._accountant = None if diagnose is None else Accountant(MAX_GAP_INTERVALS * interval)
-        sampler = Sampler(source, None if diagnose is None else tolerant(diagnose, "this reading"))
+        sampler = Sampler(source, None if diagnose is None else tolerant(diagnose, "this reading"), sinks)
         self._loop = SamplingLoop(sampler.take, interval, self._publish, self._failed, name="gputui-export-sampler")
 
     @property
@@ -117,8 +124,9 @@ class Exporter:
         interval: float = 1.0,
         diagnose: Diagnose | None = None,
         hostname_label: HostnameLabel = HOSTNAME_LABEL,
+        sinks: Sequence[Sink] = (),
     ) -> None:
-        self.sampler = ExportSampler(source, system, interval=interval, diagnose=diagnose)
+        self.sampler = ExportSampler(source, system, interval=interval, diagnose=diagnose, sinks=sinks)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SnapshotCollector(lambda: self.sampler.state, hostname_label=hostname_label))
         self._bind = bind

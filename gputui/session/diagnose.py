@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
+from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.diagnostics.engine import DiagnosticsState
 from gputui.diagnostics.findings import Finding
 from gputui.model import Snapshot
@@ -17,11 +18,12 @@ Diagnose = Callable[[Snapshot], DiagnosticsState]
 log = logging.getLogger(__name__)
 
 
-def new_diagnose() -> Diagnose:
-    """A fresh diagnostics engine for one machine, as a function of each new reading."""
+def new_diagnose(config: DiagnosticsConfig | None = None) -> Diagnose:
+    """A fresh diagnostics engine for one machine (with `config`, the file's `[diagnostics]`), as a function of each
+    new reading."""
     from gputui.diagnostics.engine import DiagnosticsEngine
 
-    engine = DiagnosticsEngine()
+    engine = DiagnosticsEngine(config)
 
     return engine.update
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import psutil
 
-from gputui.diagnostics.config import ConfigError, default_config_path, read_toml
+from gputui.diagnostics.config import ConfigError, read_toml
 from gputui.model import Snapshot
 
 # The signals offered, in the order a confirmation lists them: the polite one first.
@@ -139,8 +139,8 @@ def send(
 def readonly_configured(path: Path | None) -> bool:
     """`readonly` of the config file's `[monitor]` table (the file at `path`, else the default one's); False where
     unset. A value that is not true or false is a ConfigError naming the file and the key."""
-    table = read_toml(path).get("monitor", {})
-    where = path if path is not None else default_config_path()
+    where, data = read_toml(path)
+    table = data.get("monitor", {})
     if not isinstance(table, Mapping):
         raise ConfigError(f"{where}: 'monitor' must be a table")
     value = table.get("readonly", False)

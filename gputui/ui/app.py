@@ -22,6 +22,7 @@ from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Accountant, Price, account_lines, tally_line
+from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.groups import row_key
@@ -33,13 +34,13 @@ from gputui.record.writer import RecordingWriter
 from gputui.session.loop import RealTime, SamplingLoop, failure_text
 from gputui.session.recording import record_ticks
 from gputui.session.replay import ReplaySampler
-from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Tick
+from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Sink, Tick
 from gputui.session.signals import READONLY_REFUSAL, Target, decide_all, send, targets
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
 from gputui.ui.lean_update import LeanScreen
 from gputui.ui.live_app import LIVE_KEYS
-from gputui.ui.messages import SampleFailed, TickReady
+from gputui.ui.messages import Ring, Said, SampleFailed, TickReady
 from gputui.ui.notices import Level, Notices, reports
 from gputui.ui.probes import REPLAY_REFUSAL, ProbeController
 from gputui.ui.record_replay import RecordReplayApp
@@ -96,12 +97,14 @@ def clamp_interval(seconds: float) -> float:
     return min(MAX_INTERVAL, max(MIN_INTERVAL, seconds))
 
 
-def sampler_for(source: Source, engine: DiagnosticsEngine, recorder: RecordingWriter | None) -> Sampler | ReplaySampler:
-    """A replay is played tick by tick through its own sampler; live, each tick goes through `engine`, and with a
-    recorder into the recording."""
+def sampler_for(
+    source: Source, engine: DiagnosticsEngine, recorder: RecordingWriter | None, sinks: Sequence[Sink] = ()
+) -> Sampler | ReplaySampler:
+    """A replay is played tick by tick through its own sampler; live, each tick goes through `engine`, with a
+    recorder into the recording, and to `sinks` (the alerts)."""
     if isinstance(source, ReplaySource):
         return ReplaySampler(source, engine)
-    return Sampler(source, engine.update, sinks=() if recorder is None else (record_ticks(recorder),))
+    return Sampler(source, engine.update, sinks=(*(() if recorder is None else (record_ticks(recorder),)), *sinks))
 
 
 class GpuTuiApp(RecordReplayApp):
@@ -145,6 +148,8 @@ class GpuTuiApp(RecordReplayApp):
         recorder: RecordingWriter | None = None,
         readonly: bool = False,
         price: Price | None = None,
+        config: DiagnosticsConfig | None = None,
+        sinks: Sequence[Sink] = (),
     ) -> None:
         """`readonly`: no signal is sent to a process, and the keys for it are gone."""
         super().__init__(
@@ -154,8 +159,8 @@ class GpuTuiApp(RecordReplayApp):
             say=self._say,
         )
         # Live, the engine that judges every tick (probe results join it); a replay's seek starts its own anew.
-        self.engine = DiagnosticsEngine()
-        self.sampler = sampler_for(source, self.engine, recorder)
+        self.engine = DiagnosticsEngine(config)
+        self.sampler = sampler_for(source, self.engine, recorder, sinks)
         self.system = system
         self.interval = clamp_interval(interval)
         # Where the session's GPU time went, live only (a replay's is `gputui report`'s); its cost with a price.
@@ -275,6 +280,20 @@ class GpuTuiApp(RecordReplayApp):
         if worker.group == "probe" and error is not None:
             self.probes.failed(error)
         self._say(f"{what} failed: {type(error).__name__}: {error}", "alarm")
+
+    def say_from_thread(self, text: str, level: Level = "warning") -> None:
+        """_say for another thread (the alerts' delivery): safe from any thread, shown on the UI's."""
+        self.post_message(Said(text, level))
+
+    def ring_from_thread(self) -> None:
+        """The terminal bell, asked for from another thread (the sampling loop, when an alert opens)."""
+        self.post_message(Ring())
+
+    def on_said(self, message: Said) -> None:
+        self._say(message.text, message.level)
+
+    def on_ring(self) -> None:
+        self.bell()
 
     def _say(self, text: str, level: Level = "info") -> None:
         """A one-off word under the header, for a minute of sampled time: it covers nothing, as a toast would."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.message import Message
 
 from gputui.session.sampling import Tick
+from gputui.ui.notices import Level
 
 
 class TickReady(Message):
@@ -30,3 +31,16 @@ class SampleFailed(Message):
 class ReplayMoved(Message):
     """A replay key paused, moved or sped up the playback: the app shows the new position now, not at the next
     poll."""
+
+
+class Said(Message):
+    """Words from another thread for the notices under the header (an alert target that fails, once)."""
+
+    def __init__(self, text: str, level: Level) -> None:
+        super().__init__()
+        self.text = text
+        self.level = level
+
+
+class Ring(Message):
+    """An alert opened: ring the terminal bell (only the UI thread may write to the terminal)."""

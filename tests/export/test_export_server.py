@@ -12,7 +12,8 @@ import pytest
 from gputui.diagnostics.engine import DiagnosticsState
 from gputui.export.server import ExportBindError, Exporter, ExportSampler, _bind_error_message
 from gputui.model import Snapshot
-from tests.export.export_helpers import FINDINGS, SYSTEM, FakeSource, fetch, make_snapshot, one, parse
+from gputui.session.sampling import Tick
+from tests.export.export_helpers import FINDINGS, SYSTEM, FakeSource, fetch, make_snapshot, one, parse, render
 
 
 def test_scrape_over_http_parses_with_prometheus_client(served: tuple[Exporter, FakeSource]) -> None:
@@ -102,6 +103,18 @@ def test_findings_come_from_the_diagnostics_run_in_the_sampler(source: FakeSourc
         fetch(exporter.url)
     assert len(seen) == 1  # once per reading, not per scrape
     assert one(series, "gputui_finding", rule="thermal", severity="critical", gpu="0") == 1
+
+
+def test_sinks_get_each_tick_and_a_closed_finding_s_series_goes(source: FakeSource) -> None:
+    """The alerts are a sink of the exporter's sampler; gputui_finding is served while open, gone once closed."""
+    states = iter([DiagnosticsState(active=FINDINGS), DiagnosticsState(closed=FINDINGS)])
+    ticks: list[Tick] = []
+    sampler = ExportSampler(source, SYSTEM, interval=1, diagnose=lambda _: next(states), sinks=(ticks.append,))
+    opened, _ = parse(render(sampler.sample_once()))
+    closed, _ = parse(render(sampler.sample_once()))
+    assert [(t.active, t.closed) for t in ticks] == [(FINDINGS, ()), ((), FINDINGS)]
+    assert one(opened, "gputui_finding", rule="thermal", gpu="0") == 1
+    assert "gputui_finding" not in closed
 
 
 def test_broken_diagnostics_still_serve_gpu_metrics(source: FakeSource) -> None:

@@ -1,0 +1,46 @@
+"""The monitor's alerts: the bell when an alert opens (rung on the UI thread) and a failing target as a notice
+under the header, once, its secret hidden; the [diagnostics] config reaches the monitor's engine."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gputui.alerts.alerter import Alerter
+from gputui.alerts.config import AlertsConfig
+from gputui.diagnostics.config import DiagnosticsConfig
+from gputui.sources.sim.source import SimulatedSource
+from gputui.ui.app import GpuTuiApp
+from tests.alerts.receiver import refused_url
+from tests.ui.monitor_helpers import FIXED_NOW, run_ticks
+
+if TYPE_CHECKING:
+    from conftest import Clock
+
+
+async def test_an_opening_rings_the_bell_and_a_failing_target_is_one_notice(clock: Clock) -> None:
+    source = SimulatedSource(scenario="thermal", gpu_count=2, seed=0, clock=clock)
+    config = AlertsConfig(webhook=refused_url("/services/T0SECRET"), bell=True, retries=0, min_interval_s=0)
+    alerter = Alerter(config, say=lambda text: app.say_from_thread(text), bell=lambda: app.ring_from_thread())
+    app = GpuTuiApp(
+        source,
+        source.open(),
+        auto_sample=False,
+        now=lambda: FIXED_NOW,
+        config=DiagnosticsConfig(open_after_s=0),
+        sinks=(alerter.observe,),
+    )
+    rung: list[str] = []
+    app.bell = lambda: rung.append("ding")  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await run_ticks(app, clock, 5)
+        assert alerter.outbox is not None and alerter.outbox.drain(20)
+        for _ in range(100):  # the delivery thread's notice and the sampler's bell arrive as messages
+            if rung and app.notices.rows():
+                break
+            await pilot.pause()
+        notices = [n.text for n in app.notices.rows()]
+    alerter.close()
+    assert rung
+    assert len([text for text in notices if text.startswith("alerts: webhook http://127.0.0.1:")]) == 1, notices
+    assert not any("T0SECRET" in text for text in notices)
+    assert app.engine.config.open_after_s == 0
