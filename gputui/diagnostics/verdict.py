@@ -113,6 +113,7 @@ class Judgement:
     words: Callable[[], Verdict]
     quiet: frozenset[int] = frozenset()
     flagged: frozenset[int] = frozenset()
+    named: frozenset[str] = frozenset()  # the rules whose findings its words name
 
 
 def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Verdict:
@@ -157,12 +158,9 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
     busy = {i: c for i, c in classes.items() if c != "idle"} or classes
     order = sorted(set(busy.values()), key=RANKED.index)
     parts = tuple((cls, tuple(i for i in everyone if busy.get(i) == cls)) for cls in order)
-    # Beside GPU-bound, underused and idle, the findings named are part of what the verdict says: a new one renews it.
-    noted = tuple(
-        sorted(
-            {f.rule for cls, gpus in parts if cls in _UNBOUND for i in gpus if i not in explained for f in causes[i]}
-        )
-    )
+    # The findings its words name (the causes of a class, or those noted beside GPU-bound, underused and idle): one
+    # that opens or closes renews the words at once, as the class itself needs no holding to stay what it is.
+    named = frozenset(f.rule for _, gpus in parts for i in gpus for f in causes[i])
     # The GPUs it says nothing holds back: those of a GPU-bound, underused or idle group that names no finding.
     quiet = frozenset(i for cls, gpus in parts if cls in _UNBOUND and not any(causes[g] for g in gpus) for i in gpus)
 
@@ -171,7 +169,7 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
 
     if len(parts) == 1:
         cls, gpus = parts[0]
-        return Judgement((cls, _units_key(gpus), noted), lambda: group(cls, gpus), quiet, frozenset(flagged))
+        return Judgement((cls, _units_key(gpus)), lambda: group(cls, gpus), quiet, frozenset(flagged), named)
 
     def mixed() -> Verdict:
         groups = tuple(group(cls, gpus) for cls, gpus in parts)
@@ -179,7 +177,7 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
         return _make("mixed", tuple(sorted(busy)), {"groups": summary}, (), lang, now, groups=groups)
 
     keyed = tuple((cls, _units_key(gpus)) for cls, gpus in parts)
-    return Judgement(("mixed", _units_key(tuple(sorted(busy))), (keyed, noted)), mixed, quiet, frozenset(flagged))
+    return Judgement(("mixed", _units_key(tuple(sorted(busy))), keyed), mixed, quiet, frozenset(flagged), named)
 
 
 def _units_key(units: tuple[int, ...]) -> object:
@@ -374,7 +372,9 @@ class VerdictTracker:
     - `unknown` gives way at once: there is nothing to flap.
 
     While the same verdict stands its words (the means in its sentence) are renewed every `refresh_s` only: a
-    sentence that changed every tick would repaint the pane every tick, over a slow link, to say the same.
+    sentence that changed every tick would repaint the pane every tick, over a slow link, to say the same. The
+    causes it names are renewed at once: a finding that opens or closes beside the same class is said on its tick
+    (the findings have their own hysteresis, so this does not flap).
     """
 
     def __init__(self, hold_s: float, refresh_s: float = 10.0) -> None:
@@ -383,6 +383,7 @@ class VerdictTracker:
         self._current: Verdict | None = None
         self._current_key: tuple[object, ...] | None = None  # the key of the judgement it was taken from
         self._quiet: frozenset[int] = frozenset()  # the units the current verdict says nothing holds back
+        self._named: frozenset[str] = frozenset()  # the rules the current verdict's words name
         self._worded = 0.0  # when the current verdict's words were last renewed
         self._judged: tuple[tuple[object, ...], float] | None = None  # this instant's key, and since when
         self._contradicted: float | None = None  # since when the current verdict is not this instant's
@@ -394,7 +395,8 @@ class VerdictTracker:
         current = self._current
         if current is not None and candidate.key == self._current_key:
             self._contradicted = None
-            if current.cls == "unknown" or now - self._worded >= self.refresh_s:  # `unknown` counts down each tick
+            # `unknown` counts down each tick; a cause that opens or closes is said at once.
+            if current.cls == "unknown" or candidate.named != self._named or now - self._worded >= self.refresh_s:
                 return self._take(candidate, replace(candidate.words(), since=current.since), now)
             return current
         if self._contradicted is None:
@@ -412,5 +414,6 @@ class VerdictTracker:
         """The verdict shown from now, and the key of the judgement it came from: the next judgements are compared
         with that key (a Verdict's own key names its groups, not the findings a judgement notes)."""
         self._current, self._current_key, self._quiet, self._worded = verdict, judged.key, judged.quiet, now
+        self._named = judged.named
         self._contradicted = None
         return verdict

@@ -126,6 +126,22 @@ def test_a_standing_verdict_renews_its_words_every_ten_seconds_not_every_tick() 
     assert (renewed.summary, renewed.since) == ("91% busy", 0.0)
 
 
+def test_a_cause_that_opens_beside_the_same_class_is_named_on_its_tick() -> None:
+    """Input-bound by the CPU quota, then the workers queue for CPUs too: the class stands, and its words name
+    both causes at once, not 10 s later (the lab's quota case ended naming the quota alone)."""
+    tracker = VerdictTracker(hold_s=3.0)
+
+    def waiting(causes: tuple[str, ...], t: float) -> Judgement:
+        said = Verdict("input_bound", "Input-bound", (0,), ", ".join(causes), ", ".join(causes), since=t)
+        return Judgement(said.key, lambda: said, named=frozenset(causes))
+
+    tracker.update(waiting(("starvation_cpu",), 0.0), 0.0)
+    assert tracker.update(waiting(("starvation_cpu",), 1.0), 1.0).summary == "starvation_cpu"
+    both = tracker.update(waiting(("starvation_cpu", "workers_oversubscribed"), 2.0), 2.0)
+    assert (both.summary, both.since) == ("starvation_cpu, workers_oversubscribed", 0.0)
+    assert tracker.update(waiting(("workers_oversubscribed",), 3.0), 3.0).summary == "workers_oversubscribed"
+
+
 def test_the_words_are_made_only_when_the_verdict_shown_changes_or_is_renewed() -> None:
     tracker = VerdictTracker(hold_s=3.0)
     worded: list[float] = []
