@@ -10,7 +10,7 @@ from gputui.alerts.config import AlertsConfig
 from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
-from tests.alerts.receiver import refused_url
+from tests.alerts.receiver import receiving, refused_url
 from tests.ui.monitor_helpers import FIXED_NOW, run_ticks
 
 if TYPE_CHECKING:
@@ -44,3 +44,23 @@ async def test_an_opening_rings_the_bell_and_a_failing_target_is_one_notice(cloc
     assert len([text for text in notices if text.startswith("alerts: webhook http://127.0.0.1:")]) == 1, notices
     assert not any("T0SECRET" in text for text in notices)
     assert app.engine.config.open_after_s == 0
+
+
+async def test_the_monitor_posts_one_open_and_one_close_as_the_tour_heats_a_gpu_and_moves_on(clock: Clock) -> None:
+    """The tour's thermal stretch (60-90 s) opens thermal_throttle on GPU 1, and it closes by the stretch's end: a
+    real webhook gets the open, then the close, from the monitor's own sampling."""
+    source = SimulatedSource(scenario="tour", gpu_count=2, seed=0, clock=clock)
+    with receiving() as receiver:
+        alerter = Alerter(AlertsConfig(webhook=receiver.url, min_interval_s=0), say=print)
+        app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, sinks=(alerter.observe,))
+        async with app.run_test(size=(120, 40)):
+            await run_ticks(app, clock, 110)
+            assert app.latest is not None
+            start = app.latest.snapshot.timestamp - 109  # the tour's first reading
+        assert alerter.outbox is not None and alerter.outbox.drain(20)
+        alerter.close()
+    hot = [body for body in receiver.bodies if body["rule"] == "thermal_throttle"]
+    assert [(body["state"], body["gpus"]) for body in hot] == [("open", [1]), ("closed", [1])]
+    opened, closed = hot
+    assert closed["started_at"] == opened["started_at"]
+    assert 60 <= opened["started_at"] - start < closed["ended_at"] - start <= 95
