@@ -6,12 +6,15 @@ from __future__ import annotations
 import asyncio
 import signal
 import subprocess
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import psutil
 import pytest
+from textual.css.query import NoMatches
+from textual.errors import NoWidget
 from textual.pilot import Pilot
 
 from gputui.model import GpuProcess
@@ -32,10 +35,14 @@ if TYPE_CHECKING:  # the instance comes from the `clock` fixture: tests/conftest
 SIZE = (120, 40)
 
 
+SLEEPER = "import signal, time; signal.signal(signal.SIGINT, signal.SIG_DFL); time.sleep(60)"
+
+
 @pytest.fixture
 def children() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Two real processes to signal, `sleep` so that SIGINT ends them as it is (no Python handler)."""
-    started = [subprocess.Popen(["sleep", "60"]) for _ in range(2)]
+    """Two real processes to signal, SIGINT ending them as it ends `sleep`: with its default action, set in the
+    child, since a test run started in the background by a shell hands SIGINT down ignored."""
+    started = [subprocess.Popen([sys.executable, "-c", SLEEPER]) for _ in range(2)]
     try:
         yield started
     finally:
@@ -74,6 +81,20 @@ async def until(condition: Callable[[], bool], pilot: Pilot[int]) -> None:
             return
         await pilot.pause(0.02)
     raise AssertionError("never happened")
+
+
+def clickable(app: GpuTuiApp, selector: str) -> bool:
+    """Whether a click at the widget's middle reaches it: the screen's map of what lies where is made after the
+    screen is pushed, and a click before that lands on what lay beneath."""
+    try:
+        wanted = app.screen.query_one(selector)
+        region = wanted.region
+        return (
+            bool(region.area)
+            and app.screen.get_widget_at(region.x + region.width // 2, region.y + region.height // 2)[0] is wanted
+        )
+    except (NoMatches, NoWidget):
+        return False
 
 
 def notices(app: GpuTuiApp) -> list[str]:
@@ -123,7 +144,9 @@ async def test_the_tagged_processes_get_the_signal_chosen_by_its_button(
         assert any(row.startswith(TAG_MARK) for row in screen_rows(app))  # the tag is marked on its row
         await pilot.press("K")
         await until(lambda: isinstance(app.screen, ConfirmSignal), pilot)
+        await until(lambda: clickable(app, "#signal-sigint"), pilot)
         await pilot.click("#signal-sigint")
+        await until(lambda: app.screen is app.main, pilot)
         for child in children:
             assert await asyncio.to_thread(child.wait, 10) == -signal.SIGINT
         await until(lambda: not app.main.table.tagged, pilot)
