@@ -4,14 +4,13 @@ the open, /metrics serves it as gputui_finding 1; a failing webhook is said once
 from __future__ import annotations
 
 import re
-import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 from tests.alerts.receiver import receiving, refused_url
-from tests.export.export_helpers import fetch, one, parse
+from tests.export.export_helpers import fetch, one, parse, stopped_at_the_end
 from tests.export.test_export_command import _start
 
 FAST = "[diagnostics]\nopen_after_s = 0\n[alerts]\nmin_interval_s = 1\ntimeout_s = 2\nretries = 0\n"
@@ -25,15 +24,9 @@ def test_the_exporter_posts_an_open_and_serves_the_open_finding(tmp_path: Path) 
             "--demo", "thermal", "--gpus", "0,1", "--interval", "0.2", "--config", str(config),
             "--alert-webhook", receiver.url,
         )  # fmt: skip
-        try:
+        with stopped_at_the_end(child):
             path, opened = receiver.wait_for_body(lambda body: body["rule"] == "thermal_throttle")
             series, _ = parse(fetch(url)[0])
-            child.send_signal(signal.SIGTERM)
-            assert child.wait(timeout=10) == 0
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
     assert path == "/hook/T0SECRET/B0SECRET"
     assert (opened["state"], opened["rule"], opened["gpus"], opened["simulated"]) == (
         "open",
@@ -71,19 +64,13 @@ def test_a_failing_webhook_is_said_once_and_its_secret_never(tmp_path: Path) -> 
     argv += [str(config), "--alert-webhook", refused_url("/services/T0SECRET/B0SECRET/X0SECRET")]
     with err_path.open("w") as err_file:
         child = subprocess.Popen([sys.executable, "-m", "gputui", *argv], stdout=subprocess.DEVNULL, stderr=err_file)
-    try:
+    with stopped_at_the_end(child):
         url = wait_for_url(err_path, child)
         # Two findings open one after the other (the margin, then the throttling): two messages to the dead
         # target, whose failure is said once. The exporter tries what is queued before it exits.
         deadline = time.monotonic() + 30
         while not throttling(url):
             assert child.poll() is None and time.monotonic() < deadline
-        child.send_signal(signal.SIGTERM)
-        assert child.wait(timeout=10) == 0
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
     err = err_path.read_text()
     said = [line for line in err.splitlines() if "alerts:" in line]
     assert len(said) == 1, err

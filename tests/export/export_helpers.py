@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import threading
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import replace
+from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
@@ -192,3 +197,17 @@ def one(series: Series, metric: str, **labels: str) -> float:
     found = [v for lab, v in series.get(metric, []) if all(lab.get(k) == want for k, want in labels.items())]
     assert len(found) == 1, f"{metric}{labels}: {found}"
     return found[0]
+
+
+@contextmanager
+def stopped_at_the_end(child: subprocess.Popen[Any], stop: signal.Signals = signal.SIGTERM) -> Iterator[None]:
+    """A `gputui export` child for the block: `stop` ends it cleanly (exit 0) once the block is done; killed and
+    reaped where the block failed first or the signal did not end it."""
+    try:
+        yield
+        child.send_signal(stop)
+        assert child.wait(timeout=10) == 0
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()

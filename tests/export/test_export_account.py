@@ -3,7 +3,6 @@ sampler from the verdict of each reading, against a scripted run whose answer is
 
 from __future__ import annotations
 
-import signal
 import time
 
 import pytest
@@ -13,7 +12,7 @@ from gputui.diagnostics.verdict import Verdict
 from gputui.export.server import Exporter, ExportSampler
 from gputui.model import Snapshot
 from gputui.session.diagnose import Diagnose
-from tests.export.export_helpers import FakeSource, fetch, one, parse, render
+from tests.export.export_helpers import FakeSource, fetch, one, parse, render, stopped_at_the_end
 from tests.export.test_export_command import _start
 
 COUNTER = "gputui_verdict_seconds_total"
@@ -70,7 +69,7 @@ def test_a_real_export_server_serves_the_counter(source: FakeSource) -> None:
 def test_the_gputui_export_process_counts_up_the_seconds() -> None:
     """A real `gputui export`: the counter is there after its second reading, and grows with each."""
     child, url = _start("--demo", "starved-cpu", "--gpus", "0", "--interval", "0.2")
-    try:
+    with stopped_at_the_end(child):
         seen: list[float] = []
         deadline = time.monotonic() + 20
         while len(seen) < 2 and time.monotonic() < deadline:
@@ -82,9 +81,3 @@ def test_the_gputui_export_process_counts_up_the_seconds() -> None:
                 time.sleep(0.1)
         assert len(seen) == 2, f"the counter did not grow twice in 20 s: {seen}"
         assert types["gputui_verdict_seconds"] == "counter"
-        child.send_signal(signal.SIGTERM)
-        assert child.wait(timeout=10) == 0
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()

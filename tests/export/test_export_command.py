@@ -14,7 +14,7 @@ import time
 import pytest
 
 from gputui.cli import main
-from tests.export.export_helpers import fetch, one, parse
+from tests.export.export_helpers import fetch, one, parse, stopped_at_the_end
 
 
 def test_port_in_use_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,17 +99,11 @@ def _start(*args: str, sigint_ignored: bool = False) -> tuple[subprocess.Popen[s
 def test_serves_simulated_data_labelled_then_stops_cleanly(stop_signal: signal.Signals, sigint_ignored: bool) -> None:
     """Both signals stop it alike, SIGINT too where it started ignored (and Python raises no KeyboardInterrupt)."""
     child, url = _start("--demo", "thermal", "--gpus", "0,1", "--interval", "0.2", sigint_ignored=sigint_ignored)
-    try:
+    with stopped_at_the_end(child, stop_signal):
         series, _ = parse(fetch(url)[0])
         assert one(series, "gputui_source_info", source="simulated", simulated="true", scenario="thermal") == 1
         assert {lab["gpu"] for lab, _ in series["DCGM_FI_DEV_GPU_TEMP"]} == {"0", "1"}
         assert all(lab["gputui_source"] == "simulated" for lab, _ in series["DCGM_FI_DEV_GPU_TEMP"])
-        child.send_signal(stop_signal)
-        assert child.wait(timeout=10) == 0
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
     assert child.stderr is not None
     assert "Traceback" not in child.stderr.read()
 
