@@ -13,12 +13,7 @@ from gputui.cli import main
 DEMO = ("--demo", "starved-cpu", "--demo-gpus", "2", "--seconds", "30")
 
 
-@pytest.fixture(autouse=True)
-def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("LANG", "en_US.UTF-8")
-    monkeypatch.delenv("LC_ALL", raising=False)
-    monkeypatch.delenv("LC_MESSAGES", raising=False)
+pytestmark = pytest.mark.usefixtures("no_user_config")
 
 
 def account_of(capsys: pytest.CaptureFixture[str], *args: str) -> dict[str, Any]:

@@ -15,13 +15,7 @@ from gputui.sources.base import SourceUnavailable
 from gputui.sources.host import torch_cuda as torch_probe
 from gputui.sources.sim.source import SimulatedSource
 
-
-@pytest.fixture(autouse=True)
-def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("LANG", "en_US.UTF-8")
-    monkeypatch.delenv("LC_ALL", raising=False)
-    monkeypatch.delenv("LC_MESSAGES", raising=False)
+pytestmark = pytest.mark.usefixtures("no_user_config")
 
 
 def diagnose_json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, object]]:
