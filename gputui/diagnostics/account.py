@@ -177,15 +177,20 @@ class Accountant:
         self._sources.setdefault(now.index, set()).add(source)
         return joules
 
+    def gpu_seconds(self) -> dict[int, dict[str, float]]:
+        """Each GPU's seconds in each class so far: what the exporter's counter serves every tick, without the
+        rest of the account."""
+        return {index: _ordered(seconds) for index, seconds in sorted(self._seconds.items())}
+
     def account(self) -> Account:
         gpus = tuple(
             GpuAccount(
                 gpu=index,
-                seconds=_ordered(seconds),
+                seconds=seconds,
                 energy_j=self._energy.get(index),
                 energy_source=_source(self._sources.get(index, set())),
             )
-            for index, seconds in sorted(self._seconds.items())
+            for index, seconds in self.gpu_seconds().items()
         )
         jobs = tuple(
             JobAccount(owner, tuple(sorted(job.gpus)), _ordered(job.seconds), job.energy_j)

@@ -72,7 +72,7 @@ class ExportSampler:
         seconds: dict[int, dict[str, float]] = {}
         if self._accountant is not None:
             self._accountant.add(snapshot, tick.verdict)
-            seconds = {g.gpu: dict(g.seconds) for g in self._accountant.account().gpus}
+            seconds = self._accountant.gpu_seconds()
         self._state = ExportState(
             system=snapshot.system,
             snapshot=snapshot,
