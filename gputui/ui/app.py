@@ -81,9 +81,9 @@ PROBE_KEYS: dict[ProbeName, str] = {"stress": "s", "pcie": "b", "membw": "m", "d
 MAIN_VIEW_ACTIONS = frozenset({"toggle_diagnostics", "detail", "topo", "filter", "sort", "close_filter"})
 # Actions on this machine now, which a replay is not: in replay they are hidden from the footer and the help, and
 # do nothing (check_action); the replay keys take space and `p`, and a probe key says why it does nothing.
+LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_probe"})
 # The pane's cost tally is worked out again at most this often (the monitor's bytes to the terminal are few).
 TALLY_EVERY_S = 1.0
-LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_probe"})
 # `K` signals the process table's tagged or selected processes: it is in the footer while the table has the focus
 # (at 80 columns the footer has room for it only there, and while recording only in the place of `M Mark`).
 # Where no signal may be sent (a replay, a read-only session) it is gone from the footer and the help, and says why
