@@ -400,6 +400,84 @@ class GpuSample:
         return self.mig.device_of(process.gpu_instance_id) if self.mig is not None else None
 
 
+# What a job's main thread is doing at a stack sample (gputui/sources/stacks/classify.py sorts frames into them):
+# waiting for the DataLoader's next batch; the dataset's own code in the main process (num_workers=0); the job's own
+# Python on a CPU; waiting for the GPU (.item(), .cpu(), synchronize); waiting on other ranks in a collective;
+# writing a checkpoint; reading files; sleeping or blocked elsewhere.
+ActivityKind = Literal["data", "loading", "cpu", "gpu_sync", "collective", "checkpoint", "io", "idle"]
+ACTIVITY_KINDS: tuple[ActivityKind, ...] = (
+    "data",
+    "loading",
+    "cpu",
+    "gpu_sync",
+    "collective",
+    "checkpoint",
+    "io",
+    "idle",
+)
+# Who read the stacks: py-spy from outside (ptrace), or the sampler `gputui run` puts inside the job.
+ActivitySource = Literal["py-spy", "in-process"]
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityShares:
+    """The share of a thread's stack samples in each kind; they sum to 1 where any sample was taken."""
+
+    data: float = 0.0
+    loading: float = 0.0
+    cpu: float = 0.0
+    gpu_sync: float = 0.0
+    collective: float = 0.0
+    checkpoint: float = 0.0
+    io: float = 0.0
+    idle: float = 0.0
+
+    def of(self, kind: ActivityKind) -> float:
+        share: float = getattr(self, kind)
+        return share
+
+    @property
+    def leading(self) -> ActivityKind | None:
+        """The kind with the most samples (the first in ACTIVITY_KINDS on a tie); None with no sample."""
+        best = max(ACTIVITY_KINDS, key=self.of)
+        return best if self.of(best) > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class ActivityFrame:
+    """A frame that held many samples: the user function a kind is named by ("cpu" in `step`, train.py:88)."""
+
+    kind: ActivityKind
+    function: str
+    file: str
+    line: int | None
+    share: float  # of the main thread's samples
+
+
+@dataclass(frozen=True, slots=True)
+class JobActivity:
+    """What a job's main thread did over one window of stack samples: measured, where the rest is inferred.
+
+    A process whose stacks cannot be read (not Python, ptrace refused) has `samples` 0 and `error` saying why."""
+
+    source: ActivitySource
+    taken_at: float  # seconds since the epoch when the window ended
+    window_s: float
+    samples: int  # the main thread's samples in the window
+    shares: ActivityShares = ActivityShares()
+    top: tuple[ActivityFrame, ...] = ()  # the frames that held the most samples, most first
+    # Its data-loader workers' and pin-memory thread's samples pooled, where any were read: a worker stuck in
+    # file reads shows here.
+    workers: ActivityShares | None = None
+    worker_samples: int = 0
+    rank: int | None = None  # RANK from its environment, for a rank of torch.distributed
+    error: str | None = None
+
+    @property
+    def leading(self) -> ActivityKind | None:
+        return self.shares.leading if self.samples else None
+
+
 @dataclass(frozen=True, slots=True)
 class ProcSample:
     """Host-side view of a process that uses a GPU (or of a data-loader worker's parent)."""
@@ -439,6 +517,8 @@ class ProcSample:
     # When it started (seconds since the epoch, psutil's create_time); None unreadable. A signal is sent only to the
     # process that had this PID when it was sampled: a PID reused since starts later.
     create_time: float | None = None
+    # Its main thread's stacks over the last window sampled (gputui/sources/stacks); None where none was taken.
+    activity: JobActivity | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -490,6 +570,9 @@ class HostSample:
     container: ContainerSample | None = None  # the cgroup gputui runs in; None when it cannot be read
     psi: PsiSample | None = None  # the cgroup's pressure (v2), else the host's; None where PSI is off
     processes: tuple[ProcSample, ...] = ()
+    # The processes outside the GPU jobs that use the most CPU, busiest first: read only while the host's CPUs
+    # are busy, so that a job starved by another user's work is told whose it is.
+    busiest_others: tuple[ProcSample, ...] = ()
 
     @property
     def cpu_pct(self) -> float | None:
