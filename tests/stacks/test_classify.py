@@ -240,10 +240,15 @@ def test_the_pin_memory_thread_is_pooled_with_the_workers_and_other_threads_are_
 
 
 def test_a_window_without_the_main_thread_says_so() -> None:
-    activity = summarize(window(30, thread(31, 31, "main (w.py:1)")))
-    assert activity.samples == 0
-    assert activity.error is not None
-    assert activity.error.startswith("no_samples: ")
+    empty = summarize(window(30))
+    assert (empty.samples, empty.leading, empty.error) == (
+        0,
+        None,
+        "no_samples: no sample of process 30's main thread was read in 4 s",
+    )
+    launcher = summarize(window(30, thread(31, 31, "main (w.py:1)")))
+    assert launcher.error is not None
+    assert launcher.error.startswith("no_samples: process 30 ran no Python of its own, only its child processes did")
 
 
 def test_paths_from_inside_the_job_read_as_py_spys_and_match_the_same_patterns() -> None:

@@ -79,8 +79,18 @@ def test_py_spys_failure_is_the_activitys_error() -> None:
     assert (activity.samples, activity.error) == (0, "gone: process 61 is no longer running")
 
 
-def test_every_error_of_the_readers_has_its_key() -> None:
-    assert set(ERROR_KEYS) >= {"ptrace_refused", "not_python", "gone", "no_py_spy", "py_spy_failed", "no_samples"}
+def test_a_published_record_that_cannot_be_used_is_the_activitys_error_with_its_key(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def corrupt(pid: int, window_s: float) -> StackWindow:
+        raise StacksUnavailable(f"the stack record of pid {pid} is corrupt (no window yet)")
+
+    inprocess = types.ModuleType(INPROCESS)
+    inprocess.read_published = corrupt
+    monkeypatch.setitem(sys.modules, INPROCESS, inprocess)
+    activity = read_activity(62, 4.0, record=never)
+    assert activity.error == "record_unusable: the stack record of pid 62 is corrupt (no window yet)"
+    assert activity.error.partition(": ")[0] in ERROR_KEYS
 
 
 @pytest.fixture

@@ -249,6 +249,12 @@ def _is_worker(thread: ThreadStacks, pid: int) -> bool:
     return thread.is_main and not helper
 
 
+def _why_no_sample(window: StackWindow) -> str:
+    if any(thread.pid != window.pid for thread in window.threads):
+        return f"process {window.pid} ran no Python of its own, only its child processes did (a launcher, a shell?)"
+    return f"no sample of process {window.pid}'s main thread was read in {window.window_s:g} s"
+
+
 def summarize(window: StackWindow, top_n: int = 5) -> JobActivity:
     """The job's activity over one window: the main thread's samples as shares of each kind and the frames that
     held most of them; its workers' samples pooled beside them."""
@@ -276,7 +282,7 @@ def summarize(window: StackWindow, top_n: int = 5) -> JobActivity:
             window_s=window.window_s,
             samples=0,
             rank=window.rank,
-            error=f"no_samples: no sample of process {window.pid}'s main thread was read in {window.window_s:g} s",
+            error=f"no_samples: {_why_no_sample(window)}",
         )
     top = tuple(
         ActivityFrame(kind=kind, function=function, file=file, line=line, share=held / samples)

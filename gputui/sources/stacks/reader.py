@@ -24,6 +24,7 @@ ERROR_KEYS = (
     "no_py_spy",  # py-spy is not installed
     "py_spy_failed",  # py-spy ran but read nothing (timed out, or an error of its own)
     "no_samples",  # stacks were read, but none of the main thread
+    "record_unusable",  # the job publishes a record (gputui run) that cannot be used: unreadable, corrupt, stale
 )
 
 
@@ -36,6 +37,13 @@ def _published(pid: int, window_s: float) -> StackWindow | None:
         return None
     read_published: Callable[[int, float], StackWindow | None] = inprocess.read_published
     return read_published(pid, window_s)
+
+
+def _keyed(reason: str) -> str:
+    """The reason with its key in front: py-spy's reader keys its own; the in-process reader's words about a record
+    it cannot use are keyed here."""
+    key, separator, _ = reason.partition(": ")
+    return reason if separator and key in ERROR_KEYS else f"record_unusable: {reason}"
 
 
 def _from_outside(pid: int, window_s: float, rate_hz: int, record: Recorder) -> StackWindow:
@@ -58,5 +66,6 @@ def read_activity(
     try:
         window = _published(pid, window_s) or _from_outside(pid, window_s, rate_hz, record)
     except StacksUnavailable as unavailable:
-        return JobActivity(source="py-spy", taken_at=clock(), window_s=window_s, samples=0, error=str(unavailable))
+        error = _keyed(str(unavailable))
+        return JobActivity(source="py-spy", taken_at=clock(), window_s=window_s, samples=0, error=error)
     return summarize(window)
