@@ -144,6 +144,9 @@ HAND_WRITTEN: list[tuple[str, ActivityKind, str]] = [
     # Waiting for the GPU where Python sees it.
     ("train (train.py:50);synchronize (torch/cuda/__init__.py:985)", "gpu_sync", "synchronize"),
     ("train (train.py:50);Event.synchronize (torch/cuda/streams.py:225)", "gpu_sync", "Event.synchronize"),
+    ("train (train.py:50);synchronize (torch/accelerator/__init__.py:200)", "gpu_sync", "synchronize"),
+    # Recording an event launches it and goes on: not a wait.
+    ("train (train.py:50);Event.record (torch/cuda/streams.py:190)", "idle", "train"),
     # DDP: its own collectives, and not the model it runs inside its forward.
     (
         "train (train.py:50);Module._wrapped_call_impl (torch/nn/modules/module.py:1751);"
@@ -237,6 +240,8 @@ def test_the_pin_memory_thread_is_pooled_with_the_workers_and_other_threads_are_
     )
     assert activity.workers is not None
     assert (activity.workers.data, activity.worker_samples) == (1.0, 10)
+    unnamed = summarize(window(20, thread(20, 20, "main (train.py:80)"), thread(20, 21, pin)))
+    assert unnamed.worker_samples == 10
 
 
 def test_a_window_without_the_main_thread_says_so() -> None:

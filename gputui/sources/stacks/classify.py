@@ -87,7 +87,8 @@ PATTERNS: tuple[Pattern, ...] = (
     _pattern("data", "transformers/trainer.py", "get_batch_samples"),
     # Waiting for the GPU where the wait passes through Python.
     _pattern("gpu_sync", "torch/cuda/__init__.py", "synchronize"),
-    _pattern("gpu_sync", "torch/cuda/streams.py"),  # Stream.synchronize, Event.synchronize, Event.wait
+    _pattern("gpu_sync", "torch/accelerator/__init__.py", "synchronize"),
+    _pattern("gpu_sync", "torch/cuda/streams.py", "synchronize"),  # Stream.synchronize, Event.synchronize
     # Waiting on the other ranks.
     _pattern("collective", "torch/distributed/distributed_c10d.py"),
     _pattern("collective", "torch/distributed/_functional_collectives.py"),
@@ -100,7 +101,7 @@ PATTERNS: tuple[Pattern, ...] = (
     _pattern("collective", "accelerate/state.py", "wait_for_everyone"),
     _pattern("collective", "lightning/fabric/utilities/distributed.py"),
     _pattern("collective", "lightning/pytorch/strategies/ddp.py", "barrier", "reduce", "broadcast"),
-    _pattern("collective", "transformers/trainer_pt_utils.py", "distributed_concat", "nested_gather"),
+    _pattern("collective", "transformers/trainer_pt_utils.py", "distributed_concat"),
     # File reads, where a Python frame shows them (a bare open() or read() is C: its caller's line only).
     _pattern("io", "pathlib.py", "read_bytes", "read_text", "open"),
     _pattern("io", "shutil.py", "copyfileobj", "copyfile", "copy", "copy2"),
@@ -155,6 +156,7 @@ LIBRARIES = frozenset(
 # Child processes of a job that are no data-loader worker: multiprocessing's helpers (a spawn context's resource
 # tracker, the forkserver). Their main threads wait all day and would dilute the workers' shares.
 _HELPER_FILES = ("/multiprocessing/resource_tracker.py", "/multiprocessing/forkserver.py")
+_PIN_MEMORY_FILES = ("/torch/utils/data/_utils/pin_memory.py",)
 
 # A path from the in-process sampler is absolute; py-spy's is already short. Both are cut to the package part.
 _LIBRARY_DIR = re.compile(r".*/(?:site-packages|dist-packages)/|.*/lib/python\d+\.\d+/")
@@ -237,16 +239,14 @@ def _shares(by_kind: Counter[ActivityKind], total: int) -> ActivityShares:
 
 def _is_worker(thread: ThreadStacks, pid: int) -> bool:
     """A data-loader worker (a child process's main thread, bar multiprocessing's helpers) or the pin-memory
-    thread (torch names it "Thread-N (_pin_memory_loop)")."""
+    thread (torch names it "Thread-N (_pin_memory_loop)"; where the name was not read, its frames say it)."""
     if thread.pid == pid:
-        return not thread.is_main and "pin_memory" in thread.name
-    helper = any(
-        _slashed(frame.file).endswith(helper_file)
-        for count in thread.stacks
-        for frame in count.stack
-        for helper_file in _HELPER_FILES
-    )
-    return thread.is_main and not helper
+        return not thread.is_main and ("pin_memory" in thread.name or _runs_in(thread, _PIN_MEMORY_FILES))
+    return thread.is_main and not _runs_in(thread, _HELPER_FILES)
+
+
+def _runs_in(thread: ThreadStacks, files: tuple[str, ...]) -> bool:
+    return any(_slashed(frame.file).endswith(files) for count in thread.stacks for frame in count.stack)
 
 
 def _why_no_sample(window: StackWindow) -> str:
