@@ -4,6 +4,7 @@ without), read back as the StackWindow py-spy's reader makes of it, and stacks w
 The jobs, each sampled by `py-spy record --nonblocking [--idle] --threads --subprocesses --format raw -r 20 -d 2`:
 - dl0: a DataLoader with num_workers=0 over a dataset whose __getitem__ loops in Python;
 - dl2: the same with num_workers=2 and a main loop that only sums each batch (its workers are the bound);
+- dlio: num_workers=2 over a dataset whose __getitem__ reads a 30 MB file (Path.read_bytes) for each item;
 - sleeper: a loop calling gpu_step(), which is time.sleep(0.05);
 - spinner: a pure-Python loop (step() squares and sums);
 - saver: torch.save of a 2000x2000 Linear's state_dict, in a loop;
@@ -19,7 +20,7 @@ from gputui.sources.stacks.pyspy import merge, parse_raw
 from gputui.sources.stacks.samples import Stack, StackCount, StackWindow, ThreadStacks
 
 FIXTURES = Path(__file__).parent / "fixtures"
-JOBS = ("dl0", "dl2", "sleeper", "spinner", "saver", "rank0")
+JOBS = ("dl0", "dl2", "dlio", "sleeper", "spinner", "saver", "rank0")
 
 
 def job_pid(raw: str) -> int:

@@ -50,6 +50,13 @@ def test_the_data_loader_workers_are_pooled_beside_the_main_thread() -> None:
     assert activity.worker_samples > activity.samples  # two workers over the same window
 
 
+def test_workers_reading_files_are_io_while_the_main_thread_waits_for_data() -> None:
+    activity = summarize(recorded("dlio"))
+    assert activity.leading == "data"
+    assert activity.workers is not None
+    assert activity.workers.leading == "io"
+
+
 def test_a_job_without_workers_has_none() -> None:
     activity = summarize(recorded("spinner"))
     assert (activity.workers, activity.worker_samples) == (None, 0)
