@@ -97,8 +97,15 @@ def fake_py_spy(tmp_path: Path, body: str) -> str:
 def test_both_runs_are_read_into_one_window_with_running_counts(tmp_path: Path) -> None:
     every = FIXTURES / "dl0.every.txt"
     running = FIXTURES / "dl0.running.txt"
-    py_spy = fake_py_spy(tmp_path, f'if [ $IDLE = yes ]; then cp {every} "$OUT"; else cp {running} "$OUT"; fi')
+    py_spy = fake_py_spy(
+        tmp_path,
+        f'echo "$@" >> {tmp_path}/calls\nif [ $IDLE = yes ]; then cp {every} "$OUT"; else cp {running} "$OUT"; fi',
+    )
     window = record(32320, 1.0, 20, py_spy=py_spy, proc=tmp_path, clock=lambda: 500.0)
+    calls = (tmp_path / "calls").read_text().splitlines()
+    assert len(calls) == 2
+    assert all(call.startswith("record --nonblocking ") for call in calls)  # never pausing the job
+    assert sorted("--idle" in call.split() for call in calls) == [False, True]
     assert (window.source, window.pid, window.taken_at, window.window_s, window.rank) == (
         "py-spy",
         32320,
