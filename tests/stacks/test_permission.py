@@ -124,7 +124,6 @@ def _as_nobody(tmp_path: Path) -> str:
     wrapper = tmp_path / "py-spy-as-nobody"
     wrapper.write_text(f'#!/bin/sh\nexec {drop} "$@"\n')
     wrapper.chmod(wrapper.stat().st_mode | stat.S_IXUSR)
-    tmp_path.chmod(0o755)
     return str(wrapper)
 
 
