@@ -11,11 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from gputui.sources.stacks.pyspy import find_py_spy
-from gputui.sources.stacks.reader import ERROR_KEYS, read_activity
+from gputui.sources.stacks.reader import ERROR_KEYS, INPROCESS, read_activity
 from gputui.sources.stacks.samples import StacksUnavailable, StackWindow
 from tests.stacks.recorded import recorded, thread, window
-
-INPROCESS = "gputui.sources.stacks.inprocess"
 
 
 def never(pid: int, window_s: float, rate_hz: int) -> StackWindow:
@@ -77,6 +75,19 @@ def test_py_spys_failure_is_the_activitys_error() -> None:
 
     activity = read_activity(61, 4.0, record=gone)
     assert (activity.samples, activity.error) == (0, "gone: process 61 is no longer running")
+
+
+def test_an_in_process_reader_that_is_there_but_broken_is_not_taken_for_one_that_is_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A module the in-process reader needs is missing: that is gputui's fault to see, not a job without a record."""
+
+    def broken(name: str) -> types.ModuleType:
+        raise ModuleNotFoundError("No module named 'gputui.sources.stacks.agent'", name="gputui.sources.stacks.agent")
+
+    monkeypatch.setattr("gputui.sources.stacks.reader.importlib.import_module", broken)
+    with pytest.raises(ModuleNotFoundError):
+        read_activity(63, 4.0, record=never)
 
 
 def test_a_published_record_that_cannot_be_used_is_the_activitys_error_with_its_key(

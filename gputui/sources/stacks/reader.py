@@ -14,6 +14,8 @@ from gputui.sources.stacks.classify import summarize
 from gputui.sources.stacks.permission import ptrace_refusal
 from gputui.sources.stacks.samples import StacksUnavailable, StackWindow
 
+INPROCESS = "gputui.sources.stacks.inprocess"
+
 # Reads one window from outside: (pid, window_s, rate_hz) -> the window; raises StacksUnavailable.
 Recorder = Callable[[int, float, int], StackWindow]
 
@@ -30,10 +32,13 @@ ERROR_KEYS = (
 
 def _published(pid: int, window_s: float) -> StackWindow | None:
     """The window the job's own sampler published (gputui run); None when it publishes none. The in-process reader
-    is another part's module, imported by name so that this one stands without it."""
+    is another part's module, imported by name so that this one stands without it; a module that is there but
+    fails to import is an error, not a job that publishes nothing."""
     try:
-        inprocess = importlib.import_module("gputui.sources.stacks.inprocess")
-    except ImportError:
+        inprocess = importlib.import_module(INPROCESS)
+    except ModuleNotFoundError as missing:
+        if missing.name != INPROCESS:
+            raise
         return None
     read_published: Callable[[int, float], StackWindow | None] = inprocess.read_published
     return read_published(pid, window_s)
