@@ -1,0 +1,301 @@
+"""What a stack was doing, by a table of frame patterns: the one place that knows PyTorch's (and HF Trainer's,
+Lightning's, accelerate's) functions. `summarize` sums a StackWindow into the model's JobActivity.
+
+A stack is read innermost frame first, and the first frame that a pattern matches decides its kind, so a file read
+inside a dataset's `__getitem__` is `io` and the dataset's own code around it `loading`. Past a frame of the job's
+own code (or of its model), only `loading` still matches: a wait that encloses the job's own work is not what the
+thread does (DDP's forward runs the model inside it). Checkpoint patterns are the exception: a checkpoint is read
+from anywhere in the stack (and named by its outermost frame), since the collectives, copies and writes it makes are
+all "writing a checkpoint". A stack no pattern matches is the job's own work: `cpu` for the samples in which the
+thread ran, `idle` for those in which it slept or blocked.
+
+What no pattern can see: `Tensor.item()`, `.cpu()` and `.tolist()` are C calls with no Python frame of their own,
+so a job waiting for the GPU in one of them shows only its own line calling it, as `cpu` or `idle` (named by that
+line). Only the waits that pass through Python (torch.cuda.synchronize, a Stream's or an Event's) read `gpu_sync`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityKind, ActivityShares, JobActivity
+from gputui.sources.stacks.samples import Frame, Stack, StackCount, StackWindow, ThreadStacks
+
+
+@dataclass(frozen=True, slots=True)
+class Pattern:
+    """Frames of one kind: those in a file whose path ends with `path` (a folder where it ends with "/": any file
+    under it), and, where `functions` is not empty, in one of those functions. A function matches by its name or
+    its qualified name's tail ("_next_data" matches "_MultiProcessingDataLoaderIter._next_data"), so the table reads
+    the same on Python 3.10, where py-spy sees bare names, and on 3.11+, where it sees qualified ones."""
+
+    kind: ActivityKind
+    path: str
+    functions: frozenset[str] = frozenset()
+
+    def matches(self, frame: Frame, file: str) -> bool:
+        """`file`: the frame's file with "/" before it and "\\" as "/" (see _slashed), read once per frame."""
+        in_path = f"/{self.path}" in file if self.path.endswith("/") else file.endswith(f"/{self.path}")
+        return in_path and (not self.functions or any(_named(frame.function, name) for name in self.functions))
+
+
+def _named(function: str, name: str) -> bool:
+    return function == name or function.endswith(f".{name}")
+
+
+def _pattern(kind: ActivityKind, path: str, *functions: str) -> Pattern:
+    return Pattern(kind, path, frozenset(functions))
+
+
+# Checked over the whole stack before anything else (see the module's docstring).
+CHECKPOINT_PATTERNS: tuple[Pattern, ...] = (
+    _pattern("checkpoint", "torch/serialization.py"),  # torch.save, torch.load and their helpers
+    _pattern("checkpoint", "torch/distributed/checkpoint/"),
+    _pattern("checkpoint", "safetensors/torch.py", "save_file", "save", "load_file"),
+    _pattern(
+        "checkpoint",
+        "transformers/trainer.py",
+        "_save_checkpoint",
+        "save_model",
+        "_save",
+        "_save_optimizer_and_scheduler",
+    ),
+    _pattern("checkpoint", "lightning/pytorch/trainer/trainer.py", "save_checkpoint"),
+    _pattern("checkpoint", "pytorch_lightning/trainer/trainer.py", "save_checkpoint"),
+    _pattern("checkpoint", "lightning/pytorch/callbacks/model_checkpoint.py"),
+    _pattern("checkpoint", "pytorch_lightning/callbacks/model_checkpoint.py"),
+    _pattern("checkpoint", "lightning/fabric/fabric.py", "save"),
+    _pattern("checkpoint", "accelerate/accelerator.py", "save_state", "save_model", "save"),
+    _pattern("checkpoint", "accelerate/checkpointing.py"),
+)
+
+# Checked frame by frame, innermost first; on one frame the first pattern that matches wins.
+PATTERNS: tuple[Pattern, ...] = (
+    # The dataset running in the main process (num_workers=0): the single-process iterator fetches it itself.
+    _pattern("loading", "torch/utils/data/_utils/fetch.py"),
+    _pattern("loading", "torch/utils/data/dataloader.py", "_SingleProcessDataLoaderIter._next_data"),
+    # Waiting for the workers' next batch: the iterator's queue (or the pin-memory thread's), and that thread.
+    _pattern("data", "torch/utils/data/dataloader.py", "_next_data", "_get_data", "_try_get_data", "__next__"),
+    _pattern("data", "torch/utils/data/_utils/pin_memory.py"),
+    _pattern("data", "accelerate/data_loader.py"),
+    _pattern("data", "lightning/pytorch/loops/fetchers.py"),
+    _pattern("data", "pytorch_lightning/loops/fetchers.py"),
+    _pattern("data", "transformers/trainer.py", "get_batch_samples"),
+    # Waiting for the GPU where the wait passes through Python.
+    _pattern("gpu_sync", "torch/cuda/__init__.py", "synchronize"),
+    _pattern("gpu_sync", "torch/accelerator/__init__.py", "synchronize"),
+    _pattern("gpu_sync", "torch/cuda/streams.py", "synchronize"),  # Stream.synchronize, Event.synchronize
+    # Waiting on the other ranks.
+    _pattern("collective", "torch/distributed/distributed_c10d.py"),
+    _pattern("collective", "torch/distributed/_functional_collectives.py"),
+    _pattern("collective", "torch/nn/parallel/distributed.py"),  # DDP: its reducer, its buffers' broadcast
+    _pattern("collective", "torch/distributed/fsdp/"),
+    _pattern("collective", "torch/distributed/_composable/fsdp/"),
+    _pattern("collective", "torch/distributed/algorithms/"),
+    _pattern("collective", "accelerate/utils/operations.py", "gather", "gather_object", "reduce", "broadcast"),
+    _pattern("collective", "accelerate/accelerator.py", "wait_for_everyone", "gather", "gather_for_metrics"),
+    _pattern("collective", "accelerate/state.py", "wait_for_everyone"),
+    _pattern("collective", "lightning/fabric/utilities/distributed.py"),
+    _pattern("collective", "lightning/pytorch/strategies/ddp.py", "barrier", "reduce", "broadcast"),
+    _pattern("collective", "transformers/trainer_pt_utils.py", "distributed_concat"),
+    # File reads, where a Python frame shows them (a bare open() or read() is C: its caller's line only).
+    _pattern("io", "pathlib.py", "read_bytes", "read_text", "open"),
+    _pattern("io", "shutil.py", "copyfileobj", "copyfile", "copy", "copy2"),
+    _pattern("io", "gzip.py", "read"),
+    _pattern("io", "zipfile.py", "read", "open"),
+    _pattern("io", "tarfile.py", "extractfile", "read"),
+    _pattern("io", "numpy/lib/npyio.py", "load", "loadtxt"),
+    _pattern("io", "numpy/lib/_npyio_impl.py", "load", "loadtxt"),
+    _pattern("io", "numpy/lib/format.py", "read_array"),
+    _pattern("io", "PIL/Image.py", "open"),
+    _pattern("io", "PIL/ImageFile.py", "load"),
+    _pattern("io", "torchvision/io/"),
+    _pattern("io", "torchvision/datasets/folder.py", "pil_loader", "default_loader"),
+    _pattern("io", "h5py/_hl/dataset.py", "__getitem__", "read_direct"),
+    _pattern("io", "pyarrow/parquet/"),
+    _pattern("io", "fsspec/"),
+)
+
+# Where torch runs the job's model: every module is called through these. A wait further out is not what the thread
+# does while the model computes inside it: DDP's and FSDP's forward wrap the model (their collectives are frames of
+# their own, inside).
+MODEL_CALLS: tuple[Pattern, ...] = (_pattern("cpu", "torch/nn/modules/module.py", "_call_impl", "_wrapped_call_impl"),)
+# The kinds a pattern may give past the job's own code (or its model) running inside it: the dataset the loader runs.
+ENCLOSING_KINDS = frozenset({"loading"})
+
+# Packages whose frames are never "the job's own": the frame a `cpu` or `idle` stack is named by is the job's
+# innermost one outside them (and the standard library's).
+LIBRARIES = frozenset(
+    {
+        "torch",
+        "torchvision",
+        "torchaudio",
+        "transformers",
+        "lightning",
+        "pytorch_lightning",
+        "lightning_fabric",
+        "accelerate",
+        "deepspeed",
+        "datasets",
+        "numpy",
+        "PIL",
+        "safetensors",
+        "h5py",
+        "pyarrow",
+        "pandas",
+        "fsspec",
+        "tqdm",
+        "triton",
+    }
+)
+
+# Child processes of a job that are no data-loader worker: multiprocessing's helpers (a spawn context's resource
+# tracker, the forkserver). Their main threads wait all day and would dilute the workers' shares.
+_HELPER_FILES = ("/multiprocessing/resource_tracker.py", "/multiprocessing/forkserver.py")
+_PIN_MEMORY_FILES = ("/torch/utils/data/_utils/pin_memory.py",)
+
+# A path from the in-process sampler is absolute; py-spy's is already short. Both are cut to the package part.
+_LIBRARY_DIR = re.compile(r".*/(?:site-packages|dist-packages)/|.*/lib/python\d+\.\d+/")
+
+# The kinds whose samples run (or wait in) the job's own code: named by its innermost own frame.
+_OWN_CODE_KINDS = frozenset({"cpu", "idle", "loading"})
+
+
+def short_file(file: str) -> str:
+    """The file as py-spy prints it: the part after site-packages (or the standard library's folder)."""
+    return _LIBRARY_DIR.sub("", file.replace("\\", "/"))
+
+
+def _slashed(file: str) -> str:
+    return "/" + short_file(file)
+
+
+def is_own(frame: Frame) -> bool:
+    """Whether a frame is the job's own code: not in a library's package nor in the standard library."""
+    top = short_file(frame.file).split("/", 1)[0].removesuffix(".py")
+    return not (top in LIBRARIES or top in sys.stdlib_module_names or top.startswith("<frozen"))
+
+
+def _matched(stack: Stack) -> tuple[ActivityKind, int] | None:
+    """The kind the patterns give a stack and the index of the frame that matched; None where none does."""
+    files = [_slashed(frame.file) for frame in stack]
+    # A checkpoint is named by its outermost frame: where the job went into it (torch.save, _save_checkpoint).
+    for index in reversed(range(len(stack))):
+        for pattern in CHECKPOINT_PATTERNS:
+            if pattern.matches(stack[index], files[index]):
+                return pattern.kind, index
+    computing = False
+    for index, (frame, file) in enumerate(zip(stack, files, strict=True)):
+        for pattern in PATTERNS:
+            if (not computing or pattern.kind in ENCLOSING_KINDS) and pattern.matches(frame, file):
+                return pattern.kind, index
+        computing = computing or is_own(frame) or any(call.matches(frame, file) for call in MODEL_CALLS)
+    return None
+
+
+def _naming(stack: Stack, kind: ActivityKind, matched: int | None) -> Frame | None:
+    """The frame a kind is shown by: the job's innermost own frame for the kinds that run its code (inside the
+    matched frame, for `loading`: the dataset's `__getitem__`), else the matched one; the innermost at worst."""
+    if kind in _OWN_CODE_KINDS:
+        own = next((frame for frame in stack[:matched] if is_own(frame)), None)
+        if own is not None:
+            return own
+    if matched is not None:
+        return stack[matched]
+    return stack[0] if stack else None
+
+
+def kind_of(count: StackCount) -> tuple[ActivityKind, Frame | None]:
+    """The kind of one stack and the frame that names it. A stack no pattern matches is `cpu` when the thread ran
+    in most of its samples, else `idle` (summarize splits it by its samples instead)."""
+    matched = _matched(count.stack)
+    if matched is None:
+        kind: ActivityKind = "cpu" if count.running * 2 > count.samples else "idle"
+        return kind, _naming(count.stack, kind, None)
+    kind, index = matched
+    return kind, _naming(count.stack, kind, index)
+
+
+def _split(count: StackCount) -> Iterable[tuple[ActivityKind, Frame | None, int]]:
+    """The samples of one stack by kind: a matched stack whole, the others as their running and waiting parts."""
+    matched = _matched(count.stack)
+    if matched is not None:
+        kind, index = matched
+        yield kind, _naming(count.stack, kind, index), count.samples
+        return
+    parts: tuple[tuple[ActivityKind, int], ...] = (("cpu", count.running), ("idle", count.samples - count.running))
+    for part, samples in parts:
+        if samples > 0:
+            yield part, _naming(count.stack, part, None), samples
+
+
+def _shares(by_kind: Counter[ActivityKind], total: int) -> ActivityShares:
+    return ActivityShares(**{kind: by_kind[kind] / total for kind in ACTIVITY_KINDS})
+
+
+def _is_worker(thread: ThreadStacks, pid: int) -> bool:
+    """A data-loader worker (a child process's main thread, bar multiprocessing's helpers) or the pin-memory
+    thread (torch names it "Thread-N (_pin_memory_loop)"; where the name was not read, its frames say it)."""
+    if thread.pid == pid:
+        return not thread.is_main and ("pin_memory" in thread.name or _runs_in(thread, _PIN_MEMORY_FILES))
+    return thread.is_main and not _runs_in(thread, _HELPER_FILES)
+
+
+def _runs_in(thread: ThreadStacks, files: tuple[str, ...]) -> bool:
+    return any(_slashed(frame.file).endswith(files) for count in thread.stacks for frame in count.stack)
+
+
+def _why_no_sample(window: StackWindow) -> str:
+    if any(thread.pid != window.pid for thread in window.threads):
+        return f"process {window.pid} ran no Python of its own, only its child processes did (a launcher, a shell?)"
+    return f"no sample of process {window.pid}'s main thread was read in {window.window_s:g} s"
+
+
+def summarize(window: StackWindow, top_n: int = 5) -> JobActivity:
+    """The job's activity over one window: the main thread's samples as shares of each kind and the frames that
+    held most of them; its workers' samples pooled beside them."""
+    main_kinds: Counter[ActivityKind] = Counter()
+    named: Counter[tuple[ActivityKind, str, str, int | None]] = Counter()
+    worker_kinds: Counter[ActivityKind] = Counter()
+    for thread in window.threads:
+        is_main = thread.is_main and thread.pid == window.pid
+        if not is_main and not _is_worker(thread, window.pid):
+            continue
+        for count in thread.stacks:
+            for kind, frame, samples in _split(count):
+                if not is_main:
+                    worker_kinds[kind] += samples
+                    continue
+                main_kinds[kind] += samples
+                if frame is not None:
+                    named[(kind, frame.function, short_file(frame.file), frame.line)] += samples
+    samples = sum(main_kinds.values())
+    worker_samples = sum(worker_kinds.values())
+    if not samples:
+        return JobActivity(
+            source=window.source,
+            taken_at=window.taken_at,
+            window_s=window.window_s,
+            samples=0,
+            rank=window.rank,
+            error=f"no_samples: {_why_no_sample(window)}",
+        )
+    top = tuple(
+        ActivityFrame(kind=kind, function=function, file=file, line=line, share=held / samples)
+        for (kind, function, file, line), held in named.most_common(top_n)
+    )
+    return JobActivity(
+        source=window.source,
+        taken_at=window.taken_at,
+        window_s=window.window_s,
+        samples=samples,
+        shares=_shares(main_kinds, samples),
+        top=top,
+        workers=_shares(worker_kinds, worker_samples) if worker_samples else None,
+        worker_samples=worker_samples,
+        rank=window.rank,
+    )
