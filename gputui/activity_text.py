@@ -40,7 +40,7 @@ def ranked(shares: ActivityShares) -> list[tuple[ActivityKind, float]]:
 
 
 def shares_text(shares: ActivityShares, limit: int = len(ACTIVITY_KINDS)) -> str:
-    """"data 71%, cpu 20%, idle 9%": the kinds of at least 1%, most first, at most `limit` of them."""
+    """ "data 71%, cpu 20%, idle 9%": the kinds of at least 1%, most first, at most `limit` of them."""
     listed = [(kind, share) for kind, share in ranked(shares) if share >= LISTED_SHARE][:limit]
     return ", ".join(f"{kind} {fmt_share(share)}" for kind, share in listed)
 
@@ -55,7 +55,7 @@ def is_fresh(activity: JobActivity, now: float, fresh_s: float = ACTIVITY_FRESH_
 
 
 def age_text(seconds: float) -> str:
-    """"12 s ago", "3 min ago", "2 h ago": how long ago a window ended."""
+    """ "12 s ago", "3 min ago", "2 h ago": how long ago a window ended."""
     seconds = max(0.0, seconds)
     if seconds < 120:
         return f"{seconds:.0f} s ago"
@@ -65,7 +65,7 @@ def age_text(seconds: float) -> str:
 
 
 def source_text(activity: JobActivity, now: float | None = None) -> str:
-    """"py-spy, 4 s, 80 samples, 12 s ago": who read the stacks, over how long, how many, and when (with `now`)."""
+    """ "py-spy, 4 s, 80 samples, 12 s ago": who read the stacks, over how long, how many, and when (with `now`)."""
     parts = [activity.source, f"{activity.window_s:g} s", f"{activity.samples} samples"]
     if now is not None:
         parts.append(age_text(now - activity.taken_at))
@@ -90,18 +90,18 @@ def short_file(path: str) -> str:
 
 
 def frame_place(frame: ActivityFrame) -> str:
-    """"data/dataloader.py:631" (no line where none was read)."""
+    """ "data/dataloader.py:631" (no line where none was read)."""
     where = short_file(frame.file)
     return where if frame.line is None else f"{where}:{frame.line}"
 
 
 def frame_text(frame: ActivityFrame) -> str:
-    """"data 65% in _next_data (data/dataloader.py:631)"."""
+    """ "data 65% in _next_data (data/dataloader.py:631)"."""
     return f"{frame.kind} {fmt_share(frame.share)} in {frame.function} ({frame_place(frame)})"
 
 
 def who(activity: JobActivity) -> str:
-    """"main thread", or "rank 1 main thread" for a rank of torch.distributed."""
+    """ "main thread", or "rank 1 main thread" for a rank of torch.distributed."""
     return "main thread" if activity.rank is None else f"rank {activity.rank} main thread"
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from gputui.model import ActivityFrame, ActivityShares, JobActivity
+from gputui.model import ActivityFrame, ActivityShares, GpuProcess, JobActivity, Snapshot
+from tests.snapshots import GIB, gpu, host, proc, snapshot, system_info
 
 # The end of the window, on the tests' clock (snapshots at t=1.0 and later see it as fresh).
 TAKEN_AT = 1.0
@@ -39,3 +40,14 @@ def waiting_for_data(**changes: Any) -> JobActivity:
 def unreadable(**changes: Any) -> JobActivity:
     """A window that read no stack: ptrace refused."""
     return replace(JobActivity("py-spy", TAKEN_AT, 4.0, 0, error=PTRACE_REFUSED), **changes)
+
+
+def job_snapshot(t: float = 5.0, activity: JobActivity | None = None, **system: Any) -> Snapshot:
+    """GPU 0 held by a training process (PID 4242, with `activity`, by default waiting for data) and an evaluation
+    process never sampled (PID 4243)."""
+    processes = (GpuProcess(4242, 16 * GIB), GpuProcess(4243, GIB))
+    samples = [
+        proc(4242, cmdline="python train.py --workers 2", activity=activity or waiting_for_data()),
+        proc(4243, user="bob", cmdline="python eval.py"),
+    ]
+    return snapshot(t, [gpu(0, processes=processes)], host_sample=host(samples), system=system_info(**system))

@@ -8,6 +8,7 @@ Lines of (text, style) parts as every LineView draws them; the words are gputui.
 from __future__ import annotations
 
 from gputui.activity_text import (
+    ACTIVITY_FRESH_S,
     error_words,
     frame_place,
     is_fresh,
@@ -16,9 +17,9 @@ from gputui.activity_text import (
     source_text,
 )
 from gputui.formatting import fmt_share
-from gputui.model import ActivityKind, ActivityShares, JobActivity, ProcSample
+from gputui.model import ActivityFrame, ActivityKind, ActivityShares, JobActivity, ProcSample
 from gputui.ui.text import wrap_text
-from gputui.ui.widgets.lines import Line
+from gputui.ui.widgets.lines import Line, line_len
 
 LABEL = "bright_black"
 # A colour per kind: waiting kinds warm (data, loading, io), the GPU as the bound green, the rest apart.
@@ -55,10 +56,10 @@ def bar(shares: ActivityShares, width: int) -> Line:
     total = sum(share for _, share in kinds)
     if not kinds or width <= 0:
         return [("·" * max(0, width), LABEL)]
-    exact = [(kind, share / total * width) for kind, share in kinds]
-    cells = {kind: int(cells) for kind, cells in exact}
+    exact = {kind: share / total * width for kind, share in kinds}
+    cells = {kind: int(value) for kind, value in exact.items()}
     left = width - sum(cells.values())
-    for kind, cells_exact in sorted(exact, key=lambda pair: pair[1] - int(pair[1]), reverse=True)[:left]:
+    for kind in sorted(exact, key=lambda kind: exact[kind] - cells[kind], reverse=True)[:left]:
         cells[kind] += 1
     return [(BAR * cells[kind], KIND_STYLES[kind]) for kind, _ in kinds if cells[kind]]
 
@@ -80,10 +81,11 @@ def legend(shares: ActivityShares, width: int) -> list[Line]:
     return lines
 
 
-def _frame_line(kind: ActivityKind, function: str, place: str, share: float, width: int) -> Line:
-    head: Line = [(f"  {kind:<10}", KIND_STYLES[kind]), (f"{fmt_share(share):>5}  ", "")]
-    room = max(8, width - 17)
-    text = f"{function}  {place}"
+def _frame_line(frame: ActivityFrame, width: int) -> Line:
+    """ "  data        66%  _next_data  data/dataloader.py:1327", cut to `width`."""
+    head: Line = [(f"  {frame.kind:<10}", KIND_STYLES[frame.kind]), (f"{fmt_share(frame.share):>5}  ", "")]
+    room = max(8, width - line_len(head))
+    text = f"{frame.function}  {frame_place(frame)}"
     return [*head, (text if len(text) <= room else text[: room - 1] + "…", "")]
 
 
@@ -104,9 +106,9 @@ def activity_lines(process: ProcSample, now: float, width: int) -> list[Line]:
     lines.append(bar(activity.shares, width))
     lines += legend(activity.shares, width)
     if stale:
-        lines.append([("older than 2 min: what the job did then, maybe not now (a reads it again)", STALE)])
+        lines.append([(f"older than {ACTIVITY_FRESH_S / 60:g} min: what the job did then, maybe not now", STALE)])
     for frame in activity.top[:TOP_FRAMES]:
-        lines.append(_frame_line(frame.kind, frame.function, frame_place(frame), frame.share, width))
+        lines.append(_frame_line(frame, width))
     if activity.workers is not None and activity.worker_samples:
         pooled: Line = [(f"workers, {activity.worker_samples} samples pooled: ", LABEL)]
         for n, (kind, share) in enumerate(ranked(activity.workers)):
