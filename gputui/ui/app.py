@@ -38,6 +38,7 @@ from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampl
 from gputui.session.signals import READONLY_REFUSAL, Target, decide_all, send, targets
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
+from gputui.sources.sim.job import is_job_scenario
 from gputui.ui.lean_update import LeanScreen
 from gputui.ui.live_app import LIVE_KEYS
 from gputui.ui.messages import Ring, Said, SampleFailed, TickReady
@@ -93,9 +94,10 @@ TALLY_EVERY_S = 1.0
 SIGNAL_HINT = "K signals from the process table: tab to it, choose a process (space tags several), then K"
 REPLAY_SIGNAL_REFUSAL = "no signals in a replay: its processes ran on the recorded machine, then"
 SIMULATED_SIGNAL_REFUSAL = "no signals on the simulated machine: its processes are made up, not this machine's"
-# `a` reads the stacks of the process table's selected process now (`request_activity`, the session's JobStacks);
-# like `K`, only live on this machine, and in the footer while the table has the focus.
-ACTIVITY_HINT = "a reads a process's stacks from the process table: tab to it, choose a process, then a"
+# `a` reads the stacks of the process table's selected process, or of the one the detail shows, now
+# (`request_activity`, the session's JobStacks); like `K`, only live on this machine, and in the footer while the
+# table has the focus or the detail shows a process.
+ACTIVITY_HINT = "a reads a process's stacks from the process table (tab to it, choose a process, then a) or its detail"
 REPLAY_ACTIVITY_REFUSAL = "no stack sampling in a replay: its processes ran on the recorded machine, then"
 REMOTE_ACTIVITY_REFUSAL = "no stack sampling of another machine's processes: stacks are read where the job runs"
 SIMULATED_ACTIVITY_REFUSAL = "no stack sampling on the simulated machine: its processes are made up"
@@ -334,14 +336,14 @@ class GpuTuiApp(RecordReplayApp):
             return False
         if action == "signal_refused":
             return self.signal_refusal is not None or (self.screen is self.main and self.focused is not self.main.table)
-        activity_listed = self.activity_refusal is None and self.focused is self.main.table
+        activity_listed = self.activity_refusal is None and self._activity_pid() is not None
         # `a` takes the place of `t Topology` in the footer while it is listed: `t` still opens the view, unlisted.
         if (action == "topo" and activity_listed) or (action == "topo_unlisted" and not activity_listed):
             return False
         if action == "sample_activity":
             return activity_listed
         if action == "sample_activity_refused":
-            return not activity_listed and self.screen is self.main
+            return not activity_listed and (self.screen is self.main or isinstance(self.screen, DetailScreen))
         if action in MAIN_VIEW_ACTIONS and self.screen is not self.main:
             return False
         return super().check_action(action, parameters)
@@ -534,17 +536,26 @@ class GpuTuiApp(RecordReplayApp):
             return REPLAY_ACTIVITY_REFUSAL
         if self.system.source == "remote":
             return REMOTE_ACTIVITY_REFUSAL
-        if self.system.source == "simulated":
-            return SIMULATED_ACTIVITY_REFUSAL
+        if self.system.source == "simulated" and not is_job_scenario(self.system.scenario):
+            return SIMULATED_ACTIVITY_REFUSAL  # the lab's machine (--demo-job) follows a real job: that one may
         return ACTIVITY_OFF if self.request_activity is None else None
 
-    def action_sample_activity(self) -> None:
-        """Read the stacks of the process table's selected process now: its row and detail show them after."""
+    def _activity_pid(self) -> int | None:
+        """The process `a` samples: the one the detail shows, else the process table's selected one while it has
+        the focus."""
+        screen = self.screen
+        if isinstance(screen, DetailScreen):
+            return screen.shown_pid
         cursor = self.main.table.cursor
-        if cursor is None:
-            self._say("no process to sample: the process table lists none")
-            return
-        self.run_worker(self._sample_activity(int(cursor.split(":", 1)[1])), group="activity", exclusive=True)
+        if screen is not self.main or self.focused is not self.main.table or cursor is None:
+            return None
+        return int(cursor.split(":", 1)[1])
+
+    def action_sample_activity(self) -> None:
+        """Read the stacks of the chosen process now: its row and the detail show them after."""
+        pid = self._activity_pid()
+        if pid is not None:
+            self.run_worker(self._sample_activity(pid), group="activity", exclusive=True)
 
     def action_sample_activity_refused(self) -> None:
         refusal = self.activity_refusal

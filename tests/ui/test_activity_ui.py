@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from textual.pilot import Pilot
 
 from gputui.model import Snapshot
+from gputui.sources.sim.job import job_scenario
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import (
     ACTIVITY_HINT,
@@ -117,6 +118,23 @@ async def test_a_asks_the_session_for_the_selected_process_and_says_what_came_of
         assert asked == [4242, 4243]
 
 
+async def test_a_on_the_detail_samples_the_process_it_shows() -> None:
+    asked: list[int] = []
+
+    def request(pid: int) -> str | None:
+        asked.append(pid)
+        return None
+
+    app = job_app(request=request)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.tick()
+        await pilot.press("enter")  # from the GPU list: the process sampled last
+        await until(lambda: isinstance(app.screen, DetailScreen) and "a Activity" in footer(app, 80), pilot)
+        assert footer(app, 80)[-1] == "? Help"
+        await pilot.press("a")
+        await until(lambda: asked == [4242], pilot)
+
+
 async def test_the_footer_offers_a_on_the_process_table_in_topologys_place() -> None:
     """Both do not fit 80 columns beside `? Help`: `t` still opens the topology, unlisted."""
     app = job_app(request=lambda pid: None)
@@ -159,6 +177,22 @@ async def test_the_simulated_machine_does_not_sample_its_made_up_processes() -> 
         await pilot.press("a")
         await pilot.pause()
         assert SIMULATED_ACTIVITY_REFUSAL in notices(app)
+
+
+async def test_the_labs_machine_samples_the_real_job_it_follows() -> None:
+    """--demo-job: the GPU is simulated, its process is the real job on this machine, whose stacks may be read."""
+    asked: list[int] = []
+
+    def request(pid: int) -> str | None:
+        asked.append(pid)
+        return None
+
+    app = job_app(job_snapshot(source="simulated", scenario=job_scenario(4242)), request=request)
+    async with app.run_test(size=SIZE) as pilot:
+        await app.tick()
+        app.main.table.focus()
+        await pilot.press("a")
+        await until(lambda: asked == [4242], pilot)
 
 
 async def test_another_machines_processes_and_a_session_without_sampling_are_refused() -> None:

@@ -91,9 +91,12 @@ class DetailView(LineView):
         self.pid = pid  # the process chosen in the table, its activity shown sampled or not
         self.history: History | None = None
         self.snapshot: Snapshot | None = None
+        self.process: ProcSample | None = None  # the process whose activity is shown (`a` samples it)
 
     def show(self, history: History, snapshot: Snapshot) -> None:
         self.history, self.snapshot = history, snapshot
+        sample = next((g for g in snapshot.gpus if g.index == self.index), None)
+        self.process = self._process(snapshot, sample)
         self.redraw()
 
     def build_lines(self, width: int) -> Sequence[Line]:
@@ -106,9 +109,8 @@ class DetailView(LineView):
         window = list(history)[-columns:]
         span = window[-1].timestamp - window[0].timestamp if window else 0.0
         lines = [self._title(info, sample, width)]
-        process = self._process(snapshot, sample)
-        if process is not None:
-            lines += activity_lines(process, snapshot.timestamp, width)
+        if self.process is not None:
+            lines += activity_lines(self.process, snapshot.timestamp, width)
         lines.append([(f"{span_label(len(window), span)}, one column per sample", LABEL)])
         gpm = any(g.sm_active_pct is not None for snap in window for g in snap.gpus if g.index == self.index)
         charts = CHARTS + GPM_CHARTS if gpm else CHARTS
@@ -183,6 +185,15 @@ class DetailScreen(CoverScreen):
     def body(self) -> Widget:
         return DetailView(self.index, self.pid)
 
+    @property
+    def shown_pid(self) -> int | None:
+        """The process whose activity the view shows: what `a` samples here."""
+        process = self.query_one(DetailView).process
+        return process.pid if process is not None else None
+
     def show(self, history: History, snapshot: Snapshot, header: HeaderState) -> None:
         self.show_header(header)
+        shown = self.shown_pid
         self.query_one(DetailView).show(history, snapshot)
+        if self.shown_pid != shown:
+            self.app.refresh_bindings()  # `a` is in the footer while a process is shown
