@@ -12,6 +12,7 @@ from gputui.record.format import RecordingHeader
 from gputui.record.reader import Recording
 from gputui.record.report import build_report, render_text, report_to_dict
 from gputui.record.report_activity import ActivityTally, activity_table
+from gputui.record.report_html import render_html
 from tests.activities import job_snapshot, unreadable, waiting_for_data
 
 
@@ -61,6 +62,8 @@ def test_the_text_and_json_report_list_each_process_activity() -> None:
     data = json.loads(json.dumps(report_to_dict(report)))
     (job,) = data["activities"]
     assert job["pid"] == 4242 and job["shares"]["cpu"] == 0.5 and job["windows"] == 2
+    page = render_html(recording(session()), report)
+    assert '<table class="mig activity">' in page and "<td>cpu 50%</td>" in page
 
 
 def test_a_process_never_read_says_why_and_a_session_without_stacks_has_no_section() -> None:
