@@ -297,9 +297,8 @@ def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
             else:
                 lines.extend((row, f"    {_shorten(command, width - 5)}"))
             if host is not None and host.activity is not None:
-                for line in detail_lines(
-                    host.activity, snapshot.timestamp
-                ):  # wrapped: why none was read says what to do
+                # Wrapped, not cut: why no stack was read ends with what to do.
+                for line in detail_lines(host.activity, snapshot.timestamp):
                     lines += textwrap.wrap(line, max(20, width - 1), initial_indent="    ", subsequent_indent="      ")
     return lines if len(lines) > 2 else []
 

@@ -135,8 +135,8 @@ class DetailView(LineView):
         pids = [p.pid for p in sample.processes if p.seen != "hidden"] if sample is not None else []
         found = [host for host in map(snapshot.host.process, pids) if host is not None]
         chosen = next((host for host in found if host.pid == self.pid), None)
-        sampled = [host for host in found if host.activity is not None]
-        return chosen or max(sampled, key=lambda host: host.activity.taken_at if host.activity else 0.0, default=None)
+        sampled = {host.activity.taken_at: host for host in found if host.activity is not None}
+        return chosen or (sampled[max(sampled)] if sampled else None)
 
     def _title(self, info: GpuInfo, sample: GpuSample | None, width: int) -> Line:
         """The GPU, its state and tags; then its bus id and UUID, each only where it fits whole."""
