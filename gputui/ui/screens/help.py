@@ -47,8 +47,8 @@ DESCRIPTIONS: dict[str, str] = {
     "cancel_probe": "cancel the running probe",
     "signal": "signal the tagged processes, else the selected one: SIGINT, SIGTERM or SIGKILL, after a confirmation "
     "(your own processes only, unless root; not with --readonly)",
-    "sample_activity": "in the process table: read the selected process's Python stacks now (py-spy, a few "
-    "seconds): what its main thread does shows on its row and in the detail (live on this machine only)",
+    "sample_activity": "in the process table or the detail: read that process's Python stacks now, for a few "
+    "seconds: what its main thread does shows on its row and in the detail (live on this machine only)",
     "tag": "in the process table: tag / untag the selected process for a signal (K)",
 }
 
