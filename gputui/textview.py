@@ -7,6 +7,7 @@ not report, so a missing reading is never mistaken for a zero.
 from __future__ import annotations
 
 import datetime
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -16,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gputui import topology as topo
+from gputui.activity_text import detail_lines
 from gputui.formatting import (
     HIDDEN_PROCESS,
     NA,
@@ -266,7 +268,8 @@ def _shorten(text: str, width: int) -> str:
 def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
     """The processes on the GPUs, joined with what the host knows of them.
 
-    Each command goes at the end of its row when the terminal is wide enough, else on a line of its own.
+    Each command goes at the end of its row when the terminal is wide enough, else on a line of its own; under
+    it, where its stacks were sampled, what its main thread did (its activity) and the top frame.
     """
     layout = "{:>3} {:>7} {:<8} {:>9} {:>4} {:>5} {:>7} {:>8} {:>10} {:<5}"
     header = layout.format("GPU", "PID", "user", "GPU mem", "SM", "CPU", "threads", "children", "read", "state")
@@ -293,6 +296,10 @@ def process_lines(snapshot: Snapshot, width: int = 120) -> list[str]:
                 lines.append(f"{row}  {_shorten(command, width - len(row) - 3)}")
             else:
                 lines.extend((row, f"    {_shorten(command, width - 5)}"))
+            if host is not None and host.activity is not None:
+                # Wrapped, not cut: why no stack was read ends with what to do.
+                for line in detail_lines(host.activity, snapshot.timestamp):
+                    lines += textwrap.wrap(line, max(20, width - 1), initial_indent="    ", subsequent_indent="      ")
     return lines if len(lines) > 2 else []
 
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from gputui.argtypes import positive_seconds
 from gputui.commands import common
 from gputui.commands.diagnose_fleet import DEFAULT_SINCE_S, MAX_STEPS, MIN_STEP_S
-from gputui.commands.findings_text import exit_code, finding_lines
+from gputui.commands.findings_text import activity_lines, exit_code, finding_lines
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Account, Accountant, Price, account_lines, account_to_dict
 from gputui.diagnostics.catalog import text
 from gputui.diagnostics.config import ConfigError, load_config
@@ -286,6 +286,7 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str, price: Price | 
         out.append(text("cli.sampled", lang, host=system.hostname, seconds=f"{args.seconds:g}"))
     out += [text("cli.notice", lang, notice=notice) for notice in outcome.notices]
     out += _unreadable_lines(outcome.last, lang)
+    out += activity_lines(outcome.last, lang)
     out += finding_lines(groups, lang)
     if outcome.account is not None:
         out += account_lines(outcome.account, price, lang)

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
+from gputui.activity_text import detail_lines
 from gputui.commands import common
 from gputui.diagnostics.catalog import severity_label, text
 from gputui.diagnostics.findings import Severity, format_evidence
 from gputui.diagnostics.groups import FindingGroup
 from gputui.formatting import fmt_duration
+from gputui.model import Snapshot
 
 
 def finding_lines(groups: Sequence[FindingGroup], lang: str) -> list[str]:
@@ -31,6 +33,23 @@ def finding_lines(groups: Sequence[FindingGroup], lang: str) -> list[str]:
         if group.evidence:
             out.append("      " + " | ".join(format_evidence(ev, quiet_window=now) for ev in group.evidence))
         out.append(f"      {text('cli.advice', lang)}: {group.advice}")
+    return out
+
+
+def activity_lines(last: Snapshot | None, lang: str) -> list[str]:
+    """What each GPU process's main thread did where its stacks were read (its activity), then its top frame and
+    its workers: the measurement behind a verdict that names it."""
+    if last is None:
+        return []
+    out: list[str] = []
+    pids = dict.fromkeys(p.pid for gpu in last.gpus for p in gpu.processes if p.seen != "hidden")
+    for pid in pids:
+        proc = last.host.process(pid)
+        if proc is None or proc.activity is None:
+            continue
+        first, *rest = detail_lines(proc.activity, last.timestamp)
+        out.append(text("cli.activity", lang, pid=pid, name=proc.name, activity=first))
+        out += [f"      {line}" for line in rest]
     return out
 
 

@@ -27,6 +27,7 @@ from gputui.record.format import (
     format_datetime,
 )
 from gputui.record.reader import Recording
+from gputui.record.report_activity import ActivityTally, ProcessActivity, activity_lines
 
 # Reasons that hold the clocks back (as opposed to idle, or a clock someone set on purpose).
 THROTTLING_REASONS: tuple[str, ...] = (
@@ -178,6 +179,8 @@ class Report:
     warnings: tuple[str, ...] = field(default=())
     # Each GPU's and job's seconds in each verdict class, from the verdicts recorded (else recomputed).
     account: Account = field(default_factory=lambda: Account(0.0))
+    # Each process whose stacks were sampled: its windows, what led them, the mean of their shares.
+    activities: tuple[ProcessActivity, ...] = ()
 
     @property
     def duration_s(self) -> float:
@@ -477,12 +480,14 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
     verdict_at = _VerdictAt(recording.events)
     accountant = Accountant(MAX_GAP_INTERVALS * header.interval_s)
     tallies = [_GpuTally(info) for info in header.gpu_info]
+    activities = ActivityTally()
     cpu: list[float | None] = []
     iowait: list[float | None] = []
     for tick, weight in zip(ticks, tick_weights(ticks.timestamps, header.interval_s), strict=True):
         samples = {g.index: g for g in tick.gpus}
         for tally in tallies:
             tally.add(samples.get(tally.info.index), weight)
+        activities.add(tick)
         cpu.append(tick.host.cpu_pct)
         iowait.append(tick.host.iowait_pct)
         verdict = verdict_at.at(tick.timestamp)
@@ -520,6 +525,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         marks=tuple((e.t, str(e.data.get("label", ""))) for e in recording.events if e.kind == "mark"),
         warnings=tuple(warnings),
         account=accountant.account(),
+        activities=activities.report(),
     )
 
 
@@ -641,6 +647,9 @@ def render_text(report: Report, price: Price | None = None) -> str:
         f"host CPU     mean {fmt_pct(cpu.mean, 1)}  p95 {fmt_pct(cpu.p95, 1)}  iowait mean "
         f"{fmt_pct(report.host_iowait_pct.mean, 1)}"
     )
+    if report.activities:
+        lines.append("")
+        lines.extend(activity_lines(report.activities))
     lines.append("")
     origin = {
         "recorded": "as recorded",

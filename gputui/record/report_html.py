@@ -17,6 +17,7 @@ from gputui.formatting import NA, fmt_bytes_pair, fmt_pct, fmt_share
 from gputui.record.format import RecordingError, format_clock, format_datetime
 from gputui.record.reader import Recording
 from gputui.record.report import Report, render_text
+from gputui.record.report_activity import activity_table
 from gputui.record.report_figure import CONFIG, build_figure
 from gputui.record.report_lanes import SEVERITIES, finding_lanes, verdict_colour
 
@@ -34,6 +35,7 @@ _STYLE = (
     "table.mig{border-collapse:collapse;margin:.5em 0 1em;font-size:.95em}"
     "table.mig th,table.mig td{padding:.2em .8em;border-bottom:1px solid #ddd;text-align:right}"
     "table.mig th:nth-child(-n+2),table.mig td:nth-child(-n+2){text-align:left}"
+    "table.activity td:nth-child(n+4){text-align:left}"
 )
 HOW_TO_READ = (
     "Drag across a chart to zoom in time (every chart follows); double-click to zoom out. A finding is drawn "
@@ -132,7 +134,8 @@ def instances_table(report: Report) -> str:
 
 def render_html(recording: Recording, report: Report, price: Price | None = None) -> str:
     """One self-contained page: the SIMULATED label when it applies, the header, where the GPU time went (with a
-    price, what it cost), the figure, the MIG instances' table when there are any, the text report."""
+    price, what it cost), the figure, the MIG instances' table and the jobs' activity where there are any, the text
+    report."""
     charts = build_figure(recording, report).to_html(full_html=False, include_plotlyjs=True, config=CONFIG)
     banner = ""
     if report.simulated:
@@ -154,7 +157,7 @@ def render_html(recording: Recording, report: Report, price: Price | None = None
         f'<p class="meta">{html.escape(findings_sentence(report))}</p>'
         f'<p class="meta">{account}</p>'
         f'<p class="how">{HOW_TO_READ}{HOW_TO_PICK if len(report.gpus) > 1 else ""}{HOW_TO_READ_MIG if mig else ""}</p>'
-        f"{charts}{instances_table(report)}"
+        f"{charts}{instances_table(report)}{activity_table(report.activities)}"
         f"<details><summary>{TEXT_SUMMARY}</summary><pre>{html.escape(render_text(report, price))}</pre></details>"
         "</body></html>\n"
     )

@@ -38,6 +38,7 @@ from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampl
 from gputui.session.signals import READONLY_REFUSAL, Target, decide_all, send, targets
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
+from gputui.sources.sim.job import is_job_scenario
 from gputui.ui.lean_update import LeanScreen
 from gputui.ui.live_app import LIVE_KEYS
 from gputui.ui.messages import Ring, Said, SampleFailed, TickReady
@@ -78,7 +79,9 @@ VIEW_KEYS = Binding.Group("Views")
 STOP_KEYS = Binding.Group("Stop")
 # The key that starts each probe, in the footer's order; in replay the same keys only say why nothing starts.
 PROBE_KEYS: dict[ProbeName, str] = {"stress": "s", "pcie": "b", "membw": "m", "disk": "i", "p2p": "n"}
-MAIN_VIEW_ACTIONS = frozenset({"toggle_diagnostics", "detail", "topo", "filter", "sort", "close_filter"})
+MAIN_VIEW_ACTIONS = frozenset(
+    {"toggle_diagnostics", "detail", "topo", "topo_unlisted", "filter", "sort", "close_filter"}
+)
 # Actions on this machine now, which a replay is not: in replay they are hidden from the footer and the help, and
 # do nothing (check_action); the replay keys take space and `p`, and a probe key says why it does nothing.
 LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_probe"})
@@ -91,6 +94,14 @@ TALLY_EVERY_S = 1.0
 SIGNAL_HINT = "K signals from the process table: tab to it, choose a process (space tags several), then K"
 REPLAY_SIGNAL_REFUSAL = "no signals in a replay: its processes ran on the recorded machine, then"
 SIMULATED_SIGNAL_REFUSAL = "no signals on the simulated machine: its processes are made up, not this machine's"
+# `a` reads the stacks of the process table's selected process, or of the one the detail shows, now
+# (`request_activity`, the session's JobStacks); like `K`, only live on this machine, and in the footer while the
+# table has the focus or the detail shows a process.
+ACTIVITY_HINT = "a reads a process's stacks from the process table (tab to it, choose a process, then a) or its detail"
+REPLAY_ACTIVITY_REFUSAL = "no stack sampling in a replay: its processes ran on the recorded machine, then"
+REMOTE_ACTIVITY_REFUSAL = "no stack sampling of another machine's processes: stacks are read where the job runs"
+SIMULATED_ACTIVITY_REFUSAL = "no stack sampling on the simulated machine: its processes are made up"
+ACTIVITY_OFF = "stack sampling is off in this session (config [stacks] enabled = false)"
 
 
 def clamp_interval(seconds: float) -> float:
@@ -121,6 +132,7 @@ class GpuTuiApp(RecordReplayApp):
         Binding("d", "toggle_diagnostics", "Findings"),
         Binding("enter", "detail", "Detail", key_display="enter", group=VIEW_KEYS),
         Binding("t", "topo", "Topology", group=VIEW_KEYS),
+        Binding("t", "topo_unlisted", "Topology", show=False),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("o", "sort", "Sort", show=False),
         Binding("escape", "close_filter", "Close filter", show=False),
@@ -131,6 +143,8 @@ class GpuTuiApp(RecordReplayApp):
         Binding("x", "cancel_probe", "Stop", group=STOP_KEYS),
         Binding("K", "signal", "Signal", key_display="K", group=STOP_KEYS),
         Binding("K", "signal_refused", "Signal", show=False),
+        Binding("a", "sample_activity", "Activity"),
+        Binding("a", "sample_activity_refused", "Activity", show=False),
         # In replay only, where the probes are not.
         Binding(",".join([*PROBE_KEYS.values(), "x"]), "probe_refused", "Probe", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -150,8 +164,11 @@ class GpuTuiApp(RecordReplayApp):
         price: Price | None = None,
         config: DiagnosticsConfig | None = None,
         sinks: Sequence[Sink] = (),
+        request_activity: Callable[[int], str | None] | None = None,
     ) -> None:
-        """`readonly`: no signal is sent to a process, and the keys for it are gone."""
+        """`readonly`: no signal is sent to a process, and the keys for it are gone. `request_activity(pid)` starts
+        a window of stack samples of a process (JobStacks.request): None when started, else why not; without it
+        `a` says that sampling is off."""
         super().__init__(
             recorder=recorder,
             replay=source if isinstance(source, ReplaySource) else None,
@@ -172,6 +189,7 @@ class GpuTuiApp(RecordReplayApp):
         self.latest: Tick | None = None
         self.filter_text = ""
         self.readonly = readonly
+        self.request_activity = request_activity
         self.main = MainScreen(on_shown=self._main_shown)
         self.main.table.taggable = self.signal_refusal is None
         self._now = now
@@ -318,6 +336,14 @@ class GpuTuiApp(RecordReplayApp):
             return False
         if action == "signal_refused":
             return self.signal_refusal is not None or (self.screen is self.main and self.focused is not self.main.table)
+        activity_listed = self.activity_refusal is None and self._activity_pid() is not None
+        # `a` takes the place of `t Topology` in the footer while it is listed: `t` still opens the view, unlisted.
+        if (action == "topo" and activity_listed) or (action == "topo_unlisted" and not activity_listed):
+            return False
+        if action == "sample_activity":
+            return activity_listed
+        if action == "sample_activity_refused":
+            return not activity_listed and (self.screen is self.main or isinstance(self.screen, DetailScreen))
         if action in MAIN_VIEW_ACTIONS and self.screen is not self.main:
             return False
         return super().check_action(action, parameters)
@@ -404,25 +430,28 @@ class GpuTuiApp(RecordReplayApp):
             self.main.toggle_diagnostics()
             self.draw()
 
-    def action_detail(self, index: int | None = None) -> None:
+    def action_detail(self, index: int | None = None, pid: int | None = None) -> None:
         if self.screen is not self.main:
             return
         if index is None:
             index = self.main.gpus.selected
         if index is None:
             return
-        self.push_screen(DetailScreen(index, on_shown=self.draw))
+        self.push_screen(DetailScreen(index, on_shown=self.draw, pid=pid))
 
     def action_topo(self) -> None:
         if self.screen is self.main:
             self.push_screen(TopoScreen(on_shown=self.draw))
+
+    def action_topo_unlisted(self) -> None:
+        self.action_topo()
 
     def on_diagnostics_pane_finding_selected(self, message: DiagnosticsPane.FindingSelected) -> None:
         self.main.gpus.highlight(message.finding.gpus, message.finding.metric)
         self.main.relayout()  # its advice may need more of the pane
 
     def on_process_table_chosen(self, message: ProcessTable.Chosen) -> None:
-        self.action_detail(message.gpu)
+        self.action_detail(message.gpu, message.pid)
 
     def action_filter(self) -> None:
         if self.screen is not self.main:
@@ -499,6 +528,50 @@ class GpuTuiApp(RecordReplayApp):
         self.main.table.tagged.clear()
         self.main.table.redraw()
 
+    @property
+    def activity_refusal(self) -> str | None:
+        """Why `a` reads no stack in this session; None where it may (whether the process can be read is
+        request_activity's to say)."""
+        if self.replay is not None:
+            return REPLAY_ACTIVITY_REFUSAL
+        if self.system.source == "remote":
+            return REMOTE_ACTIVITY_REFUSAL
+        if self.system.source == "simulated" and not is_job_scenario(self.system.scenario):
+            return SIMULATED_ACTIVITY_REFUSAL  # the lab's machine (--demo-job) follows a real job: that one may
+        return ACTIVITY_OFF if self.request_activity is None else None
+
+    def _activity_pid(self) -> int | None:
+        """The process `a` samples: the one the detail shows, else the process table's selected one while it has
+        the focus."""
+        screen = self.screen
+        if isinstance(screen, DetailScreen):
+            return screen.shown_pid
+        cursor = self.main.table.cursor
+        if screen is not self.main or self.focused is not self.main.table or cursor is None:
+            return None
+        return int(cursor.split(":", 1)[1])
+
+    def action_sample_activity(self) -> None:
+        """Read the stacks of the chosen process now: its row and the detail show them after."""
+        pid = self._activity_pid()
+        if pid is not None:
+            self.run_worker(self._sample_activity(pid), group="activity", exclusive=True)
+
+    def action_sample_activity_refused(self) -> None:
+        refusal = self.activity_refusal
+        self._say(ACTIVITY_HINT if refusal is None else refusal, "info" if refusal is None else "warning")
+
+    async def _sample_activity(self, pid: int) -> None:
+        """Off the event loop: starting a window may read /proc or take a lock the sampling thread holds."""
+        request = self.request_activity
+        if request is None:
+            return
+        refused = await asyncio.to_thread(request, pid)
+        if refused is None:
+            self._say(f"reading PID {pid}'s stacks for a few seconds: its row and the detail show what it does")
+        else:
+            self._say(f"PID {pid}: no stacks read: {refused}", "warning")
+
     async def action_quit(self) -> None:
         """A running probe's process group is stopped (SIGTERM, then SIGKILL) before the app ends."""
         await self.probes.shutdown()
@@ -517,6 +590,8 @@ class GpuTuiApp(RecordReplayApp):
         keys = [b for b in self.BINDINGS if isinstance(b, Binding) and b.action in DESCRIPTIONS]
         if self.signal_refusal is not None:
             keys = [b for b in keys if b.action != "signal"]
+        if self.activity_refusal is not None:
+            keys = [b for b in keys if b.action != "sample_activity"]
         if self.replay is not None:
             keys = [b for b in keys if b.action.partition("(")[0] not in LIVE_ONLY]
             return [*keys, *self.mode_bindings()]

@@ -396,11 +396,15 @@ async def test_question_mark_shows_every_key() -> None:
         what = [str(cell) for cell in table.columns[1].cells]
         # Every key of the live monitor in the footer's order, those the footer leaves out too (esc, which
         # closes things, is among the extras; replay's `p` and its refusal of the probe keys are not live keys),
-        # then `M`, whose line says it needs --record; the replay keys only in replay.
+        # then `M`, whose line says it needs --record; the replay keys only in replay. This app was given no stack
+        # sampling (request_activity): `a` is not among its keys.
         keys = [
             b.key_display or b.key
             for b in GpuTuiApp.BINDINGS
-            if isinstance(b, Binding) and b.action in DESCRIPTIONS and not b.action.startswith("replay_")
+            if isinstance(b, Binding)
+            and b.action in DESCRIPTIONS
+            and not b.action.startswith("replay_")
+            and b.action != "sample_activity"
         ]
         assert shown == [*keys, "space", "M", *(key for key, _ in EXTRA_KEYS)]  # space: the process table's tag
         assert {"+", "-", "o", "t", "n", "x", "M", "K"} <= set(shown) and all(what)

@@ -1,5 +1,8 @@
 """`enter` on a GPU: its history as charts (utilization, SM clock, temperature, power, PCIe, and on GPUs with
-GPM SM activity, tensor activity and DRAM bandwidth; in MIG mode each instance's activity now), `esc` back."""
+GPM SM activity, tensor activity and DRAM bandwidth; in MIG mode each instance's activity now), `esc` back.
+
+Above the charts, what a process of the GPU did, where its stacks were sampled (gputui/ui/activity.py): the one
+`enter` was pressed on in the process table, else the GPU's process sampled last."""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ from textual.widget import Widget
 
 from gputui.formatting import NA, fmt_num, fmt_pct, fmt_rate_short
 from gputui.history import History
-from gputui.model import GpuInfo, GpuSample, Snapshot
+from gputui.model import GpuInfo, GpuSample, ProcSample, Snapshot
+from gputui.ui.activity import activity_lines
 from gputui.ui.screens.cover import CoverScreen
 from gputui.ui.text import chart_rows, fit_tags, fmt_pstate, reason_tags, wrap_text
 from gputui.ui.widgets.gpu_panel import instance_line, shown_instances
@@ -81,14 +85,18 @@ def span_label(snapshots: int, seconds: float) -> str:
 
 
 class DetailView(LineView):
-    def __init__(self, index: int) -> None:
+    def __init__(self, index: int, pid: int | None = None) -> None:
         super().__init__(id="detail")
         self.index = index
+        self.pid = pid  # the process chosen in the table, its activity shown sampled or not
         self.history: History | None = None
         self.snapshot: Snapshot | None = None
+        self.process: ProcSample | None = None  # the process whose activity is shown (`a` samples it)
 
     def show(self, history: History, snapshot: Snapshot) -> None:
         self.history, self.snapshot = history, snapshot
+        sample = next((g for g in snapshot.gpus if g.index == self.index), None)
+        self.process = self._process(snapshot, sample)
         self.redraw()
 
     def build_lines(self, width: int) -> Sequence[Line]:
@@ -100,7 +108,10 @@ class DetailView(LineView):
         columns = max(1, width - MARGIN)
         window = list(history)[-columns:]
         span = window[-1].timestamp - window[0].timestamp if window else 0.0
-        lines = [self._title(info, sample, width), [(f"{span_label(len(window), span)}, one column per sample", LABEL)]]
+        lines = [self._title(info, sample, width)]
+        if self.process is not None:
+            lines += activity_lines(self.process, snapshot.timestamp, width)
+        lines.append([(f"{span_label(len(window), span)}, one column per sample", LABEL)])
         gpm = any(g.sm_active_pct is not None for snap in window for g in snap.gpus if g.index == self.index)
         charts = CHARTS + GPM_CHARTS if gpm else CHARTS
         instances = shown_instances(sample, snapshot.system.mig_slice)
@@ -118,6 +129,14 @@ class DetailView(LineView):
             hidden = ", ".join(chart.title for chart in charts[len(shown) :])
             lines.append([(f"+{len(charts) - len(shown)} more charts, on a taller terminal: {hidden}", LABEL)])
         return lines
+
+    def _process(self, snapshot: Snapshot, sample: GpuSample | None) -> ProcSample | None:
+        """The process whose activity is shown: the chosen one while on this GPU, else the one sampled last."""
+        pids = [p.pid for p in sample.processes if p.seen != "hidden"] if sample is not None else []
+        found = [host for host in map(snapshot.host.process, pids) if host is not None]
+        chosen = next((host for host in found if host.pid == self.pid), None)
+        sampled = {host.activity.taken_at: host for host in found if host.activity is not None}
+        return chosen or (sampled[max(sampled)] if sampled else None)
 
     def _title(self, info: GpuInfo, sample: GpuSample | None, width: int) -> Line:
         """The GPU, its state and tags; then its bus id and UUID, each only where it fits whole."""
@@ -158,13 +177,23 @@ class DetailView(LineView):
 class DetailScreen(CoverScreen):
     """The same header as the main view (badges included), the charts, the footer."""
 
-    def __init__(self, index: int, on_shown: Callable[[], None]) -> None:
+    def __init__(self, index: int, on_shown: Callable[[], None], pid: int | None = None) -> None:
         super().__init__(on_shown)
         self.index = index
+        self.pid = pid
 
     def body(self) -> Widget:
-        return DetailView(self.index)
+        return DetailView(self.index, self.pid)
+
+    @property
+    def shown_pid(self) -> int | None:
+        """The process whose activity the view shows: what `a` samples here."""
+        process = self.query_one(DetailView).process
+        return process.pid if process is not None else None
 
     def show(self, history: History, snapshot: Snapshot, header: HeaderState) -> None:
         self.show_header(header)
+        shown = self.shown_pid
         self.query_one(DetailView).show(history, snapshot)
+        if self.shown_pid != shown:
+            self.app.refresh_bindings()  # `a` is in the footer while a process is shown

@@ -25,7 +25,7 @@ DESCRIPTIONS: dict[str, str] = {
     "slower": "longer refresh interval (up to 10 s)",
     "faster": "shorter refresh interval (down to 0.25 s)",
     "toggle_diagnostics": "diagnostics pane: show and choose; again: hide",
-    "detail": "detail view of the selected GPU: history charts",
+    "detail": "detail view of the selected GPU: history charts, and its process's activity where sampled",
     "topo": "topology: NVLink and PCIe paths between the GPUs, P2P, NUMA node, CPUs near each; NVLink traffic",
     "filter": "filter the processes by user, PID, pod, job or command",
     "sort": "sort the processes by the next column",
@@ -47,6 +47,8 @@ DESCRIPTIONS: dict[str, str] = {
     "cancel_probe": "cancel the running probe",
     "signal": "signal the tagged processes, else the selected one: SIGINT, SIGTERM or SIGKILL, after a confirmation "
     "(your own processes only, unless root; not with --readonly)",
+    "sample_activity": "in the process table or the detail: read that process's Python stacks now, for a few "
+    "seconds: what its main thread does shows on its row and in the detail (live on this machine only)",
     "tag": "in the process table: tag / untag the selected process for a signal (K)",
 }
 

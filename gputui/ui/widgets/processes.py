@@ -19,6 +19,7 @@ from textual.message import Message
 
 from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes_short, fmt_num, fmt_owner, fmt_unreadable
 from gputui.model import GpuProcess, GpuSample, Snapshot
+from gputui.ui.activity import row_mark
 from gputui.ui.widgets.lines import Line, LineView
 
 LABEL = "bright_black"
@@ -26,10 +27,13 @@ LABEL = "bright_black"
 
 @dataclass(frozen=True, slots=True)
 class Cell:
-    """A table cell: what is shown, and the raw value it sorts by (None sorts first)."""
+    """A table cell: what is shown, and the raw value it sorts by (None sorts first); a mark, in its own style,
+    goes before what is shown (the command's "data 71%")."""
 
     shown: str
     value: float | str | None
+    mark: str = ""
+    mark_style: str = ""
 
     @property
     def sort_key(self) -> tuple[int, float | str]:
@@ -66,6 +70,8 @@ COLUMNS: tuple[Column, ...] = (
     # On a cluster: the pod (namespace/name, or its uid without the kubelet's names) or the Slurm job.
     Column("owner", "POD/JOB", 20, right=False, optional=True, spare=True),
     Column("user", "USER", 10, right=False),
+    # Marked with what its main thread did in the last window of stack samples ("data 71%"), where one was taken:
+    # a column of its own would leave the command too little room at 80 columns.
     Column("command", "COMMAND", 0, right=False),
 )
 # The PID column's mark for a process matched through its open /dev/nvidiaN rather than by NVML's PID.
@@ -108,6 +114,7 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
             children = host.children if host else None
             container = _container(host.container, host.container_pid) if host else None
             pid_text = f"{proc.pid}{DEVICE_MARK}" if proc.seen == "device" else str(proc.pid)
+            mark, mark_style = row_mark(host.activity if host else None, snapshot.timestamp)
             rows[f"{gpu.index}:{proc.pid}"] = (
                 Cell(str(gpu.index), gpu.index),
                 Cell(pid_text, proc.pid),
@@ -121,7 +128,7 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
                 Cell(container or "", container),
                 Cell(owner or "", owner),
                 Cell(user or NA, user),
-                Cell(command or NA, command),
+                Cell(command or NA, command, f"{mark} " if mark else "", mark_style),
             )
     return rows
 
@@ -186,11 +193,12 @@ class ProcessTable(LineView):
     ]
 
     class Chosen(Message):
-        """`enter` on a process: open the detail view of its GPU."""
+        """`enter` on a process: open the detail view of its GPU, with the process's activity."""
 
-        def __init__(self, gpu: int) -> None:
+        def __init__(self, gpu: int, pid: int) -> None:
             super().__init__()
             self.gpu = gpu
+            self.pid = pid
 
     def __init__(self, *, id: str | None = None) -> None:
         super().__init__(id=id)
@@ -314,7 +322,11 @@ class ProcessTable(LineView):
             for n, (index, w) in enumerate(layout):
                 if n:
                     line.append((GAP, style))
-                text = fit(cells[index].shown, w, COLUMNS[index].right)
+                cell = cells[index]
+                mark = cell.mark[:w]
+                if mark:
+                    line.append((mark, f"{style} {cell.mark_style}".strip()))
+                text = fit(cell.shown, w - len(mark), COLUMNS[index].right)
                 if tagged and n == 0:
                     text = TAG_MARK + text[1:]
                 line.append((text, style))
@@ -355,4 +367,5 @@ class ProcessTable(LineView):
 
     def action_choose(self) -> None:
         if self.cursor is not None:
-            self.post_message(self.Chosen(int(self.cursor.split(":", 1)[0])))
+            gpu, pid = self.cursor.split(":", 1)
+            self.post_message(self.Chosen(int(gpu), int(pid)))
