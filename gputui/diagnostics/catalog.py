@@ -231,11 +231,13 @@ def severity_label(severity: Severity, lang: str, width: int = 4) -> str:
 
 def localize(evidence: Evidence, lang: str, window_s: int) -> Evidence:
     """A rule's evidence (catalog keys) in words: the label and the window it was measured over."""
-    label, window = _evidence_words(evidence.key, evidence.window, lang, window_s)
+    label, window = _evidence_words(evidence.key, evidence.window, lang, window_s, evidence.params)
     return Evidence(label=label, value=evidence.value, unit=evidence.unit, window=window, key=evidence.key)
 
 
 @functools.lru_cache(maxsize=1024)
-def _evidence_words(key: str, window: str, lang: str, window_s: int) -> tuple[str, str]:
+def _evidence_words(
+    key: str, window: str, lang: str, window_s: int, params: tuple[tuple[str, object], ...]
+) -> tuple[str, str]:
     """The same few labels and windows are put into words for every open finding on every tick."""
-    return text(f"ev.{key}", lang), text(f"win.{window}", lang, seconds=window_s) if window else ""
+    return text(f"ev.{key}", lang), text(f"win.{window}", lang, seconds=window_s, **dict(params)) if window else ""
