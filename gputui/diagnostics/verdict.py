@@ -56,6 +56,9 @@ _UNBOUND = ("underused", "gpu_bound", "idle")
 _PARTIAL = frozenset({"numa_mismatch"})
 # Classes that say a GPU waits: a finding never argues for them on a GPU that is busy anyway.
 _WAITING = ("input_bound", "underused")
+# Causes that are others' work taking what the job needs: named before the job's own of the same severity, so
+# "other processes on its CPUs" reads before the data loading they slow.
+_TAKEN_BY_OTHERS = frozenset({"cpu_contention"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -341,12 +344,22 @@ def unavailable_verdict(lang: str = "en", now: float = 0.0) -> Verdict:
 
 
 def _causes(findings: Sequence[Finding], gpus: int, lang: str) -> str:
-    """The findings' causes in words, each once: the most severe first, then what the GPUs wait on before what
+    """The findings' causes in words, each once: the most severe first; among those of one severity, others' work
+    that takes what the job needs (cpu_contention) before the job's own, then what the GPUs wait on before what
     only slows each copy (a rank on the far socket), then those that cover more of the group's GPUs (a finding
     about the whole machine covers them all), then the first to open. 'heat, the power cap'. A rule's variant
     has words of its own where the cause differs (starvation_cpu: the main process, too few workers, the
     quota...)."""
-    ranked = sorted(findings, key=lambda f: (-f.severity, f.rule in _PARTIAL, -(len(f.gpus) or gpus), f.started_at))
+    ranked = sorted(
+        findings,
+        key=lambda f: (
+            -f.severity,
+            f.rule not in _TAKEN_BY_OTHERS,
+            f.rule in _PARTIAL,
+            -(len(f.gpus) or gpus),
+            f.started_at,
+        ),
+    )
     return ", ".join(dict.fromkeys(_cause_words(f, lang) for f in ranked))
 
 

@@ -12,11 +12,16 @@ from collections.abc import Iterator
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
-from gputui.diagnostics.rules.cpus import Cpus, job_cpus, own_cores, usable_cpu
+from gputui.diagnostics.rules.cpus import Contention, Cpus, contention, job_cpus
 from gputui.diagnostics.rules.stacks import Stack, main_process, read_stack, shares_text, stack_evidence
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
 from gputui.model import GpuSample, ProcSample
+
+# The busiest other processes a title names (the evidence names every one the host source read), and how much of
+# a command line the evidence keeps.
+_NAMED_IN_TITLE = 2
+_COMMAND_CHARS = 48
 
 
 def starving(w: Window, th: Thresholds) -> list[tuple[GpuSample, float, tuple[int, ...]]]:
@@ -55,8 +60,10 @@ def _cause(w: Window, th: Thresholds, proc: ProcSample | None, util: float, cpus
     70-90% of a core while its GPU waits ~80% of the time is the one loading the data."""
     if cpus.quota_full:
         return "quota"
+    if contention(w, th) is not None:
+        return None  # CPUs that others take are cpu_contention's to name, not the job's data loading
     if cpus.saturated(th):
-        # CPUs full of other work are cpu_contention's to name; full of this job's own, more workers won't help.
+        # Full of this job's own work, more workers won't help.
         return "cpus" if cpus.used and cpus.own >= cpus.used / 2 else None
     if proc is None:
         return None
@@ -92,7 +99,8 @@ def _measured(w: Window, th: Thresholds, cause: str | None, proc: ProcSample | N
     if stack.lead == "data":
         if cause in ("workers", "cpus"):
             return cause  # the CPUs are why the loader is slow
-        return None if _io_stalled(w, th) else "loader"  # the disk is why it is slow: starvation_io's to name
+        # The disk, or others on the CPUs, are why it is slow: starvation_io's and cpu_contention's to name.
+        return None if contention(w, th) is not None or _io_stalled(w, th) else "loader"
     return cause if stack.lead in ("loading", "io") else None
 
 
@@ -277,29 +285,60 @@ def starvation_net(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 def cpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
-    """The CPUs the job may run on are saturated and most of that is not the GPU jobs' own work (their main
-    processes and data-loader workers).
-
-    Inside a cgroup with a cpuset those are the cpuset's CPUs: a host busy elsewhere takes nothing from it."""
-    host_cpu, cores = usable_cpu(w)
-    if host_cpu is None or not cores or host_cpu < th.host_cpu_saturated_pct:
+    """The CPUs the job may run on are saturated and other processes (not the GPU jobs' main processes and
+    data-loader workers) take a real part of them while the jobs wait for a CPU (cpus.contention): named, with
+    the busiest of them, so that the job's own data loading is not blamed for CPUs it does not get."""
+    taken = contention(w, th)
+    if taken is None:
         return
-    used = host_cpu * cores / 100  # cores
-    others = max(0.0, used - own_cores(w))
-    if others < used / 2:
-        return
-    for g, util, _ in starving(w, th):
+    others = _busiest_others(w)
+    for g, util, pids in starving(w, th):
+        stack = read_stack(w, th, main_process(w, pids))
         yield Hit(
             gpus=(g.index,),
-            pids=w.pids(g),
-            value=round(100 * others / cores, 1),
-            params={"gpu": g.index},
+            pids=pids,
+            value=round(100 * taken.others / taken.cores, 1),
+            variant="named" if others else "",
+            params={"gpu": g.index, "who": ", ".join(_who(p, command=False) for p in others[:_NAMED_IN_TITLE])},
             evidence=(
                 _util(util),
-                ev("host_cpu", round(host_cpu, 1), "%", "mean"),
-                ev("others_cpu", round(100 * others / cores, 1), "%", "mean"),
+                ev("host_cpu", round(taken.busy_pct, 1), "%", "mean"),
+                ev("others_cpu", round(100 * taken.others / taken.cores, 1), "%", "mean"),
+                *((ev("busiest_others", ", ".join(_who(p) for p in others)),) if others else ()),
+                *_waited_evidence(taken),
+                *(stack_evidence(stack, "data") if stack is not None and stack.activity.shares.data > 0 else ()),
             ),
         )
+
+
+def _busiest_others(w: Window) -> tuple[ProcSample, ...]:
+    """The busiest processes outside the GPU jobs, as last read in the window (the host reads them only while its
+    CPUs are busy, so a reading without them is a moment the CPUs were not)."""
+    pids = {pid for g in w.gpus() for pid in w.pids(g)}
+    for snap in reversed(w.snapshots):
+        if snap.host.busiest_others:
+            return tuple(p for p in snap.host.busiest_others if p.pid not in pids)
+    return ()
+
+
+def _who(proc: ProcSample, command: bool = True) -> str:
+    """'stress (PID 4242, bob, pod ml/train-0) 98%': what it is, whose, where, and its CPU (100 = one core)."""
+    name = proc.cmdline if command and proc.cmdline else proc.name
+    if len(name) > _COMMAND_CHARS:
+        name = name[: _COMMAND_CHARS - 1] + "…"
+    where = None
+    if proc.pod:
+        where = f"pod {proc.namespace}/{proc.pod}" if proc.namespace else f"pod {proc.pod}"
+    elif proc.container:
+        where = f"container {proc.container}"
+    owner = ", ".join(part for part in (f"PID {proc.pid}", proc.user, where) if part)
+    share = f" {fmt_num(proc.cpu_pct)}%" if command and proc.cpu_pct is not None else ""
+    return f"{name} ({owner}){share}"
+
+
+def _waited_evidence(taken: Contention) -> tuple[Evidence, ...]:
+    """How long the jobs' processes waited for a CPU that others held, where the kernel told."""
+    return () if taken.waited is None else (ev("jobs_waited", round(taken.waited, 1), "CPUs", "mean"),)
 
 
 # Each finds a GPU kept waiting by its input (the CPU, the disk, the network, other work on the job's CPUs): its
@@ -399,6 +438,13 @@ TEXTS: Texts = {
             "The host's CPUs are busy with other work while this GPU waits. Find the busy processes with `top`, "
             "lower their priority (nice) or give the training job its own cores (taskset)."
         ),
+        "cpu_contention.title.named": "GPU {gpu}: waits while other processes take its CPUs: {who}",
+        "cpu_contention.advice.named": (
+            "Processes outside this job ({who} the busiest) keep the CPUs it may use busy while its GPU waits, and "
+            "its own processes wait for a CPU: its data loading is slowed by them, not by too few workers. Lower "
+            "their priority (renice), give the training job its own cores (taskset, a cpuset, a CPU request in "
+            "its pod), or ask their owners to run them elsewhere."
+        ),
         "cpu_contention.cause": "other processes on its CPUs",
         "ev.process_cpu": "process CPU (100 = one core)",
         "ev.run_queue_wait": "waiting for a CPU (100 = all the time)",
@@ -409,6 +455,8 @@ TEXTS: Texts = {
         "ev.psi_io_full": "time every task waited on I/O",
         "ev.host_cpu": "host CPU",
         "ev.others_cpu": "CPU used by other processes",
+        "ev.busiest_others": "busiest other processes (100% = one core)",
+        "ev.jobs_waited": "the jobs' processes waiting for a CPU",
         "ev.stack_workers": "data-loader workers' stack samples",
         "ev.iowait": "CPUs idle waiting on I/O (iowait)",
         "ev.disk_busy": "disk busy",
@@ -489,6 +537,12 @@ TEXTS: Texts = {
             "GPU 等待时主机 CPU 被其他任务占满。请用 `top` 找出这些进程，降低其优先级（nice），"
             "或为训练任务绑定专用核心（taskset）。"
         ),
+        "cpu_contention.title.named": "GPU {gpu}：其他进程占用了它的 CPU，GPU 在等待：{who}",
+        "cpu_contention.advice.named": (
+            "本任务之外的进程（最忙的是 {who}）占满了它可用的 CPU，GPU 在等待，而它自己的进程在等 CPU："
+            "拖慢数据加载的是这些进程，而不是 worker 太少。请降低它们的优先级（renice），为训练任务分配专用核心"
+            "（taskset、cpuset、pod 的 CPU request），或请它们的所有者把它们移到别处运行。"
+        ),
         "cpu_contention.cause": "其他进程占用了它的 CPU",
         "ev.process_cpu": "进程 CPU（100 = 一个核心）",
         "ev.run_queue_wait": "等待 CPU（100 = 一直在等）",
@@ -499,6 +553,8 @@ TEXTS: Texts = {
         "ev.psi_io_full": "所有任务都在等 I/O 的时间",
         "ev.host_cpu": "主机 CPU",
         "ev.others_cpu": "其他进程的 CPU",
+        "ev.busiest_others": "最忙的其他进程（100% = 一个核心）",
+        "ev.jobs_waited": "任务进程等待 CPU",
         "ev.stack_workers": "数据加载 worker 的栈采样",
         "ev.iowait": "CPU 空闲等待 I/O（iowait）",
         "ev.disk_busy": "磁盘繁忙",
