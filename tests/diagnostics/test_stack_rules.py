@@ -343,3 +343,17 @@ def test_others_work_on_the_cpus_comes_first_among_the_causes() -> None:
     window = Window(waiting(LOOP), TH.window_s)
     verdict = judge(window, (finding("starvation_io", T0 + 1), finding("cpu_contention", T0 + 5)), TH)
     assert verdict.summary == "GPU 0 only 22% busy, waiting for data (other processes on its CPUs, the disk)"
+
+
+def test_a_neighbour_in_a_pod_is_named_by_its_pod_and_one_without_a_reading_is_not_named() -> None:
+    podded = (replace(NEIGHBOURS[0], container=None, pod="train-7", namespace="ml"),)
+
+    def tick(i: int, others: tuple[ProcSample, ...]) -> dict[str, object]:
+        made = _neighbours(i)
+        made["host_sample"] = replace(made["host_sample"], busiest_others=others)  # type: ignore[type-var]
+        return made
+
+    [hit] = run(cpu_contention, series(10, lambda i: tick(i, podded)))
+    assert hit.params["who"] == "stress (PID 4242, bob, pod ml/train-7)"
+    [unnamed] = run(cpu_contention, series(10, lambda i: tick(i, ())))
+    assert unnamed.variant == "" and "busiest_others" not in evidence(unnamed)
