@@ -35,11 +35,23 @@ SHARED: Texts = {
         "ev.clock_events": "why the driver slows the clock",
         "ev.gpu_util": "GPU utilization",
         "ev.processes": "processes",
+        "ev.process": "process",
         "ev.workers": "data-loader workers",
         "ev.cpu_quota": "CPU quota",
         "ev.quota_used": "CPU used of the quota",
         "ev.throttled_periods": "periods the quota ran out",
         "ev.psi_cpu": "time tasks waited for a CPU",
+        # -- what a job's main thread did, from its stack samples (rules/stacks.py) -------------------------------
+        "ev.stack_data": "main thread waiting for the next batch",
+        "ev.stack_loading": "main thread loading data itself (the dataset's code)",
+        "ev.stack_cpu": "main thread running the job's own Python",
+        "ev.stack_gpu_sync": "main thread waiting for the GPU",
+        "ev.stack_collective": "main thread waiting on other ranks",
+        "ev.stack_checkpoint": "main thread writing a checkpoint",
+        "ev.stack_io": "main thread reading files",
+        "ev.stack_idle": "main thread blocked",
+        "ev.stack_frame": "where (the frame most samples held)",
+        "ev.rank": "rank (RANK)",
         # -- evidence windows ----------------------------------------------------------------------------------
         "win.now": "now",
         "win.mean": "mean over {seconds} s",
@@ -48,6 +60,8 @@ SHARED: Texts = {
         "win.share": "of the last {seconds} s",
         "win.static": "",  # a board's fixed figure (its max clock, its slowdown threshold) needs no window
         "win.worst": "at its worst",
+        "win.stack.py-spy": "of {samples} stack samples, py-spy over {sampled_s} s",
+        "win.stack.in-process": "of {samples} stack samples, gputui run's sampler over {sampled_s} s",
         # -- severities and the pane ---------------------------------------------------------------------------
         "sev.critical": "CRIT",
         "sev.warning": "WARN",
@@ -101,11 +115,22 @@ SHARED: Texts = {
         "ev.clock_events": "驱动降频的原因",
         "ev.gpu_util": "GPU 利用率",
         "ev.processes": "进程",
+        "ev.process": "进程",
         "ev.workers": "数据加载 worker 数",
         "ev.cpu_quota": "CPU 配额",
         "ev.quota_used": "已用配额",
         "ev.throttled_periods": "配额用尽的周期",
         "ev.psi_cpu": "任务等待 CPU 的时间",
+        "ev.stack_data": "主线程在等下一个 batch",
+        "ev.stack_loading": "主线程自己加载数据（数据集代码）",
+        "ev.stack_cpu": "主线程在运行任务自己的 Python 代码",
+        "ev.stack_gpu_sync": "主线程在等 GPU",
+        "ev.stack_collective": "主线程在等其他 rank",
+        "ev.stack_checkpoint": "主线程在写 checkpoint",
+        "ev.stack_io": "主线程在读文件",
+        "ev.stack_idle": "主线程被阻塞",
+        "ev.stack_frame": "位置（采样最多的栈帧）",
+        "ev.rank": "rank（RANK）",
         "win.now": "当前",
         "win.mean": "{seconds} 秒平均",
         "win.max": "{seconds} 秒最大",
@@ -113,6 +138,8 @@ SHARED: Texts = {
         "win.share": "最近 {seconds} 秒",
         "win.static": "",
         "win.worst": "最严重时",
+        "win.stack.py-spy": "共 {samples} 个栈采样，py-spy 采样 {sampled_s} 秒",
+        "win.stack.in-process": "共 {samples} 个栈采样，gputui run 的进程内采样 {sampled_s} 秒",
         "sev.critical": "严重",
         "sev.warning": "警告",
         "sev.info": "提示",
@@ -233,11 +260,13 @@ def severity_label(severity: Severity, lang: str, width: int = 4) -> str:
 
 def localize(evidence: Evidence, lang: str, window_s: int) -> Evidence:
     """A rule's evidence (catalog keys) in words: the label and the window it was measured over."""
-    label, window = _evidence_words(evidence.key, evidence.window, lang, window_s)
+    label, window = _evidence_words(evidence.key, evidence.window, lang, window_s, evidence.params)
     return Evidence(label=label, value=evidence.value, unit=evidence.unit, window=window, key=evidence.key)
 
 
 @functools.lru_cache(maxsize=1024)
-def _evidence_words(key: str, window: str, lang: str, window_s: int) -> tuple[str, str]:
+def _evidence_words(
+    key: str, window: str, lang: str, window_s: int, params: tuple[tuple[str, object], ...]
+) -> tuple[str, str]:
     """The same few labels and windows are put into words for every open finding on every tick."""
-    return text(f"ev.{key}", lang), text(f"win.{window}", lang, seconds=window_s) if window else ""
+    return text(f"ev.{key}", lang), text(f"win.{window}", lang, seconds=window_s, **dict(params)) if window else ""

@@ -31,6 +31,8 @@ class Evidence:
     unit: str = ""
     window: str = ""
     key: str = ""  # a stable, untranslated name of what was measured, for JSON readers
+    # What a rule's window words need beyond the window's seconds ("of {samples} stack samples"); () once in words.
+    params: tuple[tuple[str, object], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,8 +31,9 @@ IDLE_ALLOCATED = "idle_allocated"
 FLEET_RULE_IDS: tuple[str, ...] = (STRAGGLER, IDLE_ALLOCATED)
 
 # The node's own findings that explain a slow GPU, most telling first: what lowers its clocks (heat, power), then
-# its links (PCIe, NVLink), then what starves or shares it. A finding of another rule (a full memory, a small
-# /dev/shm) is no reason to run slower and is not named.
+# its links (PCIe, NVLink), then what starves or shares it (others' work on its CPUs before the job's own data
+# loading, as the verdict names them), then what its own stack shows it waits on. A finding of another rule (a full
+# memory, a small /dev/shm) is no reason to run slower and is not named.
 CAUSE_RULES: tuple[str, ...] = (
     "thermal_throttle",
     "power_brake",
@@ -49,11 +50,12 @@ CAUSE_RULES: tuple[str, ...] = (
     "xid",
     "ecc_errors",
     "gpu_contention",
+    "cpu_contention",
     "starvation_cpu",
     "starvation_io",
     "starvation_net",
     "cpu_throttled",
-    "cpu_contention",
+    "job_waits",
     "numa_mismatch",
     "host_swap",
 )

@@ -37,6 +37,12 @@ class Thresholds:
     cpu_demand_ratio: float = 1.25
     starved_proc_cpu_pct: float = 85.0  # where the workers' own CPU is unknown: a main process CPU-bound outright
     host_cpu_saturated_pct: float = 90.0
+    # Other processes take the CPUs the jobs want (cpu_contention): the CPUs saturated, and others use this share of
+    # what is busy while the jobs' processes wait on a run queue (runnable, no CPU free) this many cores' worth; where
+    # those waits are not read, others must use half of what is busy. On a 2-CPU host, two CPU-bound neighbours and a
+    # job's two workers share the cores evenly: others near half, which a half-way test read as now yes, now no.
+    contention_others_share: float = 0.25
+    contention_wait_cores: float = 0.5
     iowait_pct: float = 20.0
     disk_busy_pct: float = 90.0
     net_saturated_pct: float = 80.0
@@ -77,3 +83,7 @@ class Thresholds:
     straggler_min_peers: float = 3.0
     # Readings of a node needed before anything is "most of the window": fewer are a moment, not a pattern.
     fleet_min_samples: float = 3.0
+    # A job's stack samples (sources/stacks): trusted this long after their window ended; a kind of wait leading the
+    # main thread's samples with this share names what the job waits on (job_waits, starvation_cpu).
+    activity_fresh_s: float = 120.0
+    activity_lead_share: float = 0.4

@@ -4,7 +4,8 @@ Each rule names the verdict class its finding argues for (`Rule.bound`). A GPU t
 among its open findings (degraded, then throttled, interconnect, input-bound, contended, inefficient,
 memory-bandwidth-bound). A GPU with none is idle when it does nothing, GPU-bound when it is busy (the machine
 delivers, so the speed must come from the job), and `underused` in between: it waits, and nothing found on
-this machine explains why, which is said as such rather than passed off as GPU-bound. Findings above info that
+this machine explains why, which is said as such rather than passed off as GPU-bound, with what the job's stack
+samples show instead (rules/stacks.py), or why none were read. Findings above info that
 argue for no class are named beside GPU-bound, underused and idle, so the verdict never says "nothing found"
 (or "no job" and nothing more) over an open warning. GPUs that differ make a `mixed` verdict with one group per
 class; idle GPUs beside busy ones are left out of it (a job on four GPUs of eight is not "mixed").
@@ -28,6 +29,7 @@ from gputui.diagnostics.instances import instance_name, instance_of, split
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Window, ev, rounded
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
+from gputui.diagnostics.rules.stacks import Stack, main_process, read_stack, shares_text, stack_evidence, why_unread
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_pct, fmt_ranges
 
@@ -54,6 +56,9 @@ _UNBOUND = ("underused", "gpu_bound", "idle")
 _PARTIAL = frozenset({"numa_mismatch"})
 # Classes that say a GPU waits: a finding never argues for them on a GPU that is busy anyway.
 _WAITING = ("input_bound", "underused")
+# Causes that are others' work taking what the job needs: named before the job's own of the same severity, so
+# "other processes on its CPUs" reads before the data loading they slow.
+_TAKEN_BY_OTHERS = frozenset({"cpu_contention"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,6 +255,11 @@ def _group(
     if cls in _UNBOUND and own:
         # A finding explains the waiting (GPUs waiting on the busiest one), or what is open is named beside it.
         variant = "cause" if explained else "open"
+    stack = _first_stack(w, th, gpus) if cls in _WAITING or cls == "gpu_bound" else None
+    if cls == "gpu_bound" and stack is not None and stack.lead != "gpu_sync":
+        stack = None  # a busy GPU's verdict cites the stack where it confirms it: the step waits on the GPU
+    if cls == "underused" and not own:
+        variant = _unexplained(w, th, gpus, stack, params)
     if cls == "idle" and len(gpus) > 1 and set(gpus) == set(everyone):
         variant, params["count"] = f"all.{variant}" if variant else "all", len(gpus)
     evidence = [ev("gpu_util", rounded(util), "%", "mean"), ev("clock_of_max", rounded(clock), "%", "mean")]
@@ -257,9 +267,44 @@ def _group(
         evidence += [ev("sm_active", rounded(sm), "%", "mean"), ev("tensor_active", rounded(tensor), "%", "mean")]
     if cls == "memory_bound_gpu":
         evidence.append(ev("dram_bw", rounded(dram), "%", "mean"))
+    if stack is not None:
+        evidence += stack_evidence(stack)
     span = w.span_s
     words = tuple(localize(e, lang, span) for e in evidence)
     return _make(cls, gpus, params, words, lang, w.latest.timestamp, variant=variant, with_short=True)
+
+
+def _first_stack(w: Window, th: Thresholds, gpus: tuple[int, ...]) -> Stack | None:
+    """The fresh stack reading of the first of these GPUs' main processes that has one."""
+    samples = {g.index: g for g in w.gpus()}
+    for index in gpus:
+        sample = samples.get(index)
+        stack = read_stack(w, th, main_process(w, w.pids(sample))) if sample is not None else None
+        if stack is not None:
+            return stack
+    return None
+
+
+def _unexplained(
+    w: Window, th: Thresholds, gpus: tuple[int, ...], stack: Stack | None, params: dict[str, object]
+) -> str:
+    """Underused with no cause found here: what the job's stack samples show instead (waiting for the GPU, or
+    no one wait), or why there are none, as the summary's variant; its placeholders go into `params`. "Look inside
+    the job" stays only where no stack was read, and says why."""
+    if stack is not None:
+        params["samples"] = stack.activity.samples
+        if stack.lead == "gpu_sync":
+            params["share"] = fmt_pct(100 * stack.share)
+            return "gpu_sync"
+        params["shares"] = shares_text(stack.activity.shares)
+        return "stack"
+    samples = {g.index: g for g in w.gpus()}
+    procs = [main_process(w, w.pids(samples[i])) for i in gpus if i in samples]
+    whys = [why for p in procs if p is not None and (why := why_unread(p.activity)) is not None]
+    if whys:
+        params["why"] = whys[0]
+        return "unread"
+    return "unsampled" if any(p is not None for p in procs) else ""
 
 
 def _make(
@@ -299,12 +344,22 @@ def unavailable_verdict(lang: str = "en", now: float = 0.0) -> Verdict:
 
 
 def _causes(findings: Sequence[Finding], gpus: int, lang: str) -> str:
-    """The findings' causes in words, each once: the most severe first, then what the GPUs wait on before what
+    """The findings' causes in words, each once: the most severe first; among those of one severity, others' work
+    that takes what the job needs (cpu_contention) before the job's own, then what the GPUs wait on before what
     only slows each copy (a rank on the far socket), then those that cover more of the group's GPUs (a finding
     about the whole machine covers them all), then the first to open. 'heat, the power cap'. A rule's variant
     has words of its own where the cause differs (starvation_cpu: the main process, too few workers, the
     quota...)."""
-    ranked = sorted(findings, key=lambda f: (-f.severity, f.rule in _PARTIAL, -(len(f.gpus) or gpus), f.started_at))
+    ranked = sorted(
+        findings,
+        key=lambda f: (
+            -f.severity,
+            f.rule not in _TAKEN_BY_OTHERS,
+            f.rule in _PARTIAL,
+            -(len(f.gpus) or gpus),
+            f.started_at,
+        ),
+    )
     return ", ".join(dict.fromkeys(_cause_words(f, lang) for f in ranked))
 
 

@@ -34,6 +34,25 @@ TEXTS: Texts = {
             "the job (synchronisation, small batches, a slow Python step, other nodes)"
         ),
         "verdict.underused.summary.cause": "{gpus} only {util} busy, waiting because of {causes}",
+        "verdict.underused.summary.unsampled": (
+            "{gpus} only {util} busy, and nothing on this machine explains the waiting: look inside the job "
+            "(synchronisation, small batches, a slow Python step, other nodes); no stack of its main thread "
+            "sampled yet"
+        ),
+        "verdict.underused.summary.unread": (
+            "{gpus} only {util} busy, and nothing on this machine explains the waiting: look inside the job "
+            "(synchronisation, small batches, a slow Python step, other nodes); its stacks could not be read: "
+            "{why}"
+        ),
+        "verdict.underused.summary.stack": (
+            "{gpus} only {util} busy, and nothing on this machine explains the waiting; its main thread's "
+            "{samples} stack samples: {shares}"
+        ),
+        "verdict.underused.summary.gpu_sync": (
+            "{gpus} only {util} busy while its main thread waits for the GPU in {share} of {samples} stack "
+            "samples: each step waits on the GPU, not on its input; look at copies between host and GPU "
+            "(pin_memory, non_blocking) and at synchronisation in the step (.item(), .cpu())"
+        ),
         "verdict.underused.short": "{gpus} only {util} busy, not explained here",
         "verdict.underused.short.cause": "{gpus} only {util} busy ({causes})",
         "verdict.input_bound": "Input-bound",
@@ -97,6 +116,22 @@ TEXTS: Texts = {
             "（同步、batch 太小、缓慢的 Python 步骤、其他节点）"
         ),
         "verdict.underused.summary.cause": "{gpus} 利用率只有 {util}，在等待，原因：{causes}",
+        "verdict.underused.summary.unsampled": (
+            "{gpus} 利用率只有 {util}，本机上没有任何因素能解释这些等待：请检查任务内部"
+            "（同步、batch 太小、缓慢的 Python 步骤、其他节点）；尚未采样其主线程的栈"
+        ),
+        "verdict.underused.summary.unread": (
+            "{gpus} 利用率只有 {util}，本机上没有任何因素能解释这些等待：请检查任务内部"
+            "（同步、batch 太小、缓慢的 Python 步骤、其他节点）；无法读取它的栈：{why}"
+        ),
+        "verdict.underused.summary.stack": (
+            "{gpus} 利用率只有 {util}，本机上没有任何因素能解释这些等待；其主线程的 {samples} 个栈采样：{shares}"
+        ),
+        "verdict.underused.summary.gpu_sync": (
+            "{gpus} 利用率只有 {util}，而其主线程在 {samples} 个栈采样中有 {share} 在等 GPU：每一步都在等 GPU，"
+            "而不是在等输入；请检查主机与 GPU 之间的拷贝（pin_memory、non_blocking）和训练步中的同步"
+            "（.item()、.cpu()）"
+        ),
         "verdict.underused.short": "{gpus} 利用率只有 {util}，本机无法解释",
         "verdict.underused.short.cause": "{gpus} 利用率只有 {util}（{causes}）",
         "verdict.input_bound": "输入瓶颈",

@@ -15,12 +15,12 @@ from gputui.diagnostics import catalog, engine, rules
 from gputui.diagnostics.account_texts import TEXTS as ACCOUNT_TEXTS
 from gputui.diagnostics.fleet_texts import TEXTS as FLEET_TEXTS
 from gputui.diagnostics.locale import LANGS
-from gputui.diagnostics.rules import FAMILIES, Family, base, software
+from gputui.diagnostics.rules import FAMILIES, Family, base, cpus, software, stacks
 from gputui.diagnostics.verdict_texts import TEXTS as VERDICT_TEXTS
 from tests.diagnostics.test_catalog import variants
 
 
-def name(family: Family) -> str:
+def name(family: Family | ModuleType) -> str:
     return str(family.__name__).rsplit(".", 1)[1]
 
 
@@ -45,10 +45,15 @@ def _ev_keys(source: object) -> set[str]:
     }
 
 
-# Evidence that helper functions state for the families that call them (thermal.py's heat_evidence).
+# The modules of the rules package that are no family: what families stand on.
+FOUNDATIONS: tuple[ModuleType, ...] = (base, cpus, stacks)
+
+# Evidence that helper functions state for the families that call them (thermal.py's heat_evidence); a helper
+# module that states keys by name rather than as literals (stacks: one per kind of wait) lists them in
+# EVIDENCE_KEYS, which its functions may state.
 HELPERS = {
-    function: _ev_keys(function)
-    for module in (base, *FAMILIES)
+    function: _ev_keys(function) | getattr(module, "EVIDENCE_KEYS", frozenset())
+    for module in (*FOUNDATIONS, *FAMILIES)
     for _, function in inspect.getmembers(module, inspect.isfunction)
     if function.__module__ == module.__name__
 }
@@ -77,7 +82,7 @@ def labels(table: Mapping[str, str]) -> set[str]:
 
 
 def test_every_module_of_the_rules_package_is_a_registered_family() -> None:
-    modules = {info.name for info in pkgutil.iter_modules(rules.__path__)} - {"base", "cpus"}
+    modules = {info.name for info in pkgutil.iter_modules(rules.__path__)} - {name(m) for m in FOUNDATIONS}
     assert {name(family) for family in FAMILIES} == modules
 
 

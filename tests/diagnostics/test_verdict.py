@@ -174,8 +174,10 @@ def test_a_gpu_that_waits_for_no_reason_seen_here_is_underused_not_gpu_bound() -
     assert verdict.cls == "underused"
     assert verdict.line == (
         "Underused: GPU 0 only 21% busy, and nothing on this machine explains the waiting: look inside the job "
-        "(synchronisation, small batches, a slow Python step, other nodes)"
+        "(synchronisation, small batches, a slow Python step, other nodes); no stack of its main thread sampled yet"
     )
+    unseen = series(10, lambda i: {"gpus": [gpu(0, utilization_gpu_pct=21.0, pids=(999,))]})
+    assert judge(Window(unseen, TH.window_s), (), TH).summary.endswith("other nodes)")  # no process to sample
     busy = judge(Window(series(10, lambda i: {"gpus": [gpu(0, utilization_gpu_pct=85.0)]}), TH.window_s), (), TH)
     assert busy.cls == "gpu_bound"
 

@@ -5,8 +5,9 @@ the evidence labels no other family uses, in every language). Listing the module
 the engine evaluates the rules in this order. A new rule goes into its family module alone: its check, its
 `Rule` in `RULES`, and its title and advice (per variant), the few words the verdict names its cause by (a rule
 that argues for a class, `bound=`, or warns), and any new evidence label in `TEXTS`, en and zh.
-The two modules that are no family are what families stand on: `base` (what a rule is, the window it reads)
-and `cpus` (the CPUs the jobs may use, which the starvation and container rules judge alike).
+The three modules that are no family are what families stand on: `base` (what a rule is, the window it reads),
+`cpus` (the CPUs the jobs may use, which the starvation and container rules judge alike) and `stacks` (what a
+job's stack samples say, which the starvation and waits rules and the verdict read alike).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from gputui.diagnostics.rules import (
     software,
     starvation,
     thermal,
+    waits,
 )
 from gputui.diagnostics.rules.base import Rule
 
@@ -46,6 +48,7 @@ FAMILIES: tuple[Family, ...] = (
     pcie,
     interconnect,
     starvation,
+    waits,
     container,
     efficiency,
     sharing,

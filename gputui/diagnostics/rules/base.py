@@ -48,9 +48,10 @@ def link_bytes_s(gen: int | None, width: int | None) -> float | None:
     return PCIE_LANE_BYTES_S[gen] * width
 
 
-def ev(key: str, value: float | str | None, unit: str = "", window: str = "now") -> Evidence:
-    """Evidence as a rule states it: `key` and `window` are catalog names, put into words by the engine."""
-    return Evidence(label=key, value=value, unit=unit, window=window, key=key)
+def ev(key: str, value: float | str | None, unit: str = "", window: str = "now", **params: object) -> Evidence:
+    """Evidence as a rule states it: `key` and `window` are catalog names, put into words by the engine; `params`
+    fill the window's placeholders besides its seconds."""
+    return Evidence(label=key, value=value, unit=unit, window=window, key=key, params=tuple(params.items()))
 
 
 def rounded(value: float | None, scale: float = 1.0) -> float | None:

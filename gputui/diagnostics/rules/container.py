@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, at_once, compute_pids, ev, rounded
-from gputui.diagnostics.rules.cpus import job_cpus
+from gputui.diagnostics.rules.cpus import contention, job_cpus
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_bytes, fmt_num, fmt_pct
 from gputui.model import ContainerInfo, ProcSample
@@ -75,7 +75,10 @@ def workers_oversubscribed(w: Window, th: Thresholds) -> Iterator[Hit]:
     """The jobs' processes want markedly more CPU than they may use, and those CPUs are full: what they use plus
     what they wait on a run queue (schedstat) against the limit. `num_workers=os.cpu_count()` counts the host's
     CPUs. Counting what wants a CPU, not processes: a main process that mostly waits for its workers, and workers
-    that keep up (num_workers equal to the CPUs, common advice), take turns with no one."""
+    that keep up (num_workers equal to the CPUs, common advice), take turns with no one. While others take the
+    CPUs (cpu_contention) the workers' waits are theirs as much as the job's: the job is not blamed for them."""
+    if contention(w, th) is not None:
+        return
     limits = _limits(w)
     limit = limits.cpu_limit if limits else None
     jobs = [(gpu, proc) for gpu, proc in _jobs(w) if proc.children is not None]

@@ -60,6 +60,46 @@ def job_cpus(w: Window, th: Thresholds) -> Cpus:
     return w.shared("cpus", measure)
 
 
+@dataclass(frozen=True, slots=True)
+class Contention:
+    """Other processes take the CPUs the GPU jobs want: how busy those CPUs were, and with whose work."""
+
+    busy_pct: float  # the CPUs' mean busy % over the window
+    cores: int
+    others: float  # cores other processes used
+    waited: float | None  # cores' worth of time the jobs' processes waited on a run queue; None where not read
+
+
+def contention(w: Window, th: Thresholds) -> Contention | None:
+    """The CPUs the jobs may run on are saturated and others take a real part of them: a quarter where the jobs'
+    processes are measured waiting for a CPU (runnable, not running: they want what others hold), half where
+    those waits are not read. Inside a cgroup with a cpuset those are the cpuset's CPUs."""
+
+    def measure() -> Contention | None:
+        busy_pct, cores = usable_cpu(w)
+        if busy_pct is None or not cores or busy_pct < th.host_cpu_saturated_pct:
+            return None
+        used = busy_pct * cores / 100
+        others = max(0.0, used - own_cores(w))
+        waited = _jobs_waited(w)
+        wanting = waited is not None and waited >= th.contention_wait_cores
+        share = th.contention_others_share if wanting else 0.5
+        return Contention(busy_pct, cores, others, waited) if others >= share * used else None
+
+    return w.shared("contention", measure)
+
+
+def _jobs_waited(w: Window) -> float | None:
+    """Cores' worth of time the GPU jobs' main processes and data-loader workers waited on a run queue."""
+    total = 0.0
+    for pid in {pid for g in w.gpus() for pid in w.pids(g)}:
+        waits = [w.proc_mean(pid, key) for key in ("run_queue_wait_pct", "workers_run_queue_wait_pct")]
+        if None in waits:
+            return None
+        total += sum(v or 0.0 for v in waits)
+    return total / 100
+
+
 def own_cores(w: Window) -> float:
     """Cores the GPU jobs used, main processes and their data-loader workers together, over the window."""
     pids = {pid for g in w.gpus() for pid in w.pids(g)}

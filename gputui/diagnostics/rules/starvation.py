@@ -12,16 +12,22 @@ from collections.abc import Iterator
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
-from gputui.diagnostics.rules.cpus import Cpus, job_cpus, own_cores, usable_cpu
+from gputui.diagnostics.rules.cpus import Contention, Cpus, contention, job_cpus
+from gputui.diagnostics.rules.stacks import Stack, main_process, read_stack, shares_text, stack_evidence
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
 from gputui.model import GpuSample, ProcSample
 
+# The busiest other processes a title names (the evidence names every one the host source read), and how much of
+# a command line the evidence keeps.
+_NAMED_IN_TITLE = 2
+_COMMAND_CHARS = 48
 
-def _starving(w: Window, th: Thresholds) -> list[tuple[GpuSample, float, tuple[int, ...]]]:
+
+def starving(w: Window, th: Thresholds) -> list[tuple[GpuSample, float, tuple[int, ...]]]:
     """GPUs held by a process whose utilization averages low over the window, with that mean, and that are not
-    busy now (a job that just started: its window still remembers the idle GPU). All four rules start from
-    them, so they are found once per window."""
+    busy now (a job that just started: its window still remembers the idle GPU). All four rules (and job_waits)
+    start from them, so they are found once per window."""
 
     def find() -> list[tuple[GpuSample, float, tuple[int, ...]]]:
         found = []
@@ -35,12 +41,6 @@ def _starving(w: Window, th: Thresholds) -> list[tuple[GpuSample, float, tuple[i
         return found
 
     return w.shared("starving", find)
-
-
-def _main(w: Window, pids: tuple[int, ...]) -> ProcSample | None:
-    """The GPU's busiest process over the window (the training process; a second one is a notebook)."""
-    procs = [p for p in (w.host.process(pid) for pid in pids) if p is not None]
-    return max(procs, key=lambda p: w.proc_mean(p.pid, "cpu_pct") or 0.0) if procs else None
 
 
 def _util(util: float) -> Evidence:
@@ -60,8 +60,10 @@ def _cause(w: Window, th: Thresholds, proc: ProcSample | None, util: float, cpus
     70-90% of a core while its GPU waits ~80% of the time is the one loading the data."""
     if cpus.quota_full:
         return "quota"
+    if contention(w, th) is not None:
+        return None  # CPUs that others take are cpu_contention's to name, not the job's data loading
     if cpus.saturated(th):
-        # CPUs full of other work are cpu_contention's to name; full of this job's own, more workers won't help.
+        # Full of this job's own work, more workers won't help.
         return "cpus" if cpus.used and cpus.own >= cpus.used / 2 else None
     if proc is None:
         return None
@@ -81,7 +83,28 @@ def _cause(w: Window, th: Thresholds, proc: ProcSample | None, util: float, cpus
     return "main_loop" if main_busy else None
 
 
-def _feeds_a_busy_gpu(w: Window, th: Thresholds, pid: int) -> bool:
+def _measured(w: Window, th: Thresholds, cause: str | None, proc: ProcSample | None, stack: Stack | None) -> str | None:
+    """The cause once the main thread's stack samples are heard: what they measure wins over what was inferred.
+
+    - Waiting for the next batch (`data`) while the workers are not all busy: the loader cannot keep up, whatever
+      the main process's CPU suggested (`main_loop`); without workers, it loads in the main process.
+    - The dataset's own code in a main process without workers (`loading`): data loading in the main process.
+    - Its own Python, other ranks, a checkpoint, a blocked frame: job_waits names them by the frame; waiting for
+      the GPU: the GPU is no input's to name. Either way this rule's guess steps aside.
+    A spent quota is measured too, and stands."""
+    if stack is None or stack.lead is None or proc is None or cause == "quota":
+        return cause
+    if stack.lead in ("data", "loading") and proc.children == 0:
+        return "main_process"
+    if stack.lead == "data":
+        if cause in ("workers", "cpus"):
+            return cause  # the CPUs are why the loader is slow
+        # The disk, or others on the CPUs, are why it is slow: starvation_io's and cpu_contention's to name.
+        return None if contention(w, th) is not None or _io_stalled(w, th) else "loader"
+    return cause if stack.lead in ("loading", "io") else None
+
+
+def feeds_a_busy_gpu(w: Window, th: Thresholds, pid: int) -> bool:
     """One process driving several GPUs (nn.DataParallel) that keeps one of them busy: its CPU side keeps up."""
 
     def feeders() -> frozenset[int]:
@@ -135,19 +158,20 @@ def _cpu_evidence(w: Window, cpus: Cpus) -> tuple[Evidence, ...]:
 
 
 def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
-    starving = _starving(w, th)
-    if not starving:
+    waiting = starving(w, th)
+    if not waiting:
         return  # the usual tick: the CPUs are measured only when some GPU waits
     cpus = job_cpus(w, th)
-    for g, util, pids in starving:
+    for g, util, pids in waiting:
         hidden = [p.pid for p in g.processes if p.kind == "compute" and p.seen == "hidden"]
         if hidden and len(hidden) == len(pids):
             yield _hidden_job(w, g, util, hidden, cpus)
             continue
-        proc = _main(w, pids)
-        if proc is not None and _feeds_a_busy_gpu(w, th, proc.pid):
+        proc = main_process(w, pids)
+        if proc is not None and feeds_a_busy_gpu(w, th, proc.pid):
             continue  # the CPU keeps its other GPU busy: this one waits on the imbalance (sharing.imbalance)
-        cause = _cause(w, th, proc, util, cpus)
+        stack = read_stack(w, th, proc)
+        cause = _measured(w, th, _cause(w, th, proc, util, cpus), proc, stack)
         if cause is None:
             continue
         pid = proc.pid if proc else None
@@ -176,8 +200,23 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
                 ev("workers", children),
                 *((ev("worker_cpu", rounded(per_worker), "%", "mean"),) if per_worker is not None else ()),
                 *_cpu_evidence(w, cpus),
+                *_loading_evidence(stack),
             ),
         )
+
+
+def _loading_evidence(stack: Stack | None) -> tuple[Evidence, ...]:
+    """What the main thread's stack samples measured of the job's input: the share it waited for the next batch
+    (or loaded, or read files), and where its workers spent theirs."""
+    if stack is None:
+        return ()
+    kind = stack.lead if stack.lead in ("data", "loading", "io") else "data"
+    measured = stack_evidence(stack, kind) if stack.activity.shares.of(kind) > 0 else ()
+    activity = stack.activity
+    workers = activity.workers
+    if workers is None or not activity.worker_samples:
+        return measured
+    return (*measured, ev("stack_workers", f"{shares_text(workers)} ({activity.worker_samples})"))
 
 
 def _hidden_job(w: Window, g: GpuSample, util: float, hidden: list[int], cpus: Cpus) -> Hit:
@@ -213,9 +252,10 @@ def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
     busy = w.host_mean("disk_busy_pct")
     stalled = w.host_mean("psi.io_full_pct")
     read = w.host_mean("disk_read_bytes_s")
-    for g, util, pids in _starving(w, th):
+    for g, util, pids in starving(w, th):
         procs = [p for p in (w.host.process(pid) for pid in pids) if p is not None]
         proc_read = sum(p.read_bytes_s or 0.0 for p in procs) if procs else None
+        stack = read_stack(w, th, main_process(w, pids))
         yield _starved(
             g,
             util,
@@ -225,6 +265,7 @@ def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
             ev("disk_read", rounded(read, 1e6), "MB/s", "mean"),
             ev("process_read", rounded(proc_read, 1e6), "MB/s"),
             *((ev("psi_io_full", rounded(stalled), "%", "mean"),) if stalled is not None else ()),
+            *_loading_evidence(stack),
         )
 
 
@@ -233,7 +274,7 @@ def starvation_net(w: Window, th: Thresholds) -> Iterator[Hit]:
     rx = w.host_mean("net_rx_bytes_s")
     if not link or rx is None or rx < th.net_saturated_pct / 100 * link:
         return
-    for g, util, pids in _starving(w, th):
+    for g, util, pids in starving(w, th):
         yield _starved(
             g,
             util,
@@ -244,29 +285,60 @@ def starvation_net(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 
 def cpu_contention(w: Window, th: Thresholds) -> Iterator[Hit]:
-    """The CPUs the job may run on are saturated and most of that is not the GPU jobs' own work (their main
-    processes and data-loader workers).
-
-    Inside a cgroup with a cpuset those are the cpuset's CPUs: a host busy elsewhere takes nothing from it."""
-    host_cpu, cores = usable_cpu(w)
-    if host_cpu is None or not cores or host_cpu < th.host_cpu_saturated_pct:
+    """The CPUs the job may run on are saturated and other processes (not the GPU jobs' main processes and
+    data-loader workers) take a real part of them while the jobs wait for a CPU (cpus.contention): named, with
+    the busiest of them, so that the job's own data loading is not blamed for CPUs it does not get."""
+    taken = contention(w, th)
+    if taken is None:
         return
-    used = host_cpu * cores / 100  # cores
-    others = max(0.0, used - own_cores(w))
-    if others < used / 2:
-        return
-    for g, util, _ in _starving(w, th):
+    others = _busiest_others(w)
+    for g, util, pids in starving(w, th):
+        stack = read_stack(w, th, main_process(w, pids))
         yield Hit(
             gpus=(g.index,),
-            pids=w.pids(g),
-            value=round(100 * others / cores, 1),
-            params={"gpu": g.index},
+            pids=pids,
+            value=round(100 * taken.others / taken.cores, 1),
+            variant="named" if others else "",
+            params={"gpu": g.index, "who": ", ".join(_who(p, command=False) for p in others[:_NAMED_IN_TITLE])},
             evidence=(
                 _util(util),
-                ev("host_cpu", round(host_cpu, 1), "%", "mean"),
-                ev("others_cpu", round(100 * others / cores, 1), "%", "mean"),
+                ev("host_cpu", round(taken.busy_pct, 1), "%", "mean"),
+                ev("others_cpu", round(100 * taken.others / taken.cores, 1), "%", "mean"),
+                *((ev("busiest_others", ", ".join(_who(p) for p in others)),) if others else ()),
+                *_waited_evidence(taken),
+                *(stack_evidence(stack, "data") if stack is not None and stack.activity.shares.data > 0 else ()),
             ),
         )
+
+
+def _busiest_others(w: Window) -> tuple[ProcSample, ...]:
+    """The busiest processes outside the GPU jobs, as last read in the window (the host reads them only while its
+    CPUs are busy, so a reading without them is a moment the CPUs were not)."""
+    pids = {pid for g in w.gpus() for pid in w.pids(g)}
+    for snap in reversed(w.snapshots):
+        if snap.host.busiest_others:
+            return tuple(p for p in snap.host.busiest_others if p.pid not in pids)
+    return ()
+
+
+def _who(proc: ProcSample, command: bool = True) -> str:
+    """'stress (PID 4242, bob, pod ml/train-0) 98%': what it is, whose, where, and its CPU (100 = one core)."""
+    name = proc.cmdline if command and proc.cmdline else proc.name
+    if len(name) > _COMMAND_CHARS:
+        name = name[: _COMMAND_CHARS - 1] + "…"
+    where = None
+    if proc.pod:
+        where = f"pod {proc.namespace}/{proc.pod}" if proc.namespace else f"pod {proc.pod}"
+    elif proc.container:
+        where = f"container {proc.container}"
+    owner = ", ".join(part for part in (f"PID {proc.pid}", proc.user, where) if part)
+    share = f" {fmt_num(proc.cpu_pct)}%" if command and proc.cpu_pct is not None else ""
+    return f"{name} ({owner}){share}"
+
+
+def _waited_evidence(taken: Contention) -> tuple[Evidence, ...]:
+    """How long the jobs' processes waited for a CPU that others held, where the kernel told."""
+    return () if taken.waited is None else (ev("jobs_waited", round(taken.waited, 1), "CPUs", "mean"),)
 
 
 # Each finds a GPU kept waiting by its input (the CPU, the disk, the network, other work on the job's CPUs): its
@@ -324,6 +396,14 @@ TEXTS: Texts = {
             "in the loop itself holds the GPU back (preprocessing in the loop, logging or metrics every step, a "
             "CPU-side optimizer or loss). Profile it (py-spy top --pid {pid}) and move that work off the step."
         ),
+        "starvation_cpu.title.loader": "GPU {gpu}: waits for the next batch from its {children} data-loader workers",
+        "starvation_cpu.advice.loader": (
+            "The main thread's stack samples show it waiting for the next batch most of the time, yet the workers "
+            "are not all busy on a CPU: they wait on something else (a slow read from a network file system or "
+            "object storage, a lock, a remote service). See where a worker waits (py-spy dump --pid of a worker), "
+            "read from a local disk or a cache, and raise num_workers and prefetch_factor so that more of the "
+            "waiting overlaps."
+        ),
         "starvation_cpu.title.hidden": "GPU {gpu}: waits for input; its process (host PID {pid}) is outside this "
         "PID namespace",
         "starvation_cpu.advice.hidden": (
@@ -339,6 +419,7 @@ TEXTS: Texts = {
         "starvation_cpu.cause.quota": "the CPU quota",
         "starvation_cpu.cause.main_loop": "CPU work in the training loop",
         "starvation_cpu.cause.hidden": "a process in another PID namespace",
+        "starvation_cpu.cause.loader": "a data loader that cannot keep up, its workers not CPU-bound",
         "starvation_io.title": "GPU {gpu}: starved by disk I/O",
         "starvation_io.advice": (
             "The GPU waits for data the disk cannot deliver fast enough. Copy the dataset to a local SSD, cache "
@@ -357,8 +438,14 @@ TEXTS: Texts = {
             "The host's CPUs are busy with other work while this GPU waits. Find the busy processes with `top`, "
             "lower their priority (nice) or give the training job its own cores (taskset)."
         ),
+        "cpu_contention.title.named": "GPU {gpu}: waits while other processes take its CPUs: {who}",
+        "cpu_contention.advice.named": (
+            "Processes outside this job ({who} the busiest) keep the CPUs it may use busy while its GPU waits, and "
+            "its own processes wait for a CPU: its data loading is slowed by them, not by too few workers. Lower "
+            "their priority (renice), give the training job its own cores (taskset, a cpuset, a CPU request in "
+            "its pod), or ask their owners to run them elsewhere."
+        ),
         "cpu_contention.cause": "other processes on its CPUs",
-        "ev.process": "process",
         "ev.process_cpu": "process CPU (100 = one core)",
         "ev.run_queue_wait": "waiting for a CPU (100 = all the time)",
         "ev.worker_cpu": "CPU per data-loader worker (100 = one core)",
@@ -368,6 +455,9 @@ TEXTS: Texts = {
         "ev.psi_io_full": "time every task waited on I/O",
         "ev.host_cpu": "host CPU",
         "ev.others_cpu": "CPU used by other processes",
+        "ev.busiest_others": "busiest other processes (100% = one core)",
+        "ev.jobs_waited": "the jobs' processes waiting for a CPU",
+        "ev.stack_workers": "data-loader workers' stack samples",
         "ev.iowait": "CPUs idle waiting on I/O (iowait)",
         "ev.disk_busy": "disk busy",
         "ev.disk_read": "disk read",
@@ -410,6 +500,13 @@ TEXTS: Texts = {
             "（循环内的预处理、每步的日志或指标计算、在 CPU 上的优化器或损失计算）。请用 py-spy top --pid {pid} "
             "分析，并把这些工作移出训练步。"
         ),
+        "starvation_cpu.title.loader": "GPU {gpu}：在等 {children} 个数据加载 worker 送来下一个 batch",
+        "starvation_cpu.advice.loader": (
+            "主线程的栈采样显示它大部分时间都在等下一个 batch，而 worker 并没有都在 CPU 上忙：它们在等别的东西"
+            "（从网络文件系统或对象存储的慢速读取、锁、远程服务）。请查看 worker 在哪里等待"
+            "（对某个 worker 执行 py-spy dump --pid），改从本地磁盘或缓存读取，并提高 num_workers 和 "
+            "prefetch_factor，让更多等待相互重叠。"
+        ),
         "starvation_cpu.title.hidden": "GPU {gpu}：在等待输入；其进程（宿主机 PID {pid}）不在本 PID 命名空间内",
         "starvation_cpu.advice.hidden": (
             "有进程占用这块 GPU 但利用率很低，而且从这里看不到它：驱动给出的是宿主机 PID，"
@@ -423,6 +520,7 @@ TEXTS: Texts = {
         "starvation_cpu.cause.quota": "CPU 配额",
         "starvation_cpu.cause.main_loop": "训练循环中的 CPU 工作",
         "starvation_cpu.cause.hidden": "另一个 PID 命名空间中的进程",
+        "starvation_cpu.cause.loader": "数据加载跟不上，而 worker 并不受 CPU 限制",
         "starvation_io.title": "GPU {gpu}：被磁盘 I/O 拖慢",
         "starvation_io.advice": (
             "GPU 在等磁盘读数据。请把数据集拷到本地 SSD，缓存到内存，增加 DataLoader worker，"
@@ -439,8 +537,13 @@ TEXTS: Texts = {
             "GPU 等待时主机 CPU 被其他任务占满。请用 `top` 找出这些进程，降低其优先级（nice），"
             "或为训练任务绑定专用核心（taskset）。"
         ),
+        "cpu_contention.title.named": "GPU {gpu}：其他进程占用了它的 CPU，GPU 在等待：{who}",
+        "cpu_contention.advice.named": (
+            "本任务之外的进程（最忙的是 {who}）占满了它可用的 CPU，GPU 在等待，而它自己的进程在等 CPU："
+            "拖慢数据加载的是这些进程，而不是 worker 太少。请降低它们的优先级（renice），为训练任务分配专用核心"
+            "（taskset、cpuset、pod 的 CPU request），或请它们的所有者把它们移到别处运行。"
+        ),
         "cpu_contention.cause": "其他进程占用了它的 CPU",
-        "ev.process": "进程",
         "ev.process_cpu": "进程 CPU（100 = 一个核心）",
         "ev.run_queue_wait": "等待 CPU（100 = 一直在等）",
         "ev.worker_cpu": "每个数据加载 worker 的 CPU（100 = 一个核心）",
@@ -450,6 +553,9 @@ TEXTS: Texts = {
         "ev.psi_io_full": "所有任务都在等 I/O 的时间",
         "ev.host_cpu": "主机 CPU",
         "ev.others_cpu": "其他进程的 CPU",
+        "ev.busiest_others": "最忙的其他进程（100% = 一个核心）",
+        "ev.jobs_waited": "任务进程等待 CPU",
+        "ev.stack_workers": "数据加载 worker 的栈采样",
         "ev.iowait": "CPU 空闲等待 I/O（iowait）",
         "ev.disk_busy": "磁盘繁忙",
         "ev.disk_read": "磁盘读取",
