@@ -27,9 +27,7 @@ FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signa
 # Python ignores these at start-up; a program started from a shell has them at their defaults (as subprocess's
 # restore_signals gives them back).
 RESET_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ)
-# si_code of a signal the kernel sent: the terminal's Ctrl-C, Ctrl-\ and hangup, which go to the whole foreground
-# process group, the job included (it shares ours): passed on, the job would get each twice.
-SI_KERNEL = 0x80
+SI_KERNEL = 0x80  # si_code of a signal the kernel sent itself (see passed_on)
 EXIT_CANNOT_EXECUTE = 126  # as a shell answers
 EXIT_NOT_FOUND = 127
 USAGE = "gputui run [-h] [--hz N] [-v] -- CMD [ARGS ...]"
@@ -115,9 +113,15 @@ def _wait(pid: int, watched: set[signal.Signals]) -> int:
             done, status = os.waitpid(pid, os.WNOHANG)
             if done == pid:
                 return status
-        elif received.si_code != SI_KERNEL:
+        elif passed_on(received):
             with contextlib.suppress(ProcessLookupError):  # it exited meanwhile: its SIGCHLD is pending
                 os.kill(pid, received.si_signo)
+
+
+def passed_on(received: signal.struct_siginfo) -> bool:
+    """Whether a signal received here is sent on to the job: not where the kernel sent it (SI_KERNEL), for the
+    terminal's Ctrl-C, Ctrl-\\ and hangup go to its whole foreground process group, which the job shares."""
+    return received.si_code != SI_KERNEL
 
 
 def _not_started(program: str, error: OSError) -> int:

@@ -160,7 +160,8 @@ def _parse(data: bytes, pid: int) -> dict[str, Any]:
 
 
 def _corrupt(pid: int, error: Exception) -> StacksUnavailable:
-    return StacksUnavailable(f"the stack record of pid {pid} is corrupt ({error}); it is rewritten every second")
+    why = error if isinstance(error, CorruptRecord) else f"{type(error).__name__}: {error}"
+    return StacksUnavailable(f"the stack record of pid {pid} is corrupt ({why}); it is rewritten every second")
 
 
 def _start_ticks(pid: int) -> int | None:
