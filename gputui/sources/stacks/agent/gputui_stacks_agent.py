@@ -38,9 +38,12 @@ STOP_WAIT_S = 1.0  # how long the exit waits for the sampler to finish a write i
 STAT_BYTES = 64  # "tid (comm) S ...": the state follows a comm of 16 bytes at most
 RECORD_NAME = re.compile(r"^\.?([0-9]+)\.json(?:\.tmp)?$")
 
-# A sample of one thread's stack: its code objects and lines, innermost first, flattened (code, line, code, ...)
-# so that taking one allocates a single tuple.
-RawStack = tuple[Any, ...]
+# A sample of one thread's stack as it is taken: its code objects' ids and the offsets of the instructions they run,
+# innermost first, flattened (id, offset, id, offset, ...): ints hash at a fraction of a code object's cost, and
+# f_lasti costs a tenth of f_lineno. The lines are looked up once a second, for the distinct stacks only.
+RawStack = tuple[int, ...]
+# A frame as published: function, file, line.
+PublishedFrame = tuple[str, str, "int | None"]
 
 
 def record_dir(environ: Mapping[str, str], uid: int) -> str:
@@ -79,31 +82,68 @@ def _start_ticks() -> int:
     return int(data[data.rindex(b")") + 2 :].split()[19])
 
 
-def _running(stat_path: str) -> int:
-    """1 when the thread whose /proc stat file this is was running (or runnable) on a CPU, else 0."""
-    try:
-        fd = os.open(stat_path, os.O_RDONLY)
+def _line(code: CodeType, offset: int) -> int | None:
+    """The line of the instruction at byte `offset` (a frame's f_lasti) in `code`, as f_lineno would say (None
+    before Python 3.10, whose code objects do not say)."""
+    lines = getattr(code, "co_lines", None)
+    if lines is None:
+        return None
+    for start, end, line in lines():
+        if start <= offset < end:
+            return line
+    return None
+
+
+class Watched:
+    """A thread the sampler reads: its OS id and name, and its /proc stat file, kept open so that telling
+    whether it runs costs one read per sample rather than an open, a read and a close."""
+
+    __slots__ = ("fd", "name", "native", "prefix")
+
+    def __init__(self, native: int, name: str) -> None:
+        self.native = native
+        self.name = name
+        self.prefix = b"%d (" % native
+        self.fd = self._open()
+
+    def _open(self) -> int:
         try:
-            data = os.read(fd, STAT_BYTES)
-        finally:
-            os.close(fd)
-    except OSError:
-        return 0
-    state = data.rfind(b")") + 2
-    return 1 if data[state : state + 1] == b"R" else 0
+            return os.open(f"/proc/self/task/{self.native}/stat", os.O_RDONLY)
+        except OSError:  # the thread has just ended
+            return -1
+
+    def running(self) -> int:
+        """1 when the thread was running (or runnable) on a CPU, its state R as py-spy reads it, else 0."""
+        try:
+            data = os.pread(self.fd, STAT_BYTES, 0)
+        except OSError:
+            data = b""
+        if not data.startswith(self.prefix):  # the job closed our file and its number went to one of its own
+            self.fd = self._open()
+            return 0
+        state = data.rfind(b")") + 2
+        return 1 if data[state : state + 1] == b"R" else 0
+
+    def close(self) -> None:
+        """Close the stat file, where the number is still ours."""
+        with contextlib.suppress(OSError):
+            if os.pread(self.fd, STAT_BYTES, 0).startswith(self.prefix):
+                os.close(self.fd)
 
 
 class Slice:
-    """One second of samples: per thread (OS id) and distinct stack, [samples, running]."""
+    """One second of samples: per thread (OS id) and distinct stack, [samples, running, its code objects]; once
+    it ends, the same with the frames as published (`frames`)."""
 
-    __slots__ = ("counts", "end", "names", "start", "ticks")
+    __slots__ = ("counts", "end", "frames", "names", "start", "ticks")
 
     def __init__(self, start: float) -> None:
         self.start = start
         self.end = start
         self.ticks = 0
-        self.counts: dict[tuple[int, RawStack], list[int]] = {}
+        self.counts: dict[tuple[int, RawStack], list[Any]] = {}
         self.names: dict[int, str] = {}
+        self.frames: list[tuple[int, tuple[PublishedFrame, ...], int, int]] = []
 
 
 class Sampler:
@@ -117,7 +157,10 @@ class Sampler:
         self.thread: threading.Thread | None = None
         self.path = ""
         self.mp_registered = False
-        self.lines: dict[tuple[CodeType, int | None], tuple[str, str, int | None]] = {}
+        self.threads: dict[int, Watched] = {}
+        # (id of a code object, offset) -> (that code object, the frame as published); the code object kept is
+        # what keeps the id its own.
+        self.lines: dict[tuple[int, int], tuple[CodeType, PublishedFrame]] = {}
 
     # -- lifetime -------------------------------------------------------------------------------------------
 
@@ -129,9 +172,11 @@ class Sampler:
             self.ppid = os.getppid()
             self.start_ticks = _start_ticks()
             self.slices: deque[Slice] = deque(maxlen=max(1, round(self.window_s / SLICE_S)))
-            # ident -> (OS thread id, name, its /proc stat file); idents the threading module does not know are
-            # asked about again only when the table is refreshed.
-            self.threads: dict[int, tuple[int, str, str]] = {}
+            for inherited in self.threads.values():  # a forked child's copies of its parent's threads' files
+                inherited.close()
+            # ident -> the thread; idents the threading module does not know are asked about again only when the
+            # table is refreshed.
+            self.threads = {}
             self.unknown: set[int] = set()
             self.directory = self._directory()
             self.path = os.path.join(self.directory, f"{self.pid}.json")
@@ -207,6 +252,7 @@ class Sampler:
                 self._sample(current)
                 if time.time() - current.start >= SLICE_S:
                     current.end = time.time()
+                    self._close_slice(current)
                     self.slices.append(current)
                     self._publish()
                     current = Slice(current.end)
@@ -221,64 +267,86 @@ class Sampler:
             self.warn(error)
 
     def _refresh_threads(self) -> None:
+        """The threads as the threading module knows them now: new ones watched, ended ones let go."""
         self.unknown.clear()
+        previous = self.threads
         threads = {}
         for thread in threading.enumerate():
             native = thread.native_id
-            if thread.ident is not None and native is not None:
-                threads[thread.ident] = (native, thread.name, f"/proc/self/task/{native}/stat")
+            if thread.ident is None or native is None:
+                continue
+            kept = previous.pop(thread.ident, None)
+            if kept is not None and kept.native == native:
+                kept.name = thread.name
+                threads[thread.ident] = kept
+            else:
+                if kept is not None:
+                    kept.close()
+                threads[thread.ident] = Watched(native, thread.name)
+        for ended in previous.values():
+            ended.close()
         self.threads = threads
 
     def _sample(self, into: Slice) -> None:
         into.ticks += 1
-        threads = self.threads
         counts = into.counts
         for ident, top in sys._current_frames().items():
             if ident == self.ident:
                 continue
-            known = threads.get(ident)
-            if known is None and ident not in self.unknown:
+            watched = self.threads.get(ident)
+            if watched is None:
+                if ident in self.unknown:
+                    continue
                 self._refresh_threads()
-                threads = self.threads
-                known = threads.get(ident)
-                if known is None:
+                watched = self.threads.get(ident)
+                if watched is None:
                     self.unknown.add(ident)
-            if known is None:
-                continue
-            native, name, stat_path = known
-            walked: list[Any] = []
+                    continue
+            walked: list[int] = []
+            codes: list[CodeType] = []
             frame: FrameType | None = top
             while frame is not None:
-                walked.append(frame.f_code)
-                walked.append(frame.f_lineno)
+                code = frame.f_code
+                codes.append(code)
+                walked.append(id(code))
+                walked.append(frame.f_lasti)
                 frame = frame.f_back
-            key = (native, tuple(walked))
-            running = _running(stat_path)
+            key = (watched.native, tuple(walked))
+            running = watched.running()
             seen = counts.get(key)
             if seen is None:
-                counts[key] = [1, running]
-                into.names[native] = name
+                counts[key] = [1, running, codes]  # its code objects keep their ids in the key theirs
+                into.names[watched.native] = watched.name
             else:
                 seen[0] += 1
                 seen[1] += running
 
-    def _frame(self, code: CodeType, line: int | None) -> tuple[str, str, int | None]:
-        key = (code, line)
-        frame = self.lines.get(key)
-        if frame is None:
-            if len(self.lines) > 50_000:  # code made on the fly (exec, compiled graphs) must not pile up
-                self.lines.clear()
-            frame = self.lines[key] = (code.co_name, code.co_filename, line)
+    def _close_slice(self, piece: Slice) -> None:
+        """Its stacks' frames as published, looked up once; the code objects let go."""
+        for (native, raw), (samples, running, codes) in piece.counts.items():
+            frames = tuple(self._frame(code, raw[2 * n + 1]) for n, code in enumerate(codes))
+            piece.frames.append((native, frames, samples, running))
+        piece.counts = {}
+
+    def _frame(self, code: CodeType, offset: int) -> PublishedFrame:
+        key = (id(code), offset)
+        cached = self.lines.get(key)
+        if cached is not None and cached[0] is code:
+            return cached[1]
+        if len(self.lines) > 50_000:  # code made on the fly (exec, compiled graphs) must not pile up
+            self.lines.clear()
+        frame = (code.co_name, code.co_filename, _line(code, offset))
+        self.lines[key] = (code, frame)
         return frame
 
     def record(self) -> dict[str, Any]:
         """What is published: the slices in the window, their frames in one table that the stacks index."""
-        table: dict[tuple[str, str, int | None], int] = {}
+        table: dict[PublishedFrame, int] = {}
         slices = []
         for piece in self.slices:
             by_thread: dict[int, list[list[Any]]] = {}
-            for (native, raw), (samples, running) in piece.counts.items():
-                frames = [table.setdefault(self._frame(raw[i], raw[i + 1]), len(table)) for i in range(0, len(raw), 2)]
+            for native, stack, samples, running in piece.frames:
+                frames = [table.setdefault(frame, len(table)) for frame in stack]
                 by_thread.setdefault(native, []).append([frames, samples, running])
             threads = [
                 {"tid": native, "name": piece.names.get(native, ""), "stacks": stacks}
