@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -86,6 +87,15 @@ def test_the_record_goes_when_the_job_exits(tmp_path: Path) -> None:
         assert job.wait(timeout=30) == 0
     assert not path.exists()
     assert list(path.parent.iterdir()) == []  # nor its temporary file
+
+
+def test_a_record_directory_that_went_is_made_again(tmp_path: Path) -> None:
+    """A logout empties the user's runtime directory under a job that runs on (nohup, tmux)."""
+    with started(python("-c", SPINNER), job_environment(tmp_path)) as job:
+        path = until(lambda: record_path(tmp_path, job.pid), Path.exists, "the record")
+        shutil.rmtree(path.parent)
+        until(lambda: record_path(tmp_path, job.pid), Path.exists, "the record again")
+        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
 
 
 def test_a_forked_child_publishes_its_own_record_and_takes_it_away_at_exit(tmp_path: Path) -> None:

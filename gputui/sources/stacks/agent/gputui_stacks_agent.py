@@ -20,6 +20,7 @@ import contextlib
 import json
 import os
 import re
+import stat
 import sys
 import threading
 import time
@@ -85,10 +86,11 @@ def _start_ticks() -> int:
 def _line(code: CodeType, offset: int) -> int | None:
     """The line of the instruction at byte `offset` (a frame's f_lasti) in `code`, as f_lineno would say (None
     before Python 3.10, whose code objects do not say)."""
-    lines = getattr(code, "co_lines", None)
-    if lines is None:
+    try:
+        ranges = code.co_lines()
+    except AttributeError:
         return None
-    for start, end, line in lines():
+    for start, end, line in ranges:
         if start <= offset < end:
             return line
     return None
@@ -178,9 +180,7 @@ class Sampler:
             # table is refreshed.
             self.threads = {}
             self.unknown: set[int] = set()
-            self.directory = self._directory()
-            self.path = os.path.join(self.directory, f"{self.pid}.json")
-            self.temporary = os.path.join(self.directory, f".{self.pid}.json.tmp")
+            self._place()
             self.thread = threading.Thread(target=self._run, name="gputui-stacks", daemon=True)
             self.thread.start()
         except Exception as error:  # never into the job
@@ -225,20 +225,25 @@ class Sampler:
 
     # -- the thread -----------------------------------------------------------------------------------------
 
-    def _directory(self) -> str:
-        """The record directory, made 0700 and checked to be this user's own (/dev/shm is everyone's)."""
+    def _place(self) -> None:
+        """Where this process's record goes: the record directory, made 0700 (but never the runtime directory
+        above it, which is the system's to make) and checked to be this user's own (/dev/shm is everyone's)."""
         uid = os.getuid()
         preferred = record_dir(os.environ, uid)
         for directory in dict.fromkeys((preferred, fallback_dir(uid))):
             try:
-                os.makedirs(directory, mode=0o700, exist_ok=True)
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(directory, 0o700)
                 status = os.lstat(directory)
             except OSError:
                 continue
-            if status.st_uid == uid and os.path.isdir(directory) and not os.path.islink(directory):
+            if status.st_uid == uid and stat.S_ISDIR(status.st_mode):
                 if status.st_mode & 0o077:
                     os.chmod(directory, 0o700)
-                return directory
+                self.directory = directory
+                self.path = os.path.join(directory, f"{self.pid}.json")
+                self.temporary = os.path.join(directory, f".{self.pid}.json.tmp")
+                return
         raise OSError(f"no private directory to publish in ({preferred})")
 
     def _run(self) -> None:
@@ -371,9 +376,18 @@ class Sampler:
 
     def _publish(self) -> None:
         data = json.dumps(self.record(), separators=(",", ":")).encode()
+        try:
+            self._write(data)
+        except FileNotFoundError:  # its directory went (a logout empties the runtime directory): again
+            self._place()
+            self._write(data)
+
+    def _write(self, data: bytes) -> None:
         fd = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         try:
-            os.write(fd, data)
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
         if not self.stopping:  # the exit takes the record away: never put one back after it
