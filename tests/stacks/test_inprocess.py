@@ -150,6 +150,8 @@ def test_a_record_its_sampler_stopped_writing_says_so(tmp_path: Path, job: psuti
         ({"pid": 1}, "it names pid 1"),
         ({"slices": [{"threads": [{"tid": 1}]}]}, "KeyError"),
         ({"frames": [["f", "x.py"]]}, "ValueError"),
+        ({"written_at": "now"}, "no window's end, or no time written"),
+        ({"window_end": None}, "no window's end, or no time written"),
     ],
 )
 def test_a_corrupt_record_says_so_without_a_traceback(

@@ -123,9 +123,10 @@ def _load(pid: int, directories: tuple[str, ...], uid: int) -> dict[str, Any] | 
             )
         return record
     if refused:
+        who = "root" if uid == 0 else f"uid {uid} or as root"
         raise StacksUnavailable(
             f"pid {pid} runs as uid {uid}, whose stack records ({', '.join(refused)}) only that user and root may "
-            f"read: run gputui as uid {uid} or as root"
+            f"read: run gputui as {who}"
         )
     return None
 
@@ -154,8 +155,8 @@ def _parse(data: bytes, pid: int) -> dict[str, Any]:
         raise CorruptRecord(f"version {record.get('version')!r}, where this gputui reads {agent.VERSION}")
     if record.get("pid") != pid or not isinstance(record.get("start_ticks"), int):
         raise CorruptRecord(f"it names pid {record.get('pid')!r}")
-    if record.get("window_end") is None:
-        raise CorruptRecord("no window yet")
+    if not all(isinstance(record.get(name), (int, float)) for name in ("window_end", "written_at")):
+        raise CorruptRecord("no window's end, or no time written")
     return record
 
 
