@@ -86,8 +86,8 @@ def test_the_last_seconds_of_the_job_and_its_workers(tmp_path: Path, job: psutil
     pid, (worker,) = job.pid, [child.pid for child in job.children()]
     main_slices = [
         [[pid, "MainThread", [DATA, 25, 0]]],
-        [[pid, "MainThread", [DATA, 20, 0], [STEP, 5, 5]], [pid + 1000, "pin_memory", [[0], 25, 0]]],
-        [[pid, "MainThread", [DATA, 15, 1], [STEP, 10, 9]]],
+        [[pid, "MainThread", [DATA, 20, 0.4], [STEP, 5, 4.5]], [pid + 1000, "pin_memory", [[0], 25, 0]]],
+        [[pid, "MainThread", [DATA, 15, 0.7], [STEP, 10, 9.25]]],
     ]
     end = time.time()
     publish(tmp_path, record(pid, main_slices, end=end, rank=1), pid)
@@ -107,7 +107,8 @@ def test_the_last_seconds_of_the_job_and_its_workers(tmp_path: Path, job: psutil
     assert (main.pid, main.tid, main.name, main.is_main) == (pid, pid, "MainThread", True)
     data_stack = tuple(Frame(*FRAMES[i]) for i in DATA)
     step_stack = tuple(Frame(*FRAMES[i]) for i in STEP)
-    assert main.stacks == (StackCount(data_stack, 35, 1), StackCount(step_stack, 15, 14))  # the last 2 slices
+    # The last 2 slices, summed; the time on a CPU (in samples' worth) rounded once summed.
+    assert main.stacks == (StackCount(data_stack, 35, 1), StackCount(step_stack, 15, 14))
     assert (pin_memory.pid, pin_memory.tid, pin_memory.name, pin_memory.is_main) == (
         pid,
         pid + 1000,

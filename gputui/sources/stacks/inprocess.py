@@ -18,10 +18,14 @@ when the process exits. Record format, version 1 (one JSON object):
      "slices": [                         # one per second of the window, oldest first
        {"start": 1765000007.0, "end": 1765000008.0, "ticks": 25,             # ticks: samples taken in it
         "threads": [{"tid": 4242, "name": "MainThread",                      # the OS thread id (main: the pid)
-                     "stacks": [[[12, 7, 3], 20, 18], ...]}]}]}              # [frame indices innermost first,
+                     "stacks": [[[12, 7, 3], 20, 17.6], ...]}]}]}            # [frame indices innermost first,
                                                                              #  samples, of which running]
 
-`running` counts the samples in which the thread's state in /proc was R, as py-spy's --idle tells them apart.
+`running` is a sum over the stack's samples of the share of the time since the previous sample that the thread
+spent on a CPU (its CPU clock), two decimals: the samples' worth of time it ran. py-spy's --idle counts the samples
+in which its state was R instead; both estimate how much of the window the thread ran, but a thread waiting for a
+CPU (runnable, not running: a worker starved by other processes) counts as running there and not here. The
+reader sums and rounds it into StackCount.running.
 """
 
 from __future__ import annotations
@@ -192,7 +196,7 @@ def _threads(record: dict[str, Any], since: float) -> list[ThreadStacks]:
         Frame(str(function), str(file), line if isinstance(line, int) else None)
         for function, file, line in record["frames"]
     ]
-    counts: dict[int, dict[Stack, list[int]]] = {}
+    counts: dict[int, dict[Stack, list[float]]] = {}
     names: dict[int, str] = {}
     for piece in _slices_after(record, since):
         for thread in piece["threads"]:
@@ -200,9 +204,9 @@ def _threads(record: dict[str, Any], since: float) -> list[ThreadStacks]:
             names[tid] = str(thread["name"])
             stacks = counts.setdefault(tid, {})
             for indices, samples, running in thread["stacks"]:
-                seen = stacks.setdefault(tuple(table[i] for i in indices), [0, 0])
+                seen = stacks.setdefault(tuple(table[i] for i in indices), [0, 0.0])
                 seen[0] += int(samples)
-                seen[1] += int(running)
+                seen[1] += float(running)
     pid = int(record["pid"])
     return [
         ThreadStacks(
@@ -210,7 +214,7 @@ def _threads(record: dict[str, Any], since: float) -> list[ThreadStacks]:
             tid=tid,
             name=names[tid],
             stacks=tuple(
-                StackCount(stack, samples, running)
+                StackCount(stack, int(samples), min(round(running), int(samples)))
                 for stack, (samples, running) in sorted(stacks.items(), key=lambda item: -item[1][0])
             ),
         )

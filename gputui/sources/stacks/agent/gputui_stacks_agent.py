@@ -1,11 +1,12 @@
 """gputui's in-process stack sampler, which `gputui run -- CMD` puts into a job through sitecustomize.py.
 
 Standard library only, never gputui or torch: the job may run in an environment without them. A daemon thread
-reads every thread's Python stack (sys._current_frames) RATE times a second, and whether the thread was running
-(its state in /proc, as py-spy reads it from outside). Once a second it writes what it saw over the last WINDOW_S
-seconds, one slice per second, to a file the monitor finds by this process's PID; the format is documented in
-gputui/sources/stacks/inprocess.py, which reads it. A forked child (a DataLoader worker) starts its own sampler
-and file; spawned children and torchrun's ranks inherit PYTHONPATH, so sitecustomize starts one there too.
+reads every thread's Python stack (sys._current_frames) RATE times a second, and how much of the time since the
+previous sample the thread spent on a CPU (its CPU clock). Once a second it writes what it saw over the last
+WINDOW_S seconds, one slice per second, to a file the monitor finds by this process's PID; the format is
+documented in gputui/sources/stacks/inprocess.py, which reads it. A forked child (a DataLoader worker) starts
+its own sampler and file; spawned children and torchrun's ranks inherit PYTHONPATH, so sitecustomize starts one
+there too.
 
 Nothing here may raise into the job: every error is swallowed, after one line on stderr at most per process.
 
@@ -36,7 +37,6 @@ MAX_HZ = 100.0
 DEFAULT_WINDOW_S = 8.0
 SLICE_S = 1.0  # one published slice per second: a reader takes the last few for a shorter window
 STOP_WAIT_S = 1.0  # how long the exit waits for the sampler to finish a write in progress
-STAT_BYTES = 64  # "tid (comm) S ...": the state follows a comm of 16 bytes at most
 RECORD_NAME = re.compile(r"^\.?([0-9]+)\.json(?:\.tmp)?$")
 
 # A sample of one thread's stack as it is taken: its code objects' ids and the offsets of the instructions they run,
@@ -97,44 +97,41 @@ def _line(code: CodeType, offset: int) -> int | None:
 
 
 class Watched:
-    """A thread the sampler reads: its OS id and name, and its /proc stat file, kept open so that telling
-    whether it runs costs one read per sample rather than an open, a read and a close."""
+    """A thread the sampler reads: its OS id and name, and its CPU clock.
 
-    __slots__ = ("fd", "name", "native", "prefix")
+    Whether it was running is read from that clock (one system call, and Python keeps the GIL through it), not
+    from its state in /proc: a read of /proc lets go of the GIL, and a job's main thread running Python takes it
+    then, so each read cost a hand-over of the GIL there and back (the sampler's cost tripled). A sample counts the
+    share of the time since the previous one that the thread spent on a CPU, where py-spy counts a 1 for a state R;
+    both estimate how much of the window it ran, but this one does not count a thread that waits for a CPU as
+    running (a data-loader worker starved by other processes)."""
+
+    __slots__ = ("at_ns", "clock", "cpu_ns", "name", "native")
 
     def __init__(self, native: int, name: str) -> None:
         self.native = native
         self.name = name
-        self.prefix = b"%d (" % native
-        self.fd = self._open()
+        # Linux's CPU clock of one thread of this process: ~tid << 3 | CPUCLOCK_PERTHREAD | CPUCLOCK_SCHED, as
+        # glibc's pthread_getcpuclockid makes it (which takes a pthread_t, unsafe for a thread that has ended).
+        self.clock = (~native << 3) | 6
+        self.cpu_ns = 0
+        self.at_ns = 0
 
-    def _open(self) -> int:
+    def on_cpu(self, now_ns: int) -> float:
+        """The share of the time since the previous sample that the thread spent on a CPU (0 at its first)."""
         try:
-            return os.open(f"/proc/self/task/{self.native}/stat", os.O_RDONLY)
-        except OSError:  # the thread has just ended
-            return -1
-
-    def running(self) -> int:
-        """1 when the thread was running (or runnable) on a CPU, its state R as py-spy reads it, else 0."""
-        try:
-            data = os.pread(self.fd, STAT_BYTES, 0)
-        except OSError:
-            data = b""
-        if not data.startswith(self.prefix):  # the job closed our file and its number went to one of its own
-            self.fd = self._open()
-            return 0
-        state = data.rfind(b")") + 2
-        return 1 if data[state : state + 1] == b"R" else 0
-
-    def close(self) -> None:
-        """Close the stat file, where the number is still ours."""
-        with contextlib.suppress(OSError):
-            if os.pread(self.fd, STAT_BYTES, 0).startswith(self.prefix):
-                os.close(self.fd)
+            cpu_ns = time.clock_gettime_ns(self.clock)
+        except OSError:  # it has ended
+            return 0.0
+        elapsed_ns = now_ns - self.at_ns
+        share = (cpu_ns - self.cpu_ns) / elapsed_ns if self.at_ns and elapsed_ns > 0 else 0.0
+        self.cpu_ns, self.at_ns = cpu_ns, now_ns
+        return min(share, 1.0)
 
 
 class Slice:
-    """One second of samples: per thread (OS id) and distinct stack, [samples, running, its code objects]; once
+    """One second of samples: per thread (OS id) and distinct stack, [samples, of which on a CPU (a sum of
+    shares), its code objects]; once
     it ends, the same with the frames as published (`frames`)."""
 
     __slots__ = ("counts", "end", "frames", "names", "start", "ticks")
@@ -145,7 +142,7 @@ class Slice:
         self.ticks = 0
         self.counts: dict[tuple[int, RawStack], list[Any]] = {}
         self.names: dict[int, str] = {}
-        self.frames: list[tuple[int, tuple[PublishedFrame, ...], int, int]] = []
+        self.frames: list[tuple[int, tuple[PublishedFrame, ...], int, float]] = []
 
 
 class Sampler:
@@ -174,8 +171,6 @@ class Sampler:
             self.ppid = os.getppid()
             self.start_ticks = _start_ticks()
             self.slices: deque[Slice] = deque(maxlen=max(1, round(self.window_s / SLICE_S)))
-            for inherited in self.threads.values():  # a forked child's copies of its parent's threads' files
-                inherited.close()
             # ident -> the thread; idents the threading module does not know are asked about again only when the
             # table is refreshed.
             self.threads = {}
@@ -285,16 +280,13 @@ class Sampler:
                 kept.name = thread.name
                 threads[thread.ident] = kept
             else:
-                if kept is not None:
-                    kept.close()
                 threads[thread.ident] = Watched(native, thread.name)
-        for ended in previous.values():
-            ended.close()
         self.threads = threads
 
     def _sample(self, into: Slice) -> None:
         into.ticks += 1
         counts = into.counts
+        now_ns = time.monotonic_ns()
         for ident, top in sys._current_frames().items():
             if ident == self.ident:
                 continue
@@ -317,7 +309,7 @@ class Sampler:
                 walked.append(frame.f_lasti)
                 frame = frame.f_back
             key = (watched.native, tuple(walked))
-            running = watched.running()
+            running = watched.on_cpu(now_ns)
             seen = counts.get(key)
             if seen is None:
                 counts[key] = [1, running, codes]  # its code objects keep their ids in the key theirs
@@ -330,7 +322,7 @@ class Sampler:
         """Its stacks' frames as published, looked up once; the code objects let go."""
         for (native, raw), (samples, running, codes) in piece.counts.items():
             frames = tuple(self._frame(code, raw[2 * n + 1]) for n, code in enumerate(codes))
-            piece.frames.append((native, frames, samples, running))
+            piece.frames.append((native, frames, samples, round(running, 2)))
         piece.counts = {}
 
     def _frame(self, code: CodeType, offset: int) -> PublishedFrame:
