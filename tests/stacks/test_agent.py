@@ -155,7 +155,27 @@ def test_the_job_runs_on_where_nothing_can_be_published(
     sampler.stop()
     assert sampler.thread is None
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith(f"gputui stack sampler: stopped in pid {os.getpid()}: OSError(")
+    assert line.startswith(f"gputui stack sampler (pid {os.getpid()}): OSError(")
+    assert line.endswith("; the job runs on without it")
+
+
+def test_a_forked_child_whose_sampler_fails_leaves_its_parents_record(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The child inherits its parent's sampler, record path included; its exit must not take the parent's."""
+    parents = tmp_path / "100.json"
+    parents.write_text("{}")
+    sampler = agent.Sampler(25.0, 8.0)
+    sampler.path = str(parents)
+
+    def unreadable() -> int:
+        raise OSError("no /proc here")
+
+    monkeypatch.setattr(agent, "_start_ticks", unreadable)
+    sampler.start()
+    sampler.stop()
+    assert parents.exists()
+    assert "OSError('no /proc here')" in capsys.readouterr().err
 
 
 def test_it_publishes_where_the_reader_looks() -> None:

@@ -165,6 +165,8 @@ class Sampler:
 
     def start(self) -> None:
         """Start sampling this process (again, in a forked child: what the parent saw is not this one's)."""
+        self.thread = None
+        self.path = ""  # a forked child's own, once placed: never its parent's, which its exit would remove
         try:
             self.stopping = False
             self.pid = os.getpid()
@@ -216,7 +218,7 @@ class Sampler:
             return
         self.warned = True
         with contextlib.suppress(Exception):
-            sys.stderr.write(f"gputui stack sampler: stopped in pid {os.getpid()}: {error!r}\n")
+            sys.stderr.write(f"gputui stack sampler (pid {os.getpid()}): {error!r}; the job runs on without it\n")
 
     # -- the thread -----------------------------------------------------------------------------------------
 
