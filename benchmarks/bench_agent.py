@@ -1,12 +1,13 @@
 """Cost of the in-process stack sampler to the job: the lab's step rate with and without it.
 
-examples/lab/train.py (a real PyTorch input pipeline, its GPU step a sleep) runs for --seconds, once as it is and
-once with the sampler in it, alternating, --rounds times each way. "With" is the environment `gputui run` gives
+examples/lab/train.py (a real PyTorch input pipeline, its GPU step a sleep) is measured for --seconds, once as it is
+and once with the sampler in it, alternating, --rounds times each way. "With" is the environment `gputui run` gives
 its job (gputui.commands.run.job_environment: the sampler first on PYTHONPATH, at --hz), the job started from
 here so that the figures hold the sampler and not gputui's own start-up. Each run's rate is the steps its trace
-counts between --warmup seconds after its first record (its workers have started) and the last one read; the
-trace is read every 0.2 s, on both sides alike. Its CPU over the same steps (the job's and its workers') per
-step shows what the sampler's threads cost, where the rate shows what they take from the job's own work.
+counts from --warmup seconds after its first record (its workers have started) for --seconds, then it is killed
+(its own end, which stops its workers, is not measured); the trace is read every 0.2 s, on both sides alike.
+Its CPU over the same steps (the job's and its workers') per step shows what the sampler's threads cost, where
+the rate shows what they take from the job's own work.
 
 The default job loads its batches in the main process (--num-workers 0): its main thread runs Python all the
 time, so every sample the sampler takes is time the step waits for the GIL. The issue's target: the step rate
@@ -15,9 +16,8 @@ rounds, and the spread, say how far to trust a difference of a percent.
 
 A shared machine blurs a percent; the sampler's own thread is measured exactly too: its CPU time
 (/proc schedstat) per second, here, sampling a main thread that runs Python at a stack depth of --depth
-beside --threads threads of that depth waiting (a DataLoader's pin-memory and queue threads). It runs
-holding the GIL, but for its reads of /proc: where the CPUs are not all busy, this is about what it takes from
-the job's Python.
+beside --threads threads of that depth waiting (a DataLoader's pin-memory and queue threads). It holds the
+GIL while it runs: where the CPUs are not all busy, this is about what it takes from the job's Python.
 
 Run: .venv/bin/python benchmarks/bench_agent.py [--rounds N] [--seconds S] [--hz N] [--num-workers N] ...
 """
@@ -25,8 +25,10 @@ Run: .venv/bin/python benchmarks/bench_agent.py [--rounds N] [--seconds S] [--hz
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -45,6 +47,7 @@ ROOT = Path(__file__).resolve().parent.parent
 LAB = ROOT / "examples" / "lab" / "train.py"
 TARGET_RATIO = 0.99
 POLL_S = 0.2
+JOB_MARGIN_S = 30.0  # the job runs this much longer than it is measured (its start-up included), then is killed
 
 
 def tree_cpu_s(job: psutil.Process) -> float:
@@ -80,7 +83,7 @@ def one_run(args: argparse.Namespace, with_sampler: bool, directory: Path) -> tu
         "--trace",
         str(trace),
         "--seconds",
-        str(args.seconds + args.warmup),
+        str(args.seconds + args.warmup + JOB_MARGIN_S),
         "--num-workers",
         str(args.num_workers),
         "--sample-ms",
@@ -88,11 +91,20 @@ def one_run(args: argparse.Namespace, with_sampler: bool, directory: Path) -> tu
         "--gpu-step-ms",
         str(args.gpu_step_ms),
     ]
-    job = subprocess.Popen(command, env=environment, cwd=directory)
+    job = subprocess.Popen(command, env=environment, cwd=directory, start_new_session=True)
+    try:
+        return measured(job, trace, args)
+    finally:  # the job and its workers, at once: its own end, which stops the workers, is not measured
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+
+
+def measured(job: subprocess.Popen[bytes], trace: Path, args: argparse.Namespace) -> tuple[float, float]:
+    """(steps per second, CPU ms per step) of the running job over `args.seconds`, after its warm-up."""
     tree = psutil.Process(job.pid)
     first: float | None = None
     start: tuple[float, int, float] | None = None  # (time, steps, CPU seconds)
-    last: tuple[float, int, float] | None = None
     while job.poll() is None:
         time.sleep(POLL_S)
         steps = read_steps(trace)
@@ -102,12 +114,12 @@ def one_run(args: argparse.Namespace, with_sampler: bool, directory: Path) -> tu
         first = now if first is None else first
         if start is None and now - first >= args.warmup:
             start = (now, steps, tree_cpu_s(tree))
-        elif start is not None and job.poll() is None:
-            last = (now, steps, tree_cpu_s(tree))
-    if job.returncode != 0 or start is None or last is None or last[1] <= start[1]:
-        raise SystemExit(f"the lab's job failed or made no steps (exit {job.returncode}): {' '.join(command)}")
-    steps = last[1] - start[1]
-    return steps / (last[0] - start[0]), (last[2] - start[2]) * 1000 / steps
+        elif start is not None and now - start[0] >= args.seconds:
+            cpu_s = tree_cpu_s(tree)
+            if job.poll() is not None or steps <= start[1]:
+                break
+            return (steps - start[1]) / (now - start[0]), (cpu_s - start[2]) * 1000 / (steps - start[1])
+    raise SystemExit(f"the lab's job ended or made no steps before it was measured (exit {job.returncode})")
 
 
 def on_cpu_ns(native_id: int) -> int:
