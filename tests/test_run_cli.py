@@ -4,7 +4,9 @@ its DataLoader workers' included."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -146,7 +148,9 @@ def test_the_terminals_ctrl_c_reaches_the_job_once(tmp_path: Path) -> None:
 
     def read_more() -> bytes:
         nonlocal output
-        output += os.read(master, 1024)
+        if select.select([master], [], [], 0.05)[0]:
+            with contextlib.suppress(OSError):  # EIO: the terminal's other end is closed, all has been read
+                output += os.read(master, 1024)
         return output
 
     try:
@@ -154,14 +158,13 @@ def test_the_terminals_ctrl_c_reaches_the_job_once(tmp_path: Path) -> None:
         os.write(master, b"\x03")
         until(read_more, lambda seen: b"got SIGINT" in seen, "the job's SIGINT")
         run.send_signal(signal.SIGUSR2)
+        until(read_more, lambda seen: b"got SIGUSR2" in seen, "the job's SIGUSR2")
         assert run.wait(timeout=30) == 0
-        with pytest.raises(OSError):  # the terminal is closed once the job has gone: all has been read
-            while True:
-                read_more()
-        assert (output.count(b"got SIGINT"), output.count(b"got SIGUSR2")) == (1, 1)
+        assert output.count(b"got SIGINT") == 1
     finally:
-        if run.poll() is None:
-            run.kill()
+        if run.poll() is None:  # setsid made gputui run its session's leader: the job is in its group
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(run.pid, signal.SIGKILL)
             run.wait(timeout=30)
         os.close(master)
 
