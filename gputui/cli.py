@@ -15,7 +15,7 @@ from gputui import __version__
 from gputui.commands import common
 
 # Each module registers one sub-command; heavy imports wait inside its run function.
-COMMAND_MODULES = ("snapshot", "topo", "probe", "export", "replay", "report", "diagnose")
+COMMAND_MODULES = ("snapshot", "topo", "probe", "export", "replay", "report", "diagnose", "run")
 
 EPILOG = """exit codes:
   0  ok
@@ -24,6 +24,7 @@ EPILOG = """exit codes:
   3  no NVIDIA driver or GPU could be read (the reason is printed; try --demo)
   4  critical findings (diagnose); a FAULTY GPU (probe)
   5  a probe could not run (probe)
+  run: the command's own exit status (128+N where signal N ended it); 126 it cannot be run, 127 not found
 """
 
 
