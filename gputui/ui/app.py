@@ -36,6 +36,7 @@ from gputui.session.recording import record_ticks
 from gputui.session.replay import ReplaySampler
 from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Sink, Tick
 from gputui.session.signals import READONLY_REFUSAL, Target, decide_all, send, targets
+from gputui.session.stacks import JobStacks
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
 from gputui.ui.lean_update import LeanScreen
@@ -98,13 +99,18 @@ def clamp_interval(seconds: float) -> float:
 
 
 def sampler_for(
-    source: Source, engine: DiagnosticsEngine, recorder: RecordingWriter | None, sinks: Sequence[Sink] = ()
+    source: Source,
+    engine: DiagnosticsEngine,
+    recorder: RecordingWriter | None,
+    sinks: Sequence[Sink] = (),
+    stacks: JobStacks | None = None,
 ) -> Sampler | ReplaySampler:
     """A replay is played tick by tick through its own sampler; live, each tick goes through `engine`, with a
-    recorder into the recording, and to `sinks` (the alerts)."""
+    recorder into the recording, and to `sinks` (the alerts), its processes with their stacks' activity."""
     if isinstance(source, ReplaySource):
         return ReplaySampler(source, engine)
-    return Sampler(source, engine.update, sinks=(*(() if recorder is None else (record_ticks(recorder),)), *sinks))
+    recording = () if recorder is None else (record_ticks(recorder),)
+    return Sampler(source, engine.update, sinks=(*recording, *sinks), stacks=stacks)
 
 
 class GpuTuiApp(RecordReplayApp):
@@ -150,8 +156,10 @@ class GpuTuiApp(RecordReplayApp):
         price: Price | None = None,
         config: DiagnosticsConfig | None = None,
         sinks: Sequence[Sink] = (),
+        stacks: JobStacks | None = None,
     ) -> None:
-        """`readonly`: no signal is sent to a process, and the keys for it are gone."""
+        """`readonly`: no signal is sent to a process, and the keys for it are gone. `stacks`: the job stacks'
+        sampler, for this machine's processes only (its `request(pid)` samples one now)."""
         super().__init__(
             recorder=recorder,
             replay=source if isinstance(source, ReplaySource) else None,
@@ -160,7 +168,8 @@ class GpuTuiApp(RecordReplayApp):
         )
         # Live, the engine that judges every tick (probe results join it); a replay's seek starts its own anew.
         self.engine = DiagnosticsEngine(config)
-        self.sampler = sampler_for(source, self.engine, recorder, sinks)
+        self.sampler = sampler_for(source, self.engine, recorder, sinks, stacks)
+        self.stacks = stacks
         self.system = system
         self.interval = clamp_interval(interval)
         # Where the session's GPU time went, live only (a replay's is `gputui report`'s); its cost with a price.
