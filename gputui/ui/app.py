@@ -159,7 +159,7 @@ class GpuTuiApp(RecordReplayApp):
         stacks: JobStacks | None = None,
     ) -> None:
         """`readonly`: no signal is sent to a process, and the keys for it are gone. `stacks`: the job stacks'
-        sampler, for this machine's processes only (its `request(pid)` samples one now)."""
+        sampler, for this machine's processes only."""
         super().__init__(
             recorder=recorder,
             replay=source if isinstance(source, ReplaySource) else None,
@@ -169,7 +169,6 @@ class GpuTuiApp(RecordReplayApp):
         # Live, the engine that judges every tick (probe results join it); a replay's seek starts its own anew.
         self.engine = DiagnosticsEngine(config)
         self.sampler = sampler_for(source, self.engine, recorder, sinks, stacks)
-        self.stacks = stacks
         self.system = system
         self.interval = clamp_interval(interval)
         # Where the session's GPU time went, live only (a replay's is `gputui report`'s); its cost with a price.
