@@ -8,8 +8,9 @@ so the monitor takes a window of its stacks every `cooldown_s` (60 s by default)
   cpu_pct_on / cpu_pct_off  CPU time of the monitor and of the children it has reaped (py-spy, each window's),
                             utime+stime+cutime+cstime from /proc, over wall time, in % of one core
   ratio                     on / off; the issue's bound is 1.10 over a 10-minute run (--seconds 600)
-  windows                   py-spy processes seen under the monitor while sampling was on (polled every 0.2 s)
-Usage: python benchmarks/bench_stacks.py [--seconds 120] [--rounds 1] [--interval 1]
+  py_spy                    the py-spy processes seen under the monitor while sampling was on (polled every 0.2 s;
+                            a reader may run more than one a window) and the CPU they took
+Usage: python benchmarks/bench_stacks.py [--seconds 600] [--rounds 1] [--interval 1] [--cooldown S]
 """
 
 from __future__ import annotations
@@ -29,27 +30,35 @@ from pathlib import Path
 
 from bench_ui import drain
 
+from gputui.session.stacks import StacksConfig
+
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "examples" / "lab" / "train.py"
 # The job's first record comes after its first batch, once torch is imported: a slow machine takes a while.
 JOB_START_S = 120.0
 
 
-def cpu_with_reaped_children(pid: int) -> float:
-    """utime+stime of the process and of the children it has waited for, in seconds."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return sum(int(value) for value in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+def cpu_seconds(pid: int) -> tuple[float, float]:
+    """utime+stime of the process, and of the children it has waited for (py-spy), in seconds."""
+    fields = [int(value) for value in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11:15]]
+    tick = os.sysconf("SC_CLK_TCK")
+    return (fields[0] + fields[1]) / tick, (fields[2] + fields[3]) / tick
 
 
 def py_spy_children(pid: int) -> set[int]:
-    """The PIDs of the py-spy processes the monitor runs now."""
+    """The PIDs of the py-spy processes the monitor runs now (started by any of its threads)."""
     found = set()
-    for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split():
+    for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            if Path(f"/proc/{child}/comm").read_text().strip() == "py-spy":
-                found.add(int(child))
-        except OSError:  # it ended
+            children = (task / "children").read_text().split()
+        except OSError:  # the thread ended
             continue
+        for child in children:
+            try:
+                if Path(f"/proc/{child}/comm").read_text().strip() == "py-spy":
+                    found.add(int(child))
+            except OSError:  # it ended
+                continue
     return found
 
 
@@ -68,9 +77,9 @@ def start_job(trace: Path, seconds: float) -> subprocess.Popen[bytes]:
     return job
 
 
-def monitor(trace: Path, job: int, config: Path, args: argparse.Namespace) -> tuple[float, int]:
-    """One run of the monitor on the job: its CPU in % of one core, and the windows it took. Measured from its
-    first frame that shows the job's process."""
+def monitor(trace: Path, job: int, config: Path, args: argparse.Namespace) -> tuple[float, float, int]:
+    """One run of the monitor on the job: its CPU with its children's in % of one core, the children's alone in
+    seconds, and the py-spy processes it ran. Measured from its first frame that shows the job's process."""
     master, slave = os.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     dropped = ("COLORTERM", "TEXTUAL", "NO_COLOR", "PYTHONDONTWRITEBYTECODE")
@@ -93,13 +102,13 @@ def monitor(trace: Path, job: int, config: Path, args: argparse.Namespace) -> tu
                 print(seen[-2000:].decode(errors="replace"), file=sys.stderr)
                 raise RuntimeError("bench_stacks: no first frame within 30 s")
             seen += drain(master, 0.05)
-        cpu_start, wall_start = cpu_with_reaped_children(proc.pid), time.monotonic()
+        cpu_start, wall_start = cpu_seconds(proc.pid), time.monotonic()
         end = wall_start + args.seconds
         while time.monotonic() < end:
             drain(master, min(0.2, max(0.0, end - time.monotonic())))
             windows |= py_spy_children(proc.pid)
         wall = time.monotonic() - wall_start
-        cpu = cpu_with_reaped_children(proc.pid) - cpu_start
+        own, children = (after - before for after, before in zip(cpu_seconds(proc.pid), cpu_start, strict=True))
     finally:
         os.write(master, b"q")
         try:
@@ -108,7 +117,7 @@ def monitor(trace: Path, job: int, config: Path, args: argparse.Namespace) -> tu
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         os.close(master)
-    return 100.0 * cpu / wall, len(windows)
+    return 100.0 * (own + children) / wall, children, len(windows)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -117,27 +126,28 @@ def run(args: argparse.Namespace) -> int:
         configs = {}
         for mode, enabled in (("on", "true"), ("off", "false")):
             configs[mode] = Path(tmp) / f"{mode}.toml"
-            configs[mode].write_text(f"[stacks]\nenabled = {enabled}\n")
+            configs[mode].write_text(f"[stacks]\nenabled = {enabled}\ncooldown_s = {args.cooldown}\n")
         job = start_job(trace, 2 * args.rounds * (args.seconds + 60) + JOB_START_S)
         figures: dict[str, list[float]] = {"on": [], "off": []}
-        windows = 0
+        windows, py_spy_s = 0, 0.0
         try:
             for _ in range(args.rounds):
                 for mode in ("off", "on"):
-                    cpu, taken = monitor(trace, job.pid, configs[mode], args)
+                    cpu, children, taken = monitor(trace, job.pid, configs[mode], args)
                     figures[mode].append(cpu)
-                    windows += taken if mode == "on" else 0
+                    if mode == "on":
+                        windows, py_spy_s = windows + taken, py_spy_s + children
                     if mode == "off" and taken:
                         raise RuntimeError("bench_stacks: the monitor ran py-spy with [stacks] enabled = false")
         finally:
             os.killpg(job.pid, signal.SIGKILL)
             job.wait(timeout=10)
     on, off = statistics.median(figures["on"]), statistics.median(figures["off"])
-    label = f"{args.rounds} x {args.seconds:g} s each, interval {args.interval:g} s"
+    label = f"{args.rounds} x {args.seconds:g} s each, interval {args.interval:g} s, cooldown {args.cooldown:g} s"
     print(f"cpu_pct_off  {off:.2f} % of one core   ({label}; rounds: {', '.join(f'{v:.2f}' for v in figures['off'])})")
     print(f"cpu_pct_on   {on:.2f} % of one core   (rounds: {', '.join(f'{v:.2f}' for v in figures['on'])})")
     print(f"ratio        {on / off:.3f}")
-    print(f"windows      {windows}")
+    print(f"py_spy       {windows} processes, {py_spy_s:.2f} s of CPU in all ({py_spy_s / max(1, windows):.3f} s each)")
     return 0
 
 
@@ -146,6 +156,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=600.0, help="each run's length (the issue's: 600)")
     parser.add_argument("--rounds", type=int, default=1, help="off and on runs in turn, this many of each")
     parser.add_argument("--interval", type=float, default=1.0)
+    parser.add_argument("--cooldown", type=float, default=StacksConfig().cooldown_s, help="[stacks] cooldown_s")
     return run(parser.parse_args())
 
 
