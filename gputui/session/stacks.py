@@ -275,7 +275,8 @@ class JobStacks:
         return True
 
     def close(self, timeout: float | None = None) -> None:
-        """No window after the one in progress; waits `timeout` for it (None: not at all, the thread is a daemon)."""
+        """No window after the one in progress (those asked for are dropped); waits `timeout` for it (None: not at
+        all, the thread is a daemon)."""
         with self._lock:
             if self._closed:
                 return
@@ -297,14 +298,15 @@ class JobStacks:
     def _run(self) -> None:
         while True:
             item = self._queue.get()
-            if isinstance(item, _Stop):
+            with self._lock:
+                closed = self._closed
+            if isinstance(item, _Stop) or closed:
                 return
             try:
                 activity = self._read(item, self.config.window_s)
             except Exception as exc:  # a reader must not raise; one that does costs its window, not the thread
-                activity = JobActivity(
-                    source="py-spy", taken_at=self._clock(), window_s=0.0, samples=0, error=f"failed: {exc}"
-                )
+                error = f"py_spy_failed: reading the stacks failed: {exc}"
+                activity = JobActivity(source="py-spy", taken_at=self._clock(), window_s=0.0, samples=0, error=error)
             with self._idle:
                 self._latest[item] = activity
                 self._read_count += 1
@@ -314,9 +316,10 @@ class JobStacks:
 
     def _note(self, activity: JobActivity) -> None:
         """A notice for an error that concerns every process alike, the first time it is read (the lock held)."""
-        if error_key(activity.error) not in NOTICED_ERRORS or activity.error is None:
+        error = activity.error
+        if error is None or error_key(error) not in NOTICED_ERRORS:
             return
-        reason = _DIGITS.sub("#", activity.error)  # the same refusal of another PID is the same reason
+        reason = _DIGITS.sub("#", error)  # the same refusal of another PID is the same reason
         if reason not in self._noticed:
             self._noticed.add(reason)
-            self._notices.append(f"job stacks: {activity.error.partition(':')[2].strip()}")
+            self._notices.append(f"job stacks: {error.partition(':')[2].strip()}")

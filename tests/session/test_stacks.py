@@ -45,12 +45,14 @@ class Reader:
         self.most_at_once = 0
         self.hold = threading.Event()
         self.hold.set()
+        self.entered = threading.Event()  # a window has begun
         self._lock = threading.Lock()
 
     def __call__(self, pid: int, window_s: float) -> JobActivity:
         with self._lock:
             self.running += 1
             self.most_at_once = max(self.most_at_once, self.running)
+        self.entered.set()
         self.hold.wait(SETTLE_S)
         with self._lock:
             self.running -= 1
@@ -160,8 +162,15 @@ def test_one_window_at_a_time_on_one_thread_started_by_the_first() -> None:
     reader.hold.set()
     assert settled(stacks) and reader.read == [300, 400] and reader.most_at_once == 1
     [thread] = [t for t in stacks_threads() if t not in before]
-    stacks.close(timeout=SETTLE_S)
-    assert not thread.is_alive()
+    reader.hold.clear()
+    reader.entered.clear()
+    stacks.request(300)
+    stacks.request(400)
+    assert reader.entered.wait(SETTLE_S)
+    stacks.close()
+    reader.hold.set()
+    thread.join(SETTLE_S)
+    assert not thread.is_alive() and reader.read == [300, 400, 300]  # the window in progress ends; 400's is dropped
     assert stacks.request(300) == "stack sampling has ended"
 
 
@@ -218,7 +227,9 @@ def test_a_reader_that_raises_costs_its_window_not_the_thread() -> None:
     stacks.request(400)
     attached = settled(stacks).attach(two_jobs())
     failed = attached.host.process(300).activity
-    assert failed is not None and failed.samples == 0 and failed.error == "failed: boom"
+    assert (
+        failed is not None and failed.samples == 0 and failed.error == "py_spy_failed: reading the stacks failed: boom"
+    )
     assert attached.host.process(400).activity == activity(400)
 
 
