@@ -18,7 +18,6 @@ import argparse
 import math
 import sys
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
     from gputui.diagnostics.engine import DiagnosticsEngine
     from gputui.record.writer import RecordingWriter
     from gputui.session.loop import Pace
-    from gputui.session.sampling import Tick
+    from gputui.session.sampling import Sink, Tick
     from gputui.session.stacks import JobStacks, StacksConfig
 
 SCHEMA_VERSION = 1
@@ -227,10 +226,12 @@ def _diagnose(
     seen = _Seen(args.interval)
     stacks = stacks_for(system, stacks_config) if stacks_config is not None and stacks_config.enabled else None
     first = _SampleEveryProcess(stacks) if stacks is not None else None
-    sinks: list[Callable[[Tick], object]] = [] if recorder is None else [record_ticks(recorder)]
+    sinks: list[Sink] = [] if recorder is None else [record_ticks(recorder)]
+    if first is not None:
+        sinks.append(first)
     try:
         read: Source = _WithTorchCuda(source) if system.is_live else source
-        sampler = Sampler(read, engine.update, sinks=(*sinks, *(() if first is None else (first,))), stacks=stacks)
+        sampler = Sampler(read, engine.update, sinks=sinks, stacks=stacks)
         SamplingLoop(sampler.take, args.interval, seen.add, pace=pace).run(polls)
         if first is not None and first.outlasted_sampling():
             seen.add(sampler.take())  # a window ended after the last reading: one more, with its activity
@@ -242,7 +243,8 @@ def _diagnose(
 
 
 class _SampleEveryProcess:
-    """A sink that asks for a window of each GPU process of the first reading, and then waits (bounded) for them."""
+    """A sink that asks for a window of each GPU process of the first reading (those the host knows: a PID only
+    the driver names may be another PID namespace's), and then waits (bounded) for them."""
 
     def __init__(self, stacks: JobStacks) -> None:
         self._stacks = stacks
@@ -251,7 +253,8 @@ class _SampleEveryProcess:
     def __call__(self, tick: Tick) -> None:
         if self._deadline is not None:
             return
-        pids = sorted({proc.pid for gpu in tick.snapshot.gpus for proc in gpu.processes})
+        on_gpus = {proc.pid for gpu in tick.snapshot.gpus for proc in gpu.processes}
+        pids = sorted(proc.pid for proc in tick.snapshot.host.processes if proc.pid in on_gpus)
         asked = sum(self._stacks.request(pid) is None for pid in pids)
         self._deadline = time.monotonic() + asked * (self._stacks.config.window_s + STACKS_SLACK_S)
 
