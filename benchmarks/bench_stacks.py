@@ -4,7 +4,9 @@ Starts the lab's job (examples/lab/train.py, a real PyTorch process whose DataLo
 waiting: num_workers=0, every batch costs more CPU than its GPU step), then runs the monitor on it (`gputui
 --demo-job TRACE`) under a real pty, once with `[stacks] enabled = true` and once with `enabled = false` in its
 config file, `--rounds` times in turn, each for `--seconds` after its first frame. The job waits the whole time,
-so the monitor takes a window of its stacks every `cooldown_s` (60 s by default) while sampling is on.
+so the monitor takes a window of its stacks every `cooldown_s` (`--cooldown`, [stacks]' default unless given) while
+sampling is on. The whole monitor's CPU moves more from run to run on a shared machine than sampling adds to it:
+the py-spy figure is the one to read, and --rounds alternates the runs.
   cpu_pct_on / cpu_pct_off  CPU time of the monitor and of the children it has reaped (py-spy, each window's),
                             utime+stime+cutime+cstime from /proc, over wall time, in % of one core
   ratio                     on / off; the issue's bound is 1.10 over a 10-minute run (--seconds 600)
