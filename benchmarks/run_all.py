@@ -36,6 +36,7 @@ BENCHMARKS = (
     "bench_export.py",
     "bench_prometheus.py",
     "bench_ui.py",
+    "bench_stacks.py",
 )
 # A figure line: a name, spaces, a number (e.g. "cpu_pct      0.41 % of one core").
 FIGURE = re.compile(r"^([a-z_]+)\s+(-?[0-9]+(?:\.[0-9]+)?)\b")

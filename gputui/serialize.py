@@ -11,12 +11,16 @@ from dataclasses import MISSING, asdict, fields
 from typing import Any, TypeVar
 
 from gputui.model import (
+    ACTIVITY_KINDS,
+    ActivityFrame,
+    ActivityShares,
     ContainerInfo,
     ContainerSample,
     GpuInfo,
     GpuProcess,
     GpuSample,
     HostSample,
+    JobActivity,
     MigDevice,
     MigState,
     ProcSample,
@@ -33,9 +37,22 @@ _INFO_KEYS = tuple(f.name for f in fields(GpuInfo))
 _SAMPLE_KEYS = tuple(f.name for f in fields(GpuSample) if f.name not in ("processes", "index", "mig"))
 # Nested groups are objects of their own in JSON (`host.container`, `host.psi`, `system.container`).
 _HOST_GROUPS = ("container", "psi")
-_HOST_KEYS = tuple(f.name for f in fields(HostSample) if f.name not in ("processes", *_HOST_GROUPS))
+# Lists of processes are read apart, each process with its activity as an object of its own.
+_HOST_KEYS = tuple(f.name for f in fields(HostSample) if f.name not in ("processes", "busiest_others", *_HOST_GROUPS))
 _SYSTEM_KEYS = tuple(f.name for f in fields(SystemInfo) if f.name not in ("container", "topology"))
 _PROC_KEYS = tuple(f.name for f in fields(ProcSample))
+# `processes[i].activity`: each scalar key and the JSON types it may hold (null aside where the field allows it).
+_ACTIVITY_TYPES: dict[str, tuple[type, ...]] = {
+    "source": (str,),
+    "taken_at": (int, float),
+    "window_s": (int, float),
+    "samples": (int,),
+    "worker_samples": (int,),
+    "rank": (int,),
+    "error": (str,),
+}
+_ACTIVITY_NULLABLE = ("rank", "error")
+_ACTIVITY_SOURCES = ("py-spy", "in-process")
 # Whose job a process is (pod or Slurm job): repeated on each GPU's process list, so one object says it whole.
 _OWNER_KEYS = ("pod", "namespace", "k8s_container", "job_id")
 _GPU_PROCESS_KEYS = tuple(f.name for f in fields(GpuProcess))
@@ -158,6 +175,7 @@ def _gpu_process_to_dict(proc: GpuProcess, host: HostSample | None) -> dict[str,
     out["unreadable"] = list(host_proc.unreadable) if host_proc else []
     for key in _OWNER_KEYS:
         out[key] = getattr(host_proc, key) if host_proc else None
+    out["activity"] = activity_to_dict(host_proc.activity) if host_proc and host_proc.activity else None
     return out
 
 
@@ -178,8 +196,103 @@ def host_to_dict(host: HostSample) -> dict[str, Any]:
     for key in _HOST_GROUPS:
         group = getattr(host, key)
         out[key] = None if group is None else asdict(group)
-    out["processes"] = [{key: getattr(p, key) for key in _PROC_KEYS} for p in host.processes]
+    out["processes"] = [proc_to_dict(p) for p in host.processes]
+    out["busiest_others"] = [proc_to_dict(p) for p in host.busiest_others]
     return out
+
+
+def proc_to_dict(proc: ProcSample) -> dict[str, Any]:
+    """A host process: its fields by name, its activity an object (or null where its stacks were never read)."""
+    out = {key: getattr(proc, key) for key in _PROC_KEYS}
+    out["activity"] = activity_to_dict(proc.activity) if proc.activity is not None else None
+    return out
+
+
+def shares_to_dict(shares: ActivityShares) -> dict[str, float]:
+    return {kind: shares.of(kind) for kind in ACTIVITY_KINDS}
+
+
+def activity_to_dict(activity: JobActivity) -> dict[str, Any]:
+    """`processes[i].activity`: {source, window_s, samples, shares: {data, ...}, top: [{kind, function, file, line,
+    share}], rank, workers, worker_samples, taken_at, error}; shares are fractions of the main thread's samples."""
+    return {
+        "source": activity.source,
+        "window_s": activity.window_s,
+        "samples": activity.samples,
+        "shares": shares_to_dict(activity.shares),
+        "top": [
+            {"kind": f.kind, "function": f.function, "file": f.file, "line": f.line, "share": f.share}
+            for f in activity.top
+        ],
+        "rank": activity.rank,
+        "workers": shares_to_dict(activity.workers) if activity.workers is not None else None,
+        "worker_samples": activity.worker_samples,
+        "taken_at": activity.taken_at,
+        "error": activity.error,
+    }
+
+
+def activity_from_dict(data: Any, where: str = "activity") -> JobActivity:
+    """`processes[i].activity` back; raises SnapshotFormatError naming the key that is wrong: a malformed activity
+    must not read as another one."""
+    if not isinstance(data, dict):
+        raise SnapshotFormatError(f"{where}: expected an object, got {type(data).__name__}")
+    for key, allowed in _ACTIVITY_TYPES.items():
+        value = data.get(key)
+        if value is None and (key in _ACTIVITY_NULLABLE or key == "worker_samples"):
+            continue
+        if value is None or isinstance(value, bool) or not isinstance(value, allowed):
+            expected = "a string" if allowed == (str,) else "an integer" if allowed == (int,) else "a number"
+            raise SnapshotFormatError(f"{where}.{key}: expected {expected}, got {value!r}")
+    if data["source"] not in _ACTIVITY_SOURCES:
+        raise SnapshotFormatError(
+            f"{where}.source: expected one of {', '.join(_ACTIVITY_SOURCES)}, got {data['source']!r}"
+        )
+    top = data.get("top")
+    if top is None:
+        top = []
+    if not isinstance(top, list):
+        raise SnapshotFormatError(f"{where}.top: expected a list, got {type(top).__name__}")
+    workers = data.get("workers")
+    return JobActivity(
+        source=data["source"],
+        taken_at=float(data["taken_at"]),
+        window_s=float(data["window_s"]),
+        samples=data["samples"],
+        shares=_shares(data.get("shares"), f"{where}.shares"),
+        top=tuple(_frame(frame, f"{where}.top[{n}]") for n, frame in enumerate(top)),
+        workers=None if workers is None else _shares(workers, f"{where}.workers"),
+        worker_samples=data.get("worker_samples") or 0,
+        rank=data.get("rank"),
+        error=data.get("error"),
+    )
+
+
+def _share(value: Any, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise SnapshotFormatError(f"{where}: expected a fraction from 0 to 1, got {value!r}")
+    return float(value)
+
+
+def _shares(data: Any, where: str) -> ActivityShares:
+    if not isinstance(data, dict):
+        raise SnapshotFormatError(f"{where}: expected an object, got {type(data).__name__}")
+    return ActivityShares(**{kind: _share(data[kind], f"{where}.{kind}") for kind in ACTIVITY_KINDS if kind in data})
+
+
+def _frame(data: Any, where: str) -> ActivityFrame:
+    if not isinstance(data, dict):
+        raise SnapshotFormatError(f"{where}: expected an object, got {type(data).__name__}")
+    kind, function, file, line = data.get("kind"), data.get("function"), data.get("file"), data.get("line")
+    if kind not in ACTIVITY_KINDS:
+        raise SnapshotFormatError(f"{where}.kind: expected one of {', '.join(ACTIVITY_KINDS)}, got {kind!r}")
+    if not isinstance(function, str) or not isinstance(file, str):
+        raise SnapshotFormatError(f"{where}: function and file must be strings, got {function!r} and {file!r}")
+    if line is not None and (isinstance(line, bool) or not isinstance(line, int)):
+        raise SnapshotFormatError(f"{where}.line: expected an integer or null, got {line!r}")
+    return ActivityFrame(
+        kind=kind, function=function, file=file, line=line, share=_share(data.get("share"), f"{where}.share")
+    )
 
 
 def snapshot_to_dict(snapshot: Snapshot, *, include_static: bool = True) -> dict[str, Any]:
@@ -314,18 +427,31 @@ def host_from_dict(data: dict[str, Any]) -> HostSample:
     if values.get("load_avg") is not None:
         values["load_avg"] = tuple(values["load_avg"])
     try:
-        procs = tuple(ProcSample(**_proc_values(p)) for p in data.get("processes") or ())
+        procs = _procs(data.get("processes"), "host.processes")
+        others = _procs(data.get("busiest_others"), "host.busiest_others")
         container = _group(ContainerSample, data.get("container"))
-        return HostSample(processes=procs, container=container, psi=_group(PsiSample, data.get("psi")), **values)
+        return HostSample(
+            processes=procs,
+            busiest_others=others,
+            container=container,
+            psi=_group(PsiSample, data.get("psi")),
+            **values,
+        )
     except TypeError as exc:
         raise SnapshotFormatError(f"host: {exc}") from exc
 
 
-def _proc_values(data: dict[str, Any]) -> dict[str, Any]:
+def _procs(data: Any, where: str) -> tuple[ProcSample, ...]:
+    return tuple(ProcSample(**_proc_values(p, f"{where}[{n}]")) for n, p in enumerate(data or ()))
+
+
+def _proc_values(data: dict[str, Any], where: str) -> dict[str, Any]:
     values = _pick(_PROC_KEYS, data)
     if values.get("cpus_allowed") is not None:
         values["cpus_allowed"] = tuple(values["cpus_allowed"])
     values["unreadable"] = tuple(values.get("unreadable") or ())
+    if values.get("activity") is not None:
+        values["activity"] = activity_from_dict(values["activity"], f"{where}.activity")
     return values
 
 
@@ -347,6 +473,8 @@ def snapshot_from_dict(
         gpu_dicts = list(data["gpus"])
         timestamp = float(data["timestamp"])
         host = host_from_dict(data["host"])
+    except SnapshotFormatError:
+        raise  # names what is wrong already
     except (KeyError, TypeError, ValueError) as exc:
         raise SnapshotFormatError(f"missing or malformed key: {exc}") from exc
     if system is None:

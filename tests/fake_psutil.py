@@ -30,6 +30,7 @@ snetio = namedtuple("snetio", "bytes_sent bytes_recv packets_sent packets_recv e
 snicstats = namedtuple("snicstats", "isup duplex speed mtu flags")
 pio = namedtuple("pio", "read_count write_count read_bytes write_bytes read_chars write_chars")
 pmem = namedtuple("pmem", "rss vms shared text lib data dirty")
+pcputimes = namedtuple("pcputimes", "user system children_user children_system iowait", defaults=(0.0,) * 5)
 
 
 def netio(sent: int, received: int) -> Any:
@@ -52,6 +53,9 @@ class FakeProcess:
     rss: int = 8 * 1024**3
     status_: str = "running"
     create_time_: float = 1_700_000_000.25
+    cpu_seconds: float = 0.0  # user and system together, as cpu_times() gives them
+    ppid_: int = 1
+    info: dict[str, Any] = field(default_factory=dict)  # what process_iter read of it, as psutil sets it
     denied: set[str] = field(default_factory=set)
     gone: bool = False
     calls: Counter[str] = field(default_factory=Counter)
@@ -112,6 +116,14 @@ class FakeProcess:
     def create_time(self) -> float:
         self._enter("create_time")
         return self.create_time_
+
+    def cpu_times(self) -> Any:
+        self._enter("cpu_times")
+        return pcputimes(user=self.cpu_seconds * 0.75, system=self.cpu_seconds * 0.25)
+
+    def ppid(self) -> int:
+        self._enter("ppid")
+        return self.ppid_
 
 
 class FakePsutil(types.ModuleType):
@@ -177,6 +189,21 @@ class FakePsutil(types.ModuleType):
         if proc is None or proc.gone:
             raise real.NoSuchProcess(pid)
         return proc
+
+    def process_iter(self, attrs: Any) -> Iterator[Any]:
+        """Each process as psutil yields it: itself, with `info` holding `attrs` (None where access is denied)."""
+        self.calls["process_iter"] += 1
+        for proc in list(self.processes.values()):
+            if proc.gone:
+                continue
+            info = {}
+            for attr in attrs:
+                try:
+                    info[attr] = getattr(proc, attr)()
+                except real.AccessDenied:
+                    info[attr] = None
+            proc.info = info
+            yield proc
 
     def _scan_parents(self) -> dict[int, int]:
         """{pid: ppid} for every process, as psutil._ppid_map returns."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -638,3 +639,130 @@ def test_the_cgroup_read_is_the_named_processs(ps: FakePsutil, clock: Clock, tmp
     sample = host.sample([], 1.0)
     assert sample.container is not None
     assert (sample.container.cpu_pct_of_quota, sample.container.cpu_throttled_pct) == (75.0, 75.0)
+
+
+def _busy(ps: FakePsutil, clock: Clock, seconds: float = 1.0) -> None:
+    """Let time pass with every core busy."""
+    clock.now += seconds
+    for core in range(len(ps.cores)):
+        ps.advance_cpu(core, user=seconds)
+
+
+def _neighbours(ps: FakePsutil) -> None:
+    """A GPU process (4242) with a data-loader worker (4300), this process, and six others: bob's two stress
+    workers, carol's build, dave's editor, an idle shell and a root daemon."""
+    ps.processes = {
+        4242: FakeProcess(4242, child_pids=[4300]),
+        4300: FakeProcess(4300, ppid_=4242, cmdline_=["python", "train.py"]),
+        os.getpid(): FakeProcess(os.getpid(), name_="gputui", cmdline_=["gputui"]),
+        7000: FakeProcess(7000, name_="stress", username_="bob", cmdline_=["stress", "-c", "2"]),
+        7001: FakeProcess(7001, name_="stress", username_="bob", cmdline_=["stress", "-c", "2"]),
+        7002: FakeProcess(7002, name_="cc1", username_="carol", cmdline_=["cc1", "-O2", "x" * 300]),
+        7003: FakeProcess(7003, name_="vim", username_="dave", cmdline_=["vim"]),
+        7004: FakeProcess(7004, name_="bash", username_="erin", cmdline_=["bash"]),
+        7005: FakeProcess(7005, name_="sshd", username_="root", cmdline_=[], denied={"username"}),
+    }
+
+
+def _spend(ps: FakePsutil, **seconds: float) -> None:
+    for pid, spent in seconds.items():
+        ps.processes[int(pid.lstrip("p"))].cpu_seconds += spent
+
+
+def test_while_the_cpus_are_busy_the_busiest_other_processes_are_named(
+    ps: FakePsutil, clock: Clock, host: HostSource
+) -> None:
+    _neighbours(ps)
+    _busy(ps, clock)
+    assert host.sample([4242], clock.now).busiest_others == ()  # the first busy tick reads their counters
+    _busy(ps, clock, 2.0)
+    _spend(ps, p4242=2.0, p4300=2.0, **{f"p{os.getpid()}": 1.9}, p7000=1.8, p7001=1.7, p7002=1.0, p7003=0.2)
+    _spend(ps, p7005=0.1)
+    others = host.sample([4242], clock.now).busiest_others
+    # Neither the GPU process nor its worker, nor gputui; busiest first, five at most, none that used no CPU.
+    assert [(p.pid, p.user, p.cpu_pct) for p in others] == [
+        (7000, "bob", 90.0),
+        (7001, "bob", 85.0),
+        (7002, "carol", 50.0),
+        (7003, "dave", 10.0),
+        (7005, None, 5.0),
+    ]
+    assert others[0].name == "stress" and others[0].cmdline == "stress -c 2"
+    assert others[2].cmdline is not None and len(others[2].cmdline) == 160 and others[2].cmdline.endswith("…")
+    assert others[4].cmdline is None
+
+
+def test_while_the_cpus_have_room_no_process_is_scanned(ps: FakePsutil, clock: Clock, host: HostSource) -> None:
+    _neighbours(ps)
+    for _ in range(3):
+        idle_tick(ps, clock)
+        _spend(ps, p7000=1.0)
+        assert host.sample([4242], clock.now).busiest_others == ()
+    assert ps.calls["process_iter"] == 0
+
+
+def test_a_busy_spell_after_an_idle_one_starts_its_counters_anew(
+    ps: FakePsutil, clock: Clock, host: HostSource
+) -> None:
+    """The CPU a process used over the idle spell would understate what it takes now: a busy tick after an idle
+    one only reads the counters again."""
+    _neighbours(ps)
+    _busy(ps, clock)
+    host.sample([4242], clock.now)
+    idle_tick(ps, clock)
+    host.sample([4242], clock.now)
+    _busy(ps, clock)
+    _spend(ps, p7000=1.0)
+    assert host.sample([4242], clock.now).busiest_others == ()
+    _busy(ps, clock)
+    _spend(ps, p7000=1.0)
+    assert [p.pid for p in host.sample([4242], clock.now).busiest_others] == [7000]
+
+
+def test_real_busy_processes_outside_the_job_are_named(tmp_path: Path) -> None:
+    """Real processes from the real /proc: a spinner is named; a GPU process's spinning worker is not, nor the
+    process that samples (run as a child of its own, so that neither spinner descends from it)."""
+    spin = "import os, sys, time\nend = time.monotonic() + 60\nwhile time.monotonic() < end:\n    pass\n"
+    job = (
+        "import os, time\n"
+        "if os.fork() == 0:\n" + "".join("    " + line + "\n" for line in spin.splitlines()) + "    os._exit(0)\n"
+        "time.sleep(60)\n"
+    )
+    sampler = (
+        "import json, sys, time\n"
+        "from gputui.sources.host import source\n"
+        "source.OTHERS_SHOWN = 100000\n"
+        "host = source.HostSource(busy_pct=0.0)\n"
+        "host.open()\n"
+        "spinner, job = int(sys.argv[1]), int(sys.argv[2])\n"
+        "for _ in range(50):\n"
+        "    others = host.sample([job], time.time()).busiest_others\n"
+        "    if any(p.pid == spinner and p.cpu_pct for p in others):\n"
+        "        break\n"
+        "    time.sleep(0.2)\n"
+        "print(json.dumps([[p.pid, p.name, p.cmdline, p.cpu_pct] for p in others]))\n"
+    )
+    started = [
+        subprocess.Popen([sys.executable, "-c", script], start_new_session=True)
+        for script in (spin + "# neighbour", job)
+    ]
+    try:
+        spinner, parent = started
+        run = subprocess.run(
+            [sys.executable, "-c", sampler, str(spinner.pid), str(parent.pid)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parent.parent)},
+        )
+    finally:
+        for process in started:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+    assert run.returncode == 0, run.stderr
+    others = {pid: (name, cmdline, cpu) for pid, name, cmdline, cpu in json.loads(run.stdout)}
+    name, cmdline, cpu = others[spinner.pid]
+    assert name.startswith("python") and cmdline.endswith("# neighbour") and cpu > 0
+    commands = [cmdline or "" for _, cmdline, _ in others.values()]
+    assert not [c for c in commands if "time.sleep(60)" in c]  # the job and its worker, forked with its command
+    assert not [c for c in commands if "OTHERS_SHOWN" in c]  # the sampler itself

@@ -9,11 +9,14 @@ from typing import Any
 import pytest
 
 from gputui.model import (
+    ActivityFrame,
+    ActivityShares,
     ContainerInfo,
     ContainerSample,
     GpuProcess,
     GpuSample,
     HostSample,
+    JobActivity,
     MigState,
     ProcSample,
     PsiSample,
@@ -212,3 +215,79 @@ def test_a_malformed_mig_object_is_an_error_naming_the_key(
     target[keys[-1]] = value
     with pytest.raises(SnapshotFormatError, match=message):
         snapshot_from_dict(data)
+
+
+ACTIVITY = JobActivity(
+    source="py-spy",
+    taken_at=9.5,
+    window_s=4.0,
+    samples=80,
+    shares=ActivityShares(data=0.7125, cpu=0.2875),
+    top=(ActivityFrame("data", "_next_data", "torch/utils/data/dataloader.py", 674, 0.7125),),
+    workers=ActivityShares(io=1.0),
+    worker_samples=160,
+    rank=3,
+)
+
+
+def _with_activity() -> Snapshot:
+    snap = _snapshot()
+    others = (ProcSample(7, "stress", user="bob", cmdline="stress -c 2", cpu_pct=199.0),)
+    processes = (replace(snap.host.processes[0], activity=ACTIVITY),)
+    return replace(snap, host=replace(snap.host, processes=processes, busiest_others=others))
+
+
+def test_a_process_activity_and_the_busiest_others_round_trip_as_objects() -> None:
+    snap = _with_activity()
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    activity = data["host"]["processes"][0]["activity"]
+    assert activity == data["gpus"][0]["processes"][0]["activity"]  # beside each GPU's process too
+    assert list(activity) == [
+        "source",
+        "window_s",
+        "samples",
+        "shares",
+        "top",
+        "rank",
+        "workers",
+        "worker_samples",
+        "taken_at",
+        "error",
+    ]
+    assert list(activity["shares"]) == ["data", "loading", "cpu", "gpu_sync", "collective", "checkpoint", "io", "idle"]
+    assert activity["top"] == [
+        {
+            "kind": "data",
+            "function": "_next_data",
+            "file": "torch/utils/data/dataloader.py",
+            "line": 674,
+            "share": 0.7125,
+        }
+    ]
+    assert data["host"]["busiest_others"][0]["cmdline"] == "stress -c 2"
+    assert snapshot_from_dict(data) == snap
+
+
+def test_a_process_never_sampled_has_a_null_activity() -> None:
+    data = snapshot_to_dict(_snapshot())
+    assert data["host"]["processes"][0]["activity"] is None and data["host"]["busiest_others"] == []
+    assert snapshot_from_dict(json.loads(json.dumps(data))) == _snapshot()
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (lambda a: a.pop("samples"), "host.processes[0].activity.samples: expected an integer, got None"),
+        (lambda a: a.update(source="perf"), "host.processes[0].activity.source: expected one of py-spy, in-process"),
+        (lambda a: a["shares"].update(io=1.5), "host.processes[0].activity.shares.io: expected a fraction from 0 to 1"),
+        (lambda a: a["top"][0].update(kind="gpu"), "host.processes[0].activity.top[0].kind: expected one of data,"),
+        (lambda a: a.update(top={}), "host.processes[0].activity.top: expected a list, got dict"),
+        (lambda a: a.update(workers=[1]), "host.processes[0].activity.workers: expected an object, got list"),
+    ],
+)
+def test_a_malformed_activity_is_an_error_naming_the_key(change: Any, error: str) -> None:
+    data = json.loads(json.dumps(snapshot_to_dict(_with_activity())))
+    change(data["host"]["processes"][0]["activity"])
+    with pytest.raises(SnapshotFormatError) as raised:
+        snapshot_from_dict(data)
+    assert str(raised.value).startswith(error)

@@ -292,7 +292,7 @@ def add_config_and_alert_options(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="config file: thresholds, [alerts], [cost], [monitor] (default ~/.config/gputui/config.toml)",
+        help="config file: thresholds, [alerts], [cost], [monitor], [stacks] (default ~/.config/gputui/config.toml)",
     )
     parser.add_argument(
         "--alert-webhook",

@@ -7,7 +7,9 @@ marked with when it held. Exit codes make it a node health check in scripts, fro
 machine (`--demo`) runs on simulated time: its N seconds pass at once, and everything it prints says SIMULATED.
 The lab's machine (`--demo-job`: a simulated GPU that follows a real job) runs in real time, as the job does.
 The samples are taken by the one sampling loop (gputui/session/loop.py), on this thread, for N seconds' worth;
-`--record` is a sink of its sampler, as in the monitor.
+`--record` is a sink of its sampler, as in the monitor. The stacks of every GPU process are read once at the start
+(gputui/session/stacks.py; not with `--no-stacks`, nor where its processes are not this machine's), and a window
+that outlasts the sampling is waited for, so what is printed has each job's activity.
 """
 
 from __future__ import annotations
@@ -43,10 +45,13 @@ if TYPE_CHECKING:
     from gputui.diagnostics.engine import DiagnosticsEngine
     from gputui.record.writer import RecordingWriter
     from gputui.session.loop import Pace
-    from gputui.session.sampling import Tick
+    from gputui.session.sampling import Sink, Tick
+    from gputui.session.stacks import JobStacks, StacksConfig
 
 SCHEMA_VERSION = 1
 DEFAULT_SECONDS = 10.0
+# Beyond its window, what reading one process's stacks may take (starting py-spy, the in-process record's file).
+STACKS_SLACK_S = 3.0
 
 
 def register(sub: Any) -> None:
@@ -90,7 +95,13 @@ def register(sub: Any) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="config file: thresholds, [cost] (default ~/.config/gputui/config.toml)",
+        help="config file: thresholds, [cost], [stacks] (default ~/.config/gputui/config.toml)",
+    )
+    parser.add_argument(
+        "--no-stacks",
+        action="store_true",
+        help="do not read the GPU processes' Python stacks (by default each is sampled once, for [stacks] "
+        "window_s seconds, with py-spy or the record `gputui run` publishes, to say what its main thread waits on)",
     )
     common.add_price_options(parser)
     from gputui.record.options import add_record_options
@@ -102,10 +113,12 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from gputui.diagnostics.engine import DiagnosticsEngine, unavailable_finding
     from gputui.diagnostics.verdict import unavailable_verdict
+    from gputui.session.stacks import load_stacks_config
 
     lang = resolve_lang(args.lang)
     try:
         config = load_config(args.config)
+        stacks = load_stacks_config(args.config)
         price = common.price_of(args)
     except ConfigError as exc:
         return common.usage_error(exc)
@@ -122,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     except RecordingError as exc:
         return common.usage_error(exc)
     try:
-        outcome = _diagnose(args, engine, recorder)
+        outcome = _diagnose(args, engine, recorder, None if args.no_stacks else stacks)
     except InvalidGpuSelection as exc:
         return common.usage_error(exc)
     except NoJobTrace as exc:
@@ -195,22 +208,63 @@ class _Seen:
         return Outcome(last.system, self.last.verdict, active, tuple(self.notices), last, account)
 
 
-def _diagnose(args: argparse.Namespace, engine: DiagnosticsEngine, recorder: RecordingWriter | None = None) -> Outcome:
-    """Feed the engine `--seconds` of samples (and the recording, with --record)."""
+def _diagnose(
+    args: argparse.Namespace,
+    engine: DiagnosticsEngine,
+    recorder: RecordingWriter | None = None,
+    stacks_config: StacksConfig | None = None,
+) -> Outcome:
+    """Feed the engine `--seconds` of samples (and the recording, with --record); with `stacks_config`, the stacks
+    of every GPU process read once, from the first reading on."""
     from gputui.session.loop import SamplingLoop
     from gputui.session.recording import record_ticks
     from gputui.session.sampling import Sampler
+    from gputui.session.stacks import stacks_for
 
     source, system, pace = _open(args)
     polls = math.floor(args.seconds / args.interval + 1e-9) + 1
     seen = _Seen(args.interval)
+    stacks = stacks_for(system, stacks_config) if stacks_config is not None and stacks_config.enabled else None
+    first = _SampleEveryProcess(stacks) if stacks is not None else None
+    sinks: list[Sink] = [] if recorder is None else [record_ticks(recorder)]
+    if first is not None:
+        sinks.append(first)
     try:
         read: Source = _WithTorchCuda(source) if system.is_live else source
-        sampler = Sampler(read, engine.update, sinks=() if recorder is None else (record_ticks(recorder),))
+        sampler = Sampler(read, engine.update, sinks=sinks, stacks=stacks)
         SamplingLoop(sampler.take, args.interval, seen.add, pace=pace).run(polls)
+        if first is not None and first.outlasted_sampling():
+            seen.add(sampler.take())  # a window ended after the last reading: one more, with its activity
     finally:
+        if stacks is not None:
+            stacks.close()
         source.close()
     return seen.outcome(system)
+
+
+class _SampleEveryProcess:
+    """A sink that asks for a window of each GPU process of the first reading (those the host knows: a PID only
+    the driver names may be another PID namespace's), and then waits (bounded) for them."""
+
+    def __init__(self, stacks: JobStacks) -> None:
+        self._stacks = stacks
+        self._deadline: float | None = None
+
+    def __call__(self, tick: Tick) -> None:
+        if self._deadline is not None:
+            return
+        on_gpus = {proc.pid for gpu in tick.snapshot.gpus for proc in gpu.processes}
+        pids = sorted(proc.pid for proc in tick.snapshot.host.processes if proc.pid in on_gpus)
+        asked = sum(self._stacks.request(pid) is None for pid in pids)
+        self._deadline = time.monotonic() + asked * (self._stacks.config.window_s + STACKS_SLACK_S)
+
+    def outlasted_sampling(self) -> bool:
+        """Waits for the windows still to be taken, until their time is up; True when one ended after the last
+        reading took the activities."""
+        if self._deadline is None:
+            return False
+        self._stacks.settle(max(0.0, self._deadline - time.monotonic()))
+        return self._stacks.unattached
 
 
 class _WithTorchCuda:

@@ -73,10 +73,12 @@ def run(args: argparse.Namespace) -> int:
     from gputui.export.server import ExportBindError, Exporter
     from gputui.metric_schema import HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL
     from gputui.session.diagnose import new_diagnose
+    from gputui.session.stacks import load_stacks_config, stacks_for
 
     logging.basicConfig(format="gputui: %(message)s", level=logging.WARNING)
     try:
         diagnostics = load_config(args.config)
+        stacks_config = load_stacks_config(args.config)
         alerts = alerts_config(args)
     except ConfigError as exc:
         return common.usage_error(exc)
@@ -87,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     except SourceUnavailable as exc:
         return common.report_unavailable(exc)
     alerter = Alerter(alerts, say=logging.getLogger("gputui.alerts").warning) if alerts.enabled else None
+    stacks = stacks_for(system, stacks_config)
     exporter = Exporter(
         source,
         system,
@@ -96,6 +99,7 @@ def run(args: argparse.Namespace) -> int:
         diagnose=new_diagnose(diagnostics),
         hostname_label=LEGACY_HOSTNAME_LABEL if args.legacy_hostname_label else HOSTNAME_LABEL,
         sinks=() if alerter is None else (alerter.observe,),
+        stacks=stacks,
     )
     stop = threading.Event()
     try:
@@ -112,6 +116,8 @@ def run(args: argparse.Namespace) -> int:
             stop.wait()
     finally:
         exporter.stop()
+        if stacks is not None:
+            stacks.close()
         source.close()
         if alerter is not None:
             alerter.close(timeout=alerts.timeout_s)

@@ -73,9 +73,11 @@ def run(args: argparse.Namespace) -> int:
     from gputui.alerts.config import alerts_config
     from gputui.diagnostics.config import ConfigError, load_config
     from gputui.session.signals import readonly_configured
+    from gputui.session.stacks import load_stacks_config, stacks_for
 
     try:
         diagnostics = load_config(args.config)
+        stacks_config = load_stacks_config(args.config)
         alerts = alerts_config(args)
         readonly = args.readonly or readonly_configured(args.config)
         price = common.price_of(args)
@@ -104,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         if alerts.enabled
         else None
     )
+    stacks = stacks_for(system, stacks_config)
     app = GpuTuiApp(
         source,
         system,
@@ -113,11 +116,14 @@ def run(args: argparse.Namespace) -> int:
         readonly=readonly,
         price=price,
         sinks=() if alerter is None else (alerter.observe,),
+        stacks=stacks,
     )
     settle_gc()
     try:
         app.run()
     finally:
+        if stacks is not None:
+            stacks.close()
         if alerter is not None:
             alerter.close(timeout=1.0)
         if recorder is not None:

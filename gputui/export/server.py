@@ -24,6 +24,7 @@ from gputui.model import SystemInfo
 from gputui.session.diagnose import Diagnose, tolerant
 from gputui.session.loop import SamplingLoop
 from gputui.session.sampling import Sampler, Sink, Tick
+from gputui.session.stacks import JobStacks
 from gputui.sources.base import Source
 
 log = logging.getLogger(__name__)
@@ -46,12 +47,13 @@ class ExportSampler:
         interval: float,
         diagnose: Diagnose | None = None,
         sinks: Sequence[Sink] = (),
+        stacks: JobStacks | None = None,
     ) -> None:
         self._last_xid: dict[int, int] = {}
         self._state = ExportState(system=system, snapshot=None, error="no reading yet")
         # Each GPU's time in each verdict class, where the diagnostics run and give one.
         self._accountant = None if diagnose is None else Accountant(MAX_GAP_INTERVALS * interval)
-        sampler = Sampler(source, None if diagnose is None else tolerant(diagnose, "this reading"), sinks)
+        sampler = Sampler(source, None if diagnose is None else tolerant(diagnose, "this reading"), sinks, stacks)
         self._loop = SamplingLoop(sampler.take, interval, self._publish, self._failed, name="gputui-export-sampler")
 
     @property
@@ -125,8 +127,9 @@ class Exporter:
         diagnose: Diagnose | None = None,
         hostname_label: HostnameLabel = HOSTNAME_LABEL,
         sinks: Sequence[Sink] = (),
+        stacks: JobStacks | None = None,
     ) -> None:
-        self.sampler = ExportSampler(source, system, interval=interval, diagnose=diagnose, sinks=sinks)
+        self.sampler = ExportSampler(source, system, interval=interval, diagnose=diagnose, sinks=sinks, stacks=stacks)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SnapshotCollector(lambda: self.sampler.state, hostname_label=hostname_label))
         self._bind = bind

@@ -12,6 +12,11 @@ clock event reason names (the mask holds them) and the host stats `snapshot --js
 processes are left out when they are just the GPU's processes of its instance (as a MIG GPU lists them): the reader
 picks them from the GPU's list again. Floats keep 3 decimals. This keeps a busy GPU near 1.5 KB a tick, 115 bytes
 gzipped (benchmarks/bench_record.py measures it).
+
+A process's activity (what its stacks showed over the last window, gputui/session/stacks.py) changes once a minute
+at most: the writer puts it in the first tick that has it and again only when it changes (`null` once a process
+that had one has none); the reader carries each process's activity forward to the ticks that leave it out, and
+forgets it when the process leaves.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from gputui.model import (
     GpuProcess,
     GpuSample,
     HostSample,
+    JobActivity,
     MigDevice,
     ProcSample,
     Snapshot,
@@ -38,6 +44,7 @@ from gputui.model import (
 )
 from gputui.serialize import (
     SnapshotFormatError,
+    activity_from_dict,
     gpu_info_from_dict,
     gpu_info_to_dict,
     snapshot_from_dict,
@@ -204,7 +211,39 @@ def _mig_processes_back(gpu: dict[str, Any]) -> None:
             ]
 
 
-def tick_to_dict(snapshot: Snapshot) -> dict[str, Any]:
+def _compact_all(value: Any) -> Any:
+    """_compact through nested objects and lists (a process's activity)."""
+    if isinstance(value, dict):
+        return {key: _compact_all(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_compact_all(item) for item in value]
+    return _compact(value)
+
+
+def _host_processes(
+    processes: Sequence[ProcSample], dicts: list[dict[str, Any]], written: dict[int, JobActivity] | None
+) -> list[dict[str, Any]]:
+    """The host's processes trimmed; each activity written only where it is not the one the reader carries from
+    the tick before (`written`, updated here: None writes every one)."""
+    out = []
+    carried = written if written is not None else {}
+    for proc, data in zip(processes, dicts, strict=True):
+        activity = data.pop("activity")
+        trimmed = _trim(data, _PROC_DEFAULTS)
+        if proc.activity is not None and carried.get(proc.pid) != proc.activity:
+            trimmed["activity"] = _compact_all(activity)
+        elif proc.activity is None and proc.pid in carried:
+            trimmed["activity"] = None  # the reader must stop carrying it
+        out.append(trimmed)
+    if written is not None:
+        written.clear()
+        written.update((proc.pid, proc.activity) for proc in processes if proc.activity is not None)
+    return out
+
+
+def tick_to_dict(snapshot: Snapshot, written: dict[int, JobActivity] | None = None) -> dict[str, Any]:
+    """A tick's line. `written`: the activities the lines before it hold (the writer's, kept up to date here), so
+    that each is written once; without it every activity is written."""
     data = snapshot_to_dict(snapshot, include_static=False)
     gpus = []
     for gpu, sample in zip(data["gpus"], snapshot.gpus, strict=True):
@@ -217,7 +256,8 @@ def tick_to_dict(snapshot: Snapshot) -> dict[str, Any]:
         gpus.append(trimmed)
     host = data["host"]
     host.pop("cpu_pct", None)
-    host["processes"] = [_trim(proc, _PROC_DEFAULTS) for proc in host["processes"]]
+    host["processes"] = _host_processes(snapshot.host.processes, host["processes"], written)
+    host["busiest_others"] = [_trim(proc, _PROC_DEFAULTS) for proc in host["busiest_others"]]
     out: dict[str, Any] = {
         "type": "tick",
         "timestamp": round(data["timestamp"], 3),
@@ -315,6 +355,53 @@ def header_from_dict(data: Mapping[str, Any]) -> RecordingHeader:
         started_at=started_at,
         utc_offset_s=utc_offset_s,
     )
+
+
+class ActivityCarry:
+    """The reader's side of writing each activity once: the last activity (as JSON) of each process, put back into
+    the ticks that leave it out. One per pass over a file, fed every tick in order."""
+
+    def __init__(self) -> None:
+        self._last: dict[int, dict[str, Any]] = {}
+
+    def fill(self, data: dict[str, Any]) -> tuple[bool, list[str]]:
+        """Puts the carried activities into the tick `data` (in place) and takes its new ones; (whether it changed
+        `data`, a sentence for each activity too malformed to read, which is left out: the rest of the tick is
+        read as usual)."""
+        host = data.get("host")
+        processes = host.get("processes") if isinstance(host, dict) else None
+        if not isinstance(processes, list):
+            return False, []
+        changed, problems = False, []
+        present = set()
+        for proc in processes:
+            pid = proc.get("pid") if isinstance(proc, dict) else None
+            if not isinstance(pid, int):
+                continue
+            present.add(pid)
+            if "activity" not in proc:
+                if pid in self._last:
+                    proc["activity"] = self._last[pid]
+                    changed = True
+                continue
+            activity = proc["activity"]
+            if activity is None:
+                self._last.pop(pid, None)
+                del proc["activity"]
+                changed = True
+                continue
+            try:
+                activity_from_dict(activity, f"process {pid}: activity")
+            except SnapshotFormatError as exc:
+                problems.append(f"{exc}: read without it")
+                self._last.pop(pid, None)
+                del proc["activity"]
+                changed = True
+                continue
+            self._last[pid] = activity
+        for pid in [pid for pid in self._last if pid not in present]:
+            del self._last[pid]
+        return changed, problems
 
 
 def tick_from_dict(data: dict[str, Any], header: RecordingHeader, system: SystemInfo) -> Snapshot:

@@ -18,6 +18,7 @@ from typing import IO, Any, overload
 from gputui.model import Snapshot
 from gputui.record.format import (
     EVENT_KINDS,
+    ActivityCarry,
     RecordedEvent,
     RecordingError,
     RecordingFormatError,
@@ -225,6 +226,8 @@ class RecordingReader:
         bad: list[tuple[int, str]] = []
         unknown: dict[str, int] = {}
         other_gpus: list[tuple[float, tuple[int, ...]]] = []
+        carry = ActivityCarry()
+        malformed: list[tuple[int, str]] = []  # activities left out of the ticks that held them
         ticks = 0
         truncated: int | None = None
         with self._open() as raw:
@@ -238,7 +241,9 @@ class RecordingReader:
                         raise RecordingFormatError("not a JSON object")
                     kind = data.get("type")
                     if kind == "tick":
-                        snapshot, kept = self._tick(data, line, other_gpus)
+                        changed, problems = carry.fill(data)
+                        malformed += [(number, problem) for problem in problems]
+                        snapshot, kept = self._tick(data, dumps(data).encode() if changed else line, other_gpus)
                         ticks += 1
                         yield snapshot, kept
                     elif kind == "event" and data.get("kind") in EVENT_KINDS:
@@ -252,6 +257,10 @@ class RecordingReader:
                     elif stream.problem is None:
                         truncated = number
         self._collect_warnings(ticks, bad, unknown, other_gpus, truncated, stream.problem)
+        if malformed:
+            number, problem = malformed[0]
+            many = f"{len(malformed)} malformed activities" if len(malformed) > 1 else "a malformed activity"
+            self.warnings.append(f"{self.path}: left out {many} (first: line {number}: {problem})")
 
     def _tick(
         self, data: dict[str, Any], line: bytes, other_gpus: list[tuple[float, tuple[int, ...]]]

@@ -19,7 +19,7 @@ from typing import IO, Any
 
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
-from gputui.model import Snapshot
+from gputui.model import JobActivity, Snapshot
 from gputui.record.format import (
     RecordedEvent,
     RecordingError,
@@ -151,6 +151,7 @@ class RecordingWriter:
         self._active: tuple[Finding, ...] = ()
         self._last_t = 0.0  # the time of the last tick recorded
         self._verdict: Verdict | None = None
+        self._activities: dict[int, JobActivity] = {}  # what the ticks written so far carry (the writer's thread)
         self.ticks_written = 0
         self.ticks_dropped = 0
         self.warning: str | None = None
@@ -266,7 +267,7 @@ class RecordingWriter:
                     return
             self._early_events.clear()
         self._since_sync += 1
-        if self._write_record(tick_to_dict(item), sync=self._since_sync >= self._sync_every):
+        if self._write_record(tick_to_dict(item, self._activities), sync=self._since_sync >= self._sync_every):
             self.ticks_written += 1
 
     def _write_record(self, record: dict[str, Any], *, sync: bool) -> bool:

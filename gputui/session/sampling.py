@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
 from gputui.session.diagnose import Diagnose
 from gputui.sources.base import Source
+
+if TYPE_CHECKING:
+    from gputui.session.stacks import JobStacks
 
 # The refresh intervals `+` and `-` step through; `--interval` must lie within them.
 INTERVALS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
@@ -36,20 +40,34 @@ Sink = Callable[[Tick], object]
 
 
 class Sampler:
-    """Owns the source; `take()` runs one poll, one call at a time (the loop's thread, or a test's)."""
+    """Owns the source; `take()` runs one poll, one call at a time (the loop's thread, or a test's).
 
-    def __init__(self, source: Source, diagnose: Diagnose | None = None, sinks: Sequence[Sink] = ()) -> None:
+    With `stacks`, each reading's processes carry the latest activity read of their stacks before the diagnostics
+    judge it (and the recording keeps it), and a tick whose GPUs wait on their job asks for a window."""
+
+    def __init__(
+        self,
+        source: Source,
+        diagnose: Diagnose | None = None,
+        sinks: Sequence[Sink] = (),
+        stacks: JobStacks | None = None,
+    ) -> None:
         self.source = source
         self._diagnose = diagnose
         self._sinks = tuple(sinks)
+        self.stacks = stacks
 
     def take(self) -> Tick:
         snapshot = self.source.sample()
+        if self.stacks is not None:
+            snapshot = self.stacks.attach(snapshot)
         if self._diagnose is None:
             tick = Tick(snapshot=snapshot)
         else:
             state = self._diagnose(snapshot)
             tick = Tick(snapshot=snapshot, active=state.active, closed=state.closed, verdict=state.verdict)
+        if self.stacks is not None:
+            self.stacks.consider(tick)
         for sink in self._sinks:
             sink(tick)
         return tick

@@ -36,6 +36,7 @@ from gputui.session.recording import record_ticks
 from gputui.session.replay import ReplaySampler
 from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Sink, Tick
 from gputui.session.signals import READONLY_REFUSAL, Target, decide_all, send, targets
+from gputui.session.stacks import JobStacks
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
 from gputui.sources.sim.job import is_job_scenario
@@ -109,13 +110,18 @@ def clamp_interval(seconds: float) -> float:
 
 
 def sampler_for(
-    source: Source, engine: DiagnosticsEngine, recorder: RecordingWriter | None, sinks: Sequence[Sink] = ()
+    source: Source,
+    engine: DiagnosticsEngine,
+    recorder: RecordingWriter | None,
+    sinks: Sequence[Sink] = (),
+    stacks: JobStacks | None = None,
 ) -> Sampler | ReplaySampler:
     """A replay is played tick by tick through its own sampler; live, each tick goes through `engine`, with a
-    recorder into the recording, and to `sinks` (the alerts)."""
+    recorder into the recording, and to `sinks` (the alerts), its processes with their stacks' activity."""
     if isinstance(source, ReplaySource):
         return ReplaySampler(source, engine)
-    return Sampler(source, engine.update, sinks=(*(() if recorder is None else (record_ticks(recorder),)), *sinks))
+    recording = () if recorder is None else (record_ticks(recorder),)
+    return Sampler(source, engine.update, sinks=(*recording, *sinks), stacks=stacks)
 
 
 class GpuTuiApp(RecordReplayApp):
@@ -164,11 +170,13 @@ class GpuTuiApp(RecordReplayApp):
         price: Price | None = None,
         config: DiagnosticsConfig | None = None,
         sinks: Sequence[Sink] = (),
+        stacks: JobStacks | None = None,
         request_activity: Callable[[int], str | None] | None = None,
     ) -> None:
-        """`readonly`: no signal is sent to a process, and the keys for it are gone. `request_activity(pid)` starts
-        a window of stack samples of a process (JobStacks.request): None when started, else why not; without it
-        `a` says that sampling is off."""
+        """`readonly`: no signal is sent to a process, and the keys for it are gone. `stacks`: the job stacks'
+        sampler, for this machine's processes only. `request_activity(pid)` starts a window of stack samples of a
+        process (by default the sampler's JobStacks.request): None when started, else why not; without either, `a`
+        says that sampling is off."""
         super().__init__(
             recorder=recorder,
             replay=source if isinstance(source, ReplaySource) else None,
@@ -177,7 +185,7 @@ class GpuTuiApp(RecordReplayApp):
         )
         # Live, the engine that judges every tick (probe results join it); a replay's seek starts its own anew.
         self.engine = DiagnosticsEngine(config)
-        self.sampler = sampler_for(source, self.engine, recorder, sinks)
+        self.sampler = sampler_for(source, self.engine, recorder, sinks, stacks)
         self.system = system
         self.interval = clamp_interval(interval)
         # Where the session's GPU time went, live only (a replay's is `gputui report`'s); its cost with a price.
@@ -189,7 +197,7 @@ class GpuTuiApp(RecordReplayApp):
         self.latest: Tick | None = None
         self.filter_text = ""
         self.readonly = readonly
-        self.request_activity = request_activity
+        self.request_activity = request_activity or (stacks.request if stacks is not None else None)
         self.main = MainScreen(on_shown=self._main_shown)
         self.main.table.taggable = self.signal_refusal is None
         self._now = now

@@ -13,10 +13,13 @@ import pytest
 from gputui import model
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.model import (
+    ActivityFrame,
+    ActivityShares,
     ContainerInfo,
     ContainerSample,
     GpuProcess,
     GpuSample,
+    JobActivity,
     MigState,
     ProcSample,
     PsiSample,
@@ -57,11 +60,27 @@ def test_tick_round_trip_gives_the_same_snapshot() -> None:
     assert back == snap
 
 
+# Every field of a job's activity set (an error beside samples never comes from a reader, but is recorded alike).
+ACTIVITY = JobActivity(
+    source="in-process",
+    taken_at=T0 - 2.5,
+    window_s=4.0,
+    samples=80,
+    shares=ActivityShares(0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125),
+    top=(ActivityFrame("data", "_next_data", "torch/utils/data/dataloader.py", 674, 0.5),),
+    workers=ActivityShares(io=0.75, cpu=0.25),
+    worker_samples=160,
+    rank=1,
+    error="gone: it exited during the window",
+)
+
+
 def every_field_snapshot() -> Snapshot:
     """A machine that, between its parts, sets every field of the model: a busy GPU whose processes were seen each
     way (by PID, through the device file with NVML's PID beside, hidden in another namespace) with their SM and
     memory shares, a GPU in MIG mode with a change pending, a lost GPU; a host with a container, PSI and each fact
-    a process can have; a system with a container, topology and MIG slice."""
+    a process can have, its stacks' activity among them, and the busiest other processes; a system with a
+    container, topology and MIG slice."""
     busy = with_gpm(snapshot(T0, 1))
     seen = (
         GpuProcess(4242, 70 * 2**30, sm_pct=63.5, mem_pct=21.0),
@@ -145,7 +164,9 @@ def every_field_snapshot() -> Snapshot:
         job_id="81234",
         unreadable=("fd", "io"),
         create_time=1_700_000_000.25,
+        activity=ACTIVITY,
     )
+    neighbour = ProcSample(pid=999, name="stress", user="bob", cmdline="stress -c 2", cpu_pct=198.5, container="c0ffee")
     host = dataclasses.replace(
         host_sample(T0, 0),
         swap_in_bytes_s=4096.0,
@@ -155,6 +176,7 @@ def every_field_snapshot() -> Snapshot:
         container=ContainerSample(350.5, 41.25, 0.412, 30 * 2**30, 64 * 2**30, 2),
         psi=PsiSample(12.5, 3.25, 1.5, 0.75, 0.25),
         processes=(rank,),
+        busiest_others=(neighbour,),
     )
     return Snapshot(T0, sys_info, infos, (gpu0, gpu1, lost), host, events=("GPU 2 fell off the bus",))
 

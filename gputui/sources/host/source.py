@@ -1,7 +1,8 @@
 """The host the GPUs sit in, read with psutil: CPU, memory, swap, disk, network and the GPU processes; and
 the cgroup this process (or the job it follows) runs in (gputui.sources.host.cgroup), with the per-process facts
 psutil lacks from /proc (gputui.sources.host.procfs): the container a GPU process runs in, how long it waited for a
-CPU, the CPU its data-loader workers used, and the CPUs it may run on and last ran on.
+CPU, the CPU its data-loader workers used, and the CPUs it may run on and last ran on. While the CPUs the jobs may
+use are busy, it also names the processes outside the GPU jobs that use the most of them (`busiest_others`).
 
 Every rate is a difference of two counter readings over the time between them. A counter that went
 backwards (a reset, a wrap, a disk that was removed) gives no rate for that tick rather than a negative one;
@@ -10,6 +11,7 @@ a core's CPU times that went backwards cost that core alone its figure for the t
 
 from __future__ import annotations
 
+import os
 import time
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -20,6 +22,7 @@ from typing import Any
 
 import psutil
 
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import ContainerInfo, HostSample, ProcSample
 from gputui.sources.host import procfs
 from gputui.sources.host.attribution import Attribution, Attributor
@@ -39,6 +42,12 @@ LINK_EVERY = 30
 # So is whose job it is (pod, Slurm job): its cgroup and environment are read once per process, and only the
 # kubelet's names, which may come later, are looked up again (a dict lookup; the kubelet is asked off this path).
 SCHED_EVERY = 5
+# The busiest processes outside the GPU jobs: how many are named, and how long a command line is kept of each. They
+# are looked for only while the CPUs the jobs may use are at least as busy as cpu_contention's threshold: a scan of
+# every process (one /proc/PID/stat each, ~30 µs) every tick then, and none while the host has CPUs to spare.
+OTHERS_SHOWN = 5
+OTHERS_CMDLINE_CHARS = 160
+_OTHERS_ATTRS = ("ppid", "name", "cpu_times", "create_time")
 
 
 def rate(new: float | None, old: float | None, seconds: float) -> float | None:
@@ -109,7 +118,9 @@ class HostSource:
         root: Path = Path("/"),
         cgroup_pid: int | str | None = "self",
         pod_resources_socket: Path | None = None,
+        busy_pct: float = Thresholds().host_cpu_saturated_pct,
     ):
+        """`busy_pct`: how busy the CPUs the jobs may use must be for the busiest other processes to be named."""
         self._clock = clock
         self._ps = psutil_module
         self._root = root  # where /proc, /sys/fs/cgroup and /dev/shm are read: tests point it at a fake tree
@@ -131,6 +142,12 @@ class HostSource:
         self._link_bytes_s: float | None = None
         self._parents: dict[int, list[int]] | None = None  # child pids per parent pid, from this tick's scan
         self._scanned = False
+        self._busy_pct = busy_pct
+        # Each process's CPU seconds at the last scan of every process, by (pid, start time), and when; None when
+        # the tick before did not scan (the host had CPUs to spare).
+        self._others_read: dict[tuple[int, float], float] | None = None
+        self._others_at = 0.0
+        self._others: set[int] = set()  # the PIDs named last, whose attribution the Attributor keeps
 
     def open(self) -> None:
         """Take the first counter reading, so the first sample already has rates and CPU percentages.
@@ -141,6 +158,7 @@ class HostSource:
         self._tick = 0
         self._procs = {}
         self._cpu_pct = ()
+        self._others_read = None
         self._last = self._read_counters()
         # Pods are named whether or not this process's own cgroup is read: the exporter's DaemonSet reads none.
         self._attrib.close()
@@ -202,9 +220,70 @@ class HostSource:
             container=container,
             psi=psi,
             processes=self._sample_processes(gpu_pids, gpu_uuids or {}),
+            busiest_others=self._busiest_others(gpu_pids) if self._busy(per_core) else self._idle_others(),
         )
         self._tick += 1
         return sample
+
+    def _busy(self, per_core: Sequence[float]) -> bool:
+        """The CPUs the jobs may use (the cgroup's cpuset, else all) are at least `busy_pct` busy this tick."""
+        cpuset = self.container.cpuset_cpus if self.container is not None else None
+        cores = [per_core[c] for c in cpuset if c < len(per_core)] if cpuset else list(per_core)
+        return bool(cores) and sum(cores) / len(cores) >= self._busy_pct
+
+    def _idle_others(self) -> tuple[ProcSample, ...]:
+        self._others_read = None  # a rate over an idle spell would understate what the CPUs are busy with next
+        self._others = set()
+        return ()
+
+    def _busiest_others(self, gpu_pids: Collection[int]) -> tuple[ProcSample, ...]:
+        """The OTHERS_SHOWN processes that used the most CPU since the last tick, busiest first, leaving out the GPU
+        processes, their descendants (data-loader workers) and gputui with its own (py-spy); none on the first
+        busy tick, which only reads their counters."""
+        now = self._clock()
+        scanned = self._call(lambda: list(self._ps.process_iter(_OTHERS_ATTRS)))
+        if scanned is None:
+            return self._idle_others()
+        parents = {p.pid: p.info.get("ppid") for p in scanned}
+        readings: dict[tuple[int, float], float] = {}
+        for p in scanned:
+            times, started = p.info.get("cpu_times"), p.info.get("create_time")
+            if times is not None and started is not None:
+                readings[(p.pid, started)] = times.user + times.system
+        before, before_at = self._others_read, self._others_at
+        self._others_read, self._others_at = readings, now
+        if before is None or now <= before_at:
+            return ()
+        skipped = {*gpu_pids, os.getpid()}
+        used: list[tuple[float, Any]] = []
+        for p in scanned:
+            key = (p.pid, p.info.get("create_time"))
+            if key in before and key in readings and not _descends(p.pid, skipped, parents):
+                used.append((max(0.0, readings[key] - before[key]) / (now - before_at) * 100.0, p))
+        used.sort(key=lambda pair: pair[0], reverse=True)
+        named = tuple(self._other(p, cpu) for cpu, p in used[:OTHERS_SHOWN] if cpu > 0)
+        self._others = {proc.pid for proc in named}
+        return named
+
+    def _other(self, process: Any, cpu_pct: float) -> ProcSample:
+        """One of the busiest other processes: who runs it, what it is and whose job or container it belongs to."""
+        pid = process.pid
+        user = self._call(process.username)
+        cmdline = self._call(process.cmdline)
+        command = " ".join(cmdline) if cmdline else None
+        if command is not None and len(command) > OTHERS_CMDLINE_CHARS:
+            command = command[: OTHERS_CMDLINE_CHARS - 1] + "…"
+        attribution = self._attrib.attribute(pid)
+        return ProcSample(
+            pid=pid,
+            name=process.info.get("name") or "?",
+            user=user or attribution.user,
+            cmdline=command,
+            cpu_pct=round(cpu_pct, 1),
+            container=procfs.container_name(self._attrib.origin(pid).ids),
+            create_time=process.info.get("create_time"),
+            **attribution.sample_fields(),
+        )
 
     def _call(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """One psutil call; None where this platform or container does not offer it."""
@@ -253,7 +332,7 @@ class HostSource:
         for pid in [pid for pid in self._procs if pid not in wanted]:
             del self._procs[pid]
         if self._tick % SCHED_EVERY == 0:
-            self._attrib.retain(wanted)
+            self._attrib.retain(wanted | self._others)
         out = []
         for pid in sorted(wanted):
             proc = self._sample_process(pid, gpu_uuids.get(pid, ()))
@@ -416,6 +495,18 @@ class HostSource:
             return fn()
         except (self._ps.AccessDenied, NotImplementedError):
             return None
+
+
+def _descends(pid: int, ancestors: Collection[int], parents: Mapping[int, int | None]) -> bool:
+    """`pid` is one of `ancestors` or a descendant of one, by the parent PIDs of one scan."""
+    seen: set[int] = set()
+    current: int | None = pid
+    while current is not None and current not in seen:
+        if current in ancestors:
+            return True
+        seen.add(current)
+        current = parents.get(current)
+    return False
 
 
 def _cpu_percentages(

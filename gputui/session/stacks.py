@@ -1,0 +1,329 @@
+"""When to read a training job's stacks, on a thread of its own, and where the activity read goes.
+
+A window of stack samples costs the job nothing (py-spy never pauses it) and gputui ~1% of a core while it lasts,
+so it is taken only where it answers a question: when a GPU waits (the verdict `input_bound` or `underused`, or
+a `starvation_*` finding on it) its main process is sampled once, then not again for `cooldown_s`; on demand (the
+monitor's key, `diagnose` at its start). One worker thread takes the windows one at a time, and sleeps on its
+queue while nothing is asked: an all-day monitor wakes it once a minute at most.
+
+Each reading's GPU processes get the latest activity read for them (`attach`), so the rules, the views, the JSON
+and the recording all see it as a field of the process. A refused ptrace is said once per reason, as a notice.
+
+Only this machine's processes are read: never in a replay, for a remote server or for a simulated machine whose
+processes are made up (`stacks_allowed`).
+
+    [stacks]
+    enabled = true      # false: no window is taken, automatic or asked for
+    window_s = 4.0      # seconds of samples per window
+    rate_hz = 20        # samples a second
+    cooldown_s = 300.0  # a process sampled automatically is not sampled again automatically before this
+    fresh_s = 120.0     # an activity older than this is not shown as the process's now
+"""
+
+from __future__ import annotations
+
+import importlib
+import queue
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from gputui.diagnostics.config import ConfigError, read_toml
+from gputui.model import JobActivity, Snapshot, SystemInfo
+
+if TYPE_CHECKING:
+    from gputui.session.sampling import Tick
+
+# Reads one window of a process's stacks: (pid, window_s) -> its activity; never raises for a process it cannot
+# read (samples 0 and `error` say why).
+ReadActivity = Callable[[int, float], JobActivity]
+
+# The verdict classes in which a GPU waits on something its job does: the stacks say what.
+WAITING_CLASSES = frozenset({"input_bound", "underused"})
+STARVATION_PREFIX = "starvation_"
+# Errors that concern every process alike, and are said once as a notice (the activity says the rest).
+NOTICED_ERRORS = ("ptrace_refused", "no_py_spy")
+# Rate bounds: py-spy samples at up to a few hundred Hz; below 1 Hz a window holds too few samples to say anything.
+MAX_RATE_HZ = 1000
+MAX_WINDOW_S = 60.0
+_DIGITS = re.compile(r"\d+")
+
+
+@dataclass(frozen=True, slots=True)
+class StacksConfig:
+    """The config file's `[stacks]` table.
+
+    A window costs ~0.17 s of CPU in its py-spy processes (benchmarks/bench_stacks.py, on a shared 2-core VM),
+    against ~1 % of a core for the monitor itself: one every 60 s would add 20-30 % to the monitor's CPU while a job
+    waits, one every 300 s adds ~5 %, inside the issue's 10 %."""
+
+    enabled: bool = True
+    window_s: float = 4.0
+    rate_hz: int = 20
+    cooldown_s: float = 300.0
+    fresh_s: float = 120.0
+
+
+KEYS = tuple(f.name for f in fields(StacksConfig))
+
+
+def load_stacks_config(path: Path | None) -> StacksConfig:
+    """The `[stacks]` table of the config file (`path`, or the default one when it exists); defaults otherwise.
+    Raises ConfigError naming the file and the key."""
+    target, data = read_toml(path)
+    try:
+        return parse_stacks(data.get("stacks", {}))
+    except ConfigError as exc:
+        raise ConfigError(f"{target}: {exc}") from None
+
+
+def parse_stacks(table: Any) -> StacksConfig:
+    """The `[stacks]` table as a config; an unknown key or a wrong value is an error naming it."""
+    if not isinstance(table, Mapping):
+        raise ConfigError("'stacks' must be a table")
+    for key in table:
+        if key not in KEYS:
+            raise ConfigError(f"unknown key 'stacks.{key}' (known: {', '.join(KEYS)})")
+    default = StacksConfig()
+    enabled = table.get("enabled", default.enabled)
+    if not isinstance(enabled, bool):
+        raise ConfigError(f"'stacks.enabled' must be true or false, not {enabled!r}")
+    rate = table.get("rate_hz", default.rate_hz)
+    if isinstance(rate, bool) or not isinstance(rate, int) or not 1 <= rate <= MAX_RATE_HZ:
+        raise ConfigError(f"'stacks.rate_hz' must be a whole number from 1 to {MAX_RATE_HZ}, not {rate!r}")
+    window = _seconds(table, "window_s", default.window_s)
+    if not 0 < window <= MAX_WINDOW_S:
+        raise ConfigError(f"'stacks.window_s' must be above 0 and at most {MAX_WINDOW_S:g} seconds, not {window!r}")
+    return StacksConfig(
+        enabled=enabled,
+        window_s=window,
+        rate_hz=rate,
+        cooldown_s=_seconds(table, "cooldown_s", default.cooldown_s),
+        fresh_s=_seconds(table, "fresh_s", default.fresh_s),
+    )
+
+
+def _seconds(table: Mapping[str, Any], key: str, default: float) -> float:
+    value = table.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+        raise ConfigError(f"'stacks.{key}' must be a number of seconds, not {value!r}")
+    return float(value)
+
+
+def stacks_refusal(system: SystemInfo) -> str | None:
+    """Why no stack is read of the processes `system` reports, in a sentence; None where they are this machine's
+    own: the driver's, or the lab's machine, whose GPU is simulated but whose job is a real process here."""
+    from gputui.sources.sim.job import is_job_scenario
+
+    if system.is_live or (system.source == "simulated" and is_job_scenario(system.scenario)):
+        return None
+    if system.source == "replay":
+        return "no stacks in a replay: its processes ran on the recorded machine, then"
+    if system.source == "remote":
+        return "no stacks of another machine's processes: run gputui there"
+    return "no stacks on the simulated machine: its processes are made up, not this machine's"
+
+
+def stacks_for(system: SystemInfo, config: StacksConfig) -> JobStacks | None:
+    """The sampler of the job stacks for a session on `system`; None where its processes are not this machine's."""
+    return JobStacks(config) if stacks_refusal(system) is None else None
+
+
+def error_key(error: str | None) -> str | None:
+    """The machine-readable key an activity's error starts with ("ptrace_refused: ..." -> "ptrace_refused")."""
+    if not error:
+        return None
+    key, sep, _ = error.partition(":")
+    return key.strip() if sep else None
+
+
+def main_process(snapshot: Snapshot, gpu_index: int) -> int | None:
+    """The GPU's process that uses the most CPU (the training process; a second one is a notebook); None when
+    the host knows none of them."""
+    gpu = next((g for g in snapshot.gpus if g.index == gpu_index), None)
+    if gpu is None:
+        return None
+    procs = [p for p in (snapshot.host.process(proc.pid) for proc in gpu.processes) if p is not None]
+    return max(procs, key=lambda p: p.cpu_pct or 0.0).pid if procs else None
+
+
+def waiting_gpus(tick: Tick) -> set[int]:
+    """The GPUs of the tick whose wait the stacks can explain: the verdict says they wait on their job, or a
+    starvation finding is open on them."""
+    out: set[int] = set()
+    verdict = tick.verdict
+    units = [verdict, *verdict.groups] if verdict is not None else []
+    for unit in units:
+        if unit.cls in WAITING_CLASSES:
+            out.update(unit.gpus)
+    for finding in tick.active:
+        if finding.rule.startswith(STARVATION_PREFIX) and finding.is_open:
+            out.update(finding.gpus)
+    return out
+
+
+class _Stop:
+    """The sentinel that ends the worker thread."""
+
+
+class JobStacks:
+    """Takes windows of stack samples on its own thread, one at a time, and hands the latest of each process to
+    every reading. `request`, `consider` and `attach` may be called from any thread; the worker starts with the
+    first window asked for."""
+
+    def __init__(
+        self,
+        config: StacksConfig | None = None,
+        read: ReadActivity | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.config = config if config is not None else StacksConfig()
+        self._read = read if read is not None else self._read_activity
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._idle = threading.Condition(self._lock)
+        self._queue: queue.Queue[int | _Stop] = queue.Queue()
+        self._pending: set[int] = set()  # asked for or being read
+        self._asked_at: dict[int, float] = {}  # when each process's last window was asked for
+        self._latest: dict[int, JobActivity] = {}
+        self._noticed: set[str] = set()
+        self._notices: list[str] = []
+        self._thread: threading.Thread | None = None
+        self._closed = False
+        self._read_count = 0  # windows taken so far
+        self._attached_count = 0  # of those, the windows the last attach() handed over
+
+    def _read_activity(self, pid: int, window_s: float) -> JobActivity:
+        # Imported when the first window is taken (py-spy's reader is not needed before); by name, as the stacks
+        # source's reader is another part's module.
+        reader = importlib.import_module("gputui.sources.stacks.reader")
+        activity: JobActivity = reader.read_activity(pid, window_s, self.config.rate_hz)
+        return activity
+
+    @property
+    def busy(self) -> bool:
+        """A window is asked for or being taken."""
+        with self._lock:
+            return bool(self._pending)
+
+    @property
+    def unattached(self) -> bool:
+        """A window ended after the last reading was given the activities: the next reading has news."""
+        with self._lock:
+            return self._read_count > self._attached_count
+
+    def request(self, pid: int) -> str | None:
+        """Sample `pid` now (after the window in progress); None when asked, else why not, in a sentence."""
+        with self._lock:
+            if self._closed:
+                return "stack sampling has ended"
+            if not self.config.enabled:
+                return "stack sampling is off ([stacks] enabled = false in the config file)"
+            if pid in self._pending:
+                return f"the stacks of PID {pid} are being read already"
+            self._ask(pid)
+        return None
+
+    def consider(self, tick: Tick) -> None:
+        """Samples the main process of each GPU that waits on its job, unless it was sampled within `cooldown_s`."""
+        if not self.config.enabled:
+            return
+        gpus = waiting_gpus(tick)
+        if not gpus:
+            return
+        pids = {main_process(tick.snapshot, index) for index in sorted(gpus)}
+        now = self._clock()
+        with self._lock:
+            if self._closed:
+                return
+            for pid in sorted(pid for pid in pids if pid is not None):
+                asked = self._asked_at.get(pid)
+                if pid not in self._pending and (asked is None or now - asked >= self.config.cooldown_s):
+                    self._ask(pid)
+
+    def attach(self, snapshot: Snapshot) -> Snapshot:
+        """The reading with each process's latest activity on it, and the notices not yet said; the activities of
+        processes gone from it are forgotten."""
+        host = snapshot.host
+        present = {proc.pid for proc in host.processes}
+        with self._lock:
+            for pid in [pid for pid in self._latest if pid not in present]:
+                del self._latest[pid]
+            for pid in [pid for pid in self._asked_at if pid not in present and pid not in self._pending]:
+                del self._asked_at[pid]
+            latest = dict(self._latest)
+            notices, self._notices = tuple(self._notices), []
+            self._attached_count = self._read_count
+        if latest:
+            processes = tuple(
+                replace(proc, activity=latest[proc.pid]) if proc.pid in latest else proc for proc in host.processes
+            )
+            snapshot = replace(snapshot, host=replace(host, processes=processes))
+        if notices:
+            snapshot = replace(snapshot, events=(*snapshot.events, *notices))
+        return snapshot
+
+    def settle(self, timeout: float) -> bool:
+        """Waits until no window is asked for or being taken; False when `timeout` passed first."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+        return True
+
+    def close(self, timeout: float | None = None) -> None:
+        """No window after the one in progress (those asked for are dropped); waits `timeout` for it (None: not at
+        all, the thread is a daemon)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            thread = self._thread
+        self._queue.put(_Stop())
+        if thread is not None and timeout is not None:
+            thread.join(timeout)
+
+    def _ask(self, pid: int) -> None:
+        """Queues a window of `pid` (the lock held) and starts the worker with the first."""
+        self._pending.add(pid)
+        self._asked_at[pid] = self._clock()
+        self._queue.put(pid)
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="gputui-stacks", daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            with self._lock:
+                closed = self._closed
+            if isinstance(item, _Stop) or closed:
+                return
+            try:
+                activity = self._read(item, self.config.window_s)
+            except Exception as exc:  # a reader must not raise; one that does costs its window, not the thread
+                error = f"py_spy_failed: reading the stacks failed: {exc}"
+                activity = JobActivity(source="py-spy", taken_at=self._clock(), window_s=0.0, samples=0, error=error)
+            with self._idle:
+                self._latest[item] = activity
+                self._read_count += 1
+                self._note(activity)
+                self._pending.discard(item)
+                self._idle.notify_all()
+
+    def _note(self, activity: JobActivity) -> None:
+        """A notice for an error that concerns every process alike, the first time it is read (the lock held)."""
+        error = activity.error
+        if error is None or error_key(error) not in NOTICED_ERRORS:
+            return
+        reason = _DIGITS.sub("#", error)  # the same refusal of another PID is the same reason
+        if reason not in self._noticed:
+            self._noticed.add(reason)
+            self._notices.append(f"job stacks: {error.partition(':')[2].strip()}")
