@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_share
 from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityKind, ActivityShares, JobActivity
 
-# An activity older than this is shown as stale: the default of the `[stacks]` config's fresh_s, the age up to
-# which the rules trust one too.
-ACTIVITY_FRESH_S = 120.0
+# An activity older than this is shown as stale: the age up to which the rules trust one.
+ACTIVITY_FRESH_S = Thresholds().activity_fresh_s
 # The process row's short names: "ckpt 100%" is the widest cell.
 KIND_SHORT: dict[ActivityKind, str] = {
     "data": "data",

@@ -83,7 +83,9 @@ class Thresholds:
     straggler_min_peers: float = 3.0
     # Readings of a node needed before anything is "most of the window": fewer are a moment, not a pattern.
     fleet_min_samples: float = 3.0
-    # A job's stack samples (sources/stacks): trusted this long after their window ended; a kind of wait leading the
-    # main thread's samples with this share names what the job waits on (job_waits, starvation_cpu).
-    activity_fresh_s: float = 120.0
+    # A job's stack samples (sources/stacks): trusted this long after their window ended, which outlasts the
+    # session's wait between windows of one waiting job ([stacks] cooldown_s, 300 s: a window costs py-spy ~0.17 s
+    # of CPU); a kind of wait leading the main thread's samples with this share names what the job waits on
+    # (job_waits, starvation_cpu).
+    activity_fresh_s: float = 330.0
     activity_lead_share: float = 0.4

@@ -16,13 +16,12 @@ processes are made up (`stacks_allowed`).
     enabled = true      # false: no window is taken, automatic or asked for
     window_s = 4.0      # seconds of samples per window
     rate_hz = 20        # samples a second
-    cooldown_s = 300.0  # a process sampled automatically is not sampled again automatically before this
-    fresh_s = 120.0     # an activity older than this is not shown as the process's now
+    cooldown_s = 300.0  # a process sampled automatically is not sampled again automatically before this, unless
+                        # what it waits on changes (then after `recheck_s`, 60 s)
 """
 
 from __future__ import annotations
 
-import importlib
 import queue
 import re
 import threading
@@ -65,7 +64,9 @@ class StacksConfig:
     window_s: float = 4.0
     rate_hz: int = 20
     cooldown_s: float = 300.0
-    fresh_s: float = 120.0
+    # A GPU whose wait changes (another verdict class, another starvation finding) gets a window sooner: what the
+    # job does may have changed with it.
+    recheck_s: float = 60.0
 
 
 KEYS = tuple(f.name for f in fields(StacksConfig))
@@ -103,7 +104,7 @@ def parse_stacks(table: Any) -> StacksConfig:
         window_s=window,
         rate_hz=rate,
         cooldown_s=_seconds(table, "cooldown_s", default.cooldown_s),
-        fresh_s=_seconds(table, "fresh_s", default.fresh_s),
+        recheck_s=_seconds(table, "recheck_s", default.recheck_s),
     )
 
 
@@ -151,19 +152,21 @@ def main_process(snapshot: Snapshot, gpu_index: int) -> int | None:
     return max(procs, key=lambda p: p.cpu_pct or 0.0).pid if procs else None
 
 
-def waiting_gpus(tick: Tick) -> set[int]:
-    """The GPUs of the tick whose wait the stacks can explain: the verdict says they wait on their job, or a
-    starvation finding is open on them."""
-    out: set[int] = set()
+def waiting_gpus(tick: Tick) -> dict[int, frozenset[str]]:
+    """The GPUs of the tick whose wait the stacks can explain, each with what says it waits: the verdict's class
+    (it waits on its job), the starvation findings open on it."""
+    out: dict[int, set[str]] = {}
     verdict = tick.verdict
     units = [verdict, *verdict.groups] if verdict is not None else []
     for unit in units:
         if unit.cls in WAITING_CLASSES:
-            out.update(unit.gpus)
+            for index in unit.gpus:
+                out.setdefault(index, set()).add(unit.cls)
     for finding in tick.active:
         if finding.rule.startswith(STARVATION_PREFIX) and finding.is_open:
-            out.update(finding.gpus)
-    return out
+            for index in finding.gpus:
+                out.setdefault(index, set()).add(f"{finding.rule}.{finding.variant}")
+    return {index: frozenset(why) for index, why in out.items()}
 
 
 class _Stop:
@@ -189,6 +192,7 @@ class JobStacks:
         self._queue: queue.Queue[int | _Stop] = queue.Queue()
         self._pending: set[int] = set()  # asked for or being read
         self._asked_at: dict[int, float] = {}  # when each process's last window was asked for
+        self._asked_for: dict[int, frozenset[str]] = {}  # what said its GPU waited when consider() asked for it
         self._latest: dict[int, JobActivity] = {}
         self._noticed: set[str] = set()
         self._notices: list[str] = []
@@ -198,11 +202,10 @@ class JobStacks:
         self._attached_count = 0  # of those, the windows the last attach() handed over
 
     def _read_activity(self, pid: int, window_s: float) -> JobActivity:
-        # Imported when the first window is taken (py-spy's reader is not needed before); by name, as the stacks
-        # source's reader is another part's module.
-        reader = importlib.import_module("gputui.sources.stacks.reader")
-        activity: JobActivity = reader.read_activity(pid, window_s, self.config.rate_hz)
-        return activity
+        # Imported when the first window is taken: a monitor whose jobs never wait never loads the readers.
+        from gputui.sources.stacks.reader import read_activity
+
+        return read_activity(pid, window_s, self.config.rate_hz)
 
     @property
     def busy(self) -> bool:
@@ -235,14 +238,21 @@ class JobStacks:
         gpus = waiting_gpus(tick)
         if not gpus:
             return
-        pids = {main_process(tick.snapshot, index) for index in sorted(gpus)}
+        waits: dict[int, frozenset[str]] = {}
+        for index in sorted(gpus):
+            pid = main_process(tick.snapshot, index)
+            if pid is not None:
+                waits[pid] = waits.get(pid, frozenset()) | gpus[index]
         now = self._clock()
         with self._lock:
             if self._closed:
                 return
-            for pid in sorted(pid for pid in pids if pid is not None):
+            for pid, why in sorted(waits.items()):
                 asked = self._asked_at.get(pid)
-                if pid not in self._pending and (asked is None or now - asked >= self.config.cooldown_s):
+                changed = self._asked_for.get(pid) != why
+                due = asked is None or now - asked >= (self.config.recheck_s if changed else self.config.cooldown_s)
+                if pid not in self._pending and due:
+                    self._asked_for[pid] = why
                     self._ask(pid)
 
     def attach(self, snapshot: Snapshot) -> Snapshot:
@@ -255,6 +265,7 @@ class JobStacks:
                 del self._latest[pid]
             for pid in [pid for pid in self._asked_at if pid not in present and pid not in self._pending]:
                 del self._asked_at[pid]
+                self._asked_for.pop(pid, None)
             latest = dict(self._latest)
             notices, self._notices = tuple(self._notices), []
             self._attached_count = self._read_count

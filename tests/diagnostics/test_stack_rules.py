@@ -33,6 +33,7 @@ from tests.snapshots import gpu, host, proc
 
 TH = Thresholds()
 LAST = T0 + 9  # the last of ten snapshots a second apart
+FRESH_S = Thresholds().activity_fresh_s
 
 
 def activity(
@@ -145,7 +146,7 @@ def test_each_wait_the_host_cannot_show_is_named_by_its_frame(kind: ActivityKind
     [
         {"activity": activity("gpu_sync")},  # waiting for the GPU: the GPU is the bound, no waiting cause
         {"activity": spread()},  # no kind leads: the time is spread
-        {"activity": activity("collective", taken_at=LAST - 121)},  # too old to speak for the job now
+        {"activity": activity("collective", taken_at=LAST - FRESH_S - 1)},  # too old to speak for the job now
         {"activity": JobActivity("py-spy", LAST, 4.0, 0, error="ptrace_refused: no")},  # nothing sampled
         {"activity": activity("data")},  # the input pipeline: the starvation rules' to name
         {"activity": None},
@@ -179,7 +180,7 @@ def test_a_stack_that_shows_no_input_wait_takes_the_training_loop_guess_back(kin
 
 
 def test_an_old_stack_leaves_the_inferred_cause_standing() -> None:
-    stale = replace(LOOP, activity=activity("idle", taken_at=LAST - 200))
+    stale = replace(LOOP, activity=activity("idle", taken_at=LAST - FRESH_S - 1))
     assert [h.variant for h in run(starvation_cpu, waiting(stale))] == ["main_loop"]
 
 

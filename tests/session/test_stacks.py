@@ -112,6 +112,23 @@ def test_a_waiting_gpu_gets_its_main_process_sampled_once_then_again_after_the_c
     assert settled(stacks) and reader.read == [300, 300]
 
 
+def test_a_wait_that_changes_is_sampled_again_after_the_recheck_not_the_cooldown() -> None:
+    """A job that went from waiting for data to waiting on something else may do something else now: its stacks
+    are read again a minute on, not five."""
+    reader, clock = Reader(), Clock()
+    stacks = JobStacks(StacksConfig(cooldown_s=300.0, recheck_s=60.0), read=reader, clock=clock)
+    stacks.consider(waiting(0))
+    clock.t += 30.0
+    settled(stacks).consider(waiting(0, cls="underused"))
+    assert settled(stacks) and reader.read == [300]  # changed, but within the recheck
+    clock.t += 30.0
+    stacks.consider(waiting(0, cls="underused"))
+    assert settled(stacks) and reader.read == [300, 300]
+    clock.t += 60.0
+    stacks.consider(waiting(0, cls="underused"))  # the same wait: the cooldown holds
+    assert settled(stacks) and reader.read == [300, 300]
+
+
 @pytest.mark.parametrize(
     ("tick", "read"),
     [
@@ -279,8 +296,8 @@ def test_only_this_machines_processes_are_read(source: str, scenario: str | None
 
 def test_the_config_files_stacks_table(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
-    path.write_text("[stacks]\nenabled = false\nwindow_s = 2\nrate_hz = 50\ncooldown_s = 300\nfresh_s = 600\n")
-    assert load_stacks_config(path) == StacksConfig(False, 2.0, 50, 300.0, 600.0)
+    path.write_text("[stacks]\nenabled = false\nwindow_s = 2\nrate_hz = 50\ncooldown_s = 300\nrecheck_s = 90\n")
+    assert load_stacks_config(path) == StacksConfig(False, 2.0, 50, 300.0, 90.0)
     path.write_text("[stacks]\nwindow_s = 'long'\n")
     with pytest.raises(ConfigError, match=f"^{path}: 'stacks.window_s' must be a number of seconds, not 'long'$"):
         load_stacks_config(path)
@@ -289,13 +306,13 @@ def test_the_config_files_stacks_table(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("table", "error"),
     [
-        ({"enabeld": True}, "unknown key 'stacks.enabeld' (known: enabled, window_s, rate_hz, cooldown_s, fresh_s)"),
+        ({"enabeld": True}, "unknown key 'stacks.enabeld' (known: enabled, window_s, rate_hz, cooldown_s, recheck_s)"),
         ({"enabled": "yes"}, "'stacks.enabled' must be true or false, not 'yes'"),
         ({"rate_hz": 2.5}, "'stacks.rate_hz' must be a whole number from 1 to 1000, not 2.5"),
         ({"rate_hz": 0}, "'stacks.rate_hz' must be a whole number from 1 to 1000, not 0"),
         ({"window_s": 0}, "'stacks.window_s' must be above 0 and at most 60 seconds, not 0.0"),
         ({"cooldown_s": -1}, "'stacks.cooldown_s' must be a number of seconds, not -1"),
-        ({"fresh_s": True}, "'stacks.fresh_s' must be a number of seconds, not True"),
+        ({"recheck_s": True}, "'stacks.recheck_s' must be a number of seconds, not True"),
         ([1], "'stacks' must be a table"),
     ],
 )
