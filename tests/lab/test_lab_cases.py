@@ -8,14 +8,10 @@ it skips with the figures. Bounds on the raw figures are still wide: the jobs ru
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.sources.host.cgroup import read_cgroup
-from tests.lab.jobs import Outcome, figures, last_cpus
+from tests.lab.jobs import Lab, Outcome, figures, last_cpus
 from tests.lab.show import report
-
-Lab = Callable[[str], Outcome]
 
 
 def _figures(outcome: Outcome) -> dict[str, float | None]:
