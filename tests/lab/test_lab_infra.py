@@ -123,3 +123,32 @@ def test_a_neighbours_cpu_is_measured_and_named_and_neither_the_job_nor_the_samp
     assert not [who for who, _ in of_the_job.busiest if who.startswith(f"pid {spinner.pid} ")]
     assert beside.sampler_cores >= 1.0 / beside.seconds - 0.05  # the sampling's CPU second, not the others'
     assert not [who for who, _ in beside.busiest if who.startswith("this test run")]
+
+
+def test_the_stack_sampler_under_this_process_is_its_own_work_not_a_neighbour(tmp_path: Path) -> None:
+    """gputui runs py-spy as its child: the CPU of a py-spy under the lab's process is the sampling's, while it
+    runs and once reaped, and it is never named among the neighbours."""
+    (tmp_path / "py-spy").symlink_to(sys.executable)  # a process named py-spy: what psutil and /proc/PID/comm say
+    spin = "import sys, time\nwhile time.process_time() < 0.5: pass\nsys.stdin.read()"
+    start = usage(None)
+    sampler = subprocess.Popen([str(tmp_path / "py-spy"), "-c", spin], stdin=subprocess.PIPE)
+    try:
+        process = psutil.Process(sampler.pid)
+        assert process.name() == "py-spy"
+        deadline = time.monotonic() + 60
+        while sum(process.cpu_times()[:2]) < 0.45:  # it spins 0.5 s by its own clock; this one counts ticks
+            assert time.monotonic() < deadline, "the stand-in sampler had no half CPU second in a minute"
+            time.sleep(0.05)
+        running = between(start, usage(None))
+        assert sampler.stdin is not None
+        sampler.stdin.close()
+        sampler.wait(timeout=30)
+        reaped = between(start, usage(None))
+    finally:
+        sampler.kill()
+        sampler.wait()
+    print(running, reaped, sep="\n")
+    for seen in (running, reaped):
+        assert 0.45 <= seen.stacks_cores * seen.seconds <= 1.0  # its half second, and Python's start
+        assert seen.sampler_cores >= seen.stacks_cores
+        assert not [who for who, _ in seen.busiest if who.startswith(f"pid {sampler.pid} ")]
