@@ -89,8 +89,9 @@ def read_activity(pid: int, window_s: float = 4.0, rate_hz: int = 20) -> JobActi
         errors = [run.communicate()[1].decode(errors="replace") for run in runs]
         taken_at = time.time()
         if runs[0].returncode != 0:
-            key = "ptrace_refused" if "Permission Denied" in errors[0] else "gone"
-            return JobActivity("py-spy", taken_at, window_s, 0, error=f"{key}: {errors[0].strip()[:200]}")
+            words = "may not read another user's process: run as root, or start the job under gputui run -- ..."
+            error = f"ptrace_refused: {words}" if "Permission Denied" in errors[0] else f"gone: {errors[0][:200]}"
+            return JobActivity("py-spy", taken_at, window_s, 0, error=error)
         stacks, running = _main_stacks(every, pid), _main_stacks(active, pid)
     total = sum(stacks.values())
     kinds: Counter[ActivityKind] = Counter()
