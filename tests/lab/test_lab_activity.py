@@ -19,15 +19,17 @@ from gputui.model import ActivityKind, JobActivity
 from tests.lab.jobs import Lab, Outcome
 from tests.lab.show import report
 
-# PLACEHOLDERS for H-rules' words (the lead adjusts them at merge): what the verdict's summary says when
-# `underused` is named by the stack, by the kind that names it. The issue asks for the function in `cpu`, the frame
+# PLACEHOLDERS for H-rules' words and ids (the lead adjusts them at merge; taken from its tree as it stood at
+# 07:05): the cause the verdict names `underused` by, for each kind of wait the stack shows, and the rule whose
+# finding (its variant the kind) names the frame in its title. The issue asks for the function in `cpu`, the frame
 # in `idle`, a checkpoint, and the other ranks (naming the rank) in `collective`.
-UNDERUSED_BY_STACK: dict[ActivityKind, str] = {
-    "cpu": "compute_metrics",
-    "idle": "wait_for_lock",
-    "checkpoint": "checkpoint",
-    "collective": "rank",
+STACK_CAUSES: dict[ActivityKind, str] = {
+    "cpu": "the job's own Python on the CPU",
+    "idle": "a blocked main thread",
+    "checkpoint": "writing checkpoints",
+    "collective": "other ranks, in a collective",
 }
+STACK_RULE = "job_waits"
 # PLACEHOLDER for H-core's and H-session's words: what the once-only notice says when ptrace is refused (what to do:
 # among others, start the job under `gputui run -- ...`).
 PTRACE_NOTICE = "gputui run"
@@ -60,11 +62,14 @@ def _verdict_of(outcome: Outcome, gpu: int = 0) -> Verdict:
     return group
 
 
-def _named_by_stack(outcome: Outcome, kind: ActivityKind, gpu: int = 0) -> None:
+def _named_by_stack(outcome: Outcome, kind: ActivityKind, named: str, gpu: int = 0) -> None:
+    """The verdict on `gpu` is `underused` with the stack's cause, and the finding that says so names `named`."""
     verdict = _verdict_of(outcome, gpu)
     assert verdict.cls == "underused", verdict.line
-    assert UNDERUSED_BY_STACK[kind] in verdict.summary, verdict.summary
+    assert STACK_CAUSES[kind] in verdict.summary, verdict.summary
     assert "look inside the job" not in verdict.summary  # measured, not handed back to the user
+    [finding] = [f for f in outcome.state.active if f.rule == STACK_RULE and gpu in f.gpus]
+    assert finding.variant == kind and named in finding.title, finding.title
 
 
 def test_g_the_main_loops_own_python_is_cpu_in_its_function_and_names_underused(lab: Lab) -> None:
@@ -72,7 +77,7 @@ def test_g_the_main_loops_own_python_is_cpu_in_its_function_and_names_underused(
     activity = _read(outcome)
     assert activity.leading == "cpu" and activity.shares.cpu >= 0.5  # 60 ms of every ~85
     assert _top(activity, "cpu") == ("compute_metrics", "train.py")
-    _named_by_stack(outcome, "cpu")
+    _named_by_stack(outcome, "cpu", "compute_metrics (train.py:")
 
 
 def test_h_a_main_loop_asleep_is_idle_in_the_blocking_frame_and_names_underused(lab: Lab) -> None:
@@ -80,14 +85,14 @@ def test_h_a_main_loop_asleep_is_idle_in_the_blocking_frame_and_names_underused(
     activity = _read(outcome)
     assert activity.leading == "idle"
     assert _top(activity, "idle") == ("wait_for_lock", "train.py")  # 60 ms of every ~85; the GPU step 20
-    _named_by_stack(outcome, "idle")
+    _named_by_stack(outcome, "idle", "wait_for_lock (train.py:")
 
 
 def test_i_a_checkpoint_every_few_steps_is_checkpoint(lab: Lab) -> None:
     outcome = lab("i")
     activity = _read(outcome)
     assert activity.leading == "checkpoint" and activity.shares.checkpoint >= 0.4
-    _named_by_stack(outcome, "checkpoint")
+    _named_by_stack(outcome, "checkpoint", "save")  # torch.save
 
 
 def test_j_the_rank_that_waits_for_a_slower_one_is_in_the_collective(lab: Lab) -> None:
@@ -97,8 +102,8 @@ def test_j_the_rank_that_waits_for_a_slower_one_is_in_the_collective(lab: Lab) -
     assert (waiting.rank, slower.rank) == (0, 1)
     assert waiting.leading == "collective" and waiting.shares.collective >= 0.4
     assert slower.leading == "cpu" and _top(slower, "cpu") == ("compute_metrics", "train.py")
-    _named_by_stack(outcome, "collective", gpu=0)
-    _named_by_stack(outcome, "cpu", gpu=1)
+    _named_by_stack(outcome, "collective", "rank 0", gpu=0)
+    _named_by_stack(outcome, "cpu", "compute_metrics (train.py:", gpu=1)
 
 
 def test_ptrace_refused_says_so_once_and_the_verdict_is_still_given(lab: Lab) -> None:
@@ -128,5 +133,7 @@ def test_the_same_jobs_under_gputui_run_read_the_same_from_inside(lab: Lab, name
         assert activity.source == "in-process"
         assert activity.rank == (rank if outcome.case.ranks > 1 else None)
     assert _read(outcome).leading == UNDER_RUN[name]
-    if name != "c":
-        _named_by_stack(outcome, UNDER_RUN[name])
+    if name == "g":
+        _named_by_stack(outcome, "cpu", "compute_metrics (train.py:")
+    if name == "j":
+        _named_by_stack(outcome, "collective", "rank 0", gpu=0)
