@@ -160,6 +160,6 @@ class JobStacks:
         with self._lock:
             self._latest[pid] = activity
 
-    def close(self) -> None:
+    def close(self, timeout: float | None = None) -> None:
         for thread in self._threads:
-            thread.join(timeout=self._config.window_s + 5)
+            thread.join(timeout=timeout)

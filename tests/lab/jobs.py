@@ -60,6 +60,8 @@ TRAIN = REPO / "examples/lab/train.py"
 TORCHRUN = ("-m", "torch.distributed.run", "--standalone", "--monitor-interval", "1")
 # What `gputui run -- CMD` is started as (H-agent's command: the job's stacks read from inside it).
 GPUTUI_RUN = ("-m", "gputui", "run", "--")
+# How long a case waits at its end for a window of stack samples in progress (StacksConfig's window_s is 4 s).
+STACKS_CLOSE_S = 15.0
 # Who reads the stacks in the refused-ptrace variant: another user than the job's (root's), not root.
 UNPRIVILEGED_USER = "nobody"
 INTERVAL_S = 0.5
@@ -521,7 +523,7 @@ class Stacks(Protocol):
 
     def consider(self, tick: Tick) -> None: ...
 
-    def close(self) -> None: ...
+    def close(self, timeout: float | None = None) -> None: ...
 
 
 def follow_job(
@@ -568,7 +570,7 @@ def follow_job(
     finally:
         source.close()
         if stacks is not None:
-            stacks.close()
+            stacks.close(timeout=STACKS_CLOSE_S)  # the window in progress ends: no py-spy outlives the case
     (first_at, first_busy), (last_at, last_busy) = marks[0], marks[-1]
     busy_pct = 100.0 * (last_busy - first_busy) / (last_at - first_at) if last_at > first_at else 0.0
     ordered = tuple(sorted(seen.values(), key=lambda f: (f.started_at, f.rule)))
