@@ -187,7 +187,7 @@ class Checkpoints:
         self.model = torch.nn.Sequential(*(torch.nn.Linear(1024, 1024) for _ in range(max(1, megabytes // 4))))
 
     def after(self, step: int) -> None:
-        if self.every and step % self.every == 0:
+        if step % self.every == 0:
             torch.save(self.model.state_dict(), self.path)
 
 
@@ -297,11 +297,10 @@ def main() -> int:
     )
     rank = join_ranks()
     trace = Trace(rank_trace(args.trace, rank))
-    checkpoints = Checkpoints(
-        (args.checkpoint_dir or args.trace.parent) / f"checkpoint{'' if rank is None else rank}.pt",
-        args.checkpoint_every,
-        args.checkpoint_mb,
-    )
+    checkpoints = None
+    if args.checkpoint_every:
+        saved = (args.checkpoint_dir or args.trace.parent) / f"checkpoint{'' if rank is None else rank}.pt"
+        checkpoints = Checkpoints(saved, args.checkpoint_every, args.checkpoint_mb)
     slow = args.slow_rank is None or args.slow_rank == rank
     gradients = torch.zeros(1 << 16)
     end = time.monotonic() + args.seconds
@@ -320,7 +319,8 @@ def main() -> int:
                 wait_for_lock(args.block_ms / 1000.0)
             if rank is not None and reduce_gradients(gradients, time.monotonic() >= end):
                 break
-            checkpoints.after(n + 1)
+            if checkpoints is not None:
+                checkpoints.after(n + 1)
     finally:
         stream.close()  # the loader's iterator goes, and shuts its workers down
         if rank is not None:
