@@ -203,7 +203,6 @@ class JobSource:
             if not 0 <= index < len(paths):
                 has = "one GPU, 0" if len(paths) == 1 else f"{len(paths)} GPUs, 0-{len(paths) - 1}"
                 raise InvalidGpuSelection(f"GPU {index} does not exist (the lab's machine has {has})")
-        self.trace_paths = paths
         self._selected = tuple(dict.fromkeys(gpu_indices)) if gpu_indices else tuple(range(len(paths)))
         self._near = near_cpus.strip() if near_cpus is not None else f"0-{(os.cpu_count() or 1) - 1}"
         self._board = BOARDS[board]
@@ -221,11 +220,6 @@ class JobSource:
         self._started = 0.0
         self._epoch = 0.0
         self._last_at = 0.0
-
-    @property
-    def trace_path(self) -> Path:
-        """The first GPU's trace (the only one, unless it follows the ranks of a job)."""
-        return self._gpus[0].trace
 
     # -- Source protocol ---------------------------------------------------------------------------------
 
