@@ -90,8 +90,8 @@ def report(outcome: Outcome) -> list[str]:
             lines.append("       evidence: " + " | ".join(format_evidence(ev) for ev in f.evidence))
     for rank, pid in enumerate(outcome.pids):
         who = f"pid {pid}" + (f" (rank {rank})" if len(outcome.pids) > 1 else "")
-        lines += [f"activity of {who}: " + line for line in describe_activity(outcome.activity(rank))[:1]]
-        lines += [f"     {line}" for line in describe_activity(outcome.activity(rank))[1:]]
+        head, *rest = describe_activity(outcome.activity(rank))
+        lines += [f"activity of {who}: {head}", *(f"     {line}" for line in rest)]
     lines += [f"event: {event}" for event in outcome.events]
     fig = figures(outcome)
     procs = outcome.procs()
