@@ -12,6 +12,8 @@ Cases a and c (num_workers=0, too few workers) assert theirs in test_lab_cases.p
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from gputui.diagnostics.verdict import Verdict
@@ -30,9 +32,10 @@ STACK_CAUSES: dict[ActivityKind, str] = {
     "collective": "other ranks, in a collective",
 }
 STACK_RULE = "job_waits"
-# PLACEHOLDER for H-core's and H-session's words: what the once-only notice says when ptrace is refused (what to do:
-# among others, start the job under `gputui run -- ...`).
+# PLACEHOLDERS for H-core's and H-session's words: what the once-only notice says when ptrace is refused (what to
+# do: among others, start the job under `gputui run -- ...`), and what the `underused` verdict says then (H-rules').
 PTRACE_NOTICE = "gputui run"
+STACKS_UNREAD = "its stacks could not be read"
 
 
 def _read(outcome: Outcome, rank: int = 0) -> JobActivity:
@@ -45,10 +48,11 @@ def _read(outcome: Outcome, rank: int = 0) -> JobActivity:
 
 
 def _top(activity: JobActivity, kind: ActivityKind) -> tuple[str, str]:
-    """The function and file of the frame that holds the most of `kind`'s samples."""
+    """The function and file name of the frame that holds the most of `kind`'s samples (py-spy names a file by a
+    short path, the in-process sampler by its whole path)."""
     frames = [frame for frame in activity.top if frame.kind == kind]
     assert frames, f"no top frame of kind {kind}: {activity.top}"
-    return frames[0].function, frames[0].file
+    return frames[0].function, os.path.basename(frames[0].file)
 
 
 def _verdict_of(outcome: Outcome, gpu: int = 0) -> Verdict:
@@ -117,7 +121,8 @@ def test_ptrace_refused_says_so_once_and_the_verdict_is_still_given(lab: Lab) ->
     assert len(notices) == 1, outcome.events  # once, not every tick
     assert not [event for event in outcome.events if "Traceback" in event]
     verdict = _verdict_of(outcome)
-    assert verdict.cls == "underused"  # no stack to name it by: as before, and it says why it cannot look
+    assert verdict.cls == "underused", verdict.line  # no stack to name it by: as before, and it says why not
+    assert "look inside the job" in verdict.summary and STACKS_UNREAD in verdict.summary, verdict.summary
 
 
 # The leading kind of each case's rank 0, and of the cases under `gputui run`: the same job, read from inside.
