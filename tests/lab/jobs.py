@@ -67,6 +67,11 @@ UNPRIVILEGED_USER = "nobody"
 INTERVAL_S = 0.5
 # The engine's window is 10 s, a finding opens after 3 s and the verdict needs half a window: 15 s sees them all.
 RUN_S = 15.0
+# A verdict named by the stacks comes later: the first verdict that the GPU waits (5 s) starts a window of stack
+# samples (4 s), the finding that reads it opens 3 s after, and the verdict gives way to it 3 s after that (its
+# hysteresis); each further rank's window comes after the one before.
+STACKS_RUN_S = 20.0
+RANKS_RUN_S = 25.0
 # The longest a job may take to import torch, start its workers (and write its files) and report its first batch.
 START_TIMEOUT_S = 60.0
 # The most CPU other processes may use beside a lab job (cores, the mean over the run). The rules read the host's
@@ -181,18 +186,21 @@ CASES: tuple[Case, ...] = (
         "main-cpu",
         "2 workers that keep up, GPU step 20 ms, then 60 ms of the main loop's own Python (compute_metrics)",
         (*LOADER_KEEPS_UP, "--gpu-step-ms", "20", "--main-cpu-ms", "60"),
+        seconds=STACKS_RUN_S,
     ),
     Case(
         "h",
         "blocked",
         "2 workers that keep up, GPU step 20 ms, then the main loop asleep 60 ms in wait_for_lock",
         (*LOADER_KEEPS_UP, "--gpu-step-ms", "20", "--block-ms", "60"),
+        seconds=STACKS_RUN_S,
     ),
     Case(
         "i",
         "checkpoint",
         "2 workers that keep up, GPU step 15 ms, a 128 MiB checkpoint (torch.save of a state dict) every 3 steps",
         (*LOADER_KEEPS_UP, "--gpu-step-ms", "15", "--checkpoint-every", "3", "--checkpoint-mb", "128"),
+        seconds=STACKS_RUN_S,
     ),
     Case(
         "j",
@@ -201,7 +209,7 @@ CASES: tuple[Case, ...] = (
         " 60 ms of its own Python a step, rank 0 waits for it in all_reduce",
         (*RANK_ARGS, "--main-cpu-ms", "60", "--slow-rank", "1"),
         ranks=2,
-        seconds=20.0,
+        seconds=RANKS_RUN_S,
     ),
 )
 BY_NAME = {case.name: case for case in CASES} | {case.slug: case for case in CASES}
