@@ -22,7 +22,15 @@ from gputui.cli import main
 from gputui.commands.common import EXIT_NO_DRIVER, EXIT_USAGE
 from gputui.model import parse_cpus
 from gputui.sources.base import InvalidGpuSelection, NoJobTrace, Source, SourceUnavailable
-from gputui.sources.sim.job import JOB_MEMORY_GIB, JobSource, TraceError, is_job_scenario, job_scenario, read_trace
+from gputui.sources.sim.job import (
+    JOB_MEMORY_GIB,
+    JobSource,
+    TraceError,
+    is_job_scenario,
+    job_banner,
+    job_scenario,
+    read_trace,
+)
 from tests.conftest import Clock
 
 
@@ -59,7 +67,7 @@ def sleeper() -> Iterator[subprocess.Popen[bytes]]:
         child.wait(timeout=10)
 
 
-def opened(trace: Path, clock: Clock, **options: Any) -> JobSource:
+def opened(trace: Path | list[Path], clock: Clock, **options: Any) -> JobSource:
     source = JobSource(trace, clock=clock, **options)
     source.open()
     return source
@@ -282,3 +290,54 @@ def test_snapshot_of_a_followed_job_is_labelled_simulated(trace: Path, capsys: p
     assert main(["snapshot", "--demo-job", str(trace)]) == 0
     text = capsys.readouterr().out
     assert f"SIMULATED GPU following the real job pid {os.getpid()}" in text
+
+
+def test_two_traces_are_two_gpus_each_following_its_own_rank(
+    tmp_path: Path, sleeper: subprocess.Popen[bytes], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ranks of a torch.distributed job each write a trace: GPU i follows traces[i], its process the rank's."""
+    ranks = [tmp_path / "job.rank0.json", tmp_path / "job.rank1.json"]
+    write_trace(ranks[0], os.getpid())
+    write_trace(ranks[1], sleeper.pid)
+    clock = Clock(now=100.0)
+    source = opened(ranks, clock)
+    write_trace(ranks[0], os.getpid(), busy_s=0.75)
+    write_trace(ranks[1], sleeper.pid, busy_s=0.25)
+    clock.now = 101.0
+    both = source.sample()
+    sleeper.kill()
+    sleeper.wait(timeout=10)
+    clock.now = 102.0
+    one = source.sample()
+    source.close()
+    assert [g.index for g in both.gpus] == [0, 1]
+    assert [g.utilization_gpu_pct for g in both.gpus] == [75.0, 25.0]
+    assert [[p.pid for p in g.processes] for g in both.gpus] == [[os.getpid()], [sleeper.pid]]
+    assert {p.pid for p in both.host.processes} == {os.getpid(), sleeper.pid}
+    system = both.system
+    assert system.gpu_count == 2 and system.scenario == job_scenario([os.getpid(), sleeper.pid])
+    assert system.scenario == f"GPUs follow real job pids {os.getpid()}, {sleeper.pid}" and is_job_scenario(
+        system.scenario
+    )
+    assert job_banner(system).startswith(f"SIMULATED GPUs following the real job pids {os.getpid()}, {sleeper.pid},")
+    assert system.topology is not None and system.topology.matrix == (("X", None), (None, "X"))
+    # The rank that ended idles its own GPU; the other goes on.
+    assert one.gpus[1].utilization_gpu_pct == 0.0 and one.gpus[1].processes == ()
+    assert [p.pid for p in one.gpus[0].processes] == [os.getpid()]
+    assert one.events == (f"the job (pid {sleeper.pid}) is no longer running: the simulated GPU is idle",)
+    assert main(["snapshot", "--demo-job", str(ranks[0])]) == 0  # the command line still follows one trace
+    assert f"SIMULATED GPU following the real job pid {os.getpid()}:" in capsys.readouterr().out
+
+
+def test_a_gpu_of_several_is_selected_by_index(tmp_path: Path, clock: Clock) -> None:
+    ranks = [tmp_path / "job.rank0.json", tmp_path / "job.rank1.json"]
+    for path in ranks:
+        write_trace(path, os.getpid(), busy_s=0.5)
+    source = opened(ranks, clock, gpu_indices=(1,))
+    snapshot = source.sample()
+    source.close()
+    assert [g.index for g in snapshot.gpus] == [1] and [info.index for info in snapshot.gpu_info] == [1]
+    with pytest.raises(InvalidGpuSelection, match=r"GPU 2 does not exist \(the lab's machine has 2 GPUs, 0-1\)"):
+        JobSource(ranks, gpu_indices=(2,))
+    with pytest.raises(NoJobTrace, match=r"no job trace at .*rank2.json"):
+        JobSource([*ranks, tmp_path / "job.rank2.json"]).open()

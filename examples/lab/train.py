@@ -11,6 +11,14 @@ Run it, then point gputui at the trace; its one simulated GPU is busy exactly wh
     python examples/lab/train.py --trace /tmp/job.json --num-workers 2 --sample-ms 20 --seconds 600 &
     gputui --demo-job /tmp/job.json            # or: gputui diagnose --demo-job /tmp/job.json
 
+Besides the GPU step, a step can hold what slows real jobs down, each in a function of its own so that a stack
+names it: the main loop's own Python (`--main-cpu-ms`: compute_metrics), a wait on something else
+(`--block-ms`: wait_for_lock, asleep), and a checkpoint every few steps (`--checkpoint-every`: torch.save of a
+model's state dict). Started by torchrun (`python -m torch.distributed.run --nproc-per-node 2 train.py ...`), each
+rank joins a gloo process group (torchrun's RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT), all-reduces a gradient
+after each GPU step, and writes its own trace: `--trace job.json` becomes job.rank0.json, job.rank1.json...;
+`--slow-rank R` keeps the extra work of --main-cpu-ms and --block-ms to rank R, so the others wait in all_reduce.
+
 The trace is one JSON object, replaced whole on every entry to and exit from a GPU step (written to a temporary
 file beside it, then renamed over it, so a reader never sees half a record):
 
@@ -40,6 +48,7 @@ from pathlib import Path
 warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
 
 import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.utils.data import DataLoader, Dataset  # noqa: E402
 
@@ -151,6 +160,45 @@ class Trace:
         self.write()
 
 
+def compute_metrics(images: torch.Tensor, seconds: float) -> float:
+    """The job's own Python between steps (what a metrics or logging hook costs): `seconds` of this thread's CPU
+    in pure Python, so a stack sample finds it in this function, not in torch."""
+    start = time.thread_time()
+    total, n = float(images.numel()), 0
+    while time.thread_time() - start < seconds:
+        for _ in range(2000):
+            n = (n * 1103515245 + 12345) % 2147483648
+        total += n / 2147483648
+    return total
+
+
+def wait_for_lock(seconds: float) -> None:
+    """A main loop blocked on something outside the job (a lock, a throttle, a remote service): asleep."""
+    time.sleep(seconds)
+
+
+class Checkpoints:
+    """A model's state dict of about `megabytes` MiB, saved over one file with torch.save every `every` steps."""
+
+    def __init__(self, path: Path, every: int, megabytes: int) -> None:
+        self.path = path
+        self.every = every
+        # Linear layers of 1024 x 1024 float32 weights: 4 MiB each.
+        self.model = torch.nn.Sequential(*(torch.nn.Linear(1024, 1024) for _ in range(max(1, megabytes // 4))))
+
+    def after(self, step: int) -> None:
+        if step % self.every == 0:
+            torch.save(self.model.state_dict(), self.path)
+
+
+def reduce_gradients(gradients: torch.Tensor, past_end: bool) -> bool:
+    """All-reduce the step's gradients over the ranks (each waits here for the slowest); whether any rank is past
+    its end, so that they all stop after the same step and none waits for a rank that has gone."""
+    gradients[0] = float(past_end)
+    dist.all_reduce(gradients)
+    return bool(gradients[0] > 0)
+
+
 def one_thread(_: int = 0) -> None:
     """One intra-op thread (and in each worker, its worker_init_fn): one sample then keeps one core busy."""
     torch.set_num_threads(1)
@@ -179,10 +227,38 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--cold-cache", action="store_true", help="drop each file from the page cache before it is read"
     )
+    parser.add_argument("--main-cpu-ms", type=float, default=0.0, help="the main loop's own Python CPU time a step")
+    parser.add_argument("--block-ms", type=float, default=0.0, help="the main loop blocked (asleep) this long a step")
+    parser.add_argument("--checkpoint-every", type=int, default=0, metavar="K", help="save a checkpoint every K steps")
+    parser.add_argument("--checkpoint-mb", type=int, default=64, help="the checkpoint's size (MiB, default 64)")
+    parser.add_argument(
+        "--checkpoint-dir", type=Path, default=None, help="where the checkpoint goes (default: beside --trace)"
+    )
+    parser.add_argument(
+        "--slow-rank",
+        type=int,
+        default=None,
+        metavar="R",
+        help="under torchrun: only rank R does --main-cpu-ms and --block-ms",
+    )
     args = parser.parse_args()
     if args.make_data and args.data_dir is None:
         parser.error("--make-data needs --data-dir")
     return args
+
+
+def rank_trace(path: Path, rank: int | None) -> Path:
+    """Where this process reports: `path` itself, or for a rank of torch.distributed job.json -> job.rank1.json."""
+    return path if rank is None else path.with_name(f"{path.stem}.rank{rank}{path.suffix}")
+
+
+def join_ranks() -> int | None:
+    """This process's rank once it has joined the gloo process group torchrun describes in its environment; None
+    when it was not started as one of several ranks."""
+    if int(os.environ.get("WORLD_SIZE", "1")) <= 1:
+        return None
+    dist.init_process_group("gloo")  # env://: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT
+    return dist.get_rank()
 
 
 def cpulist(text: str) -> set[int]:
@@ -219,19 +295,36 @@ def main() -> int:
         prefetch_factor=args.prefetch_factor if args.num_workers else None,
         worker_init_fn=one_thread if args.num_workers else None,
     )
-    trace = Trace(args.trace)
+    rank = join_ranks()
+    trace = Trace(rank_trace(args.trace, rank))
+    checkpoints = None
+    if args.checkpoint_every:
+        saved = (args.checkpoint_dir or args.trace.parent) / f"checkpoint{'' if rank is None else rank}.pt"
+        checkpoints = Checkpoints(saved, args.checkpoint_every, args.checkpoint_mb)
+    slow = args.slow_rank is None or args.slow_rank == rank
+    gradients = torch.zeros(1 << 16)
     end = time.monotonic() + args.seconds
     stream = batches(loader)
     try:
         for n, (images, _labels) in enumerate(stream):
             if n == 0:
                 trace.write()  # the workers have started: the process tree is complete
-            if time.monotonic() >= end:
+            if rank is None and time.monotonic() >= end:
                 break
             images.sum()  # the host side of the step: the batch is touched, as a copy to the GPU would
             trace.gpu_step(args.gpu_step_ms / 1000.0)
+            if slow and args.main_cpu_ms:
+                compute_metrics(images, args.main_cpu_ms / 1000.0)
+            if slow and args.block_ms:
+                wait_for_lock(args.block_ms / 1000.0)
+            if rank is not None and reduce_gradients(gradients, time.monotonic() >= end):
+                break
+            if checkpoints is not None:
+                checkpoints.after(n + 1)
     finally:
         stream.close()  # the loader's iterator goes, and shuts its workers down
+        if rank is not None:
+            dist.destroy_process_group()
     return 0
 
 

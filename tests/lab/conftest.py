@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 
-from tests.lab.jobs import BY_NAME, CaseSkipped, Outcome, run_case, torch_missing
+from tests.lab.jobs import BY_NAME, CaseSkipped, Lab, Outcome, Variant, run_case, torch_missing
 
-_OUTCOMES: dict[str, Outcome | CaseSkipped] = {}
+_OUTCOMES: dict[tuple[str, Variant], Outcome | CaseSkipped] = {}
 
 
 @pytest.fixture(autouse=True)
@@ -19,22 +17,25 @@ def _needs_torch() -> None:
 
 
 @pytest.fixture(scope="session")
-def lab() -> Callable[[str], Outcome]:
-    """`lab("c")`: case c's outcome, run on first use; the test skips with the reason where it cannot be staged,
-    or with the figures where the machine was busier than the case can bear while it ran."""
+def lab() -> Lab:
+    """`lab("c")`: case c's outcome, run on first use (`lab("h", "run")`: in a variant, tests/lab/jobs.py); the
+    test skips with the reason where it cannot be staged, or with the figures where the machine was busier than
+    the case can bear while it ran."""
 
-    def outcome(name: str) -> Outcome:
-        if name not in _OUTCOMES:
+    def outcome(name: str, variant: Variant = "") -> Outcome:
+        key = (name, variant)
+        called = f"{name}@{variant}" if variant else name
+        if key not in _OUTCOMES:
             try:
-                _OUTCOMES[name] = run_case(BY_NAME[name])
+                _OUTCOMES[key] = run_case(BY_NAME[name], variant=variant)
             except CaseSkipped as skipped:
-                _OUTCOMES[name] = skipped
-        found = _OUTCOMES[name]
+                _OUTCOMES[key] = skipped
+        found = _OUTCOMES[key]
         if isinstance(found, CaseSkipped):
-            pytest.skip(f"lab case {name}: {found}")
+            pytest.skip(f"lab case {called}: {found}")
         busy = found.crowded()
         if busy is not None:
-            pytest.skip(f"lab case {name}: {busy}")
+            pytest.skip(f"lab case {called}: {busy}")
         return found
 
     return outcome

@@ -1,9 +1,12 @@
 """The lab: real PyTorch training jobs (examples/lab/train.py) on a simulated GPU, diagnosed in real time.
 
-Each case starts one job as a subprocess, waits for its trace, follows it with the `--demo-job` source
-(gputui.sources.sim.job) and the diagnostics engine at 0.5 s for RUN_S seconds, and returns what was seen: the
-snapshots, the verdict at the end, and every finding that was open at some point. The job is killed with its
-whole process group (its data-loader workers too) in a `finally`, and so is any cgroup made for it.
+Each case starts one job as a subprocess (a torch.distributed one under torchrun, a rank per simulated GPU), waits
+for its traces, follows it with the `--demo-job` source (gputui.sources.sim.job), the stacks' sampling and the
+diagnostics engine at 0.5 s for RUN_S seconds, wired as the product's Sampler wires them, and returns what was
+seen: the snapshots (with the activity read from the job's stacks), the verdict at the end, and every finding
+that was open at some point. A variant runs the same job under `gputui run` (its stacks read from inside), or
+reads its stacks as an unprivileged user (ptrace refused). The job is killed with every process under it (its
+ranks and data-loader workers too) in a `finally`, and so is any cgroup made for it.
 
 A case that this machine cannot stage raises CaseSkipped with the reason: tests turn it into pytest.skip, and
 `python -m tests.lab.show` prints it. The cases measure CPU, so they run one after another, never in parallel,
@@ -16,8 +19,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
+import pwd
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -28,19 +34,44 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal, Protocol
+
+import psutil
 
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding
-from gputui.model import HostSample, ProcSample, Snapshot
+from gputui.model import ActivityFrame, ActivityShares, HostSample, JobActivity, ProcSample, Snapshot
+from gputui.session.sampling import Tick
 from gputui.sources.sim.job import JobSource, TraceError, read_trace
 from tests.cgroups import remove_group
+
+# The stacks' wiring the Sampler runs, and the reader it calls. STAND-IN until gputui.session.stacks and
+# gputui.sources.stacks.reader land: then `from gputui.session.stacks import JobStacks, StacksConfig` and
+# STACKS_READER = "gputui.sources.stacks.reader" (and tests/lab/_standin_stacks.py goes).
+from tests.lab._standin_stacks import JobStacks, StacksConfig
 from tests.lab.neighbours import Neighbours, Usage, between, usage
+
+STACKS_READER = "tests.lab._standin_stacks"
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "examples/lab/train.py"
+# torchrun, as a user starts the ranks of one job on one machine: a free port of its own (--standalone), and its
+# agent checking on the ranks every second rather than ten times a second (a lab machine has two CPUs).
+TORCHRUN = ("-m", "torch.distributed.run", "--standalone", "--monitor-interval", "1")
+# What `gputui run -- CMD` is started as (H-agent's command: the job's stacks read from inside it).
+GPUTUI_RUN = ("-m", "gputui", "run", "--")
+# How long a case waits at its end for a window of stack samples in progress (StacksConfig's window_s is 4 s).
+STACKS_CLOSE_S = 15.0
+# Who reads the stacks in the refused-ptrace variant: another user than the job's (root's), not root.
+UNPRIVILEGED_USER = "nobody"
 INTERVAL_S = 0.5
 # The engine's window is 10 s, a finding opens after 3 s and the verdict needs half a window: 15 s sees them all.
 RUN_S = 15.0
+# A verdict named by the stacks comes later: the first verdict that the GPU waits (5 s) starts a window of stack
+# samples (4 s), the finding that reads it opens 3 s after, and the verdict gives way to it 3 s after that (its
+# hysteresis); each further rank's window comes after the one before.
+STACKS_RUN_S = 20.0
+RANKS_RUN_S = 25.0
 # The longest a job may take to import torch, start its workers (and write its files) and report its first batch.
 START_TIMEOUT_S = 60.0
 # The most CPU other processes may use beside a lab job (cores, the mean over the run). The rules read the host's
@@ -82,7 +113,7 @@ def crowded(neighbours: Neighbours, reads_disk: bool = False) -> str | None:
 class Case:
     """One lab job: what it stages, how train.py is started, and what the machine around it must be."""
 
-    name: str  # "a" ... "f"
+    name: str  # "a" ... "j"
     slug: str
     title: str
     args: tuple[str, ...]  # train.py's options, --trace and --seconds aside
@@ -91,7 +122,21 @@ class Case:
     data_files: int = 0  # files of `file_mb` MiB the job writes and then reads with a cold page cache
     file_mb: int = 0
     needs_cpus: int = 1
+    ranks: int = 1  # more than one: started by torchrun, a simulated GPU following each rank
+    seconds: float | None = None  # how long the job is followed (None: RUN_S)
 
+
+# How a case's job is started and its stacks read: as a user starts it, with the stacks read from outside
+# (py-spy, as root); under `gputui run -- ...` (the in-process sampler publishes them); or started as root with
+# its stacks read by an unprivileged user, whom ptrace refuses.
+Variant = Literal["", "run", "unprivileged"]
+VARIANTS: tuple[Variant, ...] = ("", "run", "unprivileged")
+
+
+# Two workers making light samples (4 x 2 ms of CPU a batch): the loader keeps up with any step of 15 ms or more.
+LOADER_KEEPS_UP = ("--num-workers", "2", "--batch-size", "4", "--sample-ms", "2")
+# Each of two ranks with one such worker (two ranks share the machine's CPUs), and a GPU step of 20 ms.
+RANK_ARGS = ("--num-workers", "1", "--batch-size", "4", "--sample-ms", "2", "--gpu-step-ms", "20")
 
 CASES: tuple[Case, ...] = (
     Case(
@@ -136,6 +181,36 @@ CASES: tuple[Case, ...] = (
         data_files=8,
         file_mb=32,
     ),
+    Case(
+        "g",
+        "main-cpu",
+        "2 workers that keep up, GPU step 20 ms, then 60 ms of the main loop's own Python (compute_metrics)",
+        (*LOADER_KEEPS_UP, "--gpu-step-ms", "20", "--main-cpu-ms", "60"),
+        seconds=STACKS_RUN_S,
+    ),
+    Case(
+        "h",
+        "blocked",
+        "2 workers that keep up, GPU step 20 ms, then the main loop asleep 60 ms in wait_for_lock",
+        (*LOADER_KEEPS_UP, "--gpu-step-ms", "20", "--block-ms", "60"),
+        seconds=STACKS_RUN_S,
+    ),
+    Case(
+        "i",
+        "checkpoint",
+        "2 workers that keep up, GPU step 15 ms, a 128 MiB checkpoint (torch.save of a state dict) every 3 steps",
+        (*LOADER_KEEPS_UP, "--gpu-step-ms", "15", "--checkpoint-every", "3", "--checkpoint-mb", "128"),
+        seconds=STACKS_RUN_S,
+    ),
+    Case(
+        "j",
+        "two-ranks",
+        "two ranks over gloo under torchrun, a GPU each, 1 worker each that keeps up, GPU step 20 ms; rank 1 adds"
+        " 60 ms of its own Python a step, rank 0 waits for it in all_reduce",
+        (*RANK_ARGS, "--main-cpu-ms", "60", "--slow-rank", "1"),
+        ranks=2,
+        seconds=RANKS_RUN_S,
+    ),
 )
 BY_NAME = {case.name: case for case in CASES} | {case.slug: case for case in CASES}
 
@@ -145,34 +220,57 @@ class Outcome:
     """What following one lab job showed."""
 
     case: Case
+    variant: Variant
     command: tuple[str, ...]
-    pid: int
+    pids: tuple[int, ...]  # the job's main process, one per rank: what each simulated GPU follows
     snapshots: tuple[Snapshot, ...]
     state: DiagnosticsState  # after the last snapshot: the verdict and the findings open then
     seen: tuple[Finding, ...]  # every finding open at some point, as last seen, by when it opened
-    job_busy_pct: float  # the share of the time sampled that the job itself reports in its GPU step
+    events: tuple[str, ...]  # every event of every snapshot (the stacks' notice among them), in order
+    job_busy_pct: float  # the share of the time sampled that the job itself reports in its GPU step (rank 0's)
     neighbours: Neighbours  # what the machine did besides the job over the time sampled
     start_s: float  # from starting the job to its first record
     run_s: float  # the whole case, the job's start and stop included
+
+    @property
+    def pid(self) -> int:
+        """The job's main process (rank 0's)."""
+        return self.pids[0]
 
     def crowded(self) -> str | None:
         """Why the machine was busier than the case can bear while it ran, with the figures; None when quiet."""
         return crowded(self.neighbours, reads_disk=bool(self.case.data_files))
 
-    def procs(self) -> list[ProcSample]:
-        """The job's process in each snapshot it was read in."""
-        return [p for p in (s.host.process(self.pid) for s in self.snapshots) if p is not None]
+    def procs(self, rank: int = 0) -> list[ProcSample]:
+        """The job's process (that of `rank`) in each snapshot it was read in."""
+        return [p for p in (s.host.process(self.pids[rank]) for s in self.snapshots) if p is not None]
+
+    def activity(self, rank: int = 0) -> JobActivity | None:
+        """What the process of `rank` was doing as last read from its stacks; None when they never were."""
+        read = [p.activity for p in self.procs(rank) if p.activity is not None]
+        return read[-1] if read else None
+
+
+class Lab(Protocol):
+    """The `lab` fixture (tests/lab/conftest.py): a case's outcome by name, in a variant."""
+
+    def __call__(self, name: str, variant: Variant = "") -> Outcome: ...
 
 
 @dataclass
 class Job:
-    """A started train.py: its process (the leader of its own process group) and where it reports."""
+    """A started train.py (or torchrun, or `gputui run`, over it): the process started, the leader of its own
+    process group, and where the job's ranks report."""
 
     process: subprocess.Popen[bytes]
     command: tuple[str, ...]
-    trace: Path
+    traces: tuple[Path, ...]  # one per rank
     log: Path
     start_s: float = 0.0
+
+    @property
+    def trace(self) -> Path:
+        return self.traces[0]
 
     def log_tail(self, lines: int = 15) -> str:
         with contextlib.suppress(OSError):
@@ -187,19 +285,37 @@ def torch_missing() -> str | None:
     return None
 
 
-def train_command(args: Sequence[str], trace: Path, seconds: float) -> list[str]:
-    """The command line of a lab job that reports to `trace` and exits by itself after `seconds`."""
-    return [sys.executable, str(TRAIN), "--trace", str(trace), "--seconds", f"{seconds:g}", *args]
+def train_command(
+    args: Sequence[str], trace: Path, seconds: float, ranks: int = 1, prefix: Sequence[str] = ()
+) -> list[str]:
+    """The command line of a lab job that reports to `trace` (each rank to its own: see train.py) and exits by
+    itself after `seconds`; several ranks are started by torchrun, and the whole under `prefix` (gputui run)."""
+    train = [str(TRAIN), "--trace", str(trace), "--seconds", f"{seconds:g}", *args]
+    launch = [*TORCHRUN, "--nproc-per-node", str(ranks)] if ranks > 1 else []
+    return [*([sys.executable, *prefix] if prefix else []), sys.executable, *launch, *train]
+
+
+def rank_traces(trace: Path, ranks: int) -> tuple[Path, ...]:
+    """Where the ranks of a job told to report to `trace` write (train.py's rank_trace)."""
+    if ranks == 1:
+        return (trace,)
+    return tuple(trace.with_name(f"{trace.stem}.rank{rank}{trace.suffix}") for rank in range(ranks))
 
 
 @contextlib.contextmanager
 def started_job(
-    args: Sequence[str], workdir: Path, seconds: float = 120.0, cgroups: Sequence[Path] = ()
+    args: Sequence[str],
+    workdir: Path,
+    seconds: float = 120.0,
+    cgroups: Sequence[Path] = (),
+    ranks: int = 1,
+    prefix: Sequence[str] = (),
 ) -> Iterator[Job]:
-    """Start train.py with `args` (in the cgroups given, from its first instruction on, so its workers are too),
-    wait for its first record, and kill its process group on the way out, whatever happens."""
+    """Start train.py with `args` (in the cgroups given, from its first instruction on, so its workers are too;
+    `ranks` of it under torchrun; under `prefix`), wait for every rank's first record, and kill every process
+    under it on the way out, whatever happens."""
     trace, log = workdir / "job.json", workdir / "job.log"
-    train = train_command(args, trace, seconds)
+    train = train_command(args, trace, seconds, ranks, prefix)
     command = train
     if cgroups:
         join = 'for g in $LAB_CGROUPS; do echo $$ > "$g/cgroup.procs" || exit 97; done; exec "$@"'
@@ -210,7 +326,7 @@ def started_job(
         process = subprocess.Popen(
             command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env
         )
-    job = Job(process, tuple(train), trace, log)
+    job = Job(process, tuple(train), rank_traces(trace, ranks), log)
     try:
         wait_for_trace(job, START_TIMEOUT_S)
         job.start_s = time.monotonic() - began
@@ -220,11 +336,13 @@ def started_job(
 
 
 def wait_for_trace(job: Job, timeout: float) -> None:
-    """Until the job's first record can be read; RuntimeError with its output if it ends or stalls first."""
+    """Until every rank's first record can be read; RuntimeError with the job's output if it ends or stalls
+    first."""
     deadline = time.monotonic() + timeout
     while True:
         with contextlib.suppress(TraceError):
-            read_trace(job.trace)
+            for trace in job.traces:
+                read_trace(trace)
             return
         code = job.process.poll()
         if code is not None:
@@ -235,7 +353,12 @@ def wait_for_trace(job: Job, timeout: float) -> None:
 
 
 def stop(job: Job) -> None:
-    """Kill the job and its workers (one process group) and reap it."""
+    """Kill the job and every process under it, and reap it. Its process group is not enough: torchrun starts
+    each rank in a session of its own."""
+    with contextlib.suppress(psutil.Error):
+        for below in psutil.Process(job.process.pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                below.kill()
     with contextlib.suppress(ProcessLookupError):
         os.killpg(job.process.pid, signal.SIGKILL)
     job.process.wait(timeout=30)
@@ -323,16 +446,29 @@ def cold_reads_reach_the_disk(directory: Path) -> str | None:
 
 
 def run_case(
-    case: Case, seconds: float = RUN_S, interval: float = INTERVAL_S, log: Callable[[str], object] | None = None
+    case: Case,
+    seconds: float | None = None,
+    interval: float = INTERVAL_S,
+    log: Callable[[str], object] | None = None,
+    variant: Variant = "",
 ) -> Outcome:
-    """Stage `case`, follow its job for `seconds` at `interval`, and return what was seen; CaseSkipped when this
-    machine cannot stage it."""
+    """Stage `case` (in `variant`), follow its job for `seconds` (default: the case's) at `interval`, and return
+    what was seen; CaseSkipped when this machine cannot stage it."""
     began = time.monotonic()
+    seconds = seconds if seconds is not None else case.seconds or RUN_S
     missing = torch_missing()
     if missing is not None:
         raise CaseSkipped(missing)
     if (os.cpu_count() or 1) < case.needs_cpus:
         raise CaseSkipped(f"needs {case.needs_cpus} CPUs, this machine has {os.cpu_count()}")
+    prefix: tuple[str, ...] = ()
+    read: Callable[[int, float], JobActivity] | None = None
+    if variant == "run":
+        if importlib.util.find_spec("gputui.commands.run") is None:
+            raise CaseSkipped("`gputui run` is not in this gputui (gputui/commands/run.py)")
+        prefix = GPUTUI_RUN
+    elif variant == "unprivileged":
+        read = read_as(UNPRIVILEGED_USER)
     quiet = usage(None)
     time.sleep(QUIET_CHECK_S)
     busy = crowded(between(quiet, usage(None)), reads_disk=bool(case.data_files))
@@ -349,17 +485,23 @@ def run_case(
             data = ["--make-data", str(case.data_files), "--file-mb", str(case.file_mb), "--cold-cache"]
             args += ["--data-dir", str(workdir / "data"), *data]
         groups = stack.enter_context(quota_group(case.quota_cores)) if case.quota_cores is not None else ()
-        job = stack.enter_context(started_job(args, workdir, seconds=seconds + 60.0, cgroups=groups))
+        job = stack.enter_context(
+            started_job(args, workdir, seconds=seconds + 60.0, cgroups=groups, ranks=case.ranks, prefix=prefix)
+        )
         if log is not None:
             log(f"case {case.name}: job pid {job.process.pid} reported after {job.start_s:.1f} s; following it")
-        followed = follow_job(job.trace, case.near_cpus, seconds, interval)
+        stacks = JobStacks(StacksConfig()) if read is None else JobStacks(StacksConfig(), read=read)
+        followed = follow_job(job.traces, case.near_cpus, seconds, interval, root=job.process.pid, stacks=stacks)
+        pids = tuple(read_trace(trace).pid for trace in job.traces)
     return Outcome(
         case=case,
+        variant=variant,
         command=job.command,
-        pid=job.process.pid,
+        pids=pids,
         snapshots=followed.snapshots,
         state=followed.state,
         seen=followed.seen,
+        events=followed.events,
         job_busy_pct=followed.job_busy_pct,
         neighbours=followed.neighbours,
         start_s=job.start_s,
@@ -374,20 +516,43 @@ class Followed:
     snapshots: tuple[Snapshot, ...]
     state: DiagnosticsState
     seen: tuple[Finding, ...]
+    events: tuple[str, ...]
     # The share of the time from the first snapshot to the last that the job itself reports in its GPU step:
     # what the simulated GPU's utilization after the first snapshot must add up to.
     job_busy_pct: float
     neighbours: Neighbours  # what the machine did besides the job from the first snapshot to the last
 
 
-def follow_job(trace: Path, near_cpus: str | None, seconds: float, interval: float) -> Followed:
-    """Follow the job writing `trace` in real time with the source and the engine as `gputui diagnose --demo-job`
-    runs them, one snapshot every `interval` from the first (taken at once) for `seconds`, and measure what the
-    machine did besides the job meanwhile (the sampling itself left out: it runs on this thread)."""
-    source = JobSource(trace, near_cpus=near_cpus)
+class Stacks(Protocol):
+    """What the Sampler calls of gputui.session.stacks.JobStacks: the latest activity attached to each snapshot
+    before the diagnostics, the tick considered for a window after them."""
+
+    def attach(self, snapshot: Snapshot) -> Snapshot: ...
+
+    def consider(self, tick: Tick) -> None: ...
+
+    def close(self, timeout: float | None = None) -> None: ...
+
+
+def follow_job(
+    traces: Path | Sequence[Path],
+    near_cpus: str | None,
+    seconds: float,
+    interval: float,
+    root: int | None = None,
+    stacks: Stacks | None = None,
+) -> Followed:
+    """Follow the job writing `traces` (one per rank) in real time with the source, the stacks' sampling and the
+    engine as `gputui diagnose --demo-job` runs them, one snapshot every `interval` from the first (taken at once)
+    for `seconds`, and measure what the machine did besides the job meanwhile: the job is `root` (default: the
+    first trace's process) and every process under it; the sampling itself is left out (it runs on this thread,
+    the stack sampler's py-spy as this process's child)."""
+    paths = (traces,) if isinstance(traces, Path) else tuple(traces)
+    source = JobSource(paths, near_cpus=near_cpus)
     source.open()
     engine = DiagnosticsEngine()
     snapshots: list[Snapshot] = []
+    events: list[str] = []
     seen: dict[tuple[str, tuple[int, ...], float], Finding] = {}
     marks: list[tuple[float, float]] = []  # (monotonic time, the job's busy seconds then) at the first and last
     counters: list[Usage] = []  # the machine's counters at the first and last
@@ -398,19 +563,75 @@ def follow_job(trace: Path, near_cpus: str | None, seconds: float, interval: flo
         for i in range(count):
             time.sleep(max(0.0, start + i * interval - time.monotonic()))
             snapshot = source.sample()
+            if stacks is not None:
+                snapshot = stacks.attach(snapshot)
             if i in (0, count - 1):
-                now, record = time.monotonic(), read_trace(trace)
+                now, record = time.monotonic(), read_trace(paths[0])
                 marks.append((now, record.busy_at(now)))
-                counters.append(usage(record.pid))
+                counters.append(usage(record.pid if root is None else root))
             snapshots.append(snapshot)
+            events += snapshot.events
             state = engine.update(snapshot)
+            if stacks is not None:
+                stacks.consider(Tick(snapshot, state.active, state.closed, state.verdict))
             seen.update(((f.rule, f.gpus, f.started_at), f) for f in (*state.active, *state.closed))
     finally:
         source.close()
+        if stacks is not None:
+            stacks.close(timeout=STACKS_CLOSE_S)  # the window in progress ends: no py-spy outlives the case
     (first_at, first_busy), (last_at, last_busy) = marks[0], marks[-1]
     busy_pct = 100.0 * (last_busy - first_busy) / (last_at - first_at) if last_at > first_at else 0.0
     ordered = tuple(sorted(seen.values(), key=lambda f: (f.started_at, f.rule)))
-    return Followed(tuple(snapshots), state, ordered, busy_pct, between(counters[0], counters[-1]))
+    return Followed(tuple(snapshots), state, ordered, tuple(events), busy_pct, between(counters[0], counters[-1]))
+
+
+# -- reading the stacks as another user ------------------------------------------------------------------------
+
+# Run as the other user: the reader's activity for one process, as JSON on stdout.
+_READ_AS = """
+import dataclasses, importlib, json, sys
+read = importlib.import_module(sys.argv[1]).read_activity
+print(json.dumps(dataclasses.asdict(read(int(sys.argv[2]), float(sys.argv[3])))))
+"""
+
+
+def read_as(user: str) -> Callable[[int, float], JobActivity]:
+    """The stacks' reader (STACKS_READER's read_activity) run as `user` in a process of its own: a reader whom
+    the kernel refuses ptrace of another user's job, as gputui run by that user is. CaseSkipped where this
+    process cannot start one (not root, no setpriv, no such user)."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        raise CaseSkipped("reading the stacks as another user needs root and setpriv (util-linux)")
+    try:
+        entry = pwd.getpwnam(user)
+    except KeyError:
+        raise CaseSkipped(f"no user {user!r} here to read the stacks as") from None
+    command = [setpriv, f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups", "--"]
+    command += [sys.executable, "-c", _READ_AS, STACKS_READER]
+    env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO), "HOME": "/nonexistent", "LANG": "C.UTF-8"}
+
+    def read(pid: int, window_s: float) -> JobActivity:
+        done = subprocess.run(
+            [*command, str(pid), f"{window_s:g}"], capture_output=True, text=True, env=env, timeout=window_s + 60
+        )
+        if done.returncode != 0:
+            raise RuntimeError(f"reading the stacks as {user} failed ({done.returncode}):\n{done.stderr}")
+        return activity_from_dict(json.loads(done.stdout))
+
+    return read
+
+
+def activity_from_dict(data: dict[str, object]) -> JobActivity:
+    """A JobActivity back from dataclasses.asdict."""
+    fields = dict(data)
+    shares, workers, top = fields.pop("shares"), fields.pop("workers"), fields.pop("top")
+    assert isinstance(shares, dict) and isinstance(top, list) and (workers is None or isinstance(workers, dict))
+    return JobActivity(
+        **fields,  # type: ignore[arg-type]
+        shares=ActivityShares(**shares),
+        top=tuple(ActivityFrame(**frame) for frame in top),
+        workers=None if workers is None else ActivityShares(**workers),
+    )
 
 
 # -- what the rules saw --------------------------------------------------------------------------------------

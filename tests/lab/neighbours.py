@@ -5,9 +5,11 @@ spare, a quiet disk. It measures them over the time the job was followed, and sk
 did not hold: a core that other work took is not the job's problem to diagnose, however right gputui is to
 name it. The busiest other processes are named, so a process an earlier test left behind shows for what it is.
 
-The lab's own sampling runs in the test process, on the thread that follows the job, and is not a neighbour:
-that thread's CPU time is measured apart (time.thread_time) and left out; whatever else the test process does
-meanwhile (threads an earlier test left running) is counted like any other process.
+The lab's own sampling is gputui's work, not a neighbour: the thread that follows the job (its CPU time is
+measured apart, time.thread_time) and the stack sampler gputui runs as its child (py-spy, which runs as this
+process's child here: the CPU of the py-spy processes under this one, and of every child it has reaped) are left
+out; whatever else the test process does meanwhile (threads an earlier test left running) is counted like any
+other process.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import psutil
 
 # The least CPU a process must have used to be named among the busiest (cores, over the run).
 NAMED_CORES = 0.05
+# The stack sampler gputui starts (its process name).
+STACK_SAMPLER = "py-spy"
 
 
 @dataclass(frozen=True)
@@ -33,7 +37,9 @@ class Usage:
     job_cpu_s: float  # the job's processes (its main process, its workers and the workers it has reaped)
     job_io_bytes: int  # what the job's processes read from and wrote to storage (/proc/PID/io)
     sampler_s: float  # the CPU time of the thread that reads this
-    processes: Mapping[tuple[int, float], tuple[str, float]]  # (pid, start time) -> (who, CPU seconds); no job's
+    stacks_s: float  # the stack sampler's: the py-spy processes under this one, and this one's reaped children
+    # (pid, start time) -> (who, CPU seconds): neither the job's nor the stack sampler's
+    processes: Mapping[tuple[int, float], tuple[str, float]]
 
 
 def _busy_s() -> float:
@@ -58,19 +64,19 @@ def usage(job_pid: int | None) -> Usage:
     below: dict[int, list[int]] = {}
     for info in infos:
         below.setdefault(info["ppid"], []).append(info["pid"])
-    job: set[int] = set()
-    todo = [] if job_pid is None else [job_pid]
-    while todo:
-        pid = todo.pop()
-        if pid not in job:
-            job.add(pid)
-            todo += below.get(pid, [])
+    job = _tree(below, job_pid)
+    ours = _tree(below, os.getpid()) - job
+    reaped = psutil.Process().cpu_times()
+    stacks_s = reaped.children_user + reaped.children_system
     job_cpu_s, job_io, processes = 0.0, 0, {}
     for info in infos:
         times = info["cpu_times"]
         if times is None:
             continue
         spent = times.user + times.system
+        if info["pid"] in ours and info["name"] == STACK_SAMPLER:
+            stacks_s += spent
+            continue
         if info["pid"] not in job:
             processes[(info["pid"], info["create_time"])] = (_who(info), spent)
             continue
@@ -87,8 +93,21 @@ def usage(job_pid: int | None) -> Usage:
         job_cpu_s=job_cpu_s,
         job_io_bytes=job_io,
         sampler_s=sampler_s,
+        stacks_s=stacks_s,
         processes=processes,
     )
+
+
+def _tree(below: Mapping[int, list[int]], root: int | None) -> set[int]:
+    """`root` and every process under it (none for None)."""
+    tree: set[int] = set()
+    todo = [] if root is None else [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in tree:
+            tree.add(pid)
+            todo += below.get(pid, [])
+    return tree
 
 
 @dataclass(frozen=True)
@@ -100,7 +119,8 @@ class Neighbours:
     cpus: int
     others_cores: float
     job_cores: float
-    sampler_cores: float
+    sampler_cores: float  # the lab's sampling thread and the stack sampler
+    stacks_cores: float  # the stack sampler alone
     others_disk_mb_s: float | None  # None: the disks' counters cannot be read
     busiest: tuple[tuple[str, float], ...]  # the other processes that used most CPU, with their cores
 
@@ -119,8 +139,9 @@ class Neighbours:
 def between(start: Usage, end: Usage) -> Neighbours:
     """What happened from `start` to `end`."""
     seconds = max(end.at - start.at, 1e-9)
-    job_s, sampler_s = end.job_cpu_s - start.job_cpu_s, end.sampler_s - start.sampler_s
-    others_s = end.busy_s - start.busy_s - job_s - sampler_s
+    job_s, thread_s = end.job_cpu_s - start.job_cpu_s, end.sampler_s - start.sampler_s
+    stacks_s = end.stacks_s - start.stacks_s
+    others_s = end.busy_s - start.busy_s - job_s - thread_s - stacks_s
     disk_mb_s = None
     if start.disk_bytes is not None and end.disk_bytes is not None:
         others_bytes = end.disk_bytes - start.disk_bytes - (end.job_io_bytes - start.job_io_bytes)
@@ -129,7 +150,7 @@ def between(start: Usage, end: Usage) -> Neighbours:
     for key, (who, cpu_s) in end.processes.items():
         used = cpu_s - start.processes.get(key, (who, 0.0))[1]
         if key[0] == os.getpid():
-            used -= sampler_s
+            used -= thread_s
         if used / seconds >= NAMED_CORES:
             spent.append((who, used / seconds))
     return Neighbours(
@@ -137,7 +158,8 @@ def between(start: Usage, end: Usage) -> Neighbours:
         cpus=os.cpu_count() or 1,
         others_cores=max(0.0, others_s / seconds),
         job_cores=job_s / seconds,
-        sampler_cores=sampler_s / seconds,
+        sampler_cores=(thread_s + stacks_s) / seconds,
+        stacks_cores=stacks_s / seconds,
         others_disk_mb_s=disk_mb_s,
         busiest=tuple(sorted(spent, key=lambda pair: -pair[1])[:3]),
     )

@@ -1,8 +1,10 @@
 """Run lab cases and print what gputui's diagnostics said about each: `python -m tests.lab.show [case ...]`.
 
-Cases are named by letter or slug (`a`, `no-workers`, ...; all of them by default). For each: the job, the
-verdict at the end, every finding that was open at some point (rule, severity, the variant of its words, title,
-evidence), and the figures the rules read, as means over the run. It asserts nothing: it is what the rules
+Cases are named by letter or slug (`a`, `no-workers`, ...; all of them by default), a variant after `@` (`h@run`:
+under `gputui run`; `h@unprivileged`: its stacks read by another user). For each: the job, the verdict at the
+end, every finding that was open at some point (rule, severity, the variant of its words, title, evidence), what
+its stacks showed (each rank's activity, the stacks' notices), and the figures the rules read, as means over the
+run. It asserts nothing: it is what the rules
 are tuned and the lab's assertions written from.
 """
 
@@ -14,13 +16,17 @@ import time
 
 from gputui.diagnostics.catalog import severity_label
 from gputui.diagnostics.findings import format_evidence
+from gputui.model import ACTIVITY_KINDS, JobActivity
 from tests.lab.jobs import (
     BY_NAME,
     CASES,
     INTERVAL_S,
     RUN_S,
+    VARIANTS,
+    Case,
     CaseSkipped,
     Outcome,
+    Variant,
     describe_command,
     figures,
     last_cpus,
@@ -34,6 +40,23 @@ def _pct(value: float | None, digits: int = 1) -> str:
 
 def _num(value: float | None, digits: int = 1, unit: str = "") -> str:
     return "n/a" if value is None else f"{value:.{digits}f}{unit}"
+
+
+def describe_activity(activity: JobActivity | None) -> list[str]:
+    """A process's activity as last read from its stacks: the shares of its main thread, the top frames."""
+    if activity is None:
+        return ["never read"]
+    head = f"{activity.source}, {activity.samples} samples over {activity.window_s:g} s"
+    head += "" if activity.rank is None else f", rank {activity.rank}"
+    if activity.error is not None:
+        return [f"{head}: {activity.error}"]
+    shares = ", ".join(f"{kind} {activity.shares.of(kind):.0%}" for kind in ACTIVITY_KINDS if activity.shares.of(kind))
+    lines = [f"{head}; leading {activity.leading}: {shares}"]
+    lines += [f"  {f.share:4.0%} {f.kind:<10} {f.function} ({f.file}:{f.line})" for f in activity.top]
+    if activity.workers is not None:
+        workers = ", ".join(f"{k} {activity.workers.of(k):.0%}" for k in ACTIVITY_KINDS if activity.workers.of(k))
+        lines.append(f"  workers ({activity.worker_samples} samples): {workers}")
+    return lines
 
 
 def report(outcome: Outcome) -> list[str]:
@@ -65,6 +88,11 @@ def report(outcome: Outcome) -> list[str]:
         lines.append(f"       title: {f.title}")
         if f.evidence:
             lines.append("       evidence: " + " | ".join(format_evidence(ev) for ev in f.evidence))
+    for rank, pid in enumerate(outcome.pids):
+        who = f"pid {pid}" + (f" (rank {rank})" if len(outcome.pids) > 1 else "")
+        head, *rest = describe_activity(outcome.activity(rank))
+        lines += [f"activity of {who}: {head}", *(f"     {line}" for line in rest)]
+    lines += [f"event: {event}" for event in outcome.events]
     fig = figures(outcome)
     procs = outcome.procs()
     allowed = procs[-1].cpus_allowed if procs else None
@@ -92,7 +120,7 @@ def report(outcome: Outcome) -> list[str]:
     lines += [
         f"beside the job: {near_job.describe_cpu()}; disk traffic of others {_num(near_job.others_disk_mb_s, 1)}"
         f" MB/s; the job used {near_job.job_cores:.2f} CPUs, the lab's sampling {100 * near_job.sampler_cores:.1f}%"
-        " of one",
+        f" of one (the stack sampler {100 * near_job.stacks_cores:.1f}%)",
     ]
     busy = outcome.crowded()
     if busy is not None:
@@ -102,18 +130,28 @@ def report(outcome: Outcome) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.lab.show", description=__doc__)
-    parser.add_argument("cases", nargs="*", metavar="case", help="a-f or their slugs (default: all)")
-    parser.add_argument("--seconds", type=float, default=RUN_S, help=f"how long to follow each job (default {RUN_S:g})")
+    parser.add_argument(
+        "cases", nargs="*", metavar="case", help="a-j or their slugs, a variant after @: h@run (default: all)"
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=None, help=f"how long to follow each job (default: the case's, or {RUN_S:g})"
+    )
     args = parser.parse_args(argv)
-    unknown = [name for name in args.cases if name not in BY_NAME]
-    if unknown:
-        parser.error(f"unknown case {unknown[0]!r} (choose from {', '.join(c.name for c in CASES)} or their slugs)")
-    chosen = [BY_NAME[name] for name in args.cases] or list(CASES)
+    chosen: list[tuple[Case, Variant]] = []
+    for given in args.cases:
+        name, _, wanted = given.partition("@")
+        variant = next((v for v in VARIANTS if v == wanted), None)
+        if name not in BY_NAME or variant is None:
+            choices = (
+                f"{', '.join(c.name for c in CASES)} or their slugs, then @{' or @'.join(v for v in VARIANTS if v)}"
+            )
+            parser.error(f"unknown case {given!r} (choose from {choices})")
+        chosen.append((BY_NAME[name], variant))
     began = time.monotonic()
-    for case in chosen:
-        print(f"=== {case.name} ({case.slug}): {case.title}", flush=True)
+    for case, variant in chosen or [(case, "") for case in CASES]:
+        print(f"=== {case.name}{'@' + variant if variant else ''} ({case.slug}): {case.title}", flush=True)
         try:
-            outcome = run_case(case, args.seconds)
+            outcome = run_case(case, args.seconds, variant=variant)
         except CaseSkipped as skipped:
             print(f"SKIPPED: {skipped}\n", flush=True)
             continue

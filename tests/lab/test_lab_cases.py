@@ -1,6 +1,8 @@
 """Each lab case stages what it claims (the raw signs on the simulated GPU, the job's processes, the host and its
 cgroup, as gputui read them) and is diagnosed as a user would want it: the verdict, the cause in the words users
-know with its advice, and nothing else raised. `python -m tests.lab.show` prints the same outcomes in full.
+know with its advice, and nothing else raised; where its GPU waits, the job's stacks show what its main thread
+does (test_lab_activity.py has the cases made for them). `python -m tests.lab.show` prints the same outcomes in
+full.
 
 A case is judged only where the machine was quiet beside its job while it ran (tests/lab/neighbours.py); else
 it skips with the figures. Bounds on the raw figures are still wide: the jobs run on real CPUs.
@@ -8,14 +10,11 @@ it skips with the figures. Bounds on the raw figures are still wide: the jobs ru
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from gputui.diagnostics.findings import Finding, Severity
+from gputui.model import JobActivity
 from gputui.sources.host.cgroup import read_cgroup
-from tests.lab.jobs import Outcome, figures, last_cpus
+from tests.lab.jobs import Lab, Outcome, figures, last_cpus
 from tests.lab.show import report
-
-Lab = Callable[[str], Outcome]
 
 
 def _figures(outcome: Outcome) -> dict[str, float | None]:
@@ -45,6 +44,13 @@ def _causes(summary: str) -> list[str]:
     return summary[summary.rindex("(") + 1 : -1].split(", ")
 
 
+def _activity(outcome: Outcome) -> JobActivity:
+    """What the job's stacks showed, as last read (the first verdict that its GPU waits starts a window)."""
+    activity = outcome.activity()
+    assert activity is not None and activity.samples > 0, activity
+    return activity
+
+
 def _at_least(value: float | None, low: float) -> bool:
     return value is not None and value >= low
 
@@ -63,6 +69,8 @@ def test_a_no_workers_the_main_process_loads_and_the_gpu_waits(lab: Lab) -> None
     assert cls == "input_bound" and "data loading in the main process (num_workers=0)" in summary
     assert _seen(outcome) == {("starvation_cpu", "main_process", "warning")}
     assert "num_workers=1" in _open(outcome, "starvation_cpu").advice  # 2 CPUs: one for the main process
+    activity = _activity(outcome)  # the stacks, read once the GPU waited: the dataset's code in the main thread
+    assert activity.leading == "loading" and activity.shares.loading >= 0.5  # 80 ms of every ~105
 
 
 def test_b_workers_that_keep_up_keep_the_gpu_busy(lab: Lab) -> None:
@@ -86,6 +94,8 @@ def test_c_one_worker_for_heavy_samples_is_busy_all_the_time(lab: Lab) -> None:
     assert cls == "input_bound" and "too few data-loader workers" in summary
     assert _seen(outcome) == {("starvation_cpu", "workers", "warning")}
     assert "Raise DataLoader num_workers to about 2" in _open(outcome, "starvation_cpu").advice
+    activity = _activity(outcome)  # the main thread waits for the worker's next batch
+    assert activity.leading == "data" and activity.shares.data >= 0.5  # 55 ms of every ~80
 
 
 def test_d_a_one_cpu_quota_throttles_four_workers(lab: Lab) -> None:

@@ -1,10 +1,14 @@
 """The lab's own machinery against real PyTorch jobs: the simulated GPU follows the job's reported GPU time, its
 process is the job's real one with its real workers, a job that ends leaves an idle GPU, and `gputui diagnose
---demo-job` runs in real time, labelled SIMULATED. (That the cgroup read is the job's: case d, test_lab_cases.py.)
+--demo-job` runs in real time, labelled SIMULATED; the neighbour check tells other processes from the job and from
+gputui's own sampling (py-spy included), and an activity read as another user comes back whole. (That the cgroup
+read is the job's: case d, test_lab_cases.py.)
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import subprocess
 import sys
 import time
@@ -15,9 +19,10 @@ import psutil
 import pytest
 
 from gputui.cli import main
+from gputui.model import ActivityFrame, ActivityShares, JobActivity
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.sim.job import JobSource
-from tests.lab.jobs import Job, crowded, follow_job, mean, started_job
+from tests.lab.jobs import Job, activity_from_dict, crowded, follow_job, mean, started_job
 from tests.lab.neighbours import between, usage
 
 # One worker making 4 samples of 10 ms of CPU (40 ms a batch) for a 20 ms GPU step: the GPU is busy about half
@@ -123,3 +128,51 @@ def test_a_neighbours_cpu_is_measured_and_named_and_neither_the_job_nor_the_samp
     assert not [who for who, _ in of_the_job.busiest if who.startswith(f"pid {spinner.pid} ")]
     assert beside.sampler_cores >= 1.0 / beside.seconds - 0.05  # the sampling's CPU second, not the others'
     assert not [who for who, _ in beside.busiest if who.startswith("this test run")]
+
+
+def test_the_stack_sampler_under_this_process_is_its_own_work_not_a_neighbour(tmp_path: Path) -> None:
+    """gputui runs py-spy as its child: the CPU of a py-spy under the lab's process is the sampling's, while it
+    runs and once reaped, and it is never named among the neighbours."""
+    (tmp_path / "py-spy").symlink_to(sys.executable)  # a process named py-spy: what psutil and /proc/PID/comm say
+    spin = "import sys, time\nwhile time.process_time() < 0.5: pass\nsys.stdin.read()"
+    start = usage(None)
+    sampler = subprocess.Popen([str(tmp_path / "py-spy"), "-c", spin], stdin=subprocess.PIPE)
+    try:
+        process = psutil.Process(sampler.pid)
+        assert process.name() == "py-spy"
+        deadline = time.monotonic() + 60
+        while sum(process.cpu_times()[:2]) < 0.45:  # it spins 0.5 s by its own clock; this one counts ticks
+            assert time.monotonic() < deadline, "the stand-in sampler had no half CPU second in a minute"
+            time.sleep(0.05)
+        running = between(start, usage(None))
+        assert sampler.stdin is not None
+        sampler.stdin.close()
+        sampler.wait(timeout=30)
+        reaped = between(start, usage(None))
+    finally:
+        sampler.kill()
+        sampler.wait()
+    print(running, reaped, sep="\n")
+    for seen in (running, reaped):
+        assert 0.45 <= seen.stacks_cores * seen.seconds <= 1.0  # its half second, and Python's start
+        assert seen.sampler_cores >= seen.stacks_cores
+        assert not [who for who, _ in seen.busiest if who.startswith(f"pid {sampler.pid} ")]
+
+
+def test_an_activity_read_as_another_user_comes_back_whole() -> None:
+    """The refused-ptrace variant reads the stacks in a process of another user's and hands the activity back as
+    JSON (dataclasses.asdict): every field comes back, the nested ones as their classes."""
+    activity = JobActivity(
+        source="py-spy",
+        taken_at=1700000000.5,
+        window_s=4.0,
+        samples=80,
+        shares=ActivityShares(data=0.75, idle=0.25),
+        top=(ActivityFrame("data", "_next_data", "torch/utils/data/dataloader.py", 1291, 0.75),),
+        workers=ActivityShares(loading=1.0),
+        worker_samples=160,
+        rank=1,
+    )
+    assert activity_from_dict(json.loads(json.dumps(dataclasses.asdict(activity)))) == activity
+    refused = JobActivity("py-spy", 1700000000.5, 4.0, 0, error="ptrace_refused: run as root")
+    assert activity_from_dict(json.loads(json.dumps(dataclasses.asdict(refused)))) == refused

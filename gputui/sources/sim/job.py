@@ -2,7 +2,8 @@
 
 A real job (examples/lab/train.py, or any job that writes the trace below) reports how long it has spent in
 its "GPU step". This source has one simulated GPU whose utilization over each interval is exactly the share of
-that interval the job spent there, as NVML's utilization is "% of the sample period in which a kernel ran";
+that interval the job spent there (one GPU per trace where it is given several: the ranks of a torch.distributed
+job, each writing its own), as NVML's utilization is "% of the sample period in which a kernel ran";
 clocks, power, temperature, memory activity and GPM follow from it through the simulator's physics. Everything
 else is this machine's: the host through HostSource, the job's real process as the GPU's process (its CPU,
 threads, data-loader workers, run-queue wait, CPUs), and the job's own cgroup and limits, not gputui's. So the
@@ -50,8 +51,10 @@ from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD, GpuPlan, HostPlan,
 
 TRACE_FORMAT = "gputui-job-trace"
 TRACE_VERSION = 1
-# How the scenario of this machine reads in every view ("SIMULATED: GPU follows real job pid 1234").
+# How the scenario of this machine reads in every view ("SIMULATED: GPU follows real job pid 1234"; with a GPU per
+# rank, "SIMULATED: GPUs follow real job pids 1234, 1235").
 SCENARIO_PREFIX = "GPU follows real job pid "
+SCENARIO_PREFIX_RANKS = "GPUs follow real job pids "
 # What the job holds on the simulated GPU: the trace does not say, and no memory rule should fire on it.
 JOB_MEMORY_GIB = 20.0
 
@@ -128,38 +131,59 @@ def _seconds(record: dict[str, object], key: str, path: Path) -> float:
     return float(value)
 
 
-def job_scenario(pid: int) -> str:
+def job_scenario(pids: int | Sequence[int]) -> str:
     """SystemInfo.scenario of this machine: what the SIMULATED label says in the header, reports and exports."""
-    return f"{SCENARIO_PREFIX}{pid}"
+    followed = (pids,) if isinstance(pids, int) else tuple(pids)
+    if len(followed) == 1:
+        return f"{SCENARIO_PREFIX}{followed[0]}"
+    return SCENARIO_PREFIX_RANKS + ", ".join(str(pid) for pid in followed)
 
 
 def is_job_scenario(scenario: str | None) -> bool:
-    return scenario is not None and scenario.startswith(SCENARIO_PREFIX)
+    return scenario is not None and scenario.startswith((SCENARIO_PREFIX, SCENARIO_PREFIX_RANKS))
 
 
 def job_banner(system: SystemInfo) -> str:
     """The one line that says what is simulated here and what is not (the GPU is; the host and the job are not)."""
-    pid = (system.scenario or "").removeprefix(SCENARIO_PREFIX)
+    scenario = system.scenario or ""
+    if scenario.startswith(SCENARIO_PREFIX_RANKS):
+        return (
+            f"SIMULATED GPUs following the real job pids {scenario.removeprefix(SCENARIO_PREFIX_RANKS)}, one each: the"
+            " GPUs' figures are simulated; the host, the jobs' processes and their cgroup are this machine's"
+        )
     return (
-        f"SIMULATED GPU following the real job pid {pid}: the GPU's figures are simulated; the host, the job's "
-        "processes and its cgroup are this machine's"
+        f"SIMULATED GPU following the real job pid {scenario.removeprefix(SCENARIO_PREFIX)}: the GPU's figures are"
+        " simulated; the host, the job's processes and its cgroup are this machine's"
     )
 
 
-class JobSource:
-    """The Source protocol over one simulated GPU that follows the job writing `trace`.
+@dataclass(slots=True)
+class _Followed:
+    """What one simulated GPU knows of the job it follows, from one reading to the next."""
 
-    `near_cpus` is the cpulist of the CPUs near the GPU (its `Topology.cpu_affinity`); default every CPU of this
-    machine. `clock` must be CLOCK_MONOTONIC (the trace's clock); tests move it themselves. `open()` raises
-    NoJobTrace (a SourceUnavailable) when the trace is missing or unreadable; once open, a job that has exited,
-    or a trace that went unreadable, is an idle GPU with no process, and a new PID in the trace is followed.
+    trace: Path
+    pid: int = 0
+    running: bool = False
+    broken: bool = False  # the trace could not be read at the last reading (said once)
+    last_busy: float | None = None  # the job's busy seconds as of the last reading
+
+
+class JobSource:
+    """The Source protocol over simulated GPUs that follow the jobs writing `traces`: GPU i follows traces[i] (one
+    path: one GPU).
+
+    `near_cpus` is the cpulist of the CPUs near the GPUs (their `Topology.cpu_affinity`); default every CPU of this
+    machine. `clock` must be CLOCK_MONOTONIC (the traces' clock); tests move it themselves. `open()` raises
+    NoJobTrace (a SourceUnavailable) when a trace is missing or unreadable; once open, a job that has exited, or
+    a trace that went unreadable, is an idle GPU with no process, and a new PID in a trace is followed. The host's
+    cgroup is read through the first GPU's job (the ranks of one job share theirs).
 
     The first sample's utilization covers the moments since `open()`; later ones each cover one interval.
     """
 
     def __init__(
         self,
-        trace: Path | str,
+        traces: Path | str | Sequence[Path | str],
         near_cpus: str | None = None,
         board: str = DEFAULT_BOARD,
         gpu_indices: Sequence[int] | None = None,
@@ -168,48 +192,53 @@ class JobSource:
         root: Path = Path("/"),
         psutil_module: ModuleType = psutil,
     ) -> None:
+        paths = (Path(traces),) if isinstance(traces, (str, Path)) else tuple(Path(t) for t in traces)
+        if not paths:
+            raise ValueError("JobSource needs a job trace to follow")
         if board not in BOARDS:
             raise ValueError(f"unknown board {board!r} (choose from {', '.join(BOARDS)})")
         if near_cpus is not None and parse_cpus(near_cpus) is None:
             raise ValueError(f"not a CPU list: {near_cpus!r} (expected e.g. 0-3,8)")
         for index in gpu_indices or ():
-            if index != 0:
-                raise InvalidGpuSelection(f"GPU {index} does not exist (the lab's machine has one GPU, 0)")
-        self.trace_path = Path(trace)
+            if not 0 <= index < len(paths):
+                has = "one GPU, 0" if len(paths) == 1 else f"{len(paths)} GPUs, 0-{len(paths) - 1}"
+                raise InvalidGpuSelection(f"GPU {index} does not exist (the lab's machine has {has})")
+        self._selected = tuple(dict.fromkeys(gpu_indices)) if gpu_indices else tuple(range(len(paths)))
         self._near = near_cpus.strip() if near_cpus is not None else f"0-{(os.cpu_count() or 1) - 1}"
         self._board = BOARDS[board]
         self._clock = clock
         self._root = root
         self._ps = psutil_module
         rng = random.Random(f"{seed}/job")
-        self._info = (gpu_info(0, rng, self._board),)
-        self._physics = MachinePhysics.drawn(rng, 1, seed, self._board)
+        infos = [gpu_info(index, rng, self._board) for index in range(len(paths))]
+        self._info = tuple(infos[index] for index in self._selected)
+        self._physics = MachinePhysics.drawn(rng, len(paths), seed, self._board)
+        self._gpus = tuple(_Followed(paths[index]) for index in self._selected)
         self._host: HostSource | None = None
+        self._cgroup_pid = 0
         self._system: SystemInfo | None = None
-        self._pid = 0
-        self._running = False
-        self._trace_broken = False
         self._started = 0.0
         self._epoch = 0.0
         self._last_at = 0.0
-        self._last_busy: float | None = None  # the followed job's busy seconds as of `_last_at`
 
     # -- Source protocol ---------------------------------------------------------------------------------
 
     def open(self) -> SystemInfo:
-        try:
-            trace = read_trace(self.trace_path)
-        except TraceError as exc:
-            hint = f"start examples/lab/train.py --trace {self.trace_path} first"
-            raise NoJobTrace(f"{exc}: {hint}") from None
+        traces = []
+        for gpu in self._gpus:
+            try:
+                traces.append(read_trace(gpu.trace))
+            except TraceError as exc:
+                hint = f"start examples/lab/train.py --trace {gpu.trace} first"
+                raise NoJobTrace(f"{exc}: {hint}") from None
         self._physics.reset()
         self._started = self._last_at = self._clock()
         self._epoch = time.time()
-        self._trace_broken = False
-        system = self._follow(trace.pid)
-        self._running = self._is_running(trace.pid)
-        self._last_busy = trace.busy_at(self._last_at) if self._running else None
-        return system
+        for gpu, trace in zip(self._gpus, traces, strict=True):
+            gpu.pid, gpu.broken = trace.pid, False
+            gpu.running = self._is_running(trace.pid)
+            gpu.last_busy = trace.busy_at(self._last_at) if gpu.running else None
+        return self._describe()
 
     def sample(self) -> Snapshot:
         if self._system is None or self._host is None:
@@ -217,31 +246,19 @@ class JobSource:
         now = self._clock()
         dt = max(0.0, now - self._last_at)
         events: list[str] = []
-        trace = self._read(events)
-        if trace is not None and trace.pid != self._pid:
-            events.append(f"the trace names a new job, pid {trace.pid} (was {self._pid}): following it")
-            self._follow(trace.pid)
-            self._last_busy = None
-        running = trace is not None and self._is_running(trace.pid)
-        if self._running and not running and trace is not None:  # an unreadable trace said so already
-            events.append(f"the job (pid {self._pid}) is no longer running: the simulated GPU is idle")
-        self._running = running
-        timestamp = self._epoch + (now - self._started)
-        if trace is not None and running:
-            busy = trace.busy_at(now)
-            # Since the last reading; a job seen for the first time counts from its start, within the interval.
-            spent = busy - self._last_busy if self._last_busy is not None else busy
-            self._last_busy = busy
-            util = 100.0 * min(max(spent, 0.0), dt) / dt if dt > 0 else (100.0 if trace.busy_now(now) else 0.0)
-            job = Job(pid=trace.pid, user="", cmdline="", memory_gib=((0, JOB_MEMORY_GIB),), cpu_pct=0.0)
-            scene = Scene({0: GpuPlan(util=util, util_swing=0.0)}, (job,), HostPlan())
-        else:
-            self._last_busy = None
-            scene = Scene({0: GpuPlan(idle=True, pcie_gen=1)}, (), HostPlan())
+        plans: dict[int, GpuPlan] = {}
+        jobs: list[Job] = []
+        for index, gpu in zip(self._selected, self._gpus, strict=True):
+            plans[index], job = self._plan(gpu, index, now, dt, events)
+            jobs += [] if job is None else [job]
+        if self._system.scenario != job_scenario([gpu.pid for gpu in self._gpus]):  # a new job: follow it
+            self._describe()
         self._last_at = now
-        gpu = self._physics.gpu_sample(0, scene, now - self._started, timestamp, dt)
-        host = self._host.sample([self._pid] if running else [], timestamp)
-        return Snapshot(timestamp, self._system, self._info, (gpu,), host, tuple(events))
+        timestamp = self._epoch + (now - self._started)
+        scene = Scene(plans, tuple(jobs), HostPlan())
+        gpus = tuple(self._physics.gpu_sample(index, scene, now - self._started, timestamp, dt) for index in plans)
+        host = self._host.sample([job.pid for job in jobs], timestamp)
+        return Snapshot(timestamp, self._system, self._info, gpus, host, tuple(events))
 
     def close(self) -> None:
         if self._host is not None:
@@ -249,18 +266,39 @@ class JobSource:
             self._host = None
         self._system = None
 
-    # -- the job -------------------------------------------------------------------------------------------
+    # -- the jobs ------------------------------------------------------------------------------------------
 
-    def _read(self, events: list[str]) -> JobTrace | None:
+    def _plan(self, gpu: _Followed, index: int, now: float, dt: float, events: list[str]) -> tuple[GpuPlan, Job | None]:
+        """What GPU `index` does over the interval ending `now`, and the job on it (None: idle, no job)."""
+        trace = self._read(gpu, events)
+        if trace is not None and trace.pid != gpu.pid:
+            events.append(f"the trace names a new job, pid {trace.pid} (was {gpu.pid}): following it")
+            gpu.pid, gpu.last_busy = trace.pid, None
+        running = trace is not None and self._is_running(trace.pid)
+        if gpu.running and not running and trace is not None:  # an unreadable trace said so already
+            events.append(f"the job (pid {gpu.pid}) is no longer running: the simulated GPU is idle")
+        gpu.running = running
+        if trace is None or not running:
+            gpu.last_busy = None
+            return GpuPlan(idle=True, pcie_gen=1), None
+        busy = trace.busy_at(now)
+        # Since the last reading; a job seen for the first time counts from its start, within the interval.
+        spent = busy - gpu.last_busy if gpu.last_busy is not None else busy
+        gpu.last_busy = busy
+        util = 100.0 * min(max(spent, 0.0), dt) / dt if dt > 0 else (100.0 if trace.busy_now(now) else 0.0)
+        job = Job(pid=trace.pid, user="", cmdline="", memory_gib=((index, JOB_MEMORY_GIB),), cpu_pct=0.0)
+        return GpuPlan(util=util, util_swing=0.0), job
+
+    def _read(self, gpu: _Followed, events: list[str]) -> JobTrace | None:
         """The trace's record now; None (and a notice, once) while it cannot be read."""
         try:
-            trace = read_trace(self.trace_path)
+            trace = read_trace(gpu.trace)
         except TraceError as exc:
-            if not self._trace_broken:
+            if not gpu.broken:
                 events.append(f"{exc}: the simulated GPU is idle until it can be read again")
-            self._trace_broken = True
+            gpu.broken = True
             return None
-        self._trace_broken = False
+        gpu.broken = False
         return trace
 
     def _is_running(self, pid: int) -> bool:
@@ -278,33 +316,38 @@ class JobSource:
         }
         return nodes.pop() if len(nodes) == 1 else None
 
-    def _follow(self, pid: int) -> SystemInfo:
-        """Read the host through job `pid`'s cgroup, and describe the machine with it."""
-        if self._host is not None:
-            self._host.close()
-        self._pid = pid
-        self._host = HostSource(clock=self._clock, psutil_module=self._ps, root=self._root, cgroup_pid=pid)
-        self._host.open()
+    def _describe(self) -> SystemInfo:
+        """Read the host through the first GPU's job's cgroup, and describe the machine with the jobs followed."""
+        pid = self._gpus[0].pid
+        if self._host is None or pid != self._cgroup_pid:
+            if self._host is not None:
+                self._host.close()
+            self._cgroup_pid = pid
+            self._host = HostSource(clock=self._clock, psutil_module=self._ps, root=self._root, cgroup_pid=pid)
+            self._host.open()
+        count = len(self._gpus)
+        # The simulated GPUs are not linked to each other in any way the lab simulates: unknown, not made up.
+        links = tuple(tuple("X" if a == b else None for b in range(count)) for a in range(count))
         self._system = SystemInfo(
-            # The host's name: every figure but the GPU's is this machine's, and the job's PID only means
-            # something here; `source` and `scenario` say the GPU is simulated wherever the name is shown.
+            # The host's name: every figure but the GPUs' is this machine's, and the jobs' PIDs only mean
+            # something here; `source` and `scenario` say the GPUs are simulated wherever the name is shown.
             hostname=machine_name(),
             source="simulated",
             # The simulated GPU has no driver to ask: not reported, rather than made up.
             driver_version=None,
             nvml_version=None,
             cuda_driver_version=None,
-            gpu_count=1,
+            gpu_count=count,
             cpu_count=os.cpu_count() or 0,
             kernel=platform.release(),
-            scenario=job_scenario(pid),
+            scenario=job_scenario([gpu.pid for gpu in self._gpus]),
             container=self._host.container,
             topology=Topology(
-                matrix=(("X",),),
-                p2p=((None,),),
-                numa_node=(self._numa_node(),),
-                cpu_affinity=(self._near,),
-                numa_nodes=numa_nodes(self._root),  # this machine's: the simulated GPU sits in it
+                matrix=links,
+                p2p=tuple((None,) * count for _ in range(count)),
+                numa_node=(self._numa_node(),) * count,
+                cpu_affinity=(self._near,) * count,
+                numa_nodes=numa_nodes(self._root),  # this machine's: the simulated GPUs sit in it
             ),
         )
         return self._system
