@@ -206,6 +206,19 @@ def test_a_cold_disk_gets_the_measured_wait_and_the_cpu_rule_stays_silent() -> N
     assert evidence(hit)["stack_data"] == 71.0
 
 
+def test_a_disk_busy_with_the_jobs_own_checkpoint_is_not_what_its_gpu_waits_on() -> None:
+    """Case i of the lab: torch.save flushing a file keeps the disk busy (iowait 14%) while the main thread writes
+    the checkpoint; the disk is not starving its input, and the verdict is job_waits' to name."""
+    saving = replace(LOOP, activity=activity("checkpoint"))
+    snaps = [replace(s, host=replace(s.host, iowait_pct=30.0)) for s in waiting(saving)]
+    assert run(starvation_io, snaps) == []
+    engine = DiagnosticsEngine()
+    for s in waiting(replace(LOOP, activity=activity("checkpoint", taken_at=T0))):
+        state = engine.update(replace(s, host=replace(s.host, iowait_pct=30.0)))
+    assert {f.rule for f in state.active} == {"job_waits"}
+    assert state.verdict is not None and state.verdict.cls == "underused"
+
+
 def test_the_input_bound_verdict_cites_the_measurement_through_its_finding_and_itself() -> None:
     engine = DiagnosticsEngine()
     for s in waiting(replace(LOOP, activity=activity("data", taken_at=T0))):

@@ -40,18 +40,14 @@ import psutil
 
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding
-from gputui.model import ActivityFrame, ActivityShares, HostSample, JobActivity, ProcSample, Snapshot
+from gputui.model import HostSample, JobActivity, ProcSample, Snapshot
+from gputui.serialize import activity_from_dict
 from gputui.session.sampling import Tick
+from gputui.session.stacks import JobStacks, StacksConfig
 from gputui.sources.sim.job import JobSource, TraceError, read_trace
 from tests.cgroups import remove_group
-
-# The stacks' wiring the Sampler runs, and the reader it calls. STAND-IN until gputui.session.stacks and
-# gputui.sources.stacks.reader land: then `from gputui.session.stacks import JobStacks, StacksConfig` and
-# STACKS_READER = "gputui.sources.stacks.reader" (and tests/lab/_standin_stacks.py goes).
-from tests.lab._standin_stacks import JobStacks, StacksConfig
+from tests.lab.contention import NoNeighbours, spinners
 from tests.lab.neighbours import Neighbours, Usage, between, usage
-
-STACKS_READER = "tests.lab._standin_stacks"
 
 REPO = Path(__file__).resolve().parents[2]
 TRAIN = REPO / "examples/lab/train.py"
@@ -123,6 +119,9 @@ class Case:
     file_mb: int = 0
     needs_cpus: int = 1
     ranks: int = 1  # more than one: started by torchrun, a simulated GPU following each rank
+    # CPU-bound processes of another user started beside the job before it (tests/lab/contention.py): the
+    # neighbours a contention case stages on purpose, counted apart from the machine's others.
+    neighbours: int = 0
     seconds: float | None = None  # how long the job is followed (None: RUN_S)
 
 
@@ -210,6 +209,16 @@ CASES: tuple[Case, ...] = (
         (*RANK_ARGS, "--main-cpu-ms", "60", "--slow-rank", "1"),
         ranks=2,
         seconds=RANKS_RUN_S,
+    ),
+    Case(
+        "k",
+        "neighbours",
+        "2 workers, heavy samples (4 x 20 ms a batch), GPU step 25 ms, beside two CPU-bound processes of user nobody"
+        " that take the CPUs the workers need",
+        ("--num-workers", "2", "--batch-size", "4", "--sample-ms", "20", "--gpu-step-ms", "25"),
+        needs_cpus=2,
+        neighbours=2,
+        seconds=STACKS_RUN_S,
     ),
 )
 BY_NAME = {case.name: case for case in CASES} | {case.slug: case for case in CASES}
@@ -485,13 +494,21 @@ def run_case(
             data = ["--make-data", str(case.data_files), "--file-mb", str(case.file_mb), "--cold-cache"]
             args += ["--data-dir", str(workdir / "data"), *data]
         groups = stack.enter_context(quota_group(case.quota_cores)) if case.quota_cores is not None else ()
+        staged: tuple[int, ...] = ()
+        if case.neighbours:
+            try:
+                staged = stack.enter_context(spinners(case.neighbours))
+            except NoNeighbours as missing:
+                raise CaseSkipped(str(missing)) from None
         job = stack.enter_context(
             started_job(args, workdir, seconds=seconds + 60.0, cgroups=groups, ranks=case.ranks, prefix=prefix)
         )
         if log is not None:
             log(f"case {case.name}: job pid {job.process.pid} reported after {job.start_s:.1f} s; following it")
         stacks = JobStacks(StacksConfig()) if read is None else JobStacks(StacksConfig(), read=read)
-        followed = follow_job(job.traces, case.near_cpus, seconds, interval, root=job.process.pid, stacks=stacks)
+        followed = follow_job(
+            job.traces, case.near_cpus, seconds, interval, root=job.process.pid, stacks=stacks, staged=staged
+        )
         pids = tuple(read_trace(trace).pid for trace in job.traces)
     return Outcome(
         case=case,
@@ -541,12 +558,13 @@ def follow_job(
     interval: float,
     root: int | None = None,
     stacks: Stacks | None = None,
+    staged: Sequence[int] = (),
 ) -> Followed:
     """Follow the job writing `traces` (one per rank) in real time with the source, the stacks' sampling and the
     engine as `gputui diagnose --demo-job` runs them, one snapshot every `interval` from the first (taken at once)
     for `seconds`, and measure what the machine did besides the job meanwhile: the job is `root` (default: the
     first trace's process) and every process under it; the sampling itself is left out (it runs on this thread,
-    the stack sampler's py-spy as this process's child)."""
+    the stack sampler's py-spy as this process's child), and so are the neighbours the case `staged`."""
     paths = (traces,) if isinstance(traces, Path) else tuple(traces)
     source = JobSource(paths, near_cpus=near_cpus)
     source.open()
@@ -582,21 +600,23 @@ def follow_job(
     (first_at, first_busy), (last_at, last_busy) = marks[0], marks[-1]
     busy_pct = 100.0 * (last_busy - first_busy) / (last_at - first_at) if last_at > first_at else 0.0
     ordered = tuple(sorted(seen.values(), key=lambda f: (f.started_at, f.rule)))
-    return Followed(tuple(snapshots), state, ordered, tuple(events), busy_pct, between(counters[0], counters[-1]))
+    neighbours = between(counters[0], counters[-1], frozenset(staged))
+    return Followed(tuple(snapshots), state, ordered, tuple(events), busy_pct, neighbours)
 
 
 # -- reading the stacks as another user ------------------------------------------------------------------------
 
 # Run as the other user: the reader's activity for one process, as JSON on stdout.
 _READ_AS = """
-import dataclasses, importlib, json, sys
-read = importlib.import_module(sys.argv[1]).read_activity
-print(json.dumps(dataclasses.asdict(read(int(sys.argv[2]), float(sys.argv[3])))))
+import json, sys
+from gputui.serialize import activity_to_dict
+from gputui.sources.stacks.reader import read_activity
+print(json.dumps(activity_to_dict(read_activity(int(sys.argv[1]), float(sys.argv[2])))))
 """
 
 
 def read_as(user: str) -> Callable[[int, float], JobActivity]:
-    """The stacks' reader (STACKS_READER's read_activity) run as `user` in a process of its own: a reader whom
+    """The stacks' reader (read_activity) run as `user` in a process of its own: a reader whom
     the kernel refuses ptrace of another user's job, as gputui run by that user is. CaseSkipped where this
     process cannot start one (not root, no setpriv, no such user)."""
     setpriv = shutil.which("setpriv")
@@ -607,7 +627,7 @@ def read_as(user: str) -> Callable[[int, float], JobActivity]:
     except KeyError:
         raise CaseSkipped(f"no user {user!r} here to read the stacks as") from None
     command = [setpriv, f"--reuid={entry.pw_uid}", f"--regid={entry.pw_gid}", "--clear-groups", "--"]
-    command += [sys.executable, "-c", _READ_AS, STACKS_READER]
+    command += [sys.executable, "-c", _READ_AS]
     env = {"PATH": os.environ.get("PATH", ""), "PYTHONPATH": str(REPO), "HOME": "/nonexistent", "LANG": "C.UTF-8"}
 
     def read(pid: int, window_s: float) -> JobActivity:
@@ -619,19 +639,6 @@ def read_as(user: str) -> Callable[[int, float], JobActivity]:
         return activity_from_dict(json.loads(done.stdout))
 
     return read
-
-
-def activity_from_dict(data: dict[str, object]) -> JobActivity:
-    """A JobActivity back from dataclasses.asdict."""
-    fields = dict(data)
-    shares, workers, top = fields.pop("shares"), fields.pop("workers"), fields.pop("top")
-    assert isinstance(shares, dict) and isinstance(top, list) and (workers is None or isinstance(workers, dict))
-    return JobActivity(
-        **fields,  # type: ignore[arg-type]
-        shares=ActivityShares(**shares),
-        top=tuple(ActivityFrame(**frame) for frame in top),
-        workers=None if workers is None else ActivityShares(**workers),
-    )
 
 
 # -- what the rules saw --------------------------------------------------------------------------------------

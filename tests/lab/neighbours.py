@@ -123,6 +123,7 @@ class Neighbours:
     stacks_cores: float  # the stack sampler alone
     others_disk_mb_s: float | None  # None: the disks' counters cannot be read
     busiest: tuple[tuple[str, float], ...]  # the other processes that used most CPU, with their cores
+    staged_cores: float = 0.0  # the neighbours the case started on purpose (tests/lab/contention.py), not others
 
     def describe_cpu(self) -> str:
         named = (
@@ -136,18 +137,25 @@ class Neighbours:
         )
 
 
-def between(start: Usage, end: Usage) -> Neighbours:
-    """What happened from `start` to `end`."""
+def between(start: Usage, end: Usage, staged: frozenset[int] = frozenset()) -> Neighbours:
+    """What happened from `start` to `end`; the processes `staged` are the case's own neighbours, counted apart."""
     seconds = max(end.at - start.at, 1e-9)
     job_s, thread_s = end.job_cpu_s - start.job_cpu_s, end.sampler_s - start.sampler_s
     stacks_s = end.stacks_s - start.stacks_s
-    others_s = end.busy_s - start.busy_s - job_s - thread_s - stacks_s
+    staged_s = sum(
+        cpu_s - start.processes.get(key, (who, 0.0))[1]
+        for key, (who, cpu_s) in end.processes.items()
+        if key[0] in staged
+    )
+    others_s = end.busy_s - start.busy_s - job_s - thread_s - stacks_s - staged_s
     disk_mb_s = None
     if start.disk_bytes is not None and end.disk_bytes is not None:
         others_bytes = end.disk_bytes - start.disk_bytes - (end.job_io_bytes - start.job_io_bytes)
         disk_mb_s = max(0.0, others_bytes) / seconds / 1e6
     spent: list[tuple[str, float]] = []
     for key, (who, cpu_s) in end.processes.items():
+        if key[0] in staged:
+            continue
         used = cpu_s - start.processes.get(key, (who, 0.0))[1]
         if key[0] == os.getpid():
             used -= thread_s
@@ -162,4 +170,5 @@ def between(start: Usage, end: Usage) -> Neighbours:
         stacks_cores=stacks_s / seconds,
         others_disk_mb_s=disk_mb_s,
         busiest=tuple(sorted(spent, key=lambda pair: -pair[1])[:3]),
+        staged_cores=staged_s / seconds,
     )

@@ -21,10 +21,9 @@ from gputui.model import ActivityKind, JobActivity
 from tests.lab.jobs import Lab, Outcome
 from tests.lab.show import report
 
-# PLACEHOLDERS for H-rules' words and ids (the lead adjusts them at merge; taken from its tree as it stood at
-# 07:05): the cause the verdict names `underused` by, for each kind of wait the stack shows, and the rule whose
-# finding (its variant the kind) names the frame in its title. The issue asks for the function in `cpu`, the frame
-# in `idle`, a checkpoint, and the other ranks (naming the rank) in `collective`.
+# The cause the verdict names `underused` by, for each kind of wait the stack shows (job_waits' `.cause` words),
+# and the rule whose finding (its variant the kind) names the frame in its title. The issue asks for the function
+# in `cpu`, the frame in `idle`, a checkpoint, and the other ranks (naming the rank) in `collective`.
 STACK_CAUSES: dict[ActivityKind, str] = {
     "cpu": "the job's own Python on the CPU",
     "idle": "a blocked main thread",
@@ -32,8 +31,8 @@ STACK_CAUSES: dict[ActivityKind, str] = {
     "collective": "other ranks, in a collective",
 }
 STACK_RULE = "job_waits"
-# PLACEHOLDERS for H-core's and H-session's words: what the once-only notice says when ptrace is refused (what to
-# do: among others, start the job under `gputui run -- ...`), and what the `underused` verdict says then (H-rules').
+# What the once-only notice says when ptrace is refused (what to do: among others, start the job under
+# `gputui run -- ...`), and what the `underused` verdict says then.
 PTRACE_NOTICE = "gputui run"
 STACKS_UNREAD = "its stacks could not be read"
 
@@ -108,6 +107,28 @@ def test_j_the_rank_that_waits_for_a_slower_one_is_in_the_collective(lab: Lab) -
     assert slower.leading == "cpu" and _top(slower, "cpu") == ("compute_metrics", "train.py")
     _named_by_stack(outcome, "collective", "rank 0", gpu=0)
     _named_by_stack(outcome, "cpu", "compute_metrics (train.py:", gpu=1)
+
+
+def test_k_another_users_processes_on_the_cpus_are_named_and_the_jobs_loading_is_not_blamed(lab: Lab) -> None:
+    """The issue's neighbour case: two CPU-bound processes of user nobody take the cores a job's 2 workers need.
+    gputui names them (whose, which), keeps the finding open while they run, puts them first among the verdict's
+    causes, and does not blame the job's own data loading (more workers than CPUs, too few workers)."""
+    outcome = lab("k")
+    activity = _read(outcome)
+    assert activity.leading == "data"  # the main thread waits for batches its starved workers cannot make
+    contention = [f for f in outcome.seen if f.rule == "cpu_contention"]
+    assert len(contention) == 1, contention  # opened once, not opened and closed as the window drifts
+    [finding] = [f for f in outcome.state.active if f.rule == "cpu_contention"]
+    assert finding.variant == "named" and "nobody" in finding.title, finding.title
+    verdict = _verdict_of(outcome)
+    assert verdict.cls == "input_bound", verdict.line
+    assert "waiting for data (other processes on its CPUs" in verdict.summary, verdict.summary
+    blamed = {(f.rule, f.variant) for f in outcome.seen} & {
+        ("workers_oversubscribed", ""),
+        ("starvation_cpu", "cpus"),
+        ("starvation_cpu", "workers"),
+    }
+    assert not blamed, blamed
 
 
 def test_ptrace_refused_says_so_once_and_the_verdict_is_still_given(lab: Lab) -> None:

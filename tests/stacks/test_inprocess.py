@@ -174,8 +174,11 @@ def test_a_record_its_user_does_not_own_is_not_trusted(tmp_path: Path, job: psut
         read_published(job.pid, 4.0)
 
 
-def test_another_users_records_are_refused_plainly(tmp_path: Path) -> None:
-    """A job of uid 64123 publishing in its usual place, read by uid 64124 (this process, for the moment)."""
+@pytest.mark.parametrize("folder_mode", [0o700, 0o711])
+def test_another_users_records_are_refused_plainly(tmp_path: Path, folder_mode: int) -> None:
+    """A job of uid 64123 publishing in its usual place, read by uid 64124 (this process, for the moment). In the
+    sampler's own 0700 folder the reader cannot tell whether a record is there, so it reads none (py-spy is tried
+    next, and its refusal says what to do); where it can see the record but not read it, it says so."""
     if os.geteuid() != 0:
         pytest.skip("running as two other users needs root")
     owner, reader = 64123, 64124
@@ -183,21 +186,27 @@ def test_another_users_records_are_refused_plainly(tmp_path: Path) -> None:
     environment = {"PATH": os.environ["PATH"]}  # no XDG_RUNTIME_DIR: the sampler's fallback directory
     with started(["sleep", "120"], environment, user=owner, group=owner) as process:
         try:
-            directory.mkdir(mode=0o700)
+            directory.mkdir(mode=folder_mode)
+            directory.chmod(folder_mode)
             path = directory / f"{process.pid}.json"
             path.write_text(json.dumps(record(process.pid, [[]])))
+            path.chmod(0o600)
             os.chown(directory, owner, owner)
             os.chown(path, owner, owner)
             os.seteuid(reader)
             try:
-                with pytest.raises(StacksUnavailable) as refused:
-                    read_published(process.pid, 4.0)
+                if folder_mode == 0o700:
+                    assert read_published(process.pid, 4.0) is None
+                else:
+                    with pytest.raises(StacksUnavailable) as refused:
+                        read_published(process.pid, 4.0)
             finally:
                 os.seteuid(0)
-            assert str(refused.value) == (
-                f"pid {process.pid} runs as uid {owner}, whose stack records ({directory}) only that user and root "
-                f"may read: run gputui as uid {owner} or as root"
-            )
+            if folder_mode != 0o700:
+                assert str(refused.value) == (
+                    f"pid {process.pid} runs as uid {owner}, whose stack records ({directory}) only that user and "
+                    f"root may read: run gputui as uid {owner} or as root"
+                )
             assert read_published(process.pid, 4.0) is not None  # root may
         finally:
             for leftover in directory.glob("*"):

@@ -23,6 +23,10 @@ SHARE_KEYS: Mapping[ActivityKind, str] = {kind: f"stack_{kind}" for kind in ACTI
 EVIDENCE_KEYS: frozenset[str] = frozenset(SHARE_KEYS.values())
 
 
+# The kinds in which the main thread waits for its input: the starvation rules' to explain by the host's readings.
+INPUT_KINDS: frozenset[ActivityKind] = frozenset({"data", "loading", "io"})
+
+
 @dataclass(frozen=True, slots=True)
 class Stack:
     """A fresh reading of a process's main thread, and the kind that leads it (None: no kind leads by
@@ -35,6 +39,12 @@ class Stack:
     @property
     def share(self) -> float:
         return self.activity.shares.of(self.lead) if self.lead is not None else 0.0
+
+    @property
+    def busy_elsewhere(self) -> bool:
+        """The main thread measured doing something other than waiting for its input (its own Python, other ranks,
+        a checkpoint, the GPU, a blocked frame): a busy disk or network is then not what its GPU waits on."""
+        return self.lead is not None and self.lead not in INPUT_KINDS
 
     @property
     def frame(self) -> ActivityFrame | None:

@@ -256,6 +256,8 @@ def starvation_io(w: Window, th: Thresholds) -> Iterator[Hit]:
         procs = [p for p in (w.host.process(pid) for pid in pids) if p is not None]
         proc_read = sum(p.read_bytes_s or 0.0 for p in procs) if procs else None
         stack = read_stack(w, th, main_process(w, pids))
+        if stack is not None and stack.busy_elsewhere:
+            continue  # e.g. the job's own checkpoint keeps the disk busy: job_waits names what it waits on
         yield _starved(
             g,
             util,
@@ -275,6 +277,9 @@ def starvation_net(w: Window, th: Thresholds) -> Iterator[Hit]:
     if not link or rx is None or rx < th.net_saturated_pct / 100 * link:
         return
     for g, util, pids in starving(w, th):
+        stack = read_stack(w, th, main_process(w, pids))
+        if stack is not None and stack.busy_elsewhere:
+            continue  # waiting on other ranks over the same link is not waiting for input: job_waits names it
         yield _starved(
             g,
             util,

@@ -109,7 +109,8 @@ def _load(pid: int, directories: tuple[str, ...], uid: int) -> dict[str, Any] | 
         except FileNotFoundError:
             continue
         except PermissionError:
-            refused.append(directory)
+            if _exists(path):
+                refused.append(directory)
             continue
         except OSError as error:
             raise StacksUnavailable(f"the stack record of pid {pid} ({path}) cannot be read: {error}") from None
@@ -133,6 +134,16 @@ def _load(pid: int, directories: tuple[str, ...], uid: int) -> dict[str, Any] | 
             f"read: run gputui as {who}"
         )
     return None
+
+
+def _exists(path: str) -> bool:
+    """Whether a file this reader may not open is there at all: a folder it may not search (another user's
+    0700 folder, which may hold nothing of this job's) says nothing either way, and counts as no record."""
+    try:
+        os.stat(path)
+    except OSError:
+        return False
+    return True
 
 
 def _read(path: str, uid: int) -> bytes:
