@@ -7,8 +7,6 @@ read is the job's: case d, test_lab_cases.py.)
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import subprocess
 import sys
 import time
@@ -19,10 +17,9 @@ import psutil
 import pytest
 
 from gputui.cli import main
-from gputui.model import ActivityFrame, ActivityShares, JobActivity
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.sim.job import JobSource
-from tests.lab.jobs import Job, activity_from_dict, crowded, follow_job, mean, started_job
+from tests.lab.jobs import Job, crowded, follow_job, mean, started_job
 from tests.lab.neighbours import between, usage
 
 # One worker making 4 samples of 10 ms of CPU (40 ms a batch) for a 20 ms GPU step: the GPU is busy about half
@@ -157,22 +154,3 @@ def test_the_stack_sampler_under_this_process_is_its_own_work_not_a_neighbour(tm
         assert 0.45 <= seen.stacks_cores * seen.seconds <= 1.0  # its half second, and Python's start
         assert seen.sampler_cores >= seen.stacks_cores
         assert not [who for who, _ in seen.busiest if who.startswith(f"pid {sampler.pid} ")]
-
-
-def test_an_activity_read_as_another_user_comes_back_whole() -> None:
-    """The refused-ptrace variant reads the stacks in a process of another user's and hands the activity back as
-    JSON (dataclasses.asdict): every field comes back, the nested ones as their classes."""
-    activity = JobActivity(
-        source="py-spy",
-        taken_at=1700000000.5,
-        window_s=4.0,
-        samples=80,
-        shares=ActivityShares(data=0.75, idle=0.25),
-        top=(ActivityFrame("data", "_next_data", "torch/utils/data/dataloader.py", 1291, 0.75),),
-        workers=ActivityShares(loading=1.0),
-        worker_samples=160,
-        rank=1,
-    )
-    assert activity_from_dict(json.loads(json.dumps(dataclasses.asdict(activity)))) == activity
-    refused = JobActivity("py-spy", 1700000000.5, 4.0, 0, error="ptrace_refused: run as root")
-    assert activity_from_dict(json.loads(json.dumps(dataclasses.asdict(refused)))) == refused

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from textual.app import App
+from textual.pilot import Pilot
 
 from gputui.model import (
     GpuInfo,
@@ -181,3 +182,12 @@ def mig_snapshot(t: float, gpus: int = 8, *, mig_slice: str | None = None, pendi
     snap = snapshot(t, samples)
     snap = replace(snap, host=replace(snap.host, processes=tuple(procs)))
     return replace(snap, system=replace(snap.system, mig_slice=mig_slice))
+
+
+async def until(condition: Callable[[], bool], pilot: Pilot[Any]) -> None:
+    """Wait, bounded, for `condition()`: what a key starts runs in a worker (a signal, a stack window)."""
+    for _ in range(250):
+        if condition():
+            return
+        await pilot.pause(0.02)
+    raise AssertionError("never happened")

@@ -8,8 +8,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from textual.pilot import Pilot
-
 from gputui.model import Snapshot
 from gputui.sources.sim.job import job_scenario
 from gputui.sources.sim.source import SimulatedSource
@@ -24,7 +22,7 @@ from gputui.ui.app import (
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.topo import TopoScreen
 from tests.activities import job_snapshot, unreadable
-from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource, screen_rows
+from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource, screen_rows, until
 from tests.ui.test_replay_ui import footer, record, replay_app
 
 if TYPE_CHECKING:  # the instance comes from the `clock` fixture: tests/conftest.py cannot be imported by name
@@ -40,15 +38,6 @@ def job_app(snap: Snapshot | None = None, request: Callable[[int], str | None] |
 
 def notices(app: GpuTuiApp) -> list[str]:
     return [notice.report.text for notice in app.notices.rows()]
-
-
-async def until(condition: Callable[[], bool], pilot: Pilot[int]) -> None:
-    """Wait, bounded, for `condition()`: the request runs in a worker thread."""
-    for _ in range(250):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("never happened")
 
 
 async def test_the_row_shows_the_leading_kind_before_the_command() -> None:

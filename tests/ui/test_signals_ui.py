@@ -7,7 +7,7 @@ import asyncio
 import signal
 import subprocess
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,7 +15,6 @@ import psutil
 import pytest
 from textual.css.query import NoMatches
 from textual.errors import NoWidget
-from textual.pilot import Pilot
 
 from gputui.model import GpuProcess
 from gputui.record.writer import RecordingWriter
@@ -26,7 +25,7 @@ from gputui.ui.screens.confirm_signal import ConfirmSignal
 from gputui.ui.screens.mark import MarkScreen
 from gputui.ui.widgets.processes import TAG_MARK
 from tests.snapshots import gpu, host, proc, snapshot
-from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource, screen_rows
+from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource, screen_rows, until
 from tests.ui.test_replay_ui import footer, record, replay_app
 
 if TYPE_CHECKING:  # the instance comes from the `clock` fixture: tests/conftest.py cannot be imported by name
@@ -72,15 +71,6 @@ def on_gpus(
     return GpuTuiApp(
         source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, readonly=readonly, recorder=recorder
     )
-
-
-async def until(condition: Callable[[], bool], pilot: Pilot[int]) -> None:
-    """Wait, bounded, for `condition()`: the dialog opens and the signal goes in workers."""
-    for _ in range(250):
-        if condition():
-            return
-        await pilot.pause(0.02)
-    raise AssertionError("never happened")
 
 
 def clickable(app: GpuTuiApp, selector: str) -> bool:
