@@ -30,7 +30,7 @@ import termios
 import time
 from pathlib import Path
 
-from bench_ui import drain
+from bench_ui import drain, quit_monitor
 
 from gputui.session.stacks import StacksConfig
 
@@ -112,13 +112,7 @@ def monitor(trace: Path, job: int, config: Path, args: argparse.Namespace) -> tu
         wall = time.monotonic() - wall_start
         own, children = (after - before for after, before in zip(cpu_seconds(proc.pid), cpu_start, strict=True))
     finally:
-        os.write(master, b"q")
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        os.close(master)
+        quit_monitor(proc, master, timeout=10.0)
     return 100.0 * (own + children) / wall, children, len(windows)
 
 

@@ -70,6 +70,18 @@ def drain(fd: int, timeout: float) -> bytes:
         return b""
 
 
+def quit_monitor(proc: subprocess.Popen[bytes], master: int, timeout: float = 5.0) -> None:
+    """`q` to the monitor in its pty, its whole group killed where it does not quit within `timeout`; the pty
+    closed."""
+    os.write(master, b"q")
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+    os.close(master)
+
+
 def run(args: argparse.Namespace) -> int:
     cols, rows = (int(v) for v in args.size.lower().split("x"))
     master, slave = os.openpty()
@@ -116,13 +128,7 @@ def run(args: argparse.Namespace) -> int:
         threads_end = thread_times(proc.pid)
         rss = peak_rss_bytes(proc.pid)
     finally:
-        os.write(master, b"q")
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        os.close(master)
+        quit_monitor(proc, master)
     label = f"{args.gpus} GPUs, {args.interval:g} s, {cols}x{rows}, TERM={args.term}, {wall:.0f} s"
     print(f"cpu_pct      {100.0 * cpu / wall:.2f} % of one core   ({label})")
     print(f"bytes_per_s  {written / wall:.0f} B/s   ({written} bytes)")
