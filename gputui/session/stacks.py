@@ -50,6 +50,10 @@ NOTICED_ERRORS = ("ptrace_refused", "no_py_spy")
 MAX_RATE_HZ = 1000
 MAX_WINDOW_S = 60.0
 _DIGITS = re.compile(r"\d+")
+# Why no stack is read of a machine's processes (stacks_refusal).
+REPLAY_REFUSAL = "no stacks in a replay: its processes ran on the recorded machine, then"
+REMOTE_REFUSAL = "no stacks of another machine's processes: run gputui there"
+SIMULATED_REFUSAL = "no stacks on the simulated machine: its processes are made up, not this machine's"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +127,10 @@ def stacks_refusal(system: SystemInfo) -> str | None:
     if system.is_live or (system.source == "simulated" and is_job_scenario(system.scenario)):
         return None
     if system.source == "replay":
-        return "no stacks in a replay: its processes ran on the recorded machine, then"
+        return REPLAY_REFUSAL
     if system.source == "remote":
-        return "no stacks of another machine's processes: run gputui there"
-    return "no stacks on the simulated machine: its processes are made up, not this machine's"
+        return REMOTE_REFUSAL
+    return SIMULATED_REFUSAL
 
 
 def stacks_for(system: SystemInfo, config: StacksConfig) -> JobStacks | None:

@@ -36,10 +36,9 @@ from gputui.session.recording import record_ticks
 from gputui.session.replay import ReplaySampler
 from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Sink, Tick
 from gputui.session.signals import READONLY_REFUSAL, Target, decide_all, send, targets
-from gputui.session.stacks import JobStacks
+from gputui.session.stacks import JobStacks, stacks_refusal
 from gputui.sources.base import Source
 from gputui.sources.replay import ReplaySource
-from gputui.sources.sim.job import is_job_scenario
 from gputui.ui.lean_update import LeanScreen
 from gputui.ui.live_app import LIVE_KEYS
 from gputui.ui.messages import Ring, Said, SampleFailed, TickReady
@@ -99,9 +98,6 @@ SIMULATED_SIGNAL_REFUSAL = "no signals on the simulated machine: its processes a
 # (`request_activity`, the session's JobStacks); like `K`, only live on this machine, and in the footer while the
 # table has the focus or the detail shows a process.
 ACTIVITY_HINT = "a reads a process's stacks from the process table (tab to it, choose a process, then a) or its detail"
-REPLAY_ACTIVITY_REFUSAL = "no stack sampling in a replay: its processes ran on the recorded machine, then"
-REMOTE_ACTIVITY_REFUSAL = "no stack sampling of another machine's processes: stacks are read where the job runs"
-SIMULATED_ACTIVITY_REFUSAL = "no stack sampling on the simulated machine: its processes are made up"
 ACTIVITY_OFF = "stack sampling is off in this session (config [stacks] enabled = false)"
 
 
@@ -540,12 +536,9 @@ class GpuTuiApp(RecordReplayApp):
     def activity_refusal(self) -> str | None:
         """Why `a` reads no stack in this session; None where it may (whether the process can be read is
         request_activity's to say)."""
-        if self.replay is not None:
-            return REPLAY_ACTIVITY_REFUSAL
-        if self.system.source == "remote":
-            return REMOTE_ACTIVITY_REFUSAL
-        if self.system.source == "simulated" and not is_job_scenario(self.system.scenario):
-            return SIMULATED_ACTIVITY_REFUSAL  # the lab's machine (--demo-job) follows a real job: that one may
+        refusal = stacks_refusal(self.system)  # the lab's machine (--demo-job) follows a real job: that one may
+        if refusal is not None:
+            return refusal
         return ACTIVITY_OFF if self.request_activity is None else None
 
     def _activity_pid(self) -> int | None:

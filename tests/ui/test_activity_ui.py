@@ -9,16 +9,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputui.model import Snapshot
+from gputui.session.stacks import REMOTE_REFUSAL, REPLAY_REFUSAL, SIMULATED_REFUSAL
 from gputui.sources.sim.job import job_scenario
 from gputui.sources.sim.source import SimulatedSource
-from gputui.ui.app import (
-    ACTIVITY_HINT,
-    ACTIVITY_OFF,
-    REMOTE_ACTIVITY_REFUSAL,
-    REPLAY_ACTIVITY_REFUSAL,
-    SIMULATED_ACTIVITY_REFUSAL,
-    GpuTuiApp,
-)
+from gputui.ui.app import ACTIVITY_HINT, ACTIVITY_OFF, GpuTuiApp
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.topo import TopoScreen
 from tests.activities import job_snapshot, unreadable
@@ -153,7 +147,7 @@ async def test_a_replay_does_not_offer_a_and_says_why(tmp_path: Path, clock: Clo
         assert not any(entry.startswith("a ") for entry in footer(app, 10_000))
         await pilot.press("a")
         await pilot.pause()
-        assert REPLAY_ACTIVITY_REFUSAL in notices(app)
+        assert REPLAY_REFUSAL in notices(app)
         assert all(b.action != "sample_activity" for b in app.help_bindings())
 
 
@@ -165,7 +159,7 @@ async def test_the_simulated_machine_does_not_sample_its_made_up_processes() -> 
         app.main.table.focus()
         await pilot.press("a")
         await pilot.pause()
-        assert SIMULATED_ACTIVITY_REFUSAL in notices(app)
+        assert SIMULATED_REFUSAL in notices(app)
 
 
 async def test_the_labs_machine_samples_the_real_job_it_follows() -> None:
@@ -186,8 +180,8 @@ async def test_the_labs_machine_samples_the_real_job_it_follows() -> None:
 
 async def test_another_machines_processes_and_a_session_without_sampling_are_refused() -> None:
     asked: list[int] = []
-    for snap, refusal in ((job_snapshot(source="remote"), REMOTE_ACTIVITY_REFUSAL), (job_snapshot(), ACTIVITY_OFF)):
-        request = asked.append if refusal == REMOTE_ACTIVITY_REFUSAL else None
+    for snap, refusal in ((job_snapshot(source="remote"), REMOTE_REFUSAL), (job_snapshot(), ACTIVITY_OFF)):
+        request = asked.append if refusal == REMOTE_REFUSAL else None
         app = job_app(snap, request=request)  # type: ignore[arg-type]
         async with app.run_test(size=SIZE) as pilot:
             await app.tick()
