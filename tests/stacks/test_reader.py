@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import types
 from collections.abc import Iterator
 
 import pytest
 
 from gputui.sources.stacks.pyspy import find_py_spy
-from gputui.sources.stacks.reader import ERROR_KEYS, INPROCESS, read_activity
+from gputui.sources.stacks.reader import ERROR_KEYS, read_activity
 from gputui.sources.stacks.samples import StacksUnavailable, StackWindow
 from tests.stacks.recorded import recorded, thread, window
 
@@ -20,10 +19,9 @@ def never(pid: int, window_s: float, rate_hz: int) -> StackWindow:
     raise AssertionError("py-spy was run")
 
 
-@pytest.fixture
-def nothing_published(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No in-process reader (an import of it fails), whether or not the module is there."""
-    monkeypatch.setitem(sys.modules, INPROCESS, None)
+def nothing(pid: int, window_s: float) -> StackWindow | None:
+    """No record published: the job was not started under gputui run."""
+    return None
 
 
 @pytest.fixture
@@ -31,17 +29,14 @@ def can_trace(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("gputui.sources.stacks.reader.ptrace_refusal", lambda pid: None)
 
 
-def test_the_jobs_own_record_comes_first(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_jobs_own_record_comes_first() -> None:
     published = window(50, thread(50, 50, "<module> (t.py:9);step (t.py:3)", samples=8, running=8))
     published = StackWindow("in-process", 50, 10.0, 4.0, published.threads, rank=2)
-    inprocess = types.ModuleType(INPROCESS)
-    inprocess.read_published = lambda pid, window_s: published if pid == 50 else None
-    monkeypatch.setitem(sys.modules, INPROCESS, inprocess)
-    activity = read_activity(50, 4.0, record=never)
+    activity = read_activity(50, 4.0, record=never, published=lambda pid, window_s: published if pid == 50 else None)
     assert (activity.source, activity.leading, activity.samples, activity.rank) == ("in-process", "cpu", 8, 2)
 
 
-@pytest.mark.usefixtures("nothing_published", "can_trace")
+@pytest.mark.usefixtures("can_trace")
 def test_without_a_record_py_spy_reads_it() -> None:
     calls = []
 
@@ -49,17 +44,16 @@ def test_without_a_record_py_spy_reads_it() -> None:
         calls.append((pid, window_s, rate_hz))
         return recorded("rank0")
 
-    activity = read_activity(1038, 2.0, 10, record=record)
+    activity = read_activity(1038, 2.0, 10, record=record, published=nothing)
     assert calls == [(1038, 2.0, 10)]
     assert (activity.source, activity.leading) == ("py-spy", "collective")
 
 
-@pytest.mark.usefixtures("nothing_published")
 def test_a_refusal_known_before_trying_is_the_activitys_error_and_py_spy_is_not_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr("gputui.sources.stacks.reader.ptrace_refusal", lambda pid: "ptrace_refused: because")
-    activity = read_activity(60, 4.0, record=never, clock=lambda: 70.0)
+    activity = read_activity(60, 4.0, record=never, clock=lambda: 70.0, published=nothing)
     assert (activity.samples, activity.error, activity.taken_at, activity.leading) == (
         0,
         "ptrace_refused: because",
@@ -68,38 +62,20 @@ def test_a_refusal_known_before_trying_is_the_activitys_error_and_py_spy_is_not_
     )
 
 
-@pytest.mark.usefixtures("nothing_published", "can_trace")
+@pytest.mark.usefixtures("can_trace")
 def test_py_spys_failure_is_the_activitys_error() -> None:
     def gone(pid: int, window_s: float, rate_hz: int) -> StackWindow:
         raise StacksUnavailable("gone: process 61 is no longer running")
 
-    activity = read_activity(61, 4.0, record=gone)
+    activity = read_activity(61, 4.0, record=gone, published=nothing)
     assert (activity.samples, activity.error) == (0, "gone: process 61 is no longer running")
 
 
-def test_an_in_process_reader_that_is_there_but_broken_is_not_taken_for_one_that_is_not(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A module the in-process reader needs is missing: that is gputui's fault to see, not a job without a record."""
-
-    def broken(name: str) -> types.ModuleType:
-        raise ModuleNotFoundError("No module named 'gputui.sources.stacks.agent'", name="gputui.sources.stacks.agent")
-
-    monkeypatch.setattr("gputui.sources.stacks.reader.importlib.import_module", broken)
-    with pytest.raises(ModuleNotFoundError):
-        read_activity(63, 4.0, record=never)
-
-
-def test_a_published_record_that_cannot_be_used_is_the_activitys_error_with_its_key(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_a_published_record_that_cannot_be_used_is_the_activitys_error_with_its_key() -> None:
     def corrupt(pid: int, window_s: float) -> StackWindow:
         raise StacksUnavailable(f"the stack record of pid {pid} is corrupt (no window yet)")
 
-    inprocess = types.ModuleType(INPROCESS)
-    inprocess.read_published = corrupt
-    monkeypatch.setitem(sys.modules, INPROCESS, inprocess)
-    activity = read_activity(62, 4.0, record=never)
+    activity = read_activity(62, 4.0, record=never, published=corrupt)
     assert activity.error == "record_unusable: the stack record of pid 62 is corrupt (no window yet)"
     assert activity.error.partition(": ")[0] in ERROR_KEYS
 
@@ -139,25 +115,25 @@ def not_python() -> Iterator[subprocess.Popen[str]]:
     yield from started(["sh", "-c", "echo ready; exec sleep 30"])
 
 
-@pytest.mark.usefixtures("py_spy", "nothing_published")
+@pytest.mark.usefixtures("py_spy")
 def test_a_real_spinning_python_process_reads_as_cpu(spinning: subprocess.Popen[str]) -> None:
-    activity = read_activity(spinning.pid, 1.0)
+    activity = read_activity(spinning.pid, 1.0, published=nothing)
     assert activity.error is None
     assert activity.leading == "cpu"
     assert activity.top[0].function == "spin"
 
 
-@pytest.mark.usefixtures("py_spy", "nothing_published")
+@pytest.mark.usefixtures("py_spy")
 def test_a_real_sleeping_python_process_reads_as_idle(sleeping: subprocess.Popen[str]) -> None:
-    activity = read_activity(sleeping.pid, 1.0)
+    activity = read_activity(sleeping.pid, 1.0, published=nothing)
     assert activity.error is None
     assert activity.leading == "idle"
     assert activity.top[0].function == "nap"
 
 
-@pytest.mark.usefixtures("py_spy", "nothing_published")
+@pytest.mark.usefixtures("py_spy")
 def test_a_real_process_that_is_not_python_says_so(not_python: subprocess.Popen[str]) -> None:
-    activity = read_activity(not_python.pid, 1.0)
+    activity = read_activity(not_python.pid, 1.0, published=nothing)
     assert activity.samples == 0
     assert activity.error is not None
     assert activity.error.startswith("not_python: ")

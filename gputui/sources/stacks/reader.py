@@ -4,20 +4,21 @@ no sample and an `error` that starts with one of ERROR_KEYS, ": ", and the words
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable
 
 from gputui.model import JobActivity
 from gputui.sources.stacks import pyspy
 from gputui.sources.stacks.classify import summarize
+from gputui.sources.stacks.inprocess import read_published
 from gputui.sources.stacks.permission import ptrace_refusal
 from gputui.sources.stacks.samples import StacksUnavailable, StackWindow
 
-INPROCESS = "gputui.sources.stacks.inprocess"
-
 # Reads one window from outside: (pid, window_s, rate_hz) -> the window; raises StacksUnavailable.
 Recorder = Callable[[int, float, int], StackWindow]
+# Reads the window a job started under `gputui run` published: (pid, window_s) -> the window, None where it
+# publishes none; raises StacksUnavailable for a record it cannot use.
+Published = Callable[[int, float], StackWindow | None]
 
 ERROR_KEYS = (
     "ptrace_refused",  # the kernel refuses to let gputui read the process (permission.py says why)
@@ -28,20 +29,6 @@ ERROR_KEYS = (
     "no_samples",  # stacks were read, but none of the main thread
     "record_unusable",  # the job publishes a record (gputui run) that cannot be used: unreadable, corrupt, stale
 )
-
-
-def _published(pid: int, window_s: float) -> StackWindow | None:
-    """The window the job's own sampler published (gputui run); None when it publishes none. The in-process reader
-    is another part's module, imported by name so that this one stands without it; a module that is there but
-    fails to import is an error, not a job that publishes nothing."""
-    try:
-        inprocess = importlib.import_module(INPROCESS)
-    except ModuleNotFoundError as missing:
-        if missing.name != INPROCESS:
-            raise
-        return None
-    read_published: Callable[[int, float], StackWindow | None] = inprocess.read_published
-    return read_published(pid, window_s)
 
 
 def _keyed(reason: str) -> str:
@@ -65,11 +52,12 @@ def read_activity(
     rate_hz: int = 20,
     *,
     record: Recorder = pyspy.record,
+    published: Published = read_published,
     clock: Callable[[], float] = time.time,
 ) -> JobActivity:
     """What process `pid`'s main thread did over about `window_s` (blocking that long: never on a UI loop)."""
     try:
-        window = _published(pid, window_s) or _from_outside(pid, window_s, rate_hz, record)
+        window = published(pid, window_s) or _from_outside(pid, window_s, rate_hz, record)
     except StacksUnavailable as unavailable:
         error = _keyed(str(unavailable))
         return JobActivity(source="py-spy", taken_at=clock(), window_s=window_s, samples=0, error=error)
