@@ -40,8 +40,8 @@ from pathlib import Path
 
 import psutil
 
+from gputui.agent import gputui_stacks_agent as agent
 from gputui.commands.run import job_environment
-from gputui.sources.stacks.agent import gputui_stacks_agent as agent
 
 ROOT = Path(__file__).resolve().parent.parent
 LAB = ROOT / "examples" / "lab" / "train.py"

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.fleet_data import FleetParams, write_openmetrics
-from gputui.session.fleet import PrometheusPoller, judge_fleet
+from gputui.session.fleet_poll import PrometheusPoller, judge_fleet
 from gputui.sources.prometheus.client import PrometheusClient
 from tests.fleet.prometheus_server import PrometheusMissing, binary, build_tsdb, prometheus_on_tsdb
 

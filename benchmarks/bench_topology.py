@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from bench_gpm import NoHost
 from fake_pynvml import FakeGpu, FakeNvml
 
+from gputui.sources.nvml.links import NvLinkReader, read_topology
 from gputui.sources.nvml.query import Nvml
 from gputui.sources.nvml.source import NvmlSource
-from gputui.sources.nvml.topology import NvLinkReader, read_topology
 
 GPUS = 8
 TOPOLOGY_BUDGET_MS = 50.0

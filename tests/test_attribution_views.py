@@ -16,7 +16,7 @@ from gputui.record.format import dumps, header_to_dict, tick_to_dict
 from gputui.record.reader import load_recording
 from gputui.serialize import snapshot_from_dict, snapshot_to_dict
 from gputui.sources.remote import parse_exposition
-from gputui.textview import process_lines
+from gputui.text.snapshot_text import process_lines
 from gputui.ui.widgets.processes import COLUMNS, ProcessTable, process_rows
 from tests.export.export_helpers import SYSTEM, make_snapshot, parse, render
 from tests.record.recdata import T0, snapshot, system

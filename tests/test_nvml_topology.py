@@ -9,8 +9,8 @@ import pynvml
 from gputui.model import SystemInfo
 from gputui.serialize import snapshot_to_dict
 from gputui.sources.host.source import HostSource
+from gputui.sources.nvml.links import cpulist, nvlink_versions
 from gputui.sources.nvml.source import NvmlSource
-from gputui.sources.nvml.topology import cpulist, nvlink_versions
 from tests.conftest import Clock
 from tests.fake_psutil import NO_PROC, FakePsutil
 from tests.fake_pynvml import FakeGpu, FakeNvml, consumer_gpu

@@ -16,7 +16,7 @@ from gputui.sources.base import SourceUnavailable
 from gputui.sources.nvml.source import NvmlSource
 from gputui.sources.sim.scenarios import SCENARIOS
 from gputui.sources.sim.source import SimulatedSource
-from gputui.textview import print_snapshot
+from gputui.text.snapshot_text import print_snapshot
 from tests.snapshots import system_info
 
 GPU_KEYS = {

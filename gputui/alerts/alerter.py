@@ -8,7 +8,7 @@ from gputui.alerts.config import AlertsConfig
 from gputui.alerts.delivery import FIRST_BACKOFF_S, Outbox, Say, Target, targets_for
 from gputui.alerts.edges import Edges
 from gputui.alerts.message import alert_message
-from gputui.session.sampling import Tick
+from gputui.diagnostics.tick import Tick
 
 
 class Alerter:

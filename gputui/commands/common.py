@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,7 @@ from gputui.argtypes import (
     price_per_hour,
     usage_errors,
 )
+from gputui.diagnostics.findings import Severity
 from gputui.model import SystemInfo
 from gputui.sources.base import NoJobTrace, Source, SourceUnavailable
 from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD
@@ -33,6 +34,16 @@ EXIT_WARNINGS = 1
 EXIT_USAGE = 2
 EXIT_NO_DRIVER = 3
 EXIT_CRITICAL = 4
+
+
+def exit_code(severities: Iterable[Severity]) -> int:
+    """A health check's exit code from the worst finding: 4 critical, 1 warnings, 0 nothing above info."""
+    worst = max(severities, default=None)
+    if worst == Severity.CRITICAL:
+        return EXIT_CRITICAL
+    if worst == Severity.WARNING:
+        return EXIT_WARNINGS
+    return EXIT_OK
 
 
 def usage_error(message: object) -> int:
@@ -166,7 +177,7 @@ def prometheus_url(text: str) -> str:
 @usage_errors
 def match_selector(text: str) -> str | None:
     """`--match`: a label selector; what is wrong with one is a usage error that says where."""
-    from gputui.sources.prometheus.fleet import parse_match
+    from gputui.sources.prometheus.fleet_query import parse_match
 
     return parse_match(text)
 
@@ -269,7 +280,7 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
     )
     add_price_options(parser)
     add_config_and_alert_options(parser)
-    from gputui.record.options import add_record_options
+    from gputui.commands.record_options import add_record_options
 
     add_record_options(parser)
 

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 from gputui.argtypes import positive_seconds
 from gputui.commands import common
 from gputui.commands.diagnose_fleet import DEFAULT_SINCE_S, MAX_STEPS, MIN_STEP_S
-from gputui.commands.findings_text import activity_lines, exit_code, finding_lines
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Account, Accountant, Price, account_lines, account_to_dict
 from gputui.diagnostics.catalog import text
 from gputui.diagnostics.config import ConfigError, load_config
@@ -40,12 +39,14 @@ from gputui.formatting import NA
 from gputui.model import Snapshot, SystemInfo
 from gputui.session.diagnose import ClosedFindings
 from gputui.sources.base import InvalidGpuSelection, NoJobTrace, Source, SourceUnavailable
+from gputui.text.findings_text import activity_lines, finding_lines
 
 if TYPE_CHECKING:
     from gputui.diagnostics.engine import DiagnosticsEngine
+    from gputui.diagnostics.tick import Tick
     from gputui.record.writer import RecordingWriter
     from gputui.session.loop import Pace
-    from gputui.session.sampling import Sink, Tick
+    from gputui.session.sampling import Sink
     from gputui.session.stacks import JobStacks, StacksConfig
 
 SCHEMA_VERSION = 1
@@ -104,7 +105,7 @@ def register(sub: Any) -> None:
         "window_s seconds, with py-spy or the record `gputui run` publishes, to say what its main thread waits on)",
     )
     common.add_price_options(parser)
-    from gputui.record.options import add_record_options
+    from gputui.commands.record_options import add_record_options
 
     add_record_options(parser)
     parser.set_defaults(func=run)
@@ -127,8 +128,8 @@ def run(args: argparse.Namespace) -> int:
 
         return diagnose_fleet.run(args, config, lang)
     engine = DiagnosticsEngine(config, lang)
+    from gputui.commands.record_options import open_writer
     from gputui.record.format import RecordingError
-    from gputui.record.options import open_writer
 
     try:
         recorder = open_writer(args, args.interval)
@@ -151,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
             if recorder.warning:
                 print(f"gputui: {recorder.warning}", file=sys.stderr)
     _emit(args, outcome, lang, price)
-    return exit_code(f.severity for f in outcome.findings)
+    return common.exit_code(f.severity for f in outcome.findings)
 
 
 def _open(args: argparse.Namespace) -> tuple[Source, SystemInfo, Pace]:

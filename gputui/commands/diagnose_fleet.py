@@ -13,18 +13,18 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from gputui.commands import common
-from gputui.commands.findings_text import exit_code, finding_lines
 from gputui.diagnostics.catalog import severity_label, text
 from gputui.diagnostics.config import DiagnosticsConfig, for_step
 from gputui.diagnostics.findings import Severity, finding_to_dict
-from gputui.diagnostics.fleet import NodeWindow, fleet_finding_to_dict, fleet_findings
+from gputui.diagnostics.fleet_rules import NodeWindow, fleet_finding_to_dict, fleet_findings
 from gputui.diagnostics.groups import group_findings, sort_groups
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.diagnostics.verdict import verdict_to_dict
 from gputui.formatting import fmt_duration
+from gputui.text.findings_text import finding_lines
 
 if TYPE_CHECKING:
-    from gputui.session.fleet import NodeDiagnosis
+    from gputui.session.fleet_poll import NodeDiagnosis
 
 SCHEMA_VERSION = 1
 DEFAULT_SINCE_S = 15 * 60.0
@@ -38,9 +38,9 @@ def default_step(since_s: float) -> float:
 
 def run(args: argparse.Namespace, config: DiagnosticsConfig, lang: str) -> int:
     from gputui.diagnostics.engine import DiagnosticsEngine
-    from gputui.session.fleet import diagnose_history
+    from gputui.session.fleet_poll import diagnose_history
     from gputui.sources.prometheus.client import CredentialsError, PrometheusError
-    from gputui.sources.prometheus.fleet import read_history
+    from gputui.sources.prometheus.fleet_query import read_history
 
     try:
         client = common.prometheus_client(args)
@@ -76,7 +76,9 @@ def run(args: argparse.Namespace, config: DiagnosticsConfig, lang: str) -> int:
         )
     else:
         print("\n".join(_text(client.url, args.since, step, nodes, fleet, notices, lang)))
-    return exit_code((*(f.severity for node in nodes for f in node.findings), *(severity for severity, _ in fleet)))
+    return common.exit_code(
+        (*(f.severity for node in nodes for f in node.findings), *(severity for severity, _ in fleet))
+    )
 
 
 def _fleet_findings(
@@ -89,7 +91,7 @@ def _fleet_findings(
 
 
 def _node_dict(node: NodeDiagnosis) -> dict[str, Any]:
-    from gputui.sources.prometheus.fleet import NOT_FROM_DCGM
+    from gputui.sources.prometheus.fleet_query import NOT_FROM_DCGM
 
     return {
         "host": node.host,

@@ -31,9 +31,9 @@ def settle_gc() -> None:
 def run_prometheus(args: argparse.Namespace) -> int:
     """The fleet view on a Prometheus: its first read (with the last minute's history) happens before the view
     opens, so a server that cannot be read is an error that says why, not an empty screen."""
-    from gputui.session.fleet import FLEET_DEFAULT_INTERVAL, PrometheusPoller
+    from gputui.session.fleet_poll import FLEET_DEFAULT_INTERVAL, PrometheusPoller
     from gputui.sources.prometheus.client import CredentialsError
-    from gputui.ui.fleet import run_fleet_on
+    from gputui.ui.fleet_app import run_fleet_on
 
     interval = FLEET_DEFAULT_INTERVAL if args.interval is None else args.interval
     try:
@@ -60,8 +60,8 @@ def run(args: argparse.Namespace) -> int:
     if args.prometheus is not None:
         return run_prometheus(args)
     if args.remote is not None:
-        from gputui.session.fleet import FLEET_DEFAULT_INTERVAL
-        from gputui.ui.fleet import run_fleet
+        from gputui.session.fleet_poll import FLEET_DEFAULT_INTERVAL
+        from gputui.ui.fleet_app import run_fleet
 
         return run_fleet(args.remote, FLEET_DEFAULT_INTERVAL if args.interval is None else args.interval)
     if args.interval is None:
@@ -89,8 +89,8 @@ def run(args: argparse.Namespace) -> int:
         return common.report_unavailable(exc)
     except ValueError as exc:  # InvalidGpuSelection, or a simulated machine with no GPU
         return common.usage_error(exc)
+    from gputui.commands.record_options import open_writer
     from gputui.record.format import RecordingError
-    from gputui.record.options import open_writer
 
     try:
         recorder = open_writer(args, args.interval)

@@ -127,7 +127,7 @@ def _print_error(error: Error) -> None:
     """A probe that refused its arguments (a --path that is no directory) as every usage error is said; one without
     torch by its message (what is missing and how to install it); one that could not run in the words the
     monitor's pane uses ("disk read probe crashed: ..."); never by the protocol's code."""
-    from gputui.probes.findings import error_title
+    from gputui.probes.result_finding import error_title
 
     if error.code == "bad_args":
         common.usage_error(error.message)

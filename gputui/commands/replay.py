@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 def speed(text: str) -> float:
-    from gputui.sources.replay import SPEEDS
+    from gputui.sources.playback import SPEEDS
 
     try:
         value = float(text.rstrip("x"))
@@ -39,7 +39,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, recording: Recording) -> int:
     from gputui.sources.base import SourceUnavailable
-    from gputui.sources.replay import ReplaySource, resolve_start
+    from gputui.sources.playback import ReplaySource, resolve_start
 
     for warning in recording.warnings:
         print(f"gputui: warning: {warning}", file=sys.stderr)

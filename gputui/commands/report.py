@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace, recording: Recording) -> int:
     from gputui.diagnostics.config import ConfigError
     from gputui.record.format import RecordingError
-    from gputui.record.report import build_report, render_text, report_to_dict
+    from gputui.report.summary import build_report, render_text, report_to_dict
 
     try:
         price = common.price_of(args)
@@ -39,7 +39,7 @@ def run(args: argparse.Namespace, recording: Recording) -> int:
         return common.usage_error(exc)
     report = build_report(recording)
     if args.html is not None:
-        from gputui.record.report_html import write_html
+        from gputui.report.html import write_html
 
         try:
             write_html(recording, report, args.html, price)

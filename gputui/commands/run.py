@@ -18,9 +18,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from gputui.agent import gputui_stacks_agent as agent
 from gputui.argtypes import positive_int
 from gputui.commands import common
-from gputui.sources.stacks.agent import gputui_stacks_agent as agent
 
 AGENT_DIR = os.path.dirname(os.path.abspath(agent.__file__))
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1, signal.SIGUSR2)

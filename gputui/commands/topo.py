@@ -51,6 +51,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_table(snapshot: Snapshot) -> None:
-    from gputui.textview import print_topology  # rich's tables, loaded only when one is printed
+    from gputui.text.snapshot_text import print_topology  # rich's tables, loaded only when one is printed
 
     print_topology(snapshot)

@@ -184,7 +184,7 @@ SHARED: Texts = {
     },
 }
 
-# The evidence labels of the probes' findings (gputui/probes/findings.py): a probe is no rule family's.
+# The evidence labels of the probes' findings (gputui/probes/result_finding.py): a probe is no rule family's.
 PROBE_TEXTS: Texts = {
     "en": {
         "ev.matmul_rate": "matmul rate",

@@ -18,12 +18,13 @@ from prometheus_client.exposition import start_http_server
 from prometheus_client.metrics_core import Metric
 
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Accountant
+from gputui.diagnostics.tick import Tick
 from gputui.export.metrics import ExportState, metric_families
 from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
 from gputui.model import SystemInfo
 from gputui.session.diagnose import Diagnose, tolerant
 from gputui.session.loop import SamplingLoop
-from gputui.session.sampling import Sampler, Sink, Tick
+from gputui.session.sampling import Sampler, Sink
 from gputui.session.stacks import JobStacks
 from gputui.sources.base import Source
 

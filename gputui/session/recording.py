@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from gputui.diagnostics.tick import Tick
 from gputui.record.writer import RecordingWriter
-from gputui.session.sampling import Sink, Tick
+from gputui.session.sampling import Sink
 
 
 def record_ticks(writer: RecordingWriter) -> Sink:

@@ -7,12 +7,9 @@ The monitor, `diagnose`, the exporter and each server of the fleet view poll thr
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gputui.diagnostics.findings import Finding
-from gputui.diagnostics.verdict import Verdict
-from gputui.model import Snapshot
+from gputui.diagnostics.tick import Tick
 from gputui.session.diagnose import Diagnose
 from gputui.sources.base import Source
 
@@ -23,16 +20,6 @@ if TYPE_CHECKING:
 INTERVALS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
 MIN_INTERVAL = INTERVALS[0]
 MAX_INTERVAL = INTERVALS[-1]
-
-
-@dataclass(frozen=True, slots=True)
-class Tick:
-    """One reading, the verdict, and the findings open (and recently closed) after it."""
-
-    snapshot: Snapshot
-    active: tuple[Finding, ...] = ()
-    closed: tuple[Finding, ...] = ()
-    verdict: Verdict | None = None
 
 
 # Takes every tick on the sampling thread, as it is made (the recording); must not block.

@@ -35,7 +35,7 @@ from gputui.diagnostics.config import ConfigError, read_toml
 from gputui.model import JobActivity, Snapshot, SystemInfo
 
 if TYPE_CHECKING:
-    from gputui.session.sampling import Tick
+    from gputui.diagnostics.tick import Tick
 
 # Reads one window of a process's stacks: (pid, window_s) -> its activity; never raises for a process it cannot
 # read (samples 0 and `error` say why).
@@ -207,7 +207,7 @@ class JobStacks:
 
     def _read_activity(self, pid: int, window_s: float) -> JobActivity:
         # Imported when the first window is taken: a monitor whose jobs never wait never loads the readers.
-        from gputui.sources.stacks.reader import read_activity
+        from gputui.sources.stacks.activity_reader import read_activity
 
         return read_activity(pid, window_s, self.config.rate_hz)
 

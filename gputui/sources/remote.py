@@ -1,4 +1,4 @@
-"""Read another server's GPUs by scraping its exporter's /metrics: a Source (gputui/session/fleet.py polls many).
+"""Read another server's GPUs by scraping its exporter's /metrics: a Source (gputui/session/fleet_poll.py polls many).
 
 It reads what `gputui export` writes, and also a plain dcgm-exporter (the same names), which then gives GPU
 metrics only. The page is parsed here; the series become a Snapshot in gputui/sources/series.py, the reader

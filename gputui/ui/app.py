@@ -26,19 +26,20 @@ from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.groups import row_key
+from gputui.diagnostics.tick import Tick
 from gputui.history import History
 from gputui.model import Snapshot, SystemInfo
-from gputui.probes.findings import PROBE_NAMES
 from gputui.probes.protocol import ProbeName
+from gputui.probes.result_finding import PROBE_NAMES
 from gputui.record.writer import RecordingWriter
 from gputui.session.loop import RealTime, SamplingLoop, failure_text
 from gputui.session.recording import record_ticks
-from gputui.session.replay import ReplaySampler
-from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Sink, Tick
+from gputui.session.replay_sampler import ReplaySampler
+from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Sink
 from gputui.session.signals import READONLY_REFUSAL, Target, decide_all, send, targets
 from gputui.session.stacks import JobStacks, stacks_refusal
 from gputui.sources.base import Source
-from gputui.sources.replay import ReplaySource
+from gputui.sources.playback import ReplaySource
 from gputui.ui.lean_update import LeanScreen
 from gputui.ui.live_app import LIVE_KEYS
 from gputui.ui.messages import Ring, Said, SampleFailed, TickReady

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.message import Message
 
-from gputui.session.sampling import Tick
+from gputui.diagnostics.tick import Tick
 from gputui.ui.notices import Level
 
 

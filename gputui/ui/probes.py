@@ -19,7 +19,6 @@ from rich.text import Text
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.formatting import fmt_figure
 from gputui.model import Snapshot
-from gputui.probes.findings import CPU_RUN, PROBE_NAMES, to_finding
 from gputui.probes.judge import (
     RunJudgement,
     judge_run,
@@ -31,6 +30,7 @@ from gputui.probes.judge import (
     rejudge_pcie,
 )
 from gputui.probes.protocol import INSTALL_HINT, BadLine, Error, Final, Message, ProbeName, Progress, Result
+from gputui.probes.result_finding import CPU_RUN, PROBE_NAMES, to_finding
 from gputui.probes.runner import KILL_GRACE_S, ProbeRequest, ProbeRunner
 from gputui.ui.screens.confirm_probe import ConfirmProbe
 from gputui.ui.widgets.probe_status import ProbeStatus

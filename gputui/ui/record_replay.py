@@ -22,8 +22,8 @@ from gputui.probes.protocol import BadLine, Message, Progress, to_line
 from gputui.record.format import probe_event
 from gputui.record.writer import RecordingWriter
 from gputui.session.recording import record_badge
-from gputui.session.replay import replay_notes, replay_status
-from gputui.sources.replay import ReplaySource
+from gputui.session.replay_sampler import replay_notes, replay_status
+from gputui.sources.playback import ReplaySource
 from gputui.ui.live_app import LiveApp
 from gputui.ui.messages import ReplayMoved
 from gputui.ui.screens.mark import MarkScreen

@@ -9,10 +9,11 @@ from gputui.alerts.alerter import Alerter
 from gputui.alerts.config import AlertsConfig
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Evidence, Finding, Severity
+from gputui.diagnostics.tick import Tick
 from gputui.model import Snapshot
 from gputui.session.diagnose import Diagnose
 from gputui.session.loop import SamplingLoop, SimulatedTime
-from gputui.session.sampling import Sampler, Tick
+from gputui.session.sampling import Sampler
 from gputui.sources.sim.source import SimulatedSource
 from tests.alerts.receiver import hanging, receiving
 

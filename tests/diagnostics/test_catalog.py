@@ -10,7 +10,7 @@ import pytest
 
 from gputui.diagnostics.catalog import MESSAGES, severity_label, text
 from gputui.diagnostics.findings import Severity
-from gputui.diagnostics.fleet import FLEET_RULE_IDS
+from gputui.diagnostics.fleet_rules import FLEET_RULE_IDS
 from gputui.diagnostics.locale import LANGS
 from gputui.diagnostics.rules import RULE_IDS
 

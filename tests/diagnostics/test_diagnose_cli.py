@@ -297,9 +297,9 @@ def test_bad_config_key_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[s
 def test_a_closed_finding_is_printed_as_closed_by_diagnose_and_by_each_fleet_node() -> None:
     """One printer for `diagnose` and `diagnose --prometheus`: a finding that closed during the window says when
     it held (the fleet's nodes printed it as if still open); one still open says for how long."""
-    from gputui.commands.findings_text import finding_lines
     from gputui.diagnostics.findings import Finding, Severity
     from gputui.diagnostics.groups import group_findings, sort_groups
+    from gputui.text.findings_text import finding_lines
 
     closed = Finding(
         "thermal_throttle",

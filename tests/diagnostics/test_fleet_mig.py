@@ -11,7 +11,7 @@ from dataclasses import replace
 from typing import Any
 
 from gputui.diagnostics.findings import Severity
-from gputui.diagnostics.fleet import fleet_finding_to_dict, fleet_findings
+from gputui.diagnostics.fleet_rules import fleet_finding_to_dict, fleet_findings
 from gputui.model import GpuProcess, GpuSample, MigDevice, MigState
 from tests.diagnostics.test_fleet_rules import IDLE_STEP, STEP_S, Maker, evidence, node, only, slow_gpu
 from tests.snapshots import GIB, gpu, proc

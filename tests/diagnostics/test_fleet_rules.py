@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from gputui.diagnostics.findings import Finding, Severity
-from gputui.diagnostics.fleet import (
+from gputui.diagnostics.fleet_rules import (
     CAUSE_RULES,
     FleetFinding,
     NodeWindow,

@@ -264,7 +264,7 @@ def test_a_health_check_keeps_both_instances_closed_findings_that_opened_togethe
     and close at the same instants are two, not one."""
     from gputui.commands.diagnose import _Seen
     from gputui.diagnostics.findings import Severity
-    from gputui.session.sampling import Tick
+    from gputui.diagnostics.tick import Tick
 
     closed = tuple(
         Finding("gpu_contention", Severity.WARNING, "t", "a", gpus=(0,), mig_instances=((0, gi),), ended_at=5.0)

@@ -17,7 +17,7 @@ from gputui.export.server import Exporter
 from gputui.metric_schema import HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL, HostnameLabel
 from gputui.model import ACTIVITY_FIELDS, ContainerInfo, GpuInfo, GpuSample, HostSample, Snapshot
 from gputui.session.diagnose import new_diagnose
-from gputui.session.fleet import FleetPoller
+from gputui.session.fleet_poll import FleetPoller
 from gputui.session.sampling import Sampler
 from gputui.sources.base import Source, SourceUnavailable
 from gputui.sources.remote import (

@@ -10,9 +10,9 @@ from dataclasses import replace
 import pytest
 
 from gputui.diagnostics.engine import DiagnosticsState
+from gputui.diagnostics.tick import Tick
 from gputui.export.server import ExportBindError, Exporter, ExportSampler, _bind_error_message
 from gputui.model import Snapshot
-from gputui.session.sampling import Tick
 from tests.export.export_helpers import FINDINGS, SYSTEM, FakeSource, fetch, make_snapshot, one, parse, render
 
 

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from gputui.diagnostics.fleet import NodeWindow, fleet_findings
+from gputui.diagnostics.fleet_rules import NodeWindow, fleet_findings
 from gputui.export.metrics import ExportState
 from gputui.model import GpuSample, MigDevice, Snapshot
 from gputui.sources.prometheus.client import PrometheusClient
-from gputui.sources.prometheus.fleet import FleetReading, read_fleet, read_history
+from gputui.sources.prometheus.fleet_query import FleetReading, read_fleet, read_history
 from gputui.sources.remote import RemoteSource, parse_exposition
 from tests.export.export_helpers import render
 from tests.fleet.prom_stub import Behaviour, canned_prometheus, series_of_page

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gputui.session.fleet import VANISHED, PrometheusPoller
+from gputui.session.fleet_poll import VANISHED, PrometheusPoller
 from gputui.sources.prometheus.client import PrometheusClient
 from tests.fleet.canned import dcgm_series, gputui_series
 from tests.fleet.prom_stub import Behaviour, canned_prometheus
@@ -54,7 +54,7 @@ def test_a_prometheus_down_from_the_start_leaves_no_hosts_and_says_why() -> None
 async def test_the_fleet_view_adds_a_block_for_each_host_found() -> None:
     from datetime import datetime
 
-    from gputui.ui.fleet import FleetApp
+    from gputui.ui.fleet_app import FleetApp
 
     behaviour = Behaviour(series=dcgm_series())
     with canned_prometheus(behaviour) as url:

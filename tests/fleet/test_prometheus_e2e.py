@@ -40,9 +40,9 @@ from benchmarks.fleet_data import (
     write_openmetrics,
 )
 from gputui.model import GpuSample
-from gputui.session.fleet import HostState, PrometheusPoller
+from gputui.session.fleet_poll import HostState, PrometheusPoller
 from gputui.sources.prometheus.client import PrometheusClient
-from gputui.sources.prometheus.fleet import (
+from gputui.sources.prometheus.fleet_query import (
     FleetReading,
     fleet_metric_names,
     parse_match,

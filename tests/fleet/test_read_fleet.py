@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gputui.sources.prometheus.client import PrometheusClient
-from gputui.sources.prometheus.fleet import (
+from gputui.sources.prometheus.fleet_query import (
     fleet_metric_names,
     parse_match,
     read_fleet,

@@ -40,9 +40,9 @@ import psutil
 
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.tick import Tick
 from gputui.model import HostSample, JobActivity, ProcSample, Snapshot
 from gputui.serialize import activity_from_dict
-from gputui.session.sampling import Tick
 from gputui.session.stacks import JobStacks, StacksConfig
 from gputui.sources.sim.job import JobSource, TraceError, read_trace
 from tests.cgroups import remove_group
@@ -610,7 +610,7 @@ def follow_job(
 _READ_AS = """
 import json, sys
 from gputui.serialize import activity_to_dict
-from gputui.sources.stacks.reader import read_activity
+from gputui.sources.stacks.activity_reader import read_activity
 print(json.dumps(activity_to_dict(read_activity(int(sys.argv[1]), float(sys.argv[2])))))
 """
 

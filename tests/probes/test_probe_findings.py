@@ -10,10 +10,10 @@ import pytest
 
 from gputui.diagnostics.catalog import PROBE_TEXTS
 from gputui.diagnostics.findings import Severity
-from gputui.probes import findings
-from gputui.probes.findings import error_title, result_evidence, to_finding
+from gputui.probes import result_finding as findings
 from gputui.probes.protocol import Error, Result
 from gputui.probes.reference import PcieLink, PeerCopy, judge_p2p, judge_pcie
+from gputui.probes.result_finding import error_title, result_evidence, to_finding
 
 H100 = "cuda:0 NVIDIA H100 80GB HBM3"
 # A figure's name as the worker writes it: never shown in the pane, only kept as the evidence's key.

@@ -8,10 +8,10 @@ import pytest
 
 from gputui.diagnostics.findings import Severity
 from gputui.model import GpuProcess, GpuSample, HostSample, Snapshot
-from gputui.probes.findings import to_finding
 from gputui.probes.judge import judge_run, link_under_load, other_users, pcie_link, rejudge_pcie
 from gputui.probes.protocol import Error, Result
 from gputui.probes.reference import PcieLink
+from gputui.probes.result_finding import to_finding
 from tests.snapshots import snapshot, system_info
 
 SYSTEM = system_info(cpu_count=32)

@@ -14,7 +14,6 @@ from gputui.cli import main
 from gputui.diagnostics.findings import Severity
 from gputui.model import GpuSample, HostSample, Snapshot, Topology
 from gputui.probes import worker
-from gputui.probes.findings import to_finding
 from gputui.probes.judge import peer_links
 from gputui.probes.protocol import Error, Progress, Result, parse_line
 from gputui.probes.reference import (
@@ -27,6 +26,7 @@ from gputui.probes.reference import (
     nvlink_generation,
     peer_verdict,
 )
+from gputui.probes.result_finding import to_finding
 from gputui.probes.runner import ProbeRequest, ProbeRunner
 from gputui.probes.worker import EXIT_USAGE
 from gputui.sources.base import SourceUnavailable

@@ -11,7 +11,7 @@ from gputui.model import ActivityFrame, ActivityShares, JobActivity, Snapshot
 from gputui.record.format import dumps, header_to_dict, tick_to_dict
 from gputui.record.reader import load_recording
 from gputui.record.writer import RecordingWriter
-from gputui.sources.replay import ReplaySource
+from gputui.sources.playback import ReplaySource
 from tests.record.recdata import T0, gpu_info, snapshot, system
 
 WAITING = JobActivity(

@@ -11,7 +11,7 @@ import pytest
 
 from gputui import cli
 from gputui.record.format import mark_event
-from gputui.sources.replay import ReplaySource
+from gputui.sources.playback import ReplaySource
 from tests.record.recdata import T0, snapshot, write_recording
 
 

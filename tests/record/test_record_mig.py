@@ -10,8 +10,8 @@ from pathlib import Path
 from gputui.model import GpuSample, MigState
 from gputui.record.format import dumps, header_from_dict, header_to_dict, tick_from_dict, tick_to_dict
 from gputui.record.reader import load_recording
-from gputui.record.report import build_report, render_text, report_to_dict
-from gputui.sources.replay import ReplaySource
+from gputui.report.summary import build_report, render_text, report_to_dict
+from gputui.sources.playback import ReplaySource
 from tests.conftest import Clock
 from tests.record.migdata import INSTANCE_TOTAL, instance, mig_gpu, mig_snapshot, pid_of
 from tests.record.recdata import T0, snapshot, write_recording

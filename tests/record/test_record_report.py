@@ -15,9 +15,9 @@ from gputui.diagnostics.findings import Finding, Severity
 from gputui.model import GpuSample, Snapshot
 from gputui.record.format import RecordingError, finding_event, mark_event, probe_event
 from gputui.record.reader import load_recording
-from gputui.record.report import Stats, build_report, render_text, report_to_dict
-from gputui.record.report_html import render_html, write_html
 from gputui.record.writer import RecordingWriter
+from gputui.report.html import render_html, write_html
+from gputui.report.summary import Stats, build_report, render_text, report_to_dict
 from gputui.sources.sim.source import SimulatedSource
 from tests.conftest import Clock
 from tests.record.plotpage import plot, row_axis, times

@@ -10,10 +10,10 @@ from typing import Any
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.record.format import RecordedEvent, finding_event, mark_event
 from gputui.record.reader import load_recording
-from gputui.record.report import build_report
-from gputui.record.report_charts import SM_CLOCK_TITLE
-from gputui.record.report_html import render_html
-from gputui.record.report_lanes import FINDINGS_TITLE, severity_colour
+from gputui.report.charts import SM_CLOCK_TITLE
+from gputui.report.html import render_html
+from gputui.report.lanes import FINDINGS_TITLE, severity_colour
+from gputui.report.summary import build_report
 from tests.record.plotpage import plot, row_axis, times
 from tests.record.recdata import T0, snapshot, write_recording
 

@@ -10,14 +10,15 @@ import pytest
 
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import format_evidence
+from gputui.diagnostics.tick import Tick
 from gputui.record.reader import load_recording
-from gputui.record.report import FindingSpan, FindingTracker, VerdictSpan, VerdictTimeline, build_report
 from gputui.record.writer import RecordingWriter
+from gputui.report.summary import FindingSpan, FindingTracker, VerdictSpan, VerdictTimeline, build_report
 from gputui.session.loop import SamplingLoop, SimulatedTime
 from gputui.session.recording import record_ticks
-from gputui.session.replay import ReplaySampler
-from gputui.session.sampling import Sampler, Tick
-from gputui.sources.replay import ReplaySource
+from gputui.session.replay_sampler import ReplaySampler
+from gputui.session.sampling import Sampler
+from gputui.sources.playback import ReplaySource
 from gputui.sources.sim.scenarios import BY_NAME, SCENARIOS, TOUR
 from gputui.sources.sim.source import SimulatedSource
 

@@ -9,9 +9,9 @@ import pytest
 
 from gputui.record.format import mark_event
 from gputui.record.reader import load_recording
-from gputui.session.replay import ReplaySampler, replay_notes
+from gputui.session.replay_sampler import ReplaySampler, replay_notes
 from gputui.sources.base import Source, SourceUnavailable
-from gputui.sources.replay import ReplaySource, resolve_start
+from gputui.sources.playback import ReplaySource, resolve_start
 from tests.conftest import Clock
 from tests.record.recdata import T0, snapshot, system, write_recording
 

@@ -15,8 +15,8 @@ from gputui.diagnostics.verdict import Verdict, verdict_to_dict
 from gputui.model import Snapshot
 from gputui.record.format import RecordedEvent
 from gputui.record.reader import load_recording
-from gputui.record.report import build_report, render_text
-from gputui.record.report_html import render_html
+from gputui.report.html import render_html
+from gputui.report.summary import build_report, render_text
 from tests.record.recdata import T0, snapshot, write_recording
 
 FIRST_LINES = [

@@ -10,9 +10,9 @@ from pathlib import Path
 from gputui.model import ActivityShares, Snapshot
 from gputui.record.format import RecordingHeader
 from gputui.record.reader import Recording
-from gputui.record.report import build_report, render_text, report_to_dict
-from gputui.record.report_activity import ActivityTally, activity_table
-from gputui.record.report_html import render_html
+from gputui.report.activity_windows import ActivityTally, activity_table
+from gputui.report.html import render_html
+from gputui.report.summary import build_report, render_text, report_to_dict
 from tests.activities import job_snapshot, unreadable, waiting_for_data
 
 

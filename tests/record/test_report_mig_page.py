@@ -10,11 +10,11 @@ from typing import Any
 
 from gputui.model import GpuSample, Snapshot
 from gputui.record.reader import load_recording
-from gputui.record.report import build_report
-from gputui.record.report_charts import MIG_ACTIVITY_TITLE, UTILIZATION, gpu_colour
-from gputui.record.report_html import HOW_TO_READ_MIG, MIG_COLUMNS, MIG_TABLE_TITLE, render_html
-from gputui.record.report_lanes import VERDICT_TITLE
-from gputui.record.report_mig import InstanceSeries
+from gputui.report.charts import MIG_ACTIVITY_TITLE, UTILIZATION, gpu_colour
+from gputui.report.html import HOW_TO_READ_MIG, MIG_COLUMNS, MIG_TABLE_TITLE, render_html
+from gputui.report.lanes import VERDICT_TITLE
+from gputui.report.mig_lines import InstanceSeries
+from gputui.report.summary import build_report
 from tests.record.migdata import instance, mig_gpu, mig_snapshot
 from tests.record.plotpage import plot, row_axis
 from tests.record.recdata import T0, gpu_sample, record_simulated, snapshot, write_recording

@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from gputui.record.reader import Recording, load_recording
-from gputui.record.report import Report, build_report, render_text
-from gputui.record.report_charts import HOST_CPU_TITLE
-from gputui.record.report_figure import MODEBAR_BAND_PX, TOP_MARGIN_PX
-from gputui.record.report_html import TEXT_SUMMARY, render_html
-from gputui.record.report_lanes import FINDINGS_TITLE, VERDICT_TITLE
-from gputui.record.report_series import MAX_BUCKETS
+from gputui.report.buckets import MAX_BUCKETS
+from gputui.report.charts import HOST_CPU_TITLE
+from gputui.report.figure import MODEBAR_BAND_PX, TOP_MARGIN_PX
+from gputui.report.html import TEXT_SUMMARY, render_html
+from gputui.report.lanes import FINDINGS_TITLE, VERDICT_TITLE
+from gputui.report.summary import Report, build_report, render_text
 from tests.record.plotpage import config, plot, row_axis
 from tests.record.recdata import T0, record_simulated, snapshot, write_recording
 

@@ -3,7 +3,7 @@ highest reading, so that a dip or a spike survives thinning and a gap stays a ga
 
 from __future__ import annotations
 
-from gputui.record.report_series import MAX_BUCKETS, Grid
+from gputui.report.buckets import MAX_BUCKETS, Grid
 
 
 def test_a_short_recording_keeps_every_reading() -> None:

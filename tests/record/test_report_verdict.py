@@ -6,9 +6,9 @@ from pathlib import Path
 
 from gputui.cli import main
 from gputui.record.reader import load_recording
-from gputui.record.report import build_report, render_text, report_to_dict
-from gputui.record.report_html import render_html
-from gputui.record.report_lanes import VERDICT_LANE, VERDICT_TITLE, verdict_colour
+from gputui.report.html import render_html
+from gputui.report.lanes import VERDICT_LANE, VERDICT_TITLE, verdict_colour
+from gputui.report.summary import build_report, render_text, report_to_dict
 from tests.record.plotpage import plot, row_axis
 from tests.record.recdata import T0, snapshot, write_recording
 

@@ -8,8 +8,8 @@ import pytest
 
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.model import Snapshot
-from gputui.session import fleet as fleet_session
-from gputui.session.fleet import (
+from gputui.session import fleet_poll as fleet_session
+from gputui.session.fleet_poll import (
     FLEET_HISTORY,
     FLEET_WINDOW_S,
     HostState,

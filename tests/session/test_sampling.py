@@ -10,13 +10,14 @@ import pytest
 
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding, Severity
+from gputui.diagnostics.tick import Tick
 from gputui.model import Snapshot
 from gputui.record.reader import load_recording
 from gputui.record.writer import RecordingWriter
 from gputui.session.diagnose import once_per_reading, tolerant
 from gputui.session.loop import SamplingLoop, SimulatedTime
 from gputui.session.recording import record_ticks
-from gputui.session.sampling import Sampler, Tick
+from gputui.session.sampling import Sampler
 from gputui.sources.sim.source import SimulatedSource
 
 HOT = Finding(rule="thermal_throttle", severity=Severity.CRITICAL, title="", advice="", gpus=(1,))

@@ -12,9 +12,10 @@ import pytest
 
 from gputui.diagnostics.config import ConfigError
 from gputui.diagnostics.findings import Finding, Severity
+from gputui.diagnostics.tick import Tick
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import ActivityShares, JobActivity, Snapshot
-from gputui.session.sampling import Sampler, Tick
+from gputui.session.sampling import Sampler
 from gputui.session.stacks import (
     JobStacks,
     StacksConfig,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from gputui.sources.stacks.agent import gputui_stacks_agent as agent
+from gputui.agent import gputui_stacks_agent as agent
 from gputui.sources.stacks.inprocess import read_published
 from gputui.sources.stacks.samples import StackWindow, ThreadStacks
 from tests.stacks.published import SPINNER, job_environment, python, record_path, started, until

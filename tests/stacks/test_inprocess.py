@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from gputui.sources.stacks.agent import gputui_stacks_agent as agent
+from gputui.agent import gputui_stacks_agent as agent
 from gputui.sources.stacks.inprocess import read_published
 from gputui.sources.stacks.samples import Frame, StackCount, StacksUnavailable
 from tests.stacks.published import started, until

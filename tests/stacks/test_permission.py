@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from gputui.sources.stacks.activity_reader import read_activity
 from gputui.sources.stacks.permission import ptrace_refusal, refusal_notice
 from gputui.sources.stacks.pyspy import find_py_spy, record
-from gputui.sources.stacks.reader import read_activity
 
 ALL_CAPS = "000001ffffffffff"
 NO_PTRACE = f"{int(ALL_CAPS, 16) & ~(1 << 19):016x}"

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from gputui.sources.stacks.activity_reader import ERROR_KEYS, read_activity
 from gputui.sources.stacks.pyspy import find_py_spy
-from gputui.sources.stacks.reader import ERROR_KEYS, read_activity
 from gputui.sources.stacks.samples import StacksUnavailable, StackWindow
 from tests.stacks.recorded import recorded, thread, window
 
@@ -26,7 +26,7 @@ def nothing(pid: int, window_s: float) -> StackWindow | None:
 
 @pytest.fixture
 def can_trace(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("gputui.sources.stacks.reader.ptrace_refusal", lambda pid: None)
+    monkeypatch.setattr("gputui.sources.stacks.activity_reader.ptrace_refusal", lambda pid: None)
 
 
 def test_the_jobs_own_record_comes_first() -> None:
@@ -52,7 +52,7 @@ def test_without_a_record_py_spy_reads_it() -> None:
 def test_a_refusal_known_before_trying_is_the_activitys_error_and_py_spy_is_not_run(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("gputui.sources.stacks.reader.ptrace_refusal", lambda pid: "ptrace_refused: because")
+    monkeypatch.setattr("gputui.sources.stacks.activity_reader.ptrace_refusal", lambda pid: "ptrace_refused: because")
     activity = read_activity(60, 4.0, record=never, clock=lambda: 70.0, published=nothing)
     assert (activity.samples, activity.error, activity.taken_at, activity.leading) == (
         0,

@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from gputui.activity_text import ACTIVITY_FRESH_S, activity_line, shares_text, short_activity
 from gputui.cli import main
-from gputui.commands.findings_text import activity_lines as diagnose_activity_lines
 from gputui.model import ActivityShares, Snapshot
 from gputui.sources.sim.source import SimulatedSource
-from gputui.textview import process_lines
-from gputui.ui.activity import BAR, KIND_STYLES, STALE, activity_lines, bar, row_mark
+from gputui.text.activity_text import ACTIVITY_FRESH_S, activity_line, shares_text, short_activity
+from gputui.text.findings_text import activity_lines as diagnose_activity_lines
+from gputui.text.snapshot_text import process_lines
+from gputui.ui.widgets.activity_lines import BAR, KIND_STYLES, STALE, activity_lines, bar, row_mark
 from gputui.ui.widgets.processes import ProcessTable, process_rows
 from tests.activities import TAKEN_AT, job_snapshot, unreadable, waiting_for_data
 from tests.ui.monitor_helpers import plain

@@ -13,7 +13,7 @@ from gputui.model import (
     PsiSample,
     Snapshot,
 )
-from gputui.textview import container_lines, process_lines
+from gputui.text.snapshot_text import container_lines, process_lines
 from gputui.ui.widgets.header import container_brief
 from gputui.ui.widgets.host import container_fields
 from gputui.ui.widgets.processes import COLUMNS, process_rows, shown_columns

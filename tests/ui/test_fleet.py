@@ -12,14 +12,14 @@ import pytest
 
 from gputui.cli import main
 from gputui.diagnostics.findings import Finding, Severity
-from gputui.diagnostics.fleet import FleetFinding
+from gputui.diagnostics.fleet_rules import FleetFinding
 from gputui.diagnostics.verdict import Verdict
 from gputui.export.server import Exporter
 from gputui.model import GpuSample, Snapshot
 from gputui.session.diagnose import new_diagnose
-from gputui.session.fleet import FleetPoller, HostState, fleet_interval, judge_fleet
+from gputui.session.fleet_poll import FleetPoller, HostState, fleet_interval, judge_fleet
 from gputui.sources.sim.source import SimulatedSource
-from gputui.ui.fleet import FleetApp, header_parts
+from gputui.ui.fleet_app import FleetApp, header_parts
 from gputui.ui.widgets.fleet_block import FleetBlock, block_lines, findings_line
 from gputui.ui.widgets.lines import Line
 from tests.snapshots import MIB, gpu, gpu_info, host, snapshot, system_info
@@ -334,14 +334,14 @@ def test_remote_runs_the_fleet_view_on_the_given_exporters(monkeypatch: pytest.M
         calls.append((targets, interval))
         return 0
 
-    monkeypatch.setattr("gputui.ui.fleet.run_fleet", fake_run_fleet)
+    monkeypatch.setattr("gputui.ui.fleet_app.run_fleet", fake_run_fleet)
     assert main(["--remote", "gpu01,gpu02:9500", "--interval", "3"]) == 0
     assert calls == [(("http://gpu01:9400/metrics", "http://gpu02:9500/metrics"), 3.0)]
 
 
 def test_remote_polls_every_two_seconds_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
     intervals: list[float] = []
-    monkeypatch.setattr("gputui.ui.fleet.run_fleet", lambda targets, interval: intervals.append(interval) or 0)
+    monkeypatch.setattr("gputui.ui.fleet_app.run_fleet", lambda targets, interval: intervals.append(interval) or 0)
     assert main(["--remote", "gpu01"]) == 0
     assert main(["--remote", "gpu01", "--interval", "1"]) == 0
     assert intervals == [2.0, 1.0]

@@ -7,7 +7,7 @@ import pytest
 from gputui.cli import main
 from gputui.model import decode_clock_event_reasons
 from gputui.sources.base import SourceUnavailable
-from gputui.ui import text
+from gputui.ui import cells as text
 from gputui.ui.widgets.gpu_panel import UtilBuckets
 from gputui.ui.widgets.host import core_lines
 from gputui.ui.widgets.lines import changed_span

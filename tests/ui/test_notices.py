@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gputui.model import XID_UNWATCHED
+from gputui.ui.cells import wrap_text
 from gputui.ui.notices import NO_DRIVER, Notices, Report, reports
-from gputui.ui.text import wrap_text
 from tests.ui.monitor_helpers import busy_gpu, snapshot
 
 XID = f"{XID_UNWATCHED}: waiting for XID events failed: Unknown Error"

@@ -14,7 +14,7 @@ from gputui.formatting import NA
 from gputui.probes.protocol import BadLine, Progress, Result
 from gputui.record.reader import load_recording
 from gputui.record.writer import RecordingWriter
-from gputui.sources.replay import ReplaySource
+from gputui.sources.playback import ReplaySource
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.widgets.processes import COLUMNS

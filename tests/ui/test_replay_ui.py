@@ -11,7 +11,7 @@ from textual.widgets import Footer
 from textual.widgets._footer import FooterKey, FooterLabel
 
 from gputui.record.writer import RecordingWriter
-from gputui.sources.replay import ReplaySource
+from gputui.sources.playback import ReplaySource
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui import probes
 from gputui.ui.app import GpuTuiApp

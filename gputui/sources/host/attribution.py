@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gputui.sources.host import procfs
-from gputui.sources.host.podresources.client import PodNames
+from gputui.sources.host.podresources.kubelet import PodNames
 
 _SLURM_UID_JOB = re.compile(r"/slurm[^/\n]*/uid_(\d+)/job_(\d+)(?=/|$)", re.MULTILINE)
 _SLURM_STEPD_JOB = re.compile(r"slurmstepd\.scope/job_(\d+)(?=/|$)", re.MULTILINE)

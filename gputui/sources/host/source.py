@@ -27,7 +27,7 @@ from gputui.model import ContainerInfo, HostSample, ProcSample
 from gputui.sources.host import procfs
 from gputui.sources.host.attribution import Attribution, Attributor
 from gputui.sources.host.cgroup import CgroupReader, host_oom_kills, read_cgroup, shm_bytes
-from gputui.sources.host.podresources.client import PodNames
+from gputui.sources.host.podresources.kubelet import PodNames
 
 # Counting children scans every process on the machine (~5-40 µs each), so the counts of all GPU processes
 # are refreshed together, in one scan, every CHILDREN_EVERY ticks (and for a process when it first appears).

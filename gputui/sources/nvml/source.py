@@ -33,10 +33,10 @@ from gputui.sources.host.source import HostSource
 from gputui.sources.host.visible import mig_slice, old_mig_name
 from gputui.sources.nvml.efficiency import GpmReader, ProcessUtilization
 from gputui.sources.nvml.events import DEFAULT_WAIT_MS, XidWatcher
+from gputui.sources.nvml.links import NvLinkCounters, NvLinkReader, read_topology, resolve_remotes
 from gputui.sources.nvml.mig import MigReader, share_out
 from gputui.sources.nvml.processes import COMPUTE_PROCESSES, GRAPHICS_PROCESSES, merge_processes
 from gputui.sources.nvml.query import Fields, GpuLost, Nvml, Query, Verdict
-from gputui.sources.nvml.topology import NvLinkCounters, NvLinkReader, read_topology, resolve_remotes
 
 KIB = 1024  # nvmlDeviceGetPcieThroughput reports KB/s, which NVML means as KiB/s
 LAST_PSTATE = 15  # P15; NVML_PSTATE_UNKNOWN (32) and anything else is not a P-state

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gputui import model
-from gputui.sources.sim.topology import near_cpu
+from gputui.sources.sim.placement import near_cpu
 from gputui.sources.sim.waves import Waves, clamp, smoothstep
 
 BIT = {name: bit for bit, name in model.CLOCK_EVENT_REASONS}

@@ -30,7 +30,7 @@ from gputui.sources.sim.physics import (
     Job,
     Scene,
 )
-from gputui.sources.sim.topology import socket_cpus, socket_of
+from gputui.sources.sim.placement import socket_cpus, socket_of
 
 
 @dataclass(frozen=True, slots=True)

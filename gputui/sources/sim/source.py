@@ -16,8 +16,8 @@ from dataclasses import replace
 from gputui.model import ContainerInfo, GpuInfo, Snapshot, SystemInfo
 from gputui.sources.base import InvalidGpuSelection
 from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD, DEFAULT_GPU_COUNT, MachinePhysics, Scene, gpu_info
+from gputui.sources.sim.placement import topology
 from gputui.sources.sim.scenarios import BY_NAME, SCENARIO_DESCRIPTIONS, SCENARIOS, TOUR, Stage
-from gputui.sources.sim.topology import topology
 
 TOUR_SEGMENT_S = 30.0
 TOUR_SCENARIOS: tuple[str, ...] = tuple(BY_NAME)

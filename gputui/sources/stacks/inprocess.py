@@ -39,7 +39,7 @@ from typing import Any
 
 import psutil
 
-from gputui.sources.stacks.agent import gputui_stacks_agent as agent
+from gputui.agent import gputui_stacks_agent as agent
 from gputui.sources.stacks.samples import Frame, Stack, StackCount, StacksUnavailable, StackWindow, ThreadStacks
 
 # The sampler writes about once a second: a record older than this is not being kept up to date.

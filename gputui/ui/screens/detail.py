@@ -1,8 +1,9 @@
 """`enter` on a GPU: its history as charts (utilization, SM clock, temperature, power, PCIe, and on GPUs with
 GPM SM activity, tensor activity and DRAM bandwidth; in MIG mode each instance's activity now), `esc` back.
 
-Above the charts, what a process of the GPU did, where its stacks were sampled (gputui/ui/activity.py): the one
-`enter` was pressed on in the process table, else the GPU's process sampled last."""
+Above the charts, what a process of the GPU did, where its stacks were sampled
+(gputui/ui/widgets/activity_lines.py): the one `enter` was pressed on in the process table, else the GPU's process
+sampled last."""
 
 from __future__ import annotations
 
@@ -14,9 +15,9 @@ from textual.widget import Widget
 from gputui.formatting import NA, fmt_num, fmt_pct, fmt_rate_short
 from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, ProcSample, Snapshot
-from gputui.ui.activity import activity_lines
+from gputui.ui.cells import chart_rows, fit_tags, fmt_pstate, reason_tags, wrap_text
 from gputui.ui.screens.cover import CoverScreen
-from gputui.ui.text import chart_rows, fit_tags, fmt_pstate, reason_tags, wrap_text
+from gputui.ui.widgets.activity_lines import activity_lines
 from gputui.ui.widgets.gpu_panel import instance_line, shown_instances
 from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.lines import Line, LineView, line_len

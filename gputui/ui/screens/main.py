@@ -8,8 +8,8 @@ from textual.app import ComposeResult
 from textual.containers import Container
 from textual.widgets import Footer, Input
 
+from gputui.diagnostics.tick import Tick
 from gputui.model import Snapshot
-from gputui.session.sampling import Tick
 from gputui.ui.lean_update import LeanScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.gpu_list import GpuList

@@ -10,9 +10,9 @@ from collections.abc import Sequence
 
 from textual.widget import Widget
 
-from gputui import topology as topo
 from gputui.formatting import NA, fmt_rate_short
 from gputui.model import GpuSample, Snapshot, Topology
+from gputui.text import topology_text as topo
 from gputui.ui.screens.cover import CoverScreen
 from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.lines import Line, LineView, line_len

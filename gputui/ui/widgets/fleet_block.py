@@ -15,8 +15,8 @@ from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.groups import group_findings, sort_groups
 from gputui.formatting import NA, fmt_duration, fmt_gib, fmt_num, fmt_pct, fmt_ranges
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
-from gputui.session.fleet import HostState
-from gputui.ui.text import bar, fmt_pcie, level_style, reason_tags, short_gpu_name, temperature_style
+from gputui.session.fleet_poll import HostState
+from gputui.ui.cells import bar, fmt_pcie, level_style, reason_tags, short_gpu_name, temperature_style
 from gputui.ui.widgets.diagnostics import SEVERITY_STYLES
 from gputui.ui.widgets.gpu_panel import MIG_STYLE, folded_item, mig_on, shown_instances
 from gputui.ui.widgets.lines import Line, LineView, line_len

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gputui.diagnostics.catalog import severity_label, text
-from gputui.diagnostics.fleet import FleetFinding
+from gputui.diagnostics.fleet_rules import FleetFinding
 from gputui.ui.widgets.diagnostics import SEVERITY_STYLES
 from gputui.ui.widgets.lines import Line, LineView
 

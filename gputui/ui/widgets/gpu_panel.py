@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from gputui.formatting import fmt_gib, fmt_num, fmt_pct, fmt_rate_short
 from gputui.model import GpuInfo, GpuSample, MigDevice
-from gputui.ui.text import (
+from gputui.ui.cells import (
     SPARK_GAP,
     bar,
     clock_style,

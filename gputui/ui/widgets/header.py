@@ -11,8 +11,8 @@ from rich.cells import cell_len, chop_cells
 from gputui.diagnostics.verdict import Verdict
 from gputui.formatting import NA, fmt_bytes, fmt_bytes_short
 from gputui.model import ContainerInfo, SystemInfo
+from gputui.ui.cells import wrap_text
 from gputui.ui.notices import Level, Notice
-from gputui.ui.text import wrap_text
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from gputui.formatting import NA, fmt_bytes_short, fmt_num, fmt_pct, fmt_rate_short
 from gputui.model import ContainerInfo, HostSample
-from gputui.ui.text import level_style, spark_char
+from gputui.ui.cells import level_style, spark_char
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"

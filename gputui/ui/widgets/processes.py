@@ -19,7 +19,7 @@ from textual.message import Message
 
 from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes_short, fmt_num, fmt_owner, fmt_unreadable
 from gputui.model import GpuProcess, GpuSample, Snapshot
-from gputui.ui.activity import row_mark
+from gputui.ui.widgets.activity_lines import row_mark
 from gputui.ui.widgets.lines import Line, LineView
 
 LABEL = "bright_black"

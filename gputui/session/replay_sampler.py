@@ -13,11 +13,11 @@ import threading
 from collections import deque
 
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
+from gputui.diagnostics.tick import Tick
 from gputui.formatting import hms
 from gputui.model import Snapshot
 from gputui.record.format import format_clock
-from gputui.session.sampling import Tick
-from gputui.sources.replay import ReplaySource
+from gputui.sources.playback import ReplaySource
 
 # Ticks kept for a UI that has not taken them; beyond this the oldest go (its history holds fewer anyway).
 BACKLOG = 3600

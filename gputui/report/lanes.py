@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gputui.formatting import fmt_ranges
-from gputui.record.report import FindingSpan, Report
+from gputui.report.summary import FindingSpan, Report
 
 VERDICT_TITLE = "Verdict over time"
 FINDINGS_TITLE = "Findings (one lane per rule and GPU)"

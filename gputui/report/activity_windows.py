@@ -13,9 +13,9 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gputui.activity_text import error_words, frame_text, shares_text
 from gputui.formatting import fmt_share
 from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityShares, JobActivity, Snapshot
+from gputui.text.activity_text import error_words, frame_text, shares_text
 
 
 @dataclass(frozen=True, slots=True)

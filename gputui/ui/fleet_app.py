@@ -6,7 +6,7 @@ every server in parallel (bounded by its timeout), then the loop waits for the n
 dead server only slows its own block. Parsing one scrape costs ~30 ms of CPU, hence 2 s between polls by default
 and never under 1 s. Each server's readings go through its own diagnostics engine inside the poller, and the fleet
 findings (a straggler, a GPU held and idle) are judged over every server's window on the same thread
-(gputui/session/fleet.py, `poll_and_judge`).
+(gputui/session/fleet_poll.py, `poll_and_judge`).
 
 What needs attention comes first: unreachable servers, then those with a critical finding, a warning, one a fleet
 finding names, then the rest, each group in the order given. When the servers' whole blocks do not fit the
@@ -30,9 +30,9 @@ from textual.screen import ModalScreen, Screen
 from textual.widgets import Footer, Static
 
 from gputui.diagnostics.findings import Severity
-from gputui.diagnostics.fleet import FleetFinding
+from gputui.diagnostics.fleet_rules import FleetFinding
 from gputui.diagnostics.locale import resolve_lang
-from gputui.session.fleet import (
+from gputui.session.fleet_poll import (
     FLEET_DEFAULT_INTERVAL,
     FleetPoller,
     FleetRound,

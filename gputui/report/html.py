@@ -16,10 +16,10 @@ from gputui.diagnostics.account import Price, account_lines
 from gputui.formatting import NA, fmt_bytes_pair, fmt_pct, fmt_share
 from gputui.record.format import RecordingError, format_clock, format_datetime
 from gputui.record.reader import Recording
-from gputui.record.report import Report, render_text
-from gputui.record.report_activity import activity_table
-from gputui.record.report_figure import CONFIG, build_figure
-from gputui.record.report_lanes import SEVERITIES, finding_lanes, verdict_colour
+from gputui.report.activity_windows import activity_table
+from gputui.report.figure import CONFIG, build_figure
+from gputui.report.lanes import SEVERITIES, finding_lanes, verdict_colour
+from gputui.report.summary import Report, render_text
 
 _STYLE = (
     "body{font-family:system-ui,sans-serif;margin:1em 2em}"

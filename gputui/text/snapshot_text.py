@@ -16,8 +16,6 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from gputui import topology as topo
-from gputui.activity_text import detail_lines
 from gputui.formatting import (
     HIDDEN_PROCESS,
     NA,
@@ -33,6 +31,8 @@ from gputui.formatting import (
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, MigDevice, ProcSample, Snapshot, SystemInfo
 from gputui.sources.sim.job import is_job_scenario, job_banner
 from gputui.sources.sim.scenarios import SCENARIO_DESCRIPTIONS
+from gputui.text import topology_text as topo
+from gputui.text.activity_text import detail_lines
 
 T = TypeVar("T")
 

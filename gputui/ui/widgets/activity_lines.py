@@ -1,13 +1,15 @@
 """A job's activity on screen: the process row's mark ("data 71%") and the detail's block (a bar with a colour
 per kind, its legend, where the stacks came from, the top frames, the workers, why no stack could be read).
 
-Lines of (text, style) parts as every LineView draws them; the words are gputui.activity_text's, which
+Lines of (text, style) parts as every LineView draws them; the words are gputui.text.activity_text's, which
 `snapshot`, `diagnose` and the report use too.
 """
 
 from __future__ import annotations
 
-from gputui.activity_text import (
+from gputui.formatting import fmt_share
+from gputui.model import ActivityFrame, ActivityKind, ActivityShares, JobActivity, ProcSample
+from gputui.text.activity_text import (
     ACTIVITY_FRESH_S,
     error_words,
     frame_place,
@@ -16,9 +18,7 @@ from gputui.activity_text import (
     short_activity,
     source_text,
 )
-from gputui.formatting import fmt_share
-from gputui.model import ActivityFrame, ActivityKind, ActivityShares, JobActivity, ProcSample
-from gputui.ui.text import wrap_text
+from gputui.ui.cells import wrap_text
 from gputui.ui.widgets.lines import Line, line_len
 
 LABEL = "bright_black"

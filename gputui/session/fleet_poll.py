@@ -18,14 +18,15 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from gputui.diagnostics.findings import Finding
-from gputui.diagnostics.fleet import FleetFinding, NodeWindow, fleet_findings
+from gputui.diagnostics.fleet_rules import FleetFinding, NodeWindow, fleet_findings
+from gputui.diagnostics.tick import Tick
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
 from gputui.session.diagnose import ClosedFindings, Diagnose, new_diagnose, once_per_reading, tolerant
-from gputui.session.sampling import Sampler, Tick
+from gputui.session.sampling import Sampler
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.prometheus.client import PrometheusClient, PrometheusError
-from gputui.sources.prometheus.fleet import FleetHistory, NodeSource, read_fleet, read_history
+from gputui.sources.prometheus.fleet_query import FleetHistory, NodeSource, read_fleet, read_history
 
 # The fleet's poll period: parsing one 8-GPU scrape costs ~30 ms of CPU, so 2 s by default and never under 1 s.
 FLEET_DEFAULT_INTERVAL = 2.0

@@ -27,7 +27,7 @@ from gputui.record.format import (
     format_datetime,
 )
 from gputui.record.reader import Recording
-from gputui.record.report_activity import ActivityTally, ProcessActivity, activity_lines
+from gputui.report.activity_windows import ActivityTally, ProcessActivity, activity_lines
 
 # Reasons that hold the clocks back (as opposed to idle, or a clock someone set on purpose).
 THROTTLING_REASONS: tuple[str, ...] = (

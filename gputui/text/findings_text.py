@@ -1,18 +1,17 @@
-"""How `diagnose` and `diagnose --prometheus` print findings and turn them into an exit code: one way for both,
-so a node of the fleet reads as a health check of that node does."""
+"""How `diagnose` and `diagnose --prometheus` print findings: one way for both, so a node of the fleet reads as a
+health check of that node does (the exit code from the same findings: gputui.commands.common.exit_code)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
-from gputui.activity_text import detail_lines
-from gputui.commands import common
 from gputui.diagnostics.catalog import severity_label, text
 from gputui.diagnostics.findings import Severity, format_evidence
 from gputui.diagnostics.groups import FindingGroup
 from gputui.formatting import fmt_duration
 from gputui.model import Snapshot
+from gputui.text.activity_text import detail_lines
 
 
 def finding_lines(groups: Sequence[FindingGroup], lang: str) -> list[str]:
@@ -51,16 +50,6 @@ def activity_lines(last: Snapshot | None, lang: str) -> list[str]:
         out.append(text("cli.activity", lang, pid=pid, name=proc.name, activity=first))
         out += [f"      {line}" for line in rest]
     return out
-
-
-def exit_code(severities: Iterable[Severity]) -> int:
-    """A health check's exit code from the worst finding: 4 critical, 1 warnings, 0 nothing above info."""
-    worst = max(severities, default=None)
-    if worst == Severity.CRITICAL:
-        return common.EXIT_CRITICAL
-    if worst == Severity.WARNING:
-        return common.EXIT_WARNINGS
-    return common.EXIT_OK
 
 
 def _clock(timestamp: float) -> str:

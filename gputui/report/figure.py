@@ -23,8 +23,8 @@ from typing import Any
 
 from gputui.record.format import RecordingError
 from gputui.record.reader import Recording
-from gputui.record.report import THROTTLE_BITS, FindingSpan, Report, tick_weights
-from gputui.record.report_charts import (
+from gputui.report.buckets import Grid
+from gputui.report.charts import (
     GPU_CHARTS,
     HOST_CPU_TITLE,
     MIG_ACTIVITY_TITLE,
@@ -33,7 +33,7 @@ from gputui.record.report_charts import (
     Chart,
     gpu_colour,
 )
-from gputui.record.report_lanes import (
+from gputui.report.lanes import (
     FINDINGS_LEGEND_TITLE,
     FINDINGS_TITLE,
     SEVERITIES,
@@ -48,8 +48,8 @@ from gputui.record.report_lanes import (
     timeline_traces,
     verdict_lanes,
 )
-from gputui.record.report_mig import InstanceLine, InstanceSeries
-from gputui.record.report_series import Grid
+from gputui.report.mig_lines import InstanceLine, InstanceSeries
+from gputui.report.summary import THROTTLE_BITS, FindingSpan, Report, tick_weights
 
 INSTALL_HINT = "install plotly where gputui runs (in a checkout: .venv/bin/pip install plotly)"
 MODEBAR_BAND_PX = 40  # the toolbar is 30 px high at most; nothing else is drawn in this band but the selector

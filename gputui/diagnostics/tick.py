@@ -1,0 +1,23 @@
+"""A Tick: one reading and what the diagnostics made of it, the unit every sink and view of a session takes.
+
+It lives with the diagnostics, below the session that makes it, so that the sinks the session feeds (the recording,
+the alerts) and the session's own parts (the stack sampler) read it without importing the loop that makes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.verdict import Verdict
+from gputui.model import Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class Tick:
+    """One reading, the verdict, and the findings open (and recently closed) after it."""
+
+    snapshot: Snapshot
+    active: tuple[Finding, ...] = ()
+    closed: tuple[Finding, ...] = ()
+    verdict: Verdict | None = None
