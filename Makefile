@@ -1,23 +1,34 @@
 # Every target bootstraps the virtual environment it needs, so a fresh clone needs only `make run` or `make test`.
+# What is installed comes from the lock files in requirements/ (exact versions, hashes checked), never from what a
+# registry holds today: `make lock` refreshes them on purpose (CONTRIBUTING.md).
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# The CPU build of torch: tests and CI run the probes on the CPU; a bare `torch` would pull a multi-GB CUDA build.
-TORCH_CPU := torch==2.13.0
+# Exact pins and hashes, nothing resolved at install time (--no-deps: the lock lists every dependency).
+PIP_LOCKED := $(BIN)/pip install --quiet --require-hashes --no-deps
+# gputui itself, editable, built by the locked hatchling (no isolated build env fetching whatever is newest).
+PIP_SELF := $(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
+# Where `make lock` finds the CPU build of torch (requirements/dev.in says why).
+TORCH_WHEELS ?= /opt/wheels
+LOCK := $(BIN)/uv pip compile --quiet --universal --python-version 3.10 --generate-hashes \
+	--find-links $(TORCH_WHEELS) --custom-compile-command 'make lock'
 
-.PHONY: run demo test lint format bench screenshots podresources clean
+.PHONY: run demo test lint format lock bench screenshots podresources clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+$(VENV)/.installed: requirements/run.txt pyproject.toml | $(BIN)/python
+	$(PIP_LOCKED) -r requirements/run.txt
+	$(PIP_SELF)
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
-	$(BIN)/pip install --quiet $(TORCH_CPU)
-	$(BIN)/pip install --quiet -e '.[dev,probes,report,export,k8s]'
+$(VENV)/.locked-dev: requirements/dev.txt | $(BIN)/python
+	$(PIP_LOCKED) -r requirements/dev.txt
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.locked-dev pyproject.toml
+	$(PIP_SELF)
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed  ## Start the monitor on the real driver, or on the labelled simulated machine if there is none.
@@ -38,6 +49,11 @@ lint: $(VENV)/.installed-dev
 format: $(VENV)/.installed-dev
 	$(BIN)/ruff format gputui tests benchmarks scripts examples
 	$(BIN)/ruff check --fix gputui tests benchmarks scripts examples
+
+lock: $(VENV)/.locked-dev  ## Re-resolve requirements/*.txt from pyproject.toml and requirements/*.in.
+	$(LOCK) pyproject.toml requirements/run.in -o requirements/run.txt
+	$(LOCK) pyproject.toml requirements/dev.in --extra dev --extra report --extra export --extra k8s \
+		-o requirements/dev.txt
 
 bench: $(VENV)/.installed-dev
 	$(BIN)/python benchmarks/run_all.py $(if $(BASE),--base $(BASE) --rounds $(or $(ROUNDS),3))

@@ -5,8 +5,11 @@ one too slow for the timeout. Also: the committed modules are what the vendored 
 from __future__ import annotations
 
 import functools
+import importlib.metadata
 import importlib.util
+import re
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -15,12 +18,17 @@ from concurrent import futures
 from pathlib import Path
 from typing import Any
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
 import pytest
 
 grpc = pytest.importorskip("grpc", reason="grpcio is not installed (the k8s extra): pod names cannot be tested")
 
 from gputui.sources.host.attribution import Attribution, Attributor  # noqa: E402
-from gputui.sources.host.podresources.client import PodNames, PodRef, list_pods  # noqa: E402
+from gputui.sources.host.podresources.kubelet import PodNames, PodRef, list_pods  # noqa: E402
 from gputui.sources.host.podresources.third_party import api_pb2, api_pb2_grpc  # noqa: E402
 from tests.conftest import Clock  # noqa: E402
 from tests.container.fake_tree import proc_root, process  # noqa: E402
@@ -239,9 +247,20 @@ def test_the_messages_carry_what_the_client_reads() -> None:
     assert api_pb2.DESCRIPTOR.services_by_name["PodResourcesLister"].full_name == "v1.PodResourcesLister"
 
 
-def test_the_committed_modules_are_what_the_proto_generates(tmp_path: Path) -> None:
+def _locked(name: str) -> str:
+    """The version of `name` that requirements/dev.txt pins (what `make test` installs)."""
+    match = re.search(rf"^{re.escape(name)}==([^ ;\\]+)", (REPO / "requirements/dev.txt").read_text(), re.MULTILINE)
+    assert match is not None, f"requirements/dev.txt pins no {name}"
+    return match.group(1)
+
+
+def test_the_committed_modules_are_what_the_locked_generator_writes(tmp_path: Path) -> None:
+    """Compared byte for byte with what the lock's grpcio-tools writes, so a generator's release elsewhere cannot
+    turn this red: only a new lock can, and then `make podresources` writes the modules again."""
     if importlib.util.find_spec("grpc_tools") is None:
         pytest.skip("grpcio-tools is not installed (the dev extra): the modules cannot be regenerated to compare")
+    installed, locked = importlib.metadata.version("grpcio-tools"), _locked("grpcio-tools")
+    assert installed == locked, f"grpcio-tools {installed} is installed, the lock has {locked}: run make test"
     spec = importlib.util.spec_from_file_location("gen_podresources", REPO / "scripts/gen_podresources.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
@@ -249,6 +268,17 @@ def test_the_committed_modules_are_what_the_proto_generates(tmp_path: Path) -> N
     for generated in module.generate(tmp_path):
         committed = REPO / "gputui/sources/host/podresources/third_party" / generated.name
         assert generated.read_text() == committed.read_text(), f"{committed.name} is stale: run make podresources"
+
+
+def test_the_k8s_extra_asks_for_the_grpcio_and_protobuf_the_modules_were_generated_for() -> None:
+    """The modules refuse (at import) a grpcio or protobuf older than the generator that wrote them, so the extra's
+    floors are those versions: a regenerated module with the old floors would install and then fail to import."""
+    extra = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"]["k8s"]
+    assert f"grpcio>={api_pb2_grpc.GRPC_GENERATED_VERSION}" in extra
+    messages = (REPO / "gputui/sources/host/podresources/third_party/api_pb2.py").read_text()
+    found = re.search(r"Domain\.PUBLIC,\s*(\d+),\s*(\d+),\s*(\d+),", messages)
+    assert found is not None, "api_pb2.py no longer checks the protobuf runtime as this test reads it"
+    assert f"protobuf>={'.'.join(found.groups())}" in extra
 
 
 # "self": the monitor; None: the exporter's DaemonSet (--ignore-own-cgroup), which reads no cgroup of its own.

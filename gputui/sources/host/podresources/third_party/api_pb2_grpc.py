@@ -5,7 +5,7 @@ import warnings
 
 from gputui.sources.host.podresources.third_party import api_pb2 as gputui_dot_sources_dot_host_dot_podresources_dot_third__party_dot_api__pb2
 
-GRPC_GENERATED_VERSION = '1.85.1'
+GRPC_GENERATED_VERSION = '1.85.4'
 GRPC_VERSION = grpc.__version__
 _version_not_supported = False
 
