@@ -13,7 +13,7 @@ TORCH_WHEELS ?= /opt/wheels
 LOCK := $(BIN)/uv pip compile --quiet --universal --python-version 3.10 --generate-hashes \
 	--find-links $(TORCH_WHEELS) --custom-compile-command 'make lock'
 
-.PHONY: run demo test lint format lock bench screenshots podresources clean
+.PHONY: run demo test lint format lock bench screenshots podresources docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,9 @@ bench: $(VENV)/.installed-dev
 
 screenshots: $(VENV)/.installed-dev
 	$(BIN)/python scripts/export_screenshots.py
+
+docs: $(VENV)/.installed-dev  ## Write docs/reference/ (CLI, rules) from the code; tests/test_docs.py fails when stale.
+	$(BIN)/python scripts/write_docs.py
 
 podresources: $(VENV)/.installed-dev  ## Regenerate the kubelet pod-resources modules from the vendored proto.
 	$(BIN)/python scripts/gen_podresources.py

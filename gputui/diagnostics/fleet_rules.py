@@ -15,7 +15,7 @@ against MIG GPUs of its model, and an idle allocation on it is an instance's ("G
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,6 +29,8 @@ from gputui.model import GpuProcess, GpuSample, MigDevice, ProcSample, Snapshot
 STRAGGLER = "straggler"
 IDLE_ALLOCATED = "idle_allocated"
 FLEET_RULE_IDS: tuple[str, ...] = (STRAGGLER, IDLE_ALLOCATED)
+# Each fleet rule's severity, in one place the rule catalog (docs/reference/rules.md, `make docs`) reads too.
+FLEET_SEVERITY: Mapping[str, Severity] = {STRAGGLER: Severity.WARNING, IDLE_ALLOCATED: Severity.WARNING}
 
 # The node's own findings that explain a slow GPU, most telling first: what lowers its clocks (heat, power), then
 # its links (PCIe, NVLink), then what starves or shares it (others' work on its CPUs before the job's own data
@@ -323,7 +325,7 @@ def _straggler_finding(lags: Sequence[_Lag], peers: int, model: str, lang: str, 
     evidence.append(ev("node_findings", named or text("fleet.no_cause", lang), window=""))
     return FleetFinding(
         rule=STRAGGLER,
-        severity=Severity.WARNING,
+        severity=FLEET_SEVERITY[STRAGGLER],
         hosts=(node.host,),
         gpus=tuple((node.host, i) for i in indices),
         title=text(
@@ -400,7 +402,7 @@ def _idle_allocated(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable
         ]
         yield FleetFinding(
             rule=IDLE_ALLOCATED,
-            severity=Severity.WARNING,
+            severity=FLEET_SEVERITY[IDLE_ALLOCATED],
             hosts=(host,),
             gpus=tuple((host, i) for i in indices),
             title=text(
@@ -460,7 +462,7 @@ def _idle_instances(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable
         )
         yield FleetFinding(
             rule=IDLE_ALLOCATED,
-            severity=Severity.WARNING,
+            severity=FLEET_SEVERITY[IDLE_ALLOCATED],
             hosts=(host,),
             gpus=tuple((host, i) for i in sorted({h.gpu.index for h in found})),
             title=text(

@@ -1,0 +1,97 @@
+"""The docs cannot drift: the generated references match the code."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+README_MAX_LINES = 250
+HOOK = ROOT / ".githooks" / "commit-msg"
+
+# [text](target) and ![alt](target), the target up to a space (a title may follow) or the closing parenthesis.
+INLINE_LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+# [name]: target, a reference definition at the start of a line.
+REFERENCE_LINK = re.compile(r"^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)", re.MULTILINE)
+FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
+CODE_SPAN = re.compile(r"`[^`\n]*`")
+INDENTED_CODE = re.compile(r"(?:^(?: {4}|\t).*\n?)+", re.MULTILINE)
+
+
+def load_writer() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("write_docs", ROOT / "scripts" / "write_docs.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def relative_links(markdown: str) -> list[str]:
+    """The link targets that name a file of this repository: not in code, not a URL, not a bare #anchor."""
+    prose = CODE_SPAN.sub("", INDENTED_CODE.sub("", FENCE.sub("", markdown)))
+    targets = INLINE_LINK.findall(prose) + REFERENCE_LINK.findall(prose)
+    return [t for t in targets if not re.match(r"^[a-z][a-z0-9+.-]*:", t, re.IGNORECASE) and not t.startswith("#")]
+
+
+def broken_links(path: Path) -> list[str]:
+    missing = []
+    for target in relative_links(path.read_text(encoding="utf-8")):
+        file_part = target.split("#", 1)[0]
+        if not (path.parent / file_part).exists():
+            missing.append(target)
+    return missing
+
+
+def doc_files() -> list[Path]:
+    return [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *sorted((ROOT / "docs").rglob("*.md"))]
+
+
+def test_the_committed_reference_pages_are_what_the_code_writes_now() -> None:
+    writer = load_writer()
+    assert writer.PAGES, "write_docs.py lists no page"
+    for page in writer.PAGES:
+        committed = ROOT / writer.REFERENCE / page.name
+        assert committed.exists(), f"{writer.REFERENCE / page.name} is missing: run `make docs` and commit it"
+        assert committed.read_text(encoding="utf-8") == page.render(), (
+            f"{writer.REFERENCE / page.name} is out of date with the code: run `make docs` and commit it"
+        )
+
+
+def test_the_reference_pages_do_not_depend_on_the_terminal_or_the_locale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """argparse wraps to $COLUMNS; the pages must read the same in a narrow terminal and another language."""
+    writer = load_writer()
+    wide = {page.name: page.render() for page in writer.PAGES}
+    monkeypatch.setenv("COLUMNS", "33")
+    monkeypatch.setenv("LANG", "zh_CN.UTF-8")
+    monkeypatch.setenv("LC_ALL", "zh_CN.UTF-8")
+    assert {page.name: page.render() for page in writer.PAGES} == wide
+
+
+def test_the_cli_reference_has_every_command_and_option() -> None:
+    import argparse
+
+    from gputui.cli import build_parser
+
+    page = (ROOT / "docs" / "reference" / "cli.md").read_text(encoding="utf-8")
+    parser = build_parser()
+    sub = next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction))
+    assert sub.choices, "the parser has no commands"
+    for title, command in {"gputui": parser, **{f"gputui {name}": p for name, p in sub.choices.items()}}.items():
+        assert f"## `{title}`" in page, f"`{title}` has no section in the CLI reference"
+        for action in command._actions:
+            for option in action.option_strings:
+                if option not in ("-h", "--help"):
+                    assert f"`{option}`" in page, f"{option} of `{title}` is missing from the CLI reference"
+
+
+def test_the_rule_catalog_names_every_rule() -> None:
+    from gputui.diagnostics.fleet_rules import FLEET_RULE_IDS
+    from gputui.diagnostics.rules import RULE_IDS
+
+    page = (ROOT / "docs" / "reference" / "rules.md").read_text(encoding="utf-8")
+    for rule in (*sorted(RULE_IDS), *FLEET_RULE_IDS):
+        assert f"### `{rule}`" in page, f"rule {rule} has no section in the rule catalog"
