@@ -1,9 +1,14 @@
-"""The docs cannot drift: the generated references match the code."""
+"""The docs cannot drift: the generated references match the code, README stays short, every relative link lands on
+a file, and the commit-msg hook refuses a long subject."""
 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
+import stat
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -95,3 +100,39 @@ def test_the_rule_catalog_names_every_rule() -> None:
     page = (ROOT / "docs" / "reference" / "rules.md").read_text(encoding="utf-8")
     for rule in (*sorted(RULE_IDS), *FLEET_RULE_IDS):
         assert f"### `{rule}`" in page, f"rule {rule} has no section in the rule catalog"
+
+
+def test_the_link_finder_sees_links_and_skips_code_and_urls(tmp_path: Path) -> None:
+    (tmp_path / "there.md").write_text("x", encoding="utf-8")
+    page = tmp_path / "page.md"
+    page.write_text(
+        "[ok](there.md) [anchor](there.md#part) ![img](gone.svg) [web](https://example.com/x) [self](#top)\n"
+        "`[code](nowhere.md)`\n\n```\n[fenced](nowhere.md)\n```\n\n    [indented](nowhere.md)\n\n"
+        "[ref]: missing/file.md\n",
+        encoding="utf-8",
+    )
+    assert broken_links(page) == ["gone.svg", "missing/file.md"]
+
+
+def run_hook(tmp_path: Path, message: str) -> subprocess.CompletedProcess[str]:
+    path = tmp_path / "COMMIT_EDITMSG"
+    path.write_text(message, encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, str(HOOK), str(path)], capture_output=True, text=True, timeout=30, check=False
+    )
+
+
+def test_the_commit_msg_hook_refuses_a_subject_over_72_characters(tmp_path: Path) -> None:
+    assert os.stat(HOOK).st_mode & stat.S_IXUSR, "git runs only an executable hook"
+    refused = run_hook(tmp_path, "docs: " + "x" * 67 + "\n\nThe body may be as long as it likes.\n")
+    assert refused.returncode == 1
+    assert "73 characters" in refused.stderr
+
+
+def test_the_commit_msg_hook_lets_72_characters_comments_and_fixups_through(tmp_path: Path) -> None:
+    assert run_hook(tmp_path, "docs: " + "x" * 66 + "\n\n" + "y" * 200 + "\n").returncode == 0
+    # A subject of 72 characters of Chinese: characters counted, not UTF-8 bytes.
+    assert run_hook(tmp_path, "文" * 72 + "\n").returncode == 0
+    # Git's comments come before the message is cleaned up; the first real line is the subject.
+    assert run_hook(tmp_path, "# " + "c" * 100 + "\n\nshort subject\n").returncode == 0
+    assert run_hook(tmp_path, "fixup! " + "z" * 80 + "\n").returncode == 0
