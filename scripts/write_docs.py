@@ -232,7 +232,9 @@ def rules_page() -> str:
         "and as the `rule` label of `gputui_finding`. A rule's words are looked up by key (`<rule>.title[.<variant>]`"
         ", `.advice`, `.cause`), in English and Chinese (`--lang zh`, or a zh locale); `{...}` are filled in from the "
         "readings. What the rules mean and how findings open and close: [diagnostics](../diagnostics.md). Switch a "
-        "rule off with `disabled` in the config's `[diagnostics]` table ([configuration](../configuration.md)).",
+        "rule off with `disabled` in the config's `[diagnostics]` table ([configuration](../configuration.md)). "
+        "The severity given is the rule's own; a finding may state another for a milder or a worse case (`power_cap` "
+        "at the board's default limit is info, `cpu_throttled` in half the periods or more is critical).",
         "",
         "## Verdict classes",
         "",
