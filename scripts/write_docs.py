@@ -230,7 +230,7 @@ def rules_page() -> str:
         generated_note("the rules' own texts (gputui/diagnostics/rules/, fleet_texts.py, verdict_texts.py)"),
         "Each finding names its rule by id: in the pane, in `gputui diagnose --json`, in recordings, in the alerts "
         "and as the `rule` label of `gputui_finding`. A rule's words are looked up by key (`<rule>.title[.<variant>]`"
-        ", `.advice`, `.cause`), in English and Chinese (`--lang zh`, or a zh locale); `{...}` are filled in from the "
+        ", `.advice`, `.cause`), in English and Chinese (`gputui diagnose --lang zh`); `{...}` are filled in from the "
         "readings. What the rules mean and how findings open and close: [diagnostics](../diagnostics.md). Switch a "
         "rule off with `disabled` in the config's `[diagnostics]` table ([configuration](../configuration.md)). "
         "The severity given is the rule's own; a finding may state another for a milder or a worse case (`power_cap` "
