@@ -139,7 +139,7 @@ def command_section(parser: argparse.ArgumentParser, title: str, summary: str | 
             helped += f" (not with {', '.join(others)})"
         rows.append([name, f"`{cell(argument)}`" if argument else "", default_of(action), cell(helped)])
     if rows:
-        lines += [*table(["option", "argument", "default", "what it does"], rows), ""]
+        lines += [*table(["option", "value", "default", "what it does"], rows), ""]
     if parser.epilog:
         lines += ["```text", parser.epilog.strip("\n"), "```", ""]
     return lines
