@@ -7,7 +7,7 @@ and cached under the temp dir, keyed by the generator's parameters; a real Prome
 serves it. All the data sit in persisted blocks (a live server holds the last hours in memory), which makes the
 figure a little pessimistic.
 
-`refresh(poller)` is one refresh as the fleet view's sampling loop runs it (session/fleet.py: poll_and_judge):
+`refresh(poller)` is one refresh as the fleet view's sampling loop runs it (session/fleet_poll.py: poll_and_judge):
 PrometheusPoller.poll() reads the fleet with gputui's own client (read_fleet: a few batched instant queries) and
 runs each host's new reading through its own diagnostics engine, then the fleet rules judge every host's window.
 The poller's clock walks through the stored data a scrape interval (15 s) per refresh, so each refresh brings

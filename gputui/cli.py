@@ -1,7 +1,8 @@
 """Command line entry: `gputui` starts the monitor; sub-commands run headless.
 
 Exit codes (also in `--help` and the README): 0 ok; 1 warnings found (`diagnose`); 2 usage error;
-3 no NVIDIA driver or GPU could be read (with the reason); 4 critical findings (`diagnose`).
+3 no NVIDIA driver or GPU could be read (with the reason); 4 critical findings (`diagnose`), a FAULTY GPU (`probe`);
+5 a probe could not run; `run` exits with its command's status (EPILOG below).
 """
 
 from __future__ import annotations

@@ -2,8 +2,8 @@
 MIG instances), the evidence labels only they use, the pieces their titles are made of (`fleet.*`) and the fleet
 pane's own words (`ui.fleet.*`).
 
-Apart from fleet.py, as verdict_texts.py is from verdict.py: the catalog merges these and fleet.py looks them up
-through the catalog, so keeping them in fleet.py would make each import the other.
+Apart from fleet_rules.py, as verdict_texts.py is from verdict.py: the catalog merges these and fleet_rules.py looks
+them up through the catalog, so keeping them in fleet_rules.py would make each import the other.
 """
 
 from __future__ import annotations

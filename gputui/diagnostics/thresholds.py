@@ -73,7 +73,7 @@ class Thresholds:
     # A GPU idle (or busy) for all of its last few seconds is judged by that rather than by the window's mean: a job
     # that ends is idle, not "underused" while the mean falls through the band between.
     verdict_settle_s: float = 3.0
-    # The fleet (diagnostics/fleet.py). A straggler runs this far below the median of the busy GPUs of its model
+    # The fleet (diagnostics/fleet_rules.py). A straggler runs this far below the median of the busy GPUs of its model
     # across the fleet, for most of the window: healthy boards of one model under one load differ by a few % of
     # boost clock (silicon, cooling) and a few points of utilization, so these margins sit well above that spread.
     straggler_clock_pct: float = 10.0  # SM clock this % below the busy peers' median

@@ -2,7 +2,7 @@
 
 Read from /proc, seen from the host (the exporter's DaemonSet runs with hostPID):
 - Kubernetes: the pod uid and container id in /proc/PID/cgroup (procfs.cgroup_ids reads both kubelet cgroup
-  drivers), named by the kubelet's pod-resources API where its socket is mounted (podresources/client.py);
+  drivers), named by the kubelet's pod-resources API where its socket is mounted (podresources/kubelet.py);
   without it the pod reads as its uid, the container as its short id, the namespace None.
 - Slurm: `.../slurm/uid_<uid>/job_<id>/...` in the cgroup (cgroup/v1, or a v2 tree laid out the same) or
   `.../slurmstepd.scope/job_<id>/...` (Slurm's cgroup/v2 plugin), else SLURM_JOB_ID in /proc/PID/environ where

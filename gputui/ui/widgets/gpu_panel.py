@@ -103,7 +103,7 @@ class UtilBuckets:
         return list(self._values)
 
     def sparkline(self, width: int, top: float = 100.0) -> str:
-        """ui/text.py's `sparkline` of the values, redrawn in full only when a new bucket starts (every few seconds);
+        """ui/cells.py's `sparkline` of the values, redrawn in full only when a new bucket starts (every few seconds);
         in between only the newest cell can change."""
         if width <= 0:
             return ""

@@ -1,4 +1,4 @@
-"""The kubelet's pod-resources API (`PodResourcesLister` v1): the client gputui names pods with (client.py), and in
+"""The kubelet's pod-resources API (`PodResourcesLister` v1): the client gputui names pods with (kubelet.py), and in
 third_party/ the API's proto, vendored unchanged, with the Python modules generated from it (api_pb2*, by
 scripts/gen_podresources.py).
 

@@ -6,6 +6,6 @@
   `make podresources` (scripts/gen_podresources.py, grpcio-tools from the dev extra); a test fails when they no
   longer match a fresh run.
 
-The generated modules import grpcio and protobuf, the optional `k8s` extra: only ../client.py imports them, and
+The generated modules import grpcio and protobuf, the optional `k8s` extra: only ../kubelet.py imports them, and
 only when a socket is there to ask.
 """
