@@ -18,7 +18,7 @@ from gputui.ui.widgets.header import container_brief
 from gputui.ui.widgets.host import container_fields
 from gputui.ui.widgets.processes import COLUMNS, process_rows, shown_columns
 from tests.snapshots import GIB, snapshot, system_info
-from tests.ui.monitor_helpers import plain
+from tests.ui.monitor_helpers import MARKS, plain
 
 DOCKER = ContainerInfo("docker", "/.dockerenv", 2, 8.0, tuple(range(16)), 64 * GIB, 64 << 20)
 SYSTEM = system_info(hostname="node", cpu_count=128, container=DOCKER)
@@ -47,7 +47,7 @@ def test_the_host_panel_measures_cpu_against_the_quota() -> None:
         container=ContainerSample(97.0, 41.0, 0.4, 30 * GIB, 64 * GIB, 0),
         psi=PsiSample(35.0, 2.0, 1.0, 0.0, 0.0),
     )
-    text = plain(container_fields(host, DOCKER))
+    text = plain(container_fields(host, DOCKER, MARKS))
     assert "QUOTA 97% of 8 CPUs" in text
     assert "throttled 41%" in text
     assert "CGROUP MEM 30.0G/64.0G" in text
@@ -56,8 +56,8 @@ def test_the_host_panel_measures_cpu_against_the_quota() -> None:
 
 
 def test_a_plain_host_adds_no_container_fields() -> None:
-    assert container_fields(HostSample(0.0), None) == []
-    assert container_fields(HostSample(0.0), ContainerInfo(None, None, 2, shm_bytes=32 * GIB)) == []
+    assert container_fields(HostSample(0.0), None, MARKS) == []
+    assert container_fields(HostSample(0.0), ContainerInfo(None, None, 2, shm_bytes=32 * GIB), MARKS) == []
 
 
 def test_a_process_found_through_its_device_file_shows_its_host_pid() -> None:

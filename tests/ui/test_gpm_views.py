@@ -15,14 +15,14 @@ from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.processes import COLUMNS, process_rows
 from tests.conftest import Clock
 from tests.snapshots import gpu_info
-from tests.ui.monitor_helpers import FIXED_NOW, busy_gpu, plain, run_ticks, scripted_app, snapshot
+from tests.ui.monitor_helpers import FIXED_NOW, MARKS, busy_gpu, plain, run_ticks, scripted_app, snapshot
 
 SIZE = (120, 40)
 HOPPER = replace(busy_gpu(0, 1.0), sm_active_pct=86.0, tensor_active_pct=48.0, dram_bw_pct=55.0)
 
 
 def panel_text(sample: object, width: int, mode: int) -> str:
-    panel = GpuPanel(gpu_info(0))
+    panel = GpuPanel(gpu_info(0), MARKS)
     panel.add_sample(gpu_info(0), sample)  # type: ignore[arg-type]
     return plain(panel.build_lines(width, mode))
 

@@ -23,6 +23,7 @@ from gputui.ui.widgets.processes import COLUMNS, process_rows
 from tests.conftest import Clock
 from tests.snapshots import gpu_info, system_info
 from tests.ui.monitor_helpers import (
+    MARKS,
     busy_gpu,
     mig_gpu,
     mig_instance,
@@ -38,7 +39,7 @@ WIDE, NARROW = (120, 40), (80, 24)
 
 
 def panel_text(sample: Any, width: int, mode: int, fold: bool = False, only_slice: str | None = None) -> str:
-    panel = GpuPanel(gpu_info(0))
+    panel = GpuPanel(gpu_info(0), MARKS)
     panel.only_slice = only_slice
     panel.add_sample(gpu_info(0), sample)
     return plain(panel.build_lines(width, mode, fold))
