@@ -35,6 +35,7 @@ if TYPE_CHECKING:  # the instance comes from the `clock` fixture: tests/conftest
 FIXED_NOW = datetime(2026, 1, 1, 12, 0, 0)
 # The views' colours in a session without a config file: the default thresholds'.
 MARKS = Marks.of(Thresholds())
+FRESH_S = MARKS.thresholds.activity_fresh_s  # the age up to which the rules, and so the views, trust an activity
 
 
 def simulated_app(scenario: str = "healthy", gpus: int = 8, interval: float = 1.0, *, clock: Clock) -> GpuTuiApp:

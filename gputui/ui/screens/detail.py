@@ -113,7 +113,7 @@ class DetailView(LineView):
         span = window[-1].timestamp - window[0].timestamp if window else 0.0
         lines = [self._title(info, sample, width)]
         if self.process is not None:
-            lines += activity_lines(self.process, snapshot.timestamp, width)
+            lines += activity_lines(self.process, snapshot.timestamp, width, self.marks.thresholds.activity_fresh_s)
         lines.append([(f"{span_label(len(window), span)}, one column per sample", LABEL)])
         gpm = any(g.sm_active_pct is not None for snap in window for g in snap.gpus if g.index == self.index)
         charts = CHARTS + GPM_CHARTS if gpm else CHARTS

@@ -52,6 +52,7 @@ class MainScreen(LeanScreen[None]):
         # Until the user toggles the pane with `d`, it is shown whenever the terminal is tall enough.
         self.diagnostics_follow_size = True
         self.header = StatusHeader(id="header")
+        self.marks = marks
         self.gpus = GpuList(marks, id="gpus")
         self.host = HostPanel(marks, id="host")
         self.filter_box = Input(placeholder="filter processes by user, PID, pod, job or command", id="filter")
@@ -157,4 +158,8 @@ class MainScreen(LeanScreen[None]):
     def show_processes(self, snapshot: Snapshot, filter_text: str) -> None:
         """The table's rows: those `filter_text` keeps, counted against all of them."""
         self.processes_of = snapshot
-        self.table.show_rows(process_rows(snapshot, filter_text), filter_text, process_count(snapshot))
+        self.table.show_rows(
+            process_rows(snapshot, self.marks.thresholds.activity_fresh_s, filter_text),
+            filter_text,
+            process_count(snapshot),
+        )
