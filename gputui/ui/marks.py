@@ -99,8 +99,9 @@ class Marks:
         ratio, whatever the reason (clocks_low opens without one, the throttle rules name the others)."""
         if sample is None or sample.sm_clock_mhz is None or not top or not is_busy(sample, self.thresholds):
             return ""
-        share = sample.sm_clock_mhz / top
-        return HOT if share < self.thresholds.clocks_low_ratio else "yellow" if share < self.clock_short_ratio else ""
+        if sample.sm_clock_mhz < self.thresholds.clocks_low_ratio * top:
+            return HOT
+        return "yellow" if sample.sm_clock_mhz < self.clock_short_ratio * top else ""
 
     def power(self, sample: GpuSample | None) -> str:
         """Red where power_cap speaks: a busy GPU that the power policy holds down (the driver's SW power cap bit);
@@ -111,12 +112,12 @@ class Marks:
             return FULL
         return "yellow" if 100.0 * sample.power_w / sample.power_limit_w >= self.thresholds.power_near_limit_pct else ""
 
-    def memory(self, fraction: float | None) -> str:
+    def memory(self, used_bytes: int | None, total_bytes: int | None) -> str:
         """GPU memory: yellow from vram_pressure's line. Nearly full is a hint, not a fault (the caching allocator
         keeps what it freed): the rule opens only while it keeps growing, and never red."""
-        if fraction is None:
+        if used_bytes is None or not total_bytes:
             return UNKNOWN
-        return "yellow" if 100.0 * fraction >= self.thresholds.vram_pressure_pct else ""
+        return "yellow" if 100.0 * used_bytes / total_bytes >= self.thresholds.vram_pressure_pct else ""
 
     def throttled(self, pct: float | None) -> str:
         """A cgroup's CFS periods throttled: red from cpu_throttled's line."""

@@ -96,7 +96,7 @@ def gpu_line(info: GpuInfo, sample: GpuSample | None, marks: Marks, with_bar: bo
         ("  VRAM ", LABEL),
         (
             f"{fmt_gib(used) + '/' + fmt_gib(total, 0) + 'G':>10}",
-            marks.memory(None if used is None or not total else used / total),
+            marks.memory(used, total),
         ),
         ("  ", ""),
         (link, ""),

@@ -142,7 +142,7 @@ def process_count(device: MigDevice) -> str:
 def instance_memory(device: MigDevice, bar_width: int, marks: Marks) -> Line:
     used, total = device.memory_used_bytes, device.memory_total_bytes
     frac = None if used is None or not total else used / total
-    style = marks.memory(frac)
+    style = marks.memory(used, total)
     return [
         ("[", LABEL),
         (bar(frac, bar_width), style),
@@ -316,7 +316,7 @@ class GpuPanel:
         used = None if s is None else s.memory_used_bytes
         total = self.info.memory_total_bytes
         frac = None if used is None or not total else used / total
-        style = self.marks.memory(frac)
+        style = self.marks.memory(used, total)
         line: Line = []
         if bar_width:
             line += [("[", LABEL), (bar(frac, bar_width), style), ("] ", LABEL)]
