@@ -112,6 +112,13 @@ class Marks:
             return FULL
         return "yellow" if 100.0 * sample.power_w / sample.power_limit_w >= self.thresholds.power_near_limit_pct else ""
 
+    def power_lowered(self, limit_w: float | None, default_w: float | None) -> bool:
+        """The enforced power limit is below the board's default by more than power_cap's margin: where power_cap
+        calls a cap "lowered" (critical), the panel names the default beside the limit."""
+        if limit_w is None or default_w is None:
+            return False
+        return limit_w < default_w * (1 - self.thresholds.power_cap_lowered_pct / 100)
+
     def memory(self, used_bytes: int | None, total_bytes: int | None) -> str:
         """GPU memory: yellow from vram_pressure's line. Nearly full is a hint, not a fault (the caching allocator
         keeps what it freed): the rule opens only while it keeps growing, and never red."""

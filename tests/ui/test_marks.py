@@ -40,11 +40,12 @@ def steady(
 
 
 def judged(th: Thresholds, snaps: Sequence[Snapshot]) -> set[str]:
-    """The rules open after the last reading, and the verdict's class as "verdict:CLASS"."""
+    """The rules open after the last reading, each also as "RULE:SEVERITY", and the verdict as "verdict:CLASS"."""
     engine = DiagnosticsEngine(DiagnosticsConfig(thresholds=th, open_after_s=0.0))
     states = [engine.update(snap) for snap in snaps]
-    verdict = states[-1].verdict
-    return {f.rule for f in states[-1].active} | ({f"verdict:{verdict.cls}"} if verdict else set())
+    active, verdict = states[-1].active, states[-1].verdict
+    severities = {f"{f.rule}:{f.severity.name.lower()}" for f in active}
+    return {f.rule for f in active} | severities | ({f"verdict:{verdict.cls}"} if verdict else set())
 
 
 def after(lines: Sequence[Line], label: str, skip: int = 0) -> str:
@@ -80,6 +81,12 @@ class Border:
 
 def _last_gpu(marks: Marks, snap: Snapshot, label: str, skip: int = 0) -> str:
     return after(panel(marks, snap.gpus[0]), label, skip)
+
+
+def _lowered_note(marks: Marks, snap: Snapshot) -> str:
+    """The panel's note that someone lowered the power limit, in its style; "" when there is none."""
+    parts = [part for line in panel(marks, snap.gpus[0]) for part in line]
+    return next((style for text, style in parts if text.startswith("  power limit lowered")), "")
 
 
 def _vram(used: float) -> Callable[[int], GpuSample]:
@@ -124,6 +131,15 @@ BORDERS = {
         lambda th: (th.busy_util_pct, th.busy_util_pct - 0.5),
         lambda util: steady(lambda i: gpu(utilization_gpu_pct=util, clock_event_reasons_mask=CLOCK_SW_POWER_CAP)),
         lambda marks, snap: _last_gpu(marks, snap, "  POWER "),
+    ),
+    "power_lowered": Border(
+        "power_cap_lowered_pct",
+        1.0,
+        "power_cap:critical",
+        "yellow",
+        lambda th: (700 * (1 - th.power_cap_lowered_pct / 100) - 0.5, 700 * (1 - th.power_cap_lowered_pct / 100)),
+        lambda limit: steady(lambda i: gpu(power_limit_w=limit, clock_event_reasons_mask=CLOCK_SW_POWER_CAP)),
+        _lowered_note,
     ),
     "vram": Border(
         "vram_pressure_pct",

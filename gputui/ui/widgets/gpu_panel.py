@@ -303,9 +303,7 @@ class GpuPanel:
 
     def _lowered_limit(self, s: GpuSample | None) -> bool:
         """The enforced power limit is below the board's default: someone capped it."""
-        limit = None if s is None else s.power_limit_w
-        default = self.info.power_default_limit_w
-        return limit is not None and default is not None and limit < default - 0.5
+        return self.marks.power_lowered(None if s is None else s.power_limit_w, self.info.power_default_limit_w)
 
     def _power_note(self) -> Line:
         if not self._lowered_limit(self.sample):
