@@ -97,18 +97,19 @@ class Marks:
     def clock(self, sample: GpuSample | None, top: float | None) -> str:
         """The SM clock of a busy GPU (is_busy, as the clock rules ask) against its max: red below clocks_low's
         ratio, whatever the reason (clocks_low opens without one, the throttle rules name the others)."""
-        if sample is None or sample.sm_clock_mhz is None or not top or not is_busy(sample, self.thresholds):
+        clock = None if sample is None else sample.sm_clock_mhz
+        if clock is None or sample is None or not top or clock >= self.clock_short_ratio * top:
+            return ""  # at full clocks (most ticks) without asking whether it is busy
+        if not is_busy(sample, self.thresholds):
             return ""
-        if sample.sm_clock_mhz < self.thresholds.clocks_low_ratio * top:
-            return HOT
-        return "yellow" if sample.sm_clock_mhz < self.clock_short_ratio * top else ""
+        return HOT if clock < self.thresholds.clocks_low_ratio * top else "yellow"
 
     def power(self, sample: GpuSample | None) -> str:
         """Red where power_cap speaks: a busy GPU that the power policy holds down (the driver's SW power cap bit);
         yellow for a draw near the enforced limit."""
         if sample is None or sample.power_w is None or not sample.power_limit_w:
             return UNKNOWN
-        if is_busy(sample, self.thresholds) and has_bits(sample, CLOCK_SW_POWER_CAP):
+        if has_bits(sample, CLOCK_SW_POWER_CAP) and is_busy(sample, self.thresholds):
             return FULL
         return "yellow" if 100.0 * sample.power_w / sample.power_limit_w >= self.thresholds.power_near_limit_pct else ""
 
