@@ -17,8 +17,8 @@ over SSH; driver.py: an input thread that sleeps until there is input), so it bu
   (`_timeout_time`, private to the parser), so the input thread sleeps until then and no longer.
 
 tests/ui/test_textual_internals.py checks that each exists with the shape used here and still behaves as gputui
-expects; a Textual release that moves or changes one fails there, by name. They pass on Textual 7.5.0, 8.0.0,
-8.1.1 and 8.2.8 (the newest release when this was written).
+expects; a Textual release that moves or changes one fails there, by name. They pass on every Textual tried from
+6.12.0 to 8.2.8 (the newest release when this was written); 5.3.0 renders a ChopsUpdate differently.
 """
 
 from __future__ import annotations
