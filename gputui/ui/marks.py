@@ -1,9 +1,10 @@
 """What a reading's colour says (too hot, too slow, too full, busy, waiting), judged by the rules' own thresholds.
 
-The screen and the findings must not disagree: a value is red where the rule that watches it would open its finding,
-and not before. So every mark compares with a field of the `Thresholds` the diagnostics engine runs with (the
-config file's `[diagnostics.thresholds]` included), handed to the views as one `Marks`; the only numbers here are
-the yellow "getting close" tints before a rule's line, each derived from that line in `Marks.of`.
+The screen and the findings must not disagree: a value is marked (red; GPU memory yellow) where the rule that
+watches it would open its finding, and not before. So every mark compares with a field of the `Thresholds` the
+diagnostics engine runs with (the config file's `[diagnostics.thresholds]` included), handed to the views as one
+`Marks`; the only numbers here are the yellow "getting close" tints before a rule's line, each derived from that
+line in `Marks.of`.
 
 A GPU's colours say what is lost, not how high a number is: a busy GPU is green, a clock held down under load
 red, and a full memory only yellow (caching allocators keep it full on purpose).
