@@ -20,6 +20,7 @@ from gputui.text.snapshot_text import process_lines
 from gputui.ui.widgets.processes import COLUMNS, ProcessTable, process_rows
 from tests.export.export_helpers import SYSTEM, make_snapshot, parse, render
 from tests.record.recdata import T0, snapshot, system
+from tests.ui.monitor_helpers import FRESH_S
 
 POD = {"pod": "train-0", "namespace": "ml", "k8s_container": "trainer"}
 
@@ -50,17 +51,17 @@ def _table(rows: dict[str, tuple[object, ...]]) -> ProcessTable:
 def test_the_column_shows_the_pod_or_the_job_only_when_some_process_has_one() -> None:
     plain = snapshot(T0, 2)
     owner = [c.key for c in COLUMNS].index("owner")
-    table = _table(process_rows(plain))  # type: ignore[arg-type]
+    table = _table(process_rows(plain, FRESH_S))  # type: ignore[arg-type]
     assert owner not in table.shown
-    rows = process_rows(_attributed(plain, **POD))
+    rows = process_rows(_attributed(plain, **POD), FRESH_S)
     assert [rows[key][owner].shown for key in sorted(rows)] == ["ml/train-0", ""]
     assert owner in _table(rows).shown  # type: ignore[arg-type]
-    rows = process_rows(_attributed(plain, job_id="4242"))
+    rows = process_rows(_attributed(plain, job_id="4242"), FRESH_S)
     assert rows["0:4242"][owner].shown == "job 4242"
 
 
 def test_the_column_is_left_out_first_when_narrow() -> None:
-    rows = process_rows(_attributed(snapshot(T0, 2), **POD))
+    rows = process_rows(_attributed(snapshot(T0, 2), **POD), FRESH_S)
     table = _table(rows)  # type: ignore[arg-type]
     owner = [c.key for c in COLUMNS].index("owner")
     wide = dict(table.columns_at(160))
@@ -73,8 +74,8 @@ def test_the_column_is_left_out_first_when_narrow() -> None:
 
 def test_the_filter_finds_a_pod_or_a_job() -> None:
     snap = _attributed(snapshot(T0, 2), **POD)
-    assert list(process_rows(snap, "train-0")) == ["0:4242"]
-    assert list(process_rows(_attributed(snapshot(T0, 2), job_id="977"), "job 977")) == ["0:4242"]
+    assert list(process_rows(snap, FRESH_S, "train-0")) == ["0:4242"]
+    assert list(process_rows(_attributed(snapshot(T0, 2), job_id="977"), FRESH_S, "job 977")) == ["0:4242"]
 
 
 def test_snapshot_text_names_the_pod_and_its_container() -> None:
@@ -89,7 +90,7 @@ def test_a_process_whose_files_are_refused_says_so_and_how_to_read_them() -> Non
     note = "may not read its open files, I/O (root or CAP_SYS_PTRACE)"
     assert note in "\n".join(process_lines(snap, width=200))
     command = [c.key for c in COLUMNS].index("command")
-    rows = process_rows(snap)
+    rows = process_rows(snap, FRESH_S)
     assert rows["0:4242"][command].shown.startswith(f"[{note}] ")
     assert not rows["1:4243"][command].shown.startswith("[")  # its files were read
     data = json.loads(json.dumps(snapshot_to_dict(snap)))

@@ -89,3 +89,7 @@ class Thresholds:
     # (job_waits, starvation_cpu).
     activity_fresh_s: float = 330.0
     activity_lead_share: float = 0.4
+    # Lines only the screen draws (gputui/ui/marks.py), kept here so that the config overrides them beside the rules'
+    # and every number a colour is judged by is in one place. No rule judges these readings.
+    power_near_limit_pct: float = 90.0  # power draw this share of the enforced limit: yellow, the cap is close
+    host_memory_pct: float = 90.0  # the host's memory this full: red (host_swap speaks once it pages)

@@ -10,12 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import PurePath
 
-from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_share
 from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityKind, ActivityShares, JobActivity
 
-# An activity older than this is shown as stale: the age up to which the rules trust one.
-ACTIVITY_FRESH_S = Thresholds().activity_fresh_s
 # The process row's short names: "ckpt 100%" is the widest cell.
 KIND_SHORT: dict[ActivityKind, str] = {
     "data": "data",
@@ -50,7 +47,8 @@ def error_words(error: str) -> str:
     return _ERROR_KEY.sub("", error, count=1)
 
 
-def is_fresh(activity: JobActivity, now: float, fresh_s: float = ACTIVITY_FRESH_S) -> bool:
+def is_fresh(activity: JobActivity, now: float, fresh_s: float) -> bool:
+    """Taken at most `fresh_s` ago: the rules' Thresholds.activity_fresh_s, the age up to which they trust one."""
     return now - activity.taken_at <= fresh_s
 
 

@@ -42,6 +42,7 @@ from gputui.sources.base import Source
 from gputui.sources.playback import ReplaySource
 from gputui.ui.lean_update import LeanScreen
 from gputui.ui.live_app import LIVE_KEYS
+from gputui.ui.marks import Marks
 from gputui.ui.messages import Ring, Said, SampleFailed, TickReady
 from gputui.ui.notices import Level, Notices, reports
 from gputui.ui.probes import REPLAY_REFUSAL, ProbeController
@@ -182,6 +183,8 @@ class GpuTuiApp(RecordReplayApp):
         )
         # Live, the engine that judges every tick (probe results join it); a replay's seek starts its own anew.
         self.engine = DiagnosticsEngine(config)
+        # The views' colours, judged by the thresholds this engine's rules use (the config file's overrides too).
+        self.marks = Marks.of(self.engine.config.thresholds)
         self.sampler = sampler_for(source, self.engine, recorder, sinks, stacks)
         self.system = system
         self.interval = clamp_interval(interval)
@@ -195,7 +198,7 @@ class GpuTuiApp(RecordReplayApp):
         self.filter_text = ""
         self.readonly = readonly
         self.request_activity = request_activity or (stacks.request if stacks is not None else None)
-        self.main = MainScreen(on_shown=self._main_shown)
+        self.main = MainScreen(on_shown=self._main_shown, marks=self.marks)
         self.main.table.taggable = self.signal_refusal is None
         self._now = now
         self._error: str | None = None
@@ -442,7 +445,7 @@ class GpuTuiApp(RecordReplayApp):
             index = self.main.gpus.selected
         if index is None:
             return
-        self.push_screen(DetailScreen(index, on_shown=self.draw, pid=pid))
+        self.push_screen(DetailScreen(index, self.marks, on_shown=self.draw, pid=pid))
 
     def action_topo(self) -> None:
         if self.screen is self.main:

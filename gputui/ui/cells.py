@@ -1,4 +1,4 @@
-"""Pure text helpers for the TUI: bars, sparklines, throttle tags, styles by level (numbers: gputui.formatting).
+"""Pure text helpers for the TUI: bars, sparklines, throttle tags (numbers: gputui.formatting; colours: marks.py).
 
 Everything here is plain Python and Rich, so it is cheap to test. Characters are limited to ASCII and the
 eight block elements, which every PuTTY or tmux font draws. A value that was not reported is always "n/a".
@@ -73,69 +73,6 @@ def fmt_pcie(gen: int | None, width: int | None) -> str:
 
 def fmt_pstate(pstate: int | None) -> str:
     return NA if pstate is None else f"P{pstate}"
-
-
-def level_style(fraction: float | None) -> str:
-    """Green to red as a share of a limit fills up."""
-    if fraction is None:
-        return "bright_black"
-    if fraction >= 0.9:
-        return "red"
-    if fraction >= 0.7:
-        return "yellow"
-    return "green"
-
-
-# A GPU's colours say what is lost, not how high a number is: red for a clock held below its max under load, a
-# power draw at its limit, a temperature at its slowdown threshold; a busy GPU is green, and a full memory is
-# only yellow (caching allocators keep it full on purpose).
-BUSY_PCT = 80.0  # as the verdict's GPU-bound
-WAITING_PCT = 50.0  # a GPU held by a process and less busy than this waits (the starvation rules' mark)
-
-
-def temperature_style(temp: float | None, slowdown: int | None) -> str:
-    """Graded against the slowdown threshold, so 80 C reads as fine on one board and as hot on another: red at
-    the threshold (within 3 C, where the clocks start to drop), yellow on the way."""
-    if temp is None:
-        return "bright_black"
-    limit = slowdown if slowdown is not None else 85
-    if temp >= limit - 3:
-        return "bold red"
-    if temp >= limit - 8:
-        return "yellow"
-    return "green"
-
-
-def util_style(util: float | None, held: bool) -> str:
-    """Green when busy; yellow when a process holds the GPU and it mostly waits; plain otherwise."""
-    if util is None:
-        return "bright_black"
-    if util >= BUSY_PCT:
-        return "green"
-    return "yellow" if held and util < WAITING_PCT else ""
-
-
-def clock_style(clock: float | None, top: float | None, util: float | None) -> str:
-    """The SM clock under load against its max: red below 80% (a fifth of the speed lost), yellow below 95%."""
-    if clock is None or not top or util is None or util < WAITING_PCT:
-        return ""
-    share = clock / top
-    return "bold red" if share < 0.8 else "yellow" if share < 0.95 else ""
-
-
-def power_style(power: float | None, limit: float | None) -> str:
-    """At its enforced limit the power policy holds the clocks down: red from 97%, yellow from 90%."""
-    if power is None or not limit:
-        return "bright_black"
-    share = power / limit
-    return "red" if share >= 0.97 else "yellow" if share >= 0.9 else ""
-
-
-def memory_style(fraction: float | None) -> str:
-    """Nearly full is a hint, not a fault: the caching allocator keeps what it freed."""
-    if fraction is None:
-        return "bright_black"
-    return "yellow" if fraction >= 0.95 else ""
 
 
 def bar(fraction: float | None, width: int) -> str:

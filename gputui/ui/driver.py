@@ -18,10 +18,10 @@ import threading
 from codecs import getincrementaldecoder
 from typing import Any
 
-from textual._time import get_time
-from textual._xterm_parser import XTermParser
 from textual.driver import Driver
 from textual.drivers.linux_driver import LinuxDriver
+
+from gputui.ui.textual_internals import XTermParser, escape_deadline, get_time
 
 IDLE_WAIT_S = 1.0
 
@@ -54,7 +54,7 @@ def hung_up(fd: int) -> bool:
 
 def input_timeout(parser: XTermParser, now: float) -> float:
     """How long the input thread may sleep: until the parser's pending ESC times out, else `IDLE_WAIT_S`."""
-    deadline: float | None = parser._timeout_time
+    deadline = escape_deadline(parser)
     return IDLE_WAIT_S if deadline is None else max(0.0, min(IDLE_WAIT_S, deadline - now))
 
 

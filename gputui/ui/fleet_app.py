@@ -32,6 +32,7 @@ from textual.widgets import Footer, Static
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.fleet_rules import FleetFinding
 from gputui.diagnostics.locale import resolve_lang
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.session.fleet_poll import (
     FLEET_DEFAULT_INTERVAL,
     FleetPoller,
@@ -43,6 +44,7 @@ from gputui.session.fleet_poll import (
 from gputui.session.loop import SamplingLoop, failure_text
 from gputui.ui.lean_update import LeanScreen
 from gputui.ui.live_app import LIVE_KEYS, LiveApp
+from gputui.ui.marks import Marks
 from gputui.ui.widgets.fleet_block import FleetBlock, FleetHostLines, block_height, data_badge
 from gputui.ui.widgets.fleet_findings import FleetFindingsPane, fleet_pane_height
 from gputui.ui.widgets.lines import Line, LineView
@@ -202,8 +204,11 @@ class FleetApp(LiveApp):
         self._names: dict[str, str] = {}  # each server's hostname last seen, by target, kept while unreachable
         self.header = FleetHeader(id="fleet-header")
         self.pane = FleetFindingsPane(id="fleet-findings", lang=lang)
-        self.blocks = [FleetBlock(state) for state in self.states]
-        self.host_lines = FleetHostLines(id="fleet-lines")
+        # The pollers judge every server by the default thresholds (the fleet view reads no config file): so do the
+        # blocks' colours.
+        self.marks = Marks.of(Thresholds())
+        self.blocks = [FleetBlock(state, self.marks) for state in self.states]
+        self.host_lines = FleetHostLines(self.marks, id="fleet-lines")
         self._polling: SamplingLoop[FleetRound] | None = None
 
     def get_default_screen(self) -> Screen[None]:
@@ -283,7 +288,7 @@ class FleetApp(LiveApp):
         pane = fleet_pane_height(self.findings, PANE_MOST)
         if self.findings:  # the host list's lines first, then the pane, never under its title and one line
             pane = max(min(pane, PANE_LEAST), min(pane, room - len(rows)))
-        heights = [block_height(state, now, name) + 1 for (state, _), name in zip(rows, names, strict=True)]
+        heights = [block_height(state, now, self.marks, name) + 1 for (state, _), name in zip(rows, names, strict=True)]
         self.whole = sum(heights) - 1 <= room - pane
         self.pane.show(self.findings, pane)
         self._match_blocks(len(rows))
@@ -301,7 +306,7 @@ class FleetApp(LiveApp):
     def _match_blocks(self, count: int) -> None:
         """As many blocks as servers: a poller that discovers servers (Prometheus) may find more or fewer."""
         if count > len(self.blocks):
-            new = [FleetBlock(state) for state in self.states[len(self.blocks) : count]]
+            new = [FleetBlock(state, self.marks) for state in self.states[len(self.blocks) : count]]
             self.blocks += new
             self.query_one("#fleet", VerticalScroll).mount(*new, before=self.host_lines)
         elif count < len(self.blocks):

@@ -21,10 +21,11 @@ from rich.color import ColorSystem
 from rich.console import Console
 from rich.segment import Segment
 from rich.style import Style
-from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 from textual.screen import Screen, ScreenResultType
 from textual.strip import Strip
+
+from gputui.ui.textual_internals import ChopsUpdate, Compositor
 
 RESET = "\x1b[0m"
 

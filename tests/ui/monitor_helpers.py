@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from textual.app import App
 from textual.pilot import Pilot
 
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import (
     GpuInfo,
     GpuProcess,
@@ -23,6 +24,7 @@ from gputui.model import (
 )
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
+from gputui.ui.marks import Marks
 from gputui.ui.widgets.lines import Line
 from tests import snapshots
 from tests.snapshots import GIB, gpu, gpu_info, host, proc, system_info
@@ -31,6 +33,9 @@ if TYPE_CHECKING:  # the instance comes from the `clock` fixture: tests/conftest
     from conftest import Clock
 
 FIXED_NOW = datetime(2026, 1, 1, 12, 0, 0)
+# The views' colours in a session without a config file: the default thresholds'.
+MARKS = Marks.of(Thresholds())
+FRESH_S = MARKS.thresholds.activity_fresh_s  # the age up to which the rules, and so the views, trust an activity
 
 
 def simulated_app(scenario: str = "healthy", gpus: int = 8, interval: float = 1.0, *, clock: Clock) -> GpuTuiApp:

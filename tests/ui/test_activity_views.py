@@ -10,18 +10,18 @@ import pytest
 from gputui.cli import main
 from gputui.model import ActivityShares, Snapshot
 from gputui.sources.sim.source import SimulatedSource
-from gputui.text.activity_text import ACTIVITY_FRESH_S, activity_line, shares_text, short_activity
+from gputui.text.activity_text import activity_line, shares_text, short_activity
 from gputui.text.findings_text import activity_lines as diagnose_activity_lines
 from gputui.text.snapshot_text import process_lines
 from gputui.ui.widgets.activity_lines import BAR, KIND_STYLES, STALE, activity_lines, bar, row_mark
 from gputui.ui.widgets.processes import ProcessTable, process_rows
 from tests.activities import TAKEN_AT, job_snapshot, unreadable, waiting_for_data
-from tests.ui.monitor_helpers import plain
+from tests.ui.monitor_helpers import FRESH_S, plain
 
 
 def command_cell(t: float, **changes: object) -> tuple[str, str, str]:
     snap = job_snapshot(t, waiting_for_data(**changes))  # type: ignore[arg-type]
-    cell = process_rows(snap)["0:4242"][-1]
+    cell = process_rows(snap, FRESH_S)["0:4242"][-1]
     return cell.mark, cell.mark_style, cell.shown
 
 
@@ -30,21 +30,21 @@ def test_a_row_is_marked_with_its_leading_kind_in_its_colour() -> None:
 
 
 def test_a_row_sampled_long_ago_is_dim() -> None:
-    mark, style, _ = command_cell(TAKEN_AT + ACTIVITY_FRESH_S + 1)
+    mark, style, _ = command_cell(TAKEN_AT + FRESH_S + 1)
     assert mark == "data 71% " and style == STALE
 
 
 def test_a_row_never_sampled_has_no_mark_and_one_unread_says_so() -> None:
-    rows = process_rows(job_snapshot(5.0))
+    rows = process_rows(job_snapshot(5.0), FRESH_S)
     assert rows["0:4243"][-1].mark == ""
     assert short_activity(unreadable()) == "no stack"
-    assert row_mark(unreadable(), 5.0)[0] == "no stack"
+    assert row_mark(unreadable(), 5.0, FRESH_S)[0] == "no stack"
 
 
 def test_the_mark_fits_the_command_column_at_80_columns() -> None:
     """The command keeps what the mark leaves of its column: the row stays 80 cells, its end marked cut."""
     table = ProcessTable()
-    table.show_rows(process_rows(job_snapshot(5.0)))
+    table.show_rows(process_rows(job_snapshot(5.0), FRESH_S))
     table.known_height = 10
     lines = table.build_lines(80)
     row = next(line for line in lines if "4242" in "".join(text for text, _ in line))
@@ -62,7 +62,7 @@ def test_the_bar_splits_its_width_by_the_shares_most_first() -> None:
 
 def test_the_detail_block_has_source_bar_legend_frames_and_workers() -> None:
     proc = job_snapshot().host.processes[0]
-    text = plain(activity_lines(proc, TAKEN_AT + 12, 100))
+    text = plain(activity_lines(proc, TAKEN_AT + 12, 100, FRESH_S))
     assert "ACTIVITY  PID 4242  python train.py --workers 2" in text
     assert "py-spy, 4 s, 80 samples, 12 s ago" in text
     assert "data 71%" in text and "cpu 20%" in text and "gpu_sync 6%" in text and "idle 3%" in text
@@ -73,14 +73,14 @@ def test_the_detail_block_has_source_bar_legend_frames_and_workers() -> None:
 
 def test_the_detail_block_names_the_rank_and_says_when_it_is_stale() -> None:
     proc = replace(job_snapshot().host.processes[0], activity=waiting_for_data(rank=1))
-    text = plain(activity_lines(proc, TAKEN_AT + 600, 100))  # past ACTIVITY_FRESH_S (330 s)
+    text = plain(activity_lines(proc, TAKEN_AT + 600, 100, FRESH_S))  # past FRESH_S (330 s)
     assert "rank 1" in text.splitlines()[0]
     assert "10 min ago" in text and "older than 5.5 min" in text
 
 
 def test_the_detail_block_says_in_words_why_no_stack_was_read() -> None:
     proc = replace(job_snapshot().host.processes[0], activity=unreadable())
-    text = plain(activity_lines(proc, TAKEN_AT + 1, 60))
+    text = plain(activity_lines(proc, TAKEN_AT + 1, 60, FRESH_S))
     assert "no stack could be read: the kernel refuses gputui ptrace" in text.replace("\n", " ")
     assert "gputui run -- CMD" in text.replace("\n", " ") and "ptrace_refused" not in text
     assert BAR not in text

@@ -18,7 +18,7 @@ from gputui.ui.widgets.header import container_brief
 from gputui.ui.widgets.host import container_fields
 from gputui.ui.widgets.processes import COLUMNS, process_rows, shown_columns
 from tests.snapshots import GIB, snapshot, system_info
-from tests.ui.monitor_helpers import plain
+from tests.ui.monitor_helpers import FRESH_S, MARKS, plain
 
 DOCKER = ContainerInfo("docker", "/.dockerenv", 2, 8.0, tuple(range(16)), 64 * GIB, 64 << 20)
 SYSTEM = system_info(hostname="node", cpu_count=128, container=DOCKER)
@@ -47,7 +47,7 @@ def test_the_host_panel_measures_cpu_against_the_quota() -> None:
         container=ContainerSample(97.0, 41.0, 0.4, 30 * GIB, 64 * GIB, 0),
         psi=PsiSample(35.0, 2.0, 1.0, 0.0, 0.0),
     )
-    text = plain(container_fields(host, DOCKER))
+    text = plain(container_fields(host, DOCKER, MARKS))
     assert "QUOTA 97% of 8 CPUs" in text
     assert "throttled 41%" in text
     assert "CGROUP MEM 30.0G/64.0G" in text
@@ -56,8 +56,8 @@ def test_the_host_panel_measures_cpu_against_the_quota() -> None:
 
 
 def test_a_plain_host_adds_no_container_fields() -> None:
-    assert container_fields(HostSample(0.0), None) == []
-    assert container_fields(HostSample(0.0), ContainerInfo(None, None, 2, shm_bytes=32 * GIB)) == []
+    assert container_fields(HostSample(0.0), None, MARKS) == []
+    assert container_fields(HostSample(0.0), ContainerInfo(None, None, 2, shm_bytes=32 * GIB), MARKS) == []
 
 
 def test_a_process_found_through_its_device_file_shows_its_host_pid() -> None:
@@ -65,7 +65,7 @@ def test_a_process_found_through_its_device_file_shows_its_host_pid() -> None:
         (GpuProcess(41, 30 * GIB, seen="device", host_pid=81234),),
         (ProcSample(41, "python", cmdline="python train.py", cpu_pct=99.0),),
     )
-    rows = process_rows(snap)
+    rows = process_rows(snap, FRESH_S)
     columns = [COLUMNS[n].key for n in shown_columns(rows)]
     assert "host_pid" in columns and "container" not in columns
     cells = {COLUMNS[n].key: cell.shown for n, cell in enumerate(rows["0:41"])}
@@ -78,20 +78,20 @@ def test_a_process_found_through_its_device_file_shows_its_host_pid() -> None:
 
 
 def test_a_hidden_process_says_so_instead_of_na_everywhere() -> None:
-    rows = process_rows(_snapshot((GpuProcess(81234, 30 * GIB, seen="hidden"),), ()))
+    rows = process_rows(_snapshot((GpuProcess(81234, 30 * GIB, seen="hidden"),), ()), FRESH_S)
     cells = {COLUMNS[n].key: cell.shown for n, cell in enumerate(rows["0:81234"])}
     assert cells["command"] == "(host PID: outside this PID namespace)" and cells["mem"] == "30.0G"
 
 
 def test_on_the_host_each_process_names_its_container() -> None:
     procs = (ProcSample(5000, "python", container="3f2a9c1b7d0e", container_pid=1),)
-    rows = process_rows(_snapshot((GpuProcess(5000, GIB),), procs))
+    rows = process_rows(_snapshot((GpuProcess(5000, GIB),), procs), FRESH_S)
     assert [COLUMNS[n].key for n in shown_columns(rows)].count("container") == 1
     assert rows["0:5000"][[c.key for c in COLUMNS].index("container")].shown == "3f2a9c1b7d0e:1"
 
 
 def test_plain_processes_keep_the_columns_they_always_had() -> None:
-    rows = process_rows(_snapshot((GpuProcess(100, GIB),), (ProcSample(100, "python"),)))
+    rows = process_rows(_snapshot((GpuProcess(100, GIB),), (ProcSample(100, "python"),)), FRESH_S)
     assert [COLUMNS[n].label for n in shown_columns(rows)] == [
         "GPU",
         "PID",

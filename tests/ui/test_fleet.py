@@ -23,6 +23,7 @@ from gputui.ui.fleet_app import FleetApp, header_parts
 from gputui.ui.widgets.fleet_block import FleetBlock, block_lines, findings_line
 from gputui.ui.widgets.lines import Line
 from tests.snapshots import MIB, gpu, gpu_info, host, snapshot, system_info
+from tests.ui.monitor_helpers import MARKS
 
 if TYPE_CHECKING:
     from conftest import Clock
@@ -199,7 +200,7 @@ def test_fleet_view_snapshot(snap_compare: object) -> None:
 
 
 def test_a_block_reads_every_gpu_field_and_the_worst_finding_first() -> None:
-    lines = block_lines(UP, 120, T)
+    lines = block_lines(UP, 120, T, MARKS)
     title, hot, cut, found = (plain([line]) for line in lines)
     assert title.startswith("gpu01  CPU  40%  iowait 12.5%  2 GPUs  drv 570.133.20  CUDA 12.8")
     assert "SIMULATED" not in title  # a real remote driver gets no badge
@@ -214,7 +215,7 @@ def test_a_block_reads_every_gpu_field_and_the_worst_finding_first() -> None:
 def test_a_block_gives_the_servers_verdict_and_the_findings_that_closed() -> None:
     verdict = Verdict("throttled", "Throttled", (0,), "21% of the clock lost on GPU 0 (heat)", "")
     was = replace(FINDINGS[0], rule="starvation_io", gpus=(0,), started_at=T - 90, ended_at=T - 60)
-    lines = plain(block_lines(replace(UP, verdict=verdict, closed=(was,)), 120, T)).splitlines()
+    lines = plain(block_lines(replace(UP, verdict=verdict, closed=(was,)), 120, T, MARKS)).splitlines()
     assert lines[1] == "   Throttled: 21% of the clock lost on GPU 0 (heat)"
     assert lines[-1].endswith("INFO host_swap  was WARN starvation_io GPU 0")
 
@@ -227,19 +228,19 @@ def test_findings_that_do_not_fit_are_counted() -> None:
 def test_a_scenario_alone_marks_a_server_simulated() -> None:
     snapshot = remote_snapshot()
     snapshot = replace(snapshot, system=replace(snapshot.system, remote_source=None, scenario="thermal"))
-    title = plain([block_lines(replace(UP, snapshot=snapshot), 120, T)[0]])
+    title = plain([block_lines(replace(UP, snapshot=snapshot), 120, T, MARKS)[0]])
     assert title.startswith("gpu01   SIMULATED: thermal ")
 
 
 def test_an_unreachable_server_never_seen() -> None:
     state = replace(DOWN, last_ok=None)
-    assert plain(block_lines(state, 120, T)) == (
+    assert plain(block_lines(state, 120, T, MARKS)) == (
         "10.0.0.7:9400   UNREACHABLE   never reached\n   unreachable (timed out)  (retried every poll)"
     )
 
 
 def test_a_narrow_terminal_drops_the_bar_not_the_readings() -> None:
-    hot = plain([block_lines(UP, 100, T)[1]])
+    hot = plain([block_lines(UP, 100, T, MARKS)[1]])
     assert "[" not in hot
     assert hot.startswith("    0 H100 80GB HBM3    97%  SM 1410/1980   88/89C   612/700W  VRAM   68.4/80G")
     assert hot.endswith("THERMAL PWR-CAP")
@@ -479,7 +480,7 @@ def test_a_mig_gpu_in_the_fleet_says_mig_and_each_instance_s_activity() -> None:
     from tests.ui.monitor_helpers import mig_snapshot
 
     snap = mig_snapshot(1_000.0, gpus=2)
-    first = "".join(text for text, _ in gpu_line(snap.gpu_info[0], snap.gpus[0]))
-    second = "".join(text for text, _ in gpu_line(snap.gpu_info[1], snap.gpus[1], with_bar=False))
+    first = "".join(text for text, _ in gpu_line(snap.gpu_info[0], snap.gpus[0], MARKS))
+    second = "".join(text for text, _ in gpu_line(snap.gpu_info[1], snap.gpus[1], MARKS, with_bar=False))
     assert " MIG  SM " in first and first.endswith("GI1 n/a GI2 12%")  # GI 1 has no GPM reading: n/a, not 0
     assert second.endswith("GI1 86% GI2 81%") and "n/a  SM" not in second

@@ -15,14 +15,14 @@ from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.processes import COLUMNS, process_rows
 from tests.conftest import Clock
 from tests.snapshots import gpu_info
-from tests.ui.monitor_helpers import FIXED_NOW, busy_gpu, plain, run_ticks, scripted_app, snapshot
+from tests.ui.monitor_helpers import FIXED_NOW, FRESH_S, MARKS, busy_gpu, plain, run_ticks, scripted_app, snapshot
 
 SIZE = (120, 40)
 HOPPER = replace(busy_gpu(0, 1.0), sm_active_pct=86.0, tensor_active_pct=48.0, dram_bw_pct=55.0)
 
 
 def panel_text(sample: object, width: int, mode: int) -> str:
-    panel = GpuPanel(gpu_info(0))
+    panel = GpuPanel(gpu_info(0), MARKS)
     panel.add_sample(gpu_info(0), sample)  # type: ignore[arg-type]
     return plain(panel.build_lines(width, mode))
 
@@ -45,8 +45,8 @@ def test_a_gpu_without_gpm_reads_na_in_full_and_keeps_compact_lines_short() -> N
 def test_the_sm_share_column_reads_na_when_the_driver_gave_none() -> None:
     sampled = replace(HOPPER, processes=(GpuProcess(100, 1 << 30, sm_pct=83.0),))
     column = [c.key for c in COLUMNS].index("sm")
-    assert process_rows(snapshot(1.0, [sampled]))["0:100"][column].shown == "83"
-    assert process_rows(snapshot(1.0, [busy_gpu(0, 1.0)]))["0:100"][column].shown == "n/a"
+    assert process_rows(snapshot(1.0, [sampled]), FRESH_S)["0:100"][column].shown == "83"
+    assert process_rows(snapshot(1.0, [busy_gpu(0, 1.0)]), FRESH_S)["0:100"][column].shown == "n/a"
 
 
 async def test_the_detail_view_charts_gpm_where_the_gpu_reports_it(clock: Clock) -> None:

@@ -13,12 +13,12 @@ from rich.color import ColorSystem
 from rich.console import Console
 from rich.style import Style
 from rich.text import Text
-from textual._compositor import ChopsUpdate, CompositorUpdate
 from textual.screen import Screen
 from textual.strip import Strip
 
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.lean_update import LeanChopsUpdate, render_pieces
+from gputui.ui.textual_internals import ChopsUpdate, CompositorUpdate
 from tests.conftest import Clock
 from tests.ui.monitor_helpers import run_ticks, simulated_app
 

@@ -23,6 +23,8 @@ from gputui.ui.widgets.processes import COLUMNS, process_rows
 from tests.conftest import Clock
 from tests.snapshots import gpu_info, system_info
 from tests.ui.monitor_helpers import (
+    FRESH_S,
+    MARKS,
     busy_gpu,
     mig_gpu,
     mig_instance,
@@ -38,7 +40,7 @@ WIDE, NARROW = (120, 40), (80, 24)
 
 
 def panel_text(sample: Any, width: int, mode: int, fold: bool = False, only_slice: str | None = None) -> str:
-    panel = GpuPanel(gpu_info(0))
+    panel = GpuPanel(gpu_info(0), MARKS)
     panel.only_slice = only_slice
     panel.add_sample(gpu_info(0), sample)
     return plain(panel.build_lines(width, mode, fold))
@@ -110,11 +112,11 @@ def test_the_layout_folds_only_when_even_one_line_each_and_the_rows_do_not_fit()
 
 
 def test_the_process_table_names_each_process_s_instance() -> None:
-    rows = process_rows(mig_snapshot(1.0, 2))
+    rows = process_rows(mig_snapshot(1.0, 2), FRESH_S)
     column = [c.key for c in COLUMNS].index("mig")
     assert rows["0:200"][column].shown == "GI1 3g.40gb" and rows["1:203"][column].shown == "GI2 3g.40gb"
-    assert set(process_rows(mig_snapshot(1.0, 2), "gi2")) == {"0:201", "1:203"}
-    plain_rows = process_rows(replace(mig_snapshot(1.0, 1), gpus=(busy_gpu(0, 1.0),)))
+    assert set(process_rows(mig_snapshot(1.0, 2), FRESH_S, "gi2")) == {"0:201", "1:203"}
+    plain_rows = process_rows(replace(mig_snapshot(1.0, 1), gpus=(busy_gpu(0, 1.0),)), FRESH_S)
     assert all(row[column].value is None for row in plain_rows.values())
 
 

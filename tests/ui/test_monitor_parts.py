@@ -11,7 +11,7 @@ from gputui.ui import cells as text
 from gputui.ui.widgets.gpu_panel import UtilBuckets
 from gputui.ui.widgets.host import core_lines
 from gputui.ui.widgets.lines import changed_span
-from tests.ui.monitor_helpers import plain
+from tests.ui.monitor_helpers import MARKS, plain
 
 
 def test_missing_values_are_na() -> None:
@@ -33,11 +33,12 @@ def test_idle_is_not_a_problem_tag_and_bad_reasons_come_first() -> None:
 
 
 def test_temperature_grades_against_the_slowdown_threshold() -> None:
-    assert text.temperature_style(60, 89) == "green"
-    assert text.temperature_style(80, 89) == "green"
-    assert text.temperature_style(82, 89) == "yellow"
-    assert text.temperature_style(86, 89) == "bold red"  # at slowdown: red means the clocks are about to go
-    assert text.temperature_style(92, 100) == "yellow"
+    assert MARKS.temperature(60, 89) == "green"
+    assert MARKS.temperature(78, 89) == "green"
+    assert MARKS.temperature(82, 89) == "yellow"
+    assert MARKS.temperature(86, 89) == "bold red"  # within thermal_margin's 5 C: the clocks are about to go
+    assert MARKS.temperature(92, 100) == "yellow"
+    assert MARKS.temperature(92, None) == ""  # no threshold: not judged, as thermal_margin does not judge it
 
 
 def test_sparklines_and_charts_use_only_block_characters_and_show_gaps() -> None:
@@ -57,9 +58,9 @@ def test_util_buckets_average_within_a_bucket_and_leave_gaps() -> None:
 
 
 def test_many_cores_become_a_wrapped_strip_and_few_are_numbers() -> None:
-    strip = core_lines([50.0] * 128, 120)
+    strip = core_lines([50.0] * 128, 120, MARKS)
     assert len(strip) == 2 and sum(len(part[1][0]) for part in strip) == 128
-    numbers = plain(core_lines([5.0, 95.0], 120))
+    numbers = plain(core_lines([5.0, 95.0], 120, MARKS))
     assert numbers == "CPU    5  95 "
 
 

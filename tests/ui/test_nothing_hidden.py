@@ -22,6 +22,7 @@ from gputui.ui.widgets.gpu_panel import GpuPanel, panel_tags
 from gputui.ui.widgets.processes import process_count
 from tests.snapshots import gpu_info
 from tests.ui.monitor_helpers import (
+    MARKS,
     busy_gpu,
     mig_gpu,
     mig_instance,
@@ -74,7 +75,7 @@ async def test_every_tag_is_on_screen_or_counted_and_every_value_keeps_its_unit(
 
 def test_tags_that_do_not_fit_beside_the_values_go_to_the_free_line_and_the_rest_are_counted() -> None:
     sample = replace(busy_gpu(0, 1.0), clock_event_reasons_mask=0x2 | 0x4 | 0x10 | 0x40 | 0x80 | 0x100)
-    panel = GpuPanel(gpu_info(0))
+    panel = GpuPanel(gpu_info(0), MARKS)
     panel.add_sample(gpu_info(0), sample)
     tags = [tag for tag, _ in panel_tags(sample)]
     assert len(tags) == 6
@@ -88,7 +89,7 @@ def test_tags_that_do_not_fit_beside_the_values_go_to_the_free_line_and_the_rest
 
 def test_the_full_panels_first_line_counts_the_tags_past_its_width() -> None:
     sample = replace(busy_gpu(0, 1.0), clock_event_reasons_mask=0x2 | 0x4 | 0x10 | 0x40 | 0x80 | 0x100)
-    panel = GpuPanel(gpu_info(0))
+    panel = GpuPanel(gpu_info(0), MARKS)
     panel.add_sample(gpu_info(0), sample)
     tags = [tag for tag, _ in panel_tags(sample)]
     head = plain(panel.build_lines(100, 3)).splitlines()[0]

@@ -16,6 +16,7 @@ from gputui.formatting import NA, fmt_num, fmt_pct, fmt_rate_short
 from gputui.history import History
 from gputui.model import GpuInfo, GpuSample, ProcSample, Snapshot
 from gputui.ui.cells import chart_rows, fit_tags, fmt_pstate, reason_tags, wrap_text
+from gputui.ui.marks import Marks
 from gputui.ui.screens.cover import CoverScreen
 from gputui.ui.widgets.activity_lines import activity_lines
 from gputui.ui.widgets.gpu_panel import instance_line, shown_instances
@@ -86,9 +87,10 @@ def span_label(snapshots: int, seconds: float) -> str:
 
 
 class DetailView(LineView):
-    def __init__(self, index: int, pid: int | None = None) -> None:
+    def __init__(self, index: int, marks: Marks, pid: int | None = None) -> None:
         super().__init__(id="detail")
         self.index = index
+        self.marks = marks
         self.pid = pid  # the process chosen in the table, its activity shown sampled or not
         self.history: History | None = None
         self.snapshot: Snapshot | None = None
@@ -111,14 +113,14 @@ class DetailView(LineView):
         span = window[-1].timestamp - window[0].timestamp if window else 0.0
         lines = [self._title(info, sample, width)]
         if self.process is not None:
-            lines += activity_lines(self.process, snapshot.timestamp, width)
+            lines += activity_lines(self.process, snapshot.timestamp, width, self.marks.thresholds.activity_fresh_s)
         lines.append([(f"{span_label(len(window), span)}, one column per sample", LABEL)])
         gpm = any(g.sm_active_pct is not None for snap in window for g in snap.gpus if g.index == self.index)
         charts = CHARTS + GPM_CHARTS if gpm else CHARTS
         instances = shown_instances(sample, snapshot.system.mig_slice)
         if instances:
             lines += [[(row, LABEL)] for row in wrap_text(MIG_NOTE, width)]
-            lines += [instance_line(device, width, width >= 100) for device in instances]
+            lines += [instance_line(device, width, width >= 100, self.marks) for device in instances]
         elif not gpm:
             lines += [[(row, LABEL)] for row in wrap_text(NO_GPM, width)]
         room = self.known_height - len(lines)
@@ -178,13 +180,14 @@ class DetailView(LineView):
 class DetailScreen(CoverScreen):
     """The same header as the main view (badges included), the charts, the footer."""
 
-    def __init__(self, index: int, on_shown: Callable[[], None], pid: int | None = None) -> None:
+    def __init__(self, index: int, marks: Marks, on_shown: Callable[[], None], pid: int | None = None) -> None:
         super().__init__(on_shown)
         self.index = index
+        self.marks = marks
         self.pid = pid
 
     def body(self) -> Widget:
-        return DetailView(self.index, self.pid)
+        return DetailView(self.index, self.marks, self.pid)
 
     @property
     def shown_pid(self) -> int | None:

@@ -11,6 +11,7 @@ from textual.widgets import Footer, Input
 from gputui.diagnostics.tick import Tick
 from gputui.model import Snapshot
 from gputui.ui.lean_update import LeanScreen
+from gputui.ui.marks import Marks
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.gpu_list import GpuList
 from gputui.ui.widgets.header import HeaderState, StatusHeader
@@ -44,15 +45,16 @@ class MainScreen(LeanScreen[None]):
 
     AUTO_FOCUS = "GpuList"  # never the hidden filter box
 
-    def __init__(self, on_shown: Callable[[], None]) -> None:
+    def __init__(self, on_shown: Callable[[], None], marks: Marks) -> None:
         super().__init__()
         self._on_shown = on_shown
         self._layout_key: tuple[object, ...] = ()
         # Until the user toggles the pane with `d`, it is shown whenever the terminal is tall enough.
         self.diagnostics_follow_size = True
         self.header = StatusHeader(id="header")
-        self.gpus = GpuList(id="gpus")
-        self.host = HostPanel(id="host")
+        self.marks = marks
+        self.gpus = GpuList(marks, id="gpus")
+        self.host = HostPanel(marks, id="host")
         self.filter_box = Input(placeholder="filter processes by user, PID, pod, job or command", id="filter")
         self.filter_box.cursor_blink = False
         self.table = ProcessTable(id="processes")
@@ -156,4 +158,8 @@ class MainScreen(LeanScreen[None]):
     def show_processes(self, snapshot: Snapshot, filter_text: str) -> None:
         """The table's rows: those `filter_text` keeps, counted against all of them."""
         self.processes_of = snapshot
-        self.table.show_rows(process_rows(snapshot, filter_text), filter_text, process_count(snapshot))
+        self.table.show_rows(
+            process_rows(snapshot, self.marks.thresholds.activity_fresh_s, filter_text),
+            filter_text,
+            process_count(snapshot),
+        )

@@ -10,7 +10,6 @@ from __future__ import annotations
 from gputui.formatting import fmt_share
 from gputui.model import ActivityFrame, ActivityKind, ActivityShares, JobActivity, ProcSample
 from gputui.text.activity_text import (
-    ACTIVITY_FRESH_S,
     error_words,
     frame_place,
     is_fresh,
@@ -33,21 +32,21 @@ KIND_STYLES: dict[ActivityKind, str] = {
     "io": "red",
     "idle": "bright_black",
 }
-STALE = "dim"  # an activity older than ACTIVITY_FRESH_S: what the job did then, maybe not now
+STALE = "dim"  # an activity older than the rules trust (activity_fresh_s): what the job did then, maybe not now
 BAR = "█"
 TOP_FRAMES = 5
 # The detail's words when no process of the GPU was ever sampled, and the key that samples one.
 NOT_SAMPLED = "activity: not sampled yet (a on a process in the table reads its stacks now)"
 
 
-def row_mark(activity: JobActivity | None, now: float) -> tuple[str, str]:
+def row_mark(activity: JobActivity | None, now: float, fresh_s: float) -> tuple[str, str]:
     """The process row's mark before its command and its style: the leading kind's colour, dim once stale."""
     text = short_activity(activity)
     if activity is None or not text:
         return "", ""
     if activity.leading is None:
         return text, LABEL
-    return text, KIND_STYLES[activity.leading] if is_fresh(activity, now) else STALE
+    return text, KIND_STYLES[activity.leading] if is_fresh(activity, now, fresh_s) else STALE
 
 
 def bar(shares: ActivityShares, width: int) -> Line:
@@ -89,8 +88,9 @@ def _frame_line(frame: ActivityFrame, width: int) -> Line:
     return [*head, (text if len(text) <= room else text[: room - 1] + "…", "")]
 
 
-def activity_lines(process: ProcSample, now: float, width: int) -> list[Line]:
-    """The block the detail shows for one process: what its main thread did in the last window sampled."""
+def activity_lines(process: ProcSample, now: float, width: int, fresh_s: float) -> list[Line]:
+    """The block the detail shows for one process: what its main thread did in the last window sampled; stale
+    once older than `fresh_s` (the rules' activity_fresh_s)."""
     activity = process.activity
     name = process.cmdline or process.name
     title: Line = [("ACTIVITY", "bold"), (f"  PID {process.pid}", ""), (f"  {name}", LABEL)]
@@ -98,7 +98,7 @@ def activity_lines(process: ProcSample, now: float, width: int) -> list[Line]:
         return [title, [(NOT_SAMPLED, LABEL)]]
     if activity.rank is not None:
         title.insert(1, (f"  rank {activity.rank}", "bold"))
-    stale = not is_fresh(activity, now)
+    stale = not is_fresh(activity, now, fresh_s)
     lines: list[Line] = [title, [(source_text(activity, now), STALE if stale else LABEL)]]
     if activity.error is not None and not activity.samples:
         words = f"no stack could be read: {error_words(activity.error)}"
@@ -106,7 +106,7 @@ def activity_lines(process: ProcSample, now: float, width: int) -> list[Line]:
     lines.append(bar(activity.shares, width))
     lines += legend(activity.shares, width)
     if stale:
-        lines.append([(f"older than {ACTIVITY_FRESH_S / 60:g} min: what the job did then, maybe not now", STALE)])
+        lines.append([(f"older than {fresh_s / 60:g} min: what the job did then, maybe not now", STALE)])
     for frame in activity.top[:TOP_FRAMES]:
         lines.append(_frame_line(frame, width))
     if activity.workers is not None and activity.worker_samples:

@@ -16,7 +16,8 @@ from gputui.diagnostics.groups import group_findings, sort_groups
 from gputui.formatting import NA, fmt_duration, fmt_gib, fmt_num, fmt_pct, fmt_ranges
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.session.fleet_poll import HostState
-from gputui.ui.cells import bar, fmt_pcie, level_style, reason_tags, short_gpu_name, temperature_style
+from gputui.ui.cells import bar, fmt_pcie, reason_tags, short_gpu_name
+from gputui.ui.marks import Marks
 from gputui.ui.widgets.diagnostics import SEVERITY_STYLES
 from gputui.ui.widgets.gpu_panel import MIG_STYLE, folded_item, mig_on, shown_instances
 from gputui.ui.widgets.lines import Line, LineView, line_len
@@ -41,19 +42,20 @@ def data_badge(system: SystemInfo) -> tuple[str, str] | None:
     return None
 
 
-def host_parts(host: HostSample) -> Line:
+def host_parts(host: HostSample, marks: Marks) -> Line:
     """Mean CPU and iowait: the two host numbers that tell a starved GPU from a busy one at a glance."""
     cpu, iowait = host.cpu_pct, host.iowait_pct
     return [
         ("CPU ", LABEL),
-        (f"{fmt_pct(cpu):>4}", level_style(None if cpu is None else cpu / 100.0)),
+        (f"{fmt_pct(cpu):>4}", marks.cpu.style(cpu)),
         ("  iowait ", LABEL),
-        (f"{fmt_num(iowait, 1, '%'):>5}", "yellow" if iowait is not None and iowait >= 10 else ""),
+        (f"{fmt_num(iowait, 1, '%'):>5}", marks.iowait.style(iowait)),
     ]
 
 
-def gpu_line(info: GpuInfo, sample: GpuSample | None, with_bar: bool = True) -> Line:
-    """One GPU on one line: index, name, utilization, SM clock, temperature, power, VRAM, PCIe, throttling."""
+def gpu_line(info: GpuInfo, sample: GpuSample | None, marks: Marks, with_bar: bool = True) -> Line:
+    """One GPU on one line: index, name, utilization, SM clock, temperature, power, VRAM, PCIe, throttling; in the
+    monitor's panels' colours."""
     name = short_gpu_name(info.name)[:NAME_WIDTH]
     head: Line = [(INDENT, ""), (f"{info.index:>2} ", "bold"), (f"{name:<{NAME_WIDTH}}", "")]
     if sample is not None and sample.lost:
@@ -76,27 +78,25 @@ def gpu_line(info: GpuInfo, sample: GpuSample | None, with_bar: bool = True) -> 
     best = fmt_pcie(info.pcie_max_gen, info.pcie_max_width)
     line = head
     split = mig_on(s)  # no whole-GPU utilization in MIG mode: "MIG" there, and each instance's activity after
+    busy = marks.util(util, s is not None and bool(s.processes))
     if with_bar:
-        line += [(" [", LABEL), (bar(frac, UTIL_BAR), level_style(frac)), ("]", LABEL)]
+        line += [(" [", LABEL), (bar(frac, UTIL_BAR), busy), ("]", LABEL)]
     line += [
         (" ", ""),
-        (f"{'MIG' if split else fmt_pct(util):>4}", MIG_STYLE if split else level_style(frac)),
+        (f"{'MIG' if split else fmt_pct(util):>4}", MIG_STYLE if split else busy),
         ("  SM ", LABEL),
-        (f"{fmt_num(sm):>4}/{fmt_num(info.max_sm_clock_mhz):<4}", ""),
+        (f"{fmt_num(sm):>4}/{fmt_num(info.max_sm_clock_mhz):<4}", marks.clock(s, info.max_sm_clock_mhz)),
         ("  ", ""),
         (
             f"{fmt_num(temp) + '/' + fmt_num(info.temperature_slowdown_c) + 'C':>7}",
-            temperature_style(temp, info.temperature_slowdown_c),
+            marks.temperature(temp, info.temperature_slowdown_c),
         ),
         ("  ", ""),
-        (
-            f"{fmt_num(power) + '/' + fmt_num(limit) + 'W':>9}",
-            level_style(None if power is None or not limit else power / limit),
-        ),
+        (f"{fmt_num(power) + '/' + fmt_num(limit) + 'W':>9}", marks.power(s)),
         ("  VRAM ", LABEL),
         (
             f"{fmt_gib(used) + '/' + fmt_gib(total, 0) + 'G':>10}",
-            level_style(None if used is None or not total else used / total),
+            marks.memory(used, total),
         ),
         ("  ", ""),
         (link, ""),
@@ -106,7 +106,7 @@ def gpu_line(info: GpuInfo, sample: GpuSample | None, with_bar: bool = True) -> 
     for tag, style in reason_tags(None if s is None else s.clock_event_reasons):
         line += [(" ", ""), (tag, f"{style} reverse")]
     for device in shown_instances(s, None):
-        line += [(" ", ""), *folded_item(device)]
+        line += [(" ", ""), *folded_item(device, marks)]
     return line
 
 
@@ -138,7 +138,7 @@ def findings_line(findings: Sequence[Finding], width: int, closed: Sequence[Find
     return line
 
 
-def title_line(state: HostState, name: str, now: float) -> Line:
+def title_line(state: HostState, name: str, now: float, marks: Marks) -> Line:
     line: Line = [(name, "bold")]
     snapshot = state.snapshot
     if snapshot is None:
@@ -159,16 +159,16 @@ def title_line(state: HostState, name: str, now: float) -> Line:
     if state.source == "dcgm-exporter":
         line += [("  ", ""), ("dcgm-exporter only: host n/a", LABEL)]
     else:
-        line += [("  ", ""), *host_parts(snapshot.host)]
+        line += [("  ", ""), *host_parts(snapshot.host, marks)]
     line += [(f"  {gpus} GPU{'s' if gpus != 1 else ''}", "")]
     line += [("  drv ", LABEL), (system.driver_version or NA, ""), ("  CUDA ", LABEL)]
     line += [(system.cuda_driver_version or NA, ""), (f"  {_address(state)}", LABEL)]
     return line
 
 
-def block_lines(state: HostState, width: int, now: float, name: str | None = None) -> list[Line]:
+def block_lines(state: HostState, width: int, now: float, marks: Marks, name: str | None = None) -> list[Line]:
     """The whole block for one server; `name` is the hostname last seen, kept while it is unreachable."""
-    title = title_line(state, name or state.name, now)
+    title = title_line(state, name or state.name, now, marks)
     snapshot = state.snapshot
     if snapshot is None:
         if state.error is None:
@@ -181,7 +181,7 @@ def block_lines(state: HostState, width: int, now: float, name: str | None = Non
     lines += [[(INDENT, ""), (event, "yellow")] for event in snapshot.events[-1:]]
     if state.verdict is not None:
         lines.append([(INDENT, ""), (state.verdict.label, "bold"), (f": {state.verdict.summary}", "")])
-    lines += [gpu_line(info, sample, with_bar=width >= WIDE) for info, sample in _gpus(snapshot)]
+    lines += [gpu_line(info, sample, marks, with_bar=width >= WIDE) for info, sample in _gpus(snapshot)]
     lines.append(findings_line(state.findings, width, state.closed))
     return lines
 
@@ -201,9 +201,10 @@ def _gpus(snapshot: Snapshot) -> list[tuple[GpuInfo, GpuSample | None]]:
 class FleetBlock(LineView):
     """One server; `show()` takes its newest state and redraws only the lines that changed."""
 
-    def __init__(self, state: HostState, *, id: str | None = None) -> None:
+    def __init__(self, state: HostState, marks: Marks, *, id: str | None = None) -> None:
         super().__init__(id=id, classes="fleet-block")
         self.state = state
+        self.marks = marks
         self.now = 0.0
         self.known_name: str | None = None
 
@@ -215,21 +216,23 @@ class FleetBlock(LineView):
         self.redraw()
 
     def build_lines(self, width: int) -> Sequence[Line]:
-        lines = block_lines(self.state, width, self.now, self.known_name)
+        lines = block_lines(self.state, width, self.now, self.marks, self.known_name)
         if self.styles.height is None or self.styles.height.value != len(lines):
             self.styles.height = len(lines)
         return lines
 
 
-def block_height(state: HostState, now: float, name: str | None = None) -> int:
+def block_height(state: HostState, now: float, marks: Marks, name: str | None = None) -> int:
     """Lines the whole block of a server takes (its width changes what they say, not how many)."""
-    return len(block_lines(state, WIDE, now, name))
+    return len(block_lines(state, WIDE, now, marks, name))
 
 
 HOST_NAME_WIDTH = 20
 
 
-def host_line(state: HostState, width: int, now: float, name: str | None = None, flagged: bool = False) -> Line:
+def host_line(
+    state: HostState, width: int, now: float, marks: Marks, name: str | None = None, flagged: bool = False
+) -> Line:
     """A server on one line, for a fleet too large to show whole: its name, how it stands (UNREACHABLE, its
     worst finding, FLEET when a fleet finding names it), its GPUs at a glance and its findings."""
     name = (name or state.name)[:HOST_NAME_WIDTH]
@@ -254,7 +257,7 @@ def host_line(state: HostState, width: int, now: float, name: str | None = None,
     util = sum(utils) / len(utils) if utils else None
     lost = len(snapshot.gpus) - len(gpus)
     line += [(f"  {len(snapshot.gpus):>2} GPU{'s' if len(snapshot.gpus) != 1 else ' '}", "")]
-    line += [("  util ", LABEL), (f"{fmt_pct(util):>4}", level_style(None if util is None else util / 100.0))]
+    line += [("  util ", LABEL), (f"{fmt_pct(util):>4}", marks.util(util, held=False))]
     line += [("  max ", LABEL), (f"{fmt_num(max(temps) if temps else None) + 'C':>4}", "")]
     if lost:
         line += [("  ", ""), (f" {lost} LOST ", "bold white on red")]
@@ -271,8 +274,9 @@ def host_line(state: HostState, width: int, now: float, name: str | None = None,
 class FleetHostLines(LineView):
     """Every server on one line each, in the order given: the fleet view when the whole blocks do not fit."""
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, marks: Marks, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.marks = marks
         self.rows: Sequence[tuple[HostState, str | None, bool]] = ()
         self.now = 0.0
 
@@ -284,4 +288,4 @@ class FleetHostLines(LineView):
         self.redraw()
 
     def build_lines(self, width: int) -> Sequence[Line]:
-        return [host_line(state, width, self.now, name, flagged) for state, name, flagged in self.rows]
+        return [host_line(state, width, self.now, self.marks, name, flagged) for state, name, flagged in self.rows]

@@ -14,6 +14,7 @@ from textual.binding import Binding, BindingType
 
 from gputui.formatting import fmt_ranges
 from gputui.model import Snapshot
+from gputui.ui.marks import Marks
 from gputui.ui.widgets.gpu_panel import METRIC_GROUPS, GpuPanel
 from gputui.ui.widgets.lines import Line, LineView
 
@@ -28,8 +29,9 @@ class GpuList(LineView):
         Binding("down,j", "move(1)", "Next GPU", show=False),
     ]
 
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, marks: Marks, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.marks = marks
         self.panels: list[GpuPanel] = []
         self.mode = 3
         self.fold = False
@@ -45,7 +47,7 @@ class GpuList(LineView):
         """Keep each GPU's reading and history; True when the set of GPUs changed (a layout is due)."""
         changed = [p.gpu_index for p in self.panels] != [info.index for info in snapshot.gpu_info]
         if changed:
-            self.panels = [GpuPanel(info) for info in snapshot.gpu_info]
+            self.panels = [GpuPanel(info, self.marks) for info in snapshot.gpu_info]
             self.cursor = min(self.cursor, max(0, len(self.panels) - 1))
         samples = {sample.index: sample for sample in snapshot.gpus}
         given = snapshot.system.mig_slice

@@ -19,19 +19,15 @@ from gputui.model import GpuInfo, GpuSample, MigDevice
 from gputui.ui.cells import (
     SPARK_GAP,
     bar,
-    clock_style,
     fit_tags,
     fmt_pcie,
     fmt_pstate,
-    memory_style,
-    power_style,
     reason_tags,
     short_gpu_name,
     spark_char,
     sparkline,
-    temperature_style,
-    util_style,
 )
+from gputui.ui.marks import Marks
 from gputui.ui.widgets.lines import Line, line_len
 
 # Each sparkline cell is this many seconds (or one sample when the interval is longer): the line then
@@ -143,10 +139,10 @@ def process_count(device: MigDevice) -> str:
     return f"{count} proc{'' if count == 1 else 's'}"
 
 
-def instance_memory(device: MigDevice, bar_width: int) -> Line:
+def instance_memory(device: MigDevice, bar_width: int, marks: Marks) -> Line:
     used, total = device.memory_used_bytes, device.memory_total_bytes
     frac = None if used is None or not total else used / total
-    style = memory_style(frac)
+    style = marks.memory(used, total)
     return [
         ("[", LABEL),
         (bar(frac, bar_width), style),
@@ -155,21 +151,21 @@ def instance_memory(device: MigDevice, bar_width: int) -> Line:
     ]
 
 
-def instance_line(device: MigDevice, width: int, full: bool) -> Line:
+def instance_line(device: MigDevice, width: int, full: bool, marks: Marks) -> Line:
     """One MIG instance under its GPU: its label, activity (SM, tensor, and DRAM when `full`), a memory bar and
     its process count; the activity lines up under the parent's GPM columns, and reads n/a when not given."""
     name, activity = instance_activity(device)
-    style = util_style(activity, bool(device.processes))
+    style = marks.util(activity, bool(device.processes))
     line: Line = [(INSTANCE_PREFIX, LABEL)]
     if full:
         line += [(f"{device.label:<22}  ", MIG_STYLE), (f"{name} act ", ""), (f"{fmt_pct(activity):>4}", style)]
         line += [(" · tensor ", ""), (f"{fmt_pct(device.tensor_active_pct):>4}", "")]
         line += [(" · DRAM ", ""), (f"{fmt_pct(device.dram_bw_pct):>4}", ""), ("  VRAM ", LABEL)]
-        line += instance_memory(device, 16 if width >= 120 else 8)
+        line += instance_memory(device, 16 if width >= 120 else 8, marks)
     else:
         line += [(f"{device.label:<17} ", MIG_STYLE), (f"{name} ", ""), (f"{fmt_pct(activity):>4}", style)]
         line += [(" TC ", ""), (f"{fmt_pct(device.tensor_active_pct):>4}", ""), ("  ", "")]
-        line += instance_memory(device, 8)
+        line += instance_memory(device, 8, marks)
     return [*line, ("  ", ""), (process_count(device), LABEL)]
 
 
@@ -193,11 +189,11 @@ def spaced(values: Sequence[Line], room: int) -> Line:
     return line
 
 
-def folded_item(device: MigDevice) -> Line:
+def folded_item(device: MigDevice, marks: Marks) -> Line:
     """An instance on its parent's line when the rows do not fit: "GI1 45%"."""
     name = f"GI{device.gpu_instance_id}" if device.gpu_instance_id is not None else f"MIG{device.index}"
     _, activity = instance_activity(device)
-    return [(name, MIG_STYLE), (f"{fmt_pct(activity):>4}", util_style(activity, bool(device.processes)))]
+    return [(name, MIG_STYLE), (f"{fmt_pct(activity):>4}", marks.util(activity, bool(device.processes)))]
 
 
 class GpuPanel:
@@ -207,8 +203,9 @@ class GpuPanel:
     of one per GPU.
     """
 
-    def __init__(self, info: GpuInfo) -> None:
+    def __init__(self, info: GpuInfo, marks: Marks) -> None:
         self.info = info
+        self.marks = marks
         self.sample: GpuSample | None = None
         self.history = UtilBuckets()
         self.selected = False
@@ -248,7 +245,7 @@ class GpuPanel:
         if fold:
             return lines
         full = mode >= 3 and width >= 100
-        return lines + [instance_line(device, width, full) for device in self.instances()]
+        return lines + [instance_line(device, width, full, self.marks) for device in self.instances()]
 
     # -- pieces ----------------------------------------------------------------------------------------
 
@@ -268,7 +265,7 @@ class GpuPanel:
             return [*line, (f"{'MIG':>4}", self._mark("util", MIG_STYLE))]
         util = None if s is None else s.utilization_gpu_pct
         frac = None if util is None else util / 100.0
-        style = util_style(util, s is not None and bool(s.processes))
+        style = self.marks.util(util, s is not None and bool(s.processes))
         line = []
         if bar_width:
             line += [("UTIL [", LABEL), (bar(frac, bar_width), style), ("] ", LABEL)]
@@ -294,21 +291,19 @@ class GpuPanel:
         temp = None if s is None else s.temperature_c
         slowdown = self.info.temperature_slowdown_c
         value = f"{fmt_num(temp, 0)}/{fmt_num(slowdown, 0)}C" if full else fmt_num(temp, 0, "C")
-        return [(f"{value:>4}", self._mark("temp", temperature_style(temp, slowdown)))]
+        return [(f"{value:>4}", self._mark("temp", self.marks.temperature(temp, slowdown)))]
 
     def _power(self, s: GpuSample | None, mark_default: bool) -> Line:
         power = None if s is None else s.power_w
         limit = None if s is None else s.power_limit_w
-        line: Line = [(f"{fmt_num(power):>3}/{fmt_num(limit)}W", self._mark("power", power_style(power, limit)))]
+        line: Line = [(f"{fmt_num(power):>3}/{fmt_num(limit)}W", self._mark("power", self.marks.power(s)))]
         if mark_default and self._lowered_limit(s):
             line.append((f"<{self.info.power_default_limit_w:.0f}", "yellow"))
         return line
 
     def _lowered_limit(self, s: GpuSample | None) -> bool:
         """The enforced power limit is below the board's default: someone capped it."""
-        limit = None if s is None else s.power_limit_w
-        default = self.info.power_default_limit_w
-        return limit is not None and default is not None and limit < default - 0.5
+        return self.marks.power_lowered(None if s is None else s.power_limit_w, self.info.power_default_limit_w)
 
     def _power_note(self) -> Line:
         if not self._lowered_limit(self.sample):
@@ -319,16 +314,17 @@ class GpuPanel:
         used = None if s is None else s.memory_used_bytes
         total = self.info.memory_total_bytes
         frac = None if used is None or not total else used / total
+        style = self.marks.memory(used, total)
         line: Line = []
         if bar_width:
-            line += [("[", LABEL), (bar(frac, bar_width), memory_style(frac)), ("] ", LABEL)]
-        return [*line, (f"{fmt_gib(used)}/{fmt_gib(total, 0)}G", self._mark("vram", memory_style(frac)))]
+            line += [("[", LABEL), (bar(frac, bar_width), style), ("] ", LABEL)]
+        return [*line, (f"{fmt_gib(used)}/{fmt_gib(total, 0)}G", self._mark("vram", style))]
 
     def _clocks(self, s: GpuSample | None, memory: bool = True) -> Line:
         sm = None if s is None else s.sm_clock_mhz
         top = self.info.max_sm_clock_mhz
         sm_text = f"{fmt_num(sm):>4}/{fmt_num(top)}"
-        lost = clock_style(sm, top, None if s is None else s.utilization_gpu_pct)
+        lost = self.marks.clock(s, top)
         line: Line = [("SM ", LABEL), (sm_text, self._mark("clocks", lost))]
         if memory:
             mem = None if s is None else s.memory_clock_mhz
@@ -439,7 +435,7 @@ class GpuPanel:
         devices = self.instances()
         items: Line = []
         for n, device in enumerate(devices):
-            item = folded_item(device)
+            item = folded_item(device, self.marks)
             rest = len(devices) - n - 1
             more = len(f" +{rest}") if rest else 0
             if line_len(items) + (1 if items else 0) + line_len(item) + more > room:

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 
 from gputui.formatting import NA, fmt_bytes_short, fmt_num, fmt_pct, fmt_rate_short
 from gputui.model import ContainerInfo, HostSample
-from gputui.ui.cells import level_style, spark_char
+from gputui.ui.cells import spark_char
+from gputui.ui.marks import Marks
 from gputui.ui.widgets.lines import Line, LineView, line_len
 
 LABEL = "bright_black"
@@ -20,7 +21,7 @@ PREFIX = "CPU  "
 NUMBER_CELL = 4  # " 42" plus a space, per core, when the cores are shown as numbers
 
 
-def core_lines(cores: Sequence[float], width: int) -> list[Line]:
+def core_lines(cores: Sequence[float], width: int, marks: Marks) -> list[Line]:
     """Per-core load as numbers when they fit on one line, else as a wrapped strip of one cell per core.
 
     The strip is one colour (the block height is the load): a colour per cell would cost an escape
@@ -30,7 +31,7 @@ def core_lines(cores: Sequence[float], width: int) -> list[Line]:
     if not cores:
         return [[(PREFIX, LABEL), (NA, LABEL)]]
     if len(cores) * NUMBER_CELL <= room:
-        return [[(PREFIX, LABEL), *((f"{pct:>3.0f} ", level_style(pct / 100.0)) for pct in cores)]]
+        return [[(PREFIX, LABEL), *((f"{pct:>3.0f} ", marks.cpu.style(pct)) for pct in cores)]]
     lines: list[Line] = []
     for start in range(0, len(cores), room):
         strip = "".join(spark_char(pct / 100.0) for pct in cores[start : start + room])
@@ -38,21 +39,18 @@ def core_lines(cores: Sequence[float], width: int) -> list[Line]:
     return lines
 
 
-def stat_fields(host: HostSample) -> list[Line]:
+def stat_fields(host: HostSample, marks: Marks) -> list[Line]:
     def used_of(used: int | None, total: int | None) -> str:
         return f"{fmt_bytes_short(used)}/{fmt_bytes_short(total)}"
 
-    mem_frac = None
+    mem_pct = None
     if host.memory_used_bytes is not None and host.memory_total_bytes:
-        mem_frac = host.memory_used_bytes / host.memory_total_bytes
+        mem_pct = 100.0 * host.memory_used_bytes / host.memory_total_bytes
     iowait = host.iowait_pct
     cpu = host.cpu_pct
     return [
-        [("avg ", LABEL), (f"{fmt_pct(cpu):>4}", level_style(None if cpu is None else cpu / 100.0))],
-        [
-            ("iowait ", LABEL),
-            (f"{fmt_num(iowait, 1, '%'):>5}", "yellow" if iowait is not None and iowait >= 10 else ""),
-        ],
+        [("avg ", LABEL), (f"{fmt_pct(cpu):>4}", marks.cpu.style(cpu))],
+        [("iowait ", LABEL), (f"{fmt_num(iowait, 1, '%'):>5}", marks.iowait.style(iowait))],
         [
             ("DISK R ", LABEL),
             (f"{fmt_rate_short(host.disk_read_bytes_s):>9}", ""),
@@ -65,14 +63,15 @@ def stat_fields(host: HostSample) -> list[Line]:
             (" TX ", LABEL),
             (f"{fmt_rate_short(host.net_tx_bytes_s):>9}", ""),
         ],
-        [("MEM ", LABEL), (used_of(host.memory_used_bytes, host.memory_total_bytes), level_style(mem_frac))],
+        [("MEM ", LABEL), (used_of(host.memory_used_bytes, host.memory_total_bytes), marks.host_memory.style(mem_pct))],
         [("SWAP ", LABEL), (used_of(host.swap_used_bytes, host.swap_total_bytes), "")],
     ]
 
 
-def container_fields(host: HostSample, limits: ContainerInfo | None) -> list[Line]:
+def container_fields(host: HostSample, limits: ContainerInfo | None, marks: Marks) -> list[Line]:
     """The cgroup's own figures: CPU against the quota, periods throttled, memory against its limit, /dev/shm
-    and PSI. Nothing when there is no cgroup limit to measure against and no pressure reported."""
+    (in a container, or wherever it is small) and PSI. Nothing when there is no cgroup limit to measure against and
+    no pressure reported."""
     out: list[Line] = []
     group = host.container
     quota = limits.cpu_quota_cores if limits else None
@@ -81,21 +80,22 @@ def container_fields(host: HostSample, limits: ContainerInfo | None) -> list[Lin
         out.append(
             [
                 ("QUOTA ", LABEL),
-                (f"{fmt_pct(used)} of {quota:g} CPUs", level_style(None if used is None else used / 100.0)),
+                (f"{fmt_pct(used)} of {quota:g} CPUs", marks.cpu.style(used)),
             ]
         )
         throttled = group.cpu_throttled_pct
-        style = "bold red" if throttled is not None and throttled >= 20 else ""
-        out.append([("throttled ", LABEL), (fmt_pct(throttled), style)])
+        out.append([("throttled ", LABEL), (fmt_pct(throttled), marks.throttled(throttled))])
     if group is not None and group.memory_limit_bytes is not None:
-        frac = None if group.memory_used_bytes is None else group.memory_used_bytes / group.memory_limit_bytes
-        limit_text = f"{fmt_bytes_short(group.memory_used_bytes)}/{fmt_bytes_short(group.memory_limit_bytes)}"
-        out.append([("CGROUP MEM ", LABEL), (limit_text, level_style(frac))])
+        used_bytes = group.memory_used_bytes
+        pct = None if used_bytes is None else 100.0 * used_bytes / group.memory_limit_bytes
+        limit_text = f"{fmt_bytes_short(used_bytes)}/{fmt_bytes_short(group.memory_limit_bytes)}"
+        out.append([("CGROUP MEM ", LABEL), (limit_text, marks.cgroup_memory.style(pct))])
     shm = limits.shm_bytes if limits else None
-    if shm is not None and ((limits is not None and limits.runtime is not None) or shm < 1 << 30):
-        shm_frac = None if host.shm_used_bytes is None else host.shm_used_bytes / shm
+    small = shm is not None and marks.shm_small(shm)
+    if shm is not None and ((limits is not None and limits.runtime is not None) or small):
+        shm_pct = None if host.shm_used_bytes is None else 100.0 * host.shm_used_bytes / shm
         shm_text = f"{fmt_bytes_short(host.shm_used_bytes)}/{fmt_bytes_short(shm)}"
-        out.append([("SHM ", LABEL), (shm_text, "yellow" if shm < 1 << 30 else level_style(shm_frac))])
+        out.append([("SHM ", LABEL), (shm_text, "yellow" if small else marks.shm.style(shm_pct))])
     psi = host.psi
     if psi is not None:
         out.append(
@@ -129,8 +129,9 @@ def pack(fields: Sequence[Line], width: int, indent: str = "     ") -> list[Line
 
 
 class HostPanel(LineView):
-    def __init__(self, *, id: str | None = None) -> None:
+    def __init__(self, marks: Marks, *, id: str | None = None) -> None:
         super().__init__(id=id)
+        self.marks = marks
         self.host: HostSample | None = None
         self.limits: ContainerInfo | None = None
 
@@ -147,5 +148,5 @@ class HostPanel(LineView):
     def build_lines(self, width: int) -> Sequence[Line]:
         if self.host is None:
             return [[(PREFIX + NA, LABEL)]]
-        fields = stat_fields(self.host) + container_fields(self.host, self.limits)
-        return core_lines(self.host.cpu_pct_per_core, width) + pack(fields, width)
+        fields = stat_fields(self.host, self.marks) + container_fields(self.host, self.limits, self.marks)
+        return core_lines(self.host.cpu_pct_per_core, width, self.marks) + pack(fields, width)

@@ -87,9 +87,9 @@ Row = tuple[Cell, ...]
 _PID = [column.key for column in COLUMNS].index("pid")
 
 
-def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
+def process_rows(snapshot: Snapshot, fresh_s: float, needle: str = "") -> dict[str, Row]:
     """One row per (GPU, process), keyed 'gpu:pid'; `needle` keeps rows whose user, PID, pod or job, command or
-    MIG instance has it."""
+    MIG instance has it. An activity older than `fresh_s` (the rules' activity_fresh_s) is marked stale."""
     rows: dict[str, Row] = {}
     needle = needle.lower()
     for gpu in snapshot.gpus:
@@ -114,7 +114,7 @@ def process_rows(snapshot: Snapshot, needle: str = "") -> dict[str, Row]:
             children = host.children if host else None
             container = _container(host.container, host.container_pid) if host else None
             pid_text = f"{proc.pid}{DEVICE_MARK}" if proc.seen == "device" else str(proc.pid)
-            mark, mark_style = row_mark(host.activity if host else None, snapshot.timestamp)
+            mark, mark_style = row_mark(host.activity if host else None, snapshot.timestamp, fresh_s)
             rows[f"{gpu.index}:{proc.pid}"] = (
                 Cell(str(gpu.index), gpu.index),
                 Cell(pid_text, proc.pid),
