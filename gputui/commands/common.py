@@ -12,11 +12,9 @@ from typing import TYPE_CHECKING
 from gputui.argtypes import (
     MAX_DEMO_GPUS,
     cpu_list,
-    currency_name,
     demo_gpu_count,
     gpu_list,
     positive_seconds,
-    price_per_hour,
     usage_errors,
 )
 from gputui.diagnostics.findings import Severity
@@ -25,7 +23,6 @@ from gputui.sources.base import NoJobTrace, Source, SourceUnavailable
 from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD
 
 if TYPE_CHECKING:
-    from gputui.diagnostics.account import Price
     from gputui.record.reader import Recording
     from gputui.sources.prometheus.client import PrometheusClient
 
@@ -224,31 +221,6 @@ def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_price_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--price",
-        type=price_per_hour,
-        default=None,
-        metavar="AMOUNT",
-        help="what a GPU-hour costs, e.g. 2.40: the time in each verdict class gets its cost "
-        "(default: gpu_hour in the config's [cost] table; none, no cost)",
-    )
-    parser.add_argument(
-        "--currency",
-        type=currency_name,
-        default=None,
-        metavar="CODE",
-        help="the price's currency, a code (USD) or a sign ($) (default: currency in [cost], else USD)",
-    )
-
-
-def price_of(args: argparse.Namespace) -> Price | None:
-    """The price of a GPU-hour from --price/--currency and the config's [cost] table; raises ConfigError."""
-    from gputui.diagnostics.account import load_price
-
-    return load_price(getattr(args, "config", None), args.price, args.currency)
-
-
 def add_monitor_options(parser: argparse.ArgumentParser) -> None:
     add_source_options(parser)
     add_prometheus_options(parser)
@@ -278,46 +250,12 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
         help="send no signal to a process: the monitor's K key is gone (as with [monitor] readonly = true in the "
         "config)",
     )
-    add_price_options(parser)
-    add_config_and_alert_options(parser)
+    from gputui.commands.config_options import add_config_and_alert_options, add_price_options
     from gputui.commands.record_options import add_record_options
 
+    add_price_options(parser)
+    add_config_and_alert_options(parser)
     add_record_options(parser)
-
-
-def alert_webhook(text: str) -> str:
-    """--alert-webhook's type: an error that never repeats the URL, for it may hold a secret."""
-    from gputui.alerts.config import webhook_url
-    from gputui.diagnostics.config import ConfigError
-
-    try:
-        return webhook_url(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_config_and_alert_options(parser: argparse.ArgumentParser) -> None:
-    """--config and the alert targets, for the commands that diagnose as they sample (the monitor, export)."""
-    parser.add_argument(
-        "--config",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="config file: thresholds, [alerts], [cost], [monitor], [stacks] (default ~/.config/gputui/config.toml)",
-    )
-    parser.add_argument(
-        "--alert-webhook",
-        type=alert_webhook,
-        default=None,
-        metavar="URL",
-        help="POST a JSON message when a finding opens or closes (over [alerts] webhook in the config)",
-    )
-    parser.add_argument(
-        "--alert-command",
-        default=None,
-        metavar="CMD",
-        help="run CMD with the alert's JSON on its stdin when a finding opens or closes (over [alerts] command)",
-    )
 
 
 def source_option_problem(args: argparse.Namespace) -> str | None:

@@ -24,10 +24,11 @@ from typing import TYPE_CHECKING, Any
 
 from gputui.argtypes import positive_seconds
 from gputui.commands import common
+from gputui.commands.config_options import add_price_options, config_of
 from gputui.commands.diagnose_fleet import DEFAULT_SINCE_S, MAX_STEPS, MIN_STEP_S
+from gputui.config import ConfigError, StacksConfig
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Account, Accountant, Price, account_lines, account_to_dict
 from gputui.diagnostics.catalog import text
-from gputui.diagnostics.config import ConfigError, load_config
 from gputui.diagnostics.findings import (
     Finding,
     finding_to_dict,
@@ -47,7 +48,7 @@ if TYPE_CHECKING:
     from gputui.record.writer import RecordingWriter
     from gputui.session.loop import Pace
     from gputui.session.sampling import Sink
-    from gputui.session.stacks import JobStacks, StacksConfig
+    from gputui.session.stacks import JobStacks
 
 SCHEMA_VERSION = 1
 DEFAULT_SECONDS = 10.0
@@ -104,7 +105,7 @@ def register(sub: Any) -> None:
         help="do not read the GPU processes' Python stacks (by default each is sampled once, for [stacks] "
         "window_s seconds, with py-spy or the record `gputui run` publishes, to say what its main thread waits on)",
     )
-    common.add_price_options(parser)
+    add_price_options(parser)
     from gputui.commands.record_options import add_record_options
 
     add_record_options(parser)
@@ -114,20 +115,18 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from gputui.diagnostics.engine import DiagnosticsEngine, unavailable_finding
     from gputui.diagnostics.verdict import unavailable_verdict
-    from gputui.session.stacks import load_stacks_config
 
     lang = resolve_lang(args.lang)
     try:
-        config = load_config(args.config)
-        stacks = load_stacks_config(args.config)
-        price = common.price_of(args)
+        config = config_of(args)
     except ConfigError as exc:
         return common.usage_error(exc)
+    price = config.cost.price
     if args.prometheus is not None:
         from gputui.commands import diagnose_fleet
 
-        return diagnose_fleet.run(args, config, lang)
-    engine = DiagnosticsEngine(config, lang)
+        return diagnose_fleet.run(args, config.diagnostics, lang)
+    engine = DiagnosticsEngine(config.diagnostics, lang)
     from gputui.commands.record_options import open_writer
     from gputui.record.format import RecordingError
 
@@ -136,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     except RecordingError as exc:
         return common.usage_error(exc)
     try:
-        outcome = _diagnose(args, engine, recorder, None if args.no_stacks else stacks)
+        outcome = _diagnose(args, engine, recorder, None if args.no_stacks else config.stacks)
     except InvalidGpuSelection as exc:
         return common.usage_error(exc)
     except NoJobTrace as exc:

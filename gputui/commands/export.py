@@ -20,6 +20,7 @@ from typing import Any
 
 from gputui.argtypes import port_number, positive_seconds
 from gputui.commands import common
+from gputui.commands.config_options import add_config_and_alert_options
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 
 DEFAULT_PORT = 9400  # dcgm-exporter's port: a scrape config written for it works unchanged
@@ -34,7 +35,7 @@ def register(sub: Any) -> None:
         "and labels, so its Grafana dashboards work unchanged; gputui's own metrics start with gputui_.",
     )
     common.add_source_options(parser)
-    common.add_config_and_alert_options(parser)
+    add_config_and_alert_options(parser)
     parser.add_argument(
         "--port", type=port_number, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})"
     )
@@ -68,18 +69,16 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gputui.alerts.alerter import Alerter
-    from gputui.alerts.config import alerts_config
-    from gputui.diagnostics.config import ConfigError, load_config
+    from gputui.commands.config_options import config_of
+    from gputui.config import ConfigError
     from gputui.export.server import ExportBindError, Exporter
     from gputui.metric_schema import HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL
     from gputui.session.diagnose import new_diagnose
-    from gputui.session.stacks import load_stacks_config, stacks_for
+    from gputui.session.stacks import stacks_for
 
     logging.basicConfig(format="gputui: %(message)s", level=logging.WARNING)
     try:
-        diagnostics = load_config(args.config)
-        stacks_config = load_stacks_config(args.config)
-        alerts = alerts_config(args)
+        config = config_of(args)
     except ConfigError as exc:
         return common.usage_error(exc)
     try:
@@ -88,15 +87,16 @@ def run(args: argparse.Namespace) -> int:
         return common.usage_error(exc)
     except SourceUnavailable as exc:
         return common.report_unavailable(exc)
+    alerts = config.alerts
     alerter = Alerter(alerts, say=logging.getLogger("gputui.alerts").warning) if alerts.enabled else None
-    stacks = stacks_for(system, stacks_config)
+    stacks = stacks_for(system, config.stacks)
     exporter = Exporter(
         source,
         system,
         bind=args.bind,
         port=args.port,
         interval=args.interval,
-        diagnose=new_diagnose(diagnostics),
+        diagnose=new_diagnose(config.diagnostics),
         hostname_label=LEGACY_HOSTNAME_LABEL if args.legacy_hostname_label else HOSTNAME_LABEL,
         sinks=() if alerter is None else (alerter.observe,),
         stacks=stacks,

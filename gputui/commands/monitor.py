@@ -70,19 +70,15 @@ def run(args: argparse.Namespace) -> int:
         return common.usage_error(
             f"--interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds, not {args.interval:g}"
         )
-    from gputui.alerts.config import alerts_config
-    from gputui.diagnostics.config import ConfigError, load_config
-    from gputui.session.signals import readonly_configured
-    from gputui.session.stacks import load_stacks_config, stacks_for
+    from gputui.commands.config_options import config_of
+    from gputui.config import ConfigError
+    from gputui.session.stacks import stacks_for
 
     try:
-        diagnostics = load_config(args.config)
-        stacks_config = load_stacks_config(args.config)
-        alerts = alerts_config(args)
-        readonly = args.readonly or readonly_configured(args.config)
-        price = common.price_of(args)
+        config = config_of(args)
     except ConfigError as exc:
         return common.usage_error(exc)
+    alerts = config.alerts
     try:
         source, system = common.make_source(args, fallback_demo=args.fallback_demo, long_running=True)
     except SourceUnavailable as exc:
@@ -106,15 +102,15 @@ def run(args: argparse.Namespace) -> int:
         if alerts.enabled
         else None
     )
-    stacks = stacks_for(system, stacks_config)
+    stacks = stacks_for(system, config.stacks)
     app = GpuTuiApp(
         source,
         system,
         interval=args.interval,
         recorder=recorder,
-        config=diagnostics,
-        readonly=readonly,
-        price=price,
+        config=config.diagnostics,
+        readonly=config.monitor.readonly,
+        price=config.cost.price,
         sinks=() if alerter is None else (alerter.observe,),
         stacks=stacks,
     )

@@ -22,10 +22,10 @@ from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Accountant, Price, account_lines, tally_line
-from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.groups import row_key
+from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.tick import Tick
 from gputui.history import History
 from gputui.model import Snapshot, SystemInfo

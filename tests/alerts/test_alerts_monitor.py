@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gputui.alerts.alerter import Alerter
-from gputui.alerts.config import AlertsConfig
-from gputui.diagnostics.config import DiagnosticsConfig
+from gputui.config import AlertsConfig
+from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from tests.alerts.receiver import receiving, refused_url
