@@ -18,12 +18,12 @@ from gputui.argtypes import (
     usage_errors,
 )
 from gputui.diagnostics.findings import Severity
-from gputui.model import SystemInfo
-from gputui.sources.base import NoJobTrace, Source, SourceUnavailable
+from gputui.sources.base import NoJobTrace, SourceUnavailable
 from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD
 
 if TYPE_CHECKING:
     from gputui.record.reader import Recording
+    from gputui.session.source_choice import SourceChoice
     from gputui.sources.prometheus.client import PrometheusClient
 
 EXIT_OK = 0
@@ -284,44 +284,30 @@ def source_option_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def make_source(
-    args: argparse.Namespace, *, fallback_demo: bool = False, long_running: bool = False, own_cgroup: bool = True
-) -> tuple[Source, SystemInfo]:
-    """The source the options ask for (those of add_source_options, each read by name), opened, and what it
-    reports of the machine; without `own_cgroup` the driver's source reads no cgroup (gputui's own is not the
-    jobs': an exporter in a pod or service of its own).
+def source_choice(
+    args: argparse.Namespace,
+    *,
+    fallback_demo: bool = False,
+    long_running: bool = False,
+    own_cgroup: bool = True,
+    simulated_time: bool = False,
+) -> SourceChoice:
+    """The machine the source options name (those of add_source_options, each read by name), and how the command
+    reads it: see SourceChoice. The session opens it (gputui/session/builder.py)."""
+    from gputui.session.source_choice import SourceChoice
 
-    Raises SourceUnavailable when the driver cannot be read (unless `fallback_demo`), and
-    InvalidGpuSelection when `--gpus` names a GPU that is not there.
-    """
-    from gputui.sources.nvml.events import DEFAULT_WAIT_MS, LONG_WAIT_MS
-    from gputui.sources.nvml.source import NvmlSource
-    from gputui.sources.sim.source import SimulatedSource
-
-    gpus, job, board = args.gpus, args.demo_job, args.demo_gpu
-    if job is not None:
-        from gputui.sources.sim.job import JobSource
-
-        followed = JobSource(job, near_cpus=args.demo_job_cpus, board=board, gpu_indices=gpus)
-        return followed, followed.open()
-    if args.demo is not None:
-        demo = SimulatedSource(scenario=args.demo, gpu_count=args.demo_gpus, gpu_indices=gpus, board=board)
-        return demo, demo.open()
-    # The monitor and the exporter run for days: their XID thread wakes every few seconds, not 5 times a second.
-    from gputui.sources.host.source import HostSource
-
-    source: Source = NvmlSource(
-        gpu_indices=gpus,
-        xid_wait_ms=LONG_WAIT_MS if long_running else DEFAULT_WAIT_MS,
-        host=None if own_cgroup else HostSource(cgroup_pid=None),
+    return SourceChoice(
+        demo=args.demo,
+        demo_job=args.demo_job,
+        demo_job_cpus=args.demo_job_cpus,
+        demo_gpu=args.demo_gpu,
+        demo_gpus=args.demo_gpus,
+        gpus=args.gpus,
+        fallback_demo=fallback_demo,
+        long_running=long_running,
+        own_cgroup=own_cgroup,
+        simulated_time=simulated_time,
     )
-    try:
-        return source, source.open()
-    except SourceUnavailable as exc:
-        if not fallback_demo:
-            raise
-        source = SimulatedSource(scenario="tour", gpu_indices=gpus, fallback_reason=str(exc))
-        return source, source.open()
 
 
 def report_unavailable(exc: SourceUnavailable, *, reason_shown: bool = False) -> int:

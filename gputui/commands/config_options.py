@@ -6,10 +6,13 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui.argtypes import currency_name, price_per_hour
-from gputui.config import Config, load_config
 from gputui.config_values import Invalid, url
+
+if TYPE_CHECKING:  # the reader and the diagnostics' settings are loaded when a command runs, not to parse
+    from gputui.config import Config
 
 
 def add_price_options(parser: argparse.ArgumentParser) -> None:
@@ -66,6 +69,8 @@ def add_config_and_alert_options(parser: argparse.ArgumentParser) -> None:
 def config_of(args: argparse.Namespace) -> Config:
     """The config file `--config` names (else the default one), with the options given over it; raises
     ConfigError. The top-level parser defines every one of these options, so every command's namespace has them."""
+    from gputui.config import load_config
+
     return with_options(
         load_config(args.config),
         alert_webhook=args.alert_webhook,
