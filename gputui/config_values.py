@@ -4,8 +4,8 @@ is wrong.
 A setting is a dataclass field whose metadata (`setting(...)`) holds its one-line description and its check;
 gputui/config.py walks the fields to read the file and to list them for the reference. The checks raise Invalid with
 words that follow the key ("must be true or false, not 1"), in TOML's notation: the file's author reads them.
-Apart from config.py and imported by nothing of gputui but what declares settings, so that the diagnostics (which
-sit below the reader) declare theirs beside their fields.
+Apart from config.py, and below the diagnostics (it imports nothing of gputui), so that the diagnostics, which sit
+below the reader, declare their settings beside their fields; `--alert-webhook` checks its URL with `url()` too.
 """
 
 from __future__ import annotations

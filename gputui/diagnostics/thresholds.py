@@ -1,8 +1,8 @@
 """Every diagnostic threshold, its default and what it means, in one place; gputui/config.py reads the
 `[diagnostics.thresholds]` table that overrides them.
 
-Apart from the config reader because the rules need these numbers and the reader needs the rule ids: with
-both in one module, each side imported the other.
+Apart from the diagnostics' settings (settings.py) because the rules need these numbers and the settings need the
+rule ids: with both in one module, each side imported the other.
 """
 
 from __future__ import annotations
