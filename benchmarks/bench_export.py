@@ -24,6 +24,7 @@ from prometheus_client import generate_latest
 from gputui.export.metrics import metric_families
 from gputui.export.server import Exporter
 from gputui.session.diagnose import new_diagnose
+from gputui.session.sampling import Sampler
 from gputui.sources.remote import parse_exposition
 from gputui.sources.sim.source import SimulatedSource
 
@@ -58,7 +59,7 @@ def main() -> int:
     source = SimulatedSource(scenario="starved-cpu", gpu_count=GPUS, clock=lambda: float(next(ticks)))
     system = source.open()
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with Exporter(source, system, port=0, interval=3600, diagnose=new_diagnose()) as exporter:
+    with Exporter(Sampler(source, new_diagnose()), system, port=0, interval=3600) as exporter:
         sampler = exporter.sampler
         report("sample", cpu_ms(sampler.sample_once, args.rounds))
         state = sampler.state

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from bench_ui import drain, quit_monitor
 
-from gputui.session.stacks import StacksConfig
+from gputui.config import StacksConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "examples" / "lab" / "train.py"

@@ -300,11 +300,12 @@ def gputui_template() -> list[tuple[str, dict[str, str], float]]:
     by gputui's own exporter code (so the names and labels cannot drift from what it writes)."""
     from gputui.export.metrics import metric_families
     from gputui.export.server import ExportSampler
+    from gputui.session.sampling import Sampler
     from gputui.sources.sim.source import SimulatedSource
 
     ticks = iter(range(10**9))
     source = SimulatedSource(scenario="healthy", gpu_count=GPUS, clock=lambda: float(next(ticks)))
-    sampler = ExportSampler(source, source.open(), interval=3600)
+    sampler = ExportSampler(Sampler(source), source.open(), interval=3600)
     for _ in range(3):  # rates (PCIe, disk) need two readings
         state = sampler.sample_once()
     return [(s.name, dict(s.labels), float(s.value)) for f in metric_families(state) for s in f.samples]

@@ -13,7 +13,9 @@ from dataclasses import replace
 from datetime import datetime
 from pathlib import Path
 
+from gputui.config import Config
 from gputui.model import ActivityFrame, ActivityShares, JobActivity, Snapshot
+from gputui.session.builder import session_on
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 
@@ -75,7 +77,8 @@ async def shoot(
 ) -> Path:
     elapsed = [0.0]
     source = machine(scenario=scenario, gpu_count=gpus, seed=0, clock=lambda: elapsed[0])
-    app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: datetime(2026, 1, 1, 12, 0, 0))
+    session = session_on(source, source.open(), Config())
+    app = GpuTuiApp(session, auto_sample=False, now=lambda: datetime(2026, 1, 1, 12, 0, 0))
     async with app.run_test(size=size) as pilot:
         for _ in range(TICKS):
             await app.tick()

@@ -8,6 +8,7 @@ import pytest
 
 from gputui.cli import build_parser, main
 from gputui.commands import common
+from gputui.session.source_choice import open_source
 
 # Each command that reads a machine, with the least that makes it read the simulated one.
 SOURCE_COMMANDS = ([], ["snapshot"], ["topo"], ["diagnose"], ["export"])
@@ -17,7 +18,7 @@ SOURCE_COMMANDS = ([], ["snapshot"], ["topo"], ["diagnose"], ["export"])
 def test_each_command_parses_every_source_option_it_reads(command: list[str]) -> None:
     args = build_parser().parse_args([*command, "--demo", "healthy", "--demo-gpus", "2", "--gpus", "1"])
     assert common.source_option_problem(args) is None
-    source, system = common.make_source(args)
+    source, system, _ = open_source(common.source_choice(args))
     try:
         assert (system.gpu_count, [g.index for g in source.sample().gpus]) == (2, [1])
     finally:
@@ -29,7 +30,7 @@ def test_a_namespace_without_an_option_is_an_error_not_a_default() -> None:
     args = build_parser().parse_args(["snapshot", "--demo", "healthy"])
     del args.demo_gpu
     with pytest.raises(AttributeError, match="demo_gpu"):
-        common.make_source(args)
+        common.source_choice(args)
     with pytest.raises(AttributeError, match="remote"):
         common.source_option_problem(argparse.Namespace(demo_job="trace.json", demo_job_cpus=None, demo_gpus=None))
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from gputui.alerts.config import AlertsConfig
 from gputui.alerts.delivery import FIRST_BACKOFF_S, Outbox, Say, Target, targets_for
 from gputui.alerts.edges import Edges
 from gputui.alerts.message import alert_message
+from gputui.config import AlertsConfig
 from gputui.diagnostics.tick import Tick
 
 

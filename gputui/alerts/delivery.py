@@ -17,8 +17,8 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
-from gputui.alerts.config import AlertsConfig
 from gputui.alerts.message import redact, slack_text
+from gputui.config import AlertsConfig
 
 QUEUE_SIZE = 100
 FIRST_BACKOFF_S = 0.5

@@ -12,21 +12,18 @@ from typing import TYPE_CHECKING
 from gputui.argtypes import (
     MAX_DEMO_GPUS,
     cpu_list,
-    currency_name,
     demo_gpu_count,
     gpu_list,
     positive_seconds,
-    price_per_hour,
     usage_errors,
 )
 from gputui.diagnostics.findings import Severity
-from gputui.model import SystemInfo
-from gputui.sources.base import NoJobTrace, Source, SourceUnavailable
+from gputui.sources.base import NoJobTrace, SourceUnavailable
 from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD
 
 if TYPE_CHECKING:
-    from gputui.diagnostics.account import Price
     from gputui.record.reader import Recording
+    from gputui.session.source_choice import SourceChoice
     from gputui.sources.prometheus.client import PrometheusClient
 
 EXIT_OK = 0
@@ -224,31 +221,6 @@ def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def add_price_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--price",
-        type=price_per_hour,
-        default=None,
-        metavar="AMOUNT",
-        help="what a GPU-hour costs, e.g. 2.40: the time in each verdict class gets its cost "
-        "(default: gpu_hour in the config's [cost] table; none, no cost)",
-    )
-    parser.add_argument(
-        "--currency",
-        type=currency_name,
-        default=None,
-        metavar="CODE",
-        help="the price's currency, a code (USD) or a sign ($) (default: currency in [cost], else USD)",
-    )
-
-
-def price_of(args: argparse.Namespace) -> Price | None:
-    """The price of a GPU-hour from --price/--currency and the config's [cost] table; raises ConfigError."""
-    from gputui.diagnostics.account import load_price
-
-    return load_price(getattr(args, "config", None), args.price, args.currency)
-
-
 def add_monitor_options(parser: argparse.ArgumentParser) -> None:
     add_source_options(parser)
     add_prometheus_options(parser)
@@ -278,46 +250,12 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
         help="send no signal to a process: the monitor's K key is gone (as with [monitor] readonly = true in the "
         "config)",
     )
-    add_price_options(parser)
-    add_config_and_alert_options(parser)
+    from gputui.commands.config_options import add_config_and_alert_options, add_price_options
     from gputui.commands.record_options import add_record_options
 
+    add_price_options(parser)
+    add_config_and_alert_options(parser)
     add_record_options(parser)
-
-
-def alert_webhook(text: str) -> str:
-    """--alert-webhook's type: an error that never repeats the URL, for it may hold a secret."""
-    from gputui.alerts.config import webhook_url
-    from gputui.diagnostics.config import ConfigError
-
-    try:
-        return webhook_url(text)
-    except ConfigError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def add_config_and_alert_options(parser: argparse.ArgumentParser) -> None:
-    """--config and the alert targets, for the commands that diagnose as they sample (the monitor, export)."""
-    parser.add_argument(
-        "--config",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="config file: thresholds, [alerts], [cost], [monitor], [stacks] (default ~/.config/gputui/config.toml)",
-    )
-    parser.add_argument(
-        "--alert-webhook",
-        type=alert_webhook,
-        default=None,
-        metavar="URL",
-        help="POST a JSON message when a finding opens or closes (over [alerts] webhook in the config)",
-    )
-    parser.add_argument(
-        "--alert-command",
-        default=None,
-        metavar="CMD",
-        help="run CMD with the alert's JSON on its stdin when a finding opens or closes (over [alerts] command)",
-    )
 
 
 def source_option_problem(args: argparse.Namespace) -> str | None:
@@ -346,44 +284,30 @@ def source_option_problem(args: argparse.Namespace) -> str | None:
     return None
 
 
-def make_source(
-    args: argparse.Namespace, *, fallback_demo: bool = False, long_running: bool = False, own_cgroup: bool = True
-) -> tuple[Source, SystemInfo]:
-    """The source the options ask for (those of add_source_options, each read by name), opened, and what it
-    reports of the machine; without `own_cgroup` the driver's source reads no cgroup (gputui's own is not the
-    jobs': an exporter in a pod or service of its own).
+def source_choice(
+    args: argparse.Namespace,
+    *,
+    fallback_demo: bool = False,
+    long_running: bool = False,
+    own_cgroup: bool = True,
+    simulated_time: bool = False,
+) -> SourceChoice:
+    """The machine the source options name (those of add_source_options, each read by name), and how the command
+    reads it: see SourceChoice. The session opens it (gputui/session/builder.py)."""
+    from gputui.session.source_choice import SourceChoice
 
-    Raises SourceUnavailable when the driver cannot be read (unless `fallback_demo`), and
-    InvalidGpuSelection when `--gpus` names a GPU that is not there.
-    """
-    from gputui.sources.nvml.events import DEFAULT_WAIT_MS, LONG_WAIT_MS
-    from gputui.sources.nvml.source import NvmlSource
-    from gputui.sources.sim.source import SimulatedSource
-
-    gpus, job, board = args.gpus, args.demo_job, args.demo_gpu
-    if job is not None:
-        from gputui.sources.sim.job import JobSource
-
-        followed = JobSource(job, near_cpus=args.demo_job_cpus, board=board, gpu_indices=gpus)
-        return followed, followed.open()
-    if args.demo is not None:
-        demo = SimulatedSource(scenario=args.demo, gpu_count=args.demo_gpus, gpu_indices=gpus, board=board)
-        return demo, demo.open()
-    # The monitor and the exporter run for days: their XID thread wakes every few seconds, not 5 times a second.
-    from gputui.sources.host.source import HostSource
-
-    source: Source = NvmlSource(
-        gpu_indices=gpus,
-        xid_wait_ms=LONG_WAIT_MS if long_running else DEFAULT_WAIT_MS,
-        host=None if own_cgroup else HostSource(cgroup_pid=None),
+    return SourceChoice(
+        demo=args.demo,
+        demo_job=args.demo_job,
+        demo_job_cpus=args.demo_job_cpus,
+        demo_gpu=args.demo_gpu,
+        demo_gpus=args.demo_gpus,
+        gpus=args.gpus,
+        fallback_demo=fallback_demo,
+        long_running=long_running,
+        own_cgroup=own_cgroup,
+        simulated_time=simulated_time,
     )
-    try:
-        return source, source.open()
-    except SourceUnavailable as exc:
-        if not fallback_demo:
-            raise
-        source = SimulatedSource(scenario="tour", gpu_indices=gpus, fallback_reason=str(exc))
-        return source, source.open()
 
 
 def report_unavailable(exc: SourceUnavailable, *, reason_shown: bool = False) -> int:

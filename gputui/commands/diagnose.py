@@ -16,18 +16,19 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 import time
-from dataclasses import dataclass, replace
+from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputui.argtypes import positive_seconds
 from gputui.commands import common
+from gputui.commands.config_options import add_price_options, config_of
 from gputui.commands.diagnose_fleet import DEFAULT_SINCE_S, MAX_STEPS, MIN_STEP_S
+from gputui.config import ConfigError
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Account, Accountant, Price, account_lines, account_to_dict
 from gputui.diagnostics.catalog import text
-from gputui.diagnostics.config import ConfigError, load_config
 from gputui.diagnostics.findings import (
     Finding,
     finding_to_dict,
@@ -38,16 +39,13 @@ from gputui.diagnostics.verdict import Verdict, verdict_to_dict
 from gputui.formatting import NA
 from gputui.model import Snapshot, SystemInfo
 from gputui.session.diagnose import ClosedFindings
-from gputui.sources.base import InvalidGpuSelection, NoJobTrace, Source, SourceUnavailable
+from gputui.sources.base import InvalidGpuSelection, NoJobTrace, SourceUnavailable
 from gputui.text.findings_text import activity_lines, finding_lines
 
 if TYPE_CHECKING:
-    from gputui.diagnostics.engine import DiagnosticsEngine
     from gputui.diagnostics.tick import Tick
-    from gputui.record.writer import RecordingWriter
-    from gputui.session.loop import Pace
-    from gputui.session.sampling import Sink
-    from gputui.session.stacks import JobStacks, StacksConfig
+    from gputui.session.builder import Session
+    from gputui.session.stacks import JobStacks
 
 SCHEMA_VERSION = 1
 DEFAULT_SECONDS = 10.0
@@ -104,7 +102,7 @@ def register(sub: Any) -> None:
         help="do not read the GPU processes' Python stacks (by default each is sampled once, for [stacks] "
         "window_s seconds, with py-spy or the record `gputui run` publishes, to say what its main thread waits on)",
     )
-    common.add_price_options(parser)
+    add_price_options(parser)
     from gputui.commands.record_options import add_record_options
 
     add_record_options(parser)
@@ -112,63 +110,46 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gputui.diagnostics.engine import DiagnosticsEngine, unavailable_finding
+    from gputui.commands.record_options import record_target, warn_of_recording
+    from gputui.diagnostics.engine import unavailable_finding
     from gputui.diagnostics.verdict import unavailable_verdict
-    from gputui.session.stacks import load_stacks_config
+    from gputui.record.format import RecordingError
+    from gputui.session.builder import SessionOptions, open_session
 
     lang = resolve_lang(args.lang)
     try:
-        config = load_config(args.config)
-        stacks = load_stacks_config(args.config)
-        price = common.price_of(args)
+        config = config_of(args)
     except ConfigError as exc:
         return common.usage_error(exc)
+    price = config.cost.price
     if args.prometheus is not None:
         from gputui.commands import diagnose_fleet
 
-        return diagnose_fleet.run(args, config, lang)
-    engine = DiagnosticsEngine(config, lang)
-    from gputui.commands.record_options import open_writer
-    from gputui.record.format import RecordingError
-
-    try:
-        recorder = open_writer(args, args.interval)
-    except RecordingError as exc:
-        return common.usage_error(exc)
-    try:
-        outcome = _diagnose(args, engine, recorder, None if args.no_stacks else stacks)
-    except InvalidGpuSelection as exc:
-        return common.usage_error(exc)
-    except NoJobTrace as exc:
-        return common.report_unavailable(exc)  # no driver was asked: nothing for a driver finding to say
-    except SourceUnavailable as exc:
-        now = time.time()
-        unavailable = Outcome(None, unavailable_verdict(lang, now), (unavailable_finding(str(exc), lang, now),))
-        _emit(args, unavailable, lang, price)
-        return common.report_unavailable(exc, reason_shown=not args.json)  # JSON: stdout is for the script
-    finally:
-        if recorder is not None:
-            recorder.close()
-            if recorder.warning:
-                print(f"gputui: {recorder.warning}", file=sys.stderr)
+        return diagnose_fleet.run(args, config.diagnostics, lang)
+    options = SessionOptions(
+        source=common.source_choice(args, simulated_time=True),  # the simulated machine's N seconds pass at once
+        interval_s=args.interval,
+        record=record_target(args),
+        stacks=not args.no_stacks and config.stacks.enabled,
+        lang=lang,
+        torch_cuda=True,
+    )
+    with ExitStack() as opened:
+        try:
+            session = opened.enter_context(open_session(options, config))
+        except (InvalidGpuSelection, RecordingError) as exc:
+            return common.usage_error(exc)
+        except NoJobTrace as exc:
+            return common.report_unavailable(exc)  # no driver was asked: nothing for a driver finding to say
+        except SourceUnavailable as exc:
+            now = time.time()
+            unavailable = Outcome(None, unavailable_verdict(lang, now), (unavailable_finding(str(exc), lang, now),))
+            _emit(args, unavailable, lang, price)
+            return common.report_unavailable(exc, reason_shown=not args.json)  # JSON: stdout is for the script
+        outcome = _diagnose(session, args.seconds)
+    warn_of_recording(session)
     _emit(args, outcome, lang, price)
     return common.exit_code(f.severity for f in outcome.findings)
-
-
-def _open(args: argparse.Namespace) -> tuple[Source, SystemInfo, Pace]:
-    """The source, and the time the loop samples it on: the simulated machine's passes as this command waits."""
-    from gputui.session.loop import RealTime, SimulatedTime
-
-    if args.demo is None:
-        source, system = common.make_source(args)
-        return source, system, RealTime()
-    from gputui.sources.sim.source import SimulatedSource
-
-    pace = SimulatedTime()
-    demo = SimulatedSource(
-        scenario=args.demo, gpu_count=args.demo_gpus, gpu_indices=args.gpus, clock=pace.now, board=args.demo_gpu
-    )
-    return demo, demo.open(), pace
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,38 +190,26 @@ class _Seen:
         return Outcome(last.system, self.last.verdict, active, tuple(self.notices), last, account)
 
 
-def _diagnose(
-    args: argparse.Namespace,
-    engine: DiagnosticsEngine,
-    recorder: RecordingWriter | None = None,
-    stacks_config: StacksConfig | None = None,
-) -> Outcome:
-    """Feed the engine `--seconds` of samples (and the recording, with --record); with `stacks_config`, the stacks
-    of every GPU process read once, from the first reading on."""
+def _diagnose(session: Session, seconds: float) -> Outcome:
+    """`seconds` of the session's readings through its engine (and into its recording, with --record); with its
+    stacks, those of every GPU process read once, from the first reading on."""
     from gputui.session.loop import SamplingLoop
-    from gputui.session.recording import record_ticks
-    from gputui.session.sampling import Sampler
-    from gputui.session.stacks import stacks_for
 
-    source, system, pace = _open(args)
-    polls = math.floor(args.seconds / args.interval + 1e-9) + 1
-    seen = _Seen(args.interval)
-    stacks = stacks_for(system, stacks_config) if stacks_config is not None and stacks_config.enabled else None
-    first = _SampleEveryProcess(stacks) if stacks is not None else None
-    sinks: list[Sink] = [] if recorder is None else [record_ticks(recorder)]
-    if first is not None:
-        sinks.append(first)
-    try:
-        read: Source = _WithTorchCuda(source) if system.is_live else source
-        sampler = Sampler(read, engine.update, sinks=sinks, stacks=stacks)
-        SamplingLoop(sampler.take, args.interval, seen.add, pace=pace).run(polls)
-        if first is not None and first.outlasted_sampling():
-            seen.add(sampler.take())  # a window ended after the last reading: one more, with its activity
-    finally:
-        if stacks is not None:
-            stacks.close()
-        source.close()
-    return seen.outcome(system)
+    interval = session.interval_s
+    polls = math.floor(seconds / interval + 1e-9) + 1
+    seen = _Seen(interval)
+    first = _SampleEveryProcess(session.stacks) if session.stacks is not None else None
+
+    def deliver(tick: Tick) -> None:
+        if first is not None:
+            first(tick)
+        seen.add(tick)
+
+    sampler = session.sampler
+    SamplingLoop(sampler.take, interval, deliver, pace=session.pace).run(polls)
+    if first is not None and first.outlasted_sampling():
+        seen.add(sampler.take())  # a window ended after the last reading: one more, with its activity
+    return seen.outcome(session.system)
 
 
 class _SampleEveryProcess:
@@ -266,29 +235,6 @@ class _SampleEveryProcess:
             return False
         self._stacks.settle(max(0.0, self._deadline - time.monotonic()))
         return self._stacks.unattached
-
-
-class _WithTorchCuda:
-    """The live source, its readings marked with the CUDA version the local torch was built for (read once, from
-    torch's version.py: no import, no child process), for `cuda_mismatch` to compare with the driver's."""
-
-    def __init__(self, source: Source) -> None:
-        from gputui.sources.host.torch_cuda import torch_cuda_version
-
-        self._source = source
-        self._version = torch_cuda_version()
-
-    def open(self) -> SystemInfo:
-        return self._source.open()
-
-    def sample(self) -> Snapshot:
-        snapshot = self._source.sample()
-        if self._version is None:
-            return snapshot
-        return replace(snapshot, system=replace(snapshot.system, torch_cuda_version=self._version))
-
-    def close(self) -> None:
-        self._source.close()
 
 
 def _unreadable_lines(last: Snapshot | None, lang: str) -> list[str]:

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 
 from gputui.commands import common
 from gputui.diagnostics.catalog import severity_label, text
-from gputui.diagnostics.config import DiagnosticsConfig, for_step
 from gputui.diagnostics.findings import Severity, finding_to_dict
 from gputui.diagnostics.fleet_rules import NodeWindow, fleet_finding_to_dict, fleet_findings
 from gputui.diagnostics.groups import group_findings, sort_groups
+from gputui.diagnostics.settings import DiagnosticsConfig, for_step
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.diagnostics.verdict import verdict_to_dict
 from gputui.formatting import fmt_duration

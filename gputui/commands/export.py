@@ -14,12 +14,13 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from types import FrameType
 from typing import Any
 
 from gputui.argtypes import port_number, positive_seconds
 from gputui.commands import common
+from gputui.commands.config_options import add_config_and_alert_options
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 
 DEFAULT_PORT = 9400  # dcgm-exporter's port: a scrape config written for it works unchanged
@@ -34,7 +35,7 @@ def register(sub: Any) -> None:
         "and labels, so its Grafana dashboards work unchanged; gputui's own metrics start with gputui_.",
     )
     common.add_source_options(parser)
-    common.add_config_and_alert_options(parser)
+    add_config_and_alert_options(parser)
     parser.add_argument(
         "--port", type=port_number, default=DEFAULT_PORT, help=f"port to listen on (default {DEFAULT_PORT})"
     )
@@ -67,60 +68,59 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gputui.alerts.alerter import Alerter
-    from gputui.alerts.config import alerts_config
-    from gputui.diagnostics.config import ConfigError, load_config
+    from gputui.commands.config_options import config_of
+    from gputui.config import ConfigError
     from gputui.export.server import ExportBindError, Exporter
     from gputui.metric_schema import HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL
-    from gputui.session.diagnose import new_diagnose
-    from gputui.session.stacks import load_stacks_config, stacks_for
+    from gputui.session.builder import SessionOptions, open_session
+    from gputui.session.sampling import Sampler
 
     logging.basicConfig(format="gputui: %(message)s", level=logging.WARNING)
     try:
-        diagnostics = load_config(args.config)
-        stacks_config = load_stacks_config(args.config)
-        alerts = alerts_config(args)
+        config = config_of(args)
     except ConfigError as exc:
         return common.usage_error(exc)
-    try:
-        source, system = common.make_source(args, long_running=True, own_cgroup=not args.ignore_own_cgroup)
-    except InvalidGpuSelection as exc:
-        return common.usage_error(exc)
-    except SourceUnavailable as exc:
-        return common.report_unavailable(exc)
-    alerter = Alerter(alerts, say=logging.getLogger("gputui.alerts").warning) if alerts.enabled else None
-    stacks = stacks_for(system, stacks_config)
-    exporter = Exporter(
-        source,
-        system,
-        bind=args.bind,
-        port=args.port,
-        interval=args.interval,
-        diagnose=new_diagnose(diagnostics),
-        hostname_label=LEGACY_HOSTNAME_LABEL if args.legacy_hostname_label else HOSTNAME_LABEL,
-        sinks=() if alerter is None else (alerter.observe,),
-        stacks=stacks,
+    options = SessionOptions(
+        source=common.source_choice(args, long_running=True, own_cgroup=not args.ignore_own_cgroup),
+        interval_s=args.interval,
+        stacks=True,
+        alerts=True,  # said in the log: the session's alerts speak there until a front end attaches its own
+        alert_flush_s=config.alerts.timeout_s,
+        tolerate_rule_errors=True,  # a rule that breaks leaves the GPU metrics served
     )
-    stop = threading.Event()
-    try:
+    with ExitStack() as opened:
         try:
-            exporter.start()
-        except ExportBindError as exc:
+            session = opened.enter_context(open_session(options, config))
+        except InvalidGpuSelection as exc:
             return common.usage_error(exc)
-        with _set_on(STOP_SIGNALS, stop):
-            first = exporter.sampler.state.snapshot
-            what = f"{len(first.gpus) if first is not None else system.gpu_count} GPU(s)"
-            if system.source == "simulated":
-                what = f"SIMULATED data (scenario {system.scenario})"
-            print(f"gputui: serving {what} at {exporter.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
-            stop.wait()
-    finally:
-        exporter.stop()
-        if stacks is not None:
-            stacks.close()
-        source.close()
-        if alerter is not None:
-            alerter.close(timeout=alerts.timeout_s)
+        except SourceUnavailable as exc:
+            return common.report_unavailable(exc)
+        assert isinstance(session.sampler, Sampler)  # a live machine's, never a replay's
+        system = session.system
+        hostname_label = LEGACY_HOSTNAME_LABEL if args.legacy_hostname_label else HOSTNAME_LABEL
+        exporter = Exporter(
+            session.sampler,
+            system,
+            bind=args.bind,
+            port=args.port,
+            interval=args.interval,
+            hostname_label=hostname_label,
+        )
+        stop = threading.Event()
+        try:
+            try:
+                exporter.start()
+            except ExportBindError as exc:
+                return common.usage_error(exc)
+            with _set_on(STOP_SIGNALS, stop):
+                first = exporter.sampler.state.snapshot
+                what = f"{len(first.gpus) if first is not None else system.gpu_count} GPU(s)"
+                if system.source == "simulated":
+                    what = f"SIMULATED data (scenario {system.scenario})"
+                print(f"gputui: serving {what} at {exporter.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+                stop.wait()
+        finally:
+            exporter.stop()
     return common.EXIT_OK
 
 

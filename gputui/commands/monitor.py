@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
+from contextlib import ExitStack
 
 from gputui.commands import common
 from gputui.session.sampling import MAX_INTERVAL, MIN_INTERVAL
@@ -70,64 +71,34 @@ def run(args: argparse.Namespace) -> int:
         return common.usage_error(
             f"--interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds, not {args.interval:g}"
         )
-    from gputui.alerts.config import alerts_config
-    from gputui.diagnostics.config import ConfigError, load_config
-    from gputui.session.signals import readonly_configured
-    from gputui.session.stacks import load_stacks_config, stacks_for
+    from gputui.commands.config_options import config_of
+    from gputui.commands.record_options import record_target, warn_of_recording
+    from gputui.config import ConfigError
+    from gputui.record.format import RecordingError
+    from gputui.session.builder import SessionOptions, open_session
 
     try:
-        diagnostics = load_config(args.config)
-        stacks_config = load_stacks_config(args.config)
-        alerts = alerts_config(args)
-        readonly = args.readonly or readonly_configured(args.config)
-        price = common.price_of(args)
+        config = config_of(args)
     except ConfigError as exc:
         return common.usage_error(exc)
-    try:
-        source, system = common.make_source(args, fallback_demo=args.fallback_demo, long_running=True)
-    except SourceUnavailable as exc:
-        return common.report_unavailable(exc)
-    except ValueError as exc:  # InvalidGpuSelection, or a simulated machine with no GPU
-        return common.usage_error(exc)
-    from gputui.commands.record_options import open_writer
-    from gputui.record.format import RecordingError
-
-    try:
-        recorder = open_writer(args, args.interval)
-    except RecordingError as exc:
-        source.close()
-        return common.usage_error(exc)
-    from gputui.alerts.alerter import Alerter
-    from gputui.ui.app import GpuTuiApp
-
-    # The alerter reaches the app only through these two, which are safe from its threads (the app is made below).
-    alerter = (
-        Alerter(alerts, say=lambda text: app.say_from_thread(text), bell=lambda: app.ring_from_thread())
-        if alerts.enabled
-        else None
+    options = SessionOptions(
+        source=common.source_choice(args, fallback_demo=args.fallback_demo, long_running=True),
+        interval_s=args.interval,
+        record=record_target(args),
+        stacks=True,
+        alerts=True,
     )
-    stacks = stacks_for(system, stacks_config)
-    app = GpuTuiApp(
-        source,
-        system,
-        interval=args.interval,
-        recorder=recorder,
-        config=diagnostics,
-        readonly=readonly,
-        price=price,
-        sinks=() if alerter is None else (alerter.observe,),
-        stacks=stacks,
-    )
-    settle_gc()
-    try:
+    with ExitStack() as opened:
+        try:
+            session = opened.enter_context(open_session(options, config))
+        except SourceUnavailable as exc:
+            return common.report_unavailable(exc)
+        except (ValueError, RecordingError) as exc:  # InvalidGpuSelection, a simulated machine with no GPU; --record
+            return common.usage_error(exc)
+        from gputui.ui.app import GpuTuiApp
+
+        app = GpuTuiApp(session)
+        settle_gc()
         app.run()
-    finally:
-        if stacks is not None:
-            stacks.close()
-        if alerter is not None:
-            alerter.close(timeout=1.0)
-        if recorder is not None:
-            recorder.close()
-            if recorder.warning:
-                print(f"gputui: {recorder.warning}", file=sys.stderr)
+    warn_of_recording(session)
     return common.EXIT_OK if app.return_code is None else app.return_code

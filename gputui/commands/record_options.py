@@ -1,16 +1,20 @@
 """`--record FILE [--force] [--record-max-mb N]`, shared by the monitor and `diagnose`.
 
-The writer is opened before anything starts, so a FILE that exists (without --force) or a directory that does
-not is a one-line usage error and not a monitor that silently records nothing.
+The session opens the writer before sampling starts, so a FILE that exists (without --force) or a directory that
+does not is a one-line usage error and not a monitor that silently records nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gputui.argtypes import positive_mb
-from gputui.record.writer import RecordingWriter
+
+if TYPE_CHECKING:
+    from gputui.session.builder import RecordTarget, Session
 
 
 def add_record_options(parser: argparse.ArgumentParser) -> None:
@@ -32,8 +36,16 @@ def add_record_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def open_writer(args: argparse.Namespace, interval_s: float) -> RecordingWriter | None:
-    """The writer `--record` asks for, or None; raises RecordingError (exists, no such directory...)."""
+def record_target(args: argparse.Namespace) -> RecordTarget | None:
+    """The file `--record` asks for, or None; the session opens it (RecordingError: exists, no such directory...)."""
+    from gputui.session.builder import RecordTarget
+
     if args.record is None:
         return None
-    return RecordingWriter(args.record, interval_s=interval_s, force=args.force, max_mb=args.record_max_mb)
+    return RecordTarget(args.record, force=args.force, max_mb=args.record_max_mb)
+
+
+def warn_of_recording(session: Session) -> None:
+    """Why the recording stopped early, if it did (a full disk, the size limit), once the session has ended."""
+    if session.recorder is not None and session.recorder.warning:
+        print(f"gputui: {session.recorder.warning}", file=sys.stderr)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import ExitStack
 from typing import TYPE_CHECKING, Any
 
 from gputui.commands import common
@@ -39,7 +40,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace, recording: Recording) -> int:
     from gputui.sources.base import SourceUnavailable
-    from gputui.sources.playback import ReplaySource, resolve_start
+    from gputui.sources.playback import resolve_start
 
     for warning in recording.warnings:
         print(f"gputui: warning: {warning}", file=sys.stderr)
@@ -49,15 +50,25 @@ def run(args: argparse.Namespace, recording: Recording) -> int:
             start = resolve_start(recording, args.start)
         except ValueError as exc:
             return common.usage_error(f"--start: {exc}")
-    source = ReplaySource(recording, speed=args.speed, start=start)
-    try:
-        system = source.open()
-    except SourceUnavailable as exc:
-        return common.usage_error(exc)
+    from gputui.config import Config
+    from gputui.session.builder import SessionOptions, open_session
     from gputui.session.sampling import MAX_INTERVAL, MIN_INTERVAL
-    from gputui.ui.app import GpuTuiApp
+    from gputui.session.source_choice import ReplayChoice
 
-    interval = min(MAX_INTERVAL, max(MIN_INTERVAL, recording.header.interval_s))
-    app = GpuTuiApp(source, system, interval=interval, now=source.recording_now)
-    app.run()
+    # The findings are diagnosed again from the recorded readings, with the default thresholds: replay reads no
+    # config file.
+    options = SessionOptions(
+        source=ReplayChoice(recording, speed=args.speed, start=start),
+        interval_s=min(MAX_INTERVAL, max(MIN_INTERVAL, recording.header.interval_s)),
+    )
+    with ExitStack() as opened:
+        try:
+            session = opened.enter_context(open_session(options, Config()))
+        except SourceUnavailable as exc:
+            return common.usage_error(exc)
+        from gputui.ui.app import GpuTuiApp
+
+        assert session.replay is not None
+        app = GpuTuiApp(session, now=session.replay.recording_now)
+        app.run()
     return common.EXIT_OK if app.return_code is None else app.return_code

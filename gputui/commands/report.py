@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputui.commands import common
+from gputui.commands.config_options import add_price_options
 
 if TYPE_CHECKING:
     from gputui.record.reader import Recording
@@ -24,17 +25,18 @@ def register(sub: Any) -> None:
         metavar="OUT.html",
         help="also write one self-contained HTML page with charts (needs plotly: .venv/bin/pip install plotly)",
     )
-    common.add_price_options(parser)
+    add_price_options(parser)
     parser.set_defaults(func=common.on_recording(run))
 
 
 def run(args: argparse.Namespace, recording: Recording) -> int:
-    from gputui.diagnostics.config import ConfigError
+    from gputui.commands.config_options import config_of
+    from gputui.config import ConfigError
     from gputui.record.format import RecordingError
     from gputui.report.summary import build_report, render_text, report_to_dict
 
     try:
-        price = common.price_of(args)
+        price = config_of(args).cost.price
     except ConfigError as exc:
         return common.usage_error(exc)
     report = build_report(recording)

@@ -23,17 +23,20 @@ def register(sub: Any) -> None:
 
 
 def take_reading(args: argparse.Namespace, *, rates: bool = True) -> Snapshot:
-    """One reading from the source the options name, opened for it and closed after; with `rates`, the second
-    of two taken RATE_WINDOW_S apart, so that rates have a span to be measured over."""
-    source, system = common.make_source(args)
-    try:
+    """One reading from the machine the options name, in a session of its own that only reads (no diagnostics, no
+    config); with `rates`, the second of two taken RATE_WINDOW_S apart, so that rates have a span to be measured
+    over."""
+    from gputui.config import Config
+    from gputui.session.builder import SessionOptions, open_session
+
+    options = SessionOptions(source=common.source_choice(args), diagnose=False)
+    with open_session(options, Config()) as session:
+        take = session.sampler.take
         if rates:
-            source.sample()
-            if system.is_live or args.demo_job is not None:  # read in real time: let it pass
+            take()
+            if session.system.is_live or args.demo_job is not None:  # read in real time: let it pass
                 time.sleep(RATE_WINDOW_S)
-        return source.sample()
-    finally:
-        source.close()
+        return take().snapshot
 
 
 def read_one(args: argparse.Namespace, take: Callable[[argparse.Namespace], Snapshot]) -> Snapshot | int:

@@ -16,11 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from gputui.diagnostics.catalog import text
-from gputui.diagnostics.config import ConfigError, read_toml
 from gputui.diagnostics.verdict import RANKED, Verdict
 from gputui.formatting import fmt_duration
 from gputui.model import GpuSample, Snapshot
@@ -40,8 +38,6 @@ COUNTER = "counter"
 INTEGRATED = "integrated power"
 # A gap between ticks counts as at most this many sampling intervals.
 MAX_GAP_INTERVALS = 3
-DEFAULT_CURRENCY = "USD"
-_COST_KEYS = ("gpu_hour", "currency")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,30 +50,6 @@ class Price:
     def format(self, amount: float) -> str:
         figure = f"{amount:,.2f}"
         return f"{figure} {self.currency}" if self.currency[:1].isalpha() else f"{self.currency}{figure}"
-
-
-def load_price(config: Path | None, per_gpu_hour: float | None = None, currency: str | None = None) -> Price | None:
-    """The price of a GPU-hour: `--price` and `--currency` where given, else the config's `[cost]` table
-    (`gpu_hour`, `currency`); None when neither sets a price. A bad value is a ConfigError naming file and key."""
-    target, data = read_toml(config)
-    table = data.get("cost", {})
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{target}: 'cost' must be a table")
-    for key in table:
-        if key not in _COST_KEYS:
-            raise ConfigError(f"{target}: unknown key 'cost.{key}' (known: {', '.join(_COST_KEYS)})")
-    configured = table.get("gpu_hour")
-    if configured is not None and (
-        isinstance(configured, bool) or not isinstance(configured, (int, float)) or not 0 < configured < float("inf")
-    ):
-        raise ConfigError(f"{target}: 'cost.gpu_hour' must be a price above 0, not {configured!r}")
-    named = table.get("currency")
-    if named is not None and (not isinstance(named, str) or not named.strip()):
-        raise ConfigError(f"{target}: 'cost.currency' must be a currency's code or sign, not {named!r}")
-    price = per_gpu_hour if per_gpu_hour is not None else configured
-    if price is None:
-        return None
-    return Price(float(price), (currency or named or DEFAULT_CURRENCY).strip())
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,12 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gputui.diagnostics.catalog import localize, text
-from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.instances import expand, has_instances, instance_name, instance_of, split
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
+from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.verdict import Verdict, VerdictTracker, classify
 from gputui.history import History
 from gputui.model import Snapshot

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import logging
 import socket
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry
@@ -22,11 +22,8 @@ from gputui.diagnostics.tick import Tick
 from gputui.export.metrics import ExportState, metric_families
 from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
 from gputui.model import SystemInfo
-from gputui.session.diagnose import Diagnose, tolerant
 from gputui.session.loop import SamplingLoop
-from gputui.session.sampling import Sampler, Sink
-from gputui.session.stacks import JobStacks
-from gputui.sources.base import Source
+from gputui.session.sampling import Sampler
 
 log = logging.getLogger(__name__)
 
@@ -36,25 +33,16 @@ class ExportBindError(Exception):
 
 
 class ExportSampler:
-    """Reads the source every `interval` seconds in the one sampling loop, on its own thread, and keeps the newest
-    ExportState. A failed reading is served as gputui_up 0; a rule that breaks leaves the GPU metrics served.
-    `sinks` take every tick too (the alerts)."""
+    """Takes a reading with `sampler` (the session's: the source through the diagnostics, each tick to the alerts)
+    every `interval` seconds in the one sampling loop, on its own thread, and keeps the newest ExportState. A failed
+    reading is served as gputui_up 0; the session of `gputui export` tolerates a rule that breaks, so that the GPU
+    metrics are still served."""
 
-    def __init__(
-        self,
-        source: Source,
-        system: SystemInfo,
-        *,
-        interval: float,
-        diagnose: Diagnose | None = None,
-        sinks: Sequence[Sink] = (),
-        stacks: JobStacks | None = None,
-    ) -> None:
+    def __init__(self, sampler: Sampler, system: SystemInfo, *, interval: float) -> None:
         self._last_xid: dict[int, int] = {}
         self._state = ExportState(system=system, snapshot=None, error="no reading yet")
         # Each GPU's time in each verdict class, where the diagnostics run and give one.
-        self._accountant = None if diagnose is None else Accountant(MAX_GAP_INTERVALS * interval)
-        sampler = Sampler(source, None if diagnose is None else tolerant(diagnose, "this reading"), sinks, stacks)
+        self._accountant = Accountant(MAX_GAP_INTERVALS * interval) if sampler.diagnoses else None
         self._loop = SamplingLoop(sampler.take, interval, self._publish, self._failed, name="gputui-export-sampler")
 
     @property
@@ -115,22 +103,20 @@ class SnapshotCollector:
 
 
 class Exporter:
-    """ExportSampler + HTTP server: `start()` reads once, opens the port, then samples in the background."""
+    """ExportSampler + HTTP server: `start()` reads once, opens the port, then samples in the background with
+    `sampler`."""
 
     def __init__(
         self,
-        source: Source,
+        sampler: Sampler,
         system: SystemInfo,
         *,
         bind: str = "127.0.0.1",
         port: int = 9400,
         interval: float = 1.0,
-        diagnose: Diagnose | None = None,
         hostname_label: HostnameLabel = HOSTNAME_LABEL,
-        sinks: Sequence[Sink] = (),
-        stacks: JobStacks | None = None,
     ) -> None:
-        self.sampler = ExportSampler(source, system, interval=interval, diagnose=diagnose, sinks=sinks, stacks=stacks)
+        self.sampler = ExportSampler(sampler, system, interval=interval)
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SnapshotCollector(lambda: self.sampler.state, hostname_label=hostname_label))
         self._bind = bind

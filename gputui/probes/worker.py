@@ -19,6 +19,7 @@ import time
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -71,6 +72,28 @@ MEMBW_CPU = 64 * MIB
 P2P_MAX_GPU = 256 * MIB
 P2P_MAX_CPU = MIB
 DEFAULT_REPS = 7
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeOptions:
+    """What the worker's command line (build_parser) asks of the probe; None: the probe's own default."""
+
+    probe: ProbeName
+    gpu: int = 0  # CUDA device index, in PCI bus order as NVML counts
+    cpu: bool = False  # on the CPU even where CUDA is available
+    seconds: float | None = None  # stress length; the disk probe's time cap
+    size: int | None = None  # stress: the side of the square matrices
+    dtype: str = "bf16"  # stress: the matmul precision
+    path: Path = field(default_factory=Path.cwd)  # disk: the directory read
+    max_bytes: int | None = None  # the largest buffer (pcie, membw, p2p); the disk probe's budget
+    reps: int | None = None  # timed repetitions per measurement
+    link_gen: int | None = None  # pcie: the link as it runs now, and the slot's best
+    link_width: int | None = None
+    link_max_gen: int | None = None
+    link_max_width: int | None = None
+    peer: int | None = None  # p2p: the other GPU (None: every pair)
+    peer_links: PeerLinks = field(default_factory=PeerLinks)  # p2p: the links between the GPUs, for the verdict
+    watch_stdin: bool = False  # exit when stdin closes (the runner died)
 
 
 class UsageError(ValueError):
@@ -232,14 +255,14 @@ def _host_available() -> int:
     return int(psutil.virtual_memory().available)
 
 
-def probe_pcie(dev: _Device, args: argparse.Namespace) -> Result:
+def probe_pcie(dev: _Device, options: ProbeOptions) -> Result:
     torch = dev.torch
-    reps = args.reps or DEFAULT_REPS
+    reps = options.reps or DEFAULT_REPS
     if not dev.cuda:
-        return _pcie_cpu(dev, args, reps)
+        return _pcie_cpu(dev, options, reps)
     # Each size holds a device buffer, a pinned and a pageable host buffer at once.
     cap = min(dev.free_bytes() // 2, _host_available() // 3)
-    sizes = _sizes(min(args.max_bytes or PCIE_MAX_GPU, cap), MIB)
+    sizes = _sizes(min(options.max_bytes or PCIE_MAX_GPU, cap), MIB)
     figures: dict[str, float | None] = {}
     best: dict[str, float] = {}
     steps = len(sizes) * 4
@@ -262,7 +285,7 @@ def probe_pcie(dev: _Device, args: argparse.Namespace) -> Result:
         del on_gpu, host
     for key, value in best.items():
         figures[f"{key}_gb_s"] = value
-    link = PcieLink(args.link_gen, args.link_width, args.link_max_gen, args.link_max_width)
+    link = PcieLink(options.link_gen, options.link_width, options.link_max_gen, options.link_max_width)
     judged = judge_pcie(best["h2d_pinned"], best["d2h_pinned"], link)
     figures.update(judged.figures)
     details = (
@@ -273,9 +296,9 @@ def probe_pcie(dev: _Device, args: argparse.Namespace) -> Result:
     return Result("pcie", dev.label, judged.ok, figures, judged.verdict, details)
 
 
-def _pcie_cpu(dev: _Device, args: argparse.Namespace, reps: int) -> Result:
+def _pcie_cpu(dev: _Device, options: ProbeOptions, reps: int) -> Result:
     torch = dev.torch
-    sizes = _sizes(min(args.max_bytes or PCIE_MAX_CPU, dev.free_bytes() // 3), 64 * 1024)
+    sizes = _sizes(min(options.max_bytes or PCIE_MAX_CPU, dev.free_bytes() // 3), 64 * 1024)
     figures: dict[str, float | None] = {}
     best = 0.0
     for done, size in enumerate(sizes, start=1):
@@ -300,12 +323,12 @@ def _stress_size(dev: _Device, itemsize: int) -> int:
     return n
 
 
-def probe_stress(dev: _Device, args: argparse.Namespace) -> Result:
+def probe_stress(dev: _Device, options: ProbeOptions) -> Result:
     torch = dev.torch
-    dtype_name: str = args.dtype
-    seconds: float = args.seconds or STRESS_SECONDS
+    dtype_name: str = options.dtype
+    seconds: float = options.seconds or STRESS_SECONDS
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16, "tf32": torch.float32, "fp32": torch.float32}[dtype_name]
-    n: int = args.size or _stress_size(dev, torch.finfo(dtype).bits // 8)
+    n: int = options.size or _stress_size(dev, torch.finfo(dtype).bits // 8)
     torch.set_float32_matmul_precision("high" if dtype_name == "tf32" else "highest")
     generator = torch.Generator(device=dev.device).manual_seed(1234)
     a = torch.randn(n, n, device=dev.device, dtype=dtype, generator=generator)
@@ -392,10 +415,10 @@ def _stress_result(
     return Result("stress", dev.label, ok, figures, verdict, tuple(details), faulty=bool(bad))
 
 
-def probe_membw(dev: _Device, args: argparse.Namespace) -> Result:
+def probe_membw(dev: _Device, options: ProbeOptions) -> Result:
     torch = dev.torch
-    reps = args.reps or 20
-    size = min(args.max_bytes or (MEMBW_GPU if dev.cuda else MEMBW_CPU), dev.free_bytes() // 3)
+    reps = options.reps or 20
+    size = min(options.max_bytes or (MEMBW_GPU if dev.cuda else MEMBW_CPU), dev.free_bytes() // 3)
     src = torch.ones(size, dtype=torch.uint8, device=dev.device)
     dst = torch.zeros(size, dtype=torch.uint8, device=dev.device)
     seconds = []
@@ -426,16 +449,16 @@ def probe_membw(dev: _Device, args: argparse.Namespace) -> Result:
     return Result("membw", dev.label, pct is None or pct >= 100 * PASS_FRACTION, figures, verdict, details)
 
 
-def _p2p_pairs(gpus: int, args: argparse.Namespace, cuda: bool) -> list[tuple[int, int]]:
+def _p2p_pairs(gpus: int, options: ProbeOptions, cuda: bool) -> list[tuple[int, int]]:
     """Both directions of --gpu/--peer, or every ordered pair of `gpus` devices."""
-    if args.peer is None:
+    if options.peer is None:
         return [(a, b) for a in range(gpus) for b in range(gpus) if a != b]
-    if args.peer == args.gpu:
-        raise UsageError(f"--peer {args.peer} is --gpu itself: a peer copy needs two GPUs")
-    for index in (args.gpu, args.peer):
+    if options.peer == options.gpu:
+        raise UsageError(f"--peer {options.peer} is --gpu itself: a peer copy needs two GPUs")
+    for index in (options.gpu, options.peer):
         if cuda and not 0 <= index < gpus:
             raise UsageError(f"GPU {index}: this machine has {gpus} CUDA device(s)")
-    return [(args.gpu, args.peer), (args.peer, args.gpu)]
+    return [(options.gpu, options.peer), (options.peer, options.gpu)]
 
 
 def _time_peer(torch: Any, cuda: bool, dst: Any, src: Any, reps: int) -> float:
@@ -447,19 +470,19 @@ def _time_peer(torch: Any, cuda: bool, dst: Any, src: Any, reps: int) -> float:
     return median_copy_seconds(torch, cuda, dst, src, reps, stream_of=src.device)
 
 
-def probe_p2p(torch: Any, args: argparse.Namespace) -> Result:
+def probe_p2p(torch: Any, options: ProbeOptions) -> Result:
     """GPU-to-GPU copies; without two CUDA devices the same loop on CPU tensors, labelled a cpu run."""
-    count = int(torch.cuda.device_count()) if torch.cuda.is_available() and not args.cpu else 0
+    count = int(torch.cuda.device_count()) if torch.cuda.is_available() and not options.cpu else 0
     cuda = count >= 2
-    pairs = _p2p_pairs(count if cuda else 2, args, cuda)
-    reps = args.reps or DEFAULT_REPS
-    size = args.max_bytes or (P2P_MAX_GPU if cuda else P2P_MAX_CPU)
+    pairs = _p2p_pairs(count if cuda else 2, options, cuda)
+    reps = options.reps or DEFAULT_REPS
+    size = options.max_bytes or (P2P_MAX_GPU if cuda else P2P_MAX_CPU)
     if cuda:
         used = {gpu for pair in pairs for gpu in pair}
         size = min([size] + [int(torch.cuda.mem_get_info(gpu)[0]) // 4 for gpu in used])
     else:
         size = min(size, _host_available() // 4)
-    links: PeerLinks = args.peer_links
+    links: PeerLinks = options.peer_links
     copies: list[PeerCopy] = []
     for done, (a, b) in enumerate(pairs, start=1):
         where = (torch.device("cuda", a), torch.device("cuda", b)) if cuda else (torch.device("cpu"),) * 2
@@ -487,13 +510,13 @@ def probe_p2p(torch: Any, args: argparse.Namespace) -> Result:
     return Result("p2p", device, judged.ok, {**judged.figures, "bytes": float(size)}, judged.verdict, details)
 
 
-def probe_disk(args: argparse.Namespace) -> Result:
-    seconds = args.seconds or disk.DEFAULT_SECONDS
-    budget = args.max_bytes or disk.DEFAULT_MAX_BYTES
-    return disk.run_disk(args.path, budget, seconds, emit, time.perf_counter)
+def probe_disk(options: ProbeOptions) -> Result:
+    seconds = options.seconds or disk.DEFAULT_SECONDS
+    budget = options.max_bytes or disk.DEFAULT_MAX_BYTES
+    return disk.run_disk(options.path, budget, seconds, emit, time.perf_counter)
 
 
-TORCH_PROBES: dict[str, Callable[[_Device, argparse.Namespace], Result]] = {
+TORCH_PROBES: dict[str, Callable[[_Device, ProbeOptions], Result]] = {
     "pcie": probe_pcie,
     "stress": probe_stress,
     "membw": probe_membw,
@@ -516,11 +539,15 @@ def _hang(probe: ProbeName) -> NoReturn:
         time.sleep(1)
 
 
+def parse_options(argv: Sequence[str]) -> ProbeOptions:
+    """The worker's command line as the probes take it; a bad one exits (EXIT_USAGE), said in the protocol too."""
+    return ProbeOptions(**vars(build_parser(argv).parse_args(argv)))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    raw = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser(raw).parse_args(raw)
-    probe: ProbeName = args.probe
-    if args.watch_stdin:
+    options = parse_options(list(sys.argv[1:] if argv is None else argv))
+    probe = options.probe
+    if options.watch_stdin:
         _exit_when_stdin_closes()
     if _fault("garbage"):
         print("this line is not JSON", flush=True)
@@ -534,16 +561,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         if _fault("raise"):
             raise RuntimeError("simulated failure inside the probe")
         if probe == "disk":
-            emit(probe_disk(args))
+            emit(probe_disk(options))
             return EXIT_OK
         try:
             torch = _import_torch()
         except ImportError as exc:
             return _fail(probe, "no_torch", f"the {probe} probe needs torch ({exc}): {INSTALL_HINT}", EXIT_NO_TORCH)
         if probe == "p2p":  # two devices, not one: no _Device
-            emit(probe_p2p(torch, args))
+            emit(probe_p2p(torch, options))
             return EXIT_OK
-        emit(TORCH_PROBES[probe](_Device(torch, args.gpu, args.cpu), args))
+        emit(TORCH_PROBES[probe](_Device(torch, options.gpu, options.cpu), options))
     except (UsageError, disk.DiskProbeError) as exc:
         return _fail(probe, "bad_args", str(exc), EXIT_USAGE)
     except Exception as exc:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 
-from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.diagnostics.engine import DiagnosticsState
 from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.model import Snapshot
 
 # Takes each new reading of one machine, returns the verdict and findings after it. Stateful (windows, hysteresis),

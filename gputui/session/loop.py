@@ -169,6 +169,12 @@ class SamplingLoop(Generic[T]):
         self._ended = False
         self._thread = threading.Thread(target=self.run, name=name, daemon=True)
 
+    @property
+    def ended(self) -> bool:
+        """No poll runs any more, nor will (`closing` runs, or has run)."""
+        with self._state:
+            return self._ended
+
     def start(self) -> None:
         """Runs the loop on its own thread (a daemon: a driver call that hangs never holds the process up)."""
         self._thread.start()

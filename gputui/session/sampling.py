@@ -44,6 +44,11 @@ class Sampler:
         self._sinks = tuple(sinks)
         self.stacks = stacks
 
+    @property
+    def diagnoses(self) -> bool:
+        """Each tick has the diagnostics' verdict and findings (not so for readings only)."""
+        return self._diagnose is not None
+
     def take(self) -> Tick:
         snapshot = self.source.sample()
         if self.stacks is not None:

@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import psutil
 
-from gputui.diagnostics.config import ConfigError, read_toml
 from gputui.model import Snapshot
 
 # The signals offered, in the order a confirmation lists them: the polite one first.
@@ -134,16 +132,3 @@ def send(
         else:
             outcomes.append(Outcome(target, True, f"{target.label}: sent {signum.name}"))
     return tuple(outcomes)
-
-
-def readonly_configured(path: Path | None) -> bool:
-    """`readonly` of the config file's `[monitor]` table (the file at `path`, else the default one's); False where
-    unset. A value that is not true or false is a ConfigError naming the file and the key."""
-    where, data = read_toml(path)
-    table = data.get("monitor", {})
-    if not isinstance(table, Mapping):
-        raise ConfigError(f"{where}: 'monitor' must be a table")
-    value = table.get("readonly", False)
-    if not isinstance(value, bool):
-        raise ConfigError(f"{where}: 'monitor.readonly' must be true or false, not {value!r}")
-    return value

@@ -26,12 +26,11 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, fields, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from gputui.diagnostics.config import ConfigError, read_toml
+from gputui.config import StacksConfig
 from gputui.model import JobActivity, Snapshot, SystemInfo
 
 if TYPE_CHECKING:
@@ -46,77 +45,11 @@ WAITING_CLASSES = frozenset({"input_bound", "underused"})
 STARVATION_PREFIX = "starvation_"
 # Errors that concern every process alike, and are said once as a notice (the activity says the rest).
 NOTICED_ERRORS = ("ptrace_refused", "no_py_spy")
-# Rate bounds: py-spy samples at up to a few hundred Hz; below 1 Hz a window holds too few samples to say anything.
-MAX_RATE_HZ = 1000
-MAX_WINDOW_S = 60.0
 _DIGITS = re.compile(r"\d+")
 # Why no stack is read of a machine's processes (stacks_refusal).
 REPLAY_REFUSAL = "no stacks in a replay: its processes ran on the recorded machine, then"
 REMOTE_REFUSAL = "no stacks of another machine's processes: run gputui there"
 SIMULATED_REFUSAL = "no stacks on the simulated machine: its processes are made up, not this machine's"
-
-
-@dataclass(frozen=True, slots=True)
-class StacksConfig:
-    """The config file's `[stacks]` table.
-
-    A window costs ~0.17 s of CPU in its py-spy processes (benchmarks/bench_stacks.py, on a shared 2-core VM),
-    against ~1 % of a core for the monitor itself: one every 60 s would add 20-30 % to the monitor's CPU while a job
-    waits, one every 300 s adds ~5 %, inside the issue's 10 %."""
-
-    enabled: bool = True
-    window_s: float = 4.0
-    rate_hz: int = 20
-    cooldown_s: float = 300.0
-    # A GPU whose wait changes (another verdict class, another starvation finding) gets a window sooner: what the
-    # job does may have changed with it.
-    recheck_s: float = 60.0
-
-
-KEYS = tuple(f.name for f in fields(StacksConfig))
-
-
-def load_stacks_config(path: Path | None) -> StacksConfig:
-    """The `[stacks]` table of the config file (`path`, or the default one when it exists); defaults otherwise.
-    Raises ConfigError naming the file and the key."""
-    target, data = read_toml(path)
-    try:
-        return parse_stacks(data.get("stacks", {}))
-    except ConfigError as exc:
-        raise ConfigError(f"{target}: {exc}") from None
-
-
-def parse_stacks(table: Any) -> StacksConfig:
-    """The `[stacks]` table as a config; an unknown key or a wrong value is an error naming it."""
-    if not isinstance(table, Mapping):
-        raise ConfigError("'stacks' must be a table")
-    for key in table:
-        if key not in KEYS:
-            raise ConfigError(f"unknown key 'stacks.{key}' (known: {', '.join(KEYS)})")
-    default = StacksConfig()
-    enabled = table.get("enabled", default.enabled)
-    if not isinstance(enabled, bool):
-        raise ConfigError(f"'stacks.enabled' must be true or false, not {enabled!r}")
-    rate = table.get("rate_hz", default.rate_hz)
-    if isinstance(rate, bool) or not isinstance(rate, int) or not 1 <= rate <= MAX_RATE_HZ:
-        raise ConfigError(f"'stacks.rate_hz' must be a whole number from 1 to {MAX_RATE_HZ}, not {rate!r}")
-    window = _seconds(table, "window_s", default.window_s)
-    if not 0 < window <= MAX_WINDOW_S:
-        raise ConfigError(f"'stacks.window_s' must be above 0 and at most {MAX_WINDOW_S:g} seconds, not {window!r}")
-    return StacksConfig(
-        enabled=enabled,
-        window_s=window,
-        rate_hz=rate,
-        cooldown_s=_seconds(table, "cooldown_s", default.cooldown_s),
-        recheck_s=_seconds(table, "recheck_s", default.recheck_s),
-    )
-
-
-def _seconds(table: Mapping[str, Any], key: str, default: float) -> float:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-        raise ConfigError(f"'stacks.{key}' must be a number of seconds, not {value!r}")
-    return float(value)
 
 
 def stacks_refusal(system: SystemInfo) -> str | None:

@@ -21,25 +21,20 @@ from textual.binding import Binding, BindingType
 from textual.widgets import Input
 from textual.worker import Worker, WorkerState
 
-from gputui.diagnostics.account import MAX_GAP_INTERVALS, Accountant, Price, account_lines, tally_line
-from gputui.diagnostics.config import DiagnosticsConfig
-from gputui.diagnostics.engine import DiagnosticsEngine
+from gputui.diagnostics.account import MAX_GAP_INTERVALS, Accountant, account_lines, tally_line
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.groups import row_key
 from gputui.diagnostics.tick import Tick
 from gputui.history import History
-from gputui.model import Snapshot, SystemInfo
+from gputui.model import Snapshot
 from gputui.probes.protocol import ProbeName
 from gputui.probes.result_finding import PROBE_NAMES
-from gputui.record.writer import RecordingWriter
+from gputui.session.builder import Session
 from gputui.session.loop import RealTime, SamplingLoop, failure_text
-from gputui.session.recording import record_ticks
 from gputui.session.replay_sampler import ReplaySampler
-from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL, Sampler, Sink
+from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL
 from gputui.session.signals import READONLY_REFUSAL, Target, decide_all, send, targets
-from gputui.session.stacks import JobStacks, stacks_refusal
-from gputui.sources.base import Source
-from gputui.sources.playback import ReplaySource
+from gputui.session.stacks import stacks_refusal
 from gputui.ui.lean_update import LeanScreen
 from gputui.ui.live_app import LIVE_KEYS
 from gputui.ui.marks import Marks
@@ -107,21 +102,6 @@ def clamp_interval(seconds: float) -> float:
     return min(MAX_INTERVAL, max(MIN_INTERVAL, seconds))
 
 
-def sampler_for(
-    source: Source,
-    engine: DiagnosticsEngine,
-    recorder: RecordingWriter | None,
-    sinks: Sequence[Sink] = (),
-    stacks: JobStacks | None = None,
-) -> Sampler | ReplaySampler:
-    """A replay is played tick by tick through its own sampler; live, each tick goes through `engine`, with a
-    recorder into the recording, and to `sinks` (the alerts), its processes with their stacks' activity."""
-    if isinstance(source, ReplaySource):
-        return ReplaySampler(source, engine)
-    recording = () if recorder is None else (record_ticks(recorder),)
-    return Sampler(source, engine.update, sinks=(*recording, *sinks), stacks=stacks)
-
-
 class GpuTuiApp(RecordReplayApp):
     """The monitor. `auto_sample=False` leaves sampling to explicit `await app.tick()` calls (tests)."""
 
@@ -156,48 +136,43 @@ class GpuTuiApp(RecordReplayApp):
 
     def __init__(
         self,
-        source: Source,
-        system: SystemInfo,
+        session: Session,
         *,
-        interval: float = 1.0,
         auto_sample: bool = True,
         now: Callable[[], datetime] = datetime.now,
         history_size: int = 600,
-        recorder: RecordingWriter | None = None,
-        readonly: bool = False,
-        price: Price | None = None,
-        config: DiagnosticsConfig | None = None,
-        sinks: Sequence[Sink] = (),
-        stacks: JobStacks | None = None,
-        request_activity: Callable[[int], str | None] | None = None,
     ) -> None:
-        """`readonly`: no signal is sent to a process, and the keys for it are gone. `stacks`: the job stacks'
-        sampler, for this machine's processes only. `request_activity(pid)` starts a window of stack samples of a
-        process (by default the sampler's JobStacks.request): None when started, else why not; without either, `a`
-        says that sampling is off."""
+        """`session` is opened, and closed after, by its builder (gputui/session/builder.py): the app samples it,
+        and says the alerter's reports and rings its bell. `now` is the clock the header shows (a replay's is the
+        recording's)."""
         super().__init__(
-            recorder=recorder,
-            replay=source if isinstance(source, ReplaySource) else None,
+            recorder=session.recorder,
+            replay=session.replay,
             timeline=self._recording_time,
             say=self._say,
         )
+        self.session = session
         # Live, the engine that judges every tick (probe results join it); a replay's seek starts its own anew.
-        self.engine = DiagnosticsEngine(config)
+        self.engine = session.engine
         # The views' colours, judged by the thresholds this engine's rules use (the config file's overrides too).
         self.marks = Marks.of(self.engine.config.thresholds)
-        self.sampler = sampler_for(source, self.engine, recorder, sinks, stacks)
-        self.system = system
-        self.interval = clamp_interval(interval)
+        self.sampler = session.sampler
+        self.system = session.system
+        self.interval = session.interval_s  # within MIN_INTERVAL..MAX_INTERVAL: the commands see to it
         # Where the session's GPU time went, live only (a replay's is `gputui report`'s); its cost with a price.
         self.accountant = Accountant(MAX_GAP_INTERVALS * self.interval)
-        self.price = price
+        self.price = session.config.cost.price
         self._tallied_at: float | None = None
         self.auto_sample = auto_sample
         self.history = History(history_size)
         self.latest: Tick | None = None
         self.filter_text = ""
-        self.readonly = readonly
-        self.request_activity = request_activity or (stacks.request if stacks is not None else None)
+        # No signal is sent to a process, and the keys for it are gone ([monitor] readonly, --readonly).
+        self.readonly = session.config.monitor.readonly
+        # Starts a window of stack samples of a process: None when started, else why not; None: sampling is off.
+        self.request_activity: Callable[[int], str | None] | None = (
+            session.stacks.request if session.stacks is not None else None
+        )
         self.main = MainScreen(on_shown=self._main_shown, marks=self.marks)
         self.main.table.taggable = self.signal_refusal is None
         self._now = now
@@ -207,6 +182,7 @@ class GpuTuiApp(RecordReplayApp):
         self.probes = ProbeController(
             self, refusal=REPLAY_REFUSAL if self.replay is not None else None, lang=self.engine.lang
         )
+        session.alerts_through(say=self.say_from_thread, bell=self.ring_from_thread)
 
     def get_default_screen(self) -> MainScreen:
         return self.main
@@ -214,26 +190,20 @@ class GpuTuiApp(RecordReplayApp):
     def _main_shown(self) -> None:
         """The main view is composed (first call: start sampling) or uncovered again (draw what it missed)."""
         if self.auto_sample and self._sampling is None:
-            self._sampling = SamplingLoop(
-                self.sampler.take,
-                self.interval,
+            self._sampling = self.session.sampling_loop(
                 deliver=lambda tick: self.post_message(TickReady(tick)),
                 failed=lambda error: self.post_message(SampleFailed(failure_text(error))),
                 pace=RealTime(terminal_fd()),
                 hangup=lambda: self.call_from_thread(self.exit),
-                closing=self.sampler.source.close,
             )
             self._sampling.start()
         self.draw()
 
     def on_unmount(self) -> None:
+        """No tick is posted to the app once it has gone; the session's end closes its parts."""
         self.probes.kill_now()
-        # The source is closed only once no poll can be running in it: by the loop, when it has one.
-        if self._sampling is None:
-            self.sampler.source.close()
-        else:
+        if self._sampling is not None:
             self._sampling.stop()
-        self.stop_recording()
 
     # -- sampling ----------------------------------------------------------------------------------------
 

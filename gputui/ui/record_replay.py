@@ -111,11 +111,6 @@ class RecordReplayApp(LiveApp):
         """The recording's end, and the marks just passed, for the header's rows."""
         return () if self.replay is None else tuple(replay_notes(self.replay))
 
-    def stop_recording(self) -> None:
-        """Write what is queued and end the file properly; safe to call more than once."""
-        if self.recorder is not None:
-            self.recorder.close()
-
     def record_probe(self, message: Message | BadLine) -> None:
         """A probe's progress and how it ended, into the recording (with --record); the probe controller
         calls this for every message its runner yields."""

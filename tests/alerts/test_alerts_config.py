@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
 
-from gputui.alerts.config import AlertsConfig, alerts_config, load_alerts_config
 from gputui.cli import main
-from gputui.diagnostics.config import ConfigError
+from gputui.commands.config_options import with_options
+from gputui.config import AlertsConfig, ConfigError, load_config
 from gputui.diagnostics.findings import Severity
 
 
@@ -26,7 +25,7 @@ def test_the_table_is_read_and_a_missing_default_file_means_no_alerts(tmp_path: 
         "bell = true\nmin_interval_s = 60\ntimeout_s = 2\nretries = 1\n"
         "[diagnostics]\nopen_after_s = 1\n[cost]\ngpu_hour = 2.4\n",
     )
-    config = load_alerts_config(path)
+    config = load_config(path).alerts
     assert config == AlertsConfig(
         webhook="https://hooks.example/T/B/X",
         format="slack",
@@ -48,21 +47,20 @@ def test_the_table_is_read_and_a_missing_default_file_means_no_alerts(tmp_path: 
         ("bell = 1", "'alerts.bell' must be true or false"),
         ("timeout_s = -1", "'alerts.timeout_s' must be a number of seconds"),
         ("retries = 1.5", "'alerts.retries' must be a whole number"),
-        ('webhook = "ftp://user:T0SECRET@host/x"', "the alert webhook must be an http:// or https:// URL"),
+        ('webhook = "ftp://user:T0SECRET@host/x"', "'alerts.webhook' must be an http:// or https:// URL"),
     ],
 )
 def test_a_bad_value_names_the_file_and_key(tmp_path: Path, table: str, message: str) -> None:
     path = write(tmp_path, f"[alerts]\n{table}\n")
     with pytest.raises(ConfigError) as raised:
-        load_alerts_config(path)
-    assert str(raised.value).startswith(f"{path}: ") and message in str(raised.value)
+        load_config(path)
+    assert str(raised.value).startswith(f"{path}:2: ") and message in str(raised.value)
     assert "T0SECRET" not in str(raised.value)
 
 
 def test_the_options_override_the_file(tmp_path: Path) -> None:
     path = write(tmp_path, '[alerts]\nwebhook = "https://a.example/x"\ncommand = "true"\n')
-    args = argparse.Namespace(config=path, alert_webhook="http://127.0.0.1:9/y", alert_command=None)
-    config = alerts_config(args)
+    config = with_options(load_config(path), alert_webhook="http://127.0.0.1:9/y").alerts
     assert (config.webhook, config.command) == ("http://127.0.0.1:9/y", "true")
 
 
@@ -81,7 +79,7 @@ def test_a_bad_config_file_stops_the_monitor_and_the_exporter(
 ) -> None:
     path = write(tmp_path, "[diagnostics]\nopen_after_s = -1\n")
     assert main([*command, "--demo", "healthy", "--config", str(path)]) == 2
-    assert "'diagnostics.open_after_s' must not be negative" in capsys.readouterr().err
+    assert "'diagnostics.open_after_s' must be a number of seconds (0 or more), not -1" in capsys.readouterr().err
 
 
 def test_the_fleet_view_refuses_the_alert_options(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gputui.alerts.alerter import Alerter
-from gputui.alerts.config import AlertsConfig
-from gputui.diagnostics.config import DiagnosticsConfig
+from gputui.config import AlertsConfig, Config
+from gputui.diagnostics.settings import DiagnosticsConfig
+from gputui.session.builder import SessionOptions, open_session
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from tests.alerts.receiver import receiving, refused_url
@@ -19,27 +19,21 @@ if TYPE_CHECKING:
 
 async def test_an_opening_rings_the_bell_and_a_failing_target_is_one_notice(clock: Clock) -> None:
     source = SimulatedSource(scenario="thermal", gpu_count=2, seed=0, clock=clock)
-    config = AlertsConfig(webhook=refused_url("/services/T0SECRET"), bell=True, retries=0, min_interval_s=0)
-    alerter = Alerter(config, say=lambda text: app.say_from_thread(text), bell=lambda: app.ring_from_thread())
-    app = GpuTuiApp(
-        source,
-        source.open(),
-        auto_sample=False,
-        now=lambda: FIXED_NOW,
-        config=DiagnosticsConfig(open_after_s=0),
-        sinks=(alerter.observe,),
-    )
-    rung: list[str] = []
-    app.bell = lambda: rung.append("ding")  # type: ignore[method-assign]
-    async with app.run_test(size=(120, 40)) as pilot:
-        await run_ticks(app, clock, 5)
-        assert alerter.outbox is not None and alerter.outbox.drain(20)
-        for _ in range(100):  # the delivery thread's notice and the sampler's bell arrive as messages
-            if rung and app.notices.rows():
-                break
-            await pilot.pause()
-        notices = [n.text for n in app.notices.rows()]
-    alerter.close()
+    alerts = AlertsConfig(webhook=refused_url("/services/T0SECRET"), bell=True, retries=0, min_interval_s=0)
+    config = Config(diagnostics=DiagnosticsConfig(open_after_s=0), alerts=alerts)
+    with open_session(SessionOptions(source=source, alerts=True), config) as session:
+        app = GpuTuiApp(session, auto_sample=False, now=lambda: FIXED_NOW)  # the alerter says and rings through it
+        rung: list[str] = []
+        app.bell = lambda: rung.append("ding")  # type: ignore[method-assign]
+        alerter = session.alerter
+        async with app.run_test(size=(120, 40)) as pilot:
+            await run_ticks(app, clock, 5)
+            assert alerter is not None and alerter.outbox is not None and alerter.outbox.drain(20)
+            for _ in range(100):  # the delivery thread's notice and the sampler's bell arrive as messages
+                if rung and app.notices.rows():
+                    break
+                await pilot.pause()
+            notices = [n.text for n in app.notices.rows()]
     assert rung
     assert len([text for text in notices if text.startswith("alerts: webhook http://127.0.0.1:")]) == 1, notices
     assert not any("T0SECRET" in text for text in notices)
@@ -51,14 +45,15 @@ async def test_the_monitor_posts_one_open_and_one_close_as_the_tour_heats_a_gpu_
     real webhook gets the open, then the close, from the monitor's own sampling."""
     source = SimulatedSource(scenario="tour", gpu_count=2, seed=0, clock=clock)
     with receiving() as receiver:
-        alerter = Alerter(AlertsConfig(webhook=receiver.url, min_interval_s=0), say=print)
-        app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, sinks=(alerter.observe,))
-        async with app.run_test(size=(120, 40)):
-            await run_ticks(app, clock, 110)
-            assert app.latest is not None
-            start = app.latest.snapshot.timestamp - 109  # the tour's first reading
-        assert alerter.outbox is not None and alerter.outbox.drain(20)
-        alerter.close()
+        config = Config(alerts=AlertsConfig(webhook=receiver.url, min_interval_s=0))
+        with open_session(SessionOptions(source=source, alerts=True), config) as session:
+            app = GpuTuiApp(session, auto_sample=False, now=lambda: FIXED_NOW)
+            async with app.run_test(size=(120, 40)):
+                await run_ticks(app, clock, 110)
+                assert app.latest is not None
+                start = app.latest.snapshot.timestamp - 109  # the tour's first reading
+            alerter = session.alerter
+            assert alerter is not None and alerter.outbox is not None and alerter.outbox.drain(20)
     hot = [body for body in receiver.bodies if body["rule"] == "thermal_throttle"]
     assert [(body["state"], body["gpus"]) for body in hot] == [("open", [1]), ("closed", [1])]
     opened, closed = hot

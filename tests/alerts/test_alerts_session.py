@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gputui.alerts.alerter import Alerter
-from gputui.alerts.config import AlertsConfig
+from gputui.config import AlertsConfig
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.tick import Tick

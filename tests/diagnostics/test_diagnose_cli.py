@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import main
-from gputui.commands import common
 from gputui.model import Snapshot, SystemInfo
+from gputui.session import builder
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.host import torch_cuda as torch_probe
 from gputui.sources.sim.source import SimulatedSource
@@ -197,7 +197,7 @@ def no_driver(monkeypatch: pytest.MonkeyPatch) -> None:
     def unavailable(args: object, **_: object) -> None:
         raise SourceUnavailable("NVIDIA driver/library version mismatch (reboot or reload the nvidia module)")
 
-    monkeypatch.setattr(common, "make_source", unavailable)
+    monkeypatch.setattr(builder, "open_source", unavailable)
 
 
 @pytest.mark.usefixtures("no_driver")
@@ -247,7 +247,7 @@ def test_live_source_reads_torch_cuda_and_checks_it(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = LiveLike()
-    monkeypatch.setattr(common, "make_source", lambda args, **_: (source, source.open()))
+    monkeypatch.setattr(builder, "open_source", lambda choice: (source, source.open(), None))
     monkeypatch.setattr(torch_probe, "torch_cuda_version", lambda: "13.0")
     code, data = diagnose_json(capsys, "--seconds", "0.02", "--interval", "0.01")
     assert code == 4

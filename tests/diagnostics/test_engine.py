@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState, unavailable_finding
 from gputui.diagnostics.findings import Finding, Severity, finding_to_dict
+from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import Snapshot
 from tests.diagnostics.builders import T0, snap

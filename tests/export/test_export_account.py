@@ -12,6 +12,7 @@ from gputui.diagnostics.verdict import Verdict
 from gputui.export.server import Exporter, ExportSampler
 from gputui.model import Snapshot
 from gputui.session.diagnose import Diagnose
+from gputui.session.sampling import Sampler
 from tests.export.export_helpers import FakeSource, fetch, one, parse, render, stopped_at_the_end
 from tests.export.test_export_command import _start
 
@@ -36,7 +37,7 @@ def source() -> FakeSource:
 
 def test_the_counter_holds_each_gpu_s_seconds_per_class(source: FakeSource) -> None:
     classes = ["unknown"] + ["gpu_bound"] * 10 + ["input_bound"] * 20
-    sampler = ExportSampler(source, source.system, interval=1.0, diagnose=diagnose_as(classes))
+    sampler = ExportSampler(Sampler(source, diagnose_as(classes)), source.system, interval=1.0)
     for _ in classes:
         sampler.sample_once()
     series, types = parse(render(sampler.state))
@@ -51,7 +52,7 @@ def test_the_counter_holds_each_gpu_s_seconds_per_class(source: FakeSource) -> N
 
 
 def test_without_diagnostics_there_is_no_counter(source: FakeSource) -> None:
-    sampler = ExportSampler(source, source.system, interval=1.0)
+    sampler = ExportSampler(Sampler(source), source.system, interval=1.0)
     sampler.sample_once()
     sampler.sample_once()
     assert COUNTER not in parse(render(sampler.state))[0]
@@ -59,7 +60,7 @@ def test_without_diagnostics_there_is_no_counter(source: FakeSource) -> None:
 
 def test_a_real_export_server_serves_the_counter(source: FakeSource) -> None:
     diagnose = diagnose_as(["gpu_bound"] * 5)
-    with Exporter(source, source.system, port=0, interval=3600, diagnose=diagnose) as exporter:
+    with Exporter(Sampler(source, diagnose), source.system, port=0, interval=3600) as exporter:
         exporter.sampler.sample_once()
         exporter.sampler.sample_once()
         series, _ = parse(fetch(exporter.url)[0])

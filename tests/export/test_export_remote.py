@@ -154,7 +154,7 @@ def test_what_a_process_and_its_workers_want_of_a_cpu_comes_back_and_unknown_sta
 def test_simulated_exporter_stays_labelled_simulated_remotely() -> None:
     simulated = SimulatedSource(scenario="thermal", gpu_count=2, clock=lambda: 5.0)
     system = simulated.open()
-    with Exporter(simulated, system, port=0, interval=3600) as exporter:
+    with Exporter(Sampler(simulated), system, port=0, interval=3600) as exporter:
         served = exporter.sampler.state.snapshot
         remote = RemoteSource(exporter.url).sample()
     assert served is not None
@@ -329,8 +329,8 @@ def test_fleet_marks_a_stopped_server_unreachable_and_goes_on() -> None:
         return diagnoses[-1]
 
     alpha, beta = FakeSource(hostname="alpha"), FakeSource(hostname="beta")
-    first = Exporter(alpha, alpha.system, port=0, interval=3600)
-    second = Exporter(beta, beta.system, port=0, interval=3600)
+    first = Exporter(Sampler(alpha), alpha.system, port=0, interval=3600)
+    second = Exporter(Sampler(beta), beta.system, port=0, interval=3600)
     first.start()
     second.start()
     try:
@@ -365,7 +365,7 @@ def test_fleet_server_that_comes_back_is_read_again() -> None:
     poller = FleetPoller([f"127.0.0.1:{port}"], timeout=1, diagnose_factory=None)
     (state,) = poller.poll()
     assert not state.reachable and state.last_ok is None
-    with Exporter(source, source.system, port=port, interval=3600):
+    with Exporter(Sampler(source), source.system, port=port, interval=3600):
         (state,) = poller.poll()
     poller.close()
     assert state.reachable and state.name == "gamma" and state.findings == ()
@@ -376,7 +376,7 @@ def test_fleet_runs_the_real_diagnostics_on_each_server() -> None:
     ticks = iter(range(0, 10_000, 2))
     simulated = SimulatedSource(scenario="thermal", gpu_count=2, clock=lambda: float(next(ticks)))
     system = simulated.open()
-    with Exporter(simulated, system, port=0, interval=3600, diagnose=new_diagnose()) as exporter:
+    with Exporter(Sampler(simulated, new_diagnose()), system, port=0, interval=3600) as exporter:
         poller = FleetPoller([exporter.url], timeout=2)
         for _ in range(40):
             (state,) = poller.poll()
@@ -417,7 +417,7 @@ def test_fleet_rejects_a_bad_address_before_polling() -> None:
 def test_round_trip_of_a_machine_with_nothing_but_a_failed_reading() -> None:
     source = FakeSource()
     source.snapshots = [make_snapshot(), RuntimeError("driver gone")]
-    with Exporter(source, SYSTEM, port=0, interval=3600) as exporter:
+    with Exporter(Sampler(source), SYSTEM, port=0, interval=3600) as exporter:
         exporter.sampler.sample_once()
         remote = RemoteSource(exporter.url).sample()
     assert remote.gpus == ()

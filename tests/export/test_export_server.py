@@ -13,6 +13,8 @@ from gputui.diagnostics.engine import DiagnosticsState
 from gputui.diagnostics.tick import Tick
 from gputui.export.server import ExportBindError, Exporter, ExportSampler, _bind_error_message
 from gputui.model import Snapshot
+from gputui.session.diagnose import tolerant
+from gputui.session.sampling import Sampler
 from tests.export.export_helpers import FINDINGS, SYSTEM, FakeSource, fetch, make_snapshot, one, parse, render
 
 
@@ -42,7 +44,7 @@ def test_scrapes_never_sample(served: tuple[Exporter, FakeSource]) -> None:
 
 def test_background_thread_samples_at_the_interval_until_stopped(source: FakeSource) -> None:
     before = set(threading.enumerate())
-    with Exporter(source, source.system, port=0, interval=0.01) as exporter:
+    with Exporter(Sampler(source), source.system, port=0, interval=0.01) as exporter:
         source.sampled.clear()
         assert source.sampled.wait(5), "the sampler thread never read the source"
         assert exporter.sampler.state.snapshot is not None
@@ -60,7 +62,7 @@ def test_port_in_use_is_a_clear_error(source: FakeSource) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        exporter = Exporter(source, source.system, port=port)
+        exporter = Exporter(Sampler(source), source.system, port=port)
         with pytest.raises(ExportBindError, match=f"port {port} is already in use on 127.0.0.1"):
             exporter.start()
         exporter.stop()
@@ -83,7 +85,7 @@ def test_other_bind_errors_are_one_line(code: int, expected: str) -> None:
 def test_failed_reading_is_served_as_up_zero_then_recovers() -> None:
     source = FakeSource()
     source.snapshots = [make_snapshot(), RuntimeError("GPU is lost"), make_snapshot()]
-    sampler = ExportSampler(source, SYSTEM, interval=1)
+    sampler = ExportSampler(Sampler(source), SYSTEM, interval=1)
     assert sampler.sample_once().snapshot is not None
     failed = sampler.sample_once()
     assert failed.snapshot is None
@@ -98,7 +100,7 @@ def test_findings_come_from_the_diagnostics_run_in_the_sampler(source: FakeSourc
         seen.append(snapshot.timestamp)
         return DiagnosticsState(active=FINDINGS)
 
-    with Exporter(source, source.system, port=0, interval=3600, diagnose=diagnose) as exporter:
+    with Exporter(Sampler(source, diagnose), source.system, port=0, interval=3600) as exporter:
         series, _ = parse(fetch(exporter.url)[0])
         fetch(exporter.url)
     assert len(seen) == 1  # once per reading, not per scrape
@@ -109,7 +111,7 @@ def test_sinks_get_each_tick_and_a_closed_finding_s_series_goes(source: FakeSour
     """The alerts are a sink of the exporter's sampler; gputui_finding is served while open, gone once closed."""
     states = iter([DiagnosticsState(active=FINDINGS), DiagnosticsState(closed=FINDINGS)])
     ticks: list[Tick] = []
-    sampler = ExportSampler(source, SYSTEM, interval=1, diagnose=lambda _: next(states), sinks=(ticks.append,))
+    sampler = ExportSampler(Sampler(source, lambda _: next(states), sinks=(ticks.append,)), SYSTEM, interval=1)
     opened, _ = parse(render(sampler.sample_once()))
     closed, _ = parse(render(sampler.sample_once()))
     assert [(t.active, t.closed) for t in ticks] == [(FINDINGS, ()), ((), FINDINGS)]
@@ -121,7 +123,7 @@ def test_broken_diagnostics_still_serve_gpu_metrics(source: FakeSource) -> None:
     def diagnose(snapshot: Snapshot) -> DiagnosticsState:
         raise ZeroDivisionError("a rule broke")
 
-    state = ExportSampler(source, SYSTEM, interval=1, diagnose=diagnose).sample_once()
+    state = ExportSampler(Sampler(source, tolerant(diagnose, "this reading")), SYSTEM, interval=1).sample_once()
     assert state.snapshot is not None
     assert state.findings == ()
 
@@ -130,6 +132,6 @@ def test_last_xid_is_remembered_across_readings() -> None:
     source = FakeSource()
     first = make_snapshot()
     source.snapshots = [first, replace(first, gpus=tuple(replace(g, xid_events=()) for g in first.gpus))]
-    sampler = ExportSampler(source, SYSTEM, interval=1)
+    sampler = ExportSampler(Sampler(source), SYSTEM, interval=1)
     sampler.sample_once()
     assert sampler.sample_once().last_xid == {0: 79}

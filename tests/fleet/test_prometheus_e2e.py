@@ -216,7 +216,7 @@ def test_diagnose_prometheus_names_the_planted_stragglers_and_idle_holders(fleet
         assert {"host", "source", "verdict", "findings"} <= set(node)
         assert node["source"] == node_kind(i, FLEET)
         assert node["readings"] == 121  # 30 min every 15 s, both ends
-        # Readings 15 s apart still fill each rule's window (diagnostics.config.for_step): a verdict, not "unknown".
+        # Readings 15 s apart still fill each rule's window (diagnostics.settings.for_step): a verdict, not "unknown".
         assert node["verdict"] is not None and node["verdict"]["class"] != "unknown", node["verdict"]
     findings = document["findings"]
     for finding in findings:

@@ -38,12 +38,13 @@ from typing import Literal, Protocol
 
 import psutil
 
+from gputui.config import StacksConfig
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.tick import Tick
 from gputui.model import HostSample, JobActivity, ProcSample, Snapshot
 from gputui.serialize import activity_from_dict
-from gputui.session.stacks import JobStacks, StacksConfig
+from gputui.session.stacks import JobStacks
 from gputui.sources.sim.job import JobSource, TraceError, read_trace
 from tests.cgroups import remove_group
 from tests.lab.contention import NoNeighbours, spinners

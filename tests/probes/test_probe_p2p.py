@@ -274,8 +274,8 @@ def test_the_cuda_path_judges_each_direction(capsys: pytest.CaptureFixture[str])
         zeros=lambda size, dtype, device: _FakeTensor(device),
     )
     links = PeerLinks(((0, 1, 18),))
-    args = worker.build_parser(["p2p"]).parse_args(["p2p", "--peer-links", links.to_arg(), "--max-bytes", "256M"])
-    result = worker.probe_p2p(fake, args)
+    options = worker.parse_options(["p2p", "--peer-links", links.to_arg(), "--max-bytes", "256M"])
+    result = worker.probe_p2p(fake, options)
     assert result.device == f"cuda:0,1 {H100}" and not result.ok
     assert result.verdict == (
         "GPU 0 -> GPU 1: 268 GB/s = 60% of NVLink 4 (450 GB/s), below 70%: links down or degraded "

@@ -10,7 +10,9 @@ from typing import Any, ClassVar
 import pytest
 
 from gputui import cli
+from gputui.config import Config
 from gputui.record.format import mark_event
+from gputui.session.builder import session_on
 from gputui.sources.playback import ReplaySource
 from tests.record.recdata import T0, snapshot, write_recording
 
@@ -90,13 +92,19 @@ class FakeApp:
 
     made: ClassVar[list[FakeApp]] = []
 
-    def __init__(self, source: Any, system: Any, *, interval: float, now: Any) -> None:
-        self.source, self.system, self.interval, self.now = source, system, interval, now
+    def __init__(self, session: Any, *, now: Any) -> None:
+        self.source, self.system, self.interval, self.now = session.source, session.system, session.interval_s, now
+        self.first: Any = None
+        self.clock: Any = None
         self.return_code = None
         FakeApp.made.append(self)
 
     def run(self) -> None:
-        pass
+        """What the app would show first, while its session is open: the replay's reading at the start asked for,
+        and the clock of the header."""
+        self.source.pause()
+        self.first = self.source.sample()
+        self.clock = self.now()
 
 
 @pytest.fixture
@@ -113,9 +121,8 @@ def test_replay_runs_the_monitor_on_a_replay_source(tmp_path: Path, fake_app: ty
     app = fake_app.made[0]
     assert isinstance(app.source, ReplaySource) and app.system.source == "replay"
     assert app.source.speed == 4.0 and app.interval == 1.0
-    app.source.pause()
-    assert app.source.sample().timestamp == T0 + 60
-    assert app.now() == datetime(2026, 5, 28, 20, 27, 40)  # the recording's clock, not this machine's
+    assert app.first.timestamp == T0 + 60
+    assert app.clock == datetime(2026, 5, 28, 20, 27, 40)  # the recording's clock, not this machine's
 
 
 def test_replay_start_outside_the_recording(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -136,7 +143,7 @@ async def test_the_monitor_shows_a_replay_with_its_badge_and_recorded_time(tmp_p
     source = ReplaySource(_recording(tmp_path), start=65.0)
     system = source.open()
     source.pause()
-    app = GpuTuiApp(source, system, auto_sample=False, now=source.recording_now)
+    app = GpuTuiApp(session_on(source, system, Config()), auto_sample=False, now=source.recording_now)
     async with app.run_test(size=(120, 40)):
         tick = await app.tick()
         assert tick.snapshot.timestamp == T0 + 65

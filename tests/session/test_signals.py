@@ -13,9 +13,9 @@ import psutil
 import pytest
 
 from gputui.cli import build_parser, main
-from gputui.diagnostics.config import ConfigError
+from gputui.config import ConfigError, load_config
 from gputui.model import GpuProcess
-from gputui.session.signals import Target, decide, readonly_configured, send, targets
+from gputui.session.signals import Target, decide, send, targets
 from tests.snapshots import gpu, host, proc, snapshot
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(60)"]
@@ -108,14 +108,15 @@ def test_targets_are_the_rows_processes_by_the_pid_this_namespace_knows() -> Non
 def test_the_config_can_make_the_monitor_read_only(tmp_path: Path) -> None:
     config = tmp_path / "config.toml"
     config.write_text("[monitor]\nreadonly = true\n")
-    assert readonly_configured(config)
+    assert load_config(config).monitor.readonly
     config.write_text("[diagnostics]\nopen_after_s = 2\n")
-    assert not readonly_configured(config)  # unset: signals allowed
+    assert not load_config(config).monitor.readonly  # unset: signals allowed
     config.write_text('[monitor]\nreadonly = "yes"\n')
-    with pytest.raises(ConfigError, match=r"config\.toml: 'monitor\.readonly' must be true or false, not 'yes'"):
-        readonly_configured(config)
+    with pytest.raises(ConfigError) as raised:
+        load_config(config)
+    assert str(raised.value) == f"{config}:2: 'monitor.readonly' must be true or false, not text (\"yes\")"
     with pytest.raises(ConfigError, match="no such config file"):
-        readonly_configured(tmp_path / "missing.toml")
+        load_config(tmp_path / "missing.toml")
 
 
 def test_readonly_is_a_monitor_option() -> None:

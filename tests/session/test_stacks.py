@@ -10,20 +10,13 @@ from typing import Any
 
 import pytest
 
-from gputui.diagnostics.config import ConfigError
+from gputui.config import ConfigError, StacksConfig, load_config
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.tick import Tick
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import ActivityShares, JobActivity, Snapshot
 from gputui.session.sampling import Sampler
-from gputui.session.stacks import (
-    JobStacks,
-    StacksConfig,
-    load_stacks_config,
-    parse_stacks,
-    stacks_for,
-    stacks_refusal,
-)
+from gputui.session.stacks import JobStacks, stacks_for, stacks_refusal
 from tests.snapshots import gpu, host, proc, snapshot, system_info
 
 SETTLE_S = 10.0  # a bound on waiting for the fake readers' windows, which end at once
@@ -298,26 +291,29 @@ def test_only_this_machines_processes_are_read(source: str, scenario: str | None
 def test_the_config_files_stacks_table(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text("[stacks]\nenabled = false\nwindow_s = 2\nrate_hz = 50\ncooldown_s = 300\nrecheck_s = 90\n")
-    assert load_stacks_config(path) == StacksConfig(False, 2.0, 50, 300.0, 90.0)
+    assert load_config(path).stacks == StacksConfig(False, 2.0, 50, 300.0, 90.0)
     path.write_text("[stacks]\nwindow_s = 'long'\n")
-    with pytest.raises(ConfigError, match=f"^{path}: 'stacks.window_s' must be a number of seconds, not 'long'$"):
-        load_stacks_config(path)
+    with pytest.raises(ConfigError) as raised:
+        load_config(path)
+    assert str(raised.value) == f"{path}:2: 'stacks.window_s' must be a number of seconds, not text (\"long\")"
 
 
 @pytest.mark.parametrize(
     ("table", "error"),
     [
-        ({"enabeld": True}, "unknown key 'stacks.enabeld' (known: enabled, window_s, rate_hz, cooldown_s, recheck_s)"),
-        ({"enabled": "yes"}, "'stacks.enabled' must be true or false, not 'yes'"),
-        ({"rate_hz": 2.5}, "'stacks.rate_hz' must be a whole number from 1 to 1000, not 2.5"),
-        ({"rate_hz": 0}, "'stacks.rate_hz' must be a whole number from 1 to 1000, not 0"),
-        ({"window_s": 0}, "'stacks.window_s' must be above 0 and at most 60 seconds, not 0.0"),
-        ({"cooldown_s": -1}, "'stacks.cooldown_s' must be a number of seconds, not -1"),
-        ({"recheck_s": True}, "'stacks.recheck_s' must be a number of seconds, not True"),
-        ([1], "'stacks' must be a table"),
+        ("enabeld = true", "unknown key 'stacks.enabeld' (known: enabled, window_s, rate_hz, cooldown_s, recheck_s)"),
+        ('enabled = "yes"', "'stacks.enabled' must be true or false, not text (\"yes\")"),
+        ("rate_hz = 2.5", "'stacks.rate_hz' must be a whole number from 1 to 1000, not 2.5"),
+        ("rate_hz = 0", "'stacks.rate_hz' must be a whole number from 1 to 1000, not 0"),
+        ("window_s = 0", "'stacks.window_s' must be a number of seconds above 0, at most 60, not 0"),
+        ("cooldown_s = -1", "'stacks.cooldown_s' must be a number of seconds (0 or more), not -1"),
+        ("recheck_s = true", "'stacks.recheck_s' must be a number of seconds, not true"),
+        ("stacks = [1]", "'stacks' must be a table, not a list ([1])"),
     ],
 )
-def test_a_bad_stacks_table_is_an_error_naming_the_key(table: object, error: str) -> None:
+def test_a_bad_stacks_table_is_an_error_naming_the_key(tmp_path: Path, table: str, error: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(table if table.startswith("stacks =") else f"[stacks]\n{table}\n")
     with pytest.raises(ConfigError) as raised:
-        parse_stacks(table)
-    assert str(raised.value) == error
+        load_config(path)
+    assert str(raised.value).split(": ", 1)[1] == error

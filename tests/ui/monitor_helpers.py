@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from textual.app import App
 from textual.pilot import Pilot
 
+from gputui.config import Config
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import (
     GpuInfo,
@@ -22,6 +23,10 @@ from gputui.model import (
     SystemInfo,
     Topology,
 )
+from gputui.record.writer import RecordingWriter
+from gputui.session.builder import Session, session_on
+from gputui.session.stacks import JobStacks
+from gputui.sources.base import Source
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.marks import Marks
@@ -38,10 +43,23 @@ MARKS = Marks.of(Thresholds())
 FRESH_S = MARKS.thresholds.activity_fresh_s  # the age up to which the rules, and so the views, trust an activity
 
 
+def session_of(
+    source: Source,
+    *,
+    interval: float = 1.0,
+    config: Config | None = None,
+    recorder: RecordingWriter | None = None,
+    stacks: JobStacks | None = None,
+) -> Session:
+    """A session around a source the test made (opened here), as the monitor takes one; what it hands in (a
+    recorder) the test closes, where open_session would have."""
+    return session_on(source, source.open(), config or Config(), interval_s=interval, recorder=recorder, stacks=stacks)
+
+
 def simulated_app(scenario: str = "healthy", gpus: int = 8, interval: float = 1.0, *, clock: Clock) -> GpuTuiApp:
     """A seeded simulated machine on the test's clock (the `clock` fixture), sampled only by `app.tick()`."""
     source = SimulatedSource(scenario=scenario, gpu_count=gpus, seed=0, clock=clock)
-    return GpuTuiApp(source, source.open(), interval=interval, auto_sample=False, now=lambda: FIXED_NOW)
+    return GpuTuiApp(session_of(source, interval=interval), auto_sample=False, now=lambda: FIXED_NOW)
 
 
 async def run_ticks(app: GpuTuiApp, clock: Clock, count: int, step: float = 1.0) -> None:
@@ -106,7 +124,7 @@ class ScriptedSource:
 
 def scripted_app(snapshots: Sequence[Snapshot]) -> tuple[GpuTuiApp, ScriptedSource]:
     source = ScriptedSource(snapshots)
-    return GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW), source
+    return GpuTuiApp(session_of(source), auto_sample=False, now=lambda: FIXED_NOW), source
 
 
 def nvlink_snapshot(t: float, topology: Topology | None, rx: float = 50e9, gpus: int = 8) -> Snapshot:

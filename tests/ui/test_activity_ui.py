@@ -16,7 +16,7 @@ from gputui.ui.app import ACTIVITY_HINT, ACTIVITY_OFF, GpuTuiApp
 from gputui.ui.screens.detail import DetailScreen
 from gputui.ui.screens.topo import TopoScreen
 from tests.activities import job_snapshot, unreadable
-from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource, screen_rows, until
+from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource, screen_rows, session_of, until
 from tests.ui.test_replay_ui import footer, record, replay_app
 
 if TYPE_CHECKING:  # the instance comes from the `clock` fixture: tests/conftest.py cannot be imported by name
@@ -27,7 +27,9 @@ SIZE = (120, 40)
 
 def job_app(snap: Snapshot | None = None, request: Callable[[int], str | None] | None = None) -> GpuTuiApp:
     source = ScriptedSource([snap or job_snapshot()])
-    return GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, request_activity=request)
+    app = GpuTuiApp(session_of(source), auto_sample=False, now=lambda: FIXED_NOW)
+    app.request_activity = request  # in the place of the session's JobStacks.request: what `a` asks
+    return app
 
 
 def notices(app: GpuTuiApp) -> list[str]:
@@ -153,7 +155,8 @@ async def test_a_replay_does_not_offer_a_and_says_why(tmp_path: Path, clock: Clo
 
 async def test_the_simulated_machine_does_not_sample_its_made_up_processes() -> None:
     source = SimulatedSource(scenario="healthy", gpu_count=2, seed=0, clock=lambda: 1.0)
-    app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, request_activity=lambda p: None)
+    app = GpuTuiApp(session_of(source), auto_sample=False, now=lambda: FIXED_NOW)
+    app.request_activity = lambda p: None
     async with app.run_test(size=SIZE) as pilot:
         await app.tick()
         app.main.table.focus()

@@ -18,6 +18,7 @@ from gputui.export.server import Exporter
 from gputui.model import GpuSample, Snapshot
 from gputui.session.diagnose import new_diagnose
 from gputui.session.fleet_poll import FleetPoller, HostState, fleet_interval, judge_fleet
+from gputui.session.sampling import Sampler
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.fleet_app import FleetApp, header_parts
 from gputui.ui.widgets.fleet_block import FleetBlock, block_lines, findings_line
@@ -53,7 +54,7 @@ def exporters(clock: Clock) -> Iterator[list[Exporter]]:
     started = []
     for scenario in ("healthy", "thermal"):
         source = SimulatedSource(scenario=scenario, gpu_count=2, clock=type(clock)(now=1000.0, step=2.0))
-        exporter = Exporter(source, source.open(), port=0, interval=3600, diagnose=new_diagnose())
+        exporter = Exporter(Sampler(source, new_diagnose()), source.open(), port=0, interval=3600)
         exporter.start()
         started.append(exporter)
     yield started

@@ -15,7 +15,17 @@ from gputui.ui.widgets.gpu_panel import GpuPanel
 from gputui.ui.widgets.processes import COLUMNS, process_rows
 from tests.conftest import Clock
 from tests.snapshots import gpu_info
-from tests.ui.monitor_helpers import FIXED_NOW, FRESH_S, MARKS, busy_gpu, plain, run_ticks, scripted_app, snapshot
+from tests.ui.monitor_helpers import (
+    FIXED_NOW,
+    FRESH_S,
+    MARKS,
+    busy_gpu,
+    plain,
+    run_ticks,
+    scripted_app,
+    session_of,
+    snapshot,
+)
 
 SIZE = (120, 40)
 HOPPER = replace(busy_gpu(0, 1.0), sm_active_pct=86.0, tensor_active_pct=48.0, dram_bw_pct=55.0)
@@ -52,7 +62,7 @@ def test_the_sm_share_column_reads_na_when_the_driver_gave_none() -> None:
 async def test_the_detail_view_charts_gpm_where_the_gpu_reports_it(clock: Clock) -> None:
     for board, has_gpm in (("h100", True), ("a100", False)):
         source = SimulatedSource("healthy", gpu_count=2, seed=0, clock=clock, board=board)
-        app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW)
+        app = GpuTuiApp(session_of(source), auto_sample=False, now=lambda: FIXED_NOW)
         async with app.run_test(size=SIZE) as pilot:
             await run_ticks(app, clock, 4)
             await pilot.press("enter")

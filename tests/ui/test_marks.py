@@ -8,12 +8,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import pytest
 
-from gputui.diagnostics.config import DiagnosticsConfig, parse_config
+from gputui.config import Config, load_config
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.rules.base import CLOCK_SW_POWER_CAP
+from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.model import ContainerInfo, ContainerSample, GpuSample, HostSample, Snapshot
 from gputui.ui.app import GpuTuiApp
@@ -24,7 +26,7 @@ from gputui.ui.widgets.host import container_fields, stat_fields
 from gputui.ui.widgets.lines import Line
 from tests.diagnostics.builders import SYSTEM, series
 from tests.snapshots import GIB, MIB, gpu, gpu_info, host, proc
-from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource
+from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource, session_of
 
 DEFAULTS = Thresholds()
 INFO = gpu_info(0)  # an H100: 80 GiB, max SM clock 1980 MHz, slowdown at 89 C
@@ -239,10 +241,21 @@ def test_the_mark_and_the_finding_agree_at_the_border(name: str) -> None:
     check(BORDERS[name], DEFAULTS)
 
 
+def configured(tmp_path: Path, toml: str) -> Config:
+    """The config a file holding `toml` gives, read as every command reads it."""
+    path = tmp_path / "config.toml"
+    path.write_text(toml)
+    return load_config(path)
+
+
+def thresholds_with(tmp_path: Path, field: str, value: float) -> Thresholds:
+    return configured(tmp_path, f"[diagnostics.thresholds]\n{field} = {value!r}\n").diagnostics.thresholds
+
+
 @pytest.mark.parametrize("name", BORDERS)
-def test_a_config_override_moves_the_mark_and_the_finding_together(name: str) -> None:
+def test_a_config_override_moves_the_mark_and_the_finding_together(name: str, tmp_path: Path) -> None:
     border = BORDERS[name]
-    th = parse_config({"thresholds": {border.field: border.override}}).thresholds
+    th = thresholds_with(tmp_path, border.field, border.override)
     moved, _ = border.readings(th)
     assert border.shown(Marks.of(DEFAULTS), border.snapshots(moved)[-1]) != border.mark, "the line did not move"
     check(border, th)
@@ -262,11 +275,11 @@ def _host_memory(marks: Marks, pct: float) -> str:
     [("power_near_limit_pct", 80.0, _power_near, "yellow"), ("host_memory_pct", 50.0, _host_memory, "red")],
 )
 def test_a_mark_no_rule_draws_follows_its_threshold_and_the_config(
-    field: str, override: float, shown: Callable[[Marks, float], str], mark: str
+    field: str, override: float, shown: Callable[[Marks, float], str], mark: str, tmp_path: Path
 ) -> None:
     """The power draw near its limit and the host's memory: no finding stands for them, yet their line is one
     Thresholds field, which the config moves."""
-    default, moved = getattr(DEFAULTS, field), parse_config({"thresholds": {field: override}}).thresholds
+    default, moved = getattr(DEFAULTS, field), thresholds_with(tmp_path, field, override)
     assert shown(Marks.of(DEFAULTS), default) == mark and shown(Marks.of(DEFAULTS), default - 1) != mark
     assert shown(Marks.of(moved), override) == mark and shown(Marks.of(moved), override - 1) != mark
     assert shown(Marks.of(DEFAULTS), override) != mark
@@ -282,13 +295,15 @@ def test_the_fleet_line_marks_a_gpu_as_its_panel_does() -> None:
     assert styles["560/700W"] == after(panel(marks, hot), "  POWER ") == "red"
 
 
-async def test_the_monitor_draws_with_the_thresholds_of_its_config() -> None:
+async def test_the_monitor_draws_with_the_thresholds_of_its_config(tmp_path: Path) -> None:
     """The app hands its widgets the engine's thresholds: with the margin at 10 C, 80 C of a board that slows down
     at 89 C is red in the panel, and the finding is open."""
-    config = parse_config({"thresholds": {"thermal_margin_c": 10.0}, "open_after_s": 0.0})
+    config = configured(
+        tmp_path, "[diagnostics]\nopen_after_s = 0.0\n[diagnostics.thresholds]\nthermal_margin_c = 10.0\n"
+    )
     snaps = steady(lambda i: gpu(temperature_c=80.0))
     source = ScriptedSource(snaps)
-    app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, config=config)
+    app = GpuTuiApp(session_of(source, config=config), auto_sample=False, now=lambda: FIXED_NOW)
     assert app.marks.thresholds is app.engine.config.thresholds
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in snaps:

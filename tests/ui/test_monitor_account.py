@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 import pytest
 from textual.widgets import Static
 
+from gputui.config import Config, CostConfig
 from gputui.diagnostics.account import Price
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.screens.help import HelpScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
-from tests.ui.monitor_helpers import FIXED_NOW, run_ticks, screen_rows
+from tests.ui.monitor_helpers import FIXED_NOW, run_ticks, screen_rows, session_of
 
 if TYPE_CHECKING:
     from conftest import Clock
@@ -23,7 +24,9 @@ SIZE = (120, 40)
 
 def starved_app(clock: Clock, price: Price | None, interval: float = 1.0) -> GpuTuiApp:
     source = SimulatedSource(scenario="starved-cpu", gpu_count=2, seed=0, clock=clock)
-    return GpuTuiApp(source, source.open(), interval=interval, auto_sample=False, now=lambda: FIXED_NOW, price=price)
+    cost = CostConfig() if price is None else CostConfig(price.per_gpu_hour, price.currency)
+    session = session_of(source, interval=interval, config=Config(cost=cost))
+    return GpuTuiApp(session, auto_sample=False, now=lambda: FIXED_NOW)
 
 
 async def test_with_a_price_the_findings_end_with_the_cost_so_far(clock: Clock) -> None:

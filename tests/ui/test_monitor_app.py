@@ -15,8 +15,10 @@ from textual.binding import Binding
 from textual.widgets import Static
 from textual.worker import WorkerFailed
 
+from gputui.config import Config
 from gputui.diagnostics.findings import Severity
 from gputui.model import XID_UNWATCHED, GpuSample, Snapshot
+from gputui.session.builder import SessionOptions, open_session
 from gputui.sources.sim.job import JobSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.messages import SampleFailed
@@ -25,7 +27,16 @@ from gputui.ui.screens.detail import DetailScreen, DetailView
 from gputui.ui.screens.help import DESCRIPTIONS, EXTRA_KEYS, HelpScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.header import verdict_lines
-from tests.ui.monitor_helpers import busy_gpu, plain, run_ticks, scripted_app, simulated_app, snapshot
+from tests.ui.monitor_helpers import (
+    ScriptedSource,
+    busy_gpu,
+    plain,
+    run_ticks,
+    scripted_app,
+    session_of,
+    simulated_app,
+    snapshot,
+)
 
 if TYPE_CHECKING:
     from conftest import Clock
@@ -226,11 +237,14 @@ async def test_plus_and_minus_step_the_interval_within_its_bounds(clock: Clock) 
 
 
 async def test_q_quits() -> None:
-    app, source = scripted_app([snapshot(1.0, [busy_gpu(0, 1.0)])])
-    async with app.run_test(size=SIZE) as pilot:
-        await pilot.press("q")
-        await pilot.pause()
-        assert not app.is_running
+    """And the session it ran closes the source (before, the app closed it as it went)."""
+    source = ScriptedSource([snapshot(1.0, [busy_gpu(0, 1.0)])])
+    with open_session(SessionOptions(source=source), Config()) as session:
+        app = GpuTuiApp(session, auto_sample=False)
+        async with app.run_test(size=SIZE) as pilot:
+            await pilot.press("q")
+            await pilot.pause()
+            assert not app.is_running
     assert source.closed
 
 
@@ -489,7 +503,7 @@ async def test_a_followed_job_is_labelled_simulated_with_its_pid(tmp_path: Path)
     record = {"format": "gputui-job-trace", "version": 1, "pid": os.getpid(), "gpu_busy_s": 0.0, "steps": 0}
     trace.write_text(json.dumps(record))
     source = JobSource(trace)
-    app = GpuTuiApp(source, source.open(), interval=1.0, auto_sample=False)
+    app = GpuTuiApp(session_of(source), auto_sample=False)
     async with app.run_test(size=SIZE) as pilot:
         await app.tick()
         await pilot.pause()

@@ -91,12 +91,12 @@ def test_a_simulated_machine_needs_a_gpu(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_no_driver_exits_3_with_the_reason(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    from gputui.commands import common
+    from gputui.session import builder
 
     def unavailable(*args: object, **kwargs: object) -> None:
         raise SourceUnavailable("NVML library not found (libnvidia-ml.so.1)")
 
-    monkeypatch.setattr(common, "make_source", unavailable)
+    monkeypatch.setattr(builder, "open_source", unavailable)
     assert main([]) == 3
     err = capsys.readouterr().err
     assert "libnvidia-ml.so.1" in err and "--demo" in err

@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from gputui import cli
+from gputui.config import Config
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding
 from gputui.formatting import NA
 from gputui.probes.protocol import BadLine, Progress, Result
 from gputui.record.reader import load_recording
 from gputui.record.writer import RecordingWriter
+from gputui.session.builder import SessionOptions, open_session
 from gputui.sources.playback import ReplaySource
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.widgets.processes import COLUMNS
-from tests.ui.monitor_helpers import FIXED_NOW, plain, run_ticks
+from tests.ui.monitor_helpers import FIXED_NOW, plain, run_ticks, session_of
 
 if TYPE_CHECKING:
     from conftest import Clock
@@ -26,11 +30,15 @@ if TYPE_CHECKING:
 SIZE = (120, 40)
 
 
-def recording_app(path: str | Path, *, clock: Clock, force: bool = False) -> tuple[GpuTuiApp, RecordingWriter]:
+@contextmanager
+def recording_app(
+    path: str | Path, *, clock: Clock, force: bool = False
+) -> Iterator[tuple[GpuTuiApp, RecordingWriter]]:
+    """The monitor recording the thermal scenario to `path`; the recording ends with the session."""
     source = SimulatedSource(scenario="thermal", gpu_count=2, seed=0, clock=clock)
     writer = RecordingWriter(path, interval_s=1.0, force=force, utc_offset_s=0)
-    app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, recorder=writer)
-    return app, writer
+    with open_session(SessionOptions(source=source, record=writer), Config()) as session:
+        yield GpuTuiApp(session, auto_sample=False, now=lambda: FIXED_NOW), writer
 
 
 def header(app: GpuTuiApp) -> str:
@@ -42,12 +50,12 @@ def key(finding: Finding) -> tuple[str, tuple[int, ...], int, float]:
 
 
 async def test_the_monitor_records_every_tick_and_the_findings(tmp_path: Path, clock: Clock) -> None:
-    app, _ = recording_app(tmp_path / "run.jsonl", clock=clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await run_ticks(app, clock, 12)
-        await pilot.pause()
-        assert " REC " in header(app)
-    recording = load_recording(tmp_path / "run.jsonl")  # closed on unmount
+    with recording_app(tmp_path / "run.jsonl", clock=clock) as (app, _):
+        async with app.run_test(size=SIZE) as pilot:
+            await run_ticks(app, clock, 12)
+            await pilot.pause()
+            assert " REC " in header(app)
+    recording = load_recording(tmp_path / "run.jsonl")  # closed at the session's end
     assert len(recording.ticks) == 12 and recording.warnings == []
     opened = [e.data["finding"] for e in recording.events if e.kind == "finding_opened"]
     assert [(f["rule"], f["gpus"]) for f in opened] == [("thermal_throttle", [1])]
@@ -58,32 +66,32 @@ async def test_m_drops_a_labelled_mark_at_the_latest_tick(
 ) -> None:
     toasts: list[str] = []
     monkeypatch.setattr(GpuTuiApp, "notify", lambda self, message, **kwargs: toasts.append(message))
-    app, _ = recording_app(tmp_path / "run.jsonl.gz", clock=clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await run_ticks(app, clock, 3)
-        await pilot.press("M")
-        await pilot.press(*"workers 8", "enter")
-        await pilot.press("M", "x", "escape")  # cancelled: no mark
-        await pilot.pause()
-        assert app.latest is not None
-        last = app.latest.snapshot.timestamp
-        assert app.filter_text == ""  # the mark's text box is not the process filter
-        assert "mark recorded: workers 8" in header(app)  # under the header, not in a toast over the findings
-        assert toasts == []
+    with recording_app(tmp_path / "run.jsonl.gz", clock=clock) as (app, _):
+        async with app.run_test(size=SIZE) as pilot:
+            await run_ticks(app, clock, 3)
+            await pilot.press("M")
+            await pilot.press(*"workers 8", "enter")
+            await pilot.press("M", "x", "escape")  # cancelled: no mark
+            await pilot.pause()
+            assert app.latest is not None
+            last = app.latest.snapshot.timestamp
+            assert app.filter_text == ""  # the mark's text box is not the process filter
+            assert "mark recorded: workers 8" in header(app)  # under the header, not in a toast over the findings
+            assert toasts == []
     marks = [e for e in load_recording(tmp_path / "run.jsonl.gz").events if e.kind == "mark"]
     assert [(m.data["label"], m.t) for m in marks] == [("workers 8", last)]
 
 
 async def test_a_failed_write_shows_in_the_header_and_the_monitor_goes_on(tmp_path: Path, clock: Clock) -> None:
-    app, writer = recording_app("/dev/full", force=True, clock=clock)  # every write: ENOSPC
-    async with app.run_test(size=SIZE) as pilot:
-        await run_ticks(app, clock, 2)
-        writer.drain()
-        await run_ticks(app, clock, 2)
-        await pilot.pause()
-        text = header(app)
-        assert " REC STOPPED " in text and "No space left on device" in text
-        assert app.latest is not None and len(app.history) == 4
+    with recording_app("/dev/full", force=True, clock=clock) as (app, writer):  # every write: ENOSPC
+        async with app.run_test(size=SIZE) as pilot:
+            await run_ticks(app, clock, 2)
+            writer.drain()
+            await run_ticks(app, clock, 2)
+            await pilot.pause()
+            text = header(app)
+            assert " REC STOPPED " in text and "No space left on device" in text
+            assert app.latest is not None and len(app.history) == 4
 
 
 def test_an_existing_file_is_not_overwritten_without_force(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -128,7 +136,7 @@ def live_thermal(path: Path, ticks: int) -> list[tuple[Finding, ...]]:
 async def test_replay_keys_and_the_findings_recomputed(tmp_path: Path, clock: Clock) -> None:
     live = live_thermal(tmp_path / "r.jsonl", 60)
     source = ReplaySource(tmp_path / "r.jsonl", clock=clock)
-    app = GpuTuiApp(source, source.open(), auto_sample=False, now=source.recording_now)
+    app = GpuTuiApp(session_of(source), auto_sample=False, now=source.recording_now)
     async with app.run_test(size=SIZE) as pilot:
         await app.tick()
         text = header(app)
@@ -167,13 +175,14 @@ def table(app: GpuTuiApp) -> dict[str, tuple[str, ...]]:
 async def test_the_replayed_process_table_shows_what_live_showed(tmp_path: Path, clock: Clock) -> None:
     source = SimulatedSource(scenario="contention", gpu_count=2, seed=0, clock=clock)
     writer = RecordingWriter(tmp_path / "r.jsonl", interval_s=1.0, utc_offset_s=0)
-    app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, recorder=writer)
-    async with app.run_test(size=SIZE) as pilot:
-        await run_ticks(app, clock, 5)
-        await pilot.pause()
-        live = table(app)
+    with open_session(SessionOptions(source=source, record=writer), Config()) as session:
+        app = GpuTuiApp(session, auto_sample=False, now=lambda: FIXED_NOW)
+        async with app.run_test(size=SIZE) as pilot:
+            await run_ticks(app, clock, 5)
+            await pilot.pause()
+            live = table(app)
     replay = ReplaySource(tmp_path / "r.jsonl", clock=clock)
-    app = GpuTuiApp(replay, replay.open(), auto_sample=False, now=replay.recording_now)
+    app = GpuTuiApp(session_of(replay), auto_sample=False, now=replay.recording_now)
     async with app.run_test(size=SIZE) as pilot:
         clock.advance(4.0)  # to the fifth tick, the last live showed
         await app.tick()
@@ -186,7 +195,7 @@ async def test_the_replayed_process_table_shows_what_live_showed(tmp_path: Path,
 async def test_a_replay_key_shows_the_new_position_at_once_not_at_the_next_poll(tmp_path: Path, clock: Clock) -> None:
     live_thermal(tmp_path / "r.jsonl", 30)
     source = ReplaySource(tmp_path / "r.jsonl", clock=clock)
-    app = GpuTuiApp(source, source.open(), interval=10.0, now=source.recording_now)  # sampled by its own thread
+    app = GpuTuiApp(session_of(source, interval=10.0), now=source.recording_now)  # sampled by its own thread
     async with app.run_test(size=SIZE) as pilot:
         while app.latest is None:  # the sampling thread's first poll; the next is 10 s away
             await pilot.pause(0.01)
@@ -198,35 +207,34 @@ async def test_a_replay_key_shows_the_new_position_at_once_not_at_the_next_poll(
 
 
 async def test_replay_keys_do_nothing_live(tmp_path: Path, clock: Clock) -> None:
-    app, _ = recording_app(tmp_path / "run.jsonl", clock=clock)
-    async with app.run_test(size=SIZE) as pilot:
-        await run_ticks(app, clock, 1)
-        await pilot.press("space", "right", "greater_than_sign")
-        assert not app.paused and app.replay is None
+    with recording_app(tmp_path / "run.jsonl", clock=clock) as (app, _):
+        async with app.run_test(size=SIZE) as pilot:
+            await run_ticks(app, clock, 1)
+            await pilot.press("space", "right", "greater_than_sign")
+            assert not app.paused and app.replay is None
 
 
 async def test_help_lists_the_replay_keys_only_in_replay(tmp_path: Path, clock: Clock) -> None:
     live_thermal(tmp_path / "r.jsonl", 3)
     source = ReplaySource(tmp_path / "r.jsonl", clock=clock)
-    replay = GpuTuiApp(source, source.open(), auto_sample=False)
-    live, _ = recording_app(tmp_path / "live.jsonl", clock=clock)
-    assert {b.action for b in replay.mode_bindings()} >= {
-        "replay_stop",
-        "replay_play",
-        "replay_seek(60)",
-        "replay_faster",
-    }
-    assert [b.action for b in live.mode_bindings()] == ["mark"]
-    live.stop_recording()
+    replay = GpuTuiApp(session_of(source), auto_sample=False)
+    with recording_app(tmp_path / "live.jsonl", clock=clock) as (live, _):
+        assert {b.action for b in replay.mode_bindings()} >= {
+            "replay_stop",
+            "replay_play",
+            "replay_seek(60)",
+            "replay_faster",
+        }
+        assert [b.action for b in live.mode_bindings()] == ["mark"]
 
 
 async def test_probe_progress_and_results_are_recorded(tmp_path: Path, clock: Clock) -> None:
-    app, _ = recording_app(tmp_path / "run.jsonl", clock=clock)
-    async with app.run_test(size=SIZE):
-        await run_ticks(app, clock, 2)
-        app.record_probe(Progress("stress", 0.5, 612.0, "TFLOP/s"))
-        app.record_probe(BadLine("stress", "garbage", "not JSON"))
-        app.record_probe(Result("stress", "cuda:0 H100", True, {"tflops": float("nan")}, "as expected"))
+    with recording_app(tmp_path / "run.jsonl", clock=clock) as (app, _):
+        async with app.run_test(size=SIZE):
+            await run_ticks(app, clock, 2)
+            app.record_probe(Progress("stress", 0.5, 612.0, "TFLOP/s"))
+            app.record_probe(BadLine("stress", "garbage", "not JSON"))
+            app.record_probe(Result("stress", "cuda:0 H100", True, {"tflops": float("nan")}, "as expected"))
     recorded = load_recording(tmp_path / "run.jsonl").events
     events = [(e.kind, e.data["probe"]) for e in recorded if e.kind.startswith("probe")]  # the verdict is one too
     probes = [(kind, probe["type"], probe["probe"]) for kind, probe in events]

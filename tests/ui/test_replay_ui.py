@@ -3,6 +3,8 @@ when the play position reaches them, and the end of the recording is said and st
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +20,7 @@ from gputui.ui.app import GpuTuiApp
 from gputui.ui.probes import REPLAY_REFUSAL
 from gputui.ui.screens.confirm_probe import ConfirmProbe
 from gputui.ui.screens.help import HelpScreen, key_table
-from tests.ui.monitor_helpers import FIXED_NOW, plain
+from tests.ui.monitor_helpers import FIXED_NOW, plain, session_of
 
 if TYPE_CHECKING:
     from conftest import Clock
@@ -45,13 +47,15 @@ def record(path: Path, ticks: int, marks: dict[int, str] | None = None) -> Path:
 
 def replay_app(path: Path, clock: Clock) -> tuple[GpuTuiApp, ReplaySource]:
     source = ReplaySource(path, clock=clock)
-    return GpuTuiApp(source, source.open(), auto_sample=False, now=source.recording_now), source
+    return GpuTuiApp(session_of(source), auto_sample=False, now=source.recording_now), source
 
 
-def live_app(path: Path, clock: Clock) -> GpuTuiApp:
+@contextmanager
+def live_app(path: Path, clock: Clock) -> Iterator[GpuTuiApp]:
+    """The monitor recording to `path`, the recording closed when done."""
     source = SimulatedSource(scenario="thermal", gpu_count=2, seed=0, clock=clock)
-    recorder = RecordingWriter(path, interval_s=1.0, utc_offset_s=0)
-    return GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, recorder=recorder)
+    with closing(RecordingWriter(path, interval_s=1.0, utc_offset_s=0)) as recorder:
+        yield GpuTuiApp(session_of(source, recorder=recorder), auto_sample=False, now=lambda: FIXED_NOW)
 
 
 def footer(app: GpuTuiApp, width: int) -> list[str]:
@@ -100,14 +104,14 @@ async def test_the_replay_footer_shows_the_replay_keys_and_not_the_live_ones(
 async def test_the_live_footer_keeps_its_keys(tmp_path: Path, clock: Clock, size: tuple[int, int]) -> None:
     """Recording: the live keys and `M`, `? Help` still within the width; `x` only while a probe runs; none of
     the replay keys."""
-    app = live_app(tmp_path / "live.jsonl", clock)
-    async with app.run_test(size=size) as pilot:
-        await app.tick()
-        await pilot.pause()
-        entries = footer(app, size[0])
-        assert entries[:4] == ["M Mark", "q Quit", "p Pause", "d Findings"], entries
-        assert "s b m i n Probe" in entries and "x Stop" not in entries and entries[-1] == "? Help"
-        assert not any(entry.startswith(("space", "←", "<")) for entry in entries)
+    with live_app(tmp_path / "live.jsonl", clock) as app:
+        async with app.run_test(size=size) as pilot:
+            await app.tick()
+            await pilot.pause()
+            entries = footer(app, size[0])
+            assert entries[:4] == ["M Mark", "q Quit", "p Pause", "d Findings"], entries
+            assert "s b m i n Probe" in entries and "x Stop" not in entries and entries[-1] == "? Help"
+            assert not any(entry.startswith(("space", "←", "<")) for entry in entries)
 
 
 @pytest.mark.parametrize("size", SIZES)

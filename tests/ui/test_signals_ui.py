@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ import pytest
 from textual.css.query import NoMatches
 from textual.errors import NoWidget
 
+from gputui.config import Config, MonitorConfig
 from gputui.model import GpuProcess
 from gputui.record.writer import RecordingWriter
 from gputui.session.signals import READONLY_REFUSAL
@@ -25,7 +27,7 @@ from gputui.ui.screens.confirm_signal import ConfirmSignal
 from gputui.ui.screens.mark import MarkScreen
 from gputui.ui.widgets.processes import TAG_MARK
 from tests.snapshots import gpu, host, proc, snapshot
-from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource, screen_rows, until
+from tests.ui.monitor_helpers import FIXED_NOW, ScriptedSource, screen_rows, session_of, until
 from tests.ui.test_replay_ui import footer, record, replay_app
 
 if TYPE_CHECKING:  # the instance comes from the `clock` fixture: tests/conftest.py cannot be imported by name
@@ -68,9 +70,8 @@ def on_gpus(
         for n, child in enumerate(children)
     ]
     source = ScriptedSource([snapshot(1.0, [gpu(0, processes=tuple(processes))], host_sample=host(samples))])
-    return GpuTuiApp(
-        source, source.open(), auto_sample=False, now=lambda: FIXED_NOW, readonly=readonly, recorder=recorder
-    )
+    config = Config(monitor=MonitorConfig(readonly=readonly))
+    return GpuTuiApp(session_of(source, config=config, recorder=recorder), auto_sample=False, now=lambda: FIXED_NOW)
 
 
 def clickable(app: GpuTuiApp, selector: str) -> bool:
@@ -193,7 +194,7 @@ async def test_the_footer_names_k_on_the_process_table_and_the_help_always(
 async def test_the_simulated_machine_has_no_k_and_says_its_processes_are_made_up() -> None:
     """Its PIDs are made up: one may be a real process of this machine, which must not be hit."""
     source = SimulatedSource(scenario="healthy", gpu_count=4, seed=0, clock=lambda: 1.0)
-    app = GpuTuiApp(source, source.open(), auto_sample=False, now=lambda: FIXED_NOW)
+    app = GpuTuiApp(session_of(source), auto_sample=False, now=lambda: FIXED_NOW)
     async with app.run_test(size=SIZE) as pilot:
         await app.tick()
         await pilot.pause()
@@ -209,15 +210,16 @@ async def test_the_simulated_machine_has_no_k_and_says_its_processes_are_made_up
 async def test_while_recording_k_takes_marks_place_so_help_stays_in_80_columns(
     children: list[subprocess.Popen[bytes]], tmp_path: Path
 ) -> None:
-    app = on_gpus(children, recorder=RecordingWriter(tmp_path / "r.jsonl", interval_s=1.0, utc_offset_s=0))
-    async with app.run_test(size=(80, 24)) as pilot:
-        await app.tick()
-        await pilot.pause()
-        assert "M Mark" in footer(app, 80) and "K Signal" not in footer(app, 10_000)
-        app.main.table.focus()
-        await pilot.pause()
-        entries = footer(app, 80)
-        assert "K Signal" in entries and "M Mark" not in entries and entries[-1] == "? Help", entries
-        await pilot.press("M")
-        await pilot.pause()
-        assert isinstance(app.screen, MarkScreen)  # unlisted, it still marks
+    with closing(RecordingWriter(tmp_path / "r.jsonl", interval_s=1.0, utc_offset_s=0)) as recorder:
+        app = on_gpus(children, recorder=recorder)
+        async with app.run_test(size=(80, 24)) as pilot:
+            await app.tick()
+            await pilot.pause()
+            assert "M Mark" in footer(app, 80) and "K Signal" not in footer(app, 10_000)
+            app.main.table.focus()
+            await pilot.pause()
+            entries = footer(app, 80)
+            assert "K Signal" in entries and "M Mark" not in entries and entries[-1] == "? Help", entries
+            await pilot.press("M")
+            await pilot.pause()
+            assert isinstance(app.screen, MarkScreen)  # unlisted, it still marks

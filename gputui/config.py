@@ -1,0 +1,328 @@
+"""The config file, read once into one frozen Config: `--config PATH`, else ~/.config/gputui/config.toml where it
+exists, else the defaults.
+
+    [diagnostics]                 # thresholds, hysteresis, rules switched off (diagnostics/settings.py)
+    [diagnostics.thresholds]      # the numbers the rules compare against (diagnostics/thresholds.py)
+    [stacks]                      # when a job's Python stacks are read (session/stacks.py)
+    [alerts]                      # where alerts go when a finding opens or closes (gputui/alerts)
+    [cost]                        # what a GPU-hour costs
+    [monitor]                     # what the live monitor may do
+
+Each table is a frozen dataclass whose fields are its settings: a field's metadata holds its one-line description
+and its check (gputui/config_values.py), so one walk of the fields reads every table and `sections()` lists them
+for the reference. A wrong value, an unknown key or an unknown table is a ConfigError that names the key, the file
+and the line the key is on. The command-line options that override a setting (--readonly, --price...) are applied
+by the commands, over the Config this gives.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from collections.abc import Iterator, Mapping
+from dataclasses import MISSING, Field, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+from gputui.config_values import (
+    CHECK,
+    DOC,
+    TABLE,
+    Check,
+    Invalid,
+    described,
+    flag,
+    one_of,
+    price,
+    seconds,
+    setting,
+    table,
+    text,
+    url,
+    whole,
+)
+from gputui.diagnostics.account import Price
+from gputui.diagnostics.findings import Severity
+from gputui.diagnostics.settings import DiagnosticsConfig
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
+DEFAULT_CONFIG_PATH = Path("~/.config/gputui/config.toml")
+
+# Stack sampling's bounds: py-spy samples at up to a few hundred Hz; below 1 Hz a window holds too few samples.
+MAX_RATE_HZ = 1000
+MAX_WINDOW_S = 60.0
+
+WebhookFormat = Literal["json", "slack"]
+SEVERITIES = {severity.label: severity for severity in Severity}
+
+
+class ConfigError(ValueError):
+    """The config file cannot be used; the message names the file, the line and the key."""
+
+
+@dataclass(frozen=True, slots=True)
+class StacksConfig:
+    """When a job's stacks are read (gputui/session/stacks.py).
+
+    A window costs ~0.17 s of CPU in its py-spy processes (benchmarks/bench_stacks.py, on a shared 2-core VM),
+    against ~1 % of a core for the monitor itself: one every 60 s would add 20-30 % to the monitor's CPU while a job
+    waits, one every 300 s adds ~5 %, inside the issue's 10 %."""
+
+    enabled: bool = field(default=True, metadata=setting("false: no window is taken, automatic or asked for.", flag()))
+    window_s: float = field(
+        default=4.0, metadata=setting("Seconds of samples per window.", seconds(above_zero=True, at_most=MAX_WINDOW_S))
+    )
+    rate_hz: int = field(default=20, metadata=setting("Samples a second.", whole(1, MAX_RATE_HZ)))
+    cooldown_s: float = field(
+        default=300.0,
+        metadata=setting("A process sampled automatically is not sampled again automatically before this.", seconds()),
+    )
+    # What the job does may have changed with what its GPU waits on (another verdict class, another starvation
+    # finding): it gets a window sooner.
+    recheck_s: float = field(
+        default=60.0, metadata=setting("...unless what its GPU waits on changed: then after this.", seconds())
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class AlertsConfig:
+    """Where alerts go and how hard delivery tries; no webhook, no command and no bell: no alerts."""
+
+    webhook: str | None = field(
+        default=None, metadata=setting("POST a JSON message here when a finding opens or closes.", url())
+    )
+    format: WebhookFormat = field(
+        default="json",
+        metadata=setting(
+            "The webhook's body: gputui's JSON, or Slack's {\"text\": ...}.", one_of({"json": "json", "slack": "slack"})
+        ),
+    )
+    command: str | None = field(
+        default=None, metadata=setting("Run this command with the alert's JSON on its stdin.", text())
+    )
+    shell: bool = field(default=False, metadata=setting("Run `command` through /bin/sh.", flag()))
+    min_severity: Severity = field(
+        default=Severity.WARNING, metadata=setting("Alert on findings of this severity and above.", one_of(SEVERITIES))
+    )
+    bell: bool = field(
+        default=False, metadata=setting("The monitor rings the terminal bell when an alert opens.", flag())
+    )
+    min_interval_s: float = field(
+        default=300.0,
+        metadata=setting("A flapping finding sends at most one open/close pair this often.", seconds()),
+    )
+    timeout_s: float = field(default=5.0, metadata=setting("Seconds a delivery may take.", seconds()))
+    retries: int = field(default=3, metadata=setting("Tries after the first, with a growing wait.", whole(0)))
+    proxy_from_env: bool = field(
+        default=False, metadata=setting("Reach the webhook through the proxy HTTP(S)_PROXY names.", flag())
+    )
+
+    @property
+    def enabled(self) -> bool:
+        return self.webhook is not None or self.command is not None or self.bell
+
+
+@dataclass(frozen=True, slots=True)
+class CostConfig:
+    """What a GPU-hour costs: each verdict class's time gets its cost (`--price` and `--currency` override it)."""
+
+    gpu_hour: float | None = field(default=None, metadata=setting("What one GPU-hour costs, e.g. 2.40.", price()))
+    currency: str = field(
+        default="USD", metadata=setting("The price's currency: a code (written after it) or a sign (before).", text())
+    )
+
+    @property
+    def price(self) -> Price | None:
+        """The price of a GPU-hour; None where none is set."""
+        return None if self.gpu_hour is None else Price(self.gpu_hour, self.currency.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorConfig:
+    """What the live monitor may do."""
+
+    readonly: bool = field(
+        default=False, metadata=setting("Send no signal to a process: the K key is gone (as with --readonly).", flag())
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The whole file: a table per part of gputui that has settings."""
+
+    diagnostics: DiagnosticsConfig = field(
+        default_factory=DiagnosticsConfig, metadata=table("Thresholds, hysteresis and the rules switched off.")
+    )
+    stacks: StacksConfig = field(
+        default_factory=StacksConfig, metadata=table("When a training job's Python stacks are read.")
+    )
+    alerts: AlertsConfig = field(
+        default_factory=AlertsConfig, metadata=table("Where alerts go when a finding opens or closes.")
+    )
+    cost: CostConfig = field(default_factory=CostConfig, metadata=table("What a GPU-hour costs."))
+    monitor: MonitorConfig = field(default_factory=MonitorConfig, metadata=table("What the live monitor may do."))
+
+
+def default_config_path() -> Path:
+    return DEFAULT_CONFIG_PATH.expanduser()
+
+
+def load_config(path: Path | None = None) -> Config:
+    """The config in `path`, or in the default file where it exists; the defaults otherwise. An explicit `path`
+    must exist. Raises ConfigError naming the file, the line and the key."""
+    target = path if path is not None else default_config_path()
+    if not target.exists():
+        if path is not None:
+            raise ConfigError(f"{target}: no such config file")
+        return Config()
+    try:
+        source = target.read_text(encoding="utf-8")
+        data = tomllib.loads(source)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{target}: not valid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{target}: not valid TOML: not UTF-8 text") from None
+    except OSError as exc:
+        raise ConfigError(f"{target}: cannot read: {exc.strerror}") from None
+    config: Config = _read(Config, data, (), _File(target, source))
+    return config
+
+
+class _File:
+    """The file being read, to say where a key is in it."""
+
+    def __init__(self, path: Path, source: str) -> None:
+        self.path = path
+        self.source = source
+
+    def error(self, keys: tuple[str, ...], message: str) -> ConfigError:
+        line = key_line(self.source, keys)
+        return ConfigError(f"{self.path}:{line}: {message}" if line is not None else f"{self.path}: {message}")
+
+
+def _read(cls: type[Any], values: object, where: tuple[str, ...], file: _File) -> Any:
+    """The dataclass `cls` (a table) from what tomllib read of it: each key checked by its field's check, each
+    sub-table read as its field's dataclass."""
+    name = ".".join(where)
+    if not isinstance(values, Mapping):
+        raise file.error(where, f"'{name}' must be a table, not {described(values)}")
+    known = {f.name: f for f in fields(cls)}
+    read: dict[str, object] = {}
+    for key, value in values.items():
+        keys = (*where, key)
+        dotted = ".".join(keys)
+        spec = known.get(key)
+        if spec is None:
+            kind = "table" if isinstance(value, Mapping) else "key"
+            raise file.error(keys, f"unknown {kind} '{dotted}' ({_known(key, list(known))})")
+        if spec.metadata.get(TABLE):
+            read[key] = _read(type(_default(spec)), value, keys, file)
+            continue
+        check: Check[Any] = spec.metadata[CHECK]
+        try:
+            read[key] = check.read(value)
+        except Invalid as exc:
+            raise file.error(keys, f"'{dotted}' {exc}") from None
+    return cls(**read)
+
+
+# An unknown key's message lists the known ones up to this many; of more (the thresholds), the nearest.
+KNOWN_LISTED = 12
+
+
+def _known(key: str, known: list[str]) -> str:
+    """The keys an unknown one might have meant: all of a short table's, else the nearest of a long one's."""
+    if len(known) <= KNOWN_LISTED:
+        return f"known: {', '.join(known)}"
+    near = difflib.get_close_matches(key, known, n=3, cutoff=0.5)
+    return f"did you mean {' or '.join(near)}?" if near else f"none of its {len(known)} keys is near it"
+
+
+def _default(spec: Field[Any]) -> Any:
+    return spec.default_factory() if spec.default_factory is not MISSING else spec.default
+
+
+# A key as TOML writes it (bare, "quoted" or 'literal'), dotted or not; a table's header.
+_KEY_PART = r"""(?:[A-Za-z0-9_-]+|"(?:[^"\\]|\\.)*"|'[^']*')"""
+_DOTTED = rf"{_KEY_PART}(?:\s*\.\s*{_KEY_PART})*"
+_HEADER = re.compile(rf"\s*\[\s*({_DOTTED})\s*\]")
+_ASSIGNMENT = re.compile(rf"\s*({_DOTTED})\s*=")
+_PART = re.compile(_KEY_PART)
+
+
+def _parts(dotted: str) -> tuple[str, ...]:
+    return tuple(part[1:-1] if part[0] in "\"'" else part for part in _PART.findall(dotted))
+
+
+def key_line(source: str, keys: tuple[str, ...]) -> int | None:
+    """The line (from 1) where the key `keys` names is set in the TOML `source`, or its table begins; where it is
+    not written out (a key inside an inline table), the line of the nearest table or key above it that is. tomllib
+    gives no positions: the headers and `key =` lines are read from the text, multi-line strings skipped."""
+    where: dict[tuple[str, ...], int] = {}
+    current: tuple[str, ...] = ()
+    open_string: str | None = None
+    for number, line in enumerate(source.splitlines(), start=1):
+        if open_string is not None:
+            if open_string in line:
+                open_string = None
+            continue
+        header = _HEADER.match(line)
+        assignment = None if header else _ASSIGNMENT.match(line)
+        if header:
+            current = _parts(header.group(1))
+            where.setdefault(current, number)
+        elif assignment:
+            where.setdefault((*current, *_parts(assignment.group(1))), number)
+        for quotes in ('"""', "'''"):
+            if line.count(quotes) % 2:
+                open_string = quotes
+    for length in range(len(keys), 0, -1):
+        wanted = keys[:length]
+        found = [number for path, number in where.items() if path[:length] == wanted]
+        if found:
+            return min(found)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One key of a table, for the reference: what it must be, its default as the file writes it ("" where it has
+    none) and what it does."""
+
+    key: str
+    kind: str
+    default: str
+    doc: str
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """One table of the file ("diagnostics.thresholds"), what it is for, and its settings in order."""
+
+    name: str
+    doc: str
+    settings: tuple[Setting, ...]
+
+
+def sections() -> Iterator[Section]:
+    """Every table of the config file with its settings, in the file's order: what docs/reference/config.md is
+    generated from."""
+    for spec in fields(Config):
+        yield from _sections(type(_default(spec)), spec.name, spec.metadata[DOC])
+
+
+def _sections(cls: type[Any], name: str, doc: str) -> Iterator[Section]:
+    settings = tuple(
+        Setting(spec.name, spec.metadata[CHECK].what, spec.metadata[CHECK].show(_default(spec)), spec.metadata[DOC])
+        for spec in fields(cls)
+        if not spec.metadata.get(TABLE)
+    )
+    yield Section(name, doc, settings)
+    for spec in fields(cls):
+        if spec.metadata.get(TABLE):
+            yield from _sections(type(_default(spec)), f"{name}.{spec.name}", spec.metadata[DOC])
