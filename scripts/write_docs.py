@@ -4,10 +4,11 @@ Why generated: the options, defaults and help of every command live in argparse,
 family module; a page typed by hand beside them drifts the day one of them changes. tests/test_docs.py renders each
 page again and fails, naming `make docs`, when the committed file differs.
 
-Each page is one function that returns its Markdown, listed in PAGES; a new page (the config reference, from the
-config's dataclasses) is one more function and one more entry. What a page says must not depend on the machine that
-writes it: argparse's own formatter wraps to $COLUMNS and is never used here, nothing reads the locale (the Chinese
-words are asked for by name), and no path of the checkout is written.
+Each page is one function that returns its Markdown, listed in PAGES: the CLI (argparse), the rule catalog (the
+rules' texts) and the config file (the Config's dataclasses); a new page is one more function and one more entry.
+What a page says must not depend on the machine that writes it: argparse's own formatter wraps to $COLUMNS and is
+never used here, nothing reads the locale (the Chinese words are asked for by name), and no path of the checkout is
+written.
 
 Usage: python scripts/write_docs.py [--check]   (--check: write nothing, exit 1 naming each page that is stale)
 """
@@ -22,6 +23,7 @@ from types import ModuleType
 from typing import NamedTuple, cast
 
 from gputui.cli import build_parser
+from gputui.config import sections
 from gputui.diagnostics.catalog import MESSAGES, has_text, text
 from gputui.diagnostics.engine import unavailable_finding
 from gputui.diagnostics.fleet_rules import FLEET_RULE_IDS, FLEET_SEVERITY
@@ -286,10 +288,41 @@ def rules_page() -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-# The config reference (docs/reference/config.md, from the config's dataclasses) is one more Page here.
+# -- docs/reference/config.md ------------------------------------------------------------------------------------------
+
+
+def config_page() -> str:
+    """Every table and key of the config file, from the Config's dataclasses (gputui.config.sections()): what each
+    key must be, its default as the file would write it, and what it does."""
+    lines = [
+        "# Config file reference",
+        "",
+        generated_note(
+            "the config's dataclasses (gputui/config.py, diagnostics/settings.py, diagnostics/thresholds.py)"
+        ),
+        inline(
+            "The file is `~/.config/gputui/config.toml`, or the one `--config FILE` names; how it is read, and one "
+            "complete example: [configuration](../configuration.md). A key left out keeps its default; an unknown "
+            "key or table, or a value of the wrong kind, is an error that names the file, the line and the key."
+        ),
+        "",
+    ]
+    for section in sections():
+        lines += [f"## [{section.name}]", "", inline(section.doc), ""]
+        if not section.settings:
+            continue
+        rows = [
+            (f"`{s.key}`", cell(s.kind), f"`{cell(s.default)}`" if s.default else "", cell(s.doc))
+            for s in section.settings
+        ]
+        lines += [*table(("key", "value", "default", "what it does"), rows), ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
 PAGES: tuple[Page, ...] = (
     Page("cli.md", cli_page),
     Page("rules.md", rules_page),
+    Page("config.md", config_page),
 )
 
 

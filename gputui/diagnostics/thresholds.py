@@ -46,8 +46,10 @@ class Thresholds:
     # of the link's theoretical bandwidth (rules/base.py, PCIe spec rates)
     pcie_saturated_pct: float = threshold(80.0, "PCIe traffic (% of the link's bandwidth) that saturates the link.")
     sustained_share: float = threshold(0.6, "The share of the window that is most of it.")
-    # DCGM User Guide, profiling metrics: SM activity < 0.5 "likely ineffective"
-    starved_util_pct: float = threshold(50.0, "SM activity (%) under which a GPU is likely used ineffectively.")
+    # A GPU held by a process and busy less than half the window waits on something (rules/starvation.py).
+    starved_util_pct: float = threshold(
+        50.0, "Mean utilization (%) under which a GPU held by a process waits (the starvation rules, job_waits)."
+    )
     # Which CPU-side cause a waiting GPU has (rules/starvation.py). A process "wants" a CPU while it runs or waits
     # on a run queue (/proc/PID/schedstat): one that wants it this share of the time its GPU waits, and at
     # least main_busy_cpu_pct of a core, is what the GPU waits for (a real num_workers=0 loop reads 70-90%).
