@@ -106,6 +106,11 @@ def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
     return out
 
 
+# A finding as a verdict's words name it: its rule, its variant (which cause its words give) and its GPUs. Two
+# findings of one rule are two causes: a rank waiting in a collective beside another running its own Python.
+Cause = tuple[str, str, tuple[int, ...]]
+
+
 @dataclass(frozen=True, slots=True)
 class Judgement:
     """What bounds the job this instant, before it is put into words: the classes and their GPUs (`key`, what
@@ -118,7 +123,7 @@ class Judgement:
     words: Callable[[], Verdict]
     quiet: frozenset[int] = frozenset()
     flagged: frozenset[int] = frozenset()
-    named: frozenset[str] = frozenset()  # the rules whose findings its words name
+    named: frozenset[Cause] = frozenset()  # the findings its words name
 
 
 def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Verdict:
@@ -165,7 +170,7 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
     parts = tuple((cls, tuple(i for i in everyone if busy.get(i) == cls)) for cls in order)
     # The findings its words name (the causes of a class, or those noted beside GPU-bound, underused and idle): one
     # that opens or closes renews the words at once, as the class itself needs no holding to stay what it is.
-    named = frozenset(f.rule for _, gpus in parts for i in gpus for f in causes[i])
+    named = frozenset((f.rule, f.variant, f.gpus) for _, gpus in parts for i in gpus for f in causes[i])
     # The GPUs it says nothing holds back: those of a GPU-bound, underused or idle group that names no finding.
     quiet = frozenset(i for cls, gpus in parts if cls in _UNBOUND and not any(causes[g] for g in gpus) for i in gpus)
 
@@ -438,7 +443,7 @@ class VerdictTracker:
         self._current: Verdict | None = None
         self._current_key: tuple[object, ...] | None = None  # the key of the judgement it was taken from
         self._quiet: frozenset[int] = frozenset()  # the units the current verdict says nothing holds back
-        self._named: frozenset[str] = frozenset()  # the rules the current verdict's words name
+        self._named: frozenset[Cause] = frozenset()  # the findings the current verdict's words name
         self._worded = 0.0  # when the current verdict's words were last renewed
         self._judged: tuple[tuple[object, ...], float] | None = None  # this instant's key, and since when
         self._contradicted: float | None = None  # since when the current verdict is not this instant's
