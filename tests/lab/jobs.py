@@ -13,6 +13,9 @@ A case that this machine cannot stage raises CaseSkipped with the reason: tests 
 and each needs the machine quiet beside its job: other processes' CPU (and disk traffic, for the cold-disk case)
 is measured for a moment before the job starts and over the run (tests/lab/neighbours.py), and a case whose
 machine was busier than it can bear is skipped with the figures rather than judged.
+
+The lab's own instruments stay off the resources a case stages: the job's trace (the simulated GPU's source)
+and its log are written to a tmpfs (instrument_dir), not to the disk the cold-disk case makes the job wait for.
 """
 
 from __future__ import annotations
@@ -311,37 +314,63 @@ def rank_traces(trace: Path, ranks: int) -> tuple[Path, ...]:
     return tuple(trace.with_name(f"{trace.stem}.rank{rank}{trace.suffix}") for rank in range(ranks))
 
 
+def _tmpfs() -> Path | None:
+    """/dev/shm where it is a tmpfs this process may write to, from this process's mountinfo; else None."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            left, _, right = line.partition(" - ")
+            fields, tail = left.split(), right.split()
+            if len(fields) >= 5 and fields[4] == "/dev/shm" and tail[:1] == ["tmpfs"]:
+                return Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else None
+    return None
+
+
+@contextlib.contextmanager
+def instrument_dir() -> Iterator[Path]:
+    """A directory for what the lab itself writes beside a job (its trace, its log), removed on the way out: in a
+    tmpfs where there is one, so that the job's reports never wait on a disk a case keeps busy (the cold-disk
+    case's reads blocked the trace's rename in the job's main thread, and gputui rightly named it); else in the
+    system's temporary directory."""
+    with tempfile.TemporaryDirectory(prefix="gputui-lab-", dir=_tmpfs()) as directory:
+        yield Path(directory)
+
+
 @contextlib.contextmanager
 def started_job(
     args: Sequence[str],
-    workdir: Path,
     seconds: float = 120.0,
     cgroups: Sequence[Path] = (),
     ranks: int = 1,
     prefix: Sequence[str] = (),
 ) -> Iterator[Job]:
     """Start train.py with `args` (in the cgroups given, from its first instruction on, so its workers are too;
-    `ranks` of it under torchrun; under `prefix`), wait for every rank's first record, and kill every process
-    under it on the way out, whatever happens."""
-    trace, log = workdir / "job.json", workdir / "job.log"
-    train = train_command(args, trace, seconds, ranks, prefix)
-    command = train
-    if cgroups:
-        join = 'for g in $LAB_CGROUPS; do echo $$ > "$g/cgroup.procs" || exit 97; done; exec "$@"'
-        command = ["sh", "-c", join, "sh", *train]
-    env = {**os.environ, "LAB_CGROUPS": " ".join(str(g) for g in cgroups)}
-    began = time.monotonic()
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env
-        )
-    job = Job(process, tuple(train), rank_traces(trace, ranks), log)
-    try:
-        wait_for_trace(job, START_TIMEOUT_S)
-        job.start_s = time.monotonic() - began
-        yield job
-    finally:
-        stop(job)
+    `ranks` of it under torchrun; under `prefix`), its trace and log in an instrument_dir, wait for every rank's
+    first record, and kill every process under it on the way out, whatever happens."""
+    with instrument_dir() as directory:
+        trace, log = directory / "job.json", directory / "job.log"
+        train = train_command(args, trace, seconds, ranks, prefix)
+        command = train
+        if cgroups:
+            join = 'for g in $LAB_CGROUPS; do echo $$ > "$g/cgroup.procs" || exit 97; done; exec "$@"'
+            command = ["sh", "-c", join, "sh", *train]
+        env = {**os.environ, "LAB_CGROUPS": " ".join(str(g) for g in cgroups)}
+        began = time.monotonic()
+        with log.open("wb") as output:
+            process = subprocess.Popen(
+                command,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env=env,
+            )
+        job = Job(process, tuple(train), rank_traces(trace, ranks), log)
+        try:
+            wait_for_trace(job, START_TIMEOUT_S)
+            job.start_s = time.monotonic() - began
+            yield job
+        finally:
+            stop(job)
 
 
 def wait_for_trace(job: Job, timeout: float) -> None:
@@ -484,7 +513,8 @@ def run_case(
     if busy is not None:
         raise CaseSkipped(f"before its job started, {busy}")
     with contextlib.ExitStack() as stack:
-        # Data files go beside the repository, on the disk it is on: /tmp may be a tmpfs, which no read misses.
+        # Data files and checkpoints go beside the repository, on the disk it is on: /tmp may be a tmpfs, which
+        # no read misses and where no write waits.
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=".lab-", dir=REPO)))
         args = list(case.args)
         if case.data_files:
@@ -493,6 +523,8 @@ def run_case(
                 raise CaseSkipped(reason)
             data = ["--make-data", str(case.data_files), "--file-mb", str(case.file_mb), "--cold-cache"]
             args += ["--data-dir", str(workdir / "data"), *data]
+        if "--checkpoint-every" in args:
+            args += ["--checkpoint-dir", str(workdir)]
         groups = stack.enter_context(quota_group(case.quota_cores)) if case.quota_cores is not None else ()
         staged: tuple[int, ...] = ()
         if case.neighbours:
@@ -501,7 +533,7 @@ def run_case(
             except NoNeighbours as missing:
                 raise CaseSkipped(str(missing)) from None
         job = stack.enter_context(
-            started_job(args, workdir, seconds=seconds + 60.0, cgroups=groups, ranks=case.ranks, prefix=prefix)
+            started_job(args, seconds=seconds + 60.0, cgroups=groups, ranks=case.ranks, prefix=prefix)
         )
         if log is not None:
             log(f"case {case.name}: job pid {job.process.pid} reported after {job.start_s:.1f} s; following it")

@@ -28,8 +28,8 @@ HALF = ("--num-workers", "1", "--batch-size", "4", "--sample-ms", "10", "--gpu-s
 
 
 @pytest.fixture(scope="module")
-def half_busy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Job]:
-    with started_job(HALF, tmp_path_factory.mktemp("lab-half"), seconds=90.0) as job:
+def half_busy() -> Iterator[Job]:
+    with started_job(HALF, seconds=90.0) as job:
         yield job
 
 
@@ -74,8 +74,8 @@ def test_diagnose_follows_a_job_in_real_time_labelled_simulated(
     assert took >= 2.0  # real time: two seconds of the job, not a simulated clock
 
 
-def test_a_job_that_ends_leaves_an_idle_gpu(tmp_path: Path) -> None:
-    with started_job(HALF, tmp_path, seconds=1.0) as job:
+def test_a_job_that_ends_leaves_an_idle_gpu() -> None:
+    with started_job(HALF, seconds=1.0) as job:
         source = JobSource(job.trace)
         source.open()
         try:
