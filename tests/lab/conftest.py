@@ -19,8 +19,8 @@ def _needs_torch() -> None:
 @pytest.fixture(scope="session")
 def lab() -> Lab:
     """`lab("c")`: case c's outcome, run on first use (`lab("h", "run")`: in a variant, tests/lab/jobs.py); the
-    test skips with the reason where it cannot be staged, or with the figures where the machine was busier than
-    the case can bear while it ran."""
+    test skips with the reason where it cannot be staged, or with the figures where a process named there kept
+    the machine busier than the case can bear while it ran."""
 
     def outcome(name: str, variant: Variant = "") -> Outcome:
         key = (name, variant)

@@ -10,9 +10,11 @@ ranks and data-loader workers too) in a `finally`, and so is any cgroup made for
 
 A case that this machine cannot stage raises CaseSkipped with the reason: tests turn it into pytest.skip, and
 `python -m tests.lab.show` prints it. The cases measure CPU, so they run one after another, never in parallel,
-and each needs the machine quiet beside its job: other processes' CPU (and disk traffic, for the cold-disk case)
-is measured for a moment before the job starts and over the run (tests/lab/neighbours.py), and a case whose
-machine was busier than it can bear is skipped with the figures rather than judged.
+and each needs the machine quiet beside its job. Before a job is followed the machine is settled (settle: what
+the tests before left to end or write back) and watched while the job starts, for as long as QUIET_WAIT_S, until
+other processes' CPU (and disk traffic, for the cold-disk case) is low enough (tests/lab/neighbours.py); it is
+measured again over the run. A case skips for a busy machine only where it names a process that kept it busy:
+with the figures, rather than judged.
 
 The lab's own instruments stay off the resources a case stages: the job's trace (the simulated GPU's source)
 and its log are written to a tmpfs (instrument_dir), not to the disk the cold-disk case makes the job wait for.
@@ -80,18 +82,26 @@ OTHERS_MAX_CORES = 0.25
 # The most other processes may move on the disks beside the job that reads a cold disk (MB/s): its own reads
 # are 50 MB/s and more.
 QUIET_DISK_MB_S = 10.0
-# How long the machine is watched before a case's job starts: a machine already too busy skips the case at once.
+# How the machine is watched before a case's job is followed: over the job's start, then for QUIET_CHECK_S at a
+# time, for at most QUIET_WAIT_S, until it is quiet (OTHERS_MAX_CORES, QUIET_DISK_MB_S).
 QUIET_CHECK_S = 1.0
+QUIET_WAIT_S = 30.0
+# Settling what the tests before left: the dirty pages written back (os.sync, then /proc/meminfo's Dirty and
+# Writeback below SETTLED_DIRTY_KB), and this process's children gone, for at most SETTLE_S.
+SETTLE_S = 20.0
+SETTLED_DIRTY_KB = 4096
 
 
 class CaseSkipped(Exception):
     """This machine cannot stage the case; the message says why."""
 
 
-def crowded(neighbours: Neighbours, reads_disk: bool = False) -> str | None:
+def crowded(neighbours: Neighbours, reads_disk: bool = False, named: bool = True) -> str | None:
     """Why the machine was busier than a lab job can bear (see OTHERS_MAX_CORES; the disk too for a job that
-    reads one), with the figures; None when it was quiet enough."""
-    if neighbours.others_cores > OTHERS_MAX_CORES:
+    reads one), with the figures and the processes that made it so; None when it was quiet enough. With `named`,
+    also None where no process there can be named: a load that came and went (short-lived processes, the
+    kernel) is not a neighbour to skip for, and the case is judged."""
+    if neighbours.others_cores > OTHERS_MAX_CORES and (neighbours.busiest or not named):
         return (
             f"{neighbours.describe_cpu()}; the case needs the machine quiet beside its job (at most"
             f" {OTHERS_MAX_CORES:g} of a CPU used by other processes)"
@@ -100,11 +110,8 @@ def crowded(neighbours: Neighbours, reads_disk: bool = False) -> str | None:
         disk = neighbours.others_disk_mb_s
         if disk is None:
             return "the disks' counters cannot be read: whether other processes kept the disk busy is unknown"
-        if disk > QUIET_DISK_MB_S:
-            return (
-                f"other processes moved {disk:.1f} MB/s on the disks over {neighbours.seconds:.0f} s; the"
-                f" case needs a quiet disk (at most {QUIET_DISK_MB_S:g} MB/s)"
-            )
+        if disk > QUIET_DISK_MB_S and (neighbours.busiest_disk or not named):
+            return f"{neighbours.describe_disk()}; the case needs a quiet disk (at most {QUIET_DISK_MB_S:g} MB/s)"
     return None
 
 
@@ -480,6 +487,57 @@ def cold_reads_reach_the_disk(directory: Path) -> str | None:
     return None
 
 
+# -- settling the machine ------------------------------------------------------------------------------------
+
+
+def _dirty_kb() -> int:
+    """The page cache's dirty pages and those being written back now (/proc/meminfo), in kB."""
+    rows = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+    return sum(int(rows.get(name, "0 kB").split()[0]) for name in ("Dirty", "Writeback"))
+
+
+def settle(timeout: float = SETTLE_S) -> None:
+    """Let what the tests before this case left end before it measures: this process's children (a server or a
+    job on its way out), and the pages they wrote, which the kernel would write back over the case (os.sync, then
+    until /proc/meminfo's Dirty and Writeback are under SETTLED_DIRTY_KB). Bounded by `timeout`: what is still
+    busy then is measured like any neighbour."""
+    deadline = time.monotonic() + timeout
+    me = psutil.Process()
+    while time.monotonic() < deadline:
+        with contextlib.suppress(psutil.Error):
+            alive = [p for p in me.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+            if not alive:
+                break
+        time.sleep(0.1)
+    os.sync()
+    while _dirty_kb() > SETTLED_DIRTY_KB and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def await_quiet(root: int, reads_disk: bool, since: Usage | None = None, staged: Sequence[int] = ()) -> None:
+    """Until the machine is quiet beside the job under `root` (and the neighbours a case `staged`): measured from
+    `since` (taken before the job started, so that its start counts; None: from now, over QUIET_CHECK_S) and then
+    QUIET_CHECK_S at a time, for at most QUIET_WAIT_S. CaseSkipped where it is still busy then and a process there
+    is named for it; where none is, the case goes on and its figures say what the machine did."""
+    deadline = time.monotonic() + QUIET_WAIT_S
+    if since is None:
+        since = usage(root)
+        time.sleep(QUIET_CHECK_S)
+    start = since
+    while True:
+        end = usage(root)
+        seen = between(start, end, frozenset(staged))
+        if crowded(seen, reads_disk, named=False) is None:
+            return
+        if time.monotonic() >= deadline:
+            named = crowded(seen, reads_disk)
+            if named is not None:
+                raise CaseSkipped(f"for {QUIET_WAIT_S:g} s before its job was followed, {named}")
+            return
+        start = end
+        time.sleep(QUIET_CHECK_S)
+
+
 # -- following a job ---------------------------------------------------------------------------------------
 
 
@@ -507,11 +565,7 @@ def run_case(
         prefix = GPUTUI_RUN
     elif variant == "unprivileged":
         read = read_as(UNPRIVILEGED_USER)
-    quiet = usage(None)
-    time.sleep(QUIET_CHECK_S)
-    busy = crowded(between(quiet, usage(None)), reads_disk=bool(case.data_files))
-    if busy is not None:
-        raise CaseSkipped(f"before its job started, {busy}")
+    reads_disk = bool(case.data_files)
     with contextlib.ExitStack() as stack:
         # Data files and checkpoints go beside the repository, on the disk it is on: /tmp may be a tmpfs, which
         # no read misses and where no write waits.
@@ -526,15 +580,17 @@ def run_case(
         if "--checkpoint-every" in args:
             args += ["--checkpoint-dir", str(workdir)]
         groups = stack.enter_context(quota_group(case.quota_cores)) if case.quota_cores is not None else ()
+        settle()
         staged: tuple[int, ...] = ()
         if case.neighbours:
             try:
                 staged = stack.enter_context(spinners(case.neighbours))
             except NoNeighbours as missing:
                 raise CaseSkipped(str(missing)) from None
-        job = stack.enter_context(
-            started_job(args, seconds=seconds + 60.0, cgroups=groups, ranks=case.ranks, prefix=prefix)
-        )
+        since = usage(None)
+        lasts = seconds + QUIET_WAIT_S + 60.0
+        job = stack.enter_context(started_job(args, seconds=lasts, cgroups=groups, ranks=case.ranks, prefix=prefix))
+        await_quiet(job.process.pid, reads_disk, since, staged)
         if log is not None:
             log(f"case {case.name}: job pid {job.process.pid} reported after {job.start_s:.1f} s; following it")
         stacks = JobStacks(StacksConfig()) if read is None else JobStacks(StacksConfig(), read=read)

@@ -19,7 +19,7 @@ import pytest
 from gputui.cli import main
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.sim.job import JobSource
-from tests.lab.jobs import Job, crowded, follow_job, mean, started_job
+from tests.lab.jobs import Job, await_quiet, crowded, follow_job, mean, settle, started_job
 from tests.lab.neighbours import between, usage
 
 # One worker making 4 samples of 10 ms of CPU (40 ms a batch) for a 20 ms GPU step: the GPU is busy about half
@@ -35,6 +35,8 @@ def half_busy() -> Iterator[Job]:
 
 def test_the_gpu_follows_the_jobs_gpu_time_and_its_process_is_the_real_job(half_busy: Job) -> None:
     pid = half_busy.process.pid
+    settle()
+    await_quiet(pid, reads_disk=False)
     (worker,) = psutil.Process(pid).children()
     before = worker.cpu_times()
     started = time.monotonic()
