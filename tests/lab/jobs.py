@@ -43,6 +43,7 @@ from typing import Literal, Protocol
 
 import psutil
 
+from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.tick import Tick
@@ -61,18 +62,28 @@ TRAIN = REPO / "examples/lab/train.py"
 TORCHRUN = ("-m", "torch.distributed.run", "--standalone", "--monitor-interval", "1")
 # What `gputui run -- CMD` is started as (H-agent's command: the job's stacks read from inside it).
 GPUTUI_RUN = ("-m", "gputui", "run", "--")
-# How long a case waits at its end for a window of stack samples in progress (StacksConfig's window_s is 4 s).
+# How long a case waits at its end for a window of stack samples in progress (LAB_STACKS's window_s is 2 s).
 STACKS_CLOSE_S = 15.0
 # Who reads the stacks in the refused-ptrace variant: another user than the job's (root's), not root.
 UNPRIVILEGED_USER = "nobody"
 INTERVAL_S = 0.5
-# The engine's window is 10 s, a finding opens after 3 s and the verdict needs half a window: 15 s sees them all.
-RUN_S = 15.0
-# A verdict named by the stacks comes later: the first verdict that the GPU waits (5 s) starts a window of stack
-# samples (4 s), the finding that reads it opens 3 s after, and the verdict gives way to it 3 s after that (its
-# hysteresis); each further rank's window comes after the one before.
-STACKS_RUN_S = 20.0
-RANKS_RUN_S = 25.0
+# The lab's diagnostics: the product's rules, thresholds and 10 s window, with the holds that pace a monitor left
+# on all day shortened to what a case needs to see every finding and verdict it asserts settle: a condition holds
+# HOLD_S before its finding opens and is clear HOLD_S before it closes (the product's 3 s and 5 s), and a verdict
+# gives way after HOLD_S too.
+HOLD_S = 1.5
+LAB_DIAGNOSTICS = DiagnosticsConfig(open_after_s=HOLD_S, close_after_s=HOLD_S)
+# A window of stack samples of 2 s at 40 Hz (the product's: 4 s at 20 Hz), the same 80 samples; the product's
+# cooldown_s and recheck_s (300 s, 60 s) outlast any case: one window of a process per case.
+LAB_STACKS = StacksConfig(window_s=2.0, rate_hz=40)
+# The verdict needs half the engine's window (5 s), and the findings are open by then: 8 s sees them all.
+RUN_S = 8.0
+# A verdict named by the stacks comes later: the first sign that the GPU waits (a starvation finding, ~2.5 s, or
+# the verdict, 5 s) starts a window of stack samples (2 s); the finding that reads it opens HOLD_S after, the
+# starvation finding it steps aside for closes HOLD_S after that, and the verdict gives way HOLD_S later (~10 s).
+# Each further rank's window comes after the one before.
+STACKS_RUN_S = 12.0
+RANKS_RUN_S = 13.0
 # The longest a job may take to import torch, start its workers (and write its files) and report its first batch.
 START_TIMEOUT_S = 60.0
 # The most CPU other processes may use beside a lab job (cores, the mean over the run). The rules read the host's
@@ -115,6 +126,13 @@ def crowded(neighbours: Neighbours, reads_disk: bool = False, named: bool = True
     return None
 
 
+# How a case's job is started and its stacks read: as a user starts it, with the stacks read from outside
+# (py-spy, as root); under `gputui run -- ...` (the in-process sampler publishes them); or started as root with
+# its stacks read by an unprivileged user, whom ptrace refuses.
+Variant = Literal["", "run", "unprivileged"]
+VARIANTS: tuple[Variant, ...] = ("", "run", "unprivileged")
+
+
 @dataclass(frozen=True)
 class Case:
     """One lab job: what it stages, how train.py is started, and what the machine around it must be."""
@@ -133,13 +151,9 @@ class Case:
     # neighbours a contention case stages on purpose, counted apart from the machine's others.
     neighbours: int = 0
     seconds: float | None = None  # how long the job is followed (None: RUN_S)
-
-
-# How a case's job is started and its stacks read: as a user starts it, with the stacks read from outside
-# (py-spy, as root); under `gputui run -- ...` (the in-process sampler publishes them); or started as root with
-# its stacks read by an unprivileged user, whom ptrace refuses.
-Variant = Literal["", "run", "unprivileged"]
-VARIANTS: tuple[Variant, ...] = ("", "run", "unprivileged")
+    # The variants its job, started as a user starts it, is read in at once, each by a stack reader and an engine
+    # of its own: "" and "unprivileged" differ only in who reads the stacks ("run" starts another job).
+    reads: tuple[Variant, ...] = ("",)
 
 
 # Two workers making light samples (4 x 2 ms of CPU a batch): the loader keeps up with any step of 15 ms or more.
@@ -203,6 +217,7 @@ CASES: tuple[Case, ...] = (
         "2 workers that keep up, GPU step 20 ms, then the main loop asleep 60 ms in wait_for_lock",
         (*LOADER_KEEPS_UP, "--gpu-step-ms", "20", "--block-ms", "60"),
         seconds=STACKS_RUN_S,
+        reads=("", "unprivileged"),
     ),
     Case(
         "i",
@@ -250,6 +265,7 @@ class Outcome:
     neighbours: Neighbours  # what the machine did besides the job over the time sampled
     start_s: float  # from starting the job to its first record
     run_s: float  # the whole case, the job's start and stop included
+    verdicts: tuple[tuple[float, str], ...] = ()  # (seconds from the first snapshot, the verdict's class) as it changed
 
     @property
     def pid(self) -> int:
@@ -550,21 +566,37 @@ def run_case(
 ) -> Outcome:
     """Stage `case` (in `variant`), follow its job for `seconds` (default: the case's) at `interval`, and return
     what was seen; CaseSkipped when this machine cannot stage it."""
+    return run_reads(case, (variant,), seconds, interval, log)[variant]
+
+
+def run_reads(
+    case: Case,
+    variants: Sequence[Variant],
+    seconds: float | None = None,
+    interval: float = INTERVAL_S,
+    log: Callable[[str], object] | None = None,
+) -> dict[Variant, Outcome]:
+    """Stage `case` once and read its job in each of `variants` at once (those of case.reads, or "run" alone),
+    following it for `seconds` (default: the case's) at `interval`; each variant's outcome. CaseSkipped when this
+    machine cannot stage it."""
     began = time.monotonic()
     seconds = seconds if seconds is not None else case.seconds or RUN_S
+    if len(variants) > 1 and not set(variants) <= set(case.reads):
+        raise ValueError(f"case {case.name} is read in {case.reads} at once, not in {tuple(variants)}")
     missing = torch_missing()
     if missing is not None:
         raise CaseSkipped(missing)
     if (os.cpu_count() or 1) < case.needs_cpus:
         raise CaseSkipped(f"needs {case.needs_cpus} CPUs, this machine has {os.cpu_count()}")
     prefix: tuple[str, ...] = ()
-    read: Callable[[int, float], JobActivity] | None = None
-    if variant == "run":
-        if importlib.util.find_spec("gputui.commands.run") is None:
-            raise CaseSkipped("`gputui run` is not in this gputui (gputui/commands/run.py)")
-        prefix = GPUTUI_RUN
-    elif variant == "unprivileged":
-        read = read_as(UNPRIVILEGED_USER)
+    readers: list[JobStacks] = []
+    for variant in variants:
+        if variant == "run":
+            if importlib.util.find_spec("gputui.commands.run") is None:
+                raise CaseSkipped("`gputui run` is not in this gputui (gputui/commands/run.py)")
+            prefix = GPUTUI_RUN
+        reader = read_as(UNPRIVILEGED_USER) if variant == "unprivileged" else None
+        readers.append(JobStacks(LAB_STACKS) if reader is None else JobStacks(LAB_STACKS, read=reader))
     reads_disk = bool(case.data_files)
     with contextlib.ExitStack() as stack:
         # Data files and checkpoints go beside the repository, on the disk it is on: /tmp may be a tmpfs, which
@@ -593,35 +625,48 @@ def run_case(
         await_quiet(job.process.pid, reads_disk, since, staged)
         if log is not None:
             log(f"case {case.name}: job pid {job.process.pid} reported after {job.start_s:.1f} s; following it")
-        stacks = JobStacks(StacksConfig()) if read is None else JobStacks(StacksConfig(), read=read)
         followed = follow_job(
-            job.traces, case.near_cpus, seconds, interval, root=job.process.pid, stacks=stacks, staged=staged
+            job.traces, case.near_cpus, seconds, interval, root=job.process.pid, readers=readers, staged=staged
         )
         pids = tuple(read_trace(trace).pid for trace in job.traces)
-    return Outcome(
-        case=case,
-        variant=variant,
-        command=job.command,
-        pids=pids,
-        snapshots=followed.snapshots,
-        state=followed.state,
-        seen=followed.seen,
-        events=followed.events,
-        job_busy_pct=followed.job_busy_pct,
-        neighbours=followed.neighbours,
-        start_s=job.start_s,
-        run_s=time.monotonic() - began,  # the job stopped and its files and cgroup removed
-    )
+    run_s = time.monotonic() - began  # the job stopped and its files and cgroup removed
+    return {
+        variant: Outcome(
+            case=case,
+            variant=variant,
+            command=job.command,
+            pids=pids,
+            snapshots=reading.snapshots,
+            state=reading.state,
+            seen=reading.seen,
+            events=reading.events,
+            job_busy_pct=followed.job_busy_pct,
+            neighbours=followed.neighbours,
+            start_s=job.start_s,
+            run_s=run_s,
+            verdicts=reading.verdicts,
+        )
+        for variant, reading in zip(variants, followed.readings, strict=True)
+    }
 
 
 @dataclass(frozen=True)
-class Followed:
-    """What following a job showed: every snapshot, the engine's state after the last, every finding seen."""
+class Reading:
+    """What one reader of the job's stacks and the engine after it saw: every snapshot (with the activity that
+    reader read), the engine's state after the last, every finding seen."""
 
     snapshots: tuple[Snapshot, ...]
     state: DiagnosticsState
     seen: tuple[Finding, ...]
     events: tuple[str, ...]
+    verdicts: tuple[tuple[float, str], ...]  # (seconds from the first snapshot, the verdict's class) as it changed
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What following a job showed: a Reading per stack reader, and what the job and the machine did."""
+
+    readings: tuple[Reading, ...]
     # The share of the time from the first snapshot to the last that the job itself reports in its GPU step:
     # what the simulated GPU's utilization after the first snapshot must add up to.
     job_busy_pct: float
@@ -639,57 +684,78 @@ class Stacks(Protocol):
     def close(self, timeout: float | None = None) -> None: ...
 
 
+class _Pipeline:
+    """One reader's way through a follow: its stacks (None: none read), its engine, and what they saw."""
+
+    def __init__(self, stacks: Stacks | None, config: DiagnosticsConfig) -> None:
+        self.stacks = stacks
+        self.engine = DiagnosticsEngine(config)
+        self.state = DiagnosticsState()
+        self.snapshots: list[Snapshot] = []
+        self.events: list[str] = []
+        self.seen: dict[tuple[str, tuple[int, ...], float], Finding] = {}
+        self.verdicts: list[tuple[float, str]] = []
+
+    def update(self, sampled: Snapshot) -> None:
+        snapshot = self.stacks.attach(sampled) if self.stacks is not None else sampled
+        self.snapshots.append(snapshot)
+        self.events += snapshot.events
+        state = self.state = self.engine.update(snapshot)
+        if self.stacks is not None:
+            self.stacks.consider(Tick(snapshot, state.active, state.closed, state.verdict))
+        self.seen.update(((f.rule, f.gpus, f.started_at), f) for f in (*state.active, *state.closed))
+        cls = state.verdict.cls if state.verdict is not None else "none"
+        if not self.verdicts or self.verdicts[-1][1] != cls:
+            self.verdicts.append((snapshot.timestamp - self.snapshots[0].timestamp, cls))
+
+    def reading(self) -> Reading:
+        ordered = tuple(sorted(self.seen.values(), key=lambda f: (f.started_at, f.rule)))
+        return Reading(tuple(self.snapshots), self.state, ordered, tuple(self.events), tuple(self.verdicts))
+
+
 def follow_job(
     traces: Path | Sequence[Path],
     near_cpus: str | None,
     seconds: float,
     interval: float,
     root: int | None = None,
-    stacks: Stacks | None = None,
+    readers: Sequence[Stacks | None] = (None,),
     staged: Sequence[int] = (),
+    config: DiagnosticsConfig = LAB_DIAGNOSTICS,
 ) -> Followed:
-    """Follow the job writing `traces` (one per rank) in real time with the source, the stacks' sampling and the
-    engine as `gputui diagnose --demo-job` runs them, one snapshot every `interval` from the first (taken at once)
-    for `seconds`, and measure what the machine did besides the job meanwhile: the job is `root` (default: the
-    first trace's process) and every process under it; the sampling itself is left out (it runs on this thread,
-    the stack sampler's py-spy as this process's child), and so are the neighbours the case `staged`."""
+    """Follow the job writing `traces` (one per rank) in real time with the source, and for each of `readers` the
+    stacks' sampling and an engine (`config`), as `gputui diagnose --demo-job` runs them, one snapshot every
+    `interval` from the first (taken at once) for `seconds`, and measure what the machine did besides the job
+    meanwhile: the job is `root` (default: the first trace's process) and every process under it; the sampling
+    itself is left out (it runs on this thread, the stack sampler's py-spy as this process's child), and so are
+    the neighbours the case `staged`. Each reader sees the same readings of the source."""
     paths = (traces,) if isinstance(traces, Path) else tuple(traces)
     source = JobSource(paths, near_cpus=near_cpus)
     source.open()
-    engine = DiagnosticsEngine()
-    snapshots: list[Snapshot] = []
-    events: list[str] = []
-    seen: dict[tuple[str, tuple[int, ...], float], Finding] = {}
+    pipelines = [_Pipeline(stacks, config) for stacks in readers]
     marks: list[tuple[float, float]] = []  # (monotonic time, the job's busy seconds then) at the first and last
     counters: list[Usage] = []  # the machine's counters at the first and last
-    state = DiagnosticsState()
     start = time.monotonic()
     count = round(seconds / interval) + 1
     try:
         for i in range(count):
             time.sleep(max(0.0, start + i * interval - time.monotonic()))
             snapshot = source.sample()
-            if stacks is not None:
-                snapshot = stacks.attach(snapshot)
             if i in (0, count - 1):
                 now, record = time.monotonic(), read_trace(paths[0])
                 marks.append((now, record.busy_at(now)))
                 counters.append(usage(record.pid if root is None else root))
-            snapshots.append(snapshot)
-            events += snapshot.events
-            state = engine.update(snapshot)
-            if stacks is not None:
-                stacks.consider(Tick(snapshot, state.active, state.closed, state.verdict))
-            seen.update(((f.rule, f.gpus, f.started_at), f) for f in (*state.active, *state.closed))
+            for pipeline in pipelines:
+                pipeline.update(snapshot)
     finally:
         source.close()
-        if stacks is not None:
-            stacks.close(timeout=STACKS_CLOSE_S)  # the window in progress ends: no py-spy outlives the case
+        for pipeline in pipelines:
+            if pipeline.stacks is not None:
+                pipeline.stacks.close(timeout=STACKS_CLOSE_S)  # the window in progress ends: no py-spy outlives it
     (first_at, first_busy), (last_at, last_busy) = marks[0], marks[-1]
     busy_pct = 100.0 * (last_busy - first_busy) / (last_at - first_at) if last_at > first_at else 0.0
-    ordered = tuple(sorted(seen.values(), key=lambda f: (f.started_at, f.rule)))
     neighbours = between(counters[0], counters[-1], frozenset(staged))
-    return Followed(tuple(snapshots), state, ordered, tuple(events), busy_pct, neighbours)
+    return Followed(tuple(p.reading() for p in pipelines), busy_pct, neighbours)
 
 
 # -- reading the stacks as another user ------------------------------------------------------------------------

@@ -45,13 +45,14 @@ def test_the_gpu_follows_the_jobs_gpu_time_and_its_process_is_the_real_job(half_
     busy = crowded(followed.neighbours)
     if busy is not None:
         pytest.skip(busy)  # the worker needs its core: what it is measured against
-    utils = [s.gpus[0].utilization_gpu_pct for s in followed.snapshots]
+    [reading] = followed.readings
+    utils = [s.gpus[0].utilization_gpu_pct for s in reading.snapshots]
     # After the first reading (the instant after open), the readings tile the time the job reports on.
     util = mean(utils[1:])
     print(f"GPU utilization {util}, the job's own share {followed.job_busy_pct}")
     assert util is not None and abs(util - followed.job_busy_pct) < 3
     assert 35 <= followed.job_busy_pct <= 65  # what the job was built to do: 20 ms of every ~40
-    last = followed.snapshots[-1]
+    last = reading.snapshots[-1]
     assert [p.pid for p in last.gpus[0].processes] == [pid]
     proc = last.host.process(pid)
     assert proc is not None and proc.cmdline is not None and "examples/lab/train.py" in proc.cmdline
