@@ -512,17 +512,18 @@ def _dirty_kb() -> int:
     return sum(int(rows.get(name, "0 kB").split()[0]) for name in ("Dirty", "Writeback"))
 
 
-def settle(timeout: float = SETTLE_S) -> None:
+def settle(job: int | None = None, timeout: float = SETTLE_S) -> None:
     """Let what the tests before this case left end before it measures: this process's children (a server or a
-    job on its way out), and the pages they wrote, which the kernel would write back over the case (os.sync, then
-    until /proc/meminfo's Dirty and Writeback are under SETTLED_DIRTY_KB). Bounded by `timeout`: what is still
-    busy then is measured like any neighbour."""
+    job on its way out; `job` and those under it are the case's own), and the pages they wrote, which the kernel
+    would write back over the case (os.sync, then until /proc/meminfo's Dirty and Writeback are under
+    SETTLED_DIRTY_KB). Bounded by `timeout`: what is still busy then is measured like any neighbour."""
     deadline = time.monotonic() + timeout
     me = psutil.Process()
     while time.monotonic() < deadline:
         with contextlib.suppress(psutil.Error):
-            alive = [p for p in me.children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
-            if not alive:
+            own = {job} | {p.pid for p in psutil.Process(job).children(recursive=True)} if job is not None else set()
+            left = [p for p in me.children(recursive=True) if p.pid not in own and p.status() != psutil.STATUS_ZOMBIE]
+            if not left:
                 break
         time.sleep(0.1)
     os.sync()

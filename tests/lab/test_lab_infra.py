@@ -35,7 +35,7 @@ def half_busy() -> Iterator[Job]:
 
 def test_the_gpu_follows_the_jobs_gpu_time_and_its_process_is_the_real_job(half_busy: Job) -> None:
     pid = half_busy.process.pid
-    settle()
+    settle(pid)
     await_quiet(pid, reads_disk=False)
     (worker,) = psutil.Process(pid).children()
     before = worker.cpu_times()
