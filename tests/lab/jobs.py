@@ -2,9 +2,10 @@
 
 Each case starts one job as a subprocess (a torch.distributed one under torchrun, a rank per simulated GPU), waits
 for its traces, follows it with the `--demo-job` source (gputui.sources.sim.job), the stacks' sampling and the
-diagnostics engine at 0.5 s for RUN_S seconds, wired as the product's Sampler wires them, and returns what was
-seen: the snapshots (with the activity read from the job's stacks), the verdict at the end, and every finding
-that was open at some point. A variant runs the same job under `gputui run` (its stacks read from inside), or
+diagnostics engine at 0.5 s for the case's seconds (RUN_S, or more: see there), wired as the product's Sampler
+wires them but with the lab's shorter window and holds (LAB_DIAGNOSTICS, LAB_STACKS), and returns what was seen:
+the snapshots (with the activity read from the job's stacks), the verdict at the end, and every finding that was
+open at some point. A variant runs the same job under `gputui run` (its stacks read from inside), or
 reads its stacks as an unprivileged user (ptrace refused). The job is killed with every process under it (its
 ranks and data-loader workers too) in a `finally`, and so is any cgroup made for it.
 
@@ -46,6 +47,7 @@ import psutil
 from gputui.diagnostics.config import DiagnosticsConfig
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.diagnostics.tick import Tick
 from gputui.model import HostSample, JobActivity, ProcSample, Snapshot
 from gputui.serialize import activity_from_dict
@@ -67,23 +69,30 @@ STACKS_CLOSE_S = 15.0
 # Who reads the stacks in the refused-ptrace variant: another user than the job's (root's), not root.
 UNPRIVILEGED_USER = "nobody"
 INTERVAL_S = 0.5
-# The lab's diagnostics: the product's rules, thresholds and 10 s window, with the holds that pace a monitor left
-# on all day shortened to what a case needs to see every finding and verdict it asserts settle: a condition holds
-# HOLD_S before its finding opens and is clear HOLD_S before it closes (the product's 3 s and 5 s), and a verdict
-# gives way after HOLD_S too.
+# The lab's diagnostics: the product's rules and thresholds, with the waits that pace a monitor left on all day
+# shortened to what a case needs to see every finding and verdict it asserts settle. The rules look at the last
+# LAB_WINDOW_S (the product's 10 s: the lab's jobs repeat every 0.1 to 0.6 s, so 12 readings hold many of their
+# cycles) and the verdict needs half of it; a condition holds HOLD_S before its finding opens and is clear HOLD_S
+# before it closes (the product's 3 s and 5 s), and a verdict gives way after HOLD_S too.
+LAB_WINDOW_S = 6.0
 HOLD_S = 1.5
-LAB_DIAGNOSTICS = DiagnosticsConfig(open_after_s=HOLD_S, close_after_s=HOLD_S)
+LAB_DIAGNOSTICS = DiagnosticsConfig(
+    thresholds=Thresholds(window_s=LAB_WINDOW_S), open_after_s=HOLD_S, close_after_s=HOLD_S
+)
 # A window of stack samples of 2 s at 40 Hz (the product's: 4 s at 20 Hz), the same 80 samples; the product's
 # cooldown_s and recheck_s (300 s, 60 s) outlast any case: one window of a process per case.
 LAB_STACKS = StacksConfig(window_s=2.0, rate_hz=40)
-# The verdict needs half the engine's window (5 s), and the findings are open by then: 8 s sees them all.
-RUN_S = 8.0
+# The verdict comes after half the window (3 s), and gives way once (HOLD_S) where the first readings misled it;
+# the findings are open by then: 6.5 s sees them all.
+RUN_S = 6.5
 # A verdict named by the stacks comes later: the first sign that the GPU waits (a starvation finding, ~2.5 s, or
-# the verdict, 5 s) starts a window of stack samples (2 s); the finding that reads it opens HOLD_S after, the
-# starvation finding it steps aside for closes HOLD_S after that, and the verdict gives way HOLD_S later (~10 s).
-# Each further rank's window comes after the one before.
-STACKS_RUN_S = 12.0
-RANKS_RUN_S = 13.0
+# the verdict, 3 s) starts a window of stack samples (2 s); the finding that reads it opens HOLD_S after, the
+# starvation finding it steps aside for closes HOLD_S after that, and the verdict gives way HOLD_S later (~9 s).
+# Each further rank's window comes after the one before (~11 s for two). Under `gputui run` the stacks are what
+# the job published, read at once: the verdict that names them settles by ~6 s.
+STACKS_RUN_S = 11.0
+RANKS_RUN_S = 13.5
+IN_PROCESS_RUN_S = 7.5
 # The longest a job may take to import torch, start its workers (and write its files) and report its first batch.
 START_TIMEOUT_S = 60.0
 # The most CPU other processes may use beside a lab job (cores, the mean over the run). The rules read the host's
@@ -581,7 +590,10 @@ def run_reads(
     following it for `seconds` (default: the case's) at `interval`; each variant's outcome. CaseSkipped when this
     machine cannot stage it."""
     began = time.monotonic()
-    seconds = seconds if seconds is not None else case.seconds or RUN_S
+    if seconds is None:
+        seconds = case.seconds or RUN_S
+        if "run" in variants:
+            seconds = min(seconds, IN_PROCESS_RUN_S)
     if len(variants) > 1 and not set(variants) <= set(case.reads):
         raise ValueError(f"case {case.name} is read in {case.reads} at once, not in {tuple(variants)}")
     missing = torch_missing()
