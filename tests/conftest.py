@@ -40,6 +40,23 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.fixture
+def utc() -> Iterator[None]:
+    """This process's local time is UTC while the test runs: for a test that asserts the wall-clock times a
+    recording shows, which are the recording machine's (its time zone), not a fixed zone."""
+    before = os.environ.get("TZ")
+    os.environ["TZ"] = "UTC"
+    time.tzset()
+    try:
+        yield
+    finally:
+        if before is None:
+            del os.environ["TZ"]
+        else:
+            os.environ["TZ"] = before
+        time.tzset()
+
+
 def _descendants() -> set[psutil.Process]:
     """This process's children and theirs. One waitid call answers the usual case, no child at all, without the
     scan of every process on the machine that finding them takes (children of every thread count)."""

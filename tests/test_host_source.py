@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from gputui.sources.host.procfs import CLOCK_TICKS
-from gputui.sources.host.source import CHILDREN_EVERY, LINK_EVERY, SCHED_EVERY, HostSource, rate
+from gputui.sources.host.source import (
+    CHILDREN_EVERY,
+    LINK_EVERY,
+    OTHERS_CMDLINE_CHARS,
+    SCHED_EVERY,
+    HostSource,
+    rate,
+)
 from tests.conftest import Clock
 from tests.container.fake_tree import process, stat_line, write
 from tests.fake_psutil import NO_PROC, FakeProcess, FakePsutil, netio, scputimes, sdiskio
@@ -762,7 +769,11 @@ def test_real_busy_processes_outside_the_job_are_named(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     others = {pid: (name, cmdline, cpu) for pid, name, cmdline, cpu in json.loads(run.stdout)}
     name, cmdline, cpu = others[spinner.pid]
-    assert name.startswith("python") and cmdline.endswith("# neighbour") and cpu > 0
+    # Its command line whole, or cut with "…" where longer than shown: sys.executable is as long as the path the
+    # project is checked out under.
+    command = " ".join(spinner.args)
+    shown = command if len(command) <= OTHERS_CMDLINE_CHARS else command[: OTHERS_CMDLINE_CHARS - 1] + "…"
+    assert name.startswith("python") and cmdline == shown and cpu > 0
     commands = [cmdline or "" for _, cmdline, _ in others.values()]
     assert not [c for c in commands if "time.sleep(60)" in c]  # the job and its worker, forked with its command
     assert not [c for c in commands if "OTHERS_SHOWN" in c]  # the sampler itself

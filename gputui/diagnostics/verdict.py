@@ -106,6 +106,11 @@ def verdict_to_dict(verdict: Verdict) -> dict[str, Any]:
     return out
 
 
+# A finding as a verdict's words name it: its rule, its variant (which cause its words give) and its GPUs. Two
+# findings of one rule are two causes: a rank waiting in a collective beside another running its own Python.
+Cause = tuple[str, str, tuple[int, ...]]
+
+
 @dataclass(frozen=True, slots=True)
 class Judgement:
     """What bounds the job this instant, before it is put into words: the classes and their GPUs (`key`, what
@@ -118,7 +123,10 @@ class Judgement:
     words: Callable[[], Verdict]
     quiet: frozenset[int] = frozenset()
     flagged: frozenset[int] = frozenset()
-    named: frozenset[str] = frozenset()  # the rules whose findings its words name
+    named: frozenset[Cause] = frozenset()  # the findings its words name
+    # (unit, when its main process's stacks were read) for each unit whose words say what its stacks show, or why
+    # there are none: a reading that arrives (or is refused) is said on its tick, like a cause
+    read: frozenset[tuple[int, float]] = frozenset()
 
 
 def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Verdict:
@@ -165,16 +173,17 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
     parts = tuple((cls, tuple(i for i in everyone if busy.get(i) == cls)) for cls in order)
     # The findings its words name (the causes of a class, or those noted beside GPU-bound, underused and idle): one
     # that opens or closes renews the words at once, as the class itself needs no holding to stay what it is.
-    named = frozenset(f.rule for _, gpus in parts for i in gpus for f in causes[i])
+    named = frozenset((f.rule, f.variant, f.gpus) for _, gpus in parts for i in gpus for f in causes[i])
     # The GPUs it says nothing holds back: those of a GPU-bound, underused or idle group that names no finding.
     quiet = frozenset(i for cls, gpus in parts if cls in _UNBOUND and not any(causes[g] for g in gpus) for i in gpus)
+    read = _stacks_read(window, tuple(i for cls, gpus in parts if cls in _WAITING or cls == "gpu_bound" for i in gpus))
 
     def group(cls: str, gpus: tuple[int, ...]) -> Verdict:
         return _group(window, th, cls, gpus, causes, any(i in explained for i in gpus), everyone, lang)
 
     if len(parts) == 1:
         cls, gpus = parts[0]
-        return Judgement((cls, _units_key(gpus)), lambda: group(cls, gpus), quiet, frozenset(flagged), named)
+        return Judgement((cls, _units_key(gpus)), lambda: group(cls, gpus), quiet, frozenset(flagged), named, read)
 
     def mixed() -> Verdict:
         groups = tuple(group(cls, gpus) for cls, gpus in parts)
@@ -182,7 +191,14 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
         return _make("mixed", tuple(sorted(busy)), {"groups": summary}, (), lang, now, groups=groups)
 
     keyed = tuple((cls, _units_key(gpus)) for cls, gpus in parts)
-    return Judgement(("mixed", _units_key(tuple(sorted(busy))), keyed), mixed, quiet, frozenset(flagged), named)
+    return Judgement(("mixed", _units_key(tuple(sorted(busy))), keyed), mixed, quiet, frozenset(flagged), named, read)
+
+
+def _stacks_read(w: Window, units: tuple[int, ...]) -> frozenset[tuple[int, float]]:
+    """(unit, when its main process's stacks were last read) for those of `units` whose were."""
+    samples = {g.index: g for g in w.gpus()}
+    procs = ((i, main_process(w, w.pids(samples[i]))) for i in units if i in samples)
+    return frozenset((i, p.activity.taken_at) for i, p in procs if p is not None and p.activity is not None)
 
 
 def _units_key(units: tuple[int, ...]) -> object:
@@ -429,7 +445,8 @@ class VerdictTracker:
     While the same verdict stands its words (the means in its sentence) are renewed every `refresh_s` only: a
     sentence that changed every tick would repaint the pane every tick, over a slow link, to say the same. The
     causes it names are renewed at once: a finding that opens or closes beside the same class is said on its tick
-    (the findings have their own hysteresis, so this does not flap).
+    (the findings have their own hysteresis, so this does not flap), and so is a new reading of a job's stacks
+    (what they show, or why none could be read).
     """
 
     def __init__(self, hold_s: float, refresh_s: float = 10.0) -> None:
@@ -438,7 +455,8 @@ class VerdictTracker:
         self._current: Verdict | None = None
         self._current_key: tuple[object, ...] | None = None  # the key of the judgement it was taken from
         self._quiet: frozenset[int] = frozenset()  # the units the current verdict says nothing holds back
-        self._named: frozenset[str] = frozenset()  # the rules the current verdict's words name
+        self._named: frozenset[Cause] = frozenset()  # the findings the current verdict's words name
+        self._read: frozenset[tuple[int, float]] = frozenset()  # the stack readings its words say
         self._worded = 0.0  # when the current verdict's words were last renewed
         self._judged: tuple[tuple[object, ...], float] | None = None  # this instant's key, and since when
         self._contradicted: float | None = None  # since when the current verdict is not this instant's
@@ -451,7 +469,8 @@ class VerdictTracker:
         if current is not None and candidate.key == self._current_key:
             self._contradicted = None
             # `unknown` counts down each tick; a cause that opens or closes is said at once.
-            if current.cls == "unknown" or candidate.named != self._named or now - self._worded >= self.refresh_s:
+            renew = candidate.named != self._named or candidate.read != self._read
+            if current.cls == "unknown" or renew or now - self._worded >= self.refresh_s:
                 return self._take(candidate, replace(candidate.words(), since=current.since), now)
             return current
         if self._contradicted is None:
@@ -469,6 +488,6 @@ class VerdictTracker:
         """The verdict shown from now, and the key of the judgement it came from: the next judgements are compared
         with that key (a Verdict's own key names its groups, not the findings a judgement notes)."""
         self._current, self._current_key, self._quiet, self._worded = verdict, judged.key, judged.quiet, now
-        self._named = judged.named
+        self._named, self._read = judged.named, judged.read
         self._contradicted = None
         return verdict

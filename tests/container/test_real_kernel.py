@@ -31,6 +31,8 @@ from tests.cgroups import remove_group
 from tests.container.fake_tree import write
 
 QUOTA_US, PERIOD_US = 50_000, 100_000
+# cpu.shares at its most (the kernel caps it at 2^18): the weight the group competes for a CPU with.
+MAX_SHARES = 262_144
 # A minor no real machine has (NVIDIA's minors stop at 254: 255 is nvidiactl); it only exists inside the
 # test's own mount namespace.
 FAKE_MINOR = 250
@@ -105,6 +107,9 @@ def quota_group() -> Iterator[QuotaGroup]:
             groups[controller] = path
         (groups["cpu"] / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
         (groups["cpu"] / "cpu.cfs_quota_us").write_text(f"{QUOTA_US}\n")
+        # The group's weight at its most, so that other work on a shared machine does not keep its child under
+        # the quota (which alone keeps it to half a core): the quota is what the test reads being used up.
+        (groups["cpu"] / "cpu.shares").write_text(f"{MAX_SHARES}\n")
         child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         for path in set(groups.values()):
             (path / "cgroup.procs").write_text(f"{child.pid}\n")

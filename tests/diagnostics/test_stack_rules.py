@@ -18,7 +18,7 @@ from gputui.diagnostics.rules.container import workers_oversubscribed
 from gputui.diagnostics.rules.starvation import cpu_contention, starvation_cpu, starvation_io
 from gputui.diagnostics.rules.waits import job_waits
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.diagnostics.verdict import judge
+from gputui.diagnostics.verdict import VerdictTracker, classify, judge
 from gputui.model import (
     ActivityFrame,
     ActivityKind,
@@ -248,6 +248,19 @@ def test_look_inside_the_job_stays_only_where_no_stack_was_read_and_says_why() -
     )
     assert _underused(replace(LOOP, cpu_pct=10.0)).endswith("no stack of its main thread sampled yet")
     assert "无法读取它的栈：ptrace is refused" in _underused(replace(LOOP, cpu_pct=10.0, activity=refused), "zh")
+
+
+def test_the_verdict_says_why_the_stacks_could_not_be_read_on_the_tick_it_is_known() -> None:
+    """The verdict shown says no stack was sampled yet; the reading that comes back refused is said on its tick,
+    not at the words' next renewal (10 s on)."""
+    refused = JobActivity("py-spy", LAST, 4.0, 0, error="ptrace_refused: ptrace is refused: run gputui as root")
+    tracker = VerdictTracker(hold_s=3.0)
+    unsampled = classify(Window(waiting(replace(LOOP, cpu_pct=10.0)), TH.window_s), (), TH)
+    assert tracker.update(unsampled, LAST).summary.endswith("no stack of its main thread sampled yet")
+    unread = classify(Window(waiting(replace(LOOP, cpu_pct=10.0, activity=refused)), TH.window_s), (), TH)
+    assert tracker.update(unread, LAST + 1).summary.endswith(
+        "its stacks could not be read: ptrace is refused: run gputui as root"
+    )
 
 
 def test_a_stack_read_replaces_look_inside_the_job_with_what_it_shows() -> None:

@@ -133,13 +133,27 @@ def test_a_cause_that_opens_beside_the_same_class_is_named_on_its_tick() -> None
 
     def waiting(causes: tuple[str, ...], t: float) -> Judgement:
         said = Verdict("input_bound", "Input-bound", (0,), ", ".join(causes), ", ".join(causes), since=t)
-        return Judgement(said.key, lambda: said, named=frozenset(causes))
+        return Judgement(said.key, lambda: said, named=frozenset((rule, "", (0,)) for rule in causes))
 
     tracker.update(waiting(("starvation_cpu",), 0.0), 0.0)
     assert tracker.update(waiting(("starvation_cpu",), 1.0), 1.0).summary == "starvation_cpu"
     both = tracker.update(waiting(("starvation_cpu", "workers_oversubscribed"), 2.0), 2.0)
     assert (both.summary, both.since) == ("starvation_cpu, workers_oversubscribed", 0.0)
     assert tracker.update(waiting(("workers_oversubscribed",), 3.0), 3.0).summary == "workers_oversubscribed"
+
+
+def test_a_second_finding_of_a_rule_already_named_is_named_on_its_tick() -> None:
+    """Two ranks underused: rank 1's own Python first, then rank 0 waiting for it in a collective, both job_waits
+    (variants cpu and collective): the words name the second cause when it opens, not 10 s later (the lab's
+    two-rank case ended naming rank 1's alone)."""
+    window = Window(series(10, lambda i: {"gpus": [gpu(g, utilization_gpu_pct=24.0) for g in (0, 1)]}), TH.window_s)
+    cpu = replace(_finding("job_waits", Severity.WARNING, gpus=(1,)), variant="cpu")
+    collective = replace(_finding("job_waits", Severity.WARNING, gpus=(0,)), variant="collective")
+    tracker = VerdictTracker(hold_s=3.0)
+    first = tracker.update(classify(window, (cpu,), TH), 9.0)
+    assert first.cls == "underused" and "in a collective" not in first.summary
+    both = tracker.update(classify(window, (cpu, collective), TH), 10.0)
+    assert (both.cls, both.since) == ("underused", 9.0) and "other ranks, in a collective" in both.summary
 
 
 def test_the_words_are_made_only_when_the_verdict_shown_changes_or_is_renewed() -> None:

@@ -31,7 +31,7 @@ def test_diagnose_prometheus_json(capsys: pytest.CaptureFixture[str], monkeypatc
 
 def test_diagnose_prometheus_text_and_a_prometheus_that_fails(capsys: pytest.CaptureFixture[str]) -> None:
     with canned_prometheus(Behaviour(series=dcgm_series())) as url:
-        main(["diagnose", "--prometheus", url, "--since", "1m", "--match", '{job="dcgm-exporter"}'])
+        main(["diagnose", "--prometheus", url, "--since", "1m", "--match", '{job="dcgm-exporter"}', "--lang", "en"])
     out = capsys.readouterr().out
     assert "== node7 (dcgm-exporter" in out and "not available from dcgm-exporter" in out
     with canned_prometheus(Behaviour(status=500, body=b'{"status":"error","error":"boom"}')) as url:

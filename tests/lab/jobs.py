@@ -2,17 +2,23 @@
 
 Each case starts one job as a subprocess (a torch.distributed one under torchrun, a rank per simulated GPU), waits
 for its traces, follows it with the `--demo-job` source (gputui.sources.sim.job), the stacks' sampling and the
-diagnostics engine at 0.5 s for RUN_S seconds, wired as the product's Sampler wires them, and returns what was
-seen: the snapshots (with the activity read from the job's stacks), the verdict at the end, and every finding
-that was open at some point. A variant runs the same job under `gputui run` (its stacks read from inside), or
+diagnostics engine at 0.5 s for the case's seconds (RUN_S, or more: see there), wired as the product's Sampler
+wires them but with the lab's shorter window and holds (LAB_DIAGNOSTICS, LAB_STACKS), and returns what was seen:
+the snapshots (with the activity read from the job's stacks), the verdict at the end, and every finding that was
+open at some point. A variant runs the same job under `gputui run` (its stacks read from inside), or
 reads its stacks as an unprivileged user (ptrace refused). The job is killed with every process under it (its
 ranks and data-loader workers too) in a `finally`, and so is any cgroup made for it.
 
 A case that this machine cannot stage raises CaseSkipped with the reason: tests turn it into pytest.skip, and
 `python -m tests.lab.show` prints it. The cases measure CPU, so they run one after another, never in parallel,
-and each needs the machine quiet beside its job: other processes' CPU (and disk traffic, for the cold-disk case)
-is measured for a moment before the job starts and over the run (tests/lab/neighbours.py), and a case whose
-machine was busier than it can bear is skipped with the figures rather than judged.
+and each needs the machine quiet beside its job. Before a job is followed the machine is settled (settle: what
+the tests before left to end or write back) and watched while the job starts, for as long as QUIET_WAIT_S, until
+other processes' CPU (and disk traffic, for the cold-disk case) is low enough (tests/lab/neighbours.py); it is
+measured again over the run. A case skips for a busy machine only where it names a process that kept it busy:
+with the figures, rather than judged.
+
+The lab's own instruments stay off the resources a case stages: the job's trace (the simulated GPU's source)
+and its log are written to a tmpfs (instrument_dir), not to the disk the cold-disk case makes the job wait for.
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ import psutil
 from gputui.config import StacksConfig
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.settings import DiagnosticsConfig
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.diagnostics.tick import Tick
 from gputui.model import HostSample, JobActivity, ProcSample, Snapshot
 from gputui.serialize import activity_from_dict
@@ -57,18 +65,35 @@ TRAIN = REPO / "examples/lab/train.py"
 TORCHRUN = ("-m", "torch.distributed.run", "--standalone", "--monitor-interval", "1")
 # What `gputui run -- CMD` is started as (H-agent's command: the job's stacks read from inside it).
 GPUTUI_RUN = ("-m", "gputui", "run", "--")
-# How long a case waits at its end for a window of stack samples in progress (StacksConfig's window_s is 4 s).
+# How long a case waits at its end for a window of stack samples in progress (LAB_STACKS's window_s is 2 s).
 STACKS_CLOSE_S = 15.0
 # Who reads the stacks in the refused-ptrace variant: another user than the job's (root's), not root.
 UNPRIVILEGED_USER = "nobody"
 INTERVAL_S = 0.5
-# The engine's window is 10 s, a finding opens after 3 s and the verdict needs half a window: 15 s sees them all.
-RUN_S = 15.0
-# A verdict named by the stacks comes later: the first verdict that the GPU waits (5 s) starts a window of stack
-# samples (4 s), the finding that reads it opens 3 s after, and the verdict gives way to it 3 s after that (its
-# hysteresis); each further rank's window comes after the one before.
-STACKS_RUN_S = 20.0
-RANKS_RUN_S = 25.0
+# The lab's diagnostics: the product's rules and thresholds, with the waits that pace a monitor left on all day
+# shortened to what a case needs to see every finding and verdict it asserts settle. The rules look at the last
+# LAB_WINDOW_S (the product's 10 s: the lab's jobs repeat every 0.1 to 0.6 s, so 12 readings hold many of their
+# cycles) and the verdict needs half of it; a condition holds HOLD_S before its finding opens and is clear HOLD_S
+# before it closes (the product's 3 s and 5 s), and a verdict gives way after HOLD_S too.
+LAB_WINDOW_S = 6.0
+HOLD_S = 1.5
+LAB_DIAGNOSTICS = DiagnosticsConfig(
+    thresholds=Thresholds(window_s=LAB_WINDOW_S), open_after_s=HOLD_S, close_after_s=HOLD_S
+)
+# A window of stack samples of 2 s at 40 Hz (the product's: 4 s at 20 Hz), the same 80 samples; the product's
+# cooldown_s and recheck_s (300 s, 60 s) outlast any case: one window of a process per case.
+LAB_STACKS = StacksConfig(window_s=2.0, rate_hz=40)
+# The verdict comes after half the window (3 s), and gives way once (HOLD_S) where the first readings misled it;
+# the findings are open by then: 6.5 s sees them all.
+RUN_S = 6.5
+# A verdict named by the stacks comes later: the first sign that the GPU waits (a starvation finding, ~2.5 s, or
+# the verdict, 3 s) starts a window of stack samples (2 s); the finding that reads it opens HOLD_S after, the
+# starvation finding it steps aside for closes HOLD_S after that, and the verdict gives way HOLD_S later (~9 s).
+# Each further rank's window comes after the one before (~11 s for two). Under `gputui run` the stacks are what
+# the job published, read at once: the verdict that names them settles by ~6 s.
+STACKS_RUN_S = 11.0
+RANKS_RUN_S = 13.5
+IN_PROCESS_RUN_S = 7.5
 # The longest a job may take to import torch, start its workers (and write its files) and report its first batch.
 START_TIMEOUT_S = 60.0
 # The most CPU other processes may use beside a lab job (cores, the mean over the run). The rules read the host's
@@ -78,18 +103,26 @@ OTHERS_MAX_CORES = 0.25
 # The most other processes may move on the disks beside the job that reads a cold disk (MB/s): its own reads
 # are 50 MB/s and more.
 QUIET_DISK_MB_S = 10.0
-# How long the machine is watched before a case's job starts: a machine already too busy skips the case at once.
+# How the machine is watched before a case's job is followed: over the job's start, then for QUIET_CHECK_S at a
+# time, for at most QUIET_WAIT_S, until it is quiet (OTHERS_MAX_CORES, QUIET_DISK_MB_S).
 QUIET_CHECK_S = 1.0
+QUIET_WAIT_S = 30.0
+# Settling what the tests before left: the dirty pages written back (os.sync, then /proc/meminfo's Dirty and
+# Writeback below SETTLED_DIRTY_KB), and this process's children gone, for at most SETTLE_S.
+SETTLE_S = 20.0
+SETTLED_DIRTY_KB = 4096
 
 
 class CaseSkipped(Exception):
     """This machine cannot stage the case; the message says why."""
 
 
-def crowded(neighbours: Neighbours, reads_disk: bool = False) -> str | None:
+def crowded(neighbours: Neighbours, reads_disk: bool = False, named: bool = True) -> str | None:
     """Why the machine was busier than a lab job can bear (see OTHERS_MAX_CORES; the disk too for a job that
-    reads one), with the figures; None when it was quiet enough."""
-    if neighbours.others_cores > OTHERS_MAX_CORES:
+    reads one), with the figures and the processes that made it so; None when it was quiet enough. With `named`,
+    also None where no process there can be named: a load that came and went (short-lived processes, the
+    kernel) is not a neighbour to skip for, and the case is judged."""
+    if neighbours.others_cores > OTHERS_MAX_CORES and (neighbours.busiest or not named):
         return (
             f"{neighbours.describe_cpu()}; the case needs the machine quiet beside its job (at most"
             f" {OTHERS_MAX_CORES:g} of a CPU used by other processes)"
@@ -98,12 +131,16 @@ def crowded(neighbours: Neighbours, reads_disk: bool = False) -> str | None:
         disk = neighbours.others_disk_mb_s
         if disk is None:
             return "the disks' counters cannot be read: whether other processes kept the disk busy is unknown"
-        if disk > QUIET_DISK_MB_S:
-            return (
-                f"other processes moved {disk:.1f} MB/s on the disks over {neighbours.seconds:.0f} s; the"
-                f" case needs a quiet disk (at most {QUIET_DISK_MB_S:g} MB/s)"
-            )
+        if disk > QUIET_DISK_MB_S and (neighbours.busiest_disk or not named):
+            return f"{neighbours.describe_disk()}; the case needs a quiet disk (at most {QUIET_DISK_MB_S:g} MB/s)"
     return None
+
+
+# How a case's job is started and its stacks read: as a user starts it, with the stacks read from outside
+# (py-spy, as root); under `gputui run -- ...` (the in-process sampler publishes them); or started as root with
+# its stacks read by an unprivileged user, whom ptrace refuses.
+Variant = Literal["", "run", "unprivileged"]
+VARIANTS: tuple[Variant, ...] = ("", "run", "unprivileged")
 
 
 @dataclass(frozen=True)
@@ -124,13 +161,9 @@ class Case:
     # neighbours a contention case stages on purpose, counted apart from the machine's others.
     neighbours: int = 0
     seconds: float | None = None  # how long the job is followed (None: RUN_S)
-
-
-# How a case's job is started and its stacks read: as a user starts it, with the stacks read from outside
-# (py-spy, as root); under `gputui run -- ...` (the in-process sampler publishes them); or started as root with
-# its stacks read by an unprivileged user, whom ptrace refuses.
-Variant = Literal["", "run", "unprivileged"]
-VARIANTS: tuple[Variant, ...] = ("", "run", "unprivileged")
+    # The variants its job, started as a user starts it, is read in at once, each by a stack reader and an engine
+    # of its own: "" and "unprivileged" differ only in who reads the stacks ("run" starts another job).
+    reads: tuple[Variant, ...] = ("",)
 
 
 # Two workers making light samples (4 x 2 ms of CPU a batch): the loader keeps up with any step of 15 ms or more.
@@ -194,6 +227,7 @@ CASES: tuple[Case, ...] = (
         "2 workers that keep up, GPU step 20 ms, then the main loop asleep 60 ms in wait_for_lock",
         (*LOADER_KEEPS_UP, "--gpu-step-ms", "20", "--block-ms", "60"),
         seconds=STACKS_RUN_S,
+        reads=("", "unprivileged"),
     ),
     Case(
         "i",
@@ -241,6 +275,7 @@ class Outcome:
     neighbours: Neighbours  # what the machine did besides the job over the time sampled
     start_s: float  # from starting the job to its first record
     run_s: float  # the whole case, the job's start and stop included
+    verdicts: tuple[tuple[float, str], ...] = ()  # (seconds from the first snapshot, the verdict's class) as it changed
 
     @property
     def pid(self) -> int:
@@ -312,37 +347,63 @@ def rank_traces(trace: Path, ranks: int) -> tuple[Path, ...]:
     return tuple(trace.with_name(f"{trace.stem}.rank{rank}{trace.suffix}") for rank in range(ranks))
 
 
+def _tmpfs() -> Path | None:
+    """/dev/shm where it is a tmpfs this process may write to, from this process's mountinfo; else None."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/self/mountinfo").read_text().splitlines():
+            left, _, right = line.partition(" - ")
+            fields, tail = left.split(), right.split()
+            if len(fields) >= 5 and fields[4] == "/dev/shm" and tail[:1] == ["tmpfs"]:
+                return Path("/dev/shm") if os.access("/dev/shm", os.W_OK) else None
+    return None
+
+
+@contextlib.contextmanager
+def instrument_dir() -> Iterator[Path]:
+    """A directory for what the lab itself writes beside a job (its trace, its log), removed on the way out: in a
+    tmpfs where there is one, so that the job's reports never wait on a disk a case keeps busy (the cold-disk
+    case's reads blocked the trace's rename in the job's main thread, and gputui rightly named it); else in the
+    system's temporary directory."""
+    with tempfile.TemporaryDirectory(prefix="gputui-lab-", dir=_tmpfs()) as directory:
+        yield Path(directory)
+
+
 @contextlib.contextmanager
 def started_job(
     args: Sequence[str],
-    workdir: Path,
     seconds: float = 120.0,
     cgroups: Sequence[Path] = (),
     ranks: int = 1,
     prefix: Sequence[str] = (),
 ) -> Iterator[Job]:
     """Start train.py with `args` (in the cgroups given, from its first instruction on, so its workers are too;
-    `ranks` of it under torchrun; under `prefix`), wait for every rank's first record, and kill every process
-    under it on the way out, whatever happens."""
-    trace, log = workdir / "job.json", workdir / "job.log"
-    train = train_command(args, trace, seconds, ranks, prefix)
-    command = train
-    if cgroups:
-        join = 'for g in $LAB_CGROUPS; do echo $$ > "$g/cgroup.procs" || exit 97; done; exec "$@"'
-        command = ["sh", "-c", join, "sh", *train]
-    env = {**os.environ, "LAB_CGROUPS": " ".join(str(g) for g in cgroups)}
-    began = time.monotonic()
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            command, stdout=output, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True, env=env
-        )
-    job = Job(process, tuple(train), rank_traces(trace, ranks), log)
-    try:
-        wait_for_trace(job, START_TIMEOUT_S)
-        job.start_s = time.monotonic() - began
-        yield job
-    finally:
-        stop(job)
+    `ranks` of it under torchrun; under `prefix`), its trace and log in an instrument_dir, wait for every rank's
+    first record, and kill every process under it on the way out, whatever happens."""
+    with instrument_dir() as directory:
+        trace, log = directory / "job.json", directory / "job.log"
+        train = train_command(args, trace, seconds, ranks, prefix)
+        command = train
+        if cgroups:
+            join = 'for g in $LAB_CGROUPS; do echo $$ > "$g/cgroup.procs" || exit 97; done; exec "$@"'
+            command = ["sh", "-c", join, "sh", *train]
+        env = {**os.environ, "LAB_CGROUPS": " ".join(str(g) for g in cgroups)}
+        began = time.monotonic()
+        with log.open("wb") as output:
+            process = subprocess.Popen(
+                command,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env=env,
+            )
+        job = Job(process, tuple(train), rank_traces(trace, ranks), log)
+        try:
+            wait_for_trace(job, START_TIMEOUT_S)
+            job.start_s = time.monotonic() - began
+            yield job
+        finally:
+            stop(job)
 
 
 def wait_for_trace(job: Job, timeout: float) -> None:
@@ -452,6 +513,58 @@ def cold_reads_reach_the_disk(directory: Path) -> str | None:
     return None
 
 
+# -- settling the machine ------------------------------------------------------------------------------------
+
+
+def _dirty_kb() -> int:
+    """The page cache's dirty pages and those being written back now (/proc/meminfo), in kB."""
+    rows = dict(line.split(":", 1) for line in Path("/proc/meminfo").read_text().splitlines() if ":" in line)
+    return sum(int(rows.get(name, "0 kB").split()[0]) for name in ("Dirty", "Writeback"))
+
+
+def settle(job: int | None = None, timeout: float = SETTLE_S) -> None:
+    """Let what the tests before this case left end before it measures: this process's children (a server or a
+    job on its way out; `job` and those under it are the case's own), and the pages they wrote, which the kernel
+    would write back over the case (os.sync, then until /proc/meminfo's Dirty and Writeback are under
+    SETTLED_DIRTY_KB). Bounded by `timeout`: what is still busy then is measured like any neighbour."""
+    deadline = time.monotonic() + timeout
+    me = psutil.Process()
+    while time.monotonic() < deadline:
+        with contextlib.suppress(psutil.Error):
+            own = {job} | {p.pid for p in psutil.Process(job).children(recursive=True)} if job is not None else set()
+            left = [p for p in me.children(recursive=True) if p.pid not in own and p.status() != psutil.STATUS_ZOMBIE]
+            if not left:
+                break
+        time.sleep(0.1)
+    os.sync()
+    while _dirty_kb() > SETTLED_DIRTY_KB and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
+def await_quiet(root: int, reads_disk: bool, since: Usage | None = None, staged: Sequence[int] = ()) -> None:
+    """Until the machine is quiet beside the job under `root` (and the neighbours a case `staged`): measured from
+    `since` (taken before the job started, so that its start counts; None: from now, over QUIET_CHECK_S) and then
+    QUIET_CHECK_S at a time, for at most QUIET_WAIT_S. CaseSkipped where it is still busy then and a process there
+    is named for it; where none is, the case goes on and its figures say what the machine did."""
+    deadline = time.monotonic() + QUIET_WAIT_S
+    if since is None:
+        since = usage(root)
+        time.sleep(QUIET_CHECK_S)
+    start = since
+    while True:
+        end = usage(root)
+        seen = between(start, end, frozenset(staged))
+        if crowded(seen, reads_disk, named=False) is None:
+            return
+        if time.monotonic() >= deadline:
+            named = crowded(seen, reads_disk)
+            if named is not None:
+                raise CaseSkipped(f"for {QUIET_WAIT_S:g} s before its job was followed, {named}")
+            return
+        start = end
+        time.sleep(QUIET_CHECK_S)
+
+
 # -- following a job ---------------------------------------------------------------------------------------
 
 
@@ -464,28 +577,44 @@ def run_case(
 ) -> Outcome:
     """Stage `case` (in `variant`), follow its job for `seconds` (default: the case's) at `interval`, and return
     what was seen; CaseSkipped when this machine cannot stage it."""
+    return run_reads(case, (variant,), seconds, interval, log)[variant]
+
+
+def run_reads(
+    case: Case,
+    variants: Sequence[Variant],
+    seconds: float | None = None,
+    interval: float = INTERVAL_S,
+    log: Callable[[str], object] | None = None,
+) -> dict[Variant, Outcome]:
+    """Stage `case` once and read its job in each of `variants` at once (those of case.reads, or "run" alone),
+    following it for `seconds` (default: the case's) at `interval`; each variant's outcome. CaseSkipped when this
+    machine cannot stage it."""
     began = time.monotonic()
-    seconds = seconds if seconds is not None else case.seconds or RUN_S
+    if seconds is None:
+        seconds = case.seconds or RUN_S
+        if "run" in variants:
+            seconds = min(seconds, IN_PROCESS_RUN_S)
+    if len(variants) > 1 and not set(variants) <= set(case.reads):
+        raise ValueError(f"case {case.name} is read in {case.reads} at once, not in {tuple(variants)}")
     missing = torch_missing()
     if missing is not None:
         raise CaseSkipped(missing)
     if (os.cpu_count() or 1) < case.needs_cpus:
         raise CaseSkipped(f"needs {case.needs_cpus} CPUs, this machine has {os.cpu_count()}")
     prefix: tuple[str, ...] = ()
-    read: Callable[[int, float], JobActivity] | None = None
-    if variant == "run":
-        if importlib.util.find_spec("gputui.commands.run") is None:
-            raise CaseSkipped("`gputui run` is not in this gputui (gputui/commands/run.py)")
-        prefix = GPUTUI_RUN
-    elif variant == "unprivileged":
-        read = read_as(UNPRIVILEGED_USER)
-    quiet = usage(None)
-    time.sleep(QUIET_CHECK_S)
-    busy = crowded(between(quiet, usage(None)), reads_disk=bool(case.data_files))
-    if busy is not None:
-        raise CaseSkipped(f"before its job started, {busy}")
+    readers: list[JobStacks] = []
+    for variant in variants:
+        if variant == "run":
+            if importlib.util.find_spec("gputui.commands.run") is None:
+                raise CaseSkipped("`gputui run` is not in this gputui (gputui/commands/run.py)")
+            prefix = GPUTUI_RUN
+        reader = read_as(UNPRIVILEGED_USER) if variant == "unprivileged" else None
+        readers.append(JobStacks(LAB_STACKS) if reader is None else JobStacks(LAB_STACKS, read=reader))
+    reads_disk = bool(case.data_files)
     with contextlib.ExitStack() as stack:
-        # Data files go beside the repository, on the disk it is on: /tmp may be a tmpfs, which no read misses.
+        # Data files and checkpoints go beside the repository, on the disk it is on: /tmp may be a tmpfs, which
+        # no read misses and where no write waits.
         workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix=".lab-", dir=REPO)))
         args = list(case.args)
         if case.data_files:
@@ -494,47 +623,64 @@ def run_case(
                 raise CaseSkipped(reason)
             data = ["--make-data", str(case.data_files), "--file-mb", str(case.file_mb), "--cold-cache"]
             args += ["--data-dir", str(workdir / "data"), *data]
+        if "--checkpoint-every" in args:
+            args += ["--checkpoint-dir", str(workdir)]
         groups = stack.enter_context(quota_group(case.quota_cores)) if case.quota_cores is not None else ()
+        settle()
         staged: tuple[int, ...] = ()
         if case.neighbours:
             try:
                 staged = stack.enter_context(spinners(case.neighbours))
             except NoNeighbours as missing:
                 raise CaseSkipped(str(missing)) from None
-        job = stack.enter_context(
-            started_job(args, workdir, seconds=seconds + 60.0, cgroups=groups, ranks=case.ranks, prefix=prefix)
-        )
+        since = usage(None)
+        lasts = seconds + QUIET_WAIT_S + 60.0
+        job = stack.enter_context(started_job(args, seconds=lasts, cgroups=groups, ranks=case.ranks, prefix=prefix))
+        await_quiet(job.process.pid, reads_disk, since, staged)
         if log is not None:
             log(f"case {case.name}: job pid {job.process.pid} reported after {job.start_s:.1f} s; following it")
-        stacks = JobStacks(StacksConfig()) if read is None else JobStacks(StacksConfig(), read=read)
         followed = follow_job(
-            job.traces, case.near_cpus, seconds, interval, root=job.process.pid, stacks=stacks, staged=staged
+            job.traces, case.near_cpus, seconds, interval, root=job.process.pid, readers=readers, staged=staged
         )
         pids = tuple(read_trace(trace).pid for trace in job.traces)
-    return Outcome(
-        case=case,
-        variant=variant,
-        command=job.command,
-        pids=pids,
-        snapshots=followed.snapshots,
-        state=followed.state,
-        seen=followed.seen,
-        events=followed.events,
-        job_busy_pct=followed.job_busy_pct,
-        neighbours=followed.neighbours,
-        start_s=job.start_s,
-        run_s=time.monotonic() - began,  # the job stopped and its files and cgroup removed
-    )
+    run_s = time.monotonic() - began  # the job stopped and its files and cgroup removed
+    return {
+        variant: Outcome(
+            case=case,
+            variant=variant,
+            command=job.command,
+            pids=pids,
+            snapshots=reading.snapshots,
+            state=reading.state,
+            seen=reading.seen,
+            events=reading.events,
+            job_busy_pct=followed.job_busy_pct,
+            neighbours=followed.neighbours,
+            start_s=job.start_s,
+            run_s=run_s,
+            verdicts=reading.verdicts,
+        )
+        for variant, reading in zip(variants, followed.readings, strict=True)
+    }
 
 
 @dataclass(frozen=True)
-class Followed:
-    """What following a job showed: every snapshot, the engine's state after the last, every finding seen."""
+class Reading:
+    """What one reader of the job's stacks and the engine after it saw: every snapshot (with the activity that
+    reader read), the engine's state after the last, every finding seen."""
 
     snapshots: tuple[Snapshot, ...]
     state: DiagnosticsState
     seen: tuple[Finding, ...]
     events: tuple[str, ...]
+    verdicts: tuple[tuple[float, str], ...]  # (seconds from the first snapshot, the verdict's class) as it changed
+
+
+@dataclass(frozen=True)
+class Followed:
+    """What following a job showed: a Reading per stack reader, and what the job and the machine did."""
+
+    readings: tuple[Reading, ...]
     # The share of the time from the first snapshot to the last that the job itself reports in its GPU step:
     # what the simulated GPU's utilization after the first snapshot must add up to.
     job_busy_pct: float
@@ -552,57 +698,78 @@ class Stacks(Protocol):
     def close(self, timeout: float | None = None) -> None: ...
 
 
+class _Pipeline:
+    """One reader's way through a follow: its stacks (None: none read), its engine, and what they saw."""
+
+    def __init__(self, stacks: Stacks | None, config: DiagnosticsConfig) -> None:
+        self.stacks = stacks
+        self.engine = DiagnosticsEngine(config)
+        self.state = DiagnosticsState()
+        self.snapshots: list[Snapshot] = []
+        self.events: list[str] = []
+        self.seen: dict[tuple[str, tuple[int, ...], float], Finding] = {}
+        self.verdicts: list[tuple[float, str]] = []
+
+    def update(self, sampled: Snapshot) -> None:
+        snapshot = self.stacks.attach(sampled) if self.stacks is not None else sampled
+        self.snapshots.append(snapshot)
+        self.events += snapshot.events
+        state = self.state = self.engine.update(snapshot)
+        if self.stacks is not None:
+            self.stacks.consider(Tick(snapshot, state.active, state.closed, state.verdict))
+        self.seen.update(((f.rule, f.gpus, f.started_at), f) for f in (*state.active, *state.closed))
+        cls = state.verdict.cls if state.verdict is not None else "none"
+        if not self.verdicts or self.verdicts[-1][1] != cls:
+            self.verdicts.append((snapshot.timestamp - self.snapshots[0].timestamp, cls))
+
+    def reading(self) -> Reading:
+        ordered = tuple(sorted(self.seen.values(), key=lambda f: (f.started_at, f.rule)))
+        return Reading(tuple(self.snapshots), self.state, ordered, tuple(self.events), tuple(self.verdicts))
+
+
 def follow_job(
     traces: Path | Sequence[Path],
     near_cpus: str | None,
     seconds: float,
     interval: float,
     root: int | None = None,
-    stacks: Stacks | None = None,
+    readers: Sequence[Stacks | None] = (None,),
     staged: Sequence[int] = (),
+    config: DiagnosticsConfig = LAB_DIAGNOSTICS,
 ) -> Followed:
-    """Follow the job writing `traces` (one per rank) in real time with the source, the stacks' sampling and the
-    engine as `gputui diagnose --demo-job` runs them, one snapshot every `interval` from the first (taken at once)
-    for `seconds`, and measure what the machine did besides the job meanwhile: the job is `root` (default: the
-    first trace's process) and every process under it; the sampling itself is left out (it runs on this thread,
-    the stack sampler's py-spy as this process's child), and so are the neighbours the case `staged`."""
+    """Follow the job writing `traces` (one per rank) in real time with the source, and for each of `readers` the
+    stacks' sampling and an engine (`config`), as `gputui diagnose --demo-job` runs them, one snapshot every
+    `interval` from the first (taken at once) for `seconds`, and measure what the machine did besides the job
+    meanwhile: the job is `root` (default: the first trace's process) and every process under it; the sampling
+    itself is left out (it runs on this thread, the stack sampler's py-spy as this process's child), and so are
+    the neighbours the case `staged`. Each reader sees the same readings of the source."""
     paths = (traces,) if isinstance(traces, Path) else tuple(traces)
     source = JobSource(paths, near_cpus=near_cpus)
     source.open()
-    engine = DiagnosticsEngine()
-    snapshots: list[Snapshot] = []
-    events: list[str] = []
-    seen: dict[tuple[str, tuple[int, ...], float], Finding] = {}
+    pipelines = [_Pipeline(stacks, config) for stacks in readers]
     marks: list[tuple[float, float]] = []  # (monotonic time, the job's busy seconds then) at the first and last
     counters: list[Usage] = []  # the machine's counters at the first and last
-    state = DiagnosticsState()
     start = time.monotonic()
     count = round(seconds / interval) + 1
     try:
         for i in range(count):
             time.sleep(max(0.0, start + i * interval - time.monotonic()))
             snapshot = source.sample()
-            if stacks is not None:
-                snapshot = stacks.attach(snapshot)
             if i in (0, count - 1):
                 now, record = time.monotonic(), read_trace(paths[0])
                 marks.append((now, record.busy_at(now)))
                 counters.append(usage(record.pid if root is None else root))
-            snapshots.append(snapshot)
-            events += snapshot.events
-            state = engine.update(snapshot)
-            if stacks is not None:
-                stacks.consider(Tick(snapshot, state.active, state.closed, state.verdict))
-            seen.update(((f.rule, f.gpus, f.started_at), f) for f in (*state.active, *state.closed))
+            for pipeline in pipelines:
+                pipeline.update(snapshot)
     finally:
         source.close()
-        if stacks is not None:
-            stacks.close(timeout=STACKS_CLOSE_S)  # the window in progress ends: no py-spy outlives the case
+        for pipeline in pipelines:
+            if pipeline.stacks is not None:
+                pipeline.stacks.close(timeout=STACKS_CLOSE_S)  # the window in progress ends: no py-spy outlives it
     (first_at, first_busy), (last_at, last_busy) = marks[0], marks[-1]
     busy_pct = 100.0 * (last_busy - first_busy) / (last_at - first_at) if last_at > first_at else 0.0
-    ordered = tuple(sorted(seen.values(), key=lambda f: (f.started_at, f.rule)))
     neighbours = between(counters[0], counters[-1], frozenset(staged))
-    return Followed(tuple(snapshots), state, ordered, tuple(events), busy_pct, neighbours)
+    return Followed(tuple(p.reading() for p in pipelines), busy_pct, neighbours)
 
 
 # -- reading the stacks as another user ------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 A lab case judges gputui's diagnosis of the job it stages, so it needs the machine as it stages it: a core
 spare, a quiet disk. It measures them over the time the job was followed, and skips with the figures where they
 did not hold: a core that other work took is not the job's problem to diagnose, however right gputui is to
-name it. The busiest other processes are named, so a process an earlier test left behind shows for what it is.
+name it. The busiest other processes are named (by CPU, and by what they read and wrote), so a process an earlier
+test left behind shows for what it is; a case skips only where it can name one (tests/lab/jobs.py).
 
 The lab's own sampling is gputui's work, not a neighbour: the thread that follows the job (its CPU time is
 measured apart, time.thread_time) and the stack sampler gputui runs as its child (py-spy, which runs as this
@@ -21,8 +22,10 @@ from dataclasses import dataclass
 
 import psutil
 
-# The least CPU a process must have used to be named among the busiest (cores, over the run).
+# The least CPU a process must have used to be named among the busiest (cores, over the run), and the least it
+# must have read and written to be named among those that kept the disks busy (MB/s).
 NAMED_CORES = 0.05
+NAMED_DISK_MB_S = 1.0
 # The stack sampler gputui starts (its process name).
 STACK_SAMPLER = "py-spy"
 
@@ -38,8 +41,9 @@ class Usage:
     job_io_bytes: int  # what the job's processes read from and wrote to storage (/proc/PID/io)
     sampler_s: float  # the CPU time of the thread that reads this
     stacks_s: float  # the stack sampler's: the py-spy processes under this one, and this one's reaped children
-    # (pid, start time) -> (who, CPU seconds): neither the job's nor the stack sampler's
-    processes: Mapping[tuple[int, float], tuple[str, float]]
+    # (pid, start time) -> (who, CPU seconds, bytes read from and written to storage): neither the job's nor the
+    # stack sampler's
+    processes: Mapping[tuple[int, float], tuple[str, float, int]]
 
 
 def _busy_s() -> float:
@@ -78,14 +82,10 @@ def usage(job_pid: int | None) -> Usage:
             stacks_s += spent
             continue
         if info["pid"] not in job:
-            processes[(info["pid"], info["create_time"])] = (_who(info), spent)
+            processes[(info["pid"], info["create_time"])] = (_who(info), spent, _io_bytes(info["pid"]))
             continue
         job_cpu_s += spent + (times.children_user + times.children_system if info["pid"] == job_pid else 0.0)
-        try:
-            io = psutil.Process(info["pid"]).io_counters()
-        except (psutil.Error, AttributeError):
-            continue
-        job_io += io.read_bytes + io.write_bytes
+        job_io += _io_bytes(info["pid"])
     return Usage(
         at=time.monotonic(),
         busy_s=busy_s,
@@ -96,6 +96,16 @@ def usage(job_pid: int | None) -> Usage:
         stacks_s=stacks_s,
         processes=processes,
     )
+
+
+def _io_bytes(pid: int) -> int:
+    """What a process read from and wrote to storage (/proc/PID/io); 0 where it cannot be read (gone, a kernel
+    thread, no I/O accounting)."""
+    try:
+        io = psutil.Process(pid).io_counters()
+    except (psutil.Error, AttributeError):
+        return 0
+    return int(io.read_bytes + io.write_bytes)
 
 
 def _tree(below: Mapping[int, list[int]], root: int | None) -> set[int]:
@@ -124,6 +134,8 @@ class Neighbours:
     others_disk_mb_s: float | None  # None: the disks' counters cannot be read
     busiest: tuple[tuple[str, float], ...]  # the other processes that used most CPU, with their cores
     staged_cores: float = 0.0  # the neighbours the case started on purpose (tests/lab/contention.py), not others
+    # the other processes that read and wrote most, with their MB/s (a page written back later is its writer's)
+    busiest_disk: tuple[tuple[str, float], ...] = ()
 
     def describe_cpu(self) -> str:
         named = (
@@ -136,6 +148,16 @@ class Neighbours:
             f" over {self.seconds:.0f} s (the busiest: {named})"
         )
 
+    def describe_disk(self) -> str:
+        named = (
+            "; ".join(f"{who} {mb_s:.1f} MB/s" for who, mb_s in self.busiest_disk)
+            or f"no process there throughout read or wrote {NAMED_DISK_MB_S:g} MB/s"
+        )
+        return (
+            f"other processes moved {self.others_disk_mb_s or 0.0:.1f} MB/s on the disks over {self.seconds:.0f} s"
+            + (f" (the busiest: {named})")
+        )
+
 
 def between(start: Usage, end: Usage, staged: frozenset[int] = frozenset()) -> Neighbours:
     """What happened from `start` to `end`; the processes `staged` are the case's own neighbours, counted apart."""
@@ -143,8 +165,8 @@ def between(start: Usage, end: Usage, staged: frozenset[int] = frozenset()) -> N
     job_s, thread_s = end.job_cpu_s - start.job_cpu_s, end.sampler_s - start.sampler_s
     stacks_s = end.stacks_s - start.stacks_s
     staged_s = sum(
-        cpu_s - start.processes.get(key, (who, 0.0))[1]
-        for key, (who, cpu_s) in end.processes.items()
+        cpu_s - start.processes.get(key, (who, 0.0, 0))[1]
+        for key, (who, cpu_s, _) in end.processes.items()
         if key[0] in staged
     )
     others_s = end.busy_s - start.busy_s - job_s - thread_s - stacks_s - staged_s
@@ -153,14 +175,18 @@ def between(start: Usage, end: Usage, staged: frozenset[int] = frozenset()) -> N
         others_bytes = end.disk_bytes - start.disk_bytes - (end.job_io_bytes - start.job_io_bytes)
         disk_mb_s = max(0.0, others_bytes) / seconds / 1e6
     spent: list[tuple[str, float]] = []
-    for key, (who, cpu_s) in end.processes.items():
+    moved: list[tuple[str, float]] = []
+    for key, (who, cpu_s, io_bytes) in end.processes.items():
         if key[0] in staged:
             continue
-        used = cpu_s - start.processes.get(key, (who, 0.0))[1]
+        _, cpu_before, io_before = start.processes.get(key, (who, 0.0, 0))
+        used = cpu_s - cpu_before
         if key[0] == os.getpid():
             used -= thread_s
         if used / seconds >= NAMED_CORES:
             spent.append((who, used / seconds))
+        if (io_bytes - io_before) / seconds / 1e6 >= NAMED_DISK_MB_S:
+            moved.append((who, (io_bytes - io_before) / seconds / 1e6))
     return Neighbours(
         seconds=seconds,
         cpus=os.cpu_count() or 1,
@@ -171,4 +197,5 @@ def between(start: Usage, end: Usage, staged: frozenset[int] = frozenset()) -> N
         others_disk_mb_s=disk_mb_s,
         busiest=tuple(sorted(spent, key=lambda pair: -pair[1])[:3]),
         staged_cores=staged_s / seconds,
+        busiest_disk=tuple(sorted(moved, key=lambda pair: -pair[1])[:3]),
     )

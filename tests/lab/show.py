@@ -76,6 +76,7 @@ def report(outcome: Outcome) -> list[str]:
         lines += [f"         group [{group.cls}] GPUs {list(group.gpus)}: {group.line}" for group in verdict.groups]
         if verdict.evidence:
             lines.append("         " + " | ".join(format_evidence(ev) for ev in verdict.evidence))
+    lines.append("         over time: " + ", ".join(f"{cls} from {at:.1f} s" for at, cls in outcome.verdicts))
     open_now = {(f.rule, f.gpus, f.started_at) for f in state.active}
     lines.append(f"findings seen: {len(outcome.seen)}")
     for f in outcome.seen:

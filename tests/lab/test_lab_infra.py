@@ -19,7 +19,7 @@ import pytest
 from gputui.cli import main
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.sim.job import JobSource
-from tests.lab.jobs import Job, crowded, follow_job, mean, started_job
+from tests.lab.jobs import Job, await_quiet, crowded, follow_job, mean, settle, started_job
 from tests.lab.neighbours import between, usage
 
 # One worker making 4 samples of 10 ms of CPU (40 ms a batch) for a 20 ms GPU step: the GPU is busy about half
@@ -28,13 +28,15 @@ HALF = ("--num-workers", "1", "--batch-size", "4", "--sample-ms", "10", "--gpu-s
 
 
 @pytest.fixture(scope="module")
-def half_busy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Job]:
-    with started_job(HALF, tmp_path_factory.mktemp("lab-half"), seconds=90.0) as job:
+def half_busy() -> Iterator[Job]:
+    with started_job(HALF, seconds=90.0) as job:
         yield job
 
 
 def test_the_gpu_follows_the_jobs_gpu_time_and_its_process_is_the_real_job(half_busy: Job) -> None:
     pid = half_busy.process.pid
+    settle(pid)
+    await_quiet(pid, reads_disk=False)
     (worker,) = psutil.Process(pid).children()
     before = worker.cpu_times()
     started = time.monotonic()
@@ -43,13 +45,14 @@ def test_the_gpu_follows_the_jobs_gpu_time_and_its_process_is_the_real_job(half_
     busy = crowded(followed.neighbours)
     if busy is not None:
         pytest.skip(busy)  # the worker needs its core: what it is measured against
-    utils = [s.gpus[0].utilization_gpu_pct for s in followed.snapshots]
+    [reading] = followed.readings
+    utils = [s.gpus[0].utilization_gpu_pct for s in reading.snapshots]
     # After the first reading (the instant after open), the readings tile the time the job reports on.
     util = mean(utils[1:])
     print(f"GPU utilization {util}, the job's own share {followed.job_busy_pct}")
     assert util is not None and abs(util - followed.job_busy_pct) < 3
     assert 35 <= followed.job_busy_pct <= 65  # what the job was built to do: 20 ms of every ~40
-    last = followed.snapshots[-1]
+    last = reading.snapshots[-1]
     assert [p.pid for p in last.gpus[0].processes] == [pid]
     proc = last.host.process(pid)
     assert proc is not None and proc.cmdline is not None and "examples/lab/train.py" in proc.cmdline
@@ -74,8 +77,8 @@ def test_diagnose_follows_a_job_in_real_time_labelled_simulated(
     assert took >= 2.0  # real time: two seconds of the job, not a simulated clock
 
 
-def test_a_job_that_ends_leaves_an_idle_gpu(tmp_path: Path) -> None:
-    with started_job(HALF, tmp_path, seconds=1.0) as job:
+def test_a_job_that_ends_leaves_an_idle_gpu() -> None:
+    with started_job(HALF, seconds=1.0) as job:
         source = JobSource(job.trace)
         source.open()
         try:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gputui.cli import main
 from gputui.record.reader import load_recording
 from gputui.report.html import render_html
@@ -13,6 +15,7 @@ from tests.record.plotpage import plot, row_axis
 from tests.record.recdata import T0, snapshot, write_recording
 
 
+@pytest.mark.usefixtures("utc")  # the spans' clock times below are the recording machine's, in UTC here
 def test_a_recorded_session_gives_the_verdict_over_time(tmp_path: Path) -> None:
     """The tour from 0 to 100 s: unknown for 5 s, gpu_bound, idle from 33 s (3 s of idle readings), gpu_bound
     again from 63 s as the next job runs, then mixed when GPU 1's thermal finding opens; the GPUs going idle and

@@ -137,7 +137,7 @@ def test_diagnose_prints_the_activity_after_its_notices(
             return replace(snap, host=replace(snap.host, processes=(sampled, *rest)))
 
     monkeypatch.setattr(simulated, "SimulatedSource", Sampled)
-    main(["diagnose", "--demo", "healthy", "--seconds", "2"])
+    main(["diagnose", "--demo", "healthy", "--seconds", "2", "--lang", "en"])
     out = capsys.readouterr().out
     assert ": main thread: data 71%, cpu 20%, gpu_sync 6%, idle 3% (py-spy, 4 s, 80 samples, 2 s ago)" in out
     assert "activity of PID " in out and "      top frame: data 66% in _next_data" in out
