@@ -4,31 +4,39 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-# Exact pins and hashes, nothing resolved at install time (--no-deps: the lock lists every dependency).
-PIP_LOCKED := $(BIN)/pip install --quiet --require-hashes --no-deps
-# gputui itself, editable, built by the locked hatchling (no isolated build env fetching whatever is newest).
-PIP_SELF := $(BIN)/pip install --quiet --no-deps --no-build-isolation -e .
-# Where `make lock` finds the CPU build of torch (requirements/dev.in says why).
+# uv installs the locks: 4 s for the test environment where pip took 50 s (a fresh clone, 2 CPUs). It is itself
+# installed by the venv's own pip from its own lock, requirements/uv.txt, hashes checked.
+UV := $(BIN)/uv
+# Where the CPU build of torch lies (requirements/dev.in says why); uv does not read pip's config, so it is told.
 TORCH_WHEELS ?= /opt/wheels
-LOCK := $(BIN)/uv pip compile --quiet --universal --python-version 3.10 --generate-hashes \
-	--find-links $(TORCH_WHEELS) --custom-compile-command 'make lock'
+FIND_TORCH := $(if $(wildcard $(TORCH_WHEELS)),--find-links $(TORCH_WHEELS))
+# Exact pins and hashes, nothing resolved at install time (--no-deps: the lock lists every dependency).
+INSTALL_LOCKED := $(UV) pip install --quiet --python $(BIN)/python --require-hashes --no-deps $(FIND_TORCH)
+# gputui itself, editable, built by the locked hatchling (no isolated build env fetching whatever is newest).
+INSTALL_SELF := $(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
+LOCK := $(UV) pip compile --quiet --universal --python-version 3.10 --generate-hashes $(FIND_TORCH) \
+	--custom-compile-command 'make lock'
 
 .PHONY: run demo test lint format lock bench screenshots podresources docs clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-$(VENV)/.installed: requirements/run.txt pyproject.toml | $(BIN)/python
-	$(PIP_LOCKED) -r requirements/run.txt
-	$(PIP_SELF)
+$(UV): requirements/uv.txt | $(BIN)/python
+	$(BIN)/pip install --quiet --disable-pip-version-check --require-hashes --no-deps -r requirements/uv.txt
 	touch $@
 
-$(VENV)/.locked-dev: requirements/dev.txt | $(BIN)/python
-	$(PIP_LOCKED) -r requirements/dev.txt
+$(VENV)/.installed: requirements/run.txt pyproject.toml | $(UV)
+	$(INSTALL_LOCKED) -r requirements/run.txt
+	$(INSTALL_SELF)
+	touch $@
+
+$(VENV)/.locked-dev: requirements/dev.txt | $(UV)
+	$(INSTALL_LOCKED) -r requirements/dev.txt
 	touch $@
 
 $(VENV)/.installed-dev: $(VENV)/.locked-dev pyproject.toml
-	$(PIP_SELF)
+	$(INSTALL_SELF)
 	touch $(VENV)/.installed $@
 
 run: $(VENV)/.installed  ## Start the monitor on the real driver, or on the labelled simulated machine if there is none.
@@ -63,7 +71,8 @@ format: $(VENV)/.installed-dev
 	$(BIN)/ruff format gputui tests benchmarks scripts examples
 	$(BIN)/ruff check --fix gputui tests benchmarks scripts examples
 
-lock: $(VENV)/.locked-dev  ## Re-resolve requirements/*.txt from pyproject.toml and requirements/*.in.
+lock: $(UV)  ## Re-resolve requirements/*.txt from pyproject.toml and requirements/*.in.
+	$(LOCK) requirements/uv.in -o requirements/uv.txt
 	$(LOCK) pyproject.toml requirements/run.in -o requirements/run.txt
 	$(LOCK) pyproject.toml requirements/dev.in --extra dev --extra report --extra export --extra k8s \
 		-o requirements/dev.txt
