@@ -83,7 +83,7 @@ bench: $(VENV)/.installed-dev
 screenshots: $(VENV)/.installed-dev
 	$(BIN)/python scripts/export_screenshots.py
 
-docs: $(VENV)/.installed-dev  ## Write docs/reference/ (CLI, rules) from the code; tests/test_docs.py fails when stale.
+docs: $(VENV)/.installed-dev  ## Write docs/reference/ (CLI, rules) from the code; tests/project/test_docs.py fails when stale.
 	$(BIN)/python scripts/write_docs.py
 
 podresources: $(VENV)/.installed-dev  ## Regenerate the kubelet pod-resources modules from the vendored proto.

@@ -35,7 +35,7 @@ from typing import Any
 from benchmarks.fleet_data import FleetParams, write_openmetrics
 from gputui.session.fleet_poll import PrometheusPoller, judge_fleet
 from gputui.sources.prometheus.client import PrometheusClient
-from tests.fleet.prometheus_server import PrometheusMissing, binary, build_tsdb, prometheus_on_tsdb
+from tests.sources.prometheus.prometheus_server import PrometheusMissing, binary, build_tsdb, prometheus_on_tsdb
 
 QUERY_TIMEOUT_S = 10.0
 WARM_UP_S = 300.0  # history read by the first poll: the windows the fleet rules judge are minutes long

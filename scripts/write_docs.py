@@ -1,8 +1,8 @@
 """Write the generated reference pages under docs/reference/ (`make docs`) from gputui's own code.
 
 Why generated: the options, defaults and help of every command live in argparse, and every rule's words live in its
-family module; a page typed by hand beside them drifts the day one of them changes. tests/test_docs.py renders each
-page again and fails, naming `make docs`, when the committed file differs.
+family module; a page typed by hand beside them drifts the day one of them changes. tests/project/test_docs.py
+renders each page again and fails, naming `make docs`, when the committed file differs.
 
 Each page is one function that returns its Markdown, listed in PAGES: the CLI (argparse), the rule catalog (the
 rules' texts) and the config file (the Config's dataclasses); a new page is one more function and one more entry.

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 from tests.alerts.receiver import receiving, refused_url
+from tests.commands.test_export import _start
 from tests.export.export_helpers import fetch, one, parse, stopped_at_the_end
-from tests.export.test_export_command import _start
 
 FAST = "[diagnostics]\nopen_after_s = 0\n[alerts]\nmin_interval_s = 1\ntimeout_s = 2\nretries = 0\n"
 

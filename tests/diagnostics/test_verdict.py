@@ -27,7 +27,7 @@ from gputui.sources.sim.scenarios import BY_NAME, SCENARIO_TABLE, TOUR
 from gputui.sources.sim.source import TOUR_SCENARIOS, TOUR_SEGMENT_S, SimulatedSource
 from tests.conftest import Clock
 from tests.diagnostics.builders import series
-from tests.diagnostics.test_scenarios import run_scenario
+from tests.diagnostics.test_diagnostics_scenarios import run_scenario
 from tests.snapshots import gpu
 
 TH = Thresholds()

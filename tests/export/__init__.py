@@ -1,1 +1,1 @@
-"""The Prometheus exporter and the remote source that reads it."""
+"""The Prometheus exporter (gputui/export): metric families, the server and its sampler."""

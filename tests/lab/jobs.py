@@ -451,7 +451,8 @@ def _v1_mount(controller: str) -> Path | None:
 @contextlib.contextmanager
 def quota_group(cores: float) -> Iterator[tuple[Path, ...]]:
     """A new cgroup v1 cpu (and cpuacct) group with a CFS quota of `cores`, removed on the way out once empty.
-    Needs root and the v1 cpu and cpuacct hierarchies (as tests/container/test_real_kernel.py); else CaseSkipped."""
+    Needs root and the v1 cpu and cpuacct hierarchies (as tests/sources/host/test_cgroup_real_kernel.py);
+    else CaseSkipped."""
     if os.geteuid() != 0:
         raise CaseSkipped("needs root: creating a cgroup and moving a process into it are privileged")
     cpu_mount, cpuacct_mount = _v1_mount("cpu"), _v1_mount("cpuacct")

@@ -1,1 +1,1 @@
-"""Recordings: the format, the writer, the reader, replay and the reports."""
+"""Recordings (gputui/record): the format, the writer, the reader; the shared recorded machines."""

@@ -19,7 +19,8 @@ from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityKind, ActivitySh
 
 # The evidence key each kind's share is stated under ("stack_collective": the main thread waiting on other ranks).
 SHARE_KEYS: Mapping[ActivityKind, str] = {kind: f"stack_{kind}" for kind in ACTIVITY_KINDS}
-# Evidence keys stated here by name rather than as a literal (tests/diagnostics/test_families.py reads this).
+# Evidence keys stated here by name rather than as a literal
+# (tests/diagnostics/rules/test_rules_families.py reads this).
 EVIDENCE_KEYS: frozenset[str] = frozenset(SHARE_KEYS.values())
 
 

@@ -85,7 +85,7 @@ class Scenario:
 
     `build(stage, t)` is the plan `t` seconds into the scenario; a scenario whose plan does not move with
     time (`moves=False`) is built once and reused on each tick. `signs` are the raw signs of trouble the
-    values show (the vocabulary of tests/test_simulated.py); `findings` are what the diagnostics raise;
+    values show (the vocabulary of tests/sources/sim/test_scenarios.py); `findings` are what the diagnostics raise;
     `verdict` is the verdict class they add up to, with its groups' classes when it is `mixed`.
     """
 

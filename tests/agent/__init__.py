@@ -1,0 +1,1 @@
+"""The in-process stacks agent (gputui/agent), in real Python processes."""

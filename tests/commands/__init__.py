@@ -1,0 +1,1 @@
+"""The commands (gputui/commands), run through gputui.cli.main as a user types them."""

@@ -1,0 +1,1 @@
+"""The rule families (gputui/diagnostics/rules) on hand-built snapshots."""

@@ -1,0 +1,1 @@
+"""The report of a recording (gputui/report): summary, lanes, charts, the HTML page."""

@@ -1,0 +1,1 @@
+"""The sources of readings (gputui/sources): driver, host, simulated, remote, replay, Prometheus."""

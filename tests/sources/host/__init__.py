@@ -1,0 +1,1 @@
+"""The host source (gputui/sources/host): psutil, /proc, cgroups, attribution."""

@@ -1,0 +1,1 @@
+"""The kubelet's pod-resources API (gputui/sources/host/podresources)."""

@@ -1,0 +1,1 @@
+"""The simulated machine (gputui/sources/sim): scenarios, MIG, the lab job mode."""

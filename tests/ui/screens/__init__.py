@@ -1,0 +1,1 @@
+"""The monitor's screens (gputui/ui/screens)."""

@@ -1,0 +1,1 @@
+"""The monitor's widgets (gputui/ui/widgets)."""
