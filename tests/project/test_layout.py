@@ -35,13 +35,24 @@ def test_every_top_level_module_sits_in_a_layer() -> None:
     layers = _contract(LAYERS_CONTRACT)["layers"]
     assert isinstance(layers, list)
     placed = {name.strip() for layer in layers for name in layer.split("|")}
-    present = {
+    present = _top_level_modules()
+    assert sorted(present - placed) == [], "modules outside every layer of the import contracts"
+    assert sorted(placed - present) == [], "layers that name no module"
+
+
+def _top_level_modules() -> set[str]:
+    return {
         f"gputui.{path.stem if path.is_file() else path.name}"
         for path in PACKAGE.iterdir()
         if (path.suffix == ".py" and path.name != "__init__.py") or (path / "__init__.py").is_file()
     }
-    assert sorted(present - placed) == [], "modules outside every layer of the import contracts"
-    assert sorted(placed - present) == [], "layers that name no module"
+
+
+def test_the_agent_is_forbidden_every_other_module() -> None:
+    """The in-job agent's contract lists what it may not import by name: a new top-level module joins the list."""
+    forbidden = _contract("The in-job agent imports nothing of gputui")["forbidden_modules"]
+    assert isinstance(forbidden, list)
+    assert sorted(_top_level_modules() - {"gputui.agent", "gputui.__main__"} - set(forbidden)) == []
 
 
 def _named_by_folder(relative: Path) -> bool:
