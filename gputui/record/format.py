@@ -30,6 +30,7 @@ from typing import Any, Literal, get_args
 from gputui import __version__
 from gputui.diagnostics.findings import Evidence, Finding, Severity, finding_to_dict, instances_from_list
 from gputui.diagnostics.verdict import Verdict, verdict_to_dict
+from gputui.foreign_text import clean
 from gputui.model import (
     GpuInfo,
     GpuProcess,
@@ -111,6 +112,22 @@ def format_datetime(t: float, utc_offset_s: int) -> str:
 def dumps(record: Mapping[str, Any]) -> str:
     """One line, compact; non-ASCII (hostnames, mark labels in Chinese) kept as written."""
     return json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+def loads(line: bytes | str) -> Any:
+    """One line parsed, every string in it (keys too) cleaned: a recording may come from another user or machine,
+    and what it holds of processes, pods, hosts and stacks reaches every view of a replay and a report."""
+    return _cleaned(json.loads(line))
+
+
+def _cleaned(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, list):
+        return [_cleaned(item) for item in value]
+    if isinstance(value, dict):
+        return {clean(key): _cleaned(item) for key, item in value.items()}
+    return value
 
 
 # ---- writing -------------------------------------------------------------------------------------------------
