@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from gputui.foreign_text import clean
-from gputui.model import ActivityFrame, JobActivity, Snapshot
+from gputui.model import ActivityFrame, ActivityShares, JobActivity, Snapshot
 
 # A new terminal title, BEL, a cleared screen; a C1 CSI; a bidi override; DEL; a newline that forges a line; a
 # lone surrogate (an undecodable byte as psutil reads it); Rich markup closing nothing; Slack's broadcast.
@@ -17,7 +17,8 @@ HOSTILE = "\x1b]0;PWNED\x07\x1b[2J\x9b31m\u202egnp.exe\x7f\nFORGED\udc9b[/]<!cha
 SHOWN = clean(HOSTILE)  # as every output must show it: the escapes visible
 # Raw, what must reach no output: the sequences and characters above, as text and as UTF-8 bytes.
 RAW = ("\x1b]0;PWNED", "\x07", "\x1b[2J", "\x9b", "\u202e", "\x7f", "\nFORGED")
-RAW_BYTES = (b"\x1b]0;PWNED", b"\x07", b"\x1b[2J", b"\xc2\x9b", b"\xe2\x80\xae", b"\x7f", b"\x9b31m")
+# In the bytes written to a terminal, which hold the terminal's own sequences too (Textual ends an OSC with BEL).
+RAW_BYTES = (b"\x1b]0;PWNED", b"PWNED\x07", b"\x07\x1b[2J", b"\xc2\x9b", b"\xe2\x80\xae", b"\x7f", b"\nFORGED")
 
 
 def strings(value: Any) -> Iterator[str]:
@@ -43,6 +44,7 @@ def hostile_activity(taken_at: float) -> JobActivity:
         taken_at=taken_at,
         window_s=4.0,
         samples=80,
+        shares=ActivityShares(data=0.7, cpu=0.3),
         top=(
             ActivityFrame("data", f"next_{HOSTILE}", f"/home/eve/{HOSTILE}.py", 7, 0.7),
             ActivityFrame("cpu", HOSTILE, "train.py", 88, 0.3),
