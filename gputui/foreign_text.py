@@ -9,9 +9,11 @@ with a visible escape (`\\x1b`, `\\n`, `\\u202e`) before any view, text output, 
 what was there stays readable and nothing is lost silently.
 
 Replaced: every C0 control (U+0000-U+001F, tab and newline included: every field is shown on one line), DEL, every
-C1 control (U+0080-U+009F), the line and paragraph separators, and the bidirectional marks, embeddings, overrides
-and isolates. str.translate with a table made once: a command line of a few hundred characters costs about a
-microsecond, so the sources apply it to every reading.
+C1 control (U+0080-U+009F), the line and paragraph separators, the bidirectional marks, embeddings, overrides
+and isolates, and lone surrogates (U+D800-U+DFFF): psutil and os decode a command line's undecodable bytes as
+surrogates (surrogateescape), which reach a terminal as the raw bytes (0x9b is CSI to an 8-bit terminal) and
+which a UTF-8 encoder refuses (a recording, a JSON answer). str.translate with a table made once: a command line
+of a few hundred characters costs about a microsecond, so the sources apply it to every reading.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def _escape(code: int) -> str:
 
 
 _TABLE: dict[int, str] = {
-    code: _escape(code) for code in (*range(0x20), 0x7F, *range(0x80, 0xA0), *_BIDI_AND_SEPARATORS)
+    code: _escape(code)
+    for code in (*range(0x20), 0x7F, *range(0x80, 0xA0), *_BIDI_AND_SEPARATORS, *range(0xD800, 0xE000))
 }
 
 

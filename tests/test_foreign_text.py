@@ -37,3 +37,12 @@ def test_the_line_a_newline_would_have_forged_stays_one_line() -> None:
 def test_none_stays_none_so_that_unreported_is_never_empty_text() -> None:
     assert clean_optional(None) is None
     assert clean_optional("\x1b") == "\\x1b"
+
+
+def test_a_command_lines_undecodable_bytes_become_visible_escapes_not_raw_bytes() -> None:
+    """psutil reads argv with surrogateescape: byte 0x9b (CSI to an 8-bit terminal) arrives as U+DC9B, which would
+    reach a terminal as the raw byte, and which a UTF-8 recording would refuse to encode."""
+    shown = clean(b"x\x9b2J\xff".decode("utf-8", "surrogateescape"))
+    assert shown == "x\\udc9b2J\\udcff"
+    shown.encode("utf-8")  # a recording or a JSON answer can hold it
+    assert not is_clean("\ud800")

@@ -43,7 +43,13 @@ def slack_text(message: dict[str, Any]) -> str:
     where = f" (GPU {gpus})" if gpus else ""
     sim = " SIMULATED" if message.get("simulated") else ""
     line = f"[{message['host']}]{sim} {message['state'].upper()} {message['severity']} {message['rule']}{where}: "
-    return " ".join((line + message["title"]).split())
+    return slack_escape(" ".join((line + message["title"]).split()))
+
+
+def slack_escape(text: str) -> str:
+    """Text as Slack shows it literally: `&`, `<` and `>` as entities (Slack's rule for message text), so that a
+    host, process or function name holding `<!channel>` or `<https://evil|a link>` pings no one and links nowhere."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def redact(url: str) -> str:

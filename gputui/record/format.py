@@ -22,6 +22,7 @@ forgets it when the process leaves.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import MISSING, dataclass, field, fields
@@ -30,6 +31,7 @@ from typing import Any, Literal, get_args
 from gputui import __version__
 from gputui.diagnostics.findings import Evidence, Finding, Severity, finding_to_dict, instances_from_list
 from gputui.diagnostics.verdict import Verdict, verdict_to_dict
+from gputui.foreign_text import clean, is_clean
 from gputui.model import (
     GpuInfo,
     GpuProcess,
@@ -111,6 +113,32 @@ def format_datetime(t: float, utc_offset_s: int) -> str:
 def dumps(record: Mapping[str, Any]) -> str:
     """One line, compact; non-ASCII (hostnames, mark labels in Chinese) kept as written."""
     return json.dumps(record, separators=(",", ":"), ensure_ascii=False) + "\n"
+
+
+# A JSON escape that gives a control character or a surrogate (\\uXXXX, \\n...): where a line has none, and no raw
+# character clean() replaces, no string in it can hold one.
+_CONTROL_ESCAPE = re.compile(r"\\[bfnrtu]")
+
+
+def loads(line: bytes | str) -> Any:
+    """One line parsed, every string in it (keys too) cleaned: a recording may come from another user or machine,
+    and what it holds of processes, pods, hosts and stacks reaches every view of a replay and a report. A line that
+    cannot hold such a character (almost every line) is not walked: the check costs a tenth of the parse."""
+    text = line.decode() if isinstance(line, bytes) else line
+    value = json.loads(text)
+    if is_clean(text.strip()) and _CONTROL_ESCAPE.search(text) is None:  # a raw newline ends a line, in no string
+        return value
+    return _cleaned(value)
+
+
+def _cleaned(value: Any) -> Any:
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, list):
+        return [_cleaned(item) for item in value]
+    if isinstance(value, dict):
+        return {clean(key): _cleaned(item) for key, item in value.items()}
+    return value
 
 
 # ---- writing -------------------------------------------------------------------------------------------------

@@ -4,11 +4,13 @@ Only what makes the whole file unreadable raises RecordingError (no file, an emp
 schema). Everything else is read around and told in `warnings`, one line each: a cut-short last line (a
 killed recorder), unreadable lines in the middle (skipped and counted), a damaged or unterminated gzip stream
 (read up to the damage), ticks that list other GPUs than the header (the header's GPU list rules).
+
+A recording may be another user's or another machine's: every string of every line is cleaned as it is parsed
+(format.loads), so a replay and a report show a terminal escape in it as a visible escape, never raw.
 """
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +29,7 @@ from gputui.record.format import (
     event_from_dict,
     format_clock,
     header_from_dict,
+    loads,
     tick_from_dict,
 )
 
@@ -152,7 +155,7 @@ class TickStore(Sequence[Snapshot]):
             return self._cache[1]
         lines = self._pending if number == len(self._chunks) else zlib.decompress(self._chunks[number]).split(b"\n")
         header = self._header
-        ticks = [tick_from_dict(json.loads(line), header, header.system) for line in lines]
+        ticks = [tick_from_dict(loads(line), header, header.system) for line in lines]
         self._cache = (number, ticks)
         return ticks
 
@@ -210,7 +213,7 @@ class RecordingReader:
                 raise RecordingError(f"{self.path} holds no readable header: {stream.problem}")
             raise RecordingError(f"{self.path} is empty: not a gputui recording")
         try:
-            data = json.loads(first[1])
+            data = loads(first[1])
         except ValueError:
             raise RecordingError(f"{self.path} is not a gputui recording: its first line is not JSON") from None
         if not isinstance(data, dict):
@@ -236,7 +239,7 @@ class RecordingReader:
             next(lines, None)  # the header, read already
             for number, line, complete in lines:
                 try:
-                    data = json.loads(line)
+                    data = loads(line)
                     if not isinstance(data, dict):
                         raise RecordingFormatError("not a JSON object")
                     kind = data.get("type")

@@ -18,6 +18,7 @@ from typing import cast
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from gputui.foreign_text import clean
 from gputui.model import Snapshot, SystemInfo
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.series import Labels, RemoteFormatError, read_snapshot
@@ -90,7 +91,8 @@ class RemoteSource:
             with self._opener.open(request, timeout=self._timeout) as response:
                 body = cast(bytes, response.read(MAX_BODY_BYTES + 1))
         except urllib.error.HTTPError as exc:
-            raise RemoteUnreachable(f"{self.address}: the exporter answered HTTP {exc.code} {exc.reason}") from None
+            answer = f"HTTP {exc.code} {clean(str(exc.reason))}"  # the reason phrase is the other server's
+            raise RemoteUnreachable(f"{self.address}: the exporter answered {answer}") from None
         except urllib.error.URLError as exc:
             raise RemoteUnreachable(f"{self.address}: unreachable ({_reason(exc.reason)})") from None
         except (TimeoutError, OSError, HTTPException) as exc:
@@ -121,7 +123,8 @@ def parse_exposition(text: str, *, fallback_hostname: str, now: float) -> Snapsh
                 if family.type == "counter" and name == f"{family.name}_total":
                     # The parser names every counter sample `_total`; dcgm-exporter's counters have no such suffix.
                     name = family.name
-                series[name].append((sample.labels, sample.value))
+                # Label values are the other server's text (its host name, its processes' names): cleaned here.
+                series[name].append(({key: clean(value) for key, value in sample.labels.items()}, sample.value))
     except ValueError as exc:
-        raise RemoteFormatError(f"not Prometheus metrics: {exc}") from None
+        raise RemoteFormatError(clean(f"not Prometheus metrics: {exc}")) from None  # the parser quotes the line
     return read_snapshot(series, fallback_hostname=fallback_hostname, now=now)

@@ -116,12 +116,13 @@ def _system_lines(snapshot: Snapshot, width: int) -> list[str]:
 def gpu_table(info: GpuInfo | None, gpu: GpuSample) -> Table:
     """One GPU: current values beside their limits, two metrics per row, clock event reasons below."""
     name = info.name if info is not None else NA
-    table = Table(box=box.ASCII, show_header=False, title=f"GPU {gpu.index}  {name}", title_justify="left")
+    # Text, not a markup string: a remote exporter names the GPU (its modelName label), and Rich parses a str title.
+    table = Table(box=box.ASCII, show_header=False, title=Text(f"GPU {gpu.index}  {name}"), title_justify="left")
     for _ in range(2):
         table.add_column(style="bold", no_wrap=True)
         table.add_column(no_wrap=True)
     if gpu.lost:
-        table.add_row("lost", gpu.error or "the GPU fell off the bus", "", "")
+        table.add_row("lost", Text(gpu.error or "the GPU fell off the bus"), "", "")
         return table
     reasons = gpu.clock_event_reasons
     table.caption = f"clock events: {NA if reasons is None else (', '.join(reasons) or 'none')}"

@@ -248,3 +248,16 @@ def test_a_pending_mig_change_is_printed(capsys: pytest.CaptureFixture[str]) -> 
     source.open()
     print_snapshot(source.sample())
     assert "MIG mode off now, on after the next GPU reset" in capsys.readouterr().out
+
+
+def test_a_gpu_name_and_error_are_printed_as_written_never_read_as_markup(capsys: pytest.CaptureFixture[str]) -> None:
+    """A remote exporter names its GPUs (the modelName label) and a recording carries each GPU's error: Rich markup in
+    either is text, not a tag (`[/]` closing nothing raised MarkupError)."""
+    source = SimulatedSource("healthy", gpu_count=2)
+    source.open()
+    snap = source.sample()
+    named = dataclasses.replace(snap.gpu_info[0], name="H100 [/]x[red]y")
+    lost = model.GpuSample(index=1, timestamp=0.0, lost=True, error="gone [/] [bold]now")
+    print_snapshot(dataclasses.replace(snap, gpu_info=(named, snap.gpu_info[1]), gpus=(snap.gpus[0], lost)))
+    out = capsys.readouterr().out
+    assert "GPU 0  H100 [/]x[red]y" in out and "gone [/] [bold]now" in out

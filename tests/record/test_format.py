@@ -37,6 +37,7 @@ from gputui.record.format import (
     format_clock,
     header_from_dict,
     header_to_dict,
+    loads,
     mark_event,
     tick_from_dict,
     tick_to_dict,
@@ -334,3 +335,21 @@ def test_finding_transitions_name_what_opened_and_closed() -> None:
 def test_clock_is_the_recording_machines_local_time() -> None:
     assert format_clock(T0, 8 * 3600) != format_clock(T0, 0)
     assert format_clock(0.0, 8 * 3600) == "08:00:00"
+
+
+@pytest.mark.parametrize(
+    ("line", "name"),
+    [
+        ('{"name": "a\\u001b]0;X\\u0007b"}', "a\\x1b]0;X\\x07b"),  # JSON's escapes
+        ('{"name": "a\\nb\\tc"}', "a\\nb\\tc"),
+        (
+            '{"name": "a\u202eb\u009bc\x7f"}',
+            "a\\u202eb\\x9bc\\x7f",
+        ),  # raw, as a writer with ensure_ascii=False leaves them
+        ('{"name": "\\ud800"}', "\\ud800"),
+        ('{"name": "plain \\"quoted\\" \\\\u0041"}', 'plain "quoted" \\u0041'),  # nothing to clean
+    ],
+)
+def test_loads_cleans_every_string_a_line_can_hold(line: str, name: str) -> None:
+    assert loads(line) == {"name": name}
+    assert loads(line.encode() + b"\n") == {"name": name}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from gputui.foreign_text import is_clean
 from gputui.record.format import (
     RECORDING_SCHEMA,
     RecordingError,
@@ -18,6 +19,7 @@ from gputui.record.format import (
     tick_to_dict,
 )
 from gputui.record.reader import TICKS_PER_CHUNK, load_recording
+from tests.hostile import HOSTILE, SHOWN, hostile_snapshot, strings
 from tests.record.recdata import T0, gpu_info, snapshot, system
 
 
@@ -187,3 +189,26 @@ def test_the_tick_store_gives_back_every_tick_across_chunks(tmp_path: Path) -> N
     ]
     with pytest.raises(IndexError):
         ticks[count]
+
+
+def test_a_shared_recording_reads_back_clean(tmp_path: Path) -> None:
+    """A recording another user wrote (here with JSON's \\u escapes, as any tool may write it) carries their text in
+    every field: each string of the header, the ticks (processes, pods, jobs, stack frames, notices) and the events
+    is cleaned as it is read, so a replay and a report show it as visible escapes."""
+    hostile = [hostile_snapshot(snapshot(T0 + i, 2)) for i in range(3)]
+    first = hostile[0]
+    records = [header_to_dict(first.system, first.gpu_info, interval_s=1.0, started_at=T0)]
+    records += [tick_to_dict(snap) for snap in hostile]
+    records.append(event_to_dict(mark_event(f"mark {HOSTILE}", T0 + 1.5)))
+    path = _file(tmp_path, [json.dumps(record) + "\n" for record in records])
+    assert "\\u001b]0;PWNED" in path.read_text()  # the file holds the raw escapes
+    recording = load_recording(path)
+    ticks = list(recording.ticks)
+    assert len(ticks) == 3 and recording.warnings == []
+    texts = [*strings(recording.header), *strings(ticks), *strings([event.data for event in recording.events])]
+    assert [text for text in texts if not is_clean(text)] == []
+    assert ticks[0].system.hostname == f"gpu{SHOWN}"
+    proc = ticks[2].host.processes[0]
+    assert (proc.cmdline, proc.pod, proc.job_id) == (f"python {SHOWN} --lr 3e-4", f"pod{SHOWN}", f"42{SHOWN}")
+    assert proc.activity is not None and proc.activity.top[1].function == SHOWN
+    assert recording.events[0].data["label"] == f"mark {SHOWN}"

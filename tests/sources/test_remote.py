@@ -14,6 +14,7 @@ from gputui.diagnostics.engine import DiagnosticsState
 from gputui.diagnostics.findings import Finding
 from gputui.export.metrics import ExportState
 from gputui.export.server import Exporter
+from gputui.foreign_text import is_clean
 from gputui.metric_schema import HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL, HostnameLabel
 from gputui.model import ACTIVITY_FIELDS, ContainerInfo, GpuInfo, GpuSample, HostSample, Snapshot
 from gputui.session.diagnose import new_diagnose
@@ -446,3 +447,22 @@ def test_the_exporters_cgroup_limits_come_back_so_the_quota_rules_use_them() -> 
     bare = replace(bare, host=replace(bare.host, container=None))
     text = render(ExportState(system=bare.system, snapshot=bare))
     assert parse_exposition(text, fallback_hostname="x:9400", now=0.0).system.container is None
+
+
+# Another server's label values: a host name and a GPU name that would retitle and clear the terminal, a bidi
+# override, and Rich markup that would raise MarkupError where a view parsed it.
+HOSTILE_LABEL = "gpu\x1b]0;PWNED\x07\x1b[2J\u202e[/]\x9b"
+
+
+def test_another_servers_label_values_are_cleaned_as_the_page_is_read() -> None:
+    text = DCGM_TEXT.replace("ip-172-31-16-106", HOSTILE_LABEL).replace("Tesla T4", HOSTILE_LABEL)
+    snapshot = parse_exposition(text, fallback_hostname="x:9400", now=0.0)
+    shown = "gpu\\x1b]0;PWNED\\x07\\x1b[2J\\u202e[/]\\x9b"
+    assert snapshot.system.hostname == shown
+    assert snapshot.gpu_info[0].name == shown
+
+
+def test_a_page_the_parser_refuses_is_quoted_clean() -> None:
+    with pytest.raises(RemoteFormatError) as refused:
+        parse_exposition('bad{x="1"} one\x1b]0;PWNED\x07\n', fallback_hostname="x:9400", now=0.0)
+    assert is_clean(str(refused.value)), str(refused.value)

@@ -23,6 +23,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from gputui.foreign_text import clean_optional
 from gputui.sources.host import procfs
 from gputui.sources.host.podresources.kubelet import PodNames
 
@@ -120,7 +121,9 @@ def read_origin(pid: int, root: Path = Path("/")) -> Origin:
         found = env.get(b"SLURM_JOB_ID", "")
         if found.isdigit():
             job_id, user = found, env.get(b"SLURM_JOB_USER") or None
-    return Origin(ids=ids, job_id=job_id, slurm_user=user)
+    # The environment is the process's own to write (SLURM_JOB_USER may hold anything), and a name service's
+    # user names are not this machine's to vouch for: both are cleaned here, once per process.
+    return Origin(ids=ids, job_id=clean_optional(job_id), slurm_user=clean_optional(user))
 
 
 class Attributor:

@@ -3,6 +3,8 @@ the cgroup this process (or the job it follows) runs in (gputui.sources.host.cgr
 psutil lacks from /proc (gputui.sources.host.procfs): the container a GPU process runs in, how long it waited for a
 CPU, the CPU its data-loader workers used, and the CPUs it may run on and last ran on. While the CPUs the jobs may
 use are busy, it also names the processes outside the GPU jobs that use the most of them (`busiest_others`).
+Their names, users and command lines are other users' text, cleaned here (gputui.foreign_text) as they are read:
+once per process followed, since they do not change.
 
 Every rate is a difference of two counter readings over the time between them. A counter that went
 backwards (a reset, a wrap, a disk that was removed) gives no rate for that tick rather than a negative one;
@@ -23,6 +25,7 @@ from typing import Any
 import psutil
 
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.foreign_text import clean, clean_optional
 from gputui.model import ContainerInfo, HostSample, ProcSample
 from gputui.sources.host import procfs
 from gputui.sources.host.attribution import Attribution, Attributor
@@ -268,15 +271,15 @@ class HostSource:
     def _other(self, process: Any, cpu_pct: float) -> ProcSample:
         """One of the busiest other processes: who runs it, what it is and whose job or container it belongs to."""
         pid = process.pid
-        user = self._call(process.username)
+        user = clean_optional(self._call(process.username))
         cmdline = self._call(process.cmdline)
-        command = " ".join(cmdline) if cmdline else None
+        command = clean(" ".join(cmdline)) if cmdline else None
         if command is not None and len(command) > OTHERS_CMDLINE_CHARS:
             command = command[: OTHERS_CMDLINE_CHARS - 1] + "…"
         attribution = self._attrib.attribute(pid)
         return ProcSample(
             pid=pid,
-            name=process.info.get("name") or "?",
+            name=clean(process.info.get("name") or "?"),
             user=user or attribution.user,
             cmdline=command,
             cpu_pct=round(cpu_pct, 1),
@@ -405,9 +408,9 @@ class HostSource:
             cmdline = self._denied_as_none(process.cmdline)
             tracked = _Tracked(
                 process=process,
-                name=self._denied_as_none(process.name) or "?",
-                user=self._denied_as_none(process.username),
-                cmdline=" ".join(cmdline) if cmdline else None,
+                name=clean(self._denied_as_none(process.name) or "?"),
+                user=clean_optional(self._denied_as_none(process.username)),
+                cmdline=clean(" ".join(cmdline)) if cmdline else None,
                 create_time=self._denied_as_none(process.create_time),
                 threads=self._denied_as_none(process.num_threads),
                 container=procfs.container_name(origin.ids),

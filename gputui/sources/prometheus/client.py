@@ -31,6 +31,7 @@ from http.client import HTTPException
 from pathlib import Path
 from typing import Any
 
+from gputui.foreign_text import clean
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.series import Labels
 
@@ -228,7 +229,7 @@ class PrometheusClient:
         hint = ""
         if exc.code in (401, 403):
             hint = f" (credentials come from {TOKEN_ENV}[{FILE_SUFFIX}] or {USER_ENV} + {PASSWORD_ENV}[{FILE_SUFFIX}])"
-        return PrometheusQueryError(f"{self.url}: HTTP {exc.code} {exc.reason}{own}{hint}")
+        return PrometheusQueryError(f"{self.url}: HTTP {exc.code} {clean(str(exc.reason))}{own}{hint}")
 
     def _reason(self, reason: object) -> str:
         if isinstance(reason, TimeoutError) or "timed out" in str(reason):
@@ -252,12 +253,12 @@ class PrometheusClient:
             )
         try:
             if want == "vector":
-                series = tuple((s["metric"], _points([s["value"]])) for s in result)
+                series = tuple((_labels(s["metric"]), _points([s["value"]])) for s in result)
             else:
-                series = tuple((s["metric"], _points(s["values"])) for s in result)
-        except (KeyError, TypeError, ValueError, IndexError):
+                series = tuple((_labels(s["metric"]), _points(s["values"])) for s in result)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError):
             raise PrometheusFormatError(f"{self.url}: a series in the answer is not [time, value]") from None
-        return QueryResult(series=series, warnings=tuple(str(w) for w in warnings))
+        return QueryResult(series=series, warnings=tuple(clean(str(w)) for w in warnings))
 
 
 def base_url(url: str) -> str:
@@ -301,7 +302,13 @@ def _json(body: bytes) -> Any:
 
 def _error_text(document: Mapping[str, Any]) -> str:
     kind, error = document.get("errorType"), document.get("error")
-    return f"{kind}: {error}" if kind else str(error)
+    return clean(f"{kind}: {error}" if kind else str(error))
+
+
+def _labels(metric: Mapping[str, Any]) -> dict[str, str]:
+    """A series' labels, each value cleaned: they are the text of every server Prometheus scrapes (host names,
+    pod names, process names), and its labels name hosts and pods in every view."""
+    return {key: clean(value) for key, value in metric.items()}
 
 
 def _points(pairs: list[Any]) -> tuple[Point, ...]:

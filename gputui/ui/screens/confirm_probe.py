@@ -27,13 +27,14 @@ class ConfirmProbe(ModalScreen[str | None]):
         self._title = title
         self.lines = tuple(lines)
         self._path = path
-        self.error = Static("", id="confirm-probe-error")
+        self.error = Static("", id="confirm-probe-error", markup=False)  # quotes the path typed
 
     def compose(self) -> ComposeResult:
         with Vertical(id="confirm-probe"):
-            yield Static(self._title, id="confirm-probe-title")
+            # Plain text, never markup: the lines name other users' processes, the title a GPU.
+            yield Static(self._title, id="confirm-probe-title", markup=False)
             if self.lines:
-                yield Static("\n".join(self.lines), id="confirm-probe-lines")
+                yield Static("\n".join(self.lines), id="confirm-probe-lines", markup=False)
             if self._path is not None:
                 yield Input(value=self._path, placeholder="directory to read", id="confirm-probe-path")
                 yield self.error

@@ -90,9 +90,10 @@ class HelpScreen(ModalScreen[None]):
         with VerticalScroll(id="help"):
             if self._notices:  # first: the header keeps only a badge for them after their first minute
                 yield Static("Notices", classes="help-heading")
-                yield Static("\n".join(f"- {notice}" for notice in self._notices), id="help-notices")
+                # Plain text, never markup: a notice may quote another server's host name or a process's name.
+                yield Static("\n".join(f"- {notice}" for notice in self._notices), id="help-notices", markup=False)
             if self._account:
-                yield Static("\n".join(self._account), id="help-account")
+                yield Static("\n".join(self._account), id="help-account", markup=False)
             yield Static("gputui keys  [dim](up/down, pgup/pgdn: scroll; esc: close)[/]", id="help-title")
             yield Static(key_table(self._keys))
             yield Static(UTIL_VS_SM, id="help-gpm")

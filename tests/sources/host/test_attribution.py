@@ -137,6 +137,13 @@ def test_outside_a_slurm_cgroup_the_environment_says(root: Path) -> None:
     assert (origin.job_id, origin.slurm_user) == ("77", "alice")
 
 
+def test_the_job_owner_a_process_wrote_in_its_environment_is_cleaned(root: Path) -> None:
+    """SLURM_JOB_USER is the process's own to write: a terminal escape in it reaches no view."""
+    process(root, 203, cgroup="0::/user.slice\n")
+    write(root, "proc/203/environ", "SLURM_JOB_ID=77\0SLURM_JOB_USER=\x1b]0;PWNED\x07\u202eeve\0")
+    assert read_origin(203, root).slurm_user == "\\x1b]0;PWNED\\x07\\u202eeve"
+
+
 def test_no_environment_to_read_is_no_job_and_no_error(root: Path) -> None:
     process(root, 202, cgroup="0::/user.slice\n")  # no environ file: another user's process without root
     assert read_origin(202, root).job_id is None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from gputui.sources.host.procfs import (
     holds_device,
     inner_pid,
     last_cpu,
+    parent_pid,
     schedstat,
     state,
 )
@@ -346,3 +348,22 @@ def test_a_device_check_is_kept_while_the_process_is_the_same(root: Path, monkey
     assert reads == [os.fspath(root / "proc/200/fd")]  # the holder is not read again; the other one is
     shutil.rmtree(root / "proc/100")
     assert check(100, 0) is False
+
+
+def test_a_name_that_is_no_utf8_hides_nothing_after_it(tmp_path: Path) -> None:
+    """A process's owner chooses its name (comm), which /proc/PID/stat and status hold before every number: a byte
+    that is no UTF-8 in it (here 0x9b, CSI to an 8-bit terminal) made the whole file unreadable, so its state,
+    parent and CPUs read n/a and the lab's machine took the job for gone. Against the real kernel."""
+    link = os.path.join(str(tmp_path).encode(), b"job\x9b\xff")
+    os.symlink("/bin/sh", link)  # comm is the name a program is started by
+    script = b"echo ready; read line"  # sh waits on its stdin: no child of its own to outlive it
+    child = subprocess.Popen([link, b"-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == b"ready"
+        assert Path(f"/proc/{child.pid}/comm").read_bytes() == b"job\x9b\xff\n"
+        assert state(child.pid) is not None
+        assert parent_pid(child.pid) == os.getpid()
+        assert last_cpu(child.pid) is not None and cpus_allowed(child.pid) is not None
+    finally:
+        child.kill()
+        child.wait(timeout=10)

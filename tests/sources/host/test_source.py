@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gputui.foreign_text import clean
 from gputui.sources.host.procfs import CLOCK_TICKS
 from gputui.sources.host.source import (
     CHILDREN_EVERY,
@@ -770,8 +771,8 @@ def test_real_busy_processes_outside_the_job_are_named(tmp_path: Path) -> None:
     others = {pid: (name, cmdline, cpu) for pid, name, cmdline, cpu in json.loads(run.stdout)}
     name, cmdline, cpu = others[spinner.pid]
     # Its command line whole, or cut with "…" where longer than shown: sys.executable is as long as the path the
-    # project is checked out under.
-    command = " ".join(spinner.args)
+    # project is checked out under. Its script's newlines show as `\n`: it is one line of the view.
+    command = clean(" ".join(spinner.args))
     shown = command if len(command) <= OTHERS_CMDLINE_CHARS else command[: OTHERS_CMDLINE_CHARS - 1] + "…"
     assert name.startswith("python") and cmdline == shown and cpu > 0
     commands = [cmdline or "" for _, cmdline, _ in others.values()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import time
 from collections.abc import Iterator
@@ -148,3 +149,23 @@ def test_base_url(url: str, want: str) -> None:
 def test_bad_urls(url: str, says: str) -> None:
     with pytest.raises(ValueError, match=says):
         base_url(url)
+
+
+HOSTILE = "\x1b]0;PWNED\x07\u202e[/]"
+SHOWN = "\\x1b]0;PWNED\\x07\\u202e[/]"
+
+
+def test_label_values_warnings_and_error_texts_are_cleaned_as_the_answer_is_read() -> None:
+    """Every label is the text of a server Prometheus scraped, and warnings and errors are Prometheus's own."""
+    series = [({"__name__": "DCGM_FI_DEV_GPU_UTIL", "Hostname": HOSTILE, "pod": f"p{HOSTILE}"}, 1.0)]
+    with canned_prometheus(Behaviour(series=series, warnings=(HOSTILE,))) as url:
+        result = PrometheusClient(url, env=NO_ENV).instant("DCGM_FI_DEV_GPU_UTIL")
+    ((labels, _),) = result.series
+    assert (labels["Hostname"], labels["pod"], result.warnings) == (SHOWN, f"p{SHOWN}", (SHOWN,))
+    body = json.dumps({"status": "error", "errorType": "bad_data", "error": HOSTILE}).encode()
+    with (
+        canned_prometheus(Behaviour(status=400, body=body)) as url,
+        pytest.raises(PrometheusQueryError) as failed,
+    ):
+        PrometheusClient(url, env=NO_ENV).instant("up")
+    assert str(failed.value).endswith(f"bad_data: {SHOWN}")

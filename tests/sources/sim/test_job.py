@@ -21,6 +21,7 @@ import pytest
 
 from gputui.cli import main
 from gputui.commands.common import EXIT_NO_DRIVER, EXIT_USAGE
+from gputui.foreign_text import is_clean
 from gputui.model import parse_cpus
 from gputui.sources.base import InvalidGpuSelection, NoJobTrace, Source, SourceUnavailable
 from gputui.sources.sim.job import (
@@ -120,6 +121,18 @@ def test_a_malformed_record_says_what_is_wrong(tmp_path: Path, text: str, messag
     path.write_text(text)
     with pytest.raises(TraceError, match=message):
         read_trace(path)
+
+
+@pytest.mark.parametrize("key", ["version", "pid", "gpu_busy_s", "steps", "step_started"])
+def test_a_trace_the_job_filled_with_escapes_is_quoted_clean(tmp_path: Path, key: str) -> None:
+    """The job writes the trace: a value that is not a number is quoted in the message the monitor shows (and the
+    notice a running session keeps), escaped, never raw."""
+    record = {"format": "gputui-job-trace", "version": 1, "pid": 5, "gpu_busy_s": 1, "steps": 1}
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps({**record, key: "\x1b]0;PWNED\x07\u202e\n"}))
+    with pytest.raises(TraceError) as refused:
+        read_trace(path)
+    assert is_clean(str(refused.value)) and "PWNED" in str(refused.value)
 
 
 def test_a_missing_trace_cannot_open_and_says_how_to_start_the_job(tmp_path: Path, clock: Clock) -> None:

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gputui.foreign_text import clean
+
 DEFAULT_SOCKET = Path("/var/lib/kubelet/pod-resources/kubelet.sock")
 SOCKET_ENV = "GPUTUI_POD_RESOURCES_SOCKET"  # where the DaemonSet mounts the kubelet's socket, if elsewhere
 REFRESH_S = 10.0
@@ -189,11 +191,14 @@ class PodNames:
             self._forget("grpcio is not installed: pip install 'gputui[k8s]' to name pods")
             return
         except Exception as exc:  # grpc.RpcError and whatever a broken answer raises: no names, the uid stays
-            self._forget(f"the kubelet's pod-resources API failed: {_describe(exc)}")
+            self._forget(f"the kubelet's pod-resources API failed: {clean(_describe(exc))}")
             return
         owners: dict[str, list[PodRef]] = {}
         containers: dict[tuple[str, str], tuple[str, ...]] = {}
-        for namespace, pod, held in pods:
+        for raw_namespace, raw_pod, raw_held in pods:
+            # Whoever may create pods chose these names: cleaned once per List, before any lookup returns one.
+            namespace, pod = clean(raw_namespace), clean(raw_pod)
+            held = [(clean(name), device_ids) for name, device_ids in raw_held]
             containers[(namespace, pod)] = tuple(name for name, _ in held)
             for name, device_ids in held:
                 for gpu in dict.fromkeys(gpu_of_device(i) for i in device_ids):

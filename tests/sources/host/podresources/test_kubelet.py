@@ -387,3 +387,16 @@ def test_a_process_on_a_mig_instance_is_named_through_its_instance(
         assert named is not None and (named.pod, named.namespace, named.k8s_container) == ("train-0", "ml", "trainer")
     finally:
         source.close()
+
+
+def test_names_anyone_who_may_create_pods_chose_are_cleaned_as_the_list_comes_in(
+    kubelet: tuple[Kubelet, Path], names: PodNames
+) -> None:
+    """A pod, namespace or container name reaches every view: a control character in one must not reach a
+    terminal (protobuf strings are any UTF-8, whatever the API server's validation says of a real cluster)."""
+    servicer, _ = kubelet
+    servicer.pods = [pod("ns\x1b]0;X\x07", "train\u202e-0", ("c\n\x9b2J", [GPU0]))]
+    names.lookup(UID_A, [GPU0])
+    assert until(lambda: names.lists == 1)
+    assert names.lookup(UID_A, [GPU0]) == PodRef("ns\\x1b]0;X\\x07", "train\\u202e-0", "c\\n\\x9b2J")
+    assert names.gpu_owners() == {GPU0: (PodRef("ns\\x1b]0;X\\x07", "train\\u202e-0", "c\\n\\x9b2J"),)}
