@@ -257,6 +257,7 @@ def test_no_other_user_can_keep_the_sampler_from_starting(tmp_path: Path) -> Non
                 "the job's record",
             )
             assert window is not None and window.source == "in-process"
+            ended(run, job)
     finally:
         planted[1].rmdir()
 
@@ -264,6 +265,16 @@ def test_no_other_user_can_keep_the_sampler_from_starting(tmp_path: Path) -> Non
 def the_job(run: subprocess.Popen[str]) -> psutil.Process:
     """The process gputui run started."""
     return until(psutil.Process(run.pid).children, lambda children: len(children) == 1, "the job")[0]
+
+
+def ended(run: subprocess.Popen[str], job: psutil.Process) -> None:
+    """gputui run stopped as a user stops it (SIGTERM, passed on to the job), and the job's record directory gone
+    with it."""
+    records = Path(job.environ()["GPUTUI_STACKS_DIR"])
+    assert records.is_dir()
+    run.terminate()
+    assert run.wait(timeout=30) == 128 + signal.SIGTERM
+    assert not records.exists()
 
 
 def main_stack_functions(window: StackWindow | None, pid: int) -> list[str]:
@@ -280,6 +291,7 @@ def test_a_python_job_publishes_what_its_main_thread_does() -> None:
             lambda: read_published(job.pid, 2.0), lambda w: main_stack_functions(w, job.pid)[:1] == ["spin_here"], ""
         )
         assert window is not None and window.source == "in-process"
+        ended(run, job)
 
 
 def test_a_dataloaders_workers_publish_their_own_stacks(tmp_path: Path) -> None:
