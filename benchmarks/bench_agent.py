@@ -76,7 +76,9 @@ def one_run(args: argparse.Namespace, with_sampler: bool, directory: Path) -> tu
     environment = {name: value for name, value in os.environ.items() if not name.startswith("GPUTUI_STACKS_")}
     environment.pop("PYTHONPATH", None)
     if with_sampler:
-        environment = job_environment(environment, args.hz)
+        records = directory / "records"
+        records.mkdir(mode=0o700, exist_ok=True)
+        environment = job_environment(environment, args.hz, str(records))
     command = [
         sys.executable,
         str(LAB),
@@ -137,7 +139,7 @@ def at_depth(depth: int, work: Callable[[], None]) -> None:
 
 def sampler_cpu_ms_per_s(hz: int | None, seconds: float, depth: int, threads: int, directory: str) -> float:
     """The CPU the sampler's thread takes per second in this process, its main thread spinning in Python."""
-    os.environ["XDG_RUNTIME_DIR"] = directory
+    os.environ[agent.ENV_DIR] = directory  # a TemporaryDirectory: 0700, this user's
     done = threading.Event()
     waiting = [threading.Thread(target=at_depth, args=(depth, lambda: done.wait())) for _ in range(threads)]
     for thread in waiting:

@@ -10,8 +10,18 @@ there too.
 
 Nothing here may raise into the job: every error is swallowed, after one line on stderr at most per process.
 
-Environment: GPUTUI_STACKS_HZ (samples per second, default 25; 0 turns the sampler off), GPUTUI_STACKS_WINDOW_S
-(seconds kept, default 8).
+Where: the directory GPUTUI_STACKS_DIR names, which `gputui run` makes afresh for the job (0700, its own user's). It
+is opened once, checked to be this user's and writable by no one else, and every write, rename and unlink after
+that is made relative to that descriptor, the temporary files created exclusively under random names: renaming the
+directory away and planting a symlink in its place, or a hard link at a temporary name, redirects nothing. A forked
+child keeps its parent's descriptor; a process started afresh (a spawned worker, a rank) opens the directory again.
+
+What: a record within the bounds below (MAX_*), which the reader checks before it parses anything: the deepest
+stacks are cut to their innermost MAX_DEPTH frames, names to MAX_NAME characters, and where a window holds more
+than the record may, its oldest slices are left out.
+
+Environment: GPUTUI_STACKS_DIR (where to publish; without it the sampler does not start), GPUTUI_STACKS_HZ
+(samples per second, default 25; 0 turns the sampler off), GPUTUI_STACKS_WINDOW_S (seconds kept, default 8).
 """
 
 from __future__ import annotations
@@ -21,12 +31,11 @@ import contextlib
 import json
 import os
 import re
-import stat
+import secrets
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
 from types import CodeType, FrameType
 from typing import Any
 
@@ -37,7 +46,19 @@ MAX_HZ = 100.0
 DEFAULT_WINDOW_S = 8.0
 SLICE_S = 1.0  # one published slice per second: a reader takes the last few for a shorter window
 STOP_WAIT_S = 1.0  # how long the exit waits for the sampler to finish a write in progress
-RECORD_NAME = re.compile(r"^\.?([0-9]+)\.json(?:\.tmp)?$")
+ENV_DIR = "GPUTUI_STACKS_DIR"
+RECORD_NAME = re.compile(r"^\.?([0-9]+)\.json(?:\.[0-9a-f]+\.tmp)?$")
+# The bounds of a record, which the reader refuses one outside of. A real job's (examples/lab/train.py with two
+# workers, at its start, when imports make the most distinct frames) weighs 43 kB: 323 frames, 3,450 indices,
+# 102 frames deep; these leave ~100 times that.
+MAX_RECORD_BYTES = 4 << 20
+MAX_FRAMES = 10_000  # distinct frames in the table
+MAX_INDICES = 250_000  # frame indices in all the record's stacks together
+MAX_DEPTH = 2_000  # frames in one stack (Python's recursion limit is 1,000 by default)
+MAX_NAME = 4_096  # characters of a function's, file's or thread's name
+MAX_THREADS = 1_024  # threads in one slice
+MAX_WINDOW_S = 600.0
+MAX_SLICES = round(MAX_WINDOW_S / SLICE_S)
 
 # A sample of one thread's stack as it is taken: its code objects' ids and the offsets of the instructions they run,
 # innermost first, flattened (id, offset, id, offset, ...): ints hash at a fraction of a code object's cost, and
@@ -47,16 +68,20 @@ RawStack = tuple[int, ...]
 PublishedFrame = tuple[str, str, "int | None"]
 
 
-def record_dir(environ: Mapping[str, str], uid: int) -> str:
-    """Where a process of user `uid` with this environment publishes: the reader looks in the same places."""
-    runtime = environ.get("XDG_RUNTIME_DIR")
-    if runtime:
-        return os.path.join(runtime, "gputui-stacks")
-    return fallback_dir(uid)
+class NotPrivate(OSError):
+    """A record directory that another user than its job's could write in."""
 
 
-def fallback_dir(uid: int) -> str:
-    return f"/dev/shm/gputui-stacks-{uid}"
+def open_private_dir(path: str, uid: int) -> int:
+    """A descriptor of the directory `path`, checked to be a real directory (not a symlink to one) of user `uid`
+    that no one else may write in; NotPrivate where it is another's, OSError where it is none. The reader checks
+    the same."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    status = os.fstat(fd)
+    if status.st_uid != uid or status.st_mode & 0o022:
+        os.close(fd)
+        raise NotPrivate(f"{path} is not a directory of uid {uid} that only it may write in")
+    return fd
 
 
 def _positive(name: str, default: float, ceiling: float) -> float:
@@ -154,7 +179,8 @@ class Sampler:
         self.warned = False
         self.stopping = False
         self.thread: threading.Thread | None = None
-        self.path = ""
+        self.dir_fd: int | None = None  # the record directory, opened once (a forked child inherits it)
+        self.name = ""  # the record's name in it, once placed
         self.mp_registered = False
         self.threads: dict[int, Watched] = {}
         # (id of a code object, offset) -> (that code object, the frame as published); the code object kept is
@@ -166,7 +192,7 @@ class Sampler:
     def start(self) -> None:
         """Start sampling this process (again, in a forked child: what the parent saw is not this one's)."""
         self.thread = None
-        self.path = ""  # a forked child's own, once placed: never its parent's, which its exit would remove
+        self.name = ""  # a forked child's own, once placed: never its parent's, which its exit would remove
         try:
             self.stopping = False
             self.pid = os.getpid()
@@ -190,8 +216,8 @@ class Sampler:
         try:
             if thread is not None and thread.is_alive() and thread is not threading.current_thread():
                 thread.join(STOP_WAIT_S)
-            if self.path:
-                os.unlink(self.path)
+            if self.name and self.dir_fd is not None:
+                os.unlink(self.name, dir_fd=self.dir_fd)
         except FileNotFoundError:
             pass
         except Exception as error:
@@ -223,25 +249,14 @@ class Sampler:
     # -- the thread -----------------------------------------------------------------------------------------
 
     def _place(self) -> None:
-        """Where this process's record goes: the record directory, made 0700 (but never the runtime directory
-        above it, which is the system's to make) and checked to be this user's own (/dev/shm is everyone's)."""
-        uid = os.getuid()
-        preferred = record_dir(os.environ, uid)
-        for directory in dict.fromkeys((preferred, fallback_dir(uid))):
-            try:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(directory, 0o700)
-                status = os.lstat(directory)
-            except OSError:
-                continue
-            if status.st_uid == uid and stat.S_ISDIR(status.st_mode):
-                if status.st_mode & 0o077:
-                    os.chmod(directory, 0o700)
-                self.directory = directory
-                self.path = os.path.join(directory, f"{self.pid}.json")
-                self.temporary = os.path.join(directory, f".{self.pid}.json.tmp")
-                return
-        raise OSError(f"no private directory to publish in ({preferred})")
+        """Where this process's record goes: the directory `gputui run` made, opened once and checked; a forked
+        child keeps the descriptor its parent opened, never the path, which may lead elsewhere by now."""
+        if self.dir_fd is None:
+            path = os.environ.get(ENV_DIR)
+            if not path:
+                raise OSError(f"{ENV_DIR} is not set: start the job with `gputui run -- CMD`")
+            self.dir_fd = open_private_dir(path, os.geteuid())
+        self.name = f"{self.pid}.json"
 
     def _run(self) -> None:
         try:
@@ -321,9 +336,9 @@ class Sampler:
                 seen[1] += running
 
     def _close_slice(self, piece: Slice) -> None:
-        """Its stacks' frames as published, looked up once; the code objects let go."""
+        """Its stacks' frames as published (the innermost MAX_DEPTH), looked up once; the code objects let go."""
         for (native, raw), (samples, running, codes) in piece.counts.items():
-            frames = tuple(self._frame(code, raw[2 * n + 1]) for n, code in enumerate(codes))
+            frames = tuple(self._frame(code, raw[2 * n + 1]) for n, code in enumerate(codes[:MAX_DEPTH]))
             piece.frames.append((native, frames, samples, round(running, 2)))
         piece.counts = {}
 
@@ -334,24 +349,39 @@ class Sampler:
             return cached[1]
         if len(self.lines) > 50_000:  # code made on the fly (exec, compiled graphs) must not pile up
             self.lines.clear()
-        frame = (code.co_name, code.co_filename, _line(code, offset))
+        frame = (code.co_name[:MAX_NAME], code.co_filename[:MAX_NAME], _line(code, offset))
         self.lines[key] = (code, frame)
         return frame
 
     def record(self) -> dict[str, Any]:
-        """What is published: the slices in the window, their frames in one table that the stacks index."""
+        """What is published: the slices in the window, their frames in one table that the stacks index; the
+        newest slices that fit the bounds (the newest at least in part)."""
         table: dict[PublishedFrame, int] = {}
-        slices = []
-        for piece in self.slices:
+        slices: list[dict[str, Any]] = []
+        indices = 0
+        for piece in reversed(self.slices):
+            known = len(table)
             by_thread: dict[int, list[list[Any]]] = {}
+            full = False
             for native, stack, samples, running in piece.frames:
+                if indices + len(stack) > MAX_INDICES or len(table) + len(stack) > MAX_FRAMES:
+                    full = True
+                    break
+                indices += len(stack)
                 frames = [table.setdefault(frame, len(table)) for frame in stack]
                 by_thread.setdefault(native, []).append([frames, samples, running])
+            if full and slices:  # an older slice that does not fit: left out, its frames with it
+                for frame in list(table)[known:]:
+                    del table[frame]
+                break
             threads = [
-                {"tid": native, "name": piece.names.get(native, ""), "stacks": stacks}
-                for native, stacks in by_thread.items()
+                {"tid": native, "name": piece.names.get(native, "")[:MAX_NAME], "stacks": stacks}
+                for native, stacks in list(by_thread.items())[:MAX_THREADS]
             ]
             slices.append({"start": piece.start, "end": piece.end, "ticks": piece.ticks, "threads": threads})
+            if full:
+                break
+        slices.reverse()
         return {
             "format": FORMAT,
             "version": VERSION,
@@ -361,40 +391,58 @@ class Sampler:
             "rank": _int_or_none(os.environ.get("RANK")),
             "local_rank": _int_or_none(os.environ.get("LOCAL_RANK")),
             "rate_hz": self.hz,
-            "window_start": self.slices[0].start if self.slices else None,
-            "window_end": self.slices[-1].end if self.slices else None,
+            "window_start": slices[0]["start"] if slices else None,
+            "window_end": slices[-1]["end"] if slices else None,
             "written_at": time.time(),
             "frames": [list(frame) for frame in table],
             "slices": slices,
         }
 
     def _publish(self) -> None:
-        data = json.dumps(self.record(), separators=(",", ":")).encode()
+        data = json.dumps(self.record(), separators=(",", ":"), allow_nan=False).encode()
+        if len(data) > MAX_RECORD_BYTES:  # names of the longest, in the most frames: this second is not published
+            self.warn(ValueError(f"a record of {len(data)} bytes, over the {MAX_RECORD_BYTES} the reader takes"))
+            return
         try:
             self._write(data)
-        except FileNotFoundError:  # its directory went (a logout empties the runtime directory): again
-            self._place()
-            self._write(data)
+        except FileNotFoundError:
+            assert self.dir_fd is not None
+            if os.fstat(self.dir_fd).st_nlink:
+                raise
+            self.stopping = True  # `gputui run` ended and took the directory away: nothing is read any more
 
     def _write(self, data: bytes) -> None:
-        fd = os.open(self.temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        """The record written beside its place under a name no one can foresee (and created, never opened where
+        it is: a hard link planted there is never written through), then renamed over the last one."""
+        assert self.dir_fd is not None
+        temporary = f".{self.name}.{secrets.token_hex(8)}.tmp"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(temporary, flags, 0o600, dir_fd=self.dir_fd)
+        renamed = False
         try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(fd, view) :]
+            finally:
+                os.close(fd)
+            if not self.stopping:  # the exit takes the record away: never put one back after it
+                os.replace(temporary, self.name, src_dir_fd=self.dir_fd, dst_dir_fd=self.dir_fd)
+                renamed = True
         finally:
-            os.close(fd)
-        if not self.stopping:  # the exit takes the record away: never put one back after it
-            os.replace(self.temporary, self.path)
+            if not renamed:
+                with contextlib.suppress(OSError):
+                    os.unlink(temporary, dir_fd=self.dir_fd)
 
     def _sweep(self) -> None:
         """Remove the records of processes that are gone without removing theirs (killed, or left by
         os._exit): the directory would otherwise fill with one file per DataLoader worker ever started."""
-        for name in os.listdir(self.directory):
+        assert self.dir_fd is not None
+        for name in os.listdir(self.dir_fd):
             match = RECORD_NAME.match(name)
             if match is not None and not os.path.exists(f"/proc/{match.group(1)}"):
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(os.path.join(self.directory, name))
+                    os.unlink(name, dir_fd=self.dir_fd)
 
 
 def install() -> Sampler | None:

@@ -3,6 +3,11 @@
 The job is this command's child, started with the sampler's directory first on PYTHONPATH: Python runs the
 sitecustomize there at start-up, in the job and in every Python process it starts (torchrun's ranks, DataLoader
 workers), and each publishes its stacks for the monitor to read by PID (gputui/sources/stacks/inprocess.py).
+
+Where: a directory made afresh for the job (mkdtemp: 0700, a name no one can foresee) in /dev/shm or /tmp, whose
+sticky bit keeps other users from renaming it away, never in a place the environment names (root may run this with
+a user's XDG_RUNTIME_DIR or TMPDIR); its path goes to the job in GPUTUI_STACKS_DIR, inherited by the processes it
+starts, and the monitor reads it from the job's /proc/PID/environ. It is removed once the job has exited.
 Everything else is the job's own, as if it had been started without gputui: its stdin, stdout, stderr and other
 inherited file descriptors, its environment, its exit status (128+N where signal N ended it), and the signals
 sent to this command, passed on to it.
@@ -13,8 +18,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import signal
+import stat
 import sys
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -30,6 +38,9 @@ RESET_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ)
 SI_KERNEL = 0x80  # si_code of a signal the kernel sent itself (see passed_on)
 EXIT_CANNOT_EXECUTE = 126  # as a shell answers
 EXIT_NOT_FOUND = 127
+# Where the job's record directory may be made: places of fixed paths, made by the system, that no other user
+# may write in or only with the sticky bit (then none may rename or remove what is not theirs).
+STACKS_BASES = ("/dev/shm", "/tmp")
 USAGE = "gputui run [-h] [--hz N] [-v] -- CMD [ARGS ...]"
 
 
@@ -64,16 +75,35 @@ def run(args: argparse.Namespace) -> int:
     if not command:
         print("gputui run: no command after '--'", file=sys.stderr)
         return EXIT_NOT_FOUND
-    environment = job_environment(os.environ, args.hz)
-    return supervise(command, environment, verbose=args.verbose)
+    directory = records_dir()
+    if directory is None:
+        print(f"gputui run: no private place in {' or '.join(STACKS_BASES)}: its stacks go unread", file=sys.stderr)
+    try:
+        return supervise(command, job_environment(os.environ, args.hz, directory), verbose=args.verbose)
+    finally:
+        if directory is not None:
+            shutil.rmtree(directory, ignore_errors=True)
 
 
-def job_environment(environ: Mapping[str, str], hz: int | None) -> dict[str, str]:
-    """The caller's environment, with the sampler's directory first on PYTHONPATH (the user's entries after it)
-    and its rate where one was asked for."""
+def records_dir() -> str | None:
+    """A directory made afresh for the job's stack records, only this user's; None where no safe place is."""
+    for base in STACKS_BASES:
+        with contextlib.suppress(OSError):
+            mode, owner = (status := os.lstat(base)).st_mode, status.st_uid
+            if stat.S_ISDIR(mode) and owner in {0, os.geteuid()} and (not mode & 0o022 or mode & stat.S_ISVTX):
+                return tempfile.mkdtemp(prefix="gputui-stacks-", dir=base)
+    return None
+
+
+def job_environment(environ: Mapping[str, str], hz: int | None, directory: str | None) -> dict[str, str]:
+    """The caller's environment, with the sampler's directory first on PYTHONPATH (the user's entries after it),
+    the place of its records (none: the sampler does not start) and its rate where one was asked for."""
     environment = dict(environ)
     user_path = environment.get("PYTHONPATH")
     environment["PYTHONPATH"] = AGENT_DIR + (os.pathsep + user_path if user_path else "")
+    environment.pop(agent.ENV_DIR, None)
+    if directory is not None:
+        environment[agent.ENV_DIR] = directory
     if hz is not None:
         environment["GPUTUI_STACKS_HZ"] = str(hz)
     return environment
@@ -93,7 +123,7 @@ def supervise(command: Sequence[str], environment: dict[str, str], *, verbose: b
         except OSError as error:
             return _not_started(command[0], error)
         if verbose:
-            where = agent.record_dir(environment, os.getuid())
+            where = environment.get(agent.ENV_DIR, "no place")
             print(f"gputui run: pid {pid} started, its stacks published in {where}", file=sys.stderr)
         status = _wait(pid, watched)
     finally:

@@ -7,7 +7,8 @@ monitor's key, `diagnose` at its start). One worker thread takes the windows one
 queue while nothing is asked: an all-day monitor wakes it once a minute at most.
 
 Each reading's GPU processes get the latest activity read for them (`attach`), so the rules, the views, the JSON
-and the recording all see it as a field of the process. A refused ptrace is said once per reason, as a notice.
+and the recording all see it as a field of the process. A refused ptrace is said once per reason, as a notice; a
+stack record refused (outside what gputui's sampler writes) once per user who could write it.
 
 Only this machine's processes are read: never in a replay, for a remote server or for a simulated machine whose
 processes are made up (`stacks_allowed`).
@@ -132,6 +133,7 @@ class JobStacks:
         self._asked_for: dict[int, frozenset[str]] = {}  # what said its GPU waited when consider() asked for it
         self._latest: dict[int, JobActivity] = {}
         self._noticed: set[str] = set()
+        self._refused_owners: set[str] = set()
         self._notices: list[str] = []
         self._thread: threading.Thread | None = None
         self._closed = False
@@ -142,7 +144,15 @@ class JobStacks:
         # Imported when the first window is taken: a monitor whose jobs never wait never loads the readers.
         from gputui.sources.stacks.activity_reader import read_activity
 
-        return read_activity(pid, window_s, self.config.rate_hz)
+        return read_activity(pid, window_s, self.config.rate_hz, refused=self._refused)
+
+    def _refused(self, owner: str, why: str) -> None:
+        """A notice of a refused stack record, the first time one of `owner`'s is: its user may make one on purpose
+        for every process, and one notice says all there is."""
+        with self._lock:
+            if owner not in self._refused_owners:
+                self._refused_owners.add(owner)
+                self._notices.append(f"job stacks: {why}; read with py-spy instead")
 
     @property
     def busy(self) -> bool:

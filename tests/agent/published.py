@@ -31,10 +31,18 @@ spin_here()
 """
 
 
+def records_dir(runtime_dir: Path) -> Path:
+    """The record directory the tests give a job, below `runtime_dir`, made as `gputui run` makes it (0700)."""
+    directory = runtime_dir / "gputui-stacks"
+    directory.mkdir(mode=0o700, exist_ok=True)
+    return directory
+
+
 def job_environment(runtime_dir: Path, **extra: str) -> dict[str, str]:
-    """This process's environment, with the sampler first on PYTHONPATH and the records under `runtime_dir`."""
+    """This process's environment, with the sampler first on PYTHONPATH and the records in `runtime_dir`'s
+    record directory."""
     inherited = {name: value for name, value in os.environ.items() if not name.startswith("GPUTUI_STACKS_")}
-    return {**inherited, "XDG_RUNTIME_DIR": str(runtime_dir), "PYTHONPATH": AGENT_DIR, **extra}
+    return {**inherited, "GPUTUI_STACKS_DIR": str(records_dir(runtime_dir)), "PYTHONPATH": AGENT_DIR, **extra}
 
 
 def record_path(runtime_dir: Path, pid: int) -> Path:

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +21,9 @@ import pytest
 from gputui.agent import gputui_stacks_agent as agent
 from gputui.sources.stacks.inprocess import read_published
 from gputui.sources.stacks.samples import StackWindow, ThreadStacks
-from tests.agent.published import SPINNER, job_environment, python, record_path, started, until
+from tests.agent.published import SPINNER, job_environment, python, record_path, records_dir, started, until
+
+NOBODY = pwd.getpwnam("nobody")
 
 # A parent whose child, forked by multiprocessing, sleeps in a function of its own until told to stop; the parent
 # stays, so what the child leaves behind at exit is its own.
@@ -89,13 +95,22 @@ def test_the_record_goes_when_the_job_exits(tmp_path: Path) -> None:
     assert list(path.parent.iterdir()) == []  # nor its temporary file
 
 
-def test_a_record_directory_that_went_is_made_again(tmp_path: Path) -> None:
-    """A logout empties the user's runtime directory under a job that runs on (nohup, tmux)."""
-    with started(python("-c", SPINNER), job_environment(tmp_path)) as job:
+def test_a_record_directory_that_went_ends_the_sampler_quietly_and_the_job_runs_on(tmp_path: Path) -> None:
+    """`gputui run` takes the directory away when its job exits: a process of the job's still running then (a
+    daemon it left) stops publishing without a word, and never makes the directory again by its path."""
+    stop = tmp_path / "stop"
+    with started(python("-c", UNTIL_FILE, str(stop)), job_environment(tmp_path), stderr=subprocess.PIPE) as job:
         path = until(lambda: record_path(tmp_path, job.pid), Path.exists, "the record")
         shutil.rmtree(path.parent)
-        until(lambda: record_path(tmp_path, job.pid), Path.exists, "the record again")
-        assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+        tasks = Path(f"/proc/{job.pid}/task")
+        until(lambda: len(list(tasks.iterdir())), lambda threads: threads == 1, "the sampler's thread to end")
+        stop.touch()
+        assert job.stdout is not None and job.stderr is not None
+        assert job.stdout.read() == "ready\n"
+        assert job.wait(timeout=30) == 0
+        assert job.stderr.read() == ""
+        job.stderr.close()
+    assert not path.parent.exists()
 
 
 def test_a_forked_child_publishes_its_own_record_and_takes_it_away_at_exit(tmp_path: Path) -> None:
@@ -141,32 +156,39 @@ def test_a_rate_of_zero_turns_the_sampler_off_and_another_is_published(tmp_path:
         assert json.loads(path.read_text())["rate_hz"] == 40.0
 
 
+@pytest.mark.parametrize("place", [None, "a-file", "a-link", "open"])
 def test_the_job_runs_on_where_nothing_can_be_published(
-    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str], place: str | None
 ) -> None:
-    """In-process, so that no place to publish is left: one line on stderr, no exception, no thread."""
-    blocked = tmp_path / "a-file"
-    blocked.write_text("")
-    monkeypatch.setenv("XDG_RUNTIME_DIR", str(blocked))
-    monkeypatch.setattr(agent, "fallback_dir", lambda uid: str(blocked / "below"))
+    """In-process: no directory named, a file, a symlink to a directory, or a directory others may write in: one
+    line on stderr, no exception, no thread."""
+    (tmp_path / "a-file").write_text("")
+    (tmp_path / "open").mkdir(mode=0o777)
+    (tmp_path / "open").chmod(0o777)
+    (tmp_path / "a-link").symlink_to(records_dir(tmp_path))
+    monkeypatch.delenv(agent.ENV_DIR, raising=False)
+    if place is not None:
+        monkeypatch.setenv(agent.ENV_DIR, str(tmp_path / place))
     sampler = agent.Sampler(25.0, 8.0)
     sampler.start()
     sampler.start()
     sampler.stop()
     assert sampler.thread is None
     (line,) = capsys.readouterr().err.splitlines()
-    assert line.startswith(f"gputui stack sampler (pid {os.getpid()}): OSError(")
+    assert line.startswith(f"gputui stack sampler (pid {os.getpid()}): ")
     assert line.endswith("; the job runs on without it")
+    assert list((tmp_path / "gputui-stacks").iterdir()) == []
 
 
 def test_a_forked_child_whose_sampler_fails_leaves_its_parents_record(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The child inherits its parent's sampler, record path included; its exit must not take the parent's."""
-    parents = tmp_path / "100.json"
+    parents = records_dir(tmp_path) / "100.json"
     parents.write_text("{}")
     sampler = agent.Sampler(25.0, 8.0)
-    sampler.path = str(parents)
+    sampler.dir_fd = agent.open_private_dir(str(parents.parent), os.geteuid())
+    sampler.name = parents.name
 
     def unreadable() -> int:
         raise OSError("no /proc here")
@@ -174,14 +196,9 @@ def test_a_forked_child_whose_sampler_fails_leaves_its_parents_record(
     monkeypatch.setattr(agent, "_start_ticks", unreadable)
     sampler.start()
     sampler.stop()
+    os.close(sampler.dir_fd)
     assert parents.exists()
     assert "OSError('no /proc here')" in capsys.readouterr().err
-
-
-def test_it_publishes_where_the_reader_looks() -> None:
-    uid = os.getuid()
-    assert agent.record_dir({"XDG_RUNTIME_DIR": "/run/user/7"}, uid) == "/run/user/7/gputui-stacks"
-    assert agent.record_dir({}, uid) == f"/dev/shm/gputui-stacks-{uid}"
 
 
 def agent_dir() -> str:
@@ -197,3 +214,66 @@ def test_the_agent_needs_nothing_but_the_standard_library() -> None:
         if line.startswith(("import ", "from "))
     }
     assert imported <= set(sys.stdlib_module_names) | {"__future__"}
+
+
+@pytest.fixture
+def shared_base() -> Iterator[Path]:
+    """A folder that `nobody` may pass through (a test's own tmp_path is root's alone), removed after the test."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: the job runs as root, the other user as nobody")
+    base = Path(tempfile.mkdtemp(prefix="gputui-test-"))
+    base.chmod(0o711)
+    try:
+        yield base
+    finally:
+        shutil.rmtree(base)
+
+
+def test_a_directory_renamed_away_and_replaced_by_a_symlink_redirects_no_write_nor_unlink(shared_base: Path) -> None:
+    """Root's job (started with a user's environment) publishes in a directory inside that user's folder; the user
+    renames it away and puts a symlink to a directory of root's in its place. Nothing of root's there is written,
+    replaced or removed: the sampler goes on in the directory it opened, and removes its record from there."""
+    home = shared_base / "home"  # the user's: their runtime directory, say
+    home.mkdir()
+    records = records_dir(home)
+    os.chown(home, NOBODY.pw_uid, NOBODY.pw_gid)
+    roots = shared_base / "roots"
+    roots.mkdir(mode=0o700)
+    stop = shared_base / "stop"
+    environment = job_environment(home, XDG_RUNTIME_DIR=str(home))  # where the sampler of before published too
+    with started(python("-c", UNTIL_FILE, str(stop)), environment) as job:
+        until(lambda: record_path(home, job.pid), Path.exists, "the record")
+        precious = roots / f"{job.pid}.json"
+        precious.write_text("root's own")
+        swap = f"mv {records} {home}/away && ln -s {roots} {records}"
+        subprocess.run(["sh", "-c", swap], user=NOBODY.pw_uid, group=NOBODY.pw_gid, check=True, timeout=30)
+        swapped_at = time.time()
+        moved = home / "away" / f"{job.pid}.json"
+
+        def written_after_the_swap() -> bool:
+            """The sampler has published since the swap, wherever it did."""
+            redirected = precious.read_text() != "root's own" or len(list(roots.iterdir())) > 1
+            return redirected or json.loads(moved.read_text())["written_at"] > swapped_at
+
+        until(written_after_the_swap, bool, "a record written after the swap")
+        stop.touch()
+        assert job.wait(timeout=30) == 0
+    assert precious.read_text() == "root's own"
+    assert list(roots.iterdir()) == [precious]
+    assert list((home / "away").iterdir()) == []  # its record removed from where it was
+
+
+def test_a_hard_link_planted_at_a_temporary_name_is_never_written_through(tmp_path: Path) -> None:
+    """O_NOFOLLOW does not stop a hard link: the temporary files are created, never opened where they are. The
+    link is planted where the sampler of before wrote (`.<pid>.json.tmp`) before the job starts, by the shell
+    that then becomes the job."""
+    victim = tmp_path / "victim"
+    victim.write_text("root's own")
+    records = records_dir(tmp_path)
+    argv = ["sh", "-c", f'ln {victim} {records}/.$$.json.tmp && exec "$@"', "sh", *python("-c", SPINNER)]
+    environment = job_environment(tmp_path, XDG_RUNTIME_DIR=str(tmp_path))  # where the sampler of before published
+    with started(argv, environment) as job:
+        window = until(lambda: read_published(job.pid, 2.0), lambda w: samples(w, job.pid) >= 30, "two records")
+        assert window is not None
+    assert victim.read_text() == "root's own"
+    assert victim.stat().st_nlink == 2  # the planted link is where it was

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
+import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,9 +22,11 @@ from gputui.cli import main
 from gputui.commands.run import AGENT_DIR, FORWARDED, passed_on
 from gputui.sources.stacks.inprocess import read_published
 from gputui.sources.stacks.samples import StackWindow
-from tests.agent.published import SPINNER, record_path, started, until
+from tests.agent.published import SPINNER, started, until
 
 ROOT = Path(__file__).resolve().parents[2]
+NOBODY = pwd.getpwnam("nobody")
+SYSTEM_PYTHON = "/usr/bin/python3"
 GPUTUI_RUN = [sys.executable, "-m", "gputui", "run"]
 
 # A job that says which of the forwarded signals it got, and leaves on SIGUSR2 (or the first, with "once").
@@ -120,6 +125,7 @@ def test_the_environment_is_the_callers_with_the_sampler_first_on_the_path() -> 
         **environment,
         "PYTHONPATH": os.pathsep.join([AGENT_DIR, "/user/lib", str(ROOT)]),
         "GPUTUI_STACKS_HZ": "40",
+        "GPUTUI_STACKS_DIR": seen.get("GPUTUI_STACKS_DIR", "not set"),  # its own (the next test)
     }
     assert seen == expected
 
@@ -202,22 +208,73 @@ def test_a_rate_above_the_samplers_is_a_usage_error(capsys: pytest.CaptureFixtur
     assert "--hz: at most 100 samples per second, not 500" in capsys.readouterr().err
 
 
-def test_verbose_says_what_started_and_how_it_ended(tmp_path: Path) -> None:
+def test_verbose_says_what_started_and_how_it_ended() -> None:
     done = subprocess.run(
-        [*GPUTUI_RUN, "-v", "--", "true"],
-        env=gputui_environment(XDG_RUNTIME_DIR=str(tmp_path)),
-        capture_output=True,
-        text=True,
-        timeout=60,
+        [*GPUTUI_RUN, "-v", "--", "true"], env=gputui_environment(), capture_output=True, text=True, timeout=60
     )
     started_line, ended_line = done.stderr.splitlines()
-    assert started_line.endswith(f"started, its stacks published in {tmp_path}/gputui-stacks")
+    assert re.search(r"started, its stacks published in /(dev/shm|tmp)/gputui-stacks-\w+$", started_line)
     assert ended_line.endswith("exited with status 0")
+
+
+def test_the_records_go_in_a_directory_made_afresh_for_the_job_and_removed_after_it(tmp_path: Path) -> None:
+    """Never one the caller's environment names (root may run this with a user's): made by mkdtemp in a place
+    whose sticky bit keeps others from renaming it, private to the job's user, gone once the job has exited."""
+    said = 'printf "%s\\n" "$GPUTUI_STACKS_DIR"; stat -c "%a %u %F" "$GPUTUI_STACKS_DIR"'
+    done = gputui_run("sh", "-c", said, env=gputui_environment(GPUTUI_STACKS_DIR=str(tmp_path)))
+    directory, status = done.stdout.splitlines()
+    assert re.fullmatch(r"/(dev/shm|tmp)/gputui-stacks-\w+", directory)
+    assert status == f"700 {os.geteuid()} directory"
+    assert not os.path.exists(directory)
+
+
+def test_no_other_user_can_keep_the_sampler_from_starting(tmp_path: Path) -> None:
+    """nobody pre-creates, as their own, the directories the sampler once published in for a job of uid 64123
+    started with that user's XDG_RUNTIME_DIR: its own runtime directory's and /dev/shm/gputui-stacks-64123. The
+    sampler publishes all the same, in the directory `gputui run` made, and root reads it."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("running as two other users needs root and setpriv (util-linux)")
+    if not os.path.exists(SYSTEM_PYTHON):
+        pytest.skip(f"the job runs {SYSTEM_PYTHON}: this test's own Python may be in a folder only root may enter")
+    owner = 64123
+    runtime = tmp_path / "run"
+    planted = [runtime / "gputui-stacks", Path(f"/dev/shm/gputui-stacks-{owner}")]
+    tmp_path.chmod(0o711)
+    try:
+        for directory in [runtime, *planted]:
+            directory.mkdir(mode=0o700)
+        for directory in planted:
+            os.chown(directory, NOBODY.pw_uid, NOBODY.pw_gid)
+        os.chown(runtime, owner, owner)
+        environment = gputui_environment(XDG_RUNTIME_DIR=str(runtime))
+        as_owner = [setpriv, f"--reuid={owner}", f"--regid={owner}", "--clear-groups", "--"]
+        with started([*as_owner, *GPUTUI_RUN, "--", SYSTEM_PYTHON, "-c", SPINNER], environment, cwd="/") as run:
+            job = the_job(run)
+            window = until(
+                lambda: read_published(job.pid, 2.0),
+                lambda w: main_stack_functions(w, job.pid)[:1] == ["spin_here"],
+                "the job's record",
+            )
+            assert window is not None and window.source == "in-process"
+            ended(run, job)
+    finally:
+        planted[1].rmdir()
 
 
 def the_job(run: subprocess.Popen[str]) -> psutil.Process:
     """The process gputui run started."""
     return until(psutil.Process(run.pid).children, lambda children: len(children) == 1, "the job")[0]
+
+
+def ended(run: subprocess.Popen[str], job: psutil.Process) -> None:
+    """gputui run stopped as a user stops it (SIGTERM, passed on to the job), and the job's record directory gone
+    with it."""
+    records = Path(job.environ()["GPUTUI_STACKS_DIR"])
+    assert records.is_dir()
+    run.terminate()
+    assert run.wait(timeout=30) == 128 + signal.SIGTERM
+    assert not records.exists()
 
 
 def main_stack_functions(window: StackWindow | None, pid: int) -> list[str]:
@@ -227,21 +284,21 @@ def main_stack_functions(window: StackWindow | None, pid: int) -> list[str]:
     return [count.stack[0].function for t in window.threads if t.pid == pid and t.is_main for count in t.stacks]
 
 
-def test_a_python_job_publishes_what_its_main_thread_does(tmp_path: Path) -> None:
-    environment = gputui_environment(XDG_RUNTIME_DIR=str(tmp_path))
-    with started([*GPUTUI_RUN, "--", sys.executable, "-c", SPINNER], environment) as run:
+def test_a_python_job_publishes_what_its_main_thread_does() -> None:
+    with started([*GPUTUI_RUN, "--", sys.executable, "-c", SPINNER], gputui_environment()) as run:
         job = the_job(run)
         window = until(
             lambda: read_published(job.pid, 2.0), lambda w: main_stack_functions(w, job.pid)[:1] == ["spin_here"], ""
         )
         assert window is not None and window.source == "in-process"
+        ended(run, job)
 
 
 def test_a_dataloaders_workers_publish_their_own_stacks(tmp_path: Path) -> None:
     stop = tmp_path / "stop"
-    environment = gputui_environment(XDG_RUNTIME_DIR=str(tmp_path))
-    with started([*GPUTUI_RUN, "--", sys.executable, "-c", LOADER, str(stop)], environment) as run:
+    with started([*GPUTUI_RUN, "--", sys.executable, "-c", LOADER, str(stop)], gputui_environment()) as run:
         job = the_job(run)
+        records = Path(job.environ()["GPUTUI_STACKS_DIR"])
 
         def in_make_sample(window: StackWindow | None) -> set[int]:
             """The workers seen making a sample."""
@@ -258,4 +315,4 @@ def test_a_dataloaders_workers_publish_their_own_stacks(tmp_path: Path) -> None:
         assert workers == {child.pid for child in job.children()}
         stop.touch()
         assert run.wait(timeout=60) == 0
-    assert not any(record_path(tmp_path, pid).exists() for pid in {job.pid, *workers})
+    assert not records.exists()  # its records with it

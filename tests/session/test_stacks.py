@@ -1,5 +1,6 @@
 """When the job stacks are read, and how what is read reaches each reading: one window at a time on a thread of its
-own, the main process of a GPU that waits, again only after the cooldown; a refused ptrace said once per reason."""
+own, the main process of a GPU that waits, again only after the cooldown; a refused ptrace said once per reason, a
+refused stack record once per user."""
 
 from __future__ import annotations
 
@@ -222,6 +223,27 @@ def test_a_refused_ptrace_is_one_notice_per_reason() -> None:
     assert second.events == ("job stacks: PID 301 is another user's: run gputui as root, or gputui run -- CMD",)
     assert third.events == ()
     assert second.host.process(400).activity == activity(400, error=refused.format(pid=400))  # its activity says it
+
+
+def test_a_refused_stack_record_is_one_notice_per_user(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its user may make one refused for every process: the first of each user's is said, the others are not."""
+    owners = {300: "nobody", 400: "nobody", 301: "alice"}
+
+    def read_activity(pid: int, window_s: float, rate_hz: int, *, refused: Any) -> JobActivity:
+        refused(owners[pid], f"the stack record of pid {pid} ({owners[pid]}'s) is refused: over 4194304 bytes")
+        return activity(pid)
+
+    monkeypatch.setattr("gputui.sources.stacks.activity_reader.read_activity", read_activity)
+    stacks = JobStacks()
+    stacks.request(300)
+    first = settled(stacks).attach(two_jobs())
+    stacks.request(400)
+    stacks.request(301)
+    second = settled(stacks).attach(two_jobs())
+    refused = "job stacks: the stack record of pid {} is refused: over 4194304 bytes; read with py-spy instead"
+    assert first.events == (refused.format("300 (nobody's)"),)
+    assert second.events == (refused.format("301 (alice's)"),)
+    assert second.host.process(400).activity == activity(400)  # read all the same
 
 
 def test_a_reader_that_raises_costs_its_window_not_the_thread() -> None:

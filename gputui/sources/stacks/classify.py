@@ -12,10 +12,15 @@ thread ran, `idle` for those in which it slept or blocked.
 What no pattern can see: `Tensor.item()`, `.cpu()` and `.tolist()` are C calls with no Python frame of their own,
 so a job waiting for the GPU in one of them shows only its own line calling it, as `cpu` or `idle` (named by that
 line). Only the waits that pass through Python (torch.cuda.synchronize, a Stream's or an Event's) read `gpu_sync`.
+
+The names are the job's user's to choose (a stack record, py-spy's reading of any process): every test on them is
+a string operation or an anchored pattern that cannot backtrack past a run of digits, in time linear in the name,
+and what the patterns say of a frame is worked out once per distinct frame (_facts), not once per stack it is in.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from collections import Counter
@@ -158,16 +163,37 @@ LIBRARIES = frozenset(
 _HELPER_FILES = ("/multiprocessing/resource_tracker.py", "/multiprocessing/forkserver.py")
 _PIN_MEMORY_FILES = ("/torch/utils/data/_utils/pin_memory.py",)
 
-# A path from the in-process sampler is absolute; py-spy's is already short. Both are cut to the package part.
-_LIBRARY_DIR = re.compile(r".*/(?:site-packages|dist-packages)/|.*/lib/python\d+\.\d+/")
+# A path from the in-process sampler is absolute; py-spy's is already short. Both are cut to the package part:
+# after the last of these folders, then after the last standard library's folder (/lib/python3.11/) left.
+_PACKAGE_DIRS = ("/site-packages/", "/dist-packages/")
+_STDLIB_DIR = "/lib/python"
+_VERSION_DIR = re.compile(r"[0-9]+\.[0-9]+/")  # only ever matched at one place: after _STDLIB_DIR
+# Distinct files and frames remembered: a window holds a few hundred.
+_CACHED = 512
 
 # The kinds whose samples run (or wait in) the job's own code: named by its innermost own frame.
 _OWN_CODE_KINDS = frozenset({"cpu", "idle", "loading"})
 
 
+@functools.lru_cache(maxsize=_CACHED)
 def short_file(file: str) -> str:
     """The file as py-spy prints it: the part after site-packages (or the standard library's folder)."""
-    return _LIBRARY_DIR.sub("", file.replace("\\", "/"))
+    path = file.replace("\\", "/")
+    ends = [at + len(folder) for folder in _PACKAGE_DIRS if (at := path.rfind(folder)) >= 0]
+    if ends:
+        path = path[max(ends) :]
+    return path[_after_stdlib_dir(path) :]
+
+
+def _after_stdlib_dir(path: str) -> int:
+    """Where the path goes on after its last /lib/pythonX.Y/ (0 where it has none), from the end backwards."""
+    end = len(path)
+    while (at := path.rfind(_STDLIB_DIR, 0, end)) >= 0:
+        version = _VERSION_DIR.match(path, at + len(_STDLIB_DIR))
+        if version is not None:
+            return version.end()
+        end = at + len(_STDLIB_DIR) - 1  # an occurrence overlapping this one ends before its last character
+    return 0
 
 
 def _slashed(file: str) -> str:
@@ -180,20 +206,42 @@ def is_own(frame: Frame) -> bool:
     return not (top in LIBRARIES or top in sys.stdlib_module_names or top.startswith("<frozen"))
 
 
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What the patterns say of one frame, wherever it is in a stack."""
+
+    checkpoint: ActivityKind | None  # the kind a checkpoint pattern gives it
+    kind: ActivityKind | None  # the first pattern's that matches it
+    enclosing: ActivityKind | None  # the first of those whose kind may enclose the job's own code
+    computing: bool  # the job's own code or its model: past it only `enclosing` kinds match
+
+
+@functools.lru_cache(maxsize=_CACHED)
+def _facts(frame: Frame) -> _Facts:
+    file = _slashed(frame.file)
+    matching = [pattern.kind for pattern in PATTERNS if pattern.matches(frame, file)]
+    return _Facts(
+        checkpoint=next((p.kind for p in CHECKPOINT_PATTERNS if p.matches(frame, file)), None),
+        kind=next(iter(matching), None),
+        enclosing=next((kind for kind in matching if kind in ENCLOSING_KINDS), None),
+        computing=is_own(frame) or any(call.matches(frame, file) for call in MODEL_CALLS),
+    )
+
+
 def _matched(stack: Stack) -> tuple[ActivityKind, int] | None:
     """The kind the patterns give a stack and the index of the frame that matched; None where none does."""
-    files = [_slashed(frame.file) for frame in stack]
+    facts = [_facts(frame) for frame in stack]
     # A checkpoint is named by its outermost frame: where the job went into it (torch.save, _save_checkpoint).
     for index in reversed(range(len(stack))):
-        for pattern in CHECKPOINT_PATTERNS:
-            if pattern.matches(stack[index], files[index]):
-                return pattern.kind, index
+        checkpoint = facts[index].checkpoint
+        if checkpoint is not None:
+            return checkpoint, index
     computing = False
-    for index, (frame, file) in enumerate(zip(stack, files, strict=True)):
-        for pattern in PATTERNS:
-            if (not computing or pattern.kind in ENCLOSING_KINDS) and pattern.matches(frame, file):
-                return pattern.kind, index
-        computing = computing or is_own(frame) or any(call.matches(frame, file) for call in MODEL_CALLS)
+    for index, fact in enumerate(facts):
+        kind = fact.enclosing if computing else fact.kind
+        if kind is not None:
+            return kind, index
+        computing = computing or fact.computing
     return None
 
 

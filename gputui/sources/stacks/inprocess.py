@@ -1,10 +1,16 @@
 """The in-process reader: the stacks a job run under `gputui run` publishes itself, found by its PID.
 
 The sampler (agent/gputui_stacks_agent.py, standard library only) writes one record per process: the job, each
-DataLoader worker forked from it, each rank torchrun starts. Where: `$XDG_RUNTIME_DIR/gputui-stacks/<pid>.json`
-with the job's own XDG_RUNTIME_DIR, else `/dev/shm/gputui-stacks-<uid>/<pid>.json`; the directory 0700 and the
-file 0600, both the job's user's; replaced whole about once a second (written beside it, then renamed), removed
-when the process exits. Record format, version 1 (one JSON object):
+DataLoader worker forked from it, each rank torchrun starts. Where: `<dir>/<pid>.json`, <dir> the directory
+`gputui run` made for the job and named in its environment (GPUTUI_STACKS_DIR, read here from /proc/PID/environ:
+only the job's user and root may read it); replaced whole about once a second (written beside it, then renamed),
+removed when the process exits.
+
+What the job's user writes there is theirs to choose, so nothing is taken on trust: the directory must be a real
+directory of the job's user that no one else may write in, the record a regular file of that user (opened without
+following a symlink, checked by fstat on the descriptor read), and the record within the bounds the sampler keeps
+(record.py) before anything of it is used. A record outside them is refused (RecordRefused, which names its owner)
+and the job read with py-spy instead. Record format, version 1 (one JSON object):
 
     {"format": "gputui-stacks", "version": 1,
      "pid": 4242, "ppid": 4200,          # the process, and its parent when the sampler started
@@ -31,153 +37,167 @@ reader sums and rounds it into StackCount.running.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import stat
 import time
-from typing import Any
+from collections.abc import Iterator
 
 import psutil
 
 from gputui.agent import gputui_stacks_agent as agent
-from gputui.sources.stacks.samples import Frame, Stack, StackCount, StacksUnavailable, StackWindow, ThreadStacks
+from gputui.sources.stacks.permission import user_name
+from gputui.sources.stacks.record import CorruptRecord, Record, Slice, parse
+from gputui.sources.stacks.samples import Stack, StackCount, StacksUnavailable, StackWindow, ThreadStacks
 
 # The sampler writes about once a second: a record older than this is not being kept up to date.
 STALE_S = 5.0
-MAX_RECORD_BYTES = 64 << 20
 TOLERANCE_S = 1e-3
+# What one reading takes in all, the job's children's records with it: children past this are left out.
+MAX_READ_BYTES = 4 * agent.MAX_RECORD_BYTES
+MAX_READ_INDICES = 4 * agent.MAX_INDICES
+_OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-class CorruptRecord(ValueError):
-    """A record that is not what the sampler writes."""
+class RecordRefused(StacksUnavailable):
+    """A record, or the place it is in, that is not what the sampler makes: refused, and its job read with py-spy
+    instead. `owner` names the user who could write it."""
+
+    def __init__(self, message: str, owner: str) -> None:
+        super().__init__(message)
+        self.owner = owner
 
 
 def read_published(pid: int, window_s: float) -> StackWindow | None:
     """The last `window_s` seconds that `pid` and its child processes (its DataLoader workers) published about
-    their stacks; None where `pid` publishes nothing (not run under `gputui run`, or gone).
+    their stacks; None where `pid` publishes nothing this reader may see (not run under `gputui run`, another
+    user's job read by a user who is not root, or gone).
 
-    Raises StacksUnavailable where it publishes but the record cannot be used: another user's that this user may
-    not read, one that is corrupt, one that its sampler stopped updating."""
+    Raises RecordRefused for a record (or its directory) outside what the sampler makes, and StacksUnavailable for
+    one its sampler stopped updating."""
     try:
         process = psutil.Process(pid)
-        uid = process.uids().real
+        uid = process.uids().effective
+        path = process.environ().get(agent.ENV_DIR)
     except psutil.Error:
         return None
-    directories = _directories(process, uid)
-    main = _load(pid, directories, uid)
-    if main is None:
+    if not path:
         return None
-    try:
-        end = float(main["window_end"])
-        threads = _threads(main, end - window_s)
-        start = min((float(piece["start"]) for piece in _slices_after(main, end - window_s)), default=end)
-        rank = main.get("rank")
-    except (KeyError, TypeError, ValueError, IndexError) as error:
-        raise _corrupt(pid, error) from None
-    for child in _children(process):
-        with contextlib.suppress(StacksUnavailable, KeyError, TypeError, ValueError, IndexError):
-            record = _load(child, directories, uid)
-            if record is not None:
-                threads += _threads(record, end - window_s)
+    with _opened_dir(path, uid, pid) as dir_fd:
+        if dir_fd is None:
+            return None
+        owner = user_name(uid)
+        budget = _Budget()
+        main = _load(pid, dir_fd, uid, owner, budget)
+        if main is None:
+            return None
+        since = main.window_end - window_s
+        threads = _threads(main, since)
+        start = min((piece.start for piece in _slices_after(main, since)), default=main.window_end)
+        for child in _children(process):
+            with contextlib.suppress(StacksUnavailable):  # a worker's record it cannot use costs only its own
+                record = _load(child, dir_fd, uid, owner, budget)
+                if record is not None:
+                    threads += _threads(record, since)
     return StackWindow(
         source="in-process",
         pid=pid,
-        taken_at=end,
-        window_s=end - start,
+        taken_at=main.window_end,
+        window_s=main.window_end - start,
         threads=tuple(threads),
-        rank=rank if isinstance(rank, int) else None,
+        rank=main.rank,
     )
 
 
-def _directories(process: psutil.Process, uid: int) -> tuple[str, ...]:
-    """Where the sampler in `process` publishes: it chose by its own environment and user, not the reader's."""
+@contextlib.contextmanager
+def _opened_dir(path: str, uid: int, pid: int) -> Iterator[int | None]:
+    """The record directory, opened once and checked as the sampler checks it; None where there is none (gone) or
+    this reader may not open it."""
     try:
-        runtime = process.environ().get("XDG_RUNTIME_DIR")
-    except psutil.Error:  # another user's: the usual place of that user's runtime directory
-        runtime = f"/run/user/{uid}"
-    preferred = agent.record_dir({"XDG_RUNTIME_DIR": runtime} if runtime else {}, uid)
-    return tuple(dict.fromkeys((preferred, agent.fallback_dir(uid))))
-
-
-def _load(pid: int, directories: tuple[str, ...], uid: int) -> dict[str, Any] | None:
-    """The record of `pid` checked to be its own and kept up to date; None where it publishes none."""
-    refused = []
-    for directory in directories:
-        path = os.path.join(directory, f"{pid}.json")
-        try:
-            data = _read(path, uid)
-        except FileNotFoundError:
-            continue
-        except PermissionError:
-            if _exists(path):
-                refused.append(directory)
-            continue
-        except OSError as error:
-            raise StacksUnavailable(f"the stack record of pid {pid} ({path}) cannot be read: {error}") from None
-        try:
-            record = _parse(data, pid)
-        except CorruptRecord as error:
-            raise _corrupt(pid, error) from None
-        if record["start_ticks"] != _start_ticks(pid):
-            return None  # left by an earlier process that had this PID; this one publishes nothing
-        age = time.time() - float(record["written_at"])
-        if age > STALE_S:
-            raise StacksUnavailable(
-                f"the in-process stack sampler of pid {pid} last wrote {age:.0f} s ago: the job may hold Python's "
-                "GIL in a long call into C, or the sampler stopped (see the job's stderr)"
-            )
-        return record
-    if refused:
-        who = "root" if uid == 0 else f"uid {uid} or as root"
-        raise StacksUnavailable(
-            f"pid {pid} runs as uid {uid}, whose stack records ({', '.join(refused)}) only that user and root may "
-            f"read: run gputui as {who}"
-        )
-    return None
-
-
-def _exists(path: str) -> bool:
-    """Whether a file this reader may not open is there at all: a folder it may not search (another user's
-    0700 folder, which may hold nothing of this job's) says nothing either way, and counts as no record."""
+        if not os.path.isabs(path):
+            raise NotADirectoryError(path)
+        fd = agent.open_private_dir(path, uid)
+    except (FileNotFoundError, PermissionError):
+        yield None
+        return
+    except OSError:  # a symlink, no directory, or one another user may write in (agent.NotPrivate)
+        owner = user_name(uid)
+        raise RecordRefused(
+            f"the stack records of pid {pid} ({owner}'s) are refused: their directory ({agent.ENV_DIR}) is not a "
+            "real directory of the job's user that only that user may write in",
+            owner,
+        ) from None
     try:
-        os.stat(path)
-    except OSError:
-        return False
-    return True
-
-
-def _read(path: str, uid: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    try:
-        status = os.fstat(fd)
-        if not stat.S_ISREG(status.st_mode) or status.st_uid != uid:
-            raise CorruptRecord("not a file of the job's own user")
-        return os.read(fd, MAX_RECORD_BYTES)
-    except CorruptRecord as error:
-        raise StacksUnavailable(f"{path} is not a stack record: {error}") from None
+        yield fd
     finally:
         os.close(fd)
 
 
-def _parse(data: bytes, pid: int) -> dict[str, Any]:
+class _Budget:
+    """What one reading has taken so far of MAX_READ_BYTES and MAX_READ_INDICES."""
+
+    def __init__(self) -> None:
+        self.bytes = 0
+        self.indices = 0
+
+    def spend(self, pid: int, data: bytes, record: Record | None = None) -> None:
+        self.bytes += len(data)
+        if record is not None:
+            self.indices += sum(len(stack[0]) for piece in record.slices for t in piece.threads for stack in t.stacks)
+        if self.bytes > MAX_READ_BYTES or self.indices > MAX_READ_INDICES:
+            raise StacksUnavailable(f"the stack records of pid {pid}'s job hold more than one reading takes")
+
+
+def _load(pid: int, dir_fd: int, uid: int, owner: str, budget: _Budget) -> Record | None:
+    """The record of `pid` checked to be its own and kept up to date; None where it publishes none."""
     try:
-        record = json.loads(data)
-    except ValueError as error:
-        raise CorruptRecord(f"not JSON ({error})") from None
-    if not isinstance(record, dict) or record.get("format") != agent.FORMAT:
-        raise CorruptRecord("not a gputui stack record")
-    if record.get("version") != agent.VERSION:
-        raise CorruptRecord(f"version {record.get('version')!r}, where this gputui reads {agent.VERSION}")
-    if record.get("pid") != pid or not isinstance(record.get("start_ticks"), int):
-        raise CorruptRecord(f"it names pid {record.get('pid')!r}")
-    if not all(isinstance(record.get(name), (int, float)) for name in ("window_end", "written_at")):
-        raise CorruptRecord("no window's end, or no time written")
+        data = _read(f"{pid}.json", dir_fd, uid)
+    except (FileNotFoundError, PermissionError):
+        return None
+    except CorruptRecord as error:
+        raise RecordRefused(f"the stack record of pid {pid} ({owner}'s) is refused: {error}", owner) from None
+    except OSError as error:
+        raise StacksUnavailable(f"the stack record of pid {pid} cannot be read: {error.strerror}") from None
+    budget.spend(pid, data)
+    now = time.time()
+    try:
+        record = parse(data, pid, now)
+    except (CorruptRecord, OverflowError, RecursionError, ValueError) as error:
+        raise RecordRefused(f"the stack record of pid {pid} ({owner}'s) is refused: {error}", owner) from None
+    budget.spend(pid, b"", record)
+    if record.start_ticks != _start_ticks(pid):
+        return None  # left by an earlier process that had this PID; this one publishes nothing
+    age = now - record.written_at
+    if age > STALE_S:
+        raise StacksUnavailable(
+            f"the in-process stack sampler of pid {pid} last wrote {age:.0f} s ago: the job may hold Python's "
+            "GIL in a long call into C, or the sampler stopped (see the job's stderr)"
+        )
     return record
 
 
-def _corrupt(pid: int, error: Exception) -> StacksUnavailable:
-    why = error if isinstance(error, CorruptRecord) else f"{type(error).__name__}: {error}"
-    return StacksUnavailable(f"the stack record of pid {pid} is corrupt ({why}); it is rewritten every second")
+def _read(name: str, dir_fd: int, uid: int) -> bytes:
+    """The file `name` in the record directory where it is a regular file of user `uid`, up to one byte past
+    the most a record may weigh."""
+    try:
+        fd = os.open(name, _OPEN_FLAGS | os.O_NONBLOCK | os.O_NOCTTY, dir_fd=dir_fd)
+    except OSError as error:
+        if isinstance(error, FileNotFoundError | PermissionError):
+            raise
+        raise CorruptRecord("not a file (a symlink?)") from None
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode) or status.st_uid != uid:
+            raise CorruptRecord("not a file of the job's own user")
+        if status.st_size > agent.MAX_RECORD_BYTES:
+            raise CorruptRecord(f"over {agent.MAX_RECORD_BYTES} bytes")
+        chunks = []
+        left = agent.MAX_RECORD_BYTES + 1
+        while left > 0 and (chunk := os.read(fd, left)):
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _start_ticks(pid: int) -> int | None:
@@ -196,29 +216,25 @@ def _children(process: psutil.Process) -> list[int]:
         return []
 
 
-def _slices_after(record: dict[str, Any], since: float) -> list[dict[str, Any]]:
+def _slices_after(record: Record, since: float) -> list[Slice]:
     """The record's slices that end within the window (a slice ending exactly at its start is outside it)."""
-    return [piece for piece in record["slices"] if float(piece["end"]) > since + TOLERANCE_S]
+    return [piece for piece in record.slices if piece.end > since + TOLERANCE_S]
 
 
-def _threads(record: dict[str, Any], since: float) -> list[ThreadStacks]:
+def _threads(record: Record, since: float) -> list[ThreadStacks]:
     """Each thread's distinct stacks over the slices in the window, summed; the main thread first."""
-    table = [
-        Frame(str(function), str(file), line if isinstance(line, int) else None)
-        for function, file, line in record["frames"]
-    ]
+    table = record.frames
     counts: dict[int, dict[Stack, list[float]]] = {}
     names: dict[int, str] = {}
     for piece in _slices_after(record, since):
-        for thread in piece["threads"]:
-            tid = int(thread["tid"])
-            names[tid] = str(thread["name"])
-            stacks = counts.setdefault(tid, {})
-            for indices, samples, running in thread["stacks"]:
+        for thread in piece.threads:
+            names[thread.tid] = thread.name
+            stacks = counts.setdefault(thread.tid, {})
+            for indices, samples, running in thread.stacks:
                 seen = stacks.setdefault(tuple(table[i] for i in indices), [0, 0.0])
-                seen[0] += int(samples)
-                seen[1] += float(running)
-    pid = int(record["pid"])
+                seen[0] += samples
+                seen[1] += running
+    pid = record.pid
     return [
         ThreadStacks(
             pid=pid,

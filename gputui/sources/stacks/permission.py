@@ -51,7 +51,8 @@ def ptrace_scope(proc: Path = Path("/proc")) -> int:
         return 0
 
 
-def _user(uid: int) -> str:
+def user_name(uid: int) -> str:
+    """The user's name as the system's user database has it (root's to write); "uid N" where it has none."""
     try:
         return pwd.getpwuid(uid).pw_name
     except KeyError:
@@ -87,7 +88,7 @@ def ptrace_refusal(pid: int, proc: Path = Path("/proc")) -> str | None:
     uid = _ids(own.get("Uid"))[:1]
     target_uids = set(_ids(target.get("Uid"))[:3])
     if set(uid) != target_uids:
-        owner = _user(min(target_uids)) if target_uids else "another user"
+        owner = user_name(min(target_uids)) if target_uids else "another user"
         if uid == (0,):
             return (
                 f"ptrace_refused: process {pid} ({owner}'s) may not be read: gputui runs as root without "

@@ -1,19 +1,23 @@
 """Stacks read from outside the job by py-spy (ptrace, process_vm_readv), never pausing it.
 
 py-spy runs twice at once over the same window: with `--idle` it writes every sample, without it only those in
-which the thread was running, so the two together say how much of each stack was spent on a CPU. Its raw format is
-one line per distinct stack, outermost first, `;`-separated, the count last:
+which the thread was running, so the two together say how much of each stack was spent on a CPU. It writes
+speedscope's JSON, never its raw format: that is one line per stack with the names as they are, so a function whose
+name holds a newline forged a line of its own (a thread that never was, with any count). In JSON a name is a string
+and nothing else: one profile per process and thread, named `Process 28570 Thread 28570 "MainThread"` (the numbers
+first, the thread's name, its user's to choose, last), each sample a list of indices into one table of frames
+`{name, file, line}`, outermost first, starting with py-spy's own frames for the processes above it and the thread
+(`process 28563:"python t.py"`, `thread (28570): MainThread`, of no file), which are cut off. Names are cleaned
+(gputui.foreign_text) where they enter.
 
-    process 28563:"python t.py";process 28570:"python t.py";thread (28570): MainThread;<module> (t.py:7);f (t.py:3) 19
-
-(a child process's line carries its parent's `process` part first; the thread's name is missing where the job never
-imported threading). It never runs blocking (that would stop the job at every sample), and never longer than the
-window and a few seconds: then it is killed and reaped. Where it fails, its stderr says why (_failure).
+It never runs blocking (that would stop the job at every sample), and never longer than the window and a few
+seconds: then it is killed and reaped. Where it fails, its stderr says why (_failure).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -25,15 +29,17 @@ from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from gputui.foreign_text import clean
 from gputui.sources.stacks.permission import refusal_notice
 from gputui.sources.stacks.samples import Frame, Stack, StackCount, StacksUnavailable, StackWindow, ThreadStacks
 
 # What py-spy needs beyond the window itself: to attach (reading the interpreter's symbols) and to write its file.
 STARTUP_S = 5.0
 
-_PROCESS = re.compile(r'process (\d+):".*?";(?=process \d+:"|thread \(|$)')
-_THREAD = re.compile(r"thread \((0x[0-9a-fA-F]+|\d+)\)(?:: ([^;]*))?(?:;|$)")
-_FRAME = re.compile(r"(?P<function>.*) \((?P<file>.*?)(?::(?P<line>\d+))?\)")
+# A profile's name: its process and thread, then the thread's name in quotes (matched at its start only).
+_PROFILE = re.compile(r'Process ([0-9]{1,10}) Thread (0x[0-9a-fA-F]{1,16}|[0-9]{1,10})(?: "|$)')
+# How py-spy's own frames (of no file) are named: the processes above the thread (--subprocesses), the thread.
+_OWN_FRAMES = {"process": "process ", "thread": "thread ("}
 
 # py-spy's stderr, in its words, and what it means for this process.
 _REFUSED = ("permission denied", "operation not permitted")
@@ -54,41 +60,50 @@ def find_py_spy() -> str | None:
     return str(beside) if beside.is_file() and os.access(beside, os.X_OK) else None
 
 
-def parse_raw(text: str, pid: int) -> RawCounts:
-    """py-spy's raw output as counts per thread. A line without `thread` (py-spy run without --threads) is the main
-    thread of `pid`; a line that does not parse is skipped, as py-spy's own errors in a sample are."""
-    counts: dict[tuple[int, int], tuple[str, dict[Stack, int]]] = {}
-    for line in text.splitlines():
-        body, _, count = line.rstrip().rpartition(" ")
-        samples = int(count) if count.isdigit() else 0
-        if not samples:
-            continue
-        owner, tid, name, rest = _owner(body, pid)
-        frames = tuple(_frame(part) for part in rest.split(";")) if rest else ()
-        stack = tuple(reversed([frame for frame in frames if frame is not None]))
-        thread = counts.setdefault((owner, tid), (name, {}))[1]
-        thread[stack] = thread.get(stack, 0) + samples
+def parse_speedscope(text: str, pid: int) -> RawCounts:
+    """py-spy's speedscope output as counts per thread; StacksUnavailable where it is not what py-spy writes."""
+    try:
+        data = json.loads(text)
+        frames = [_frame(entry) for entry in data["shared"]["frames"]]
+        counts: dict[tuple[int, int], tuple[str, dict[Stack, int]]] = {}
+        for profile in data["profiles"]:
+            owner, tid, name = _thread(profile["name"])
+            thread = counts.setdefault((owner, tid), (name, {}))[1]
+            for sample in profile["samples"]:
+                stack = _stack([frames[index] for index in sample])
+                thread[stack] = thread.get(stack, 0) + 1
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError) as error:
+        why = f"{type(error).__name__}"
+        raise StacksUnavailable(f"py_spy_failed: py-spy's output for process {pid} could not be read ({why})") from None
     return counts
 
 
-def _owner(body: str, pid: int) -> tuple[int, int, str, str]:
-    """The process and thread a line is of, the thread's name, and the frames after them."""
-    owner = pid
-    while match := _PROCESS.match(body):
-        owner = int(match.group(1))
-        body = body[match.end() :]
-    thread = _THREAD.match(body)
-    if thread is None:
-        return owner, owner, "", body
-    return owner, int(thread.group(1), 0), thread.group(2) or "", body[thread.end() :]
-
-
-def _frame(text: str) -> Frame | None:
-    match = _FRAME.fullmatch(text)
+def _thread(name: str) -> tuple[int, int, str]:
+    """The process and thread a profile is of, and the thread's name, from the profile's name."""
+    match = _PROFILE.match(name)
     if match is None:
-        return None
-    line = match.group("line")
-    return Frame(function=match.group("function"), file=match.group("file"), line=int(line) if line else None)
+        raise ValueError("a profile of no process's thread")
+    return int(match.group(1)), int(match.group(2), 0), clean(name[match.end() :].removesuffix('"'))
+
+
+def _frame(entry: dict[str, object]) -> tuple[Frame, str]:
+    """One frame of py-spy's table, and whether it looks like py-spy's own frame of a "process" or a "thread"."""
+    name, file, line = entry["name"], entry["file"], entry.get("line")
+    if not isinstance(name, str) or not isinstance(file, str) or not isinstance(line, int | None):
+        raise TypeError("a frame that is not py-spy's")
+    own = next((kind for kind in _OWN_FRAMES if not file and name.startswith(_OWN_FRAMES[kind])), "")
+    return Frame(function=clean(name), file=clean(file), line=line), own
+
+
+def _stack(frames: list[tuple[Frame, str]]) -> Stack:
+    """A sample's frames innermost first, less py-spy's own outermost ones: the processes', then the thread's.
+    Past the thread's every frame is the job's, whatever it is named."""
+    start = 0
+    while start < len(frames) and frames[start][1] == "process":
+        start += 1
+    if start < len(frames) and frames[start][1] == "thread":
+        start += 1
+    return tuple(frame for frame, _ in reversed(frames[start:]))
 
 
 def _function_key(stack: Stack) -> tuple[tuple[str, str], ...]:
@@ -139,7 +154,7 @@ def _duration(window_s: float) -> int:
 
 
 def _record_command(py_spy: str, pid: int, window_s: float, rate_hz: int, output: Path, idle: bool) -> list[str]:
-    flags = ["--nonblocking", *(["--idle"] if idle else []), "--threads", "--subprocesses", "--format", "raw"]
+    flags = ["--nonblocking", *(["--idle"] if idle else []), "--threads", "--subprocesses", "--format", "speedscope"]
     timing = ["--rate", str(rate_hz), "--duration", str(_duration(window_s))]
     return [py_spy, "record", *flags, *timing, "--pid", str(pid), "-o", str(output)]
 
@@ -227,15 +242,15 @@ def record(
         raise StacksUnavailable("no_py_spy: py-spy is not installed here (pip install py-spy, or gputui run -- CMD)")
     with tempfile.TemporaryDirectory(prefix="gputui-stacks-") as name:
         folder = Path(name)
-        every, running = folder / "every.txt", folder / "running.txt"
+        every, running = folder / "every.json", folder / "running.json"
         commands = [
             _record_command(binary, pid, window_s, rate_hz, output, output == every) for output in (every, running)
         ]
         succeeded, stderr = _run(commands, folder, _duration(window_s) + STARTUP_S, pid)
         if not succeeded or not every.exists():
             raise _failure(binary, pid, stderr, folder, proc)
-        samples = parse_raw(every.read_text(errors="replace"), pid)
-        ran = parse_raw(running.read_text(errors="replace"), pid) if running.exists() else {}
+        samples = parse_speedscope(every.read_text(errors="replace"), pid)
+        ran = parse_speedscope(running.read_text(errors="replace"), pid) if running.exists() else {}
     return StackWindow(
         source="py-spy",
         pid=pid,

@@ -1,7 +1,9 @@
-"""py-spy's raw output recorded from real CPU-PyTorch jobs (fixtures/NAME.every.txt with --idle, NAME.running.txt
-without), read back as the StackWindow py-spy's reader makes of it, and stacks written by hand in the same format.
+"""py-spy's output recorded from real CPU-PyTorch jobs (fixtures/NAME.every.json with --idle, NAME.running.json
+without), read back as the StackWindow py-spy's reader makes of it, and stacks written by hand in py-spy's raw
+notation (`main (train.py:9);step (train.py:3)`, outermost first).
 
-The jobs, each sampled by `py-spy record --nonblocking [--idle] --threads --subprocesses --format raw -r 20 -d 2`:
+The jobs, each sampled by `py-spy record --nonblocking [--idle] --threads --subprocesses --format raw -r 20 -d 2`
+(py-spy 0.4.3; each sample later written out as py-spy's speedscope JSON writes it, its files' short names kept):
 - dl0: a DataLoader with num_workers=0 over a dataset whose __getitem__ loops in Python;
 - dl2: the same with num_workers=2 and a main loop that only sums each batch (its workers are the bound);
 - dlio: num_workers=2 over a dataset whose __getitem__ reads a 30 MB file (Path.read_bytes) for each item;
@@ -13,37 +15,42 @@ The jobs, each sampled by `py-spy record --nonblocking [--idle] --threads --subp
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
-from gputui.sources.stacks.pyspy import merge, parse_raw
-from gputui.sources.stacks.samples import Stack, StackCount, StackWindow, ThreadStacks
+from gputui.sources.stacks.pyspy import merge, parse_speedscope
+from gputui.sources.stacks.samples import Frame, Stack, StackCount, StackWindow, ThreadStacks
 
 FIXTURES = Path(__file__).parent / "fixtures"
 JOBS = ("dl0", "dl2", "dlio", "sleeper", "spinner", "saver", "rank0")
 
 
-def job_pid(raw: str) -> int:
-    """The sampled process: the first `process` part of the first line."""
-    match = re.match(r"process (\d+):", raw)
+def job_pid(speedscope: str) -> int:
+    """The sampled process: py-spy's outermost frame of any sample names it."""
+    data = json.loads(speedscope)
+    outermost = data["shared"]["frames"][data["profiles"][0]["samples"][0][0]]["name"]
+    match = re.match(r"process (\d+):", outermost)
     assert match is not None
     return int(match.group(1))
 
 
 def recorded(name: str) -> StackWindow:
-    every = (FIXTURES / f"{name}.every.txt").read_text()
-    running = (FIXTURES / f"{name}.running.txt").read_text()
+    every = (FIXTURES / f"{name}.every.json").read_text()
+    running = (FIXTURES / f"{name}.running.json").read_text()
     pid = job_pid(every)
-    threads = merge(parse_raw(every, pid), parse_raw(running, pid))
+    threads = merge(parse_speedscope(every, pid), parse_speedscope(running, pid))
     return StackWindow(source="py-spy", pid=pid, taken_at=100.0, window_s=2.0, threads=threads)
 
 
 def stack(frames: str) -> Stack:
-    """A stack from frames as py-spy writes them, outermost first: "main (train.py:9);step (train.py:3)"."""
-    counts = parse_raw(f"{frames} 1", pid=1)
-    (only,) = counts.values()
-    (parsed,) = only[1]
-    return parsed
+    """A stack from frames in py-spy's raw notation, outermost first: "main (train.py:9);step (train.py:3)"."""
+    parsed = []
+    for part in frames.split(";"):
+        function, _, where = part.removesuffix(")").rpartition(" (")
+        file, _, line = where.rpartition(":")
+        parsed.append(Frame(function, file, int(line)))
+    return tuple(reversed(parsed))
 
 
 def window(pid: int, *threads: ThreadStacks) -> StackWindow:

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from gputui.sources.stacks.activity_reader import ERROR_KEYS, read_activity
+from gputui.sources.stacks.inprocess import RecordRefused
 from gputui.sources.stacks.pyspy import find_py_spy
 from gputui.sources.stacks.samples import StacksUnavailable, StackWindow
 from tests.sources.stacks.recorded import recorded, thread, window
@@ -72,12 +73,34 @@ def test_py_spys_failure_is_the_activitys_error() -> None:
 
 
 def test_a_published_record_that_cannot_be_used_is_the_activitys_error_with_its_key() -> None:
-    def corrupt(pid: int, window_s: float) -> StackWindow:
-        raise StacksUnavailable(f"the stack record of pid {pid} is corrupt (no window yet)")
+    def stale(pid: int, window_s: float) -> StackWindow:
+        raise StacksUnavailable(f"the in-process stack sampler of pid {pid} last wrote 30 s ago")
 
-    activity = read_activity(62, 4.0, record=never, published=corrupt)
-    assert activity.error == "record_unusable: the stack record of pid 62 is corrupt (no window yet)"
+    activity = read_activity(62, 4.0, record=never, published=stale)
+    assert activity.error == "record_unusable: the in-process stack sampler of pid 62 last wrote 30 s ago"
     assert activity.error.partition(": ")[0] in ERROR_KEYS
+
+
+@pytest.mark.usefixtures("can_trace")
+def test_a_refused_record_is_told_of_and_py_spy_reads_the_job_instead() -> None:
+    """A record outside what the sampler writes may be made on purpose: it is not the activity's error (which would
+    switch the job's stacks off), but a refusal its caller says once per user, and py-spy is run as if there were
+    no record."""
+    told: list[tuple[str, str]] = []
+
+    def refused(pid: int, window_s: float) -> StackWindow:
+        raise RecordRefused(f"the stack record of pid {pid} (nobody's) is refused: over 4194304 bytes", "nobody")
+
+    activity = read_activity(
+        1038,
+        2.0,
+        10,
+        record=lambda pid, window_s, rate_hz: recorded("rank0"),
+        published=refused,
+        refused=lambda owner, why: told.append((owner, why)),
+    )
+    assert (activity.source, activity.leading, activity.error) == ("py-spy", "collective", None)
+    assert told == [("nobody", "the stack record of pid 1038 (nobody's) is refused: over 4194304 bytes")]
 
 
 @pytest.fixture

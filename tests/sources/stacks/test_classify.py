@@ -4,12 +4,14 @@ kind the job was doing, and stacks written by hand for HF Trainer, Lightning and
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 
+from gputui.agent import gputui_stacks_agent as agent
 from gputui.model import ACTIVITY_KINDS, ActivityKind
 from gputui.sources.stacks.classify import is_own, kind_of, short_file, summarize
-from gputui.sources.stacks.samples import Frame, StackCount
+from gputui.sources.stacks.samples import Frame, StackCount, ThreadStacks
 from tests.sources.stacks.recorded import JOBS, recorded, stack, thread, window
 
 
@@ -288,3 +290,32 @@ def test_paths_from_inside_the_job_read_as_py_spys_and_match_the_same_patterns()
 )
 def test_own_frames_are_those_outside_libraries_and_the_standard_library(file: str, own: bool) -> None:
     assert is_own(Frame("f", file, 1)) is own
+
+
+# Names of the worst kind for a pattern that tries `.*/site-packages/` from every place in them: many slashes, and
+# folders that begin like the ones it looks for without being them.
+WORST_PARTS = ("/", "/lib/python3", "/site-package", "/lib/python3.x/")
+
+
+def _classify_seconds(length: int, runs: int = 5) -> float:
+    """The best of `runs` times to summarize a window of one stack whose every frame has names `length` long, of
+    the worst kind; new names each run, so that nothing remembered from a run before helps."""
+    best = float("inf")
+    for run in range(runs):
+        stack = tuple(
+            Frame(f"{run}{part}" + part * (length // len(part)), f"{run}{part}" + part * (length // len(part)), 1)
+            for part in WORST_PARTS
+        )
+        started = time.perf_counter()
+        summarize(window(1, ThreadStacks(1, 1, "MainThread", (StackCount(stack, 10, 5),))))
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def test_names_of_the_longest_a_record_may_hold_are_classified_in_time_linear_in_their_length() -> None:
+    """The issue's pattern took time that grows with the square of a name's length (0.36 s for a 12 kB name):
+    four names of the most a record may hold took ~1.5 s here, and 16 times as long for 4 times the length. Now
+    ~1 ms, and about 4 times as long: both bounds below are ~50 and 2.5 times what linear code takes, so that
+    only time growing faster than linearly fails them on a busy machine."""
+    assert _classify_seconds(agent.MAX_NAME) < 0.05
+    assert _classify_seconds(agent.MAX_NAME) / _classify_seconds(agent.MAX_NAME // 4) < 10

@@ -1,59 +1,128 @@
-"""py-spy's reader: its raw output parsed per process and thread, the two runs merged into running counts, its
+"""py-spy's reader: its speedscope output parsed per process and thread, the two runs merged into running counts, its
 failures read as the reason, and its processes never outliving the window. py-spy itself is stood in for by small
-scripts here; tests/sources/stacks/test_activity_reader.py runs the real one."""
+scripts here; tests/sources/stacks/test_activity_reader.py runs the real one, and the last test here too, on a job
+whose function's name holds a newline."""
 
 from __future__ import annotations
 
+import json
+import os
 import stat
+import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from gputui.foreign_text import is_clean
 from gputui.sources.stacks import pyspy
-from gputui.sources.stacks.pyspy import looks_like_python, merge, parse_raw, rank_of, record
+from gputui.sources.stacks.pyspy import find_py_spy, looks_like_python, merge, parse_speedscope, rank_of, record
 from gputui.sources.stacks.samples import Frame, StacksUnavailable
+from tests.agent.published import started
 from tests.sources.stacks.recorded import FIXTURES
 
-WORKER = 'process 10:"python train.py";process 11:"python -c from multiprocessing.spawn import main; main()"'
+WORKER = ['process 10:"python train.py"', 'process 11:"python -c from multiprocessing.spawn import main; main()"']
 
 
-def test_a_line_is_read_as_its_process_thread_and_frames_innermost_first() -> None:
-    counts = parse_raw(
-        'process 10:"python train.py";thread (10): MainThread;<module> (train.py:7);step (train.py:3) 19\n'
-        f"{WORKER};thread (11): MainThread;<module> (<string>:1);Squares.__getitem__ (dl.py:13) 5\n",
+def speedscope(*threads: tuple[str, list[str], list[tuple[str, str, int]], int]) -> str:
+    """py-spy's speedscope output: per thread its profile's name, py-spy's own frames for it (processes, then the
+    thread), its frames outermost first, and how many samples found them."""
+    frames: list[dict[str, Any]] = []
+
+    def index(name: str, file: str, line: int) -> int:
+        frames.append({"name": name, "file": file, "line": line, "col": None})
+        return len(frames) - 1
+
+    profiles = []
+    for name, own, stack, samples in threads:
+        sample = [index(part, "", 0) for part in own] + [index(*frame) for frame in stack]
+        profiles.append({"type": "sampled", "name": name, "samples": [sample] * samples, "weights": [0.05] * samples})
+    return json.dumps({"profiles": profiles, "shared": {"frames": frames}})
+
+
+def test_a_profile_is_read_as_its_process_thread_and_frames_innermost_first() -> None:
+    counts = parse_speedscope(
+        speedscope(
+            (
+                'Process 10 Thread 10 "MainThread"',
+                [WORKER[0], "thread (10): MainThread"],
+                [("<module>", "train.py", 7), ("step", "train.py", 3)],
+                19,
+            ),
+            (
+                'Process 11 Thread 11 "MainThread"',
+                [*WORKER, "thread (11): MainThread"],
+                [("<module>", "<string>", 1), ("Squares.__getitem__", "dl.py", 13)],
+                5,
+            ),
+        ),
         pid=10,
     )
     assert counts[(10, 10)] == ("MainThread", {(Frame("step", "train.py", 3), Frame("<module>", "train.py", 7)): 19})
-    name, stacks = counts[(11, 11)]  # the child's `process` part names it, whatever its command line holds
+    name, stacks = counts[(11, 11)]  # the child's profile names it, whatever its command line holds
     assert name == "MainThread"
     assert list(stacks.values()) == [5]
 
 
-def test_a_thread_without_a_name_or_a_line_without_a_thread_is_still_read() -> None:
-    counts = parse_raw("thread (0x1f): ;f (a.py:1) 2\nf (a.py:1) 3\ng (a.py:2) x\nnonsense\n", pid=5)
-    assert counts[(5, 31)][0] == ""
-    assert counts[(5, 5)] == ("", {(Frame("f", "a.py", 1),): 3})
+def test_a_thread_without_a_name_or_between_frames_is_still_read() -> None:
+    counts = parse_speedscope(
+        speedscope(('Process 5 Thread 0x1f ""', ['process 5:"python"', "thread (0x1f)"], [], 2)), pid=5
+    )
+    assert counts[(5, 31)] == ("", {(): 2})
 
 
-def test_a_thread_caught_between_frames_counts_as_an_empty_stack() -> None:
-    counts = parse_raw('process 567:"python saver.py";thread (567): MainThread 1\n', pid=567)
-    assert counts[(567, 567)] == ("MainThread", {(): 1})
+def test_a_frame_of_the_jobs_own_is_never_taken_for_py_spys_whatever_its_name() -> None:
+    fake = ("thread (0x1): Fake", "", 0)
+    counts = parse_speedscope(
+        speedscope(('Process 5 Thread 5 "MainThread"', ['process 5:"python"', "thread (5): MainThread"], [fake], 1)),
+        pid=5,
+    )
+    assert counts[(5, 5)] == ("MainThread", {(Frame(*fake),): 1})
+
+
+def test_names_are_cleaned_where_they_enter() -> None:
+    counts = parse_speedscope(
+        speedscope(
+            (
+                'Process 5 Thread 5 "Main\x1b]0;owned\x07"',
+                ['process 5:"python"', "thread (5): Main"],
+                [("f\u202e", "a\n.py", 1)],
+                1,
+            )
+        ),
+        pid=5,
+    )
+    name, stacks = counts[(5, 5)]
+    ((frame,),) = stacks
+    assert name == "Main\\x1b]0;owned\\x07"
+    assert (frame.function, frame.file) == ("f\\u202e", "a\\n.py")
+    assert all(is_clean(text) for text in (name, frame.function, frame.file))
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["not json", "[]", '{"profiles": [{"name": "py-spy"}], "shared": {"frames": []}}', '{"shared": {}}', "[" * 100_000],
+)
+def test_output_that_is_not_py_spys_says_so(text: str) -> None:
+    with pytest.raises(StacksUnavailable, match=r"^py_spy_failed: py-spy's output for process 5 could not be read"):
+        parse_speedscope(text, 5)
 
 
 def test_running_samples_are_matched_by_function_and_shared_out_by_line() -> None:
     """The two runs catch a running function at different lines: spinner's `step` is all running, though its
     lines' counts differ between them."""
-    every = (FIXTURES / "spinner.every.txt").read_text()
-    running = (FIXTURES / "spinner.running.txt").read_text()
-    (main,) = merge(parse_raw(every, 31959), parse_raw(running, 31959))
+    every = (FIXTURES / "spinner.every.json").read_text()
+    running = (FIXTURES / "spinner.running.json").read_text()
+    (main,) = merge(parse_speedscope(every, 31959), parse_speedscope(running, 31959))
     assert all(count.running == count.samples for count in main.stacks)
-    (asleep,) = merge(parse_raw((FIXTURES / "sleeper.every.txt").read_text(), 31861), {})
+    (asleep,) = merge(parse_speedscope((FIXTURES / "sleeper.every.json").read_text(), 31861), {})
     assert [count.running for count in asleep.stacks] == [0]
 
 
 def test_running_never_exceeds_the_samples() -> None:
-    every = parse_raw("f (a.py:1) 4\n", pid=1)
-    running = parse_raw("f (a.py:2) 9\n", pid=1)
+    own = ['process 1:"python"', "thread (1): MainThread"]
+    every = parse_speedscope(speedscope(('Process 1 Thread 1 "MainThread"', own, [("f", "a.py", 1)], 4)), pid=1)
+    running = parse_speedscope(speedscope(('Process 1 Thread 1 "MainThread"', own, [("f", "a.py", 2)], 9)), pid=1)
     (thread,) = merge(every, running)
     assert [(count.samples, count.running) for count in thread.stacks] == [(4, 4)]
 
@@ -95,8 +164,8 @@ def fake_py_spy(tmp_path: Path, body: str) -> str:
 
 
 def test_both_runs_are_read_into_one_window_with_running_counts(tmp_path: Path) -> None:
-    every = FIXTURES / "dl0.every.txt"
-    running = FIXTURES / "dl0.running.txt"
+    every = FIXTURES / "dl0.every.json"
+    running = FIXTURES / "dl0.running.json"
     py_spy = fake_py_spy(
         tmp_path,
         f'echo "$@" >> {tmp_path}/calls\nif [ $IDLE = yes ]; then cp {every} "$OUT"; else cp {running} "$OUT"; fi',
@@ -187,3 +256,31 @@ def test_py_spy_is_found_beside_the_interpreter_when_not_on_path(
     monkeypatch.setenv("PATH", "/nonexistent")
     monkeypatch.setattr(pyspy.sys, "executable", str(tmp_path / "python"))
     assert pyspy.find_py_spy() == str(beside)
+
+
+# A job whose function's name holds newlines: in py-spy's raw output the second line read as a thread of its own
+# (0x1, "Fake") with 99999 samples.
+FORGER = """
+name = "evil\\nthread (0x1): Fake;fake (x.py:1) 99999\\nrest"
+namespace = {}
+exec("def spin():\\n    while True:\\n        pass\\n", namespace)
+spin = namespace["spin"]
+spin.__code__ = spin.__code__.replace(co_name=name, co_qualname=name)
+print("ready", flush=True)
+spin()
+"""
+
+
+def test_a_function_name_holding_a_newline_forges_nothing() -> None:
+    """The real py-spy on a real job: one thread, the job's own, with no more samples than the window holds, its
+    function's name whole and cleaned."""
+    if find_py_spy() is None:
+        pytest.skip("py-spy is not installed")
+    with started([sys.executable, "-c", FORGER], {"PATH": os.environ["PATH"]}) as job:
+        assert job.stdout is not None and job.stdout.readline() == "ready\n"
+        window = record(job.pid, 1.0, 20)
+    (main,) = window.threads
+    assert (main.pid, main.tid) == (job.pid, job.pid)
+    assert main.name in {"", "MainThread"}  # named where the job imported threading
+    assert 0 < sum(count.samples for count in main.stacks) <= 1.0 * 20 + 5
+    assert main.stacks[0].stack[0].function == "evil\\nthread (0x1): Fake;fake (x.py:1) 99999\\nrest"
