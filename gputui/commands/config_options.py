@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gputui.argtypes import currency_name, price_per_hour
 from gputui.config_values import Invalid, url
+from gputui.foreign_text import clean
 
 if TYPE_CHECKING:  # the reader and the diagnostics' settings are loaded when a command runs, not to parse
     from gputui.config import Config
@@ -68,11 +70,20 @@ def add_config_and_alert_options(parser: argparse.ArgumentParser) -> None:
 
 def config_of(args: argparse.Namespace) -> Config:
     """The config file `--config` names (else the default one), with the options given over it; raises
-    ConfigError. The top-level parser defines every one of these options, so every command's namespace has them."""
-    from gputui.config import load_config
+    ConfigError. The top-level parser defines every one of these options, so every command's namespace has them.
+    As root, says on stderr that the file in $HOME is not read, where one is there and no --config was given."""
+    from gputui.config import default_config_path, load_config, skipped_config_path
 
+    skipped = skipped_config_path() if args.config is None else None
+    if skipped is not None:
+        print(
+            f"gputui: not reading {clean(str(skipped))}: as root, gputui reads its config from root's home "
+            f"({default_config_path()}) or from --config FILE, never from $HOME",
+            file=sys.stderr,
+        )
+    config = load_config(args.config)
     return with_options(
-        load_config(args.config),
+        config,
         alert_webhook=args.alert_webhook,
         alert_command=args.alert_command,
         readonly=args.readonly,
