@@ -1,6 +1,12 @@
 """The config file, read once into one frozen Config: `--config PATH`, else ~/.config/gputui/config.toml where it
 exists, else the defaults.
 
+The file may run a command (`[alerts] command`, through a shell where `shell = true`), so gputui reads only one
+that no one else could have written: as root, a file owned by root and writable by neither its group nor others,
+and the default one in root's own home (its password entry), never in $HOME, which `sudo -E` and `su` without `-`
+keep from the user who asked; as another user, a file that user or root owns and others cannot write. The file is
+bounded (MAX_CONFIG_BYTES, MAX_NESTING), and a number that does not fit is an error like any wrong value.
+
     [diagnostics]                 # thresholds, hysteresis, rules switched off (diagnostics/settings.py)
     [diagnostics.thresholds]      # the numbers the rules compare against (diagnostics/thresholds.py)
     [stacks]                      # when a job's Python stacks are read (session/stacks.py)
@@ -18,7 +24,10 @@ by the commands, over the Config this gives.
 from __future__ import annotations
 
 import difflib
+import os
+import pwd
 import re
+import stat
 import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import MISSING, Field, dataclass, field, fields
@@ -45,13 +54,19 @@ from gputui.config_values import (
 from gputui.diagnostics.account import Price
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.settings import DiagnosticsConfig
+from gputui.trusted_file import Trust, UntrustedFile, read_trusted
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:
     import tomli as tomllib
 
-DEFAULT_CONFIG_PATH = Path("~/.config/gputui/config.toml")
+CONFIG_IN_HOME = Path(".config/gputui/config.toml")
+# A config of every table and key, commented, is ~10 KB; TOML's parser and the key lines read the whole file.
+MAX_CONFIG_BYTES = 1 << 20
+# Tables and lists inside each other: the deepest setting is 3 ([diagnostics.thresholds] key); the checks and their
+# messages walk a value recursively.
+MAX_NESTING = 16
 
 # Stack sampling's bounds: py-spy samples at up to a few hundred Hz; below 1 Hz a window holds too few samples.
 MAX_RATE_HZ = 1000
@@ -169,28 +184,95 @@ class Config:
 
 
 def default_config_path() -> Path:
-    return DEFAULT_CONFIG_PATH.expanduser()
+    """~/.config/gputui/config.toml of the user gputui runs as: for root, in root's home from the password database,
+    whatever $HOME says."""
+    if os.geteuid() == 0:
+        return root_home() / CONFIG_IN_HOME
+    return Path.home() / CONFIG_IN_HOME
+
+
+def root_home() -> Path:
+    """Root's home, from the password database."""
+    return Path(pwd.getpwuid(0).pw_dir)
+
+
+def skipped_config_path() -> Path | None:
+    """The config file in $HOME that root does not read (it reads its own home's), where one is there to say so."""
+    if os.geteuid() != 0:
+        return None
+    home = os.environ.get("HOME")
+    if not home:
+        return None
+    skipped = Path(home) / CONFIG_IN_HOME
+    if skipped == default_config_path() or not skipped.exists():
+        return None
+    return skipped
+
+
+def _trust() -> Trust:
+    """Whose config gputui reads: the command it may run runs as the user gputui runs as."""
+    euid = os.geteuid()
+    if euid == 0:
+        return Trust(
+            frozenset({0}),
+            stat.S_IWGRP | stat.S_IWOTH,
+            "as root, gputui reads only a config that root owns and no group or other user may write",
+        )
+    return Trust(
+        frozenset({euid, 0}), stat.S_IWOTH, "gputui reads only a config that you or root own and others may not write"
+    )
 
 
 def load_config(path: Path | None = None) -> Config:
     """The config in `path`, or in the default file where it exists; the defaults otherwise. An explicit `path`
-    must exist. Raises ConfigError naming the file, the line and the key."""
+    must exist. Raises ConfigError naming the file, the line and the key; and for a file that someone else could
+    have written (see the module's doc), saying why it is not read."""
     target = path if path is not None else default_config_path()
-    if not target.exists():
-        if path is not None:
-            raise ConfigError(f"{target}: no such config file")
-        return Config()
     try:
-        source = target.read_text(encoding="utf-8")
-        data = tomllib.loads(source)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{target}: not valid TOML: {exc}") from None
+        source = read_trusted(target, _trust(), MAX_CONFIG_BYTES).decode("utf-8")
+    except FileNotFoundError:
+        if path is not None:
+            raise ConfigError(f"{target}: no such config file") from None
+        return Config()
+    except UntrustedFile as exc:
+        raise ConfigError(f"{target}: not read: {exc}") from None
     except UnicodeDecodeError:
         raise ConfigError(f"{target}: not valid TOML: not UTF-8 text") from None
     except OSError as exc:
         raise ConfigError(f"{target}: cannot read: {exc.strerror}") from None
-    config: Config = _read(Config, data, (), _File(target, source))
+    file = _File(target, source)
+    try:
+        data = tomllib.loads(source)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{target}: not valid TOML: {exc}") from None
+    except ValueError as exc:  # an integer of more digits than Python converts (sys.set_int_max_str_digits)
+        line = file.longest_number()
+        where = f"{target}:{line}" if line is not None else f"{target}"
+        raise ConfigError(f"{where}: not valid TOML: a number too long: {str(exc).split(';')[0]}") from None
+    except RecursionError:
+        raise ConfigError(f"{target}: not valid TOML: lists or tables nested too deep") from None
+    deep = _too_deep(data, ())
+    if deep is not None:
+        raise file.error(deep, f"'{'.'.join(deep)}' nests lists or tables more than {MAX_NESTING} deep")
+    config: Config = _read(Config, data, (), file)
     return config
+
+
+def _too_deep(value: object, keys: tuple[str, ...], depth: int = 0) -> tuple[str, ...] | None:
+    """The key of the first value that nests lists or tables more than MAX_NESTING deep; None where none does."""
+    if depth > MAX_NESTING:
+        return keys
+    if isinstance(value, Mapping):
+        inner = [((*keys, str(key)), item) for key, item in value.items()]
+    elif isinstance(value, list):
+        inner = [(keys, item) for item in value]
+    else:
+        return None
+    for where, item in inner:
+        found = _too_deep(item, where, depth + 1)
+        if found is not None:
+            return found
+    return None
 
 
 class _File:
@@ -203,6 +285,15 @@ class _File:
     def error(self, keys: tuple[str, ...], message: str) -> ConfigError:
         line = key_line(self.source, keys)
         return ConfigError(f"{self.path}:{line}: {message}" if line is not None else f"{self.path}: {message}")
+
+    def longest_number(self) -> int | None:
+        """The line (from 1) of the longest run of digits, where a number too long to convert is."""
+        runs = [
+            (len(run), number)
+            for number, line in enumerate(self.source.splitlines(), start=1)
+            for run in re.findall(r"[0-9_]+", line)
+        ]
+        return max(runs, key=lambda run: run[0])[1] if runs else None
 
 
 def _read(cls: type[Any], values: object, where: tuple[str, ...], file: _File) -> Any:

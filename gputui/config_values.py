@@ -70,6 +70,10 @@ def toml_text(value: object) -> str:
     return str(value)
 
 
+# A whole number longer than this is said by its count of digits, not written out in an error.
+MAX_SHOWN_WHOLE = 10**20
+
+
 def described(value: object) -> str:
     """What a value the file holds is, in words: text ("high"), true, 3, a list ([1, 2]), a table."""
     if isinstance(value, str):
@@ -80,6 +84,8 @@ def described(value: object) -> str:
         return f"a list ({toml_text(value)})"
     if isinstance(value, (datetime.date, datetime.time)):
         return f"a date or time ({value.isoformat()})"
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > MAX_SHOWN_WHOLE:
+        return f"a number of {len(str(abs(value)))} digits"
     return toml_text(value)
 
 
@@ -107,10 +113,16 @@ def _wrong(value: object, what: str, noun: str, check: Callable[[object], object
 
 
 def _real(value: object) -> float | None:
-    """The number a value is (an integer or a float, not true or false, not nan); None for anything else."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+    """The number a value is (an integer or a float, not true or false); None for anything else, and for nan, inf
+    and an integer too large for a float: no setting means any of them, and each would pass a bound it breaks
+    (nan is neither below 0 nor above a maximum; an infinite cooldown never ends)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    try:
+        real = float(value)
+    except OverflowError:
+        return None
+    return real if math.isfinite(real) else None
 
 
 def number() -> Check[float]:
@@ -151,15 +163,19 @@ def price() -> Check[float]:
         real = _real(value)
         if real is None:
             raise _wrong(value, "a price above 0", "a number", read)
-        if not 0 < real < math.inf:
+        if real <= 0:
             raise Invalid(f"must be a price above 0, not {described(value)}")
         return real
 
     return Check("a price above 0", read, toml_text)
 
 
+# The most any whole number may be where its setting names no maximum: a count, which beyond this means nothing.
+MAX_WHOLE = 2**31 - 1
+
+
 def whole(minimum: int, maximum: int | None = None) -> Check[int]:
-    """A whole number from `minimum` (to `maximum` where given)."""
+    """A whole number from `minimum` (to `maximum` where given, else MAX_WHOLE)."""
     what = f"a whole number of at least {minimum}"
     if maximum is not None:
         what = f"a whole number from {minimum} to {maximum}"
@@ -167,6 +183,8 @@ def whole(minimum: int, maximum: int | None = None) -> Check[int]:
     def read(value: object) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise _wrong(value, what, "a whole number", read)
+        if maximum is None and value > MAX_WHOLE:
+            raise Invalid(f"is too large: at most {MAX_WHOLE}, not {described(value)}")
         if value < minimum or (maximum is not None and value > maximum):
             raise Invalid(f"must be {what}, not {described(value)}")
         return value

@@ -7,6 +7,7 @@ import contextlib
 import os
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 import psutil
 import pytest
@@ -93,6 +94,15 @@ def _describe(process: psutil.Process) -> str:
         return f"pid {process.pid}: {' '.join(process.cmdline()) or process.name()}"
     except psutil.Error:
         return f"pid {process.pid}"
+
+
+@pytest.fixture(autouse=True)
+def _roots_home_is_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Root reads its config from root's home, whatever $HOME says: in a test, that home is $HOME, so that a test
+    that sets HOME reads its config (or none) alike as root and as any user. The tests of root's lookup set it."""
+    import gputui.config
+
+    monkeypatch.setattr(gputui.config, "root_home", Path.home)
 
 
 @pytest.fixture(autouse=True)

@@ -5,12 +5,16 @@ schema). Everything else is read around and told in `warnings`, one line each: a
 killed recorder), unreadable lines in the middle (skipped and counted), a damaged or unterminated gzip stream
 (read up to the damage), ticks that list other GPUs than the header (the header's GPU list rules).
 
-A recording may be another user's or another machine's: every string of every line is cleaned as it is parsed
-(format.loads), so a replay and a report show a terminal escape in it as a visible escape, never raw.
+A recording may come from anyone (a file another user handed over, or planted, or another machine's), so:
+every string of every line is cleaned as it is parsed (format.loads), and a replay and a report show a terminal
+escape in it as a visible escape, never raw; and reading it is bounded: a line longer than MAX_LINE_BYTES is never
+held whole but skipped and counted, and a gzip stream is inflated to at most GZIP_MAX_RATIO times the file's size
+(GZIP_MIN_BUDGET for a small file), then read no further.
 """
 
 from __future__ import annotations
 
+import os
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +40,17 @@ from gputui.record.format import (
 _GZIP_MAGIC = b"\x1f\x8b"
 _CHUNK = 1 << 16
 _SALVAGE_STEP = 64
+_MIB = 1 << 20
+# A tick of 8 GPUs with their processes is ~13-16 KB (the simulated 8-GPU machine, `diagnose --demo contention
+# --demo-gpus 8 --record`): a thousand times that is room for hundreds of processes with long command lines, and
+# bounds what one line costs to read (its bytes, then what json makes of them).
+MAX_LINE_BYTES = 16 * _MIB
+# gputui's recordings inflate ~14 times (the same machine, 10 minutes, .jsonl.gz); a stream that inflates past
+# 200 times its file's size is not one of them but a bomb (zeros inflate ~1000 times). A ratio rather than an
+# absolute cap, so that a long real recording always reads whole while the work stays a multiple of the file's
+# size, as a plain file's is; the floor keeps a small file that is cut short or synced often from tripping it.
+GZIP_MAX_RATIO = 200
+GZIP_MIN_BUDGET = 64 * _MIB
 # Ticks rebuilt at once: 64 ticks of 8 GPUs take ~30 ms, the most a replay seek waits for.
 TICKS_PER_CHUNK = 64
 
@@ -48,30 +63,48 @@ class _Bytes:
         self.problem: str | None = None
 
     def chunks(self) -> Iterator[bytes]:
+        """The file's bytes in pieces of at most _CHUNK (gunzipped, each piece inflated on its own)."""
         first = self._raw.read(_CHUNK)
         if not first.startswith(_GZIP_MAGIC):
             while first:
                 yield first
                 first = self._raw.read(_CHUNK)
             return
-        # zlib rather than the gzip module: it hands over every byte it could inflate before the damage.
+        budget = max(GZIP_MAX_RATIO * os.fstat(self._raw.fileno()).st_size, GZIP_MIN_BUDGET)
+        inflated = 0
+        for data in self._inflate(first):
+            inflated += len(data)
+            if inflated > budget:
+                self.problem = (
+                    f"the gzip data inflates to more than {GZIP_MAX_RATIO} times its size, as no recording does; "
+                    f"read its first {budget // _MIB} MiB"
+                )
+                return
+            yield data
+
+    def _inflate(self, pending: bytes) -> Iterator[bytes]:
+        # zlib rather than the gzip module: it hands over every byte it could inflate before the damage; and at most
+        # _CHUNK bytes at a time (max_length), so that a bomb never lands in memory whole.
         inflater = zlib.decompressobj(wbits=31)
-        chunk = first
-        while chunk:
-            while chunk:
-                if inflater.eof:  # a file of several gzip members, one after the other
-                    inflater = zlib.decompressobj(wbits=31)
-                before = inflater.copy()
-                try:
-                    data = inflater.decompress(chunk)
-                except zlib.error as exc:
-                    yield from self._salvage(before, chunk)
-                    self.problem = f"the gzip data is damaged ({exc}); read what came before the damage"
-                    return
-                if data:
-                    yield data
-                chunk = inflater.unused_data if inflater.eof else b""
-            chunk = self._raw.read(_CHUNK)
+        full = False  # the last piece filled max_length: zlib may hold more output for the same input
+        while True:
+            if not pending and not full:
+                pending = self._raw.read(_CHUNK)
+                if not pending:
+                    break
+            if inflater.eof:  # a file of several gzip members, one after the other
+                inflater = zlib.decompressobj(wbits=31)
+            before = inflater.copy()
+            try:
+                data = inflater.decompress(pending, _CHUNK)
+            except zlib.error as exc:
+                yield from self._salvage(before, pending)
+                self.problem = f"the gzip data is damaged ({exc}); read what came before the damage"
+                return
+            full = len(data) == _CHUNK and not inflater.eof
+            pending = inflater.unconsumed_tail or (inflater.unused_data if inflater.eof else b"")
+            if data:
+                yield data
         if not inflater.eof:
             self.problem = (
                 "the gzip stream ends without its trailer (the recorder did not close the file: killed, or still "
@@ -83,26 +116,41 @@ class _Bytes:
         """Inflate a damaged chunk in small steps, to keep what precedes the damage."""
         for start in range(0, len(chunk), _SALVAGE_STEP):
             try:
-                data = inflater.decompress(chunk[start : start + _SALVAGE_STEP])
+                data = inflater.decompress(chunk[start : start + _SALVAGE_STEP], _CHUNK)
             except zlib.error:
                 return
             if data:
                 yield data
 
 
-def _lines(stream: _Bytes) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number, bytes, ended by a newline) for every non-blank line."""
-    pending = b""
+def _lines(stream: _Bytes) -> Iterator[tuple[int, bytes | None, bool]]:
+    """(line number, bytes, ended by a newline) for every non-blank line; a line longer than MAX_LINE_BYTES comes
+    as None, its bytes dropped as they arrive: no more than MAX_LINE_BYTES of a line is ever held."""
+    pending = bytearray()
+    overlong = False
     number = 0
     for chunk in stream.chunks():
-        pending += chunk
-        *complete, pending = pending.split(b"\n")
-        for line in complete:
+        start = 0
+        while (end := chunk.find(b"\n", start)) != -1:
             number += 1
-            if line.strip():
-                yield number, line, True
-    if pending.strip():
-        yield number + 1, pending, False
+            if overlong or len(pending) + end - start > MAX_LINE_BYTES:
+                yield number, None, True
+            else:
+                line = bytes(pending) + chunk[start:end]
+                if line.strip():
+                    yield number, line, True
+            overlong = False
+            pending.clear()
+            start = end + 1
+        if not overlong and len(pending) + len(chunk) - start > MAX_LINE_BYTES:
+            overlong = True
+            pending.clear()
+        elif not overlong:
+            pending += chunk[start:]
+    if overlong:
+        yield number + 1, None, False
+    elif pending.strip():
+        yield number + 1, bytes(pending), False
 
 
 class TickStore(Sequence[Snapshot]):
@@ -212,9 +260,13 @@ class RecordingReader:
             if stream.problem:
                 raise RecordingError(f"{self.path} holds no readable header: {stream.problem}")
             raise RecordingError(f"{self.path} is empty: not a gputui recording")
+        if first[1] is None:
+            raise RecordingError(
+                f"{self.path} is not a gputui recording: its first line is longer than {MAX_LINE_BYTES / _MIB:g} MiB"
+            )
         try:
             data = loads(first[1])
-        except ValueError:
+        except (ValueError, RecursionError):
             raise RecordingError(f"{self.path} is not a gputui recording: its first line is not JSON") from None
         if not isinstance(data, dict):
             raise RecordingError(f"{self.path} is not a gputui recording: its first line is not a JSON object")
@@ -222,6 +274,8 @@ class RecordingReader:
             return header_from_dict(data)
         except RecordingFormatError as exc:
             raise RecordingError(f"cannot read {self.path}: {exc}") from None
+        except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as exc:  # a value of the wrong kind
+            raise RecordingError(f"cannot read {self.path}: its header is malformed ({type(exc).__name__})") from None
 
     def _read(self) -> Iterator[tuple[Snapshot | RecordedEvent, bytes]]:
         """Each record with the line that holds it (for a tick with GPUs the header lacks, the line without them)."""
@@ -238,6 +292,9 @@ class RecordingReader:
             lines = _lines(stream)
             next(lines, None)  # the header, read already
             for number, line, complete in lines:
+                if line is None:
+                    bad.append((number, f"longer than {MAX_LINE_BYTES / _MIB:g} MiB, the most a line may hold"))
+                    continue
                 try:
                     data = loads(line)
                     if not isinstance(data, dict):
@@ -254,7 +311,8 @@ class RecordingReader:
                     else:
                         label = f"{kind}/{data.get('kind')}" if kind == "event" else str(kind)
                         unknown[label] = unknown.get(label, 0) + 1
-                except (ValueError, TypeError, KeyError, AttributeError) as exc:
+                # RecursionError: arrays nested thousands deep; ArithmeticError: a number too large for a float.
+                except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError, RecursionError) as exc:
                     if complete:
                         bad.append((number, str(exc)))
                     elif stream.problem is None:

@@ -4,6 +4,11 @@ The monitor calls `put(snapshot)` and `put_event(event)`, which only enqueue. A 
 or the size limit stops the recording, never the monitor: the reason is left in `warning` for the UI to show.
 Each tick reaches the OS at once (gzip: a sync flush every few seconds of ticks), so a killed process leaves a
 readable file that lacks only its last seconds.
+
+A recording holds every process's command line, and the stack frames a root monitor read from other users' jobs:
+it is created readable by its owner alone (0600; 0640 where asked, for its group), and always as a new file, never
+through a link another user planted where it goes: a symbolic link is refused, even with --force; an existing file
+(or a hard link to one elsewhere) is unlinked, not truncated, and a new one created in its place.
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 import gzip
 import os
 import queue
+import stat
 import threading
 import time
 from collections.abc import Sequence
@@ -39,6 +45,9 @@ GZIP_SYNC_SECONDS = 5.0
 QUEUE_LIMIT = 1000
 # On close, how long to wait for a hung disk before leaving the (daemon) writer thread behind.
 CLOSE_TIMEOUT_S = 10.0
+# Who may read a recording (the umask may narrow it further): its owner, and its group where asked.
+PRIVATE_MODE = 0o600
+GROUP_READABLE_MODE = 0o640
 
 
 def is_gzip_path(path: Path) -> bool:
@@ -48,26 +57,14 @@ def is_gzip_path(path: Path) -> bool:
 class RecordingFile:
     """The file itself, written synchronously: the writer thread's tool, and the benchmark's.
 
-    Opening refuses an existing file unless `force`, with a RecordingError that says so.
+    Opening refuses an existing file unless `force`, and a symbolic link always, with a RecordingError that says so.
     """
 
-    def __init__(self, path: str | Path, *, force: bool = False) -> None:
+    def __init__(self, path: str | Path, *, force: bool = False, group_readable: bool = False) -> None:
         self.path = Path(path)
         self.gzip = is_gzip_path(self.path)
-        try:
-            self._raw: IO[bytes] = open(self.path, "wb" if force else "xb")  # noqa: SIM115 (closed by close())
-        except FileExistsError:
-            raise RecordingError(
-                f"{self.path} already exists; choose another file or add --force to overwrite it"
-            ) from None
-        except FileNotFoundError:
-            raise RecordingError(
-                f"cannot create {self.path}: the directory {self.path.parent} does not exist"
-            ) from None
-        except IsADirectoryError:
-            raise RecordingError(f"cannot record to {self.path}: it is a directory") from None
-        except OSError as exc:
-            raise RecordingError(f"cannot create {self.path}: {exc.strerror or exc}") from exc
+        fd = _create(self.path, force=force, mode=GROUP_READABLE_MODE if group_readable else PRIVATE_MODE)
+        self._raw: IO[bytes] = os.fdopen(fd, "wb")
         self._inode = os.fstat(self._raw.fileno()).st_ino
         self._out: IO[bytes] = self._raw
         if self.gzip:
@@ -112,6 +109,75 @@ class RecordingFile:
             self._raw.close()
 
 
+def _create(path: Path, *, force: bool, mode: int) -> int:
+    """A new file at `path`, created exclusively (O_EXCL, which never follows a link); with `force`, a regular file
+    there is first unlinked, and a FIFO or a device of the user's (or root's) is written to in place."""
+    if force:
+        existing = _existing(path)
+        if existing is not None and not stat.S_ISREG(existing.st_mode):
+            return _open_in_place(path, existing)
+        if existing is not None:
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                raise RecordingError(f"cannot replace {path}: {exc.strerror or exc}") from exc
+    try:
+        return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, mode)
+    except FileExistsError:
+        if os.path.islink(path):
+            raise _link_refused(path) from None
+        if force:  # unlinked above, and created again since: another process writes there
+            raise RecordingError(f"{path} was created again while gputui replaced it; choose another file") from None
+        raise RecordingError(f"{path} already exists; choose another file or add --force to overwrite it") from None
+    except FileNotFoundError:
+        raise RecordingError(f"cannot create {path}: the directory {path.parent} does not exist") from None
+    except IsADirectoryError:
+        raise RecordingError(f"cannot record to {path}: it is a directory") from None
+    except OSError as exc:
+        raise RecordingError(f"cannot create {path}: {exc.strerror or exc}") from exc
+
+
+def _existing(path: Path) -> os.stat_result | None:
+    """What is at `path` itself (a link is not followed); None where nothing is, or it cannot be seen (creating the
+    file then says why). A link or a directory is refused here."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return None
+    if stat.S_ISLNK(found.st_mode):
+        raise _link_refused(path)
+    if stat.S_ISDIR(found.st_mode):
+        raise RecordingError(f"cannot record to {path}: it is a directory")
+    return found
+
+
+def _open_in_place(path: Path, existing: os.stat_result) -> int:
+    """--force on a FIFO or a device (/dev/full, a pipe the user reads): written to as it is, where it is the user's
+    or root's; another user's FIFO would hand them the recording. The file opened is checked again (fstat)."""
+    trusted = {os.geteuid(), 0}
+    if existing.st_uid in trusted:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError as exc:
+            raise RecordingError(f"cannot record to {path}: {exc.strerror or exc}") from exc
+        opened = os.fstat(fd)
+        if opened.st_uid in trusted and not stat.S_ISREG(opened.st_mode):
+            return fd
+        os.close(fd)
+    raise RecordingError(
+        f"cannot record to {path}: it is another user's FIFO or device, which would hand them the recording"
+    )
+
+
+def _link_refused(path: Path) -> RecordingError:
+    return RecordingError(
+        f"{path} is a symbolic link: gputui never records through one, even with --force; remove it or choose "
+        "another file"
+    )
+
+
 class _Close:
     """The sentinel that ends the writer thread."""
 
@@ -132,6 +198,7 @@ class RecordingWriter:
         *,
         interval_s: float,
         force: bool = False,
+        group_readable: bool = False,
         max_mb: float | None = None,
         utc_offset_s: int | None = None,
     ) -> None:
@@ -139,7 +206,7 @@ class RecordingWriter:
             raise RecordingError(f"the sampling interval must be more than 0 s (got {interval_s})")
         if max_mb is not None and max_mb <= 0:
             raise RecordingError(f"the size limit must be more than 0 MB (got {max_mb})")
-        self._file = RecordingFile(path, force=force)
+        self._file = RecordingFile(path, force=force, group_readable=group_readable)
         self.interval_s = interval_s
         self.max_bytes = None if max_mb is None else int(max_mb * 1_000_000)
         self._max_mb = max_mb

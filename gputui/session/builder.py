@@ -42,11 +42,13 @@ ALERTS_LOG = logging.getLogger("gputui.alerts")
 
 @dataclass(frozen=True, slots=True)
 class RecordTarget:
-    """`--record FILE`: the file, whether an existing one is overwritten, and the size it stops at."""
+    """`--record FILE`: the file, whether an existing one is overwritten, whether its group may read it, and the size
+    it stops at."""
 
     path: Path
     force: bool = False
     max_mb: float | None = None
+    group_readable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +205,13 @@ def session_on(
 def _recorder(record: RecordTarget | RecordingWriter | None, interval_s: float) -> RecordingWriter | None:
     if not isinstance(record, RecordTarget):
         return record
-    return RecordingWriter(record.path, interval_s=interval_s, force=record.force, max_mb=record.max_mb)
+    return RecordingWriter(
+        record.path,
+        interval_s=interval_s,
+        force=record.force,
+        group_readable=record.group_readable,
+        max_mb=record.max_mb,
+    )
 
 
 @contextmanager
