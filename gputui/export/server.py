@@ -10,16 +10,15 @@ from __future__ import annotations
 import errno
 import logging
 import socket
-from collections.abc import Callable, Iterable
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import start_http_server
-from prometheus_client.metrics_core import Metric
 
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Accountant
 from gputui.diagnostics.tick import Tick
-from gputui.export.metrics import ExportState, metric_families
+from gputui.export.metrics import ExportState
+from gputui.export.page import SnapshotCollector
 from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
 from gputui.model import SystemInfo
 from gputui.session.loop import SamplingLoop
@@ -85,21 +84,6 @@ class ExportSampler:
     def stop(self) -> None:
         """Ends the loop, once its reading in progress (if any) is done."""
         self._loop.stop(timeout=None)
-
-
-class SnapshotCollector:
-    """A prometheus-client collector that renders the sampler's latest state, and does nothing else."""
-
-    def __init__(self, state: Callable[[], ExportState], *, hostname_label: HostnameLabel = HOSTNAME_LABEL) -> None:
-        self._state = state
-        self._hostname_label = hostname_label
-
-    def collect(self) -> Iterable[Metric]:
-        return metric_families(self._state(), hostname_label=self._hostname_label)
-
-    def describe(self) -> list[Metric]:
-        # Without describe(), registering would call collect(); the names vary with the machine anyway.
-        return []
 
 
 class Exporter:

@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.export.metrics import ExportState
-from gputui.export.server import SnapshotCollector
+from gputui.export.page import SnapshotCollector
 from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
 from gputui.model import ContainerSample, GpuInfo, GpuProcess, GpuSample, ProcSample, PsiSample, Snapshot, SystemInfo
 from tests.snapshots import MIB, gpu, gpu_info, host, proc, snapshot, system_info
