@@ -4,8 +4,9 @@ fleet side's cost of reading one scrape back into a Snapshot.
 The machine is the simulated 8-GPU H100 server in the `starved-cpu` scenario (8 ranks, each with its host
 process), so every GPU, process and finding family is filled. `sample` is the sampling thread's whole tick:
 the simulated source's own reading, the diagnostics and publishing the state; `render` is metric_families()
-alone; `scrape (text)` is prometheus-client rendering the exposition; `scrape (HTTP)` is one GET over
-loopback, server and client both in this process; `remote parse` is RemoteSource turning the text back into a
+alone; `scrape (text)` is prometheus-client writing the exposition, which the page does once per reading and
+format (gputui/export/page.py); `scrape (HTTP)` is one GET of that page over loopback, server and client both in
+this process; `remote parse` is RemoteSource turning the text back into a
 Snapshot. CPU time is process time (all threads), so the HTTP figure includes the client's half.
 
 Run: .venv/bin/python benchmarks/bench_export.py [--rounds N]
@@ -22,6 +23,7 @@ from collections.abc import Callable
 from prometheus_client import generate_latest
 
 from gputui.export.metrics import metric_families
+from gputui.export.page import SnapshotCollector
 from gputui.export.server import Exporter
 from gputui.session.diagnose import new_diagnose
 from gputui.session.sampling import Sampler
@@ -63,9 +65,10 @@ def main() -> int:
         sampler = exporter.sampler
         report("sample", cpu_ms(sampler.sample_once, args.rounds))
         state = sampler.state
-        text = generate_latest(exporter.registry).decode()
+        collector = SnapshotCollector(lambda: state)
+        text = generate_latest(collector).decode()
         report("render", cpu_ms(lambda: metric_families(state), args.rounds))
-        report("scrape (text)", cpu_ms(lambda: generate_latest(exporter.registry), args.rounds))
+        report("scrape (text)", cpu_ms(lambda: generate_latest(collector), args.rounds))
         report("scrape (HTTP)", cpu_ms(lambda: opener.open(exporter.url, timeout=5).read(), args.rounds))
         report("remote parse", cpu_ms(lambda: parse_exposition(text, fallback_hostname="x", now=0.0), args.rounds))
     series = sum(1 for line in text.splitlines() if line and not line.startswith("#"))

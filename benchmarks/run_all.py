@@ -34,12 +34,13 @@ BENCHMARKS = (
     "bench_diagnostics.py",
     "bench_record.py",
     "bench_export.py",
+    "bench_export_load.py",
     "bench_prometheus.py",
     "bench_ui.py",
     "bench_stacks.py",
 )
-# A figure line: a name, spaces, a number (e.g. "cpu_pct      0.41 % of one core").
-FIGURE = re.compile(r"^([a-z_]+)\s+(-?[0-9]+(?:\.[0-9]+)?)\b")
+# A figure line: a name, spaces, a number (e.g. "cpu_pct      0.41 % of one core", "latency_p99_ms   12.5").
+FIGURE = re.compile(r"^([a-z][a-z0-9_]*)\s+(-?[0-9]+(?:\.[0-9]+)?)\b")
 
 
 def run_one(tree: Path, name: str, extra: list[str]) -> tuple[int, str]:

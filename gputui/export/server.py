@@ -1,8 +1,9 @@
-"""Serve /metrics: the one sampling loop keeps the latest ExportState on its thread; each scrape only renders it.
+"""Serve /metrics: the one sampling loop keeps the latest ExportState on its thread; each scrape only copies its page.
 
 Sampling never happens inside a scrape: NVML and psutil calls would then run once per scraper (Prometheus, a
-curl, a second Prometheus) and a slow driver would stall every scrape. prometheus-client's own WSGI server runs on
-its own daemon thread and reads the state through a custom collector.
+curl, a second Prometheus) and a slow driver would stall every scrape. Rendering does not either: the page is
+rendered once per reading (gputui/export/page.py). The HTTP server (gputui/export/httpd.py) runs its accept loop on
+a daemon thread of its own and answers on a fixed pool of workers (gputui/export/routes.py says what it answers).
 """
 
 from __future__ import annotations
@@ -10,16 +11,15 @@ from __future__ import annotations
 import errno
 import logging
 import socket
-from collections.abc import Callable, Iterable
-from wsgiref.simple_server import WSGIServer
-
-from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import start_http_server
-from prometheus_client.metrics_core import Metric
+import threading
+from functools import partial
 
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Accountant
 from gputui.diagnostics.tick import Tick
-from gputui.export.metrics import ExportState, metric_families
+from gputui.export.httpd import PooledHTTPServer
+from gputui.export.metrics import ExportState
+from gputui.export.page import MetricsPage
+from gputui.export.routes import ExportHandler
 from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
 from gputui.model import SystemInfo
 from gputui.session.loop import SamplingLoop
@@ -87,21 +87,6 @@ class ExportSampler:
         self._loop.stop(timeout=None)
 
 
-class SnapshotCollector:
-    """A prometheus-client collector that renders the sampler's latest state, and does nothing else."""
-
-    def __init__(self, state: Callable[[], ExportState], *, hostname_label: HostnameLabel = HOSTNAME_LABEL) -> None:
-        self._state = state
-        self._hostname_label = hostname_label
-
-    def collect(self) -> Iterable[Metric]:
-        return metric_families(self._state(), hostname_label=self._hostname_label)
-
-    def describe(self) -> list[Metric]:
-        # Without describe(), registering would call collect(); the names vary with the machine anyway.
-        return []
-
-
 class Exporter:
     """ExportSampler + HTTP server: `start()` reads once, opens the port, then samples in the background with
     `sampler`."""
@@ -117,11 +102,11 @@ class Exporter:
         hostname_label: HostnameLabel = HOSTNAME_LABEL,
     ) -> None:
         self.sampler = ExportSampler(sampler, system, interval=interval)
-        self.registry = CollectorRegistry(auto_describe=False)
-        self.registry.register(SnapshotCollector(lambda: self.sampler.state, hostname_label=hostname_label))
+        self.page = MetricsPage(lambda: self.sampler.state, hostname_label=hostname_label)
         self._bind = bind
         self._port = port
-        self._server: WSGIServer | None = None
+        self._server: PooledHTTPServer | None = None
+        self._serving: threading.Thread | None = None
         self.address: tuple[str, int] | None = None
 
     @property
@@ -135,23 +120,26 @@ class Exporter:
     def start(self) -> None:
         self.sampler.sample_once()
         try:
-            server, _thread = start_http_server(self._port, addr=self._bind, registry=self.registry)
+            server = PooledHTTPServer((self._bind, self._port), partial(ExportHandler, page=self.page))
         except socket.gaierror as exc:
             raise ExportBindError(f"cannot listen on {self._bind!r}: not an address of this machine ({exc})") from None
         except OSError as exc:
             raise ExportBindError(_bind_error_message(exc, self._bind, self._port)) from None
         self._server = server
         self.address = (self._bind, int(server.server_address[1]))
+        self._serving = threading.Thread(target=server.serve_forever, name="gputui-export-accept", daemon=True)
+        self._serving.start()
         self.sampler.start()
 
     def stop(self) -> None:
         """Stop sampling and serving; safe to call twice."""
         self.sampler.stop()
-        server = self._server
-        if server is not None:
+        server, serving = self._server, self._serving
+        if server is not None and serving is not None:
             server.shutdown()
+            serving.join()
             server.server_close()
-            self._server = None
+            self._server = self._serving = None
 
     def __enter__(self) -> Exporter:
         self.start()

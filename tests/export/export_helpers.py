@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import threading
+import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -16,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.export.metrics import ExportState
-from gputui.export.server import SnapshotCollector
+from gputui.export.page import SnapshotCollector
 from gputui.metric_schema import HOSTNAME_LABEL, HostnameLabel
 from gputui.model import ContainerSample, GpuInfo, GpuProcess, GpuSample, ProcSample, PsiSample, Snapshot, SystemInfo
 from tests.snapshots import MIB, gpu, gpu_info, host, proc, snapshot, system_info
@@ -211,3 +214,41 @@ def stopped_at_the_end(child: subprocess.Popen[Any], stop: signal.Signals = sign
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def wait_until(condition: Callable[[], bool], seconds: float = 10.0) -> bool:
+    """Whether `condition` holds within `seconds` (checked every 10 ms): a bounded wait on the state a test asserts."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def accept_queue(port: int) -> int:
+    """Connections that wait in the kernel's backlog of the socket listening on 127.0.0.1:`port`, not yet accepted
+    (for a listening socket, /proc/net/tcp's rx_queue is its accept queue)."""
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[1] == f"0100007F:{port:04X}" and fields[3] == "0A":  # 0A: LISTEN
+            return int(fields[4].split(":")[1], 16)
+    raise AssertionError(f"nothing listens on 127.0.0.1:{port}")
+
+
+def idle_connections(port: int, count: int) -> list[socket.socket]:
+    """`count` connections to 127.0.0.1:`port` that send nothing: each connect returns once the kernel has queued it,
+    accepted or not."""
+    return [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(count)]
+
+
+def closed_by_peer(conn: socket.socket) -> bool:
+    """Whether the other end has closed `conn`: reads up to its end (or a reset) within the socket's timeout."""
+    try:
+        while conn.recv(65536):
+            pass
+    except ConnectionResetError:
+        return True
+    except TimeoutError:
+        return False
+    return True
