@@ -1,5 +1,5 @@
-"""The config file, read once into one frozen Config: `--config PATH`, else ~/.config/gputui/config.toml where it
-exists, else the defaults.
+"""The config file, read once into one frozen Config: `--config PATH`, else the file $GPUTUI_CONFIG names, else
+~/.config/gputui/config.toml where it exists, else the defaults.
 
 The file may run a command (`[alerts] command`, through a shell where `shell = true`), so gputui reads only one
 that no one else could have written: as root, a file owned by root and writable by neither its group nor others,
@@ -183,6 +183,17 @@ class Config:
     monitor: MonitorConfig = field(default_factory=MonitorConfig, metadata=table("What the live monitor may do."))
 
 
+CONFIG_VARIABLE = "GPUTUI_CONFIG"
+
+
+def named_config_path() -> Path | None:
+    """The file $GPUTUI_CONFIG names: a service's, a container's or a test's config without --config on every
+    command line. It is read as --config's is (it must exist and pass the same checks of who may write it), so a
+    user's environment kept by `sudo -E` can name a file but not make root read one that user could have written."""
+    named = os.environ.get(CONFIG_VARIABLE)
+    return Path(named) if named else None
+
+
 def default_config_path() -> Path:
     """~/.config/gputui/config.toml of the user gputui runs as: for root, in root's home from the password database,
     whatever $HOME says."""
@@ -198,7 +209,7 @@ def root_home() -> Path:
 
 def skipped_config_path() -> Path | None:
     """The config file in $HOME that root does not read (it reads its own home's), where one is there to say so."""
-    if os.geteuid() != 0:
+    if os.geteuid() != 0 or named_config_path() is not None:
         return None
     home = os.environ.get("HOME")
     if not home:
@@ -224,9 +235,12 @@ def _trust() -> Trust:
 
 
 def load_config(path: Path | None = None) -> Config:
-    """The config in `path`, or in the default file where it exists; the defaults otherwise. An explicit `path`
-    must exist. Raises ConfigError naming the file, the line and the key; and for a file that someone else could
-    have written (see the module's doc), saying why it is not read."""
+    """The config in `path`, else in the file $GPUTUI_CONFIG names, else in the default file where it exists; the
+    defaults otherwise. A file named (`path` or the variable) must exist. Raises ConfigError naming the file, the
+    line and the key; and for a file that someone else could have written (see the module's doc), saying why it is
+    not read."""
+    if path is None:
+        path = named_config_path()
     target = path if path is not None else default_config_path()
     try:
         source = read_trusted(target, _trust(), MAX_CONFIG_BYTES).decode("utf-8")

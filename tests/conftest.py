@@ -96,13 +96,35 @@ def _describe(process: psutil.Process) -> str:
         return f"pid {process.pid}"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _children_read_an_empty_config(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A gputui the suite starts (a test's, or a module's or the lab's shared job) reads an empty config that only
+    its owner may write, named by $GPUTUI_CONFIG, unless it is given --config: as root it would otherwise read
+    /root's, and no test may read the machine's config."""
+    from gputui.config import CONFIG_VARIABLE
+
+    path = tmp_path_factory.mktemp("config") / "empty.toml"
+    path.write_text("")
+    path.chmod(0o600)
+    before = os.environ.get(CONFIG_VARIABLE)
+    os.environ[CONFIG_VARIABLE] = str(path)
+    yield
+    if before is None:
+        del os.environ[CONFIG_VARIABLE]
+    else:
+        os.environ[CONFIG_VARIABLE] = before
+
+
 @pytest.fixture(autouse=True)
-def _roots_home_is_home(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Root reads its config from root's home, whatever $HOME says: in a test, that home is $HOME, so that a test
-    that sets HOME reads its config (or none) alike as root and as any user. The tests of root's lookup set it."""
+def _config_as_home_says(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the test's own process, root reads its config from root's home, whatever $HOME says: there that home is
+    $HOME, so that a test that sets HOME reads its config (or none) alike as root and as any user; and
+    $GPUTUI_CONFIG, which names the children's empty config, is not looked at. The tests of these lookups put the
+    real ones back."""
     import gputui.config
 
     monkeypatch.setattr(gputui.config, "root_home", Path.home)
+    monkeypatch.setattr(gputui.config, "CONFIG_VARIABLE", "GPUTUI_CONFIG_OF_THE_SUITES_CHILDREN")
 
 
 @pytest.fixture(autouse=True)

@@ -119,6 +119,28 @@ def test_the_default_file_is_read_when_present(tmp_path: Path, monkeypatch: pyte
     assert load_config().diagnostics.disabled == {"xid"}
 
 
+def test_the_file_gputui_config_names_comes_before_the_default(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """$GPUTUI_CONFIG names the file where no --config is given (a service's, a container's, the suite's children's),
+    and --config still comes first."""
+    import gputui.config
+
+    monkeypatch.setattr(gputui.config, "CONFIG_VARIABLE", "GPUTUI_CONFIG")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".config" / "gputui").mkdir(parents=True)
+    write(tmp_path / ".config" / "gputui", "[diagnostics]\ndisabled = ['xid']\n")
+    named = tmp_path / "named"
+    named.mkdir()
+    monkeypatch.setenv("GPUTUI_CONFIG", str(write(named, "[cost]\ngpu_hour = 1.5\n")))
+    config = load_config()
+    assert config.cost.gpu_hour == 1.5 and config.diagnostics.disabled == DiagnosticsConfig().disabled
+    given = tmp_path / "given"
+    given.mkdir()
+    assert load_config(write(given, "[cost]\ngpu_hour = 3.0\n")).cost.gpu_hour == 3.0
+    monkeypatch.setenv("GPUTUI_CONFIG", str(tmp_path / "missing.toml"))
+    with pytest.raises(ConfigError, match=r"missing\.toml: no such config file"):
+        load_config()
+
+
 @pytest.mark.parametrize(
     ("body", "message"),
     [

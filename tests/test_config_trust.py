@@ -126,3 +126,12 @@ def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
     os.mkfifo(fifo)
     with pytest.raises(ConfigError, match="not a regular file"):
         load_config(fifo)
+
+
+def test_root_refuses_a_users_file_that_gputui_config_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user's environment kept by `sudo -E` may name a file, but root reads it only as it reads --config's."""
+    other_user()
+    monkeypatch.setattr(gputui.config, "CONFIG_VARIABLE", "GPUTUI_CONFIG")
+    monkeypatch.setenv("GPUTUI_CONFIG", str(_users_home(tmp_path) / CONFIG_IN_HOME))
+    with pytest.raises(ConfigError, match="not read: it is owned by"):
+        load_config()

@@ -78,8 +78,9 @@ def add_config_and_alert_options(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="FILE",
-        help="config file: thresholds, [alerts], [cost], [monitor], [stacks] (default ~/.config/gputui/config.toml; "
-        "as root, root's own, whatever $HOME says; a file another user could write is refused)",
+        help="config file: thresholds, [alerts], [cost], [monitor], [stacks] (default: the file $GPUTUI_CONFIG names, "
+        "else ~/.config/gputui/config.toml; as root, root's own, whatever $HOME says; a file another user could "
+        "write is refused)",
     )
     webhook = parser.add_mutually_exclusive_group()
     webhook.add_argument(
