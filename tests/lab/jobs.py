@@ -67,6 +67,8 @@ TORCHRUN = ("-m", "torch.distributed.run", "--standalone", "--monitor-interval",
 GPUTUI_RUN = ("-m", "gputui", "run", "--")
 # How long a case waits at its end for a window of stack samples in progress (LAB_STACKS's window_s is 2 s).
 STACKS_CLOSE_S = 15.0
+# How long a job has to stop when asked (SIGTERM) before it and its processes are killed.
+STOP_GRACE_S = 10.0
 # Who reads the stacks in the refused-ptrace variant: another user than the job's (root's), not root.
 UNPRIVILEGED_USER = "nobody"
 INTERVAL_S = 0.5
@@ -424,12 +426,20 @@ def wait_for_trace(job: Job, timeout: float) -> None:
 
 
 def stop(job: Job) -> None:
-    """Kill the job and every process under it, and reap it. Its process group is not enough: torchrun starts
-    each rank in a session of its own."""
-    with contextlib.suppress(psutil.Error):
-        for below in psutil.Process(job.process.pid).children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                below.kill()
+    """Ask the job to stop, then kill it and every process under it, and reap it. Asking first lets `gputui run`
+    remove the private directory its job's stack records live in (killed, it would leave it in /dev/shm). Its
+    process group is not enough: torchrun starts each rank in a session of its own, so the processes under it are
+    listed before it is asked, while they are still its."""
+    try:
+        below = psutil.Process(job.process.pid).children(recursive=True)
+    except psutil.Error:
+        below = []
+    job.process.terminate()
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        job.process.wait(timeout=STOP_GRACE_S)
+    for process in below:
+        with contextlib.suppress(psutil.Error):
+            process.kill()
     with contextlib.suppress(ProcessLookupError):
         os.killpg(job.process.pid, signal.SIGKILL)
     job.process.wait(timeout=30)
