@@ -33,7 +33,7 @@ _SCOPES = {
 def _status(path: Path) -> dict[str, str]:
     """A /proc status file's fields; {} when it cannot be read."""
     try:
-        text = path.read_text()
+        text = path.read_text(errors="replace")  # the Name field is the process owner's, in any bytes
     except OSError:
         return {}
     return {name: value.strip() for name, _, value in (line.partition(":") for line in text.splitlines())}

@@ -176,11 +176,12 @@ def _reason(pid: int, stderr: str, proc: Path) -> str:
 
 
 def executable(pid: int, proc: Path = Path("/proc")) -> str | None:
-    """The name of the program process `pid` runs: its executable's, else its command name; None when gone."""
+    """The name of the program process `pid` runs: its executable's, else its command name; None when gone. Either
+    is the process owner's choice (a file name, prctl's PR_SET_NAME), in any bytes: cleaned, as it may be shown."""
     with contextlib.suppress(OSError):
-        return Path(os.readlink(proc / str(pid) / "exe")).name
+        return clean(Path(os.readlink(proc / str(pid) / "exe")).name)
     with contextlib.suppress(OSError):
-        return (proc / str(pid) / "comm").read_text().strip()
+        return clean((proc / str(pid) / "comm").read_text(errors="replace").strip())
     return None
 
 

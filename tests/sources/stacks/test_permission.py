@@ -95,6 +95,15 @@ def test_the_reason_is_told_before_trying(
         assert word in reason
 
 
+def test_a_target_named_in_bytes_that_are_no_utf8_is_still_judged(tmp_path: Path) -> None:
+    """Another user names their process as they like (prctl PR_SET_NAME): its status is read all the same."""
+    proc = fake_proc(tmp_path, scope=None, uid=1000, caps="0000000000000000", target_uid=0)
+    status = proc / str(TARGET) / "status"
+    status.write_bytes(status.read_bytes().replace(b"python3", b"\x9b2J"))
+    reason = ptrace_refusal(TARGET, proc)
+    assert reason is not None and reason.startswith("ptrace_refused: ") and "is root's" in reason
+
+
 def test_a_process_gone_or_no_proc_tells_nothing_before_trying(tmp_path: Path) -> None:
     proc = fake_proc(tmp_path, scope=None, uid=1000, caps="0", target_uid=0)
     assert ptrace_refusal(999, proc) is None

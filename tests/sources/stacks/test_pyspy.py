@@ -209,6 +209,19 @@ def test_a_failure_is_read_from_py_spys_words(tmp_path: Path, stderr: str, key: 
     assert "backtrace" not in message
 
 
+def test_a_command_name_of_control_bytes_is_named_escaped(tmp_path: Path) -> None:
+    """Another user's process names itself (prctl PR_SET_NAME): a name that is no UTF-8 and holds a terminal
+    escape neither breaks the reading nor reaches the message raw."""
+    (tmp_path / "77").mkdir()
+    (tmp_path / "77/comm").write_bytes(b"\x9b2J\x1b]0;x\x07\n")
+    py_spy = fake_py_spy(tmp_path, 'echo "Error: Failed to find python version from target process" >&2; exit 1')
+    with pytest.raises(StacksUnavailable) as raised:
+        record(77, 1.0, 20, py_spy=py_spy, proc=tmp_path)
+    message = str(raised.value)
+    assert message.startswith("not_python: process 77 (")
+    assert is_clean(message) and "\\x1b]0;x" in message
+
+
 @pytest.mark.parametrize(
     ("dump_says", "key"),
     [
