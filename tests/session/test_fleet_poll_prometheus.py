@@ -6,6 +6,7 @@ from gputui.session.fleet_poll import VANISHED, PrometheusPoller
 from gputui.sources.prometheus.client import PrometheusClient
 from tests.sources.prometheus.canned import dcgm_series, gputui_series
 from tests.sources.prometheus.prom_stub import Behaviour, canned_prometheus
+from tests.ui.monitor_helpers import until
 
 
 class Clock:
@@ -64,7 +65,8 @@ async def test_the_fleet_view_adds_a_block_for_each_host_found() -> None:
             await app.poll_now()
             await pilot.pause()
             assert len(app.blocks) == 1
-            assert "dcgm-exporter only: host n/a" in str(app.blocks[0].render_line(0))
+            # A new block draws once it has been laid out, a moment after it is mounted.
+            await until(lambda: "dcgm-exporter only: host n/a" in str(app.blocks[0].render_line(0)), pilot)
             behaviour.series = dcgm_series() + gputui_series()
             await app.poll_now()
             await pilot.pause()
@@ -73,4 +75,4 @@ async def test_the_fleet_view_adds_a_block_for_each_host_found() -> None:
             await app.poll_now()
             await pilot.pause()
             assert all(block.state.stale for block in app.blocks)
-            assert "STALE" in str(app.blocks[0].render_line(0))
+            await until(lambda: "STALE" in str(app.blocks[0].render_line(0)), pilot)

@@ -34,21 +34,28 @@ def cells(screen: pyte.Screen) -> list[list[pyte.screens.Char]]:
     return [[screen.buffer[y][x] for x in range(COLS)] for y in range(ROWS)]
 
 
-async def captured_updates(app: GpuTuiApp, clock: Clock, ticks: int) -> list[tuple[CompositorUpdate, str]]:
+async def captured_updates(
+    app: GpuTuiApp, clock: Clock, ticks: int, ticks_done: list[int] | None = None
+) -> list[tuple[CompositorUpdate, str]]:
     """Every update the app's screens hand to the terminal while `ticks` readings arrive, each with the whole
-    frame as a full repaint would write it at that moment."""
+    frame as a full repaint would write it at that moment; and in `ticks_done`, for each update, how many readings
+    had been handed over and drawn before it (on a busy machine Textual may draw two readings in one update)."""
     updates: list[tuple[CompositorUpdate, str]] = []
+    done = 0
 
     def keep(screen: Screen[object], renderable: object) -> None:
         if isinstance(renderable, CompositorUpdate):
             full = screen._compositor.render_full_update().render_segments(app.console)
             updates.append((renderable, full))
+            if ticks_done is not None:
+                ticks_done.append(done)
 
     app._display = keep  # type: ignore[method-assign]
     async with app.run_test(size=(COLS, ROWS)) as pilot:
         for _ in range(ticks):
             await run_ticks(app, clock, 1)
             await pilot.pause()
+            done += 1
     return updates
 
 

@@ -167,7 +167,8 @@ def _children(pid: int) -> list[int]:
     for name in os.listdir("/proc"):
         if name.isdigit():
             with contextlib.suppress(OSError):
-                status = Path(f"/proc/{name}/status").read_text()
+                # errors="replace": another test's process may be named in bytes that are no UTF-8.
+                status = Path(f"/proc/{name}/status").read_text(errors="replace")
                 if f"\nPPid:\t{pid}\n" in status:
                     out.append(int(name))
     return out
