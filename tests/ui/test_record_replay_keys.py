@@ -20,7 +20,7 @@ from gputui.ui.app import GpuTuiApp
 from gputui.ui.probes import REPLAY_REFUSAL
 from gputui.ui.screens.confirm_probe import ConfirmProbe
 from gputui.ui.screens.help import HelpScreen, key_table
-from tests.ui.monitor_helpers import FIXED_NOW, plain, session_of
+from tests.ui.monitor_helpers import FIXED_NOW, plain, session_of, until
 
 if TYPE_CHECKING:
     from conftest import Clock
@@ -90,7 +90,7 @@ async def test_the_replay_footer_shows_the_replay_keys_and_not_the_live_ones(
     app, _ = replay_app(record(tmp_path / "r.jsonl", 5), clock)
     async with app.run_test(size=size) as pilot:
         await app.tick()
-        await pilot.pause()
+        await until(lambda: footer(app, size[0])[-1:] == ["? Help"], pilot)  # the footer laid out whole
         entries = footer(app, size[0])
         assert entries[:3] == ["space Pause", "← → Seek", "< > Speed"], entries  # it plays: space pauses
         assert entries[-1] == "? Help", entries  # whole, within the terminal's width
@@ -107,7 +107,7 @@ async def test_the_live_footer_keeps_its_keys(tmp_path: Path, clock: Clock, size
     with live_app(tmp_path / "live.jsonl", clock) as app:
         async with app.run_test(size=size) as pilot:
             await app.tick()
-            await pilot.pause()
+            await until(lambda: footer(app, size[0])[-1:] == ["? Help"], pilot)  # the footer laid out whole
             entries = footer(app, size[0])
             assert entries[:4] == ["M Mark", "q Quit", "p Pause", "d Findings"], entries
             assert "s b m i n Probe" in entries and "x Stop" not in entries and entries[-1] == "? Help"
@@ -161,12 +161,10 @@ async def test_p_and_space_both_play_and_pause_a_replay(tmp_path: Path, clock: C
         assert not source.paused
         await pilot.press("space")
         assert source.paused
-        await pilot.pause()
-        assert footer(app, 80)[0] == "space Play"  # the footer says what space does now
+        await until(lambda: footer(app, 80)[:1] == ["space Play"], pilot)  # the footer says what space does now
         await pilot.press("space")
         assert not source.paused
-        await pilot.pause()
-        assert footer(app, 80)[0] == "space Pause"
+        await until(lambda: footer(app, 80)[:1] == ["space Pause"], pilot)
         await pilot.press("plus")  # the refresh interval is live-only
         assert app.interval == 1.0
 
