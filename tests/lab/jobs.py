@@ -195,8 +195,8 @@ CASES: tuple[Case, ...] = (
     Case(
         "d",
         "quota",
-        "4 workers, heavy samples (4 x 20 ms a batch), GPU step 25 ms, in a cgroup v1 group with a 1-CPU quota",
-        ("--num-workers", "4", "--batch-size", "4", "--sample-ms", "20", "--gpu-step-ms", "25"),
+        "4 workers, heavy samples (4 x 30 ms a batch), GPU step 25 ms, in a cgroup v1 group with a 1-CPU quota",
+        ("--num-workers", "4", "--batch-size", "4", "--sample-ms", "30", "--gpu-step-ms", "25"),
         quota_cores=1.0,
     ),
     Case(
