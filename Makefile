@@ -10,8 +10,11 @@ UV := $(BIN)/uv
 # Where the CPU build of torch lies (requirements/dev.in says why); uv does not read pip's config, so it is told.
 TORCH_WHEELS ?= /opt/wheels
 FIND_TORCH := $(if $(wildcard $(TORCH_WHEELS)),--find-links $(TORCH_WHEELS))
-# Exact pins and hashes, nothing resolved at install time (--no-deps: the lock lists every dependency).
-INSTALL_LOCKED := $(UV) pip install --quiet --python $(BIN)/python --require-hashes --no-deps $(FIND_TORCH)
+# Exact pins and hashes, nothing resolved at install time (--no-deps: the lock lists every dependency). Compiled to
+# bytecode at install: where PYTHONDONTWRITEBYTECODE is set (as on our CI machines), or for a user who may not write
+# the venv, every process would otherwise compile torch and textual again at each start (the lab's jobs: 30 s).
+INSTALL_LOCKED := $(UV) pip install --quiet --python $(BIN)/python --require-hashes --no-deps --compile-bytecode \
+	$(FIND_TORCH)
 # gputui itself, editable, built by the locked hatchling (no isolated build env fetching whatever is newest).
 INSTALL_SELF := $(UV) pip install --quiet --python $(BIN)/python --no-deps --no-build-isolation -e .
 LOCK := $(UV) pip compile --quiet --universal --python-version 3.10 --generate-hashes $(FIND_TORCH) \
