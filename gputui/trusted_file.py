@@ -76,3 +76,10 @@ def user_name(uid: int) -> str:
         return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
     except KeyError:
         return f"uid {uid}"
+
+
+def first_line(text: str) -> str:
+    """The secret a file holds: its first line that is not blank, stripped ("" where there is none), as Kubernetes
+    mounts a secret and as `echo URL > file` writes one."""
+    stripped = text.strip()
+    return stripped.splitlines()[0].strip() if stripped else ""

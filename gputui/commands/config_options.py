@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from gputui.argtypes import currency_name, price_per_hour
 from gputui.config_values import Invalid, url
 from gputui.foreign_text import clean
-from gputui.trusted_file import Trust, UntrustedFile, read_trusted
+from gputui.trusted_file import Trust, UntrustedFile, first_line, read_trusted
 
 if TYPE_CHECKING:  # the reader and the diagnostics' settings are loaded when a command runs, not to parse
     from gputui.config import Config
@@ -179,7 +179,7 @@ def webhook_from(path: Path | None, env: Mapping[str, str]) -> str | None:
         raise ConfigError(f"{source}: not reading {clean(str(path))}: {exc}") from None
     except OSError as exc:
         raise ConfigError(f"{source}: cannot read {clean(str(path))}: {exc.strerror or exc}") from None
-    first = text.strip().splitlines()[0].strip() if text.strip() else ""
+    first = first_line(text)
     if not first:
         raise ConfigError(f"{source}: {clean(str(path))} is empty")
     return _checked(first, source)

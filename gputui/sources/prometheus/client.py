@@ -34,6 +34,7 @@ from typing import Any
 from gputui.foreign_text import clean
 from gputui.sources.base import SourceUnavailable
 from gputui.sources.series import Labels
+from gputui.trusted_file import first_line
 
 DEFAULT_TIMEOUT_S = 5.0
 MAX_ANSWER_BYTES = 128 * 2**20  # ~100k series of gputui's labels; bounds a runaway answer, not a fleet
@@ -116,7 +117,7 @@ def _secret(env: Mapping[str, str], name: str) -> str | None:
         raise CredentialsError(
             f"{name}{FILE_SUFFIX}: cannot read {path}: {getattr(exc, 'strerror', None) or exc}"
         ) from None
-    secret = text.strip().splitlines()[0].strip() if text.strip() else ""
+    secret = first_line(text)
     if not secret:
         raise CredentialsError(f"{name}{FILE_SUFFIX}: {path} is empty")
     return secret
