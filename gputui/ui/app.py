@@ -351,6 +351,7 @@ class GpuTuiApp(RecordReplayApp):
         return HeaderState(
             critical=sum(1 for severity in rows.values() if severity == Severity.CRITICAL),
             warnings=sum(1 for severity in rows.values() if severity == Severity.WARNING),
+            info=sum(1 for severity in rows.values() if severity == Severity.INFO),
             system=self.system,
             interval_s=self.interval,
             clock=self._now().strftime("%H:%M:%S"),

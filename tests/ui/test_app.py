@@ -155,7 +155,7 @@ async def test_a_few_gpus_get_full_panels_at_120x40(clock: Clock) -> None:
         await pilot.pause()
         assert app.main.gpus.mode == 3
         text = gpu_text(app)
-        for label in ("UTIL [", "SM 1980/1980", "MEM 2619/2619", "TEMP", "/89C", "POWER", "/700W", "VRAM", "Gen5 x16"):
+        for label in ("UTIL [", "CLK 1980/1980", "MEM 2619/2619", "TEMP", "/89C", "POWER", "/700W", "VRAM", "Gen5 x16"):
             assert label in text
 
 
@@ -200,7 +200,7 @@ async def test_values_not_reported_read_na_never_zero() -> None:
         await pilot.pause()
         text = gpu_text(app)
         assert "n/a" in text
-        for shown in ("n/a/89C", "n/a/n/aW", "SM  n/a/1980", "Fan  n/a", "TX       n/a", "n/a/80G", "UTIL [????"):
+        for shown in ("n/a/89C", "n/a/n/aW", "CLK  n/a/1980", "Fan  n/a", "TX       n/a", "n/a/80G", "UTIL [????"):
             assert shown in text, shown
         assert " 0%" not in text and " 0W" not in text
 
@@ -284,7 +284,7 @@ def pane_text(pane: DiagnosticsPane) -> str:
     return "\n".join(line.plain for line in pane.render().renderables if isinstance(line, Text))
 
 
-@pytest.mark.parametrize("height", [40, 30], ids=["pane-opened-by-itself", "pane-hidden"])
+@pytest.mark.parametrize("height", [40, 24], ids=["pane-opened-by-itself", "pane-hidden"])
 async def test_d_then_down_and_enter_show_a_findings_advice_not_the_detail_view(clock: Clock, height: int) -> None:
     app = simulated_app("powercap", gpus=4, clock=clock)  # a power-cap finding on each GPU: one row
     async with app.run_test(size=(120, height)) as pilot:

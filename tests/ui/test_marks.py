@@ -123,7 +123,7 @@ BORDERS = {
         "bold red",
         lambda th: (math.ceil(th.clocks_low_ratio * 1980) - 1, math.ceil(th.clocks_low_ratio * 1980)),
         lambda clock: steady(lambda i: gpu(sm_clock_mhz=int(clock))),
-        lambda marks, snap: _last_gpu(marks, snap, "SM "),
+        lambda marks, snap: _last_gpu(marks, snap, "CLK "),
     ),
     "power": Border(
         "busy_util_pct",
@@ -291,7 +291,7 @@ def test_the_fleet_line_marks_a_gpu_as_its_panel_does() -> None:
     line = gpu_line(INFO, hot, marks)
     styles = {text.strip(): style for text, style in line}
     assert styles["86/89C"] == after(panel(marks, hot), "   TEMP ") == "bold red"
-    assert styles["1400/1980"] == after(panel(marks, hot), "SM ") == "bold red"
+    assert styles["1400/1980"] == after(panel(marks, hot), "CLK ") == "bold red"
     assert styles["560/700W"] == after(panel(marks, hot), "  POWER ") == "red"
 
 

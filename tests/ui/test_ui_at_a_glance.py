@@ -57,5 +57,5 @@ async def test_eight_gpus_alike_are_one_row_and_hidden_gpus_are_counted(clock: C
         assert rows[-1].rstrip().endswith("? Help")
         shown = sum(1 for row in rows if row[:3].strip().isdigit() and "H100" in row)
         if shown < 8:
-            assert f"+{8 - shown} more: GPUs" in text  # the GPUs the pane leaves no room for, counted
+            assert f"+{8 - shown} GPUs" in text  # the GPUs the pane leaves no room for, counted
         assert all(len(row.rstrip()) <= size[0] for row in rows)

@@ -42,7 +42,7 @@ def test_each_layout_shows_sm_and_tensor_activity_next_to_utilization() -> None:
     assert "UTIL [" in full and "SM act  86% · tensor  48% · DRAM  55%" in full
     assert "SM act  86% tensor  48%" in panel_text(HOPPER, 80, 2)
     one = panel_text(HOPPER, 80, 1)
-    assert " 90% SM  86% TC  48% " in one and len(one) <= 80
+    assert " 90% SMACT  86% TC  48% " in one and len(one) <= 80
 
 
 def test_a_gpu_without_gpm_reads_na_in_full_and_keeps_compact_lines_short() -> None:

@@ -63,16 +63,16 @@ def test_each_layout_has_a_row_per_instance_with_its_activity_memory_and_process
     for mode in (2, 1):
         lines = panel_text(sample, 80, mode).splitlines()
         assert len(lines) == mode + 2
-        assert lines[-2] == "   - 3g.40gb (GI 1)    SM  n/a TC  n/a  [||      ] 10.0/40G  1 proc"
-        assert lines[-1] == "   - 3g.40gb (GI 2)    SM  12% TC   7%  [||      ] 10.0/40G  1 proc"
+        assert lines[-2] == "   - 3g.40gb (GI 1)    SMACT  n/a TC  n/a  [||      ] 10.0/40G  1 proc"
+        assert lines[-1] == "   - 3g.40gb (GI 2)    SMACT  12% TC   7%  [||      ] 10.0/40G  1 proc"
         assert all(len(line) <= 80 for line in lines)
 
 
 def test_the_parent_says_mig_never_util_na_and_keeps_its_own_readings() -> None:
     one = panel_text(two_slices(), 80, 1).splitlines()[0]
-    assert one.startswith(" 0 H100 80GB HBM3  MIG  60C 500/700W ")
+    assert one.startswith(" 0 H100 80GB  MIG CLK 1980  60C 500W ")
     two = panel_text(two_slices(), 80, 2).splitlines()
-    assert " MIG " in two[0] and "n/a%" not in two[0] and "SM 1980/1980" in two[1]
+    assert " MIG " in two[0] and "n/a%" not in two[0] and "CLK 1980/1980" in two[1]
     whole = panel_text(busy_gpu(0, 1.0), 80, 1)
     assert " 90% " in whole and "MIG" not in whole and "   - " not in whole
 
@@ -82,16 +82,16 @@ def test_activity_falls_back_to_the_graphics_engine_and_reads_na_never_zero() ->
     none = mig_instance(0, 2, (), sm=None)
     sample = mig_gpu(0, 1.0, (gr_only, none))
     lines = panel_text(sample, 80, 1).splitlines()
-    assert "GR  64% TC  n/a" in lines[1] and "1 proc" in lines[1]
-    assert "SM  n/a TC  n/a" in lines[2] and "0 procs" in lines[2] and " 0% " not in lines[2]
+    assert "GRACT  64% TC  n/a" in lines[1] and "1 proc" in lines[1]
+    assert "SMACT  n/a TC  n/a" in lines[2] and "0 procs" in lines[2] and " 0% " not in lines[2]
 
 
 def test_folded_instances_sit_on_the_parent_line_and_are_counted_past_the_room() -> None:
     folded = panel_text(two_slices(), 80, 1, fold=True)
-    assert folded.endswith("Gen5x16 GI1 n/a GI2 12%")
+    assert folded.endswith("n/a/80G GI1 n/a GI2 12%")
     seven = mig_gpu(0, 1.0, [mig_instance(0, gi, (), sm=50.0, profile="1g.10gb") for gi in range(1, 8)])
     line = panel_text(seven, 80, 1, fold=True)
-    assert len(line) <= 80 and line.endswith("GI1 50% GI2 50% GI3 50% +4")
+    assert len(line) <= 80 and line.endswith("GI1 50% GI2 50% GI3 50% GI4 50% +3")
 
 
 def test_a_pending_mode_change_marks_the_parent() -> None:
@@ -140,10 +140,10 @@ async def test_at_120x40_every_instance_has_its_row_and_every_process_its_instan
         gpu_rows = plain(app.main.gpus.lines).splitlines()
         assert len(gpu_rows) == 24 and app.main.gpus.size.height == 24
         for i in range(8):
-            assert gpu_rows[3 * i].startswith(f"{i:>2} H100 80GB HBM3  MIG ")
-            assert gpu_rows[3 * i + 1].startswith("   - 3g.40gb (GI 1)    SM ")
-            assert gpu_rows[3 * i + 2].startswith("   - 3g.40gb (GI 2)    SM ")
-        assert "SM  n/a TC  n/a" in gpu_rows[1]
+            assert gpu_rows[3 * i].startswith(f"{i:>2} H100 80GB  MIG ")
+            assert gpu_rows[3 * i + 1].startswith("   - 3g.40gb (GI 1)    SMACT ")
+            assert gpu_rows[3 * i + 2].startswith("   - 3g.40gb (GI 2)    SMACT ")
+        assert "SMACT  n/a TC  n/a" in gpu_rows[1]
         table = "\n".join(rows)
         assert "GPU       PID  MIG            CPU%" in table and "  0       201  GI2 3g.40gb      95" in table
 
@@ -159,7 +159,11 @@ async def test_at_80x24_eight_mig_gpus_fold_and_the_verdict_stays_in_view() -> N
         assert app.latest is not None and app.latest.verdict is not None
         assert app.latest.verdict.line.split(":")[0] in rows[1]
         gpu_rows = [row for row in rows if row[:2].strip().isdigit() and "H100" in row]
-        assert len(gpu_rows) == 8 and "more: GPU" not in "\n".join(rows)
+        assert (
+            len(gpu_rows) == 8
+            and "GPU" not in [r.split(")")[0] for r in rows if r.startswith(" +")]
+            and " GPUs (" not in "\n".join(rows)
+        )
         assert gpu_rows[0].rstrip().endswith("GI1 n/a GI2 12%") and gpu_rows[7].rstrip().endswith("GI1 92% GI2 87%")
         assert all(len(row.rstrip()) <= 80 for row in rows)
         header = next(row for row in rows if row.startswith("GPU "))
@@ -215,7 +219,7 @@ async def test_unchanged_mig_readings_redraw_nothing_and_a_changed_instance_only
         await app.tick()
         await pilot.pause()
         assert [region.y for region in dirty] == [3 * 3 + 2]  # GPU 3's GI 2 row, from its SM value on
-        assert dirty[0].x == len("   - 3g.40gb (GI 2)    SM ")
+        assert dirty[0].x == len("   - 3g.40gb (GI 2)    SMACT ")
 
 
 @pytest.mark.parametrize("size", [WIDE, NARROW], ids=["120x40", "80x24"])

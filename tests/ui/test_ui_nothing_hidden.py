@@ -81,7 +81,7 @@ def test_tags_that_do_not_fit_beside_the_values_go_to_the_free_line_and_the_rest
     assert len(tags) == 6
     head, below = plain(panel.build_lines(80, 2)).splitlines()
     assert not any(tag in head for tag in tags)
-    assert below.startswith("   SM ") and len(below) <= 80
+    assert below.startswith("   CLK ") and len(below) <= 80
     shown = [tag for tag in tags if f" {tag}" in below]
     assert shown == tags[: len(shown)] and shown  # worst first
     assert below.endswith(f" +{len(tags) - len(shown)}")
@@ -113,7 +113,7 @@ async def test_the_process_table_counts_the_rows_out_of_view(gpus: int, clock: C
         await pilot.pause()
         rows = table_rows(app)
         listed = [row for row in rows if row[:3].strip().isdigit()]
-        more = [int(n) for row in rows for n in re.findall(r"^ \+(\d+) more processes", row)]
+        more = [int(n) for row in rows for n in re.findall(r"^ \+(\d+) process(?:es)? ", row)]
         assert len(listed) + sum(more) == len(app.main.table.order)
         assert bool(more) == (gpus >= 4)  # 5 processes fit below 2 GPUs; 9 and 17 do not
         app.main.table.focus()
@@ -121,7 +121,7 @@ async def test_the_process_table_counts_the_rows_out_of_view(gpus: int, clock: C
         await pilot.pause()
         rows = table_rows(app)
         assert len([row for row in rows if row[:3].strip().isdigit()]) == len(listed)  # scrolled, still counted
-        assert sum(int(n) for row in rows for n in re.findall(r"^ \+(\d+) more", row)) == sum(more)
+        assert sum(int(n) for row in rows for n in re.findall(r"^ \+(\d+) process", row)) == sum(more)
 
 
 @pytest.mark.parametrize("gpus", GPU_COUNTS)

@@ -25,6 +25,9 @@ DIAGNOSTICS_MIN_HEIGHT = 6
 # The pane opens by itself when the terminal has room for it beside the panels; the verdict, under the header,
 # is on screen at every size.
 DIAGNOSTICS_SHOWN_FROM_HEIGHT = 36
+# Below that height, the pane still shows where the panels and the table leave this many rows blank: its border,
+# its title and a finding.
+DIAGNOSTICS_SPARE_MIN = 3
 
 
 def panel_layout(gpu_count: int, instance_rows: int, width: int, room: int) -> tuple[int, bool]:
@@ -61,6 +64,7 @@ class MainScreen(LeanScreen[None]):
         self.processes_of: Snapshot | None = None  # the snapshot the table's rows show: what a signal names
         self.diagnostics = Container(id="diagnostics")
         self.findings = DiagnosticsPane(id="diagnostics-pane")
+        self.open_findings = 0  # the latest tick's: whether rows left blank should show the pane
 
     def compose(self) -> ComposeResult:
         yield self.header
@@ -107,52 +111,74 @@ class MainScreen(LeanScreen[None]):
         self.relayout()
 
     def relayout(self) -> None:
-        """Size the parts for the terminal; runs on resize and when a part changes height, never per tick."""
+        """Size the parts for the terminal; runs on resize and when a part changes height, never per tick.
+
+        Nothing leaves the screen without a count: the GPU list keeps a line for "+N GPUs" beside at least one
+        panel, the table a line for "+N processes", the pane one for "+N findings"; and rows the panels and the
+        table leave blank go to the findings, titles first, while the pane follows the terminal's size."""
         width, height = self.size
-        if self.diagnostics_follow_size and height:
-            self.diagnostics.display = height >= DIAGNOSTICS_SHOWN_FROM_HEIGHT
-            if not self.diagnostics.display and self.findings.has_focus:  # tabbed into, then shrunk away
-                self.gpus.focus()
         header_lines = self.header.line_count(width)
         host_lines = self.host.line_count(width)
         count = len(self.gpus.panels)
         instance_rows = self.gpus.instance_rows
         filter_shown = bool(self.filter_box.display)
-        diagnostics_shown = bool(self.diagnostics.display)
         empty = self.table.empty  # no GPU process: the table is one line, and its room goes to the pane
+        left = height - header_lines - host_lines - 1 - int(filter_shown)
+        if self.diagnostics_follow_size and height:
+            self.diagnostics.display = height >= DIAGNOSTICS_SHOWN_FROM_HEIGHT or (
+                self.open_findings > 0 and self._spare_rows(left, width) >= DIAGNOSTICS_SPARE_MIN
+            )
+            if not self.diagnostics.display and self.findings.has_focus:  # tabbed into, then shrunk away
+                self.gpus.focus()
+        diagnostics_shown = bool(self.diagnostics.display)
         wanted = self.findings.wanted_height + 1  # and the pane's top border
         reading = self.findings.has_focus
+        table_wanted = self.table.wanted_height
         key: tuple[object, ...] = (width, height, header_lines, host_lines, count, instance_rows)
-        key += (filter_shown, diagnostics_shown, empty, wanted, reading)
+        key += (filter_shown, diagnostics_shown, empty, wanted, reading, table_wanted)
         if key == self._layout_key or not width:
             return
         self._layout_key = key
         self.header.styles.height = header_lines
         self.host.styles.height = host_lines
-        left = height - header_lines - host_lines - 1 - int(filter_shown)
         # The pane takes what its rows need, up to a third of the terminal, or 10 lines while it has the keys (its
         # advice is being read): what does not fit is counted in it.
         cap = DIAGNOSTICS_HEIGHT if reading else max(DIAGNOSTICS_MIN_HEIGHT, height // 3)
         cap = min(DIAGNOSTICS_HEIGHT, cap)
-        pane = min(cap, wanted) if diagnostics_shown else 0
         table = 1 if empty else PROCESS_ROWS_BESIDE_PANE if diagnostics_shown and height < 40 else PROCESS_ROWS_MIN
+        pane = min(cap, wanted) if diagnostics_shown else 0
+        if diagnostics_shown and self.diagnostics_follow_size and height < DIAGNOSTICS_SHOWN_FROM_HEIGHT:
+            # Shown for the rows left blank: only those, the table keeping all its rows.
+            pane, table = min(wanted, self._spare_rows(left, width)), self.table.wanted_height
+        # At least one panel and its "+N GPUs" line, and the table's header and its count, before the pane's cap.
+        least_gpus = min(self.gpus.total_height(1, True), 2)
+        pane = max(min(pane, left - least_gpus - min(table, 2)), min(pane, DIAGNOSTICS_SPARE_MIN))
         room = left - pane - table
         mode, fold = panel_layout(count, instance_rows, width, room)
         self.gpus.mode, self.gpus.fold = mode, fold
-        gpu_rows = max(mode, min(self.gpus.total_height(mode, fold), room))
+        needed = self.gpus.total_height(mode, fold)
+        gpu_rows = needed if needed <= room else max(min(needed, mode + 1), room)
         self.gpus.styles.height = gpu_rows
         # What the panels leave goes to the table, or to the pane when there is no process to list.
         self.table.styles.height = 1 if empty else "1fr"
         self.diagnostics.styles.height = max(pane, left - gpu_rows - 1) if diagnostics_shown and empty else pane
         self.gpus.redraw()
 
+    def _spare_rows(self, left: int, width: int) -> int:
+        """The rows the panels and the table, each whole, leave blank: where the findings may show on their own."""
+        room = left - self.table.wanted_height
+        mode, fold = panel_layout(len(self.gpus.panels), self.gpus.instance_rows, width, room)
+        return room - self.gpus.total_height(mode, fold)
+
     def draw(self, tick: Tick, header: HeaderState, filter_text: str) -> None:
         self.header.show(header)
         self.gpus.redraw()
         self.host.show(tick.snapshot.host, tick.snapshot.system.container)
         self.show_processes(tick.snapshot, filter_text)
-        if self.diagnostics.display:
-            self.findings.show_findings(tick.active, tick.closed)
+        self.open_findings = len(tick.active)
+        self.relayout()
+        # Kept while hidden too: the layout weighs what the pane would need.
+        self.findings.show_findings(tick.active, tick.closed)
         self.relayout()
 
     def show_processes(self, snapshot: Snapshot, filter_text: str) -> None:

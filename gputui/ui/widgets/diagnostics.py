@@ -167,14 +167,7 @@ class DiagnosticsPane(Widget, can_focus=True):
         if counts:
             header.append("  " + counts)
         top = [header]
-        body = _Lines()
-        if not self._open:
-            body.add(Text(text("ui.none", lang), style="green"))
-        for index, finding in enumerate(self.entries):
-            history = not finding.is_open
-            if history and index == len(self._open):
-                body.add(Text(f"-- {text('ui.history', lang)} --", style=HISTORY_STYLE))
-            self._finding_lines(finding, index, history, body)
+        body = self._body(evidence=True)
         chosen = self.chosen
         foot: list[Text] = []
         if chosen is not None:
@@ -193,6 +186,13 @@ class DiagnosticsPane(Widget, can_focus=True):
             foot_rows += 1
         self.wanted_height = len(top) + len(body.texts) + foot_rows
         room = self.size.height - len(top) - foot_rows
+        if len(body.texts) > room and self.size.height > 0:
+            # Short of room: every finding's title before any evidence, and the titles before the keys' hint
+            # (`?` lists the keys too).
+            body = self._body(evidence=False)
+            if len(body.texts) > room and chosen is None and self.entries and foot:
+                foot, foot_rows = foot[1:], foot_rows - 1
+                room += 1
         start, rows = self._scroll(body.owners, room)
         if self._hidden(body.owners, start, rows):
             # What does not fit is counted on a row of its own, rather than left to be guessed.
@@ -201,11 +201,30 @@ class DiagnosticsPane(Widget, can_focus=True):
         owners = body.owners[start : start + rows]
         hidden = self._hidden(body.owners, start, rows)
         if hidden:
-            shown.append(Text(text("ui.more", lang, count=hidden), style=HISTORY_STYLE, no_wrap=True))
+            shown.append(
+                Text(
+                    text("ui.more.one" if hidden == 1 else "ui.more", lang, count=hidden),
+                    style=HISTORY_STYLE,
+                    no_wrap=True,
+                )
+            )
             owners.append(None)
         # Only the findings can be clicked; the header and the advice below own no finding.
         self._line_owner = [*(None for _ in top), *owners]
         return Group(*top, *shown, *foot)
+
+    def _body(self, *, evidence: bool) -> _Lines:
+        """The findings' lines, open then history; `evidence`: each open one's evidence under its title."""
+        lang = self.lang
+        body = _Lines()
+        if not self._open:
+            body.add(Text(text("ui.none", lang), style="green"))
+        for index, finding in enumerate(self.entries):
+            history = not finding.is_open
+            if history and index == len(self._open):
+                body.add(Text(f"-- {text('ui.history', lang)} --", style=HISTORY_STYLE))
+            self._finding_lines(finding, index, history, body, evidence=evidence)
+        return body
 
     @staticmethod
     def _hidden(owners: list[int | None], start: int, rows: int) -> int:
@@ -221,7 +240,9 @@ class DiagnosticsPane(Widget, can_focus=True):
         start = max(0, mine[-1] + 1 - room)
         return min(start, mine[0]), room
 
-    def _finding_lines(self, group: FindingGroup, index: int, history: bool, lines: _Lines) -> None:
+    def _finding_lines(
+        self, group: FindingGroup, index: int, history: bool, lines: _Lines, *, evidence: bool = True
+    ) -> None:
         lang = self.lang
         style = HISTORY_STYLE if history else SEVERITY_STYLES[group.severity]
         head = Text("> " if index == self._cursor else "  ", style=CURSOR_STYLE if self.has_focus else "")
@@ -230,7 +251,7 @@ class DiagnosticsPane(Widget, can_focus=True):
         duration = fmt_duration(group.duration_s)
         head.append("  " + (text("ui.lasted", lang, duration=duration) if history else duration), style=HISTORY_STYLE)
         lines.add(head, index)
-        if not history and group.evidence:
+        if evidence and not history and group.evidence:
             now = text("win.now", lang)
             evidence = " | ".join(format_evidence(e, quiet_window=now) for e in group.evidence[:MAX_EVIDENCE])
             lines.add(Text("       " + evidence, style=HISTORY_STYLE), index)

@@ -97,7 +97,8 @@ class GpuList(LineView):
         shown: list[GpuPanel] = []
         used = 0
         for panel, height in zip(self.panels[self._top :], heights[self._top :], strict=True):
-            if shown and used + height > room:
+            # Where not even one panel fits beside the count, the count alone: a GPU is never cut off unsaid.
+            if used + height > room:
                 break
             shown.append(panel)
             used += height
@@ -107,8 +108,7 @@ class GpuList(LineView):
             lines += panel.build_lines(width, self.mode, self.fold)
         hidden = [p.gpu_index for p in self.panels if p not in shown]
         if hidden:
-            more = f" +{len(hidden)} more: GPU{'s' if len(hidden) > 1 else ''} {fmt_ranges(hidden)} (up/down)"
-            lines.append([(more, "bright_black")])
+            lines.append([(hidden_gpus_text(hidden), "bright_black")])
         return lines
 
     def action_move(self, delta: int) -> None:
@@ -131,6 +131,12 @@ class GpuList(LineView):
         """The cursor is marked only while focused; `on_focus` would run before `has_focus` is set."""
         super().watch_has_focus(has_focus)
         self.redraw()
+
+
+def hidden_gpus_text(hidden: Sequence[int]) -> str:
+    """The count of the GPUs out of view, which: " +3 GPUs (1-3): up/down, or a taller window" (the shape
+    "+N GPUs" is what the screen invariants look for)."""
+    return f" +{len(hidden)} GPU{'s' if len(hidden) > 1 else ''} ({fmt_ranges(hidden)}): up/down, or a taller window"
 
 
 def _first_fitting(heights: Sequence[int], room: int) -> int:

@@ -36,6 +36,8 @@ SPARK_BUCKET_S = 5.0
 SPARK_CELLS = 240
 
 LABEL = "bright_black"
+# The SM clock's label on every layout: "SM" alone is never a clock here, SM activity reads "SM act" or "SMACT".
+CLOCK_LABEL = "CLK"
 MIG_STYLE = "cyan"
 INSTANCE_PREFIX = "   - "
 # Tags of a pending MIG mode change, after the clock tags: the change waits for a GPU reset.
@@ -163,7 +165,7 @@ def instance_line(device: MigDevice, width: int, full: bool, marks: Marks) -> Li
         line += [(" · DRAM ", ""), (f"{fmt_pct(device.dram_bw_pct):>4}", ""), ("  VRAM ", LABEL)]
         line += instance_memory(device, 16 if width >= 120 else 8, marks)
     else:
-        line += [(f"{device.label:<17} ", MIG_STYLE), (f"{name} ", ""), (f"{fmt_pct(activity):>4}", style)]
+        line += [(f"{device.label:<17} ", MIG_STYLE), (f"{name}ACT ", ""), (f"{fmt_pct(activity):>4}", style)]
         line += [(" TC ", ""), (f"{fmt_pct(device.tensor_active_pct):>4}", ""), ("  ", "")]
         line += instance_memory(device, 8, marks)
     return [*line, ("  ", ""), (process_count(device), LABEL)]
@@ -293,10 +295,13 @@ class GpuPanel:
         value = f"{fmt_num(temp, 0)}/{fmt_num(slowdown, 0)}C" if full else fmt_num(temp, 0, "C")
         return [(f"{value:>4}", self._mark("temp", self.marks.temperature(temp, slowdown)))]
 
-    def _power(self, s: GpuSample | None, mark_default: bool) -> Line:
+    def _power(self, s: GpuSample | None, mark_default: bool, *, limit: bool = True) -> Line:
+        """The draw against the enforced limit (`limit`), else the draw alone; `mark_default`: "<700", the
+        board's default, after a lowered limit."""
         power = None if s is None else s.power_w
-        limit = None if s is None else s.power_limit_w
-        line: Line = [(f"{fmt_num(power):>3}/{fmt_num(limit)}W", self._mark("power", self.marks.power(s)))]
+        enforced = None if s is None else s.power_limit_w
+        text = f"{fmt_num(power):>3}/{fmt_num(enforced)}W" if limit else f"{fmt_num(power):>3}W"
+        line: Line = [(text, self._mark("power", self.marks.power(s)))]
         if mark_default and self._lowered_limit(s):
             line.append((f"<{self.info.power_default_limit_w:.0f}", "yellow"))
         return line
@@ -325,11 +330,17 @@ class GpuPanel:
         top = self.info.max_sm_clock_mhz
         sm_text = f"{fmt_num(sm):>4}/{fmt_num(top)}"
         lost = self.marks.clock(s, top)
-        line: Line = [("SM ", LABEL), (sm_text, self._mark("clocks", lost))]
+        line: Line = [(f"{CLOCK_LABEL} ", LABEL), (sm_text, self._mark("clocks", lost))]
         if memory:
             mem = None if s is None else s.memory_clock_mhz
             line += [("  MEM ", LABEL), (f"{fmt_num(mem):>4}/{fmt_num(self.info.max_memory_clock_mhz)}", "")]
         return [*line, (" MHz", LABEL)]
+
+    def _clock(self, s: GpuSample | None) -> Line:
+        """The SM clock alone, "CLK 1560": the compact form of `_clocks`, in the same colour."""
+        sm = None if s is None else s.sm_clock_mhz
+        lost = self.marks.clock(s, self.info.max_sm_clock_mhz)
+        return [(f"{CLOCK_LABEL} ", LABEL), (f"{fmt_num(sm):>4}", self._mark("clocks", lost))]
 
     def _link(self, s: GpuSample | None) -> Line:
         current = fmt_pcie(None if s is None else s.pcie_gen, None if s is None else s.pcie_width)
@@ -413,15 +424,18 @@ class GpuPanel:
         return [head + self._spark_and_tags(s, head, width, tags), line2]
 
     def _one_line(self, s: GpuSample | None, width: int, fold: bool = False) -> Line:
+        """8 GPUs in 80 columns: the clock is here (a verdict is often about it); the power limit and the PCIe link
+        only where they are below the board's own (the two-line layout has them always, and the default limit)."""
         gap: Line = [(" ", "")]
-        line = [*self._title(14), *gap, *self._util(s, 0), *gap]
+        line = [*self._title(9), *gap, *self._util(s, 0), *gap]
         if self._has_gpm(s):
-            line += [*self._gpm(s, ("SM ", "TC ", None), " "), *gap]
-        line += [*self._temp(s, False), *gap]
-        line += [*self._power(s, True), *gap, *self._vram(s, 0), *gap]
+            line += [*self._gpm(s, ("SMACT ", "TC ", None), " "), *gap]
+        line += [*self._clock(s), *gap, *self._temp(s, False), *gap]
+        line += [*self._power(s, False, limit=self._lowered_limit(s)), *gap, *self._vram(s, 0), *gap]
         gen = None if s is None else s.pcie_gen
         lanes = None if s is None else s.pcie_width
-        line += [(fmt_pcie(gen, lanes).replace(" ", ""), LABEL), *gap]
+        if (gen, lanes) != (self.info.pcie_max_gen, self.info.pcie_max_width):
+            line += [(fmt_pcie(gen, lanes).replace(" ", ""), LABEL), *gap]
         if fold and self.instances():
             return line + self._folded_and_tags(s, line, width)
         return line + self._spark_and_tags(s, line, width)

@@ -39,6 +39,7 @@ class HeaderState:
     error: str | None = None  # the last sampling error, until a sample succeeds
     critical: int = 0  # open findings by severity, so they show even while the diagnostics pane is hidden
     warnings: int = 0
+    info: int = 0  # counted too: with the pane hidden, a finding the header does not count would be unseen
     recording: str | None = None  # the --record badge: "REC", or "REC STOPPED" once the writer gave up
     replay: str | None = None  # where a replay is and how fast: "01:12:30 / 08:00:00 x4"
     verdict: Verdict | None = None  # what bounds the job: under the facts, on every screen
@@ -169,6 +170,8 @@ class StatusHeader(LineView):
         if s.warnings:
             warnings = "WARN" if tight else f"WARNING{'S' if s.warnings > 1 else ''}"
             head += [(f" {s.warnings} {warnings} ", "bold black on yellow"), ("  ", "")]
+        if s.info:
+            head += [(f" {s.info} INFO ", "bold black on cyan"), ("  ", "")]
         facts: list[Line] = [[(sysinfo.hostname, "")]]
         if sysinfo.mig_slice:
             facts.append(mig_slice_fact(sysinfo.mig_slice, wide))

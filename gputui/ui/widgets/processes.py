@@ -175,6 +175,13 @@ def fit(text: str, width: int, right: bool) -> str:
     return text.rjust(width) if right else text.ljust(width)
 
 
+def more_processes_text(count: int, focused: bool) -> str:
+    """The rows out of view, counted: " +3 processes (tab, up/down)" (the "+N processes" shape the screen
+    invariants look for)."""
+    keys = "up/down" if focused else "tab, up/down"
+    return f" +{count} process{'' if count == 1 else 'es'} ({keys})"
+
+
 class ProcessTable(LineView):
     """Header line plus one line per process; a cursor row when focused; sorted by one column. Rows out of view are
     counted on the last line; an active filter is named on a title line above the header, with what it keeps."""
@@ -220,6 +227,13 @@ class ProcessTable(LineView):
     def empty(self) -> bool:
         """No GPU process at all (not merely none that matches the filter): the table is one line then."""
         return not self.rows and not self.filter_text
+
+    @property
+    def wanted_height(self) -> int:
+        """The lines it takes to show every row: the header, the rows, and the filter's title line."""
+        if self.empty:
+            return 1
+        return 1 + max(1, len(self.rows)) + int(bool(self.filter_text))
 
     def show_rows(self, rows: dict[str, Row], filter_text: str = "", total: int | None = None) -> None:
         """The rows to list; with `filter_text`, they are those it kept of `total` (all of them by default)."""
@@ -303,6 +317,8 @@ class ProcessTable(LineView):
                 header.append((fit(label, w, column.right), "bold underline"))
             else:
                 header.append((fit(column.label, w, column.right), "bold"))
+        if self.known_height == 1 and self.order:  # no room for a row beside the header: the count says it
+            return [[(more_processes_text(len(self.order), self.has_focus), LABEL)]]
         lines: list[Line] = [header]
         if self.filter_text:
             kept = f'filter "{self.filter_text}": {len(self.rows)} of {self.total} processes (/ to change)'
@@ -334,8 +350,7 @@ class ProcessTable(LineView):
         if not self.order:
             lines.append([("no processes match the filter", LABEL)])
         elif len(self.order) > visible:
-            keys = "up/down" if self.has_focus else "tab, up/down"
-            lines.append([(f" +{len(self.order) - visible} more processes ({keys})", LABEL)])
+            lines.append([(more_processes_text(len(self.order) - visible, self.has_focus), LABEL)])
         return lines
 
     def watch_has_focus(self, has_focus: bool) -> None:

@@ -193,7 +193,11 @@ async def test_what_does_not_fit_is_counted() -> None:
         pane = app.query_one(DiagnosticsPane)
         pane.show_findings(many(9), [])
         lines = plain(pane).splitlines()
-        assert lines[-2] == "+4 more (up/down)" and len(lines) == 8  # 5 rows shown, 4 counted, the hint below
+        # Short of room, titles before evidence and before the keys' hint: 6 rows shown, 3 counted.
+        assert lines[-1] == "+3 findings (up/down)" and len(lines) == 8
+        assert [line.split(":")[0] for line in lines[1:-1]] == [
+            f"{'>' if i == 0 else ' '} WARN GPU {i}" for i in range(6)
+        ]
 
 
 async def test_unchanged_findings_do_not_rebuild() -> None:
