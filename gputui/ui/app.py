@@ -416,7 +416,9 @@ class GpuTuiApp(RecordReplayApp):
             index = self.main.gpus.selected
         if index is None:
             return
-        self.push_screen(DetailScreen(index, self.marks, on_shown=self.draw, pid=pid))
+        self.push_screen(
+            DetailScreen(index, self.marks, on_shown=self.draw, pid=pid, activity_refusal=self.activity_refusal)
+        )
 
     def action_topo(self) -> None:
         if self.screen is self.main:
@@ -428,6 +430,9 @@ class GpuTuiApp(RecordReplayApp):
     def on_diagnostics_pane_finding_selected(self, message: DiagnosticsPane.FindingSelected) -> None:
         self.main.gpus.highlight(message.finding.gpus, message.finding.metric)
         self.main.relayout()  # its advice may need more of the pane
+
+    def on_process_table_tag_refused(self) -> None:
+        self.action_signal_refused()
 
     def on_process_table_chosen(self, message: ProcessTable.Chosen) -> None:
         self.action_detail(message.gpu, message.pid)
@@ -557,21 +562,23 @@ class GpuTuiApp(RecordReplayApp):
         if not isinstance(self.screen, HelpScreen):
             live = self.replay is None
             lines = account_lines(self.accountant.account(), self.price, self.engine.lang) if live else []
-            self.push_screen(HelpScreen(self.help_bindings(), self.notices.standing(), lines))
+            refusals = self.help_refusals()
+            self.push_screen(HelpScreen(self.help_bindings(), self.notices.standing(), lines, refusals))
 
     def help_bindings(self) -> list[Binding]:
-        """Every key of this session, those the footer leaves out too (+ - o): the app's (in replay, not the
-        live-only ones; live, not replay's `p`), and replay's keys in replay, else `M` (its line says it needs
-        --record)."""
+        """Every key of this session, those the footer leaves out too (+ - o), and those that cannot act here
+        (help_refusals says why): the app's (in replay, not the live-only ones; live, not replay's `p`), and
+        replay's keys in replay; live, the table's space (tag) and `M`."""
         keys = [b for b in self.BINDINGS if isinstance(b, Binding) and b.action in DESCRIPTIONS]
-        if self.signal_refusal is not None:
-            keys = [b for b in keys if b.action != "signal"]
-        if self.activity_refusal is not None:
-            keys = [b for b in keys if b.action != "sample_activity"]
         if self.replay is not None:
             keys = [b for b in keys if b.action.partition("(")[0] not in LIVE_ONLY]
             return [*keys, *self.mode_bindings()]
         keys = [b for b in keys if not b.action.startswith("replay_")]
-        if self.signal_refusal is None:
-            keys += [b for b in ProcessTable.BINDINGS if isinstance(b, Binding) and b.action == "tag"]
+        keys += [b for b in ProcessTable.BINDINGS if isinstance(b, Binding) and b.action == "tag"]
         return [*keys, *(b for b in RecordReplayApp.BINDINGS if isinstance(b, Binding) and b.action == "mark")]
+
+    def help_refusals(self) -> dict[str, str]:
+        """Why a key the help lists cannot act in this session, by its action: what it says when pressed."""
+        refusals = {"signal": self.signal_refusal, "tag": self.signal_refusal, "mark": self.mark_refusal}
+        refusals["sample_activity"] = self.activity_refusal
+        return {action: why for action, why in refusals.items() if why is not None}

@@ -33,11 +33,17 @@ SEEK_KEYS = Binding.Group("Seek")
 SPEED_KEYS = Binding.Group("Speed")
 
 
+MARK_REFUSAL = "M marks a recording, and this session records nothing: start gputui with --record FILE"
+REPLAY_MARK_REFUSAL = "no marks in a replay: they go into a recording while it is made (--record)"
+
+
 class RecordReplayApp(LiveApp):
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("M", "mark", "Mark", key_display="M"),
         # The same key out of the footer, where a front end gives Mark's room to another key (GpuTuiApp: `K`).
         Binding("M", "mark_unlisted", "Mark", show=False),
+        # Where nothing is recorded, `M` says so rather than nothing.
+        Binding("M", "mark_refused", "Mark", show=False),
         # One key, two entries: the footer says what space does now ("Pause" while playing, "Play" while paused).
         Binding("space", "replay_stop", "Pause", key_display="space", priority=True),
         Binding("space", "replay_play", "Play", key_display="space", priority=True),
@@ -76,6 +82,8 @@ class RecordReplayApp(LiveApp):
             return True
         if action in ("mark", "mark_unlisted"):
             return self.recorder is not None
+        if action == "mark_refused":
+            return self.recorder is None
         return True
 
     def mode_bindings(self) -> list[Binding]:
@@ -130,6 +138,17 @@ class RecordReplayApp(LiveApp):
 
     def action_mark_unlisted(self) -> None:
         self.action_mark()
+
+    @property
+    def mark_refusal(self) -> str | None:
+        """Why `M` drops no mark in this session; None where it does."""
+        if self.recorder is not None:
+            return None
+        return REPLAY_MARK_REFUSAL if self.replay is not None else MARK_REFUSAL
+
+    def action_mark_refused(self) -> None:
+        if self.mark_refusal is not None:
+            self._say(self.mark_refusal)
 
     def _drop_mark(self, label: str | None) -> None:
         if label is None or self.recorder is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from datetime import datetime
@@ -30,6 +31,7 @@ from gputui.sources.base import Source
 from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.marks import Marks
+from gputui.ui.screens.help import help_keys, key_rows
 from gputui.ui.widgets.lines import Line
 from tests import snapshots
 from tests.snapshots import GIB, gpu, gpu_info, host, proc, system_info
@@ -214,3 +216,29 @@ async def until(condition: Callable[[], bool], pilot: Pilot[Any]) -> None:
             return
         await pilot.pause(0.02)
     raise AssertionError("never happened")
+
+
+# The keys a hint on screen names: the named keys, and a one-character key where a hint's grammar uses it ("d:
+# choose", "a reads", "K signals", "x cancels", "/ to change").
+NAMED_KEYS = re.compile(r"(?<![\w-])(up/down|enter|tab|esc|space|pgup|pgdn)(?![\w-])")
+LETTER_KEYS = re.compile(r"(?:^|[\s(])([A-Za-z?/])(?=: | on | then| reads| signals| cancels| to change|\))")
+
+
+def hint_keys(text: str) -> set[str]:
+    """The keys the hints in `text` (the screen, or a notice) name."""
+    named = {key for found in NAMED_KEYS.findall(text) for key in found.split("/")}
+    return named | set(LETTER_KEYS.findall(text))
+
+
+def footer_keys(app: App[object]) -> set[str]:
+    """The keys the footer shows now, as it shows them: what the screen's enabled, shown bindings are."""
+    return {
+        active.binding.key_display or active.binding.key
+        for active in app.screen.active_bindings.values()
+        if active.binding.show and active.enabled
+    }
+
+
+def help_key_set(app: GpuTuiApp) -> set[str]:
+    """Every key `?` lists in this session, as the help screen builds its table."""
+    return help_keys(key_rows(app.help_bindings(), app.help_refusals()))

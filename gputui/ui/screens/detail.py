@@ -87,11 +87,12 @@ def span_label(snapshots: int, seconds: float) -> str:
 
 
 class DetailView(LineView):
-    def __init__(self, index: int, marks: Marks, pid: int | None = None) -> None:
+    def __init__(self, index: int, marks: Marks, pid: int | None = None, activity_refusal: str | None = None) -> None:
         super().__init__(id="detail")
         self.index = index
         self.marks = marks
         self.pid = pid  # the process chosen in the table, its activity shown sampled or not
+        self.activity_refusal = activity_refusal  # why `a` reads no stack here: said instead of offering `a`
         self.history: History | None = None
         self.snapshot: Snapshot | None = None
         self.process: ProcSample | None = None  # the process whose activity is shown (`a` samples it)
@@ -113,7 +114,8 @@ class DetailView(LineView):
         span = window[-1].timestamp - window[0].timestamp if window else 0.0
         lines = [self._title(info, sample, width)]
         if self.process is not None:
-            lines += activity_lines(self.process, snapshot.timestamp, width, self.marks.thresholds.activity_fresh_s)
+            fresh_s = self.marks.thresholds.activity_fresh_s
+            lines += activity_lines(self.process, snapshot.timestamp, width, fresh_s, self.activity_refusal)
         lines.append([(f"{span_label(len(window), span)}, one column per sample", LABEL)])
         gpm = any(g.sm_active_pct is not None for snap in window for g in snap.gpus if g.index == self.index)
         charts = CHARTS + GPM_CHARTS if gpm else CHARTS
@@ -180,14 +182,22 @@ class DetailView(LineView):
 class DetailScreen(CoverScreen):
     """The same header as the main view (badges included), the charts, the footer."""
 
-    def __init__(self, index: int, marks: Marks, on_shown: Callable[[], None], pid: int | None = None) -> None:
+    def __init__(
+        self,
+        index: int,
+        marks: Marks,
+        on_shown: Callable[[], None],
+        pid: int | None = None,
+        activity_refusal: str | None = None,
+    ) -> None:
         super().__init__(on_shown)
         self.index = index
         self.marks = marks
         self.pid = pid
+        self.activity_refusal = activity_refusal
 
     def body(self) -> Widget:
-        return DetailView(self.index, self.marks, self.pid)
+        return DetailView(self.index, self.marks, self.pid, self.activity_refusal)
 
     @property
     def shown_pid(self) -> int | None:

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from rich.table import Table
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -51,6 +52,8 @@ DESCRIPTIONS: dict[str, str] = {
     "seconds: what its main thread does shows on its row and in the detail (live on this machine only)",
     "tag": "in the process table: tag / untag the selected process for a signal (K)",
 }
+# How a key that cannot act in this session is listed: what it does, then why not here.
+REFUSED = "{what} (not here: {why})"
 
 
 # Why a GPU can read 100% busy and still be slow: the two lines the panels' "SM act" needs.
@@ -60,15 +63,34 @@ UTIL_VS_SM = (
 )
 
 
-def key_table(bindings: Sequence[BindingType]) -> Table:
+def key_rows(bindings: Sequence[BindingType], refusals: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
+    """(key, what it does) for each described binding, then the keys that are no binding of the app; a key that
+    cannot act here (`refusals`: action -> why) is listed with why: `?` lists every key a footer or hint names."""
+    refusals = refusals or {}
+    rows: list[tuple[str, str]] = []
+    for binding in bindings:
+        if isinstance(binding, Binding) and binding.action in DESCRIPTIONS:
+            what = DESCRIPTIONS[binding.action]
+            why = refusals.get(binding.action)
+            rows.append(
+                (binding.key_display or binding.key, what if why is None else REFUSED.format(what=what, why=why))
+            )
+    return [*rows, *EXTRA_KEYS]
+
+
+def help_keys(rows: Sequence[tuple[str, str]]) -> set[str]:
+    """Each key the help's rows name: "tab / up / down" is three, "plus,equals_sign" shown as "+" one."""
+    return {key.strip() for shown, _ in rows for key in shown.split("/") if key.strip()} | {
+        "/" for shown, _ in rows if shown == "/"
+    }
+
+
+def key_table(bindings: Sequence[BindingType], refusals: Mapping[str, str] | None = None) -> Table:
     table = Table(box=None, show_header=False, padding=(0, 2))
     table.add_column(style="bold")
     table.add_column()
-    for binding in bindings:
-        if isinstance(binding, Binding) and binding.action in DESCRIPTIONS:
-            table.add_row(binding.key_display or binding.key, DESCRIPTIONS[binding.action])
-    for key, what in EXTRA_KEYS:
-        table.add_row(key, what)
+    for key, what in key_rows(bindings, refusals):
+        table.add_row(Text(key), Text(what))  # never markup: a refusal may hold brackets
     return table
 
 
@@ -79,10 +101,15 @@ class HelpScreen(ModalScreen[None]):
     BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,question_mark,q", "dismiss", "Close")]
 
     def __init__(
-        self, bindings: Sequence[BindingType], notices: Sequence[str] = (), account: Sequence[str] = ()
+        self,
+        bindings: Sequence[BindingType],
+        notices: Sequence[str] = (),
+        account: Sequence[str] = (),
+        refusals: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__()
         self._keys = bindings
+        self._refusals = refusals  # action -> why it cannot act in this session
         self._notices = notices
         self._account = account  # where the session's GPU time went, a line per verdict class
 
@@ -95,5 +122,5 @@ class HelpScreen(ModalScreen[None]):
             if self._account:
                 yield Static("\n".join(self._account), id="help-account", markup=False)
             yield Static("gputui keys  [dim](up/down, pgup/pgdn: scroll; esc: close)[/]", id="help-title")
-            yield Static(key_table(self._keys))
+            yield Static(key_table(self._keys, self._refusals))
             yield Static(UTIL_VS_SM, id="help-gpm")

@@ -35,8 +35,10 @@ KIND_STYLES: dict[ActivityKind, str] = {
 STALE = "dim"  # an activity older than the rules trust (activity_fresh_s): what the job did then, maybe not now
 BAR = "█"
 TOP_FRAMES = 5
-# The detail's words when no process of the GPU was ever sampled, and the key that samples one.
+# The detail's words when no process of the GPU was ever sampled, and the key that samples one; where `a` would
+# refuse (the simulated machine, a replay), why none is read instead: a hint never offers a key that refuses.
 NOT_SAMPLED = "activity: not sampled yet (a on a process in the table reads its stacks now)"
+NOT_SAMPLED_HERE = "activity: not sampled: {refusal}"
 
 
 def row_mark(activity: JobActivity | None, now: float, fresh_s: float) -> tuple[str, str]:
@@ -88,14 +90,17 @@ def _frame_line(frame: ActivityFrame, width: int) -> Line:
     return [*head, (text if len(text) <= room else text[: room - 1] + "…", "")]
 
 
-def activity_lines(process: ProcSample, now: float, width: int, fresh_s: float) -> list[Line]:
+def activity_lines(
+    process: ProcSample, now: float, width: int, fresh_s: float, refusal: str | None = None
+) -> list[Line]:
     """The block the detail shows for one process: what its main thread did in the last window sampled; stale
-    once older than `fresh_s` (the rules' activity_fresh_s)."""
+    once older than `fresh_s` (the rules' activity_fresh_s). `refusal`: why `a` reads no stack in this session."""
     activity = process.activity
     name = process.cmdline or process.name
     title: Line = [("ACTIVITY", "bold"), (f"  PID {process.pid}", ""), (f"  {name}", LABEL)]
     if activity is None:
-        return [title, [(NOT_SAMPLED, LABEL)]]
+        words = NOT_SAMPLED if refusal is None else NOT_SAMPLED_HERE.format(refusal=refusal)
+        return [title, *([(row, LABEL)] for row in wrap_text(words, width))]
     if activity.rank is not None:
         title.insert(1, (f"  rank {activity.rank}", "bold"))
     stale = not is_fresh(activity, now, fresh_s)

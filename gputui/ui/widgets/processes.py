@@ -218,7 +218,7 @@ class ProcessTable(LineView):
         self.sort_reverse = False
         self.cursor: str | None = None
         self.tagged: set[str] = set()  # rows tagged for a signal, of those shown
-        self.taggable = True  # False where no signal may be sent: space tags nothing
+        self.taggable = True  # False where no signal may be sent: space tags nothing, and says why
         self._top = 0
 
     # -- data ------------------------------------------------------------------------------------------
@@ -276,12 +276,14 @@ class ProcessTable(LineView):
         self._sort()
         self.redraw()
 
-    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        return self.taggable if action == "tag" else super().check_action(action, parameters)
+    class TagRefused(Message):
+        """space where no signal may be sent: the app says why, rather than the key doing nothing."""
 
     def action_tag(self) -> None:
-        """Tag the cursor's row for a signal, or untag it."""
-        if self.cursor is not None:
+        """Tag the cursor's row for a signal, or untag it; where no signal may be sent, ask the app to say why."""
+        if not self.taggable:
+            self.post_message(self.TagRefused())
+        elif self.cursor is not None:
             self.tagged ^= {self.cursor}
             self.redraw()
 
