@@ -253,8 +253,8 @@ class DiagnosticsPane(Widget, can_focus=True):
         lines.add(head, index)
         if evidence and not history and group.evidence:
             now = text("win.now", lang)
-            evidence = " | ".join(format_evidence(e, quiet_window=now) for e in group.evidence[:MAX_EVIDENCE])
-            lines.add(Text("       " + evidence, style=HISTORY_STYLE), index)
+            items = " | ".join(format_evidence(e, quiet_window=now) for e in group.evidence[:MAX_EVIDENCE])
+            lines.add(Text("       " + items, style=HISTORY_STYLE), index)
 
     def on_mount(self) -> None:
         self._rebuild()
