@@ -182,6 +182,19 @@ def fmt_duration(seconds: float) -> str:
     return f"{total // 3600}h{total % 3600 // 60:02d}m"
 
 
+def fmt_elapsed(seconds: float | None) -> str:
+    """How long a process has run, as `ps -o etime` says it: 05:09, 2:05:09, 3-02:05 (days, then hours:minutes)."""
+    if seconds is None:
+        return NA
+    whole = max(0, int(seconds))
+    days, rest = divmod(whole, 86400)
+    hours, rest = divmod(rest, 3600)
+    minutes, secs = divmod(rest, 60)
+    if days:
+        return f"{days}-{hours:02d}:{minutes:02d}"
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes:02d}:{secs:02d}"
+
+
 def hms(seconds: float, *, pad_hours: bool = False) -> str:
     """Whole seconds as H:MM:SS; `pad_hours` gives HH:MM:SS, as the replay header shows a tape position."""
     whole = int(seconds)

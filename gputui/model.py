@@ -517,6 +517,9 @@ class ProcSample:
     # When it started (seconds since the epoch, psutil's create_time); None unreadable. A signal is sent only to the
     # process that had this PID when it was sampled: a PID reused since starts later.
     create_time: float | None = None
+    # Its parent (psutil's ppid, read once): ranks that share one (torchrun's launcher) are one job, the process
+    # table's tree. None unreadable, or in a recording made before it was kept.
+    ppid: int | None = None
     # Its main thread's stacks over the last window sampled (gputui/sources/stacks); None where none was taken.
     activity: JobActivity | None = None
 

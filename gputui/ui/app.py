@@ -77,7 +77,7 @@ STOP_KEYS = Binding.Group("Stop")
 # The key that starts each probe, in the footer's order; in replay the same keys only say why nothing starts.
 PROBE_KEYS: dict[ProbeName, str] = {"stress": "s", "pcie": "b", "membw": "m", "disk": "i", "p2p": "n"}
 MAIN_VIEW_ACTIONS = frozenset(
-    {"toggle_diagnostics", "detail", "topo", "topo_unlisted", "filter", "sort", "close_filter"}
+    {"toggle_diagnostics", "detail", "topo", "topo_unlisted", "filter", "sort", "fold_tree", "close_filter"}
 )
 # Actions on this machine now, which a replay is not: in replay they are hidden from the footer and the help, and
 # do nothing (check_action); the replay keys take space and `p`, and a probe key says why it does nothing.
@@ -119,6 +119,7 @@ class GpuTuiApp(RecordReplayApp):
         Binding("t", "topo_unlisted", "Topology", show=False),
         Binding("slash", "filter", "Filter", key_display="/"),
         Binding("o", "sort", "Sort", show=False),
+        Binding("f", "fold_tree", "Tree", show=False),
         Binding("escape", "close_filter", "Close filter", show=False),
         *(
             Binding(key, f"probe('{probe}')", f"{_capitalized(PROBE_NAMES[probe])} probe", group=PROBE_GROUP)
@@ -465,6 +466,10 @@ class GpuTuiApp(RecordReplayApp):
     def action_sort(self) -> None:
         if self.screen is self.main:
             self.main.table.cycle_sort()
+
+    def action_fold_tree(self) -> None:
+        if self.screen is self.main:
+            self.main.table.toggle_tree()
 
     def action_probe(self, probe: ProbeName) -> None:
         self.probes.start(probe)

@@ -92,7 +92,7 @@ class RecordReplayApp(LiveApp):
             b
             for b in RecordReplayApp.BINDINGS
             if isinstance(b, Binding)
-            and b.action != "mark_unlisted"
+            and b.action not in ("mark_unlisted", "mark_refused")
             and (self.replay is not None if b.action.startswith("replay_") else self.recorder is not None)
         ]
 

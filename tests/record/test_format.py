@@ -165,6 +165,7 @@ def every_field_snapshot() -> Snapshot:
         job_id="81234",
         unreadable=("fd", "io"),
         create_time=1_700_000_000.25,
+        ppid=4000,
         activity=ACTIVITY,
     )
     neighbour = ProcSample(pid=999, name="stress", user="bob", cmdline="stress -c 2", cpu_pct=198.5, container="c0ffee")

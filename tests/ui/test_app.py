@@ -20,7 +20,7 @@ from gputui.diagnostics.findings import Severity
 from gputui.model import XID_UNWATCHED, GpuSample, Snapshot
 from gputui.session.builder import SessionOptions, open_session
 from gputui.sources.sim.job import JobSource
-from gputui.ui.app import GpuTuiApp
+from gputui.ui.app import ACTIVITY_OFF, GpuTuiApp
 from gputui.ui.messages import SampleFailed
 from gputui.ui.screens.confirm_probe import ConfirmProbe
 from gputui.ui.screens.detail import DetailScreen, DetailView
@@ -411,17 +411,15 @@ async def test_question_mark_shows_every_key() -> None:
         # Every key of the live monitor in the footer's order, those the footer leaves out too (esc, which
         # closes things, is among the extras; replay's `p` and its refusal of the probe keys are not live keys),
         # then `M`, whose line says it needs --record; the replay keys only in replay. This app was given no stack
-        # sampling (request_activity): `a` is not among its keys.
+        # sampling (request_activity): `a` is listed with why it reads none here.
         keys = [
             b.key_display or b.key
             for b in GpuTuiApp.BINDINGS
-            if isinstance(b, Binding)
-            and b.action in DESCRIPTIONS
-            and not b.action.startswith("replay_")
-            and b.action != "sample_activity"
+            if isinstance(b, Binding) and b.action in DESCRIPTIONS and not b.action.startswith("replay_")
         ]
         assert shown == [*keys, "space", "M", *(key for key, _ in EXTRA_KEYS)]  # space: the process table's tag
-        assert {"+", "-", "o", "t", "n", "x", "M", "K"} <= set(shown) and all(what)
+        assert {"+", "-", "o", "f", "t", "n", "x", "M", "K", "a"} <= set(shown) and all(what)
+        assert what[shown.index("a")].endswith(f"(not here: {ACTIVITY_OFF})")
         assert [w for key, w in zip(shown, what, strict=True) if key == "space"] == [DESCRIPTIONS["tag"]]  # not play
         await pilot.press("escape")
         await pilot.pause()

@@ -86,6 +86,7 @@ class _Tracked:
     user: str | None = None
     cmdline: str | None = None
     create_time: float | None = None
+    ppid: int | None = None
     primed: bool = False
     read_bytes: float | None = None
     read_at: float = 0.0
@@ -392,6 +393,7 @@ class HostSource:
                     last_cpu=tracked.last_cpu,
                     unreadable=tracked.unreadable,
                     create_time=tracked.create_time,
+                    ppid=tracked.ppid,
                     **attribution.sample_fields(),
                 )
         except ps.NoSuchProcess:
@@ -412,6 +414,7 @@ class HostSource:
                 user=clean_optional(self._denied_as_none(process.username)),
                 cmdline=clean(" ".join(cmdline)) if cmdline else None,
                 create_time=self._denied_as_none(process.create_time),
+                ppid=self._denied_as_none(process.ppid),
                 threads=self._denied_as_none(process.num_threads),
                 container=procfs.container_name(origin.ids),
                 container_pid=procfs.inner_pid(pid, self._root),

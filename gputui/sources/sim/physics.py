@@ -131,6 +131,8 @@ class Job:
     read_bytes_s: float = 45e6
     rss_gib: float = 9.0
     state: str = "S"
+    ppid: int | None = None  # the launcher that started it (torchrun): ranks of one job share it
+    started_s_before: float = 9000.0  # how long it had run when the scenario began
     gpu_weight: float = 1.0  # its part of a shared GPU's time, against the other processes' weights
     cpus_allowed: tuple[int, ...] | None = None  # where it may run; None: anywhere on the host
     last_cpu: int | None = None  # where its main thread last ran; None: a CPU near its first GPU
@@ -594,6 +596,8 @@ class MachinePhysics:
                         state=job.state,
                         cpus_allowed=job.cpus_allowed or _all_cpus(scene.cpu_count),
                         last_cpu=self._last_cpu(job, scene),
+                        create_time=timestamp - t - job.started_s_before,
+                        ppid=job.ppid,
                     )
                 )
         cores = [1.5 + 1.2 * c for c in wave.many(_core_keys(scene.cpu_count), t)]

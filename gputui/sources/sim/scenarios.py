@@ -53,8 +53,9 @@ class Stage:
         return {index: GpuPlan() for index in range(self.count)}
 
     def ranks(self, cmdline: str, memory_gib: float, **overrides: Any) -> tuple[Job, ...]:
-        """One process per GPU, as torchrun starts them: the usual shape of a training job."""
-        fields: dict[str, Any] = {"user": "alice", "cpu_pct": 72.0, **overrides}
+        """One process per GPU, as torchrun starts them (its launcher the PID before them): the usual shape of a
+        training job."""
+        fields: dict[str, Any] = {"user": "alice", "cpu_pct": 72.0, "ppid": self.pid_base - 1, **overrides}
         return tuple(
             Job(
                 pid=self.pid_base + index,
@@ -116,6 +117,7 @@ def _halves(stage: Stage, first: str, second: str, memory_gib: float = _MIG_GIB)
             cpu_pct=72.0,
             children=4,
             gpu_instance_id=gi,
+            ppid=stage.pid_base + (-1 if gi == 1 else 499),
         )
         for gi, user, cmdline in ((1, "alice", first), (2, "carol", second))
         for index in range(stage.count)

@@ -16,7 +16,7 @@ from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.gpu_list import GpuList
 from gputui.ui.widgets.header import HeaderState, StatusHeader
 from gputui.ui.widgets.host import HostPanel
-from gputui.ui.widgets.processes import ProcessTable, process_count, process_rows
+from gputui.ui.widgets.processes import ProcessTable, process_count, process_jobs, process_rows
 
 PROCESS_ROWS_MIN = 5  # the table's header and a few rows stay visible whatever the GPU count
 PROCESS_ROWS_BESIDE_PANE = 3  # fewer while the pane is open on a short terminal: the findings come first
@@ -188,4 +188,5 @@ class MainScreen(LeanScreen[None]):
             process_rows(snapshot, self.marks.thresholds.activity_fresh_s, filter_text),
             filter_text,
             process_count(snapshot),
+            process_jobs(snapshot),
         )

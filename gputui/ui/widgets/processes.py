@@ -9,7 +9,7 @@ early for that reason. Rows are keyed 'gpu:pid', so the cursor stays on its proc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -17,7 +17,7 @@ from textual import events
 from textual.binding import Binding, BindingType
 from textual.message import Message
 
-from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes_short, fmt_num, fmt_owner, fmt_unreadable
+from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes_short, fmt_elapsed, fmt_num, fmt_owner, fmt_unreadable
 from gputui.model import GpuProcess, GpuSample, Snapshot
 from gputui.ui.widgets.activity_lines import row_mark
 from gputui.ui.widgets.lines import Line, LineView
@@ -50,6 +50,9 @@ class Column:
     right: bool = True
     optional: bool = False  # shown only while some row has a value in it
     spare: bool = False  # the first left out when the command would have too little room
+    # Left out, lowest first, after the spare columns (which are weighed without these), while the command would
+    # have under MIN_COMMAND cells (0: kept at every width).
+    drop: int = 0
 
 
 COLUMNS: tuple[Column, ...] = (
@@ -60,11 +63,16 @@ COLUMNS: tuple[Column, ...] = (
     # The MIG instance it runs in ("GI2 3g.40gb"); left out early on a narrow terminal, the panels name it too.
     Column("mig", "MIG", 12, right=False, optional=True, spare=True),
     Column("cpu", "CPU%", 5),
-    # Its share of the GPU's SM time in the driver's last process-utilization sample.
-    Column("sm", "SM%", 4),
+    # Its share of the GPU's time in the driver's last process-utilization sample: the process's part of UTIL
+    # (not SM activity, which the panels call SM act; "SM" alone names nothing here).
+    Column("sm", "UTIL", 4),
     Column("mem", "GPU MEM", 8),
-    Column("threads", "THR", 4),
-    Column("workers", "WORKERS", 7),
+    # On the host: its resident memory, that as a share of the host's, and how long it has run (ps's etime).
+    Column("rss", "RSS", 6, drop=3),
+    Column("pmem", "%MEM", 5, drop=4),
+    Column("time", "TIME", 8, drop=5),
+    Column("threads", "THR", 4, drop=1),
+    Column("workers", "WORKERS", 7, drop=2),
     # Seen from the host: the container or pod a GPU process runs in, and its PID in there.
     Column("container", "CONTAINER", 12, right=False, optional=True),
     # On a cluster: the pod (namespace/name, or its uid without the kubelet's names) or the Slurm job.
@@ -80,8 +88,11 @@ DEVICE_MARK = "*"
 TAG_MARK = "+"
 TAGGED = "bold yellow"
 GAP = "  "
-# Below this the command is too cut to tell one job from another: the spare columns make room (80x24 keeps it).
+# Below this the command is too cut to tell one job from another: the spare columns make room (80x24 keeps it),
+# then the host columns (THR, WORKERS, RSS, %MEM, TIME, in that order).
 MIN_COMMAND = 20
+# The marks before the command of the ranks of one job (one launcher), kept together in tree order.
+TREE_FIRST, TREE_MIDDLE, TREE_LAST = "┌ ", "├ ", "└ "
 
 Row = tuple[Cell, ...]
 _PID = [column.key for column in COLUMNS].index("pid")
@@ -110,6 +121,11 @@ def process_rows(snapshot: Snapshot, fresh_s: float, needle: str = "") -> dict[s
             if needle and not any(needle in text.lower() for text in texts):
                 continue
             cpu = host.cpu_pct if host else None
+            rss = host.rss_bytes if host else None
+            host_memory = snapshot.host.memory_total_bytes
+            pmem = None if rss is None or not host_memory else rss / host_memory * 100.0
+            started = host.create_time if host else None
+            elapsed = None if started is None else max(0.0, snapshot.timestamp - started)
             threads = host.threads if host else None
             children = host.children if host else None
             container = _container(host.container, host.container_pid) if host else None
@@ -123,6 +139,9 @@ def process_rows(snapshot: Snapshot, fresh_s: float, needle: str = "") -> dict[s
                 Cell(fmt_num(cpu, 0), cpu),
                 Cell(fmt_num(proc.sm_pct, 0), proc.sm_pct),
                 Cell(fmt_bytes_short(proc.used_memory_bytes), proc.used_memory_bytes),
+                Cell(fmt_bytes_short(rss), rss),
+                Cell(fmt_num(pmem, 1), pmem),
+                Cell(fmt_elapsed(elapsed), elapsed),
                 Cell(fmt_num(threads, 0), threads),
                 Cell(fmt_num(children, 0), children),
                 Cell(container or "", container),
@@ -131,6 +150,22 @@ def process_rows(snapshot: Snapshot, fresh_s: float, needle: str = "") -> dict[s
                 Cell(command or NA, command, f"{mark} " if mark else "", mark_style),
             )
     return rows
+
+
+def process_jobs(snapshot: Snapshot) -> dict[str, int]:
+    """The job (its launcher's PID) of each row, keyed as process_rows keys them, for the rows whose parent started
+    another GPU process too: torchrun's ranks. A process alone under its parent is a job of its own: not listed."""
+    parents: dict[str, int] = {}
+    for gpu in snapshot.gpus:
+        if gpu.lost:
+            continue
+        for proc in gpu.processes:
+            host = snapshot.host.process(proc.pid) if proc.seen != "hidden" else None
+            if host is not None and host.ppid is not None:
+                parents[f"{gpu.index}:{proc.pid}"] = host.ppid
+    pids = {key: int(key.split(":", 1)[1]) for key in parents}
+    shared = {ppid for ppid in parents.values() if len({pids[k] for k, p in parents.items() if p == ppid}) > 1}
+    return {key: ppid for key, ppid in parents.items() if ppid in shared}
 
 
 def process_count(snapshot: Snapshot) -> int:
@@ -219,6 +254,8 @@ class ProcessTable(LineView):
         self.cursor: str | None = None
         self.tagged: set[str] = set()  # rows tagged for a signal, of those shown
         self.taggable = True  # False where no signal may be sent: space tags nothing, and says why
+        self.jobs: Mapping[str, int] = {}  # row -> its job's launcher PID, for the ranks of a job (process_jobs)
+        self.job_tree = True  # the ranks of a job kept together under one bracket; `f` folds it to a plain sort
         self._top = 0
 
     # -- data ------------------------------------------------------------------------------------------
@@ -235,9 +272,17 @@ class ProcessTable(LineView):
             return 1
         return 1 + max(1, len(self.rows)) + int(bool(self.filter_text))
 
-    def show_rows(self, rows: dict[str, Row], filter_text: str = "", total: int | None = None) -> None:
-        """The rows to list; with `filter_text`, they are those it kept of `total` (all of them by default)."""
+    def show_rows(
+        self,
+        rows: dict[str, Row],
+        filter_text: str = "",
+        total: int | None = None,
+        jobs: Mapping[str, int] | None = None,
+    ) -> None:
+        """The rows to list; with `filter_text`, they are those it kept of `total` (all of them by default);
+        `jobs`: the launcher of the rows that are ranks of one job (process_jobs)."""
         self.rows = rows
+        self.jobs = {key: job for key, job in (jobs or {}).items() if key in rows}
         self.filter_text = filter_text
         self.total = len(rows) if total is None else total
         self.shown = shown_columns(rows)
@@ -255,8 +300,39 @@ class ProcessTable(LineView):
             return (cells[col].sort_key, cells[0].sort_key, cells[_PID].sort_key)
 
         self.order = sorted(self.rows, key=key, reverse=self.sort_reverse)
+        if self.job_tree and self.jobs:
+            self.order = self._grouped(self.order)
         if self.cursor not in self.rows:
             self.cursor = self.order[0] if self.order else None
+
+    def _grouped(self, order: list[str]) -> list[str]:
+        """`order` with the ranks of each job together, where the first of them stands, each job in `order`."""
+        grouped: list[str] = []
+        placed: set[int] = set()
+        for row_key in order:
+            job = self.jobs.get(row_key)
+            if job is None:
+                grouped.append(row_key)
+            elif job not in placed:
+                placed.add(job)
+                grouped += [k for k in order if self.jobs.get(k) == job]
+        return grouped
+
+    def toggle_tree(self) -> None:
+        """`f`: the jobs' brackets folded into a plain sort, or back."""
+        self.job_tree = not self.job_tree
+        self._sort()
+        self.redraw()
+
+    def _tree_mark(self, position: int) -> str:
+        """The bracket before a row's command in tree order: where it stands among its job's ranks."""
+        row_key = self.order[position]
+        job = self.jobs.get(row_key) if self.job_tree else None
+        if job is None:
+            return ""
+        before = position > 0 and self.jobs.get(self.order[position - 1]) == job
+        after = position + 1 < len(self.order) and self.jobs.get(self.order[position + 1]) == job
+        return TREE_MIDDLE if before and after else TREE_LAST if before else TREE_FIRST
 
     def cycle_sort(self) -> None:
         """Next column shown; after the last one, the same columns again in reverse order."""
@@ -299,8 +375,12 @@ class ProcessTable(LineView):
         """(column index, width) of the columns drawn at `width`, in order; the last (the command) takes what
         is left, and the spare columns are left out when that would be under MIN_COMMAND."""
         shown = self.shown
-        if width - _fixed(shown) < MIN_COMMAND:
+        if width - _fixed([n for n in shown if not COLUMNS[n].drop]) < MIN_COMMAND:
             shown = [n for n in shown if not COLUMNS[n].spare]
+        for rank in sorted({COLUMNS[n].drop for n in shown if COLUMNS[n].drop}):
+            if width - _fixed(shown) >= MIN_COMMAND:
+                break
+            shown = [n for n in shown if COLUMNS[n].drop != rank]
         fixed = _fixed(shown)
         return [(n, COLUMNS[n].width or max(10, width - fixed)) for n in shown]
 
@@ -330,7 +410,9 @@ class ProcessTable(LineView):
             visible = max(0, visible - 1)  # a line for the count of those out of view
         index = self.order.index(self.cursor) if self.cursor in self.order else 0
         self._top = min(max(0, self._top, index - visible + 1), index, max(0, len(self.order) - visible))
-        for row_key in self.order[self._top : self._top + visible]:
+        for position in range(self._top, min(len(self.order), self._top + visible)):
+            row_key = self.order[position]
+            branch = self._tree_mark(position)
             cells = self.rows[row_key]
             tagged = row_key in self.tagged
             style = "reverse" if row_key == self.cursor and self.has_focus else ""
@@ -341,6 +423,9 @@ class ProcessTable(LineView):
                 if n:
                     line.append((GAP, style))
                 cell = cells[index]
+                if branch and COLUMNS[index].key == "command":
+                    line.append((branch[:w], f"{style} {LABEL}".strip()))
+                    w -= len(branch[:w])
                 mark = cell.mark[:w]
                 if mark:
                     line.append((mark, f"{style} {cell.mark_style}".strip()))

@@ -272,6 +272,7 @@ def test_gpu_process_fields_and_primed_cpu_percent(ps: FakePsutil, clock: Clock,
     assert proc.rss_bytes == 8 * GIB
     assert proc.state == "running"
     assert proc.create_time == 1_700_000_000.25  # what a signal checks the PID against
+    assert proc.ppid == 1  # the process table's tree: ranks of one launcher are one job
     assert ps.calls["Process"] == 1  # the psutil.Process is kept between ticks
 
 
@@ -279,13 +280,13 @@ def test_access_denied_fields_are_none(clock: Clock) -> None:
     ps = FakePsutil(ppid_map=False)
     host = HostSource(clock=clock, psutil_module=ps, root=NO_PROC)
     host.open()
-    ps.processes[7] = FakeProcess(7, denied={"username", "io_counters", "cmdline", "children", "create_time"})
+    ps.processes[7] = FakeProcess(7, denied={"username", "io_counters", "cmdline", "children", "create_time", "ppid"})
     host.sample([7], 1.0)
     idle_tick(ps, clock)
     proc = host.sample([7], 2.0).process(7)
     assert proc is not None
     assert (proc.user, proc.read_bytes_s, proc.cmdline, proc.children) == (None, None, None, None)
-    assert proc.create_time is None
+    assert proc.create_time is None and proc.ppid is None  # unavailable, never 0
     assert proc.cpu_pct == 99.5
     assert proc.threads == 42
 

@@ -49,7 +49,7 @@ def test_the_mark_fits_the_command_column_at_80_columns() -> None:
     lines = table.build_lines(80)
     row = next(line for line in lines if "4242" in "".join(text for text, _ in line))
     text = "".join(part for part, _ in row)
-    assert len(text) == 80 and "data 71% pytho…" in text and text.endswith("…")
+    assert len(text) == 80 and "data 71% python tra…" in text and text.endswith("…")
     assert ("data 71% ", KIND_STYLES["data"]) in row
 
 
