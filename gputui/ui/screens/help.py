@@ -57,10 +57,11 @@ DESCRIPTIONS: dict[str, str] = {
 REFUSED = "{what} (not here: {why})"
 
 
-# Why a GPU can read 100% busy and still be slow: the two lines the panels' "SM act" needs.
+# Why a GPU can read 100% busy and still be slow: the lines the panels' "SM act" needs, and what CLK is.
 UTIL_VS_SM = (
-    "UTIL: time any kernel ran. SM act: share of the SMs at work meanwhile (GPM).\n"
-    "Full UTIL, low SM act: kernels too small. Low tensor: math not on tensor cores."
+    "UTIL: time any kernel ran. SM act (SMACT): share of SMs at work meanwhile (GPM).\n"
+    "Full UTIL, low SM act: kernels too small. Low TC: math not on tensor cores.\n"
+    "CLK: the SM clock in MHz against its max. A process's UTIL: its part of UTIL."
 )
 
 

@@ -147,9 +147,11 @@ class MainScreen(LeanScreen[None]):
         cap = min(DIAGNOSTICS_HEIGHT, cap)
         table = 1 if empty else PROCESS_ROWS_BESIDE_PANE if diagnostics_shown and height < 40 else PROCESS_ROWS_MIN
         pane = min(cap, wanted) if diagnostics_shown else 0
-        if diagnostics_shown and self.diagnostics_follow_size and height < DIAGNOSTICS_SHOWN_FROM_HEIGHT:
-            # Shown for the rows left blank: only those, the table keeping all its rows.
-            pane, table = min(wanted, self._spare_rows(left, width)), self.table.wanted_height
+        spare = self._spare_rows(left, width) if diagnostics_shown else 0
+        shown_for_spare = self.diagnostics_follow_size and height < DIAGNOSTICS_SHOWN_FROM_HEIGHT
+        if diagnostics_shown and (shown_for_spare or min(wanted, spare) > pane):
+            # The rows the panels and the whole table leave blank go to the findings; the table keeps its rows.
+            pane, table = min(wanted, spare), self.table.wanted_height
         # At least one panel and its "+N GPUs" line, and the table's header and its count, before the pane's cap.
         least_gpus = min(self.gpus.total_height(1, True), 2)
         pane = max(min(pane, left - least_gpus - min(table, 2)), min(pane, DIAGNOSTICS_SPARE_MIN))

@@ -167,7 +167,7 @@ class DiagnosticsPane(Widget, can_focus=True):
         if counts:
             header.append("  " + counts)
         top = [header]
-        body = self._body(evidence=True)
+        body = self._body(evidence=None)
         chosen = self.chosen
         foot: list[Text] = []
         if chosen is not None:
@@ -187,12 +187,18 @@ class DiagnosticsPane(Widget, can_focus=True):
         self.wanted_height = len(top) + len(body.texts) + foot_rows
         room = self.size.height - len(top) - foot_rows
         if len(body.texts) > room and self.size.height > 0:
-            # Short of room: every finding's title before any evidence, and the titles before the keys' hint
-            # (`?` lists the keys too).
-            body = self._body(evidence=False)
+            # Short of room: every finding's title before any evidence (the first findings' evidence while it
+            # fits), and the titles before the keys' hint (`?` lists the keys too).
+            body = self._body(evidence=set())
             if len(body.texts) > room and chosen is None and self.entries and foot:
                 foot, foot_rows = foot[1:], foot_rows - 1
                 room += 1
+            with_evidence: set[int] = set()
+            for index in range(len(self._open)):
+                wider = self._body(evidence=with_evidence | {index})
+                if len(wider.texts) <= room:
+                    with_evidence.add(index)
+                    body = wider
         start, rows = self._scroll(body.owners, room)
         if self._hidden(body.owners, start, rows):
             # What does not fit is counted on a row of its own, rather than left to be guessed.
@@ -213,8 +219,9 @@ class DiagnosticsPane(Widget, can_focus=True):
         self._line_owner = [*(None for _ in top), *owners]
         return Group(*top, *shown, *foot)
 
-    def _body(self, *, evidence: bool) -> _Lines:
-        """The findings' lines, open then history; `evidence`: each open one's evidence under its title."""
+    def _body(self, *, evidence: set[int] | None) -> _Lines:
+        """The findings' lines, open then history; the evidence under the title of each open one whose index is in
+        `evidence` (None: every one)."""
         lang = self.lang
         body = _Lines()
         if not self._open:
@@ -223,7 +230,8 @@ class DiagnosticsPane(Widget, can_focus=True):
             history = not finding.is_open
             if history and index == len(self._open):
                 body.add(Text(f"-- {text('ui.history', lang)} --", style=HISTORY_STYLE))
-            self._finding_lines(finding, index, history, body, evidence=evidence)
+            shows = evidence is None or index in evidence
+            self._finding_lines(finding, index, history, body, evidence=shows)
         return body
 
     @staticmethod
