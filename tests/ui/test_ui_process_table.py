@@ -1,5 +1,6 @@
 """The process table nvitop users expect (issue 38, item 9): host RSS and %MEM, elapsed time, and the ranks of a
-job kept together under one bracket, which `f` folds into a plain sort. A value not read is n/a, never 0; at 80
+job kept together under one bracket with, where every row fits beside them, each process's data-loader workers on a
+line under it; `f` folds the tree into a plain sort. A value not read is n/a, never 0; at 80
 columns the table still fits, the host columns left out by width with TIME kept."""
 
 from __future__ import annotations
@@ -9,7 +10,13 @@ from typing import TYPE_CHECKING
 
 from gputui.model import GpuProcess, GpuSample, ProcSample
 from gputui.serialize import snapshot_from_dict, snapshot_to_dict
-from gputui.ui.widgets.processes import COLUMNS, ProcessTable, process_jobs, process_rows
+from gputui.ui.widgets.processes import (
+    COLUMNS,
+    ProcessTable,
+    process_jobs,
+    process_rows,
+    process_workers,
+)
 from tests.snapshots import GIB, gpu_info, host, proc, snapshot, system_info
 from tests.ui.monitor_helpers import FRESH_S, plain, run_ticks, screen_rows, simulated_app
 
@@ -74,11 +81,32 @@ async def test_the_simulated_job_is_a_tree_at_80_columns_with_time_and_f_folds_i
         table = app.main.table
         rows = screen_rows(app)[table.region.y : table.region.bottom]
         assert rows[0].split()[:6] == ["GPU", "PID", "CPU%", "UTIL", "GPU", "MEM"] and " TIME " in rows[0]
-        assert [row.split("  ")[-1].strip()[:1] for row in rows[1:5]] == ["┌", "├", "├", "└"]
+        ranks = [row for row in rows if row[:3].strip().isdigit()]
+        assert [row.split("  ")[-1].strip()[:1] for row in ranks] == ["┌", "├", "├", "└"]
+        # With room, each rank's data-loader workers on a line under its PID.
+        workers = [row.strip() for row in rows if row.startswith("        └ ")]
+        assert len(workers) == 4 and all(w.startswith("└ 8 data-loader workers, CPU ") for w in workers)
         assert all(len(row.rstrip()) <= 80 for row in rows)
         await pilot.press("f")
         await pilot.pause()
         assert not any(mark in "\n".join(screen_rows(app)) for mark in "┌├└")
+
+
+def test_the_workers_lines_show_only_where_every_row_fits_beside_them() -> None:
+    snap = machine(ranks(), {100: 0, 101: 1, 200: 0})
+    workers = process_workers(snap)  # type: ignore[arg-type]
+    assert workers == {"0:100": (8, None), "1:101": (8, None), "0:200": (8, None)}  # CPU not read: n/a
+    table = ProcessTable()
+    table.show_rows(process_rows(snap, FRESH_S), jobs=process_jobs(snap), workers=workers)  # type: ignore[arg-type]
+    table.known_height = 7  # the header, 3 rows and 3 workers' lines
+    text = plain(table.build_lines(120))
+    assert text.count("└ 8 data-loader workers, CPU n/a together") == 3
+    table.known_height = 6  # one short: the rows first, no workers' line
+    text = plain(table.build_lines(120))
+    assert "workers" not in text and len(text.splitlines()) == 4
+    table.toggle_tree()  # folded: rows only
+    table.known_height = 10
+    assert "workers" not in plain(table.build_lines(120))
 
 
 def test_a_recording_made_before_the_parent_was_kept_reads_it_as_unavailable() -> None:

@@ -30,7 +30,8 @@ DESCRIPTIONS: dict[str, str] = {
     "topo": "topology: NVLink and PCIe paths between the GPUs, P2P, NUMA node, CPUs near each; NVLink traffic",
     "filter": "filter the processes by user, PID, pod, job or command",
     "sort": "sort the processes by the next column",
-    "fold_tree": "process table: fold / unfold the tree (the ranks of one job, ┌ ├ └, kept together)",
+    "fold_tree": "process table: fold / unfold the tree (the ranks of one job kept together, ┌ ├ └, and each "
+    "one's data-loader workers under it where there is room)",
     "help": "this help",
     "mark": "while recording (--record): drop a labelled mark into the recording",
     "replay_stop": "replay: pause (p too)",

@@ -16,7 +16,13 @@ from gputui.ui.widgets.diagnostics import DiagnosticsPane
 from gputui.ui.widgets.gpu_list import GpuList
 from gputui.ui.widgets.header import HeaderState, StatusHeader
 from gputui.ui.widgets.host import HostPanel
-from gputui.ui.widgets.processes import ProcessTable, process_count, process_jobs, process_rows
+from gputui.ui.widgets.processes import (
+    ProcessTable,
+    process_count,
+    process_jobs,
+    process_rows,
+    process_workers,
+)
 
 PROCESS_ROWS_MIN = 5  # the table's header and a few rows stay visible whatever the GPU count
 PROCESS_ROWS_BESIDE_PANE = 3  # fewer while the pane is open on a short terminal: the findings come first
@@ -191,4 +197,5 @@ class MainScreen(LeanScreen[None]):
             filter_text,
             process_count(snapshot),
             process_jobs(snapshot),
+            process_workers(snapshot),
         )

@@ -93,6 +93,8 @@ GAP = "  "
 MIN_COMMAND = 20
 # The marks before the command of the ranks of one job (one launcher), kept together in tree order.
 TREE_FIRST, TREE_MIDDLE, TREE_LAST = "┌ ", "├ ", "└ "
+# Where the line of a process's data-loader workers starts: under its PID.
+WORKERS_INDENT = " " * 8
 
 Row = tuple[Cell, ...]
 _PID = [column.key for column in COLUMNS].index("pid")
@@ -166,6 +168,25 @@ def process_jobs(snapshot: Snapshot) -> dict[str, int]:
     pids = {key: int(key.split(":", 1)[1]) for key in parents}
     shared = {ppid for ppid in parents.values() if len({pids[k] for k, p in parents.items() if p == ppid}) > 1}
     return {key: ppid for key, ppid in parents.items() if ppid in shared}
+
+
+def process_workers(snapshot: Snapshot) -> dict[str, tuple[int, float | None]]:
+    """Each row's data-loader workers (its child processes) and their CPU together (100 = one core; None unread),
+    keyed as process_rows keys them, for the rows that have any: the tree's lines under their processes."""
+    workers: dict[str, tuple[int, float | None]] = {}
+    for gpu in snapshot.gpus:
+        if gpu.lost:
+            continue
+        for proc in gpu.processes:
+            host = snapshot.host.process(proc.pid) if proc.seen != "hidden" else None
+            if host is not None and host.children:
+                workers[f"{gpu.index}:{proc.pid}"] = (host.children, host.workers_cpu_pct)
+    return workers
+
+
+def workers_text(count: int, cpu_pct: float | None) -> str:
+    """The tree's line under a process: "└ 16 data-loader workers, CPU 120% together"."""
+    return f"└ {count} data-loader worker{'' if count == 1 else 's'}, CPU {fmt_num(cpu_pct, 0, '%')} together"
 
 
 def process_count(snapshot: Snapshot) -> int:
@@ -255,6 +276,7 @@ class ProcessTable(LineView):
         self.tagged: set[str] = set()  # rows tagged for a signal, of those shown
         self.taggable = True  # False where no signal may be sent: space tags nothing, and says why
         self.jobs: Mapping[str, int] = {}  # row -> its job's launcher PID, for the ranks of a job (process_jobs)
+        self.row_workers: Mapping[str, tuple[int, float | None]] = {}  # row -> its workers, CPU (process_workers)
         self.job_tree = True  # the ranks of a job kept together under one bracket; `f` folds it to a plain sort
         self._top = 0
 
@@ -278,11 +300,13 @@ class ProcessTable(LineView):
         filter_text: str = "",
         total: int | None = None,
         jobs: Mapping[str, int] | None = None,
+        workers: Mapping[str, tuple[int, float | None]] | None = None,
     ) -> None:
         """The rows to list; with `filter_text`, they are those it kept of `total` (all of them by default);
         `jobs`: the launcher of the rows that are ranks of one job (process_jobs)."""
         self.rows = rows
         self.jobs = {key: job for key, job in (jobs or {}).items() if key in rows}
+        self.row_workers = {key: of for key, of in (workers or {}).items() if key in rows}
         self.filter_text = filter_text
         self.total = len(rows) if total is None else total
         self.shown = shown_columns(rows)
@@ -410,6 +434,9 @@ class ProcessTable(LineView):
             visible = max(0, visible - 1)  # a line for the count of those out of view
         index = self.order.index(self.cursor) if self.cursor in self.order else 0
         self._top = min(max(0, self._top, index - visible + 1), index, max(0, len(self.order) - visible))
+        # The workers' lines only where every row and every such line fits: the rows are never pushed out for them.
+        room = self.known_height - len(lines) - len(self.order)
+        workers = self.row_workers if self.job_tree and len(self.row_workers) <= room else {}
         for position in range(self._top, min(len(self.order), self._top + visible)):
             row_key = self.order[position]
             branch = self._tree_mark(position)
@@ -434,6 +461,8 @@ class ProcessTable(LineView):
                     text = TAG_MARK + text[1:]
                 line.append((text, style))
             lines.append(line)
+            if row_key in workers:  # under the PID, as a child process is
+                lines.append([(fit(WORKERS_INDENT + workers_text(*workers[row_key]), width, False), LABEL)])
         if not self.order:
             lines.append([("no processes match the filter", LABEL)])
         elif len(self.order) > visible:
