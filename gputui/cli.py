@@ -49,7 +49,27 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"gputui.commands.{name}")
         module.register(sub)
+    shared = {action.dest for action in parser._actions}
+    for command in sub.choices.values():
+        for action in command._actions:
+            if action.dest in shared and action.option_strings:
+                # argparse lays a sub-command's defaults over what was given before it: `gputui --config F
+                # diagnose` read no config. The top-level parser's default is the one default.
+                action.default = argparse.SUPPRESS
     return parser
+
+
+def _not_taken(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str | None:
+    """An option given before the sub-command that the sub-command does not take (`gputui --interval 2
+    snapshot`): said, not silently dropped."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    taken = {action.dest for action in sub.choices[args.command]._actions}
+    for action in parser._actions:
+        if action.dest in taken or action.dest in ("help", "version") or not action.option_strings:
+            continue
+        if getattr(args, action.dest) != action.default:
+            return f"{action.option_strings[0]} is not an option of `gputui {args.command}`"
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -58,6 +78,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.demo == common.LIST_SCENARIOS:
         return common.print_scenarios()
     problem = common.source_option_problem(args)
+    if problem is None and args.command is not None:
+        problem = _not_taken(parser, args)
     if problem is not None:
         parser.error(problem)
     if args.command is None:

@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING
 
 from gputui.argtypes import (
     MAX_DEMO_GPUS,
+    MAX_INTERVAL,
+    MIN_INTERVAL,
     cpu_list,
     demo_gpu_count,
     gpu_list,
     positive_seconds,
+    sample_interval,
     usage_errors,
 )
 from gputui.diagnostics.findings import Severity
@@ -221,6 +224,21 @@ def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+DEFAULT_INTERVAL_S = 1.0
+
+
+def add_interval_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """`--interval S`, one type for every command that samples (argtypes.sample_interval); unset it is None, and
+    `interval_of` gives the command's default."""
+    within = f"{MIN_INTERVAL:g} to {MAX_INTERVAL:g}"
+    parser.add_argument("--interval", type=sample_interval, default=None, metavar="S", help=f"{help}; {within}")
+
+
+def interval_of(args: argparse.Namespace, default: float = DEFAULT_INTERVAL_S) -> float:
+    """The seconds between readings `--interval` asks for, else `default`."""
+    return default if args.interval is None else float(args.interval)
+
+
 def add_monitor_options(parser: argparse.ArgumentParser) -> None:
     add_source_options(parser)
     add_prometheus_options(parser)
@@ -237,13 +255,7 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="if the NVIDIA driver cannot be read, run on the simulated machine and say why",
     )
-    parser.add_argument(
-        "--interval",
-        type=positive_seconds,
-        default=None,
-        metavar="S",
-        help="seconds between samples (default 1; 2 with --remote, where each scrape costs more)",
-    )
+    add_interval_option(parser, "seconds between samples (default 1; 2 with --remote, where each scrape costs more)")
     parser.add_argument(
         "--readonly",
         action="store_true",

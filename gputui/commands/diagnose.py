@@ -19,12 +19,11 @@ import math
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputui.argtypes import positive_seconds
 from gputui.commands import common
-from gputui.commands.config_options import add_price_options, config_of
+from gputui.commands.config_options import add_config_option, add_price_options, config_of
 from gputui.commands.diagnose_fleet import DEFAULT_SINCE_S, MAX_STEPS, MIN_STEP_S
 from gputui.config import ConfigError
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Account, Accountant, Price, account_lines, account_to_dict
@@ -82,20 +81,14 @@ def register(sub: Any) -> None:
         metavar="N",
         help=f"how long to sample (default {DEFAULT_SECONDS:g}); findings need a few seconds to confirm",
     )
-    parser.add_argument("--interval", type=positive_seconds, default=1.0, metavar="S", help="seconds between samples")
+    common.add_interval_option(parser, f"seconds between samples (default {common.DEFAULT_INTERVAL_S:g})")
     parser.add_argument(
         "--json",
         action="store_true",
         help="print JSON: {schema, system, verdict, findings, account}; with --prometheus {schema, nodes, findings}",
     )
     parser.add_argument("--lang", choices=LANGS, default=None, help="language of titles and advice (default: locale)")
-    parser.add_argument(
-        "--config",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="config file: thresholds, [cost], [stacks] (default ~/.config/gputui/config.toml)",
-    )
+    add_config_option(parser)
     parser.add_argument(
         "--no-stacks",
         action="store_true",
@@ -128,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         return diagnose_fleet.run(args, config.diagnostics, lang)
     options = SessionOptions(
         source=common.source_choice(args, simulated_time=True),  # the simulated machine's N seconds pass at once
-        interval_s=args.interval,
+        interval_s=common.interval_of(args),
         record=record_target(args),
         stacks=not args.no_stacks and config.stacks.enabled,
         lang=lang,

@@ -249,7 +249,7 @@ def test_live_source_reads_torch_cuda_and_checks_it(
     source = LiveLike()
     monkeypatch.setattr(builder, "open_source", lambda choice: (source, source.open(), None))
     monkeypatch.setattr(torch_probe, "torch_cuda_version", lambda: "13.0")
-    code, data = diagnose_json(capsys, "--seconds", "0.02", "--interval", "0.01")
+    code, data = diagnose_json(capsys, "--seconds", "0.5", "--interval", "0.25")
     assert code == 4
     assert [(f["rule"], f["severity"]) for f in data["findings"]] == [("cuda_mismatch", "critical")]  # type: ignore[attr-defined]
     assert data["system"]["torch_cuda_version"] == "13.0"  # type: ignore[index]
