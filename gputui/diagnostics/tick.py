@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gputui.diagnostics.engine import Pending
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
@@ -15,9 +16,10 @@ from gputui.model import Snapshot
 
 @dataclass(frozen=True, slots=True)
 class Tick:
-    """One reading, the verdict, and the findings open (and recently closed) after it."""
+    """One reading, the verdict, the findings open (and recently closed) after it, and those about to open."""
 
     snapshot: Snapshot
     active: tuple[Finding, ...] = ()
     closed: tuple[Finding, ...] = ()
     verdict: Verdict | None = None
+    pending: tuple[Pending, ...] = ()  # conditions seen, not held long enough yet to open (DiagnosticsState)

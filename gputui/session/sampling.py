@@ -56,7 +56,13 @@ class Sampler:
             tick = Tick(snapshot=snapshot)
         else:
             state = self._diagnose(snapshot)
-            tick = Tick(snapshot=snapshot, active=state.active, closed=state.closed, verdict=state.verdict)
+            tick = Tick(
+                snapshot=snapshot,
+                active=state.active,
+                closed=state.closed,
+                verdict=state.verdict,
+                pending=state.pending,
+            )
         if self.stacks is not None:
             self.stacks.consider(tick)
         for sink in self._sinks:
