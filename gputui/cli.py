@@ -2,7 +2,8 @@
 
 Exit codes (also in `--help` and the README): 0 ok; 1 warnings found (`diagnose`); 2 usage error;
 3 no NVIDIA driver or GPU could be read (with the reason); 4 critical findings (`diagnose`), a FAULTY GPU (`probe`);
-5 a probe could not run; `run` exits with its command's status (EPILOG below).
+5 a probe could not run; 6 not known, the verdict never had its readings (`diagnose`); `run` exits with its
+command's status (EPILOG below).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ EPILOG = """exit codes:
   3  no NVIDIA driver or GPU could be read (the reason is printed; try --demo)
   4  critical findings (diagnose); a FAULTY GPU (probe)
   5  a probe could not run (probe)
+  6  not known: the verdict never had the readings it needs (diagnose; whatever --fail-on says)
   run: the command's own exit status (128+N where signal N ended it); 126 it cannot be run, 127 not found
 """
 

@@ -34,16 +34,21 @@ EXIT_WARNINGS = 1
 EXIT_USAGE = 2
 EXIT_NO_DRIVER = 3
 EXIT_CRITICAL = 4
+EXIT_NOT_KNOWN = 6  # 5 is probe's "could not run"
+
+# `--fail-on`: the severities a health check may fail on (info never does).
+FAIL_ON = {severity.label: severity for severity in (Severity.WARNING, Severity.CRITICAL)}
 
 
-def exit_code(severities: Iterable[Severity]) -> int:
-    """A health check's exit code from the worst finding: 4 critical, 1 warnings, 0 nothing above info."""
-    worst = max(severities, default=None)
+def exit_code(severities: Iterable[Severity], *, fail_on: Severity = Severity.WARNING, known: bool = True) -> int:
+    """A health check's exit code from the worst finding at `fail_on` or above: 4 critical, 1 warnings; without
+    one, 0 where the verdict is known and EXIT_NOT_KNOWN where it is not (no script is told "healthy" blind)."""
+    worst = max((s for s in severities if s >= fail_on), default=None)
     if worst == Severity.CRITICAL:
         return EXIT_CRITICAL
     if worst == Severity.WARNING:
         return EXIT_WARNINGS
-    return EXIT_OK
+    return EXIT_OK if known else EXIT_NOT_KNOWN
 
 
 def usage_error(message: object) -> int:
