@@ -84,7 +84,8 @@ def register(sub: Any) -> None:
         type=positive_seconds,
         default=DEFAULT_SECONDS,
         metavar="N",
-        help=f"how long to sample (default {DEFAULT_SECONDS:g}); findings need a few seconds to confirm",
+        help=f"how long to sample once the verdict has its readings (default {DEFAULT_SECONDS:g}); half the "
+        "verdict's window (5 s by default) is collected first, and findings need a few seconds to confirm",
     )
     common.add_interval_option(parser, f"seconds between samples (default {common.DEFAULT_INTERVAL_S:g})")
     parser.add_argument(
