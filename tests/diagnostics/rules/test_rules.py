@@ -360,7 +360,8 @@ def test_starvation_cpu_names_data_loading_in_the_main_process() -> None:
 def test_starvation_cpu_names_too_few_workers_when_they_are_all_busy_and_cpus_spare() -> None:
     [hit] = run(starvation_cpu, series(10, lambda i: _noisy_loader(i, children=2, workers_cpu=190.0, main=20.0)))
     assert hit.variant == "workers" and evidence(hit)["worker_cpu"] == 95.0
-    assert hit.params["suggest"] == "8"  # 2 + the 6 whole CPUs spare of 8 (15% busy)
+    # 2 + the 6 whole CPUs spare of 8 (15% busy), up to the 7 workers that fit beside the main process
+    assert hit.params["suggest"] == "7"
     relaxed = series(10, lambda i: _noisy_loader(i, children=2, workers_cpu=60.0, main=20.0))
     assert run(starvation_cpu, relaxed) == []
 
