@@ -31,6 +31,7 @@ SHARED: Texts = {
         "ev.throttled_share": "time throttled",
         "ev.sm_clock": "SM clock",
         "ev.max_sm_clock": "max SM clock",
+        "ev.clock_of_max": "SM clock, share of its max",
         "ev.slowdown_threshold": "slowdown threshold",
         "ev.clock_events": "why the driver slows the clock",
         "ev.gpu_util": "GPU utilization",
@@ -54,6 +55,7 @@ SHARED: Texts = {
         "ev.rank": "rank (RANK)",
         # -- evidence windows ----------------------------------------------------------------------------------
         "win.now": "now",
+        "win.moment": "latest reading",  # a moment beside a mean of the same reading (diagnostics/figures.py)
         "win.mean": "mean over {seconds} s",
         "win.max": "max over {seconds} s",
         "win.change": "change over {seconds} s",
@@ -117,6 +119,7 @@ SHARED: Texts = {
         "ev.throttled_share": "降频时间占比",
         "ev.sm_clock": "SM 频率",
         "ev.max_sm_clock": "最大 SM 频率",
+        "ev.clock_of_max": "SM 频率占最大值",
         "ev.slowdown_threshold": "降频温度阈值",
         "ev.clock_events": "驱动降频的原因",
         "ev.gpu_util": "GPU 利用率",
@@ -138,6 +141,7 @@ SHARED: Texts = {
         "ev.stack_frame": "位置（采样最多的栈帧）",
         "ev.rank": "rank（RANK）",
         "win.now": "当前",
+        "win.moment": "最新读数",
         "win.mean": "{seconds} 秒平均",
         "win.max": "{seconds} 秒最大",
         "win.change": "{seconds} 秒内变化",

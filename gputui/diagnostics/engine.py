@@ -16,10 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gputui.diagnostics.catalog import localize, text
+from gputui.diagnostics.figures import Figures, gpu_figures
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.instances import expand, has_instances, instance_name, instance_of, split
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.diagnostics.rules.cpus import workers_that_fit
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
 from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.verdict import Verdict, VerdictTracker, classify
@@ -46,13 +48,15 @@ class Pending:
 
 @dataclass(frozen=True, slots=True)
 class DiagnosticsState:
-    """What the views show: the verdict, open findings worst first, recently closed ones newest first, and the
-    conditions not yet held long enough to open (soonest first)."""
+    """What the views show: the verdict, open findings worst first, recently closed ones newest first, the
+    conditions not yet held long enough to open (soonest first), and the figures of this tick that they state
+    (diagnostics/figures.py)."""
 
     active: tuple[Finding, ...] = ()
     closed: tuple[Finding, ...] = ()
     verdict: Verdict | None = None
     pending: tuple[Pending, ...] = ()
+    figures: Figures | None = None
 
     @property
     def worst(self) -> Severity | None:
@@ -149,7 +153,11 @@ class DiagnosticsEngine:
         closed = heapq.merge(kept, self._closed, key=lambda f: -(f.ended_at or f.started_at))
         verdict = self._verdict.update(classify(units, active, th, self.lang), now)
         pending = sorted((self._pending(track, now) for track in self._waiting()), key=lambda p: p.opens_in_s)
-        return DiagnosticsState(active=tuple(active), closed=tuple(closed), verdict=verdict, pending=tuple(pending))
+        # The figures every view states, over the verdict's window: those the rules and classify() read above.
+        figures = Figures(units.span_s, gpu_figures(units), workers_that_fit(window, th))
+        return DiagnosticsState(
+            active=tuple(active), closed=tuple(closed), verdict=verdict, pending=tuple(pending), figures=figures
+        )
 
     def _waiting(self) -> list[_Track]:
         """The tracks above info whose finding has not opened yet."""
@@ -255,7 +263,7 @@ def _named(hit: Hit, units: Window) -> Hit:
 
 
 def _at_worst(evidence: Evidence) -> Evidence:
-    return dataclasses.replace(evidence, window="worst") if evidence.window == "now" else evidence
+    return dataclasses.replace(evidence, window="worst") if evidence.window in ("now", "moment") else evidence
 
 
 def _worse(old: float | None, new: float | None, higher_is_worse: bool) -> float | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputui.diagnostics.engine import Pending
+from gputui.diagnostics.figures import Figures
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
@@ -16,10 +17,12 @@ from gputui.model import Snapshot
 
 @dataclass(frozen=True, slots=True)
 class Tick:
-    """One reading, the verdict, the findings open (and recently closed) after it, and those about to open."""
+    """One reading, the verdict, the findings open (and recently closed) after it, those about to open, and the
+    figures they state."""
 
     snapshot: Snapshot
     active: tuple[Finding, ...] = ()
     closed: tuple[Finding, ...] = ()
     verdict: Verdict | None = None
     pending: tuple[Pending, ...] = ()  # conditions seen, not held long enough yet to open (DiagnosticsState)
+    figures: Figures | None = None

@@ -58,7 +58,12 @@ class ReplaySampler:
                 self.source.pause()  # the end: playback stops there rather than idling on the last tick
         assert current is not None  # advance() always hands over at least the first tick
         return Tick(
-            snapshot=current, active=state.active, closed=state.closed, verdict=state.verdict, pending=state.pending
+            snapshot=current,
+            active=state.active,
+            closed=state.closed,
+            verdict=state.verdict,
+            pending=state.pending,
+            figures=state.figures,
         )
 
     def drain(self) -> tuple[bool, list[Snapshot]]:

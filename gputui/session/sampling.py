@@ -62,6 +62,7 @@ class Sampler:
                 closed=state.closed,
                 verdict=state.verdict,
                 pending=state.pending,
+                figures=state.figures,
             )
         if self.stacks is not None:
             self.stacks.consider(tick)

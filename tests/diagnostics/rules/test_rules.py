@@ -176,6 +176,7 @@ def test_hw_slowdown_alone_and_held_says_the_cause_is_not_reported_and_gives_wha
         "slowdown_threshold": 89,
         "power": 250.0,
         "power_limit": 700.0,
+        "clock_of_max": 50.0,
         "sm_clock": 990,
         "max_sm_clock": 1980,
         "clock_events": "hw_slowdown (0x8)",
