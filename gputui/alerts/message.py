@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from gputui.diagnostics.findings import Finding, finding_to_dict
 from gputui.diagnostics.verdict import Verdict
+from gputui.formatting import fmt_ranges
 
 AlertState = Literal["open", "closed"]
 HIDDEN = "…"
@@ -39,8 +40,9 @@ def alert_message(
 
 def slack_text(message: dict[str, Any]) -> str:
     """One line: '[gpu01] OPEN critical thermal (GPU 0): GPU 0 is throttling on heat'."""
-    gpus = ",".join(str(g) for g in message["gpus"])
-    where = f" (GPU {gpus})" if gpus else ""
+    gpus = message["gpus"]
+    # The GPU list as the verdict, the findings and the fleet view write it: "GPUs 0-3", not "GPU 0,1,2,3".
+    where = f" ({'GPU' if len(gpus) == 1 else 'GPUs'} {fmt_ranges(gpus)})" if gpus else ""
     sim = " SIMULATED" if message.get("simulated") else ""
     line = f"[{message['host']}]{sim} {message['state'].upper()} {message['severity']} {message['rule']}{where}: "
     return slack_escape(" ".join((line + message["title"]).split()))
