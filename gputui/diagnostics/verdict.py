@@ -414,12 +414,17 @@ def _variant_key(key: str, variant: str) -> str:
     return f"{key}.{variant}" if variant and has_text(f"{key}.{variant}") else key
 
 
+def gpu_list(gpus: Sequence[int], lang: str = "en") -> str:
+    """'GPU 1', 'GPUs 0-3,6': a list of GPUs as the verdict, the fleet view and the alerts all write it."""
+    return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=fmt_ranges(gpus))
+
+
 def _gpus_text(w: Window, gpus: tuple[int, ...], everyone: tuple[int, ...], lang: str) -> str:
     whole = tuple(i for i in gpus if instance_of(i) is None)
     if len(whole) == len(gpus):
         if len(gpus) > 1 and set(gpus) == set(everyone):
             return text("verdict.gpus.all", lang, count=len(gpus))
-        return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=fmt_ranges(gpus))
+        return gpu_list(gpus, lang)
     # MIG instances by name, each apart ("GPU 0 / 3g.40gb (GI 2)"), but a GPU all of whose instances are alike is
     # named once, so eight split GPUs read as one phrase and not sixteen.
     samples = {g.index: g for g in w.latest.gpus}

@@ -508,3 +508,9 @@ def test_the_clock_figures_on_one_fleet_screen_each_name_their_window() -> None:
     assert re.search(r", SM clock \d+% below the median, mean over 40 s \(heat\)$", straggler.title), straggler.title
     thermal = plain(block_lines(states[1], 120, 1040.0, MARKS, "sim-thermal")).splitlines()
     assert re.search(r"Throttled GPU 1 \d+% of the clock lost, mean over 10 s \(heat\)", thermal[1]), thermal[1]
+
+
+def test_a_blocks_findings_name_their_gpus_as_the_verdict_does() -> None:
+    """One vocabulary (issue 38): a row on four GPUs read `GPU 0-3` in a block under a verdict that says `GPUs 0-3`."""
+    hot = [replace(FINDINGS[1], gpus=(g,)) for g in range(4)]
+    assert plain([findings_line(hot, 120)]) == "   CRIT thermal_throttle GPUs 0-3"
