@@ -43,14 +43,31 @@ class Window(Protocol):
     def shared(self, name: str, compute: Callable[[], T]) -> T: ...
 
 
-# Throttle causes by their clock event bits (model.py names nvidia-ml-py's nvmlClocksEventReason* bits), each with
-# the cumulative violation counter that measures it more finely than the bits read at each tick.
-THROTTLE_CAUSES: Mapping[str, tuple[int, Callable[[GpuSample], int | None]]] = {
-    "thermal": (
+@dataclass(frozen=True, slots=True)
+class ThrottleCause:
+    """A cause of throttling by its clock event bits (model.py names nvidia-ml-py's nvmlClocksEventReason* bits):
+    set in a reading with none of `without` beside it; `counter`, the cumulative violation counter that measures it
+    more finely than the bits read at each tick, where the driver has one."""
+
+    bits: int
+    without: int = 0
+    counter: Callable[[GpuSample], int | None] | None = None
+
+    def in_reading(self, mask: int | None) -> bool:
+        return mask is not None and bool(mask & self.bits) and not mask & self.without
+
+
+_HW_CAUSE = encode_clock_event_reasons(("hw_thermal_slowdown", "hw_power_brake"))
+# The causes the throttle findings and the verdict name. HW slowdown counts alone only: with HW thermal slowdown
+# or the power brake beside it, the driver named the cause (nvml.h), and that cause's share holds it.
+THROTTLE_CAUSES: Mapping[str, ThrottleCause] = {
+    "thermal": ThrottleCause(
         encode_clock_event_reasons(("sw_thermal_slowdown", "hw_thermal_slowdown")),
-        lambda s: s.thermal_violation_ns,
+        counter=lambda s: s.thermal_violation_ns,
     ),
-    "power_cap": (encode_clock_event_reasons(("sw_power_cap",)), lambda s: s.power_violation_ns),
+    "power_cap": ThrottleCause(encode_clock_event_reasons(("sw_power_cap",)), counter=lambda s: s.power_violation_ns),
+    "hw_slowdown": ThrottleCause(encode_clock_event_reasons(("hw_slowdown",)), without=_HW_CAUSE),
+    "power_brake": ThrottleCause(encode_clock_event_reasons(("hw_power_brake",))),
 }
 
 
@@ -66,7 +83,7 @@ class GpuFigures:
     sm_active_pct: float | None
     tensor_active_pct: float | None
     dram_bw_pct: float | None
-    throttled_pct: Mapping[str, float]  # % of the window throttled, by cause (THROTTLE_CAUSES)
+    throttled_pct: Mapping[str, float]  # % of the window throttled, by cause (THROTTLE_CAUSES' names)
 
     @property
     def clock_lost_pct(self) -> float | None:
@@ -117,16 +134,16 @@ def _of(w: Window, index: int) -> GpuFigures:
         sm_active_pct=w.mean(index, "sm_active_pct"),
         tensor_active_pct=w.mean(index, "tensor_active_pct"),
         dram_bw_pct=w.mean(index, "dram_bw_pct"),
-        throttled_pct={cause: throttled_pct(series, *how) for cause, how in THROTTLE_CAUSES.items()} if series else {},
+        throttled_pct={name: throttled_pct(series, cause) for name, cause in THROTTLE_CAUSES.items()} if series else {},
     )
 
 
-def throttled_pct(series: list[GpuSample], bits: int, counter: Callable[[GpuSample], int | None]) -> float:
-    """% of the window throttled: from the cumulative violation counter when reported, else from the bits."""
+def throttled_pct(series: list[GpuSample], cause: ThrottleCause) -> float:
+    """% of the window throttled by `cause`: from its cumulative violation counter when reported, else from the
+    share of readings with its bits set."""
     first, last = series[0], series[-1]
-    start, end = counter(first), counter(last)
+    start, end = (None, None) if cause.counter is None else (cause.counter(first), cause.counter(last))
     span_ns = (last.timestamp - first.timestamp) * 1e9
     if start is not None and end is not None and span_ns > 0:
         return max(0.0, min(100.0, (end - start) / span_ns * 100.0))
-    mask = [g.clock_event_reasons_mask for g in series]
-    return 100.0 * sum(1 for m in mask if m is not None and m & bits) / len(series)
+    return 100.0 * sum(1 for g in series if cause.in_reading(g.clock_event_reasons_mask)) / len(series)

@@ -68,9 +68,8 @@ def hw_slowdown(w: Window, th: Thresholds) -> Iterator[Hit]:
     for g in w.gpus():
         if not _cause_unsaid(g):
             continue
-        series = w.series(g.index)
-        share = sum(1 for sample in series if _cause_unsaid(sample)) / len(series)
-        if share < th.sustained_share:
+        share = figures_of(w, g.index).throttled_pct["hw_slowdown"]
+        if share < 100.0 * th.sustained_share:
             continue
         yield _held_down(
             g,
@@ -79,7 +78,7 @@ def hw_slowdown(w: Window, th: Thresholds) -> Iterator[Hit]:
             ev("power_limit", g.power_limit_w, "W"),
             *clock_evidence(w, g),
             ev("clock_events", clock_events(g)),
-            ev("throttled_share", round(100.0 * share, 1), "%", "share"),
+            ev("throttled_share", round(share, 1), "%", "share"),
         )
 
 
