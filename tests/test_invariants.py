@@ -41,7 +41,7 @@ import io
 import re
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -50,14 +50,18 @@ from gputui.cli import main
 from gputui.commands import diagnose
 from gputui.config import Config
 from gputui.diagnostics.account import MAX_GAP_INTERVALS
+from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.groups import group_findings, sort_groups
 from gputui.diagnostics.tick import Tick
+from gputui.diagnostics.verdict import Verdict
+from gputui.formatting import fmt_ranges
 from gputui.session.builder import SessionOptions, open_session
 from gputui.session.loop import SamplingLoop
 from gputui.session.source_choice import SourceChoice
 from gputui.sources.sim.scenarios import BY_NAME, SCENARIO_TABLE, TOUR
 from gputui.sources.sim.source import TOUR_SEGMENT_S
 from tests.invariants import (
+    HEALTHY,
     LANG,
     Moment,
     SpanLog,
@@ -73,6 +77,7 @@ SECONDS = 60  # past every scenario's phases: heating, the warm-up, findings tha
 SHORT_DIAGNOSE_S = 3  # shorter than the warm-up: the issue's `diagnose --seconds 3`
 INTERVAL_S = 1.0
 KINDS_SHOWN = 6  # kinds of violation quoted per invariant in a failure (the first of each); the rest are counted
+MAX_CLOCK = Evidence("max SM clock", 1980, "MHz", "", "max_sm_clock")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,3 +192,79 @@ def test_every_view_agrees_on_every_tick(case: Case, capsys: pytest.CaptureFixtu
         if messages
     ]
     assert not report, f"{case.name}, {case.seconds + 1} ticks:\n" + "\n".join(report)
+
+
+# -- the checks themselves: each catches the issue's example, and passes the same views once they agree ------------
+
+
+@pytest.fixture(scope="module")
+def calm() -> Moment:
+    """The tenth second of four busy GPUs with nothing wrong: the views a check is handed, before a test changes
+    one of them."""
+    *_, last = moments(Case("healthy", 4, "h100", 10))
+    return last
+
+
+def _verdict(moment: Moment) -> Verdict:
+    assert moment.tick.verdict is not None
+    return moment.tick.verdict
+
+
+def _throttled(clock_of_max: float, sentence: str) -> Verdict:
+    evidence = (Evidence("SM clock, share of its max", clock_of_max, "%", "mean over 10 s", "clock_of_max"),)
+    return Verdict("throttled", "Throttled", (1,), sentence, f"Throttled: {sentence}", evidence)
+
+
+def _finding(rule: str, *evidence: Evidence, advice: str = "", gpus: tuple[int, ...] = (1,)) -> Finding:
+    return Finding(rule, Severity.CRITICAL, f"GPU {fmt_ranges(gpus)}: {rule}", advice, gpus, evidence=evidence)
+
+
+def _with(moment: Moment, verdict: Verdict | None, *active: Finding, printed: str | None = None) -> Moment:
+    tick = replace(moment.tick, verdict=verdict, active=active, closed=())
+    return replace(moment, tick=tick, printed=moment.printed if printed is None else printed)
+
+
+def test_the_clock_check_compares_a_finding_in_mhz_now_with_the_verdicts_mean(calm: Moment) -> None:
+    now = _finding("thermal_throttle", Evidence("SM clock", 1561, "MHz", "now", "sm_clock"), MAX_CLOCK)
+    mean = _finding("thermal_throttle", Evidence("SM clock, share", 93.7, "%", "mean over 10 s", "clock_of_max"))
+    verdict = _throttled(93.7, "6% of the clock lost on GPU 1 (heat)")
+    [message] = check_figures(_with(calm, verdict, now))
+    assert "'6% of the clock lost on GPU 1 (heat)'" in message and "78.8% of max (now), 21% lost" in message
+    assert list(check_figures(_with(calm, verdict, mean, now))) == []
+
+
+def test_the_verdicts_sentence_must_say_the_figure_its_evidence_holds(calm: Moment) -> None:
+    [message] = check_figures(_with(calm, _throttled(93.7, "21% of the clock lost on GPU 1 (heat)")))
+    assert "says 21% for lost" in message
+
+
+def test_healthy_is_caught_under_not_known_yet_and_beside_an_open_finding(calm: Moment) -> None:
+    unknown = replace(_verdict(calm), cls="unknown", line="Not known yet: collecting readings")
+    assert list(check_health(calm, SpanLog())) == []
+    [before_warm_up] = check_health(_with(calm, unknown, printed=HEALTHY), SpanLog())
+    assert "before the warm-up ended" in before_warm_up
+    messages = list(check_health(_with(calm, calm.tick.verdict, _finding("ecc_errors"), printed=HEALTHY), SpanLog()))
+    assert any("beside an open finding" in m for m in messages)
+
+
+def test_a_tick_billed_to_another_class_than_the_verdicts_is_caught(calm: Moment) -> None:
+    assert list(check_account(calm, SpanLog())) == []
+    throttled = _throttled(93.7, "6% of the clock lost on GPU 1 (heat)")
+    gpu_bound = replace(_verdict(calm), gpus=(0, 2, 3))
+    verdict = replace(_verdict(calm), cls="mixed", groups=(throttled, gpu_bound))
+    messages = list(check_account(_with(calm, verdict), SpanLog()))
+    assert len(messages) == 1 and "GPU 1 billed gpu_bound" in messages[0] and "says throttled" in messages[0]
+
+
+def test_gpu_lists_must_read_as_fmt_ranges_writes_them(calm: Moment) -> None:
+    assert list(check_gpu_lists(calm, ["GPUs 0,2-3: thermal throttling"])) == []
+    [message] = check_gpu_lists(calm, ["GPUs 0, 2, 3: thermal throttling"])
+    assert "'0,2-3'" in message
+
+
+def test_two_numbers_for_num_workers_are_caught(calm: Moment) -> None:
+    quota = _finding("cpu_throttled", advice="use fewer data-loader workers: num_workers <= 7.", gpus=())
+    workers = _finding("workers_oversubscribed", advice="num_workers by the quota instead: about 1 per job here")
+    [message] = check_advice(_with(calm, calm.tick.verdict, quota, workers))
+    assert "advises 7" in message and "advises 1" in message
+    assert list(check_advice(_with(calm, calm.tick.verdict, quota))) == []
