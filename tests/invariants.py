@@ -52,6 +52,8 @@ SENTENCE_FIGURES: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
 )
 # A list of GPUs as a sentence or a title writes it: "GPU 1", "GPUs 0,2-3" (and never "GPUs 0, 2, 3").
 GPU_LIST = re.compile(r"\bGPUs? (\d+(?:\s*(?:,|-|and)\s*\d+)*)")
+# Words left out of a line ("…"), and the count that must say how many: "… (+2 more)", "+2 more".
+ELLIPSIS = re.compile(r"…(?!\s*\(?\+?\d+ more)")
 # The numbers advice gives for one knob, by knob.
 KNOBS: Mapping[str, tuple[re.Pattern[str], ...]] = {
     "num_workers": (
@@ -276,7 +278,7 @@ def _sentence_figures(m: Moment, part: Verdict) -> Iterator[str]:
                         )
 
 
-# -- 2. never healthy when it does not know ---------------------------------------------------------------------------
+# -- 2. never healthy when it does not know -------------------------------------------------------------------------
 
 
 def check_health(m: Moment, log: SpanLog) -> Iterator[str]:
@@ -437,7 +439,7 @@ def _seconds_text(seconds: Mapping[str, float]) -> str:
     return ", ".join(f"{cls} {s:g}s" for cls, s in seconds.items())
 
 
-# -- 4. GPU lists, and 5. advice ------------------------------------------------------------------------------------
+# -- 4. GPU lists, 5. advice, 6. what is left out -------------------------------------------------------------------
 
 
 def check_gpu_lists(m: Moment, titles: Iterable[str]) -> Iterator[str]:
@@ -482,3 +484,10 @@ def check_advice(m: Moment) -> Iterator[str]:
 def _around(advice: str, word: str) -> str:
     at = advice.find(word)
     return advice[max(0, at - 20) : at + 60] if at >= 0 else advice[:80]
+
+
+def check_hidden(m: Moment) -> Iterator[str]:
+    """Nothing `diagnose` prints is left out without a count: "…" says how many it stands for."""
+    for line in m.printed.splitlines():
+        if ELLIPSIS.search(line):
+            yield f"{m.where('hidden')} {line.strip()[:200]!r} leaves out some without saying how many"

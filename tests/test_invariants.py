@@ -27,6 +27,7 @@ as `diagnose` feeds it. It fails on any of (the checks are in tests/invariants.p
 4. gpu lists: a GPU list in the verdict's sentences or a finding's (or a row's) title is not written as
    fmt_ranges writes it ("GPUs 0,2-3", never "GPUs 0, 2, 3").
 5. advice: two open findings give two numbers for one knob (num_workers <= 7 beside "about 1 per job here").
+6. hidden: a line `diagnose` prints leaves something out ("…") without saying how many.
 
 What is not here, and why: the TUI's half (the pane's "nothing slows the GPUs", what leaves the screen at 80x24
 and 120x40 without a count, keys in hints and the footer missing from `?`) needs the app and lives with the TUI's
@@ -71,6 +72,7 @@ from tests.invariants import (
     check_figures,
     check_gpu_lists,
     check_health,
+    check_hidden,
 )
 
 SECONDS = 60  # past every scenario's phases: heating, the warm-up, findings that open and close
@@ -150,6 +152,7 @@ def violations(case: Case) -> dict[str, list[str]]:
             ("account", check_account(moment, bills)),
             ("gpu lists", check_gpu_lists(moment, titles)),
             ("advice", check_advice(moment)),
+            ("hidden", check_hidden(moment)),
         ):
             found[invariant] += messages
     return found
@@ -182,7 +185,7 @@ def english_without_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 @pytest.mark.usefixtures("english_without_config")
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.scenario}-{c.gpus}x{c.board}")
 def test_every_view_agrees_on_every_tick(case: Case, capsys: pytest.CaptureFixture[str]) -> None:
-    """The five invariants of this module's docstring, on every tick of the case; every violation is counted, and
+    """The six invariants of this module's docstring, on every tick of the case; every violation is counted, and
     the first few of each invariant are quoted with their tick and the two texts that disagree."""
     found = violations(case)
     found["health"] += short_diagnose(case, capsys)
@@ -194,7 +197,7 @@ def test_every_view_agrees_on_every_tick(case: Case, capsys: pytest.CaptureFixtu
     assert not report, f"{case.name}, {case.seconds + 1} ticks:\n" + "\n".join(report)
 
 
-# -- the checks themselves: each catches the issue's example, and passes the same views once they agree ------------
+# -- the checks themselves: each catches the issue's example, and passes the same views once they agree -------------
 
 
 @pytest.fixture(scope="module")
@@ -260,6 +263,14 @@ def test_gpu_lists_must_read_as_fmt_ranges_writes_them(calm: Moment) -> None:
     assert list(check_gpu_lists(calm, ["GPUs 0,2-3: thermal throttling"])) == []
     [message] = check_gpu_lists(calm, ["GPUs 0, 2, 3: thermal throttling"])
     assert "'0,2-3'" in message
+
+
+def test_what_is_left_out_is_counted(calm: Moment) -> None:
+    row = "      process: python3 (34428), python3 (34429), python3 (34430), …"
+    [message] = check_hidden(replace(calm, printed=row))
+    assert "python3 (34430), …" in message
+    assert list(check_hidden(replace(calm, printed=row.replace("…", "… (+1 more)")))) == []
+    assert list(check_hidden(calm)) == []
 
 
 def test_two_numbers_for_num_workers_are_caught(calm: Moment) -> None:
