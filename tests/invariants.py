@@ -1,5 +1,5 @@
-"""The checks of tests/test_invariants.py: each takes what one tick of a headless session showed (a `Moment`) and
-returns what it found wrong, in words that name the tick and the two texts that disagree.
+"""The checks of tests/test_gputui_invariants.py: each takes what one tick of a headless session showed (a
+`Moment`) and returns what it found wrong, in words that name the tick and the two texts that disagree.
 
 They read the views' own outputs (the verdict, the findings, the text `gputui diagnose` prints, the account) and take
 from the code only its vocabulary (the classes and their order, which rule argues for which class, who holds a GPU),

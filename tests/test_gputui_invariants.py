@@ -150,6 +150,7 @@ def moments(case: Case) -> Iterator[Moment]:
 
 
 def violations(case: Case) -> dict[str, list[str]]:
+    """What each check found wrong over the case's ticks, by invariant, in tick order."""
     found: dict[str, list[str]] = defaultdict(list)
     health, bills = SpanLog(), SpanLog()
     for moment in moments(case):
