@@ -202,6 +202,7 @@ RULES: tuple[Rule, ...] = (
 
 TEXTS: Texts = {
     "en": {
+        "ev.workers": "data-loader workers",
         "cpu_throttled.title": "CPU quota of {quota} CPUs ran out in {pct} of periods",
         "cpu_throttled.advice": (
             "The kernel stops every thread of this container until the next period once its CPU quota is "
@@ -264,6 +265,7 @@ TEXTS: Texts = {
         "ev.psi_memory": "time tasks waited for memory",
     },
     "zh": {
+        "ev.workers": "数据加载 worker 数",
         "cpu_throttled.title": "{quota} 核的 CPU 配额在 {pct} 的周期内被用完",
         "cpu_throttled.advice": (
             "配额用完后，内核会让容器内所有线程停到下一个周期，数据加载因此一阵一阵地卡住。请提高配额"

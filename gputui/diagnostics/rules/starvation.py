@@ -194,7 +194,7 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
                 ev("process", f"{proc.name} ({proc.pid})" if proc else None),
                 ev("process_cpu", rounded(cpu), "%", "mean"),
                 *((ev("run_queue_wait", rounded(run_queue), "%", "mean"),) if run_queue is not None else ()),
-                ev("workers", children),
+                ev("job_workers", children),
                 *((ev("worker_cpu", rounded(per_worker), "%", "mean"),) if per_worker is not None else ()),
                 *_cpu_evidence(w, cpus),
                 *_loading_evidence(stack),
@@ -359,6 +359,7 @@ RULES: tuple[Rule, ...] = tuple(
 
 TEXTS: Texts = {
     "en": {
+        "ev.job_workers": "data-loader workers of the job",
         "starvation_cpu.title": "GPU {gpu}: starved by the CPU",
         "starvation_cpu.advice": (
             "The GPU waits while its process keeps a CPU busy ({children} data-loader workers). Load the data in "
@@ -468,6 +469,7 @@ TEXTS: Texts = {
         "ev.net_link": "link speed",
     },
     "zh": {
+        "ev.job_workers": "该任务的数据加载 worker 数",
         "starvation_cpu.title": "GPU {gpu}：被 CPU 拖慢",
         "starvation_cpu.advice": (
             "GPU 在等待，而它的进程一直占着 CPU（数据加载 worker 数：{children}）。请在 DataLoader worker 中加载数据"

@@ -194,7 +194,7 @@ def test_outside_a_container_the_evidence_has_no_empty_quota_lines() -> None:
         "gpu_util",
         "process",
         "process_cpu",
-        "workers",
+        "job_workers",
         "host_cpu",
         "cpus_usable",
         "cpus_spare",
