@@ -19,11 +19,12 @@ it and a job that changes is not told late.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gputui.diagnostics.catalog import has_text, localize, text
+from gputui.diagnostics.figures import figures_of, mean_of
 from gputui.diagnostics.findings import Evidence, Finding, Severity, instances_to_list
 from gputui.diagnostics.instances import instance_name, instance_of, split
 from gputui.diagnostics.rules import ALL_RULES
@@ -127,6 +128,19 @@ class Judgement:
     # (unit, when its main process's stacks were read) for each unit whose words say what its stacks show, or why
     # there are none: a reading that arrives (or is refused) is said on its tick, like a cause
     read: frozenset[tuple[int, float]] = frozenset()
+    # The figures its words and evidence state (each group's means, as evidence rounds them, and the window's
+    # seconds): a figure that changes renews the words on its tick, so the verdict never states another value of
+    # a figure than a finding beside it (diagnostics/figures.py)
+    stated: tuple[object, ...] = ()
+    # Its classes and their units, the findings that argue for each unit's class, and the units a finding explains:
+    # what a verdict held over a newer judgement is worded from again, with the newer window's figures.
+    parts: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    causes: Mapping[int, Sequence[Finding]] = field(default_factory=dict)
+    explained: frozenset[int] = frozenset()
+    # This instant's words and figures for another judgement's classes (None where there are no figures): a verdict
+    # held for `hold_s` keeps its classes and causes, never figures older than the findings beside it.
+    reword: Callable[[Judgement], Verdict] | None = None
+    restate: Callable[[Judgement], tuple[object, ...]] | None = None
 
 
 def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Verdict:
@@ -134,18 +148,28 @@ def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str
     return classify(window, findings, th, lang).words()
 
 
-def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Judgement:
+def classify(
+    window: Window,
+    findings: Sequence[Finding],
+    th: Thresholds,
+    lang: str = "en",
+    watched: Sequence[Finding] = (),
+) -> Judgement:
     """The verdict of this instant, before hysteresis and before words. With MIG, `window` holds each MIG GPU as
     its instances (instances.py), so each instance is judged as a GPU: by its own activity (unknown, not idle,
-    when GPM does not give it), its own findings, and those on its GPU's own readings (heat, power...)."""
+    when GPM does not give it), its own findings, and those on its GPU's own readings (heat, power...).
+
+    `watched`: conditions above info seen but not yet held long enough to open their findings (the engine's
+    pending ones, as findings not yet shown). A group that names no finding names them as watched instead of
+    saying nothing holds it back: at 89 C with the clock slowing, "nothing on this machine holds them back" would
+    be the one thing that is not known yet."""
     now = window.latest.timestamp
     span = now - window.snapshots[0].timestamp
     need = th.window_s / 2
     if any(f.rule == NVML_UNAVAILABLE for f in findings):
         return Judgement(("degraded", (), ()), lambda: unavailable_verdict(lang, now))
     if span < need:
-        seconds = max(1, math.ceil(need - span))
-        return Judgement(("unknown", (), ()), lambda: _make("unknown", (), {"seconds": seconds}, (), lang, now))
+        return _warming_up(findings, max(1, math.ceil(need - span)), len(window.latest.gpus), lang, now)
     everyone = tuple(sample.index for sample in window.latest.gpus)
     classes: dict[int, str] = {}
     causes: dict[int, list[Finding]] = {}
@@ -167,31 +191,79 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
             classes[index] = _unbound_class(window, index, util, th)
             causes[index] = open_here
     if not classes:
-        return Judgement(("unknown", (), ()), lambda: _make("unknown", (), {"seconds": 1}, (), lang, now))
+        return _warming_up(findings, 1, len(everyone), lang, now)
+    watching = {i: [f for f in watched if _concerns(f, i)] for i in everyone}
     busy = {i: c for i, c in classes.items() if c != "idle"} or classes
     order = sorted(set(busy.values()), key=RANKED.index)
     parts = tuple((cls, tuple(i for i in everyone if busy.get(i) == cls)) for cls in order)
     # The findings its words name (the causes of a class, or those noted beside GPU-bound, underused and idle): one
     # that opens or closes renews the words at once, as the class itself needs no holding to stay what it is.
-    named = frozenset((f.rule, f.variant, f.gpus) for _, gpus in parts for i in gpus for f in causes[i])
+    named = frozenset(
+        (f.rule, f.variant, f.gpus) for _, gpus in parts for i in gpus for f in (*causes[i], *watching[i])
+    )
     # The GPUs it says nothing holds back: those of a GPU-bound, underused or idle group that names no finding.
     quiet = frozenset(i for cls, gpus in parts if cls in _UNBOUND and not any(causes[g] for g in gpus) for i in gpus)
     read = _stacks_read(window, tuple(i for cls, gpus in parts if cls in _WAITING or cls == "gpu_bound" for i in gpus))
+    stated = tuple(_stated(window, gpus) for _, gpus in parts)
 
-    def group(cls: str, gpus: tuple[int, ...]) -> Verdict:
-        return _group(window, th, cls, gpus, causes, any(i in explained for i in gpus), everyone, lang)
+    units = set(everyone)
+
+    def words_of(
+        held: tuple[tuple[str, tuple[int, ...]], ...], why: Mapping[int, Sequence[Finding]], by: frozenset[int]
+    ) -> Verdict:
+        def group(cls: str, gpus: tuple[int, ...]) -> Verdict:
+            return _group(window, th, cls, gpus, why, any(i in by for i in gpus), everyone, lang, watching)
+
+        if len(held) == 1:
+            return group(*held[0])
+        groups = tuple(group(cls, gpus) for cls, gpus in held)
+        summary = text("verdict.separator", lang).join(f"{g.label} {g.short}" for g in groups)
+        shown = tuple(sorted(i for _, gpus in held for i in gpus))
+        return _make("mixed", shown, {"groups": summary}, (), lang, now, groups=groups)
+
+    def reword(held: Judgement) -> Verdict:
+        return words_of(held.parts, held.causes, held.explained)
+
+    def restate(held: Judgement) -> tuple[object, ...]:
+        if not all(i in units for _, gpus in held.parts for i in gpus):
+            return held.stated  # a GPU it names is gone: its words stay as they were
+        return tuple(_stated(window, gpus) for _, gpus in held.parts)
 
     if len(parts) == 1:
         cls, gpus = parts[0]
-        return Judgement((cls, _units_key(gpus)), lambda: group(cls, gpus), quiet, frozenset(flagged), named, read)
+        key: tuple[object, ...] = (cls, _units_key(gpus))
+    else:
+        keyed = tuple((cls, _units_key(gpus)) for cls, gpus in parts)
+        key = ("mixed", _units_key(tuple(sorted(busy))), keyed)
+    by = frozenset(explained)
+    return Judgement(
+        key,
+        lambda: words_of(parts, causes, by),
+        quiet,
+        frozenset(flagged),
+        named,
+        read,
+        stated,
+        parts=parts,
+        causes=causes,
+        explained=by,
+        reword=reword,
+        restate=restate,
+    )
 
-    def mixed() -> Verdict:
-        groups = tuple(group(cls, gpus) for cls, gpus in parts)
-        summary = text("verdict.separator", lang).join(f"{g.label} {g.short}" for g in groups)
-        return _make("mixed", tuple(sorted(busy)), {"groups": summary}, (), lang, now, groups=groups)
 
-    keyed = tuple((cls, _units_key(gpus)) for cls, gpus in parts)
-    return Judgement(("mixed", _units_key(tuple(sorted(busy))), keyed), mixed, quiet, frozenset(flagged), named, read)
+def _warming_up(findings: Sequence[Finding], seconds: int, gpus: int, lang: str, now: float) -> Judgement:
+    """`unknown` while the window is too short for a verdict; a finding above info already open (uncorrected memory
+    errors, a driver too old for the job's CUDA) is named in it, so "not known yet" never stands above a critical
+    finding as though nothing were known."""
+    opened = [f for f in findings if f.severity > Severity.INFO]
+    if not opened:
+        return Judgement(("unknown", (), ()), lambda: _make("unknown", (), {"seconds": seconds}, (), lang, now))
+    params = {"seconds": seconds, "causes": _causes(opened, gpus, lang)}
+    named = frozenset((f.rule, f.variant, f.gpus) for f in opened)
+    return Judgement(
+        ("unknown", (), ()), lambda: _make("unknown", (), params, (), lang, now, variant="open"), named=named
+    )
 
 
 def _stacks_read(w: Window, units: tuple[int, ...]) -> frozenset[tuple[int, float]]:
@@ -199,6 +271,19 @@ def _stacks_read(w: Window, units: tuple[int, ...]) -> frozenset[tuple[int, floa
     samples = {g.index: g for g in w.gpus()}
     procs = ((i, main_process(w, w.pids(samples[i]))) for i in units if i in samples)
     return frozenset((i, p.activity.taken_at) for i, p in procs if p is not None and p.activity is not None)
+
+
+def _stated(w: Window, gpus: tuple[int, ...]) -> tuple[object, ...]:
+    """A group's figures as its verdict states them (`_group`): what renews its words when it changes."""
+    mine = [figures_of(w, i) for i in gpus]
+    means = (
+        mean_of([f.busy_pct for f in mine]),
+        mean_of([f.clock_of_max_pct for f in mine]),
+        mean_of([f.sm_active_pct for f in mine]),
+        mean_of([f.tensor_active_pct for f in mine]),
+        mean_of([f.dram_bw_pct for f in mine]),
+    )
+    return (*(rounded(m) for m in means), w.span_s)
 
 
 def _units_key(units: tuple[int, ...]) -> object:
@@ -246,16 +331,19 @@ def _group(
     th: Thresholds,
     cls: str,
     gpus: tuple[int, ...],
-    causes: dict[int, list[Finding]],
+    causes: Mapping[int, Sequence[Finding]],
     explained: bool,
     everyone: tuple[int, ...],
     lang: str,
+    watching: dict[int, list[Finding]],
 ) -> Verdict:
-    util = _mean(w.mean(i, "utilization_gpu_pct") for i in gpus)
-    clock = _mean(_clock_share(w, i) for i in gpus)
-    sm = _mean(w.mean(i, "sm_active_pct") for i in gpus)
-    tensor = _mean(w.mean(i, "tensor_active_pct") for i in gpus)
-    dram = _mean(w.mean(i, "dram_bw_pct") for i in gpus)
+    # The group's figures: the means of its GPUs' (diagnostics/figures.py), which their findings state too.
+    mine = [figures_of(w, i) for i in gpus]
+    util = mean_of([f.busy_pct for f in mine])
+    clock = mean_of([f.clock_of_max_pct for f in mine])
+    sm = mean_of([f.sm_active_pct for f in mine])
+    tensor = mean_of([f.tensor_active_pct for f in mine])
+    dram = mean_of([f.dram_bw_pct for f in mine])
     own = list({id(f): f for i in gpus for f in causes.get(i, ())}.values())
     params: dict[str, object] = {
         "gpus": _gpus_text(w, gpus, everyone, lang),
@@ -266,15 +354,20 @@ def _group(
         "tensor": fmt_pct(tensor),
         "dram": fmt_pct(dram),
         "causes": _causes(own, len(gpus), lang),
+        "seconds": w.span_s,
     }
     variant = ""
+    watched = list({id(f): f for i in gpus for f in watching.get(i, ())}.values())
     if cls in _UNBOUND and own:
         # A finding explains the waiting (GPUs waiting on the busiest one), or what is open is named beside it.
         variant = "cause" if explained else "open"
+    elif cls in _UNBOUND and watched:
+        # Nothing open yet, but something seen that may hold: said as watched, never as "nothing holds them back".
+        variant, params["causes"] = "watching", _causes(watched, len(gpus), lang)
     stack = _first_stack(w, th, gpus) if cls in _WAITING or cls == "gpu_bound" else None
     if cls == "gpu_bound" and stack is not None and stack.lead != "gpu_sync":
         stack = None  # a busy GPU's verdict cites the stack where it confirms it: the step waits on the GPU
-    if cls == "underused" and not own:
+    if cls == "underused" and not own and not watched:
         variant = _unexplained(w, th, gpus, stack, params)
     if cls == "idle" and len(gpus) > 1 and set(gpus) == set(everyone):
         variant, params["count"] = f"all.{variant}" if variant else "all", len(gpus)
@@ -380,7 +473,9 @@ def _causes(findings: Sequence[Finding], gpus: int, lang: str) -> str:
 
 
 def _cause_words(finding: Finding, lang: str) -> str:
-    return text(_variant_key(f"{finding.rule}.cause", finding.variant), lang)
+    """The few words a rule has for its cause; a finding no rule made (a probe's result) by its title."""
+    key = _variant_key(f"{finding.rule}.cause", finding.variant)
+    return text(key, lang) if has_text(key) else finding.title
 
 
 def _variant_key(key: str, variant: str) -> str:
@@ -388,12 +483,17 @@ def _variant_key(key: str, variant: str) -> str:
     return f"{key}.{variant}" if variant and has_text(f"{key}.{variant}") else key
 
 
+def gpu_list(gpus: Sequence[int], lang: str = "en") -> str:
+    """'GPU 1', 'GPUs 0-3,6': a list of GPUs as the verdict, the fleet view and the alerts all write it."""
+    return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=fmt_ranges(gpus))
+
+
 def _gpus_text(w: Window, gpus: tuple[int, ...], everyone: tuple[int, ...], lang: str) -> str:
     whole = tuple(i for i in gpus if instance_of(i) is None)
     if len(whole) == len(gpus):
         if len(gpus) > 1 and set(gpus) == set(everyone):
             return text("verdict.gpus.all", lang, count=len(gpus))
-        return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=fmt_ranges(gpus))
+        return gpu_list(gpus, lang)
     # MIG instances by name, each apart ("GPU 0 / 3g.40gb (GI 2)"), but a GPU all of whose instances are alike is
     # named once, so eight split GPUs read as one phrase and not sixteen.
     samples = {g.index: g for g in w.latest.gpus}
@@ -418,19 +518,6 @@ def _one_or_some(gpus: tuple[int, ...]) -> str:
     return "one" if len(gpus) == 1 else "some"
 
 
-def _clock_share(w: Window, index: int) -> float | None:
-    info = w.info(index)
-    clock = w.mean(index, "sm_clock_mhz")
-    if clock is None or info is None or not info.max_sm_clock_mhz:
-        return None
-    return min(100.0, 100.0 * clock / info.max_sm_clock_mhz)
-
-
-def _mean(values: Iterable[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
-
-
 class VerdictTracker:
     """Holds the verdict shown, so that it and the findings agree at every moment:
 
@@ -442,22 +529,22 @@ class VerdictTracker:
       forgotten. What takes over is this instant's verdict, standing since it was first judged;
     - `unknown` gives way at once: there is nothing to flap.
 
-    While the same verdict stands its words (the means in its sentence) are renewed every `refresh_s` only: a
-    sentence that changed every tick would repaint the pane every tick, over a slow link, to say the same. The
-    causes it names are renewed at once: a finding that opens or closes beside the same class is said on its tick
-    (the findings have their own hysteresis, so this does not flap), and so is a new reading of a job's stacks
-    (what they show, or why none could be read).
+    While the same verdict stands its words are renewed only when what they say changes, and then on that tick:
+    a figure they state (diagnostics/figures.py: a finding beside it states the same one, and the two must never
+    differ), a cause they name (a finding that opens or closes beside the same class; the findings have their own
+    hysteresis, so this does not flap), or a new reading of a job's stacks (what they show, or why none could be
+    read). Words that say the same are not made again.
     """
 
-    def __init__(self, hold_s: float, refresh_s: float = 10.0) -> None:
+    def __init__(self, hold_s: float) -> None:
         self.hold_s = hold_s
-        self.refresh_s = refresh_s
         self._current: Verdict | None = None
         self._current_key: tuple[object, ...] | None = None  # the key of the judgement it was taken from
         self._quiet: frozenset[int] = frozenset()  # the units the current verdict says nothing holds back
         self._named: frozenset[Cause] = frozenset()  # the findings the current verdict's words name
         self._read: frozenset[tuple[int, float]] = frozenset()  # the stack readings its words say
-        self._worded = 0.0  # when the current verdict's words were last renewed
+        self._stated: tuple[object, ...] = ()  # the figures its words state
+        self._taken: Judgement | None = None  # the judgement the current verdict was worded from
         self._judged: tuple[tuple[object, ...], float] | None = None  # this instant's key, and since when
         self._contradicted: float | None = None  # since when the current verdict is not this instant's
 
@@ -468,10 +555,10 @@ class VerdictTracker:
         current = self._current
         if current is not None and candidate.key == self._current_key:
             self._contradicted = None
-            # `unknown` counts down each tick; a cause that opens or closes is said at once.
-            renew = candidate.named != self._named or candidate.read != self._read
-            if current.cls == "unknown" or renew or now - self._worded >= self.refresh_s:
-                return self._take(candidate, replace(candidate.words(), since=current.since), now)
+            # `unknown` counts down each tick; a figure, a cause or a reading that changes is said at once.
+            said = (self._named, self._read, self._stated)
+            if current.cls == "unknown" or (candidate.named, candidate.read, candidate.stated) != said:
+                return self._take(candidate, replace(candidate.words(), since=current.since))
             return current
         if self._contradicted is None:
             self._contradicted = now
@@ -481,13 +568,25 @@ class VerdictTracker:
             or self._quiet & candidate.flagged
             or now - self._contradicted >= self.hold_s
         ):
-            return self._take(candidate, replace(candidate.words(), since=self._judged[1]), now)
-        return current
+            return self._take(candidate, replace(candidate.words(), since=self._judged[1]))
+        return self._restated(candidate, current)
 
-    def _take(self, judged: Judgement, verdict: Verdict, now: float) -> Verdict:
+    def _restated(self, candidate: Judgement, current: Verdict) -> Verdict:
+        """The verdict held over `candidate`, its figures those of this instant's window where they moved: its
+        classes and causes stay for `hold_s`, but a figure it states is the one a finding beside it states."""
+        held, restate = self._taken, candidate.restate
+        if held is None or not held.parts or restate is None or candidate.reword is None:
+            return current
+        stated = restate(held)
+        if stated != self._stated:
+            self._current = replace(candidate.reword(held), since=current.since)
+            self._stated = stated
+        return self._current or current
+
+    def _take(self, judged: Judgement, verdict: Verdict) -> Verdict:
         """The verdict shown from now, and the key of the judgement it came from: the next judgements are compared
         with that key (a Verdict's own key names its groups, not the findings a judgement notes)."""
-        self._current, self._current_key, self._quiet, self._worded = verdict, judged.key, judged.quiet, now
-        self._named, self._read = judged.named, judged.read
+        self._current, self._current_key, self._quiet, self._taken = verdict, judged.key, judged.quiet, judged
+        self._named, self._read, self._stated = judged.named, judged.read, judged.stated
         self._contradicted = None
         return verdict

@@ -219,9 +219,9 @@ async def until(condition: Callable[[], bool], pilot: Pilot[Any]) -> None:
 
 
 # The keys a hint on screen names: the named keys, and a one-character key where a hint's grammar uses it ("d:
-# choose", "a reads", "K signals", "x cancels", "/ to change").
+# choose", "a reads", "K signals", "x cancels", "/ to change"), never a unit after a number ("89 C").
 NAMED_KEYS = re.compile(r"(?<![\w-])(up/down|enter|tab|esc|space|pgup|pgdn)(?![\w-])")
-LETTER_KEYS = re.compile(r"(?:^|[\s(])([A-Za-z?/])(?=: | on | then| reads| signals| cancels| to change|\))")
+LETTER_KEYS = re.compile(r"(?<![\w-])(?<!\d )([A-Za-z?/])(?=: | on | then| reads| signals| cancels| to change)")
 
 
 def hint_keys(text: str) -> set[str]:

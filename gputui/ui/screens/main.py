@@ -171,6 +171,13 @@ class MainScreen(LeanScreen[None]):
         self.table.styles.height = 1 if empty else "1fr"
         self.diagnostics.styles.height = max(pane, left - gpu_rows - 1) if diagnostics_shown and empty else pane
         self.gpus.redraw()
+        # Once the new heights are laid out, the lists draw at them: a part whose height changed and back again
+        # before a Resize reached it would keep drawing at the old one (its count line cut off).
+        self.call_after_refresh(self._redraw_at_new_heights)
+
+    def _redraw_at_new_heights(self) -> None:
+        for view in (self.gpus, self.table):
+            view.sync_size()
 
     def _spare_rows(self, left: int, width: int) -> int:
         """The rows the panels and the table, each whole, leave blank: where the findings may show on their own."""
@@ -186,7 +193,7 @@ class MainScreen(LeanScreen[None]):
         self.open_findings = len(tick.active)
         self.relayout()
         # Kept while hidden too: the layout weighs what the pane would need.
-        self.findings.show_findings(tick.active, tick.closed)
+        self.findings.show_findings(tick.active, tick.closed, tick.verdict, tick.pending)
         self.relayout()
 
     def show_processes(self, snapshot: Snapshot, filter_text: str) -> None:

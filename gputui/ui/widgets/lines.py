@@ -208,6 +208,14 @@ class LineView(Widget):
         super().notify_style_update()
         self._own_style = None
 
+    def sync_size(self) -> None:
+        """Take the size the layout gave, and redraw if it is not the one known: for a caller that changed the
+        layout and cannot wait for the Resize event, which may not come where the size changed and back."""
+        width, height = self.size
+        if (width, height) != (self._known_width, self.known_height):
+            self._known_width, self.known_height = width, height
+            self.redraw()
+
     def on_resize(self, event: events.Resize) -> None:
         self._known_width = event.size.width
         self.known_height = event.size.height

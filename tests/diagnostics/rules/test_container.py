@@ -74,7 +74,7 @@ def test_workers_beyond_the_quota_are_oversubscribed() -> None:
         "cpu_limit": 8.0,
         "host_cpus": 128,
     }
-    assert hit.params == {"wanted": "18.2", "used": "8", "waited": "10.2", "limit": "8", "per_job": "3"}
+    assert hit.params == {"wanted": "18.2", "used": "8", "waited": "10.2", "limit": "8", "workers": "3"}
 
 
 def test_workers_within_the_limit_or_without_a_limit_are_fine() -> None:
@@ -194,7 +194,7 @@ def test_outside_a_container_the_evidence_has_no_empty_quota_lines() -> None:
         "gpu_util",
         "process",
         "process_cpu",
-        "workers",
+        "job_workers",
         "host_cpu",
         "cpus_usable",
         "cpus_spare",
