@@ -12,8 +12,8 @@ import html
 from collections import Counter
 from pathlib import Path
 
-from gputui.diagnostics.account import Price, account_lines
-from gputui.formatting import NA, fmt_bytes_pair, fmt_pct, fmt_share
+from gputui.diagnostics.account import Price, account_lines, class_label
+from gputui.formatting import NA, fmt_bytes_pair, fmt_duration, fmt_pct, fmt_share
 from gputui.record.format import RecordingError, format_clock, format_datetime
 from gputui.record.reader import Recording
 from gputui.report.activity_windows import activity_table
@@ -52,15 +52,20 @@ MIG_COLUMNS = ("GPU", "instance", "CI", "samples", "SM active", "tensor active",
 
 
 def verdict_sentence(report: Report) -> str:
-    """The verdict over time in words, as HTML: each class's share with a chip of its lane's colour, then the
-    longest stretch of the class that held most and what the verdict said then."""
+    """The verdict over time in words, as HTML: each class (its label, as the text report and the account name it)
+    with its seconds and share and a chip of its lane's colour, then the longest stretch of the class that held
+    most and what the verdict said then."""
+    if not report.verdicts:
+        return "Verdict: not kept in this recording (an older gputui made it)."
     shares = report.verdict_shares()
     if not shares:
-        return "Verdict: not kept in this recording (an older gputui made it)."
+        return "Verdict: one reading, no time to share among the verdicts."
+    seconds = report.verdict_seconds()
     parts = []
     for n, (cls, share) in enumerate(shares.items()):
         chip = f'<span class="chip" style="background:{verdict_colour(cls)}"></span>'
-        parts.append(f"{chip}<b>{html.escape(cls)}</b> {fmt_share(share)}" + (" of the time" if n == 0 else ""))
+        said = f"<b>{html.escape(class_label(cls))}</b> {fmt_duration(seconds[cls])}, {fmt_share(share)}"
+        parts.append(chip + said + (" of the time" if n == 0 else ""))
     first = parts[0] + (", then " + ", ".join(parts[1:]) if parts[1:] else "") + "."
     top = next(iter(shares))
     longest = max(
@@ -134,8 +139,8 @@ def instances_table(report: Report) -> str:
 
 def render_html(recording: Recording, report: Report, price: Price | None = None) -> str:
     """One self-contained page: the SIMULATED label when it applies, the header, where the GPU time went (with a
-    price, what it cost), the figure, the MIG instances' table and the jobs' activity where there are any, the text
-    report."""
+    price, what it cost), the figure, the MIG instances' table and the jobs' activity
+    where there are any, the text report."""
     charts = build_figure(recording, report).to_html(full_html=False, include_plotlyjs=True, config=CONFIG)
     banner = ""
     if report.simulated:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gputui.diagnostics.account import class_label
 from gputui.formatting import fmt_ranges
 from gputui.report.summary import FindingSpan, Report
 
@@ -66,6 +67,7 @@ class LaneSpan:
     label: str
     key: str
     open_end: bool = False
+    name: str = ""  # its legend entry's words, where they are not the key (a verdict class's label)
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +106,9 @@ def verdict_lanes(report: Report) -> list[Lane]:
                 start=span.start,
                 end=max(end, span.start + report.interval_s),
                 colour=verdict_colour(span.cls),
-                label=f"{span.cls}: {span.label}: {span.summary}",
+                label=f"{class_label(span.cls)}: {span.summary}",
                 key=span.cls,
+                name=class_label(span.cls),
                 open_end=span.end is None,
             )
         )
@@ -159,7 +162,7 @@ def timeline_traces(
                     y=[None if t is None else lane.name for t in x[:-1]],
                     text=text[:-1],
                     mode="lines",
-                    name=key,
+                    name=bars[0].name or key,
                     legend=legend,
                     legendgroup=f"{legend}:{key}",
                     legendrank=1 + (order.index(key) if key in order else len(order)),

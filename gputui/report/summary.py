@@ -1,23 +1,36 @@
 """What a recording says, in numbers: the report behind `gputui report` (text, JSON and the HTML charts).
 
-Shares of time are weighted by how long each tick stood (up to twice the interval, so a gap in the recording
-counts as nothing), over the ticks where the value was reported: a GPU that never reported its clock event
-reasons has no throttle share, not a share of 0.
+The verdict's classes are named as the verdict names them (its labels from the catalog; JSON keeps their ids),
+and their seconds and shares are the account's (account.py): a verdict shown from t0 until the next took over at
+t1 stood t1 - t0 (a gap capped), and a share is those seconds over the account's window. The readings' shares
+(throttling) are weighted by how long each tick stood (up to twice the interval, so a gap in the recording counts
+as nothing), over the ticks where the value was reported: a GPU that never reported its clock event reasons has
+no throttle share, not a share of 0. A clock low for want of work (NVML's gpu_idle) or set on purpose is not
+throttling: those reasons are told apart.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from gputui.diagnostics.account import MAX_GAP_INTERVALS, Account, Accountant, Price, account_lines, account_to_dict
+from gputui.diagnostics.account import (
+    MAX_GAP_INTERVALS,
+    Account,
+    Accountant,
+    Price,
+    account_lines,
+    account_to_dict,
+    class_label,
+)
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
-from gputui.formatting import NA, fmt_bytes_pair, fmt_num, fmt_pct, fmt_share
+from gputui.formatting import NA, fmt_bytes_pair, fmt_duration, fmt_num, fmt_pct, fmt_share
 from gputui.model import CLOCK_EVENT_REASONS, GpuInfo, GpuSample, MigDevice, Snapshot
 from gputui.record.format import (
     RecordedEvent,
@@ -108,8 +121,10 @@ class GpuReport:
     uuid: str | None
     samples: int
     lost_samples: int
-    throttle_share: dict[str, float] | None  # reason -> fraction of the time with the reason known; None: never
+    throttle_share: dict[str, float] | None  # THROTTLING_REASONS -> fraction of the time known; None: never known
     throttled_share: float | None  # any of THROTTLING_REASONS
+    # The other clock events (gpu_idle: no work; a clock set on purpose), apart: they hold back nothing.
+    other_clock_events: dict[str, float] | None
     utilization_pct: Stats
     power_w: Stats
     energy_wh: float | None
@@ -145,7 +160,8 @@ class FindingSpan:
 
 @dataclass(frozen=True, slots=True)
 class VerdictSpan:
-    """A verdict from when it took over to when the next did (None: still standing when the recording ended)."""
+    """A verdict from when it took over to when the next did (None: still standing when the recording ended);
+    `seconds`: the time it stood as the account bills it (end - start, a gap between ticks capped)."""
 
     cls: str
     label: str
@@ -153,6 +169,7 @@ class VerdictSpan:
     gpus: tuple[int, ...]
     start: float
     end: float | None
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,15 +203,19 @@ class Report:
     def duration_s(self) -> float:
         return self.end - self.start
 
-    def verdict_shares(self) -> dict[str, float]:
-        """Each verdict class's share of the recorded time, largest first."""
+    def verdict_seconds(self) -> dict[str, float]:
+        """Each verdict class's seconds, as the account bills them, longest first."""
         seconds: dict[str, float] = {}
         for span in self.verdicts:
-            seconds[span.cls] = seconds.get(span.cls, 0.0) + (span.end or self.end) - span.start
-        total = sum(seconds.values())
-        if total <= 0:
+            seconds[span.cls] = seconds.get(span.cls, 0.0) + span.seconds
+        return dict(sorted(seconds.items(), key=lambda item: -item[1]))
+
+    def verdict_shares(self) -> dict[str, float]:
+        """Each verdict class's share of the account's window (its seconds over the window), largest first."""
+        window = self.account.window_s
+        if window <= 0:
             return {}
-        return {cls: round(s / total, 4) for cls, s in sorted(seconds.items(), key=lambda item: -item[1])}
+        return {cls: round(s / window, 4) for cls, s in self.verdict_seconds().items() if s > 0}
 
 
 def tick_weights(timestamps: Sequence[float], interval_s: float) -> list[float]:
@@ -203,6 +224,8 @@ def tick_weights(timestamps: Sequence[float], interval_s: float) -> list[float]:
     return weights + ([interval_s] if timestamps else [])
 
 
+# The other clock events: the clock is low for want of work (gpu_idle), or someone set it; nothing holds it back.
+OTHER_CLOCK_EVENTS: tuple[str, ...] = tuple(name for _, name in CLOCK_EVENT_REASONS if name not in THROTTLING_REASONS)
 # The mask bits of THROTTLING_REASONS: a tick is throttled when any is set.
 THROTTLE_BITS = sum(bit for bit, name in CLOCK_EVENT_REASONS if name in THROTTLING_REASONS)
 
@@ -303,8 +326,9 @@ class _GpuTally:
             uuid=self.info.uuid,
             samples=self.samples,
             lost_samples=self.lost,
-            throttle_share={n: round(s / self.known_s, 4) for n, s in self.reason_s.items()} if known else None,
+            throttle_share=self._shares(THROTTLING_REASONS) if known else None,
             throttled_share=round(self.throttled_s / self.known_s, 4) if known else None,
+            other_clock_events=self._shares(OTHER_CLOCK_EVENTS) if known else None,
             utilization_pct=Stats.of(self.util),
             power_w=power,
             energy_wh=round(self.energy_j / 3600, 3) if power.count else None,
@@ -318,6 +342,9 @@ class _GpuTally:
             dram_bw_pct=Stats.of(self.dram_bw),
             instances=tuple(tally.report() for tally in self.instances.values()),
         )
+
+    def _shares(self, reasons: tuple[str, ...]) -> dict[str, float]:
+        return {name: round(self.reason_s[name] / self.known_s, 4) for name in reasons}
 
 
 def _peak(old: float | None, new: float | None) -> float | None:
@@ -448,6 +475,18 @@ class VerdictTimeline:
         self.spans.append(VerdictSpan(verdict.cls, verdict.label, verdict.summary, verdict.gpus, verdict.since, None))
 
 
+def billed(spans: Sequence[VerdictSpan], timestamps: Sequence[float], max_gap_s: float) -> list[VerdictSpan]:
+    """The spans with the seconds the account bills each: the time from each tick to the next goes to the span in
+    force at the earlier tick (a gap capped at `max_gap_s`), as Accountant.add bills it."""
+    starts = [span.start for span in spans]
+    seconds = [0.0] * len(spans)
+    for a, b in itertools.pairwise(timestamps):
+        n = bisect.bisect_right(starts, a) - 1
+        if n >= 0:
+            seconds[n] += min(max(0.0, b - a), max_gap_s)
+    return [replace(span, seconds=round(s, 3)) for span, s in zip(spans, seconds, strict=True)]
+
+
 def _span(finding: Finding, start: float, end: float | None) -> FindingSpan:
     return FindingSpan(
         rule=finding.rule,
@@ -478,7 +517,9 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
     tracker = FindingTracker()
     timeline = VerdictTimeline()
     verdict_at = _VerdictAt(recording.events)
-    accountant = Accountant(MAX_GAP_INTERVALS * header.interval_s)
+    max_gap_s = MAX_GAP_INTERVALS * header.interval_s
+    accountant = Accountant(max_gap_s)
+    marks = tuple((e.t, str(e.data.get("label", ""))) for e in recording.events if e.kind == "mark")
     tallies = [_GpuTally(info) for info in header.gpu_info]
     activities = ActivityTally()
     cpu: list[float | None] = []
@@ -500,6 +541,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
     if engine is not None:
         spans = tracker.spans()
         verdicts = verdicts or timeline.spans
+    verdicts = billed(verdicts, ticks.timestamps, max_gap_s)
     system = header.system
     return Report(
         path=str(recording.path),
@@ -522,7 +564,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         probes=tuple(
             {"t": e.t, **dict(e.data.get("probe") or {})} for e in recording.events if e.kind == "probe_result"
         ),
-        marks=tuple((e.t, str(e.data.get("label", ""))) for e in recording.events if e.kind == "mark"),
+        marks=marks,
         warnings=tuple(warnings),
         account=accountant.account(),
         activities=activities.report(),
@@ -578,14 +620,19 @@ MAX_SPANS_LISTED = 3
 
 
 def _verdict_lines(report: Report) -> list[str]:
-    """'verdict      gpu_bound 82% of the time' then 'input_bound 18%: 02:10-02:25' a line each: the dominant
-    verdict first, and when the others held."""
+    """'verdict      GPU-bound 3m17s, 82% of the time' then 'Input-bound 43s, 18%: 02:10-02:25' a line each: the
+    dominant verdict first, and when the others held; the account's seconds and labels."""
     shares = report.verdict_shares()
-    if not shares:
+    if not report.verdicts:
         return ["verdict      n/a (this recording keeps findings but no verdict: an older gputui made it)"]
+    if not shares:
+        return ["verdict      n/a (one reading: no time to share among the verdicts)"]
+    seconds = report.verdict_seconds()
     parts = []
     for n, (cls, share) in enumerate(shares.items()):
-        part = f"{cls} {fmt_share(share)}" + (" of the time" if n == 0 else "")
+        part = f"{class_label(cls)} {fmt_duration(seconds[cls])}, {fmt_share(share)}" + (
+            " of the time" if n == 0 else ""
+        )
         if n:
             held = [s for s in report.verdicts if s.cls == cls]
             times = ", ".join(
@@ -595,6 +642,13 @@ def _verdict_lines(report: Report) -> list[str]:
             part += f": {times}" + (", ..." if len(held) > MAX_SPANS_LISTED else "")
         parts.append(part)
     return [f"{'verdict' if n == 0 else '':<13}{part}" for n, part in enumerate(parts)]
+
+
+def _other_clock_events(gpu: GpuReport) -> list[str]:
+    """The clock events that hold nothing back, apart from throttling: a clock low for want of work, or set."""
+    others = gpu.other_clock_events or {}
+    said = ", ".join(f"{name} {fmt_share(s, 1)}" for name, s in others.items() if s > 0)
+    return [f"  other events {said} (not throttling: a clock resting for want of work, or set so)"] if said else []
 
 
 def render_text(report: Report, price: Price | None = None) -> str:
@@ -641,6 +695,7 @@ def render_text(report: Report, price: Price | None = None) -> str:
         else:
             held = ", ".join(f"{name} {fmt_share(s, 1)}" for name, s in gpu.throttle_share.items() if s > 0) or "none"
             lines.append(f"  throttled    {fmt_share(gpu.throttled_share, 1)} of the time; reasons: {held}")
+            lines.extend(_other_clock_events(gpu))
     cpu = report.host_cpu_pct
     lines.append("")
     lines.append(

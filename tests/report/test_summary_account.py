@@ -21,10 +21,10 @@ from tests.record.recdata import T0, snapshot, write_recording
 
 FIRST_LINES = [
     "Where the GPU time went (4m00s on 2 GPUs):",
-    "Input-bound 2m00s on 2 GPUs: 0.0667 GPU-hours, 0.16 USD at 2.40 USD",
-    "Idle (allocated) 30s on 2 GPUs: 0.0167 GPU-hours, 0.04 USD at 2.40 USD",
-    "GPU-bound 1m00s on 2 GPUs: 0.0333 GPU-hours, 0.08 USD at 2.40 USD",
-    "Idle (free) 30s on 2 GPUs: 0.0167 GPU-hours, 0.04 USD at 2.40 USD",
+    "Input-bound all 2 GPUs 2m00s each: 0.0667 GPU-hours, 0.16 USD at 2.40 USD",
+    "Idle (allocated) all 2 GPUs 30s each: 0.0167 GPU-hours, 0.04 USD at 2.40 USD",
+    "GPU-bound all 2 GPUs 1m00s each: 0.0333 GPU-hours, 0.08 USD at 2.40 USD",
+    "Idle (free) all 2 GPUs 30s each: 0.0167 GPU-hours, 0.04 USD at 2.40 USD",
 ]
 
 
@@ -40,14 +40,14 @@ def taken(cls: str, t: float) -> RecordedEvent:
 
 def tick(t: int) -> Snapshot:
     snap = snapshot(T0 + t, 2)
-    if t <= 210:
+    if t < 210:
         return snap
     return dataclasses.replace(snap, gpus=tuple(dataclasses.replace(g, processes=()) for g in snap.gpus))
 
 
 @pytest.fixture
 def known(tmp_path: Path) -> Path:
-    events = (taken("gpu_bound", 0), taken("input_bound", 61), taken("idle", 181))
+    events = (taken("gpu_bound", 0), taken("input_bound", 60), taken("idle", 180))
     return write_recording(tmp_path / "known.jsonl", [tick(t) for t in range(241)], events)
 
 
@@ -55,7 +55,7 @@ def test_the_first_lines_say_each_class_s_gpu_hours_and_cost(known: Path) -> Non
     report = build_report(load_recording(known))
     lines = render_text(report, Price(2.40)).splitlines()
     assert lines[2:7] == FIRST_LINES
-    assert render_text(report).splitlines()[3] == "Input-bound 2m00s on 2 GPUs: 0.0667 GPU-hours"
+    assert render_text(report).splitlines()[3] == "Input-bound all 2 GPUs 2m00s each: 0.0667 GPU-hours"
 
 
 def test_report_price_json_gives_the_account(known: Path, capsys: pytest.CaptureFixture[str]) -> None:
