@@ -13,10 +13,12 @@ from collections import Counter
 from pathlib import Path
 
 from gputui.diagnostics.account import Price, account_lines, class_label
+from gputui.diagnostics.catalog import text
 from gputui.formatting import NA, fmt_bytes_pair, fmt_duration, fmt_pct, fmt_share
 from gputui.record.format import RecordingError, format_clock, format_datetime
 from gputui.record.reader import Recording
 from gputui.report.activity_windows import activity_table
+from gputui.report.before_after import comparison_line
 from gputui.report.figure import CONFIG, build_figure
 from gputui.report.lanes import SEVERITIES, finding_lanes, verdict_colour
 from gputui.report.summary import Report, render_text
@@ -137,9 +139,22 @@ def instances_table(report: Report) -> str:
     )
 
 
+def before_after_list(report: Report) -> str:
+    """Each mark's before and after, as the text report words it; "" without marks."""
+    if not report.before_after:
+        return ""
+    clock = report.utc_offset_s
+    items = "".join(
+        f"<li>{html.escape(comparison_line(c, format_clock(c.t, clock)))}</li>" for c in report.before_after
+    )
+    return (
+        f'<p class="meta"><b>{html.escape(text("account.compare.heading", "en"))}</b></p><ul class="marks">{items}</ul>'
+    )
+
+
 def render_html(recording: Recording, report: Report, price: Price | None = None) -> str:
     """One self-contained page: the SIMULATED label when it applies, the header, where the GPU time went (with a
-    price, what it cost), the figure, the MIG instances' table and the jobs' activity
+    price, what it cost), before and after each mark, the figure, the MIG instances' table and the jobs' activity
     where there are any, the text report."""
     charts = build_figure(recording, report).to_html(full_html=False, include_plotlyjs=True, config=CONFIG)
     banner = ""
@@ -161,6 +176,7 @@ def render_html(recording: Recording, report: Report, price: Price | None = None
         f'<p class="verdict">{verdict_sentence(report)}</p>'
         f'<p class="meta">{html.escape(findings_sentence(report))}</p>'
         f'<p class="meta">{account}</p>'
+        f"{before_after_list(report)}"
         f'<p class="how">{HOW_TO_READ}{HOW_TO_PICK if len(report.gpus) > 1 else ""}{HOW_TO_READ_MIG if mig else ""}</p>'
         f"{charts}{instances_table(report)}{activity_table(report.activities)}"
         f"<details><summary>{TEXT_SUMMARY}</summary><pre>{html.escape(render_text(report, price))}</pre></details>"

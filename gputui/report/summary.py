@@ -27,6 +27,7 @@ from gputui.diagnostics.account import (
     account_to_dict,
     class_label,
 )
+from gputui.diagnostics.catalog import text
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
@@ -41,6 +42,7 @@ from gputui.record.format import (
 )
 from gputui.record.reader import Recording
 from gputui.report.activity_windows import ActivityTally, ProcessActivity, activity_lines
+from gputui.report.before_after import Comparison, MarkSpans, comparison_line, comparison_to_dict
 
 # Reasons that hold the clocks back (as opposed to idle, or a clock someone set on purpose).
 THROTTLING_REASONS: tuple[str, ...] = (
@@ -198,6 +200,8 @@ class Report:
     account: Account = field(default_factory=lambda: Account(0.0))
     # Each process whose stacks were sampled: its windows, what led them, the mean of their shares.
     activities: tuple[ProcessActivity, ...] = ()
+    # Each mark with the spans before and after it, each judged by its own account.
+    before_after: tuple[Comparison, ...] = ()
 
     @property
     def duration_s(self) -> float:
@@ -520,6 +524,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
     max_gap_s = MAX_GAP_INTERVALS * header.interval_s
     accountant = Accountant(max_gap_s)
     marks = tuple((e.t, str(e.data.get("label", ""))) for e in recording.events if e.kind == "mark")
+    mark_spans = MarkSpans(marks, max_gap_s)
     tallies = [_GpuTally(info) for info in header.gpu_info]
     activities = ActivityTally()
     cpu: list[float | None] = []
@@ -538,6 +543,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
             timeline.update(state.verdict)
             verdict = verdict if verdict_at else state.verdict
         accountant.add(tick, verdict)
+        mark_spans.add(tick, verdict)
     if engine is not None:
         spans = tracker.spans()
         verdicts = verdicts or timeline.spans
@@ -568,6 +574,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         warnings=tuple(warnings),
         account=accountant.account(),
         activities=activities.report(),
+        before_after=mark_spans.comparisons(),
     )
 
 
@@ -583,6 +590,7 @@ def report_to_dict(report: Report, price: Price | None = None) -> dict[str, Any]
         {"class": v.cls, **{k: val for k, val in asdict(v).items() if k != "cls"}} for v in report.verdicts
     ]
     out["verdict_shares"] = report.verdict_shares()
+    out["before_after"] = [comparison_to_dict(c) for c in report.before_after]
     if report.simulated:
         out["label"] = "SIMULATED: not measured on a real machine"
     return out
@@ -725,10 +733,10 @@ def render_text(report: Report, price: Price | None = None) -> str:
                 f"  {format_clock(probe['t'], clock)}  {probe.get('probe', '?')} on {probe.get('device', '?')}: "
                 f"{status}, {probe.get('verdict') or probe.get('message', '')}"
             )
-    if report.marks:
+    if report.before_after:
         lines.append("")
-        lines.append("marks:")
-        lines.extend(f"  {format_clock(t, clock)}  {label}" for t, label in report.marks)
+        lines.append(text("account.compare.heading", "en"))
+        lines.extend(f"  {comparison_line(c, format_clock(c.t, clock))}" for c in report.before_after)
     if report.warnings:
         lines.append("")
         lines.extend(f"warning: {w}" for w in report.warnings)
