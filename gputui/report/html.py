@@ -21,7 +21,7 @@ from gputui.report.activity_windows import activity_table
 from gputui.report.before_after import comparison_line
 from gputui.report.figure import CONFIG, build_figure
 from gputui.report.lanes import SEVERITIES, finding_lanes, verdict_colour
-from gputui.report.summary import Report, render_text
+from gputui.report.summary import Report, render_text, severity_word
 
 _STYLE = (
     "body{font-family:system-ui,sans-serif;margin:1em 2em}"
@@ -89,7 +89,7 @@ def findings_sentence(report: Report) -> str:
         return "Findings: none."
     by_severity = Counter(span.severity for span in report.findings)
     order = [*SEVERITIES, *sorted(set(by_severity) - set(SEVERITIES))]
-    counted = ", ".join(f"{by_severity[s]} {s}" for s in order if by_severity[s])
+    counted = ", ".join(f"{by_severity[s]} {severity_word(s)}" for s in order if by_severity[s])
     lanes = len(finding_lanes(report))
     origin = "as recorded" if report.findings_origin == "recorded" else "recomputed from the samples"
     return (

@@ -16,7 +16,7 @@ from typing import Any
 
 from gputui.diagnostics.account import class_label
 from gputui.formatting import fmt_ranges
-from gputui.report.summary import FindingSpan, Report
+from gputui.report.summary import FindingSpan, Report, severity_word
 
 VERDICT_TITLE = "Verdict over time"
 FINDINGS_TITLE = "Findings (one lane per rule and GPU)"
@@ -123,8 +123,9 @@ def finding_lanes(report: Report) -> list[Lane]:
             start=span.start,
             end=drawn_end(span, report),
             colour=severity_colour(span.severity),
-            label=f"{span.severity}: {span.title}",
+            label=f"{severity_word(span.severity)}: {span.title}",
             key=span.severity if span.severity in SEVERITIES else "info",
+            name=severity_word(span.severity if span.severity in SEVERITIES else "info"),
             open_end=span.end is None,
         )
         spans.setdefault(lane_name(span), []).append(bar)

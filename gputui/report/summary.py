@@ -27,9 +27,9 @@ from gputui.diagnostics.account import (
     account_to_dict,
     class_label,
 )
-from gputui.diagnostics.catalog import text
+from gputui.diagnostics.catalog import severity_label, text
 from gputui.diagnostics.engine import DiagnosticsEngine
-from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.verdict import Verdict
 from gputui.formatting import NA, fmt_bytes_pair, fmt_duration, fmt_num, fmt_pct, fmt_share
 from gputui.model import CLOCK_EVENT_REASONS, GpuInfo, GpuSample, MigDevice, Snapshot
@@ -652,6 +652,13 @@ def _verdict_lines(report: Report) -> list[str]:
     return [f"{'verdict' if n == 0 else '':<13}{part}" for n, part in enumerate(parts)]
 
 
+def severity_word(severity: str) -> str:
+    """A finding's severity as `diagnose` and the monitor say it (CRIT, WARN, INFO); one this gputui does not know,
+    as recorded."""
+    known = {s.label: s for s in Severity}
+    return severity_label(known[severity], "en").strip() if severity in known else severity
+
+
 def _other_clock_events(gpu: GpuReport) -> list[str]:
     """The clock events that hold nothing back, apart from throttling: a clock low for want of work, or set."""
     others = gpu.other_clock_events or {}
@@ -723,7 +730,7 @@ def render_text(report: Report, price: Price | None = None) -> str:
         lines.append("  none")
     for span in report.findings:
         end = format_clock(span.end, clock) if span.end is not None else "end"
-        lines.append(f"  {format_clock(span.start, clock)}-{end}  {span.severity:8} {span.title}")
+        lines.append(f"  {format_clock(span.start, clock)}-{end}  {severity_word(span.severity):4}  {span.title}")
     if report.probes:
         lines.append("")
         lines.append("probe results:")

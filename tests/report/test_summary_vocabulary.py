@@ -87,3 +87,24 @@ def test_idle_is_not_a_throttle_reason(idle_at_the_end: Path) -> None:
     assert len(throttled) == 2 and all("gpu_idle" not in line and "sw_power_cap" in line for line in throttled)
     assert "  other events gpu_idle 51.6% (not throttling" in text
     assert "gpu_idle" not in report_to_dict(report)["gpus"][0]["throttle_share"]
+
+
+def test_the_report_says_the_severities_and_classes_as_diagnose_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`diagnose --demo thermal --record` then `report`: 'CRIT  GPU 1: thermal throttling' and 'Mixed' in both,
+    not 'critical' and 'mixed'; the account's lines are the same lines."""
+    path = tmp_path / "thermal.jsonl"
+    main(["diagnose", "--demo", "thermal", "--seconds", "12", "--record", str(path)])
+    said = capsys.readouterr().out.splitlines()
+    assert main(["report", str(path)]) == 0
+    reported = capsys.readouterr().out.splitlines()
+    assert any(line.startswith("CRIT  GPU 1: thermal throttling") for line in said)
+    assert any(line.endswith("  CRIT  GPU 1: thermal throttling") for line in reported)
+    assert any(line.startswith("VERDICT  Mixed: ") for line in said)
+    assert any(line.startswith("verdict      Mixed ") for line in reported)
+    [heading] = [n for n, line in enumerate(said) if line.startswith("Where the GPU time went (")]
+    account = said[heading:]
+    assert account == reported[reported.index(account[0]) : reported.index(account[0]) + len(account)]
+    page = render_html(load_recording(path), build_report(load_recording(path)))
+    assert "(1 CRIT)" in page
