@@ -14,8 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.diagnostics.account import class_label
-from gputui.formatting import fmt_ranges
+from gputui.diagnostics.account import class_label, gpu_list
 from gputui.report.summary import FindingSpan, Report, severity_word
 
 VERDICT_TITLE = "Verdict over time"
@@ -77,11 +76,12 @@ class Lane:
 
 
 def lane_name(span: FindingSpan) -> str:
-    """The finding's key in words, e.g. "thermal_throttle GPU 1" or "imbalance GPU 0-7" (short, for the lane names
-    set the left margin of every chart); a host-wide finding is its rule alone."""
+    """The finding's key in words, its GPUs as the verdict names them, e.g. "thermal_throttle GPU 1" or
+    "imbalance GPUs 0-7" (short, for the lane names set the left margin of every chart); a host-wide finding is
+    its rule alone."""
     if not span.gpus:
         return span.rule
-    return f"{span.rule} GPU {fmt_ranges(span.gpus)}"
+    return f"{span.rule} {gpu_list(span.gpus, (), 'en')}"
 
 
 def drawn_end(span: FindingSpan, report: Report) -> float:

@@ -96,7 +96,7 @@ def test_the_lanes_have_one_lane_per_finding_key_with_its_spans(tmp_path: Path) 
     lanes = layout["yaxis" + axis.removeprefix("y")]
     expected = [
         "thermal_throttle GPU 1",
-        "imbalance GPU 0-1",
+        "imbalance GPUs 0-1",
         "starvation_cpu GPU 0",
         "power_cap GPU 0",
         "idle_allocation GPU 1",
@@ -109,7 +109,7 @@ def test_the_lanes_have_one_lane_per_finding_key_with_its_spans(tmp_path: Path) 
     end = at(T0 + 10)  # open findings run to the end of the last tick
     assert drawn == {
         "thermal_throttle GPU 1": (RED, [(at(T0 + 1), at(T0 + 6)), (at(T0 + 8), end)]),
-        "imbalance GPU 0-1": (ORANGE, [(at(T0 + 2), at(T0 + 4))]),
+        "imbalance GPUs 0-1": (ORANGE, [(at(T0 + 2), at(T0 + 4))]),
         "starvation_cpu GPU 0": (ORANGE, [(at(T0 + 2), at(T0 + 5))]),
         "power_cap GPU 0": (RED, [(at(T0 + 3), at(T0 + 7))]),
         "idle_allocation GPU 1": (BLUE, [(at(T0 + 4), end)]),
