@@ -129,7 +129,7 @@ class GpuReport:
     other_clock_events: dict[str, float] | None
     utilization_pct: Stats
     power_w: Stats
-    energy_wh: float | None
+    energy_wh: float | None  # the account's: NVML's energy counter where the driver gives one, else power integrated
     sm_clock_mhz: Stats
     temperature_peak_c: float | None
     memory_temperature_peak_c: float | None
@@ -279,7 +279,6 @@ class _GpuTally:
         self.reason_s = dict.fromkeys((name for _, name in CLOCK_EVENT_REASONS), 0.0)
         self.known_s = 0.0
         self.throttled_s = 0.0
-        self.energy_j = 0.0
         self.util: list[float | None] = []
         self.power: list[float | None] = []
         self.sm_clock: list[float | None] = []
@@ -305,8 +304,6 @@ class _GpuTally:
                     self.reason_s[name] += weight
             if mask & THROTTLE_BITS:
                 self.throttled_s += weight
-        if sample.power_w is not None:
-            self.energy_j += sample.power_w * weight
         self.util.append(sample.utilization_gpu_pct)
         self.power.append(sample.power_w)
         self.sm_clock.append(None if sample.sm_clock_mhz is None else float(sample.sm_clock_mhz))
@@ -321,7 +318,8 @@ class _GpuTally:
             key = (device.gpu_instance_id, device.compute_instance_id)
             self.instances.setdefault(key, _InstanceTally(device)).add(device)
 
-    def report(self) -> GpuReport:
+    def report(self, energy_j: float | None) -> GpuReport:
+        """The GPU's figures, its energy the account's (one figure for the account's JSON and this)."""
         known = self.known_s > 0
         power = Stats.of(self.power)
         return GpuReport(
@@ -335,7 +333,7 @@ class _GpuTally:
             other_clock_events=self._shares(OTHER_CLOCK_EVENTS) if known else None,
             utilization_pct=Stats.of(self.util),
             power_w=power,
-            energy_wh=round(self.energy_j / 3600, 3) if power.count else None,
+            energy_wh=None if energy_j is None else round(energy_j / 3600, 3),
             sm_clock_mhz=Stats.of(self.sm_clock),
             temperature_peak_c=self.temp_peak,
             memory_temperature_peak_c=self.memory_temp_peak,
@@ -549,6 +547,8 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         verdicts = verdicts or timeline.spans
     verdicts = billed(verdicts, ticks.timestamps, max_gap_s)
     system = header.system
+    account = accountant.account()
+    energy = {g.gpu: g.energy_j for g in account.gpus}
     return Report(
         path=str(recording.path),
         hostname=system.hostname,
@@ -561,7 +561,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         start=recording.start,
         end=recording.end,
         ticks=len(ticks),
-        gpus=tuple(tally.report() for tally in tallies),
+        gpus=tuple(tally.report(energy.get(tally.info.index)) for tally in tallies),
         host_cpu_pct=Stats.of(cpu),
         host_iowait_pct=Stats.of(iowait),
         findings_origin=origin,
@@ -572,7 +572,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         ),
         marks=marks,
         warnings=tuple(warnings),
-        account=accountant.account(),
+        account=account,
         activities=activities.report(),
         before_after=mark_spans.comparisons(),
     )
