@@ -461,20 +461,20 @@ def recorded_verdicts(events: Iterable[RecordedEvent]) -> list[VerdictSpan]:
 
 
 class VerdictTimeline:
-    """Verdict spans from a diagnostics engine's states, fed one at a time."""
+    """Verdict spans from a diagnostics engine's states, fed one at a time: a span from the tick a verdict was
+    shown at, as the recorder writes them (a new span where the verdict's key changes)."""
 
     def __init__(self) -> None:
         self.spans: list[VerdictSpan] = []
+        self._key: tuple[object, ...] | None = None
 
-    def update(self, verdict: Verdict | None) -> None:
-        if verdict is None:
+    def update(self, verdict: Verdict | None, t: float) -> None:
+        if verdict is None or verdict.key == self._key:
             return
-        last = self.spans[-1] if self.spans else None
-        if last is not None and last.cls == verdict.cls and last.gpus == verdict.gpus and last.start == verdict.since:
-            return
-        if last is not None:
-            self.spans[-1] = replace(last, end=verdict.since)
-        self.spans.append(VerdictSpan(verdict.cls, verdict.label, verdict.summary, verdict.gpus, verdict.since, None))
+        self._key = verdict.key
+        if self.spans:
+            self.spans[-1] = replace(self.spans[-1], end=t)
+        self.spans.append(VerdictSpan(verdict.cls, verdict.label, verdict.summary, verdict.gpus, t, None))
 
 
 def billed(spans: Sequence[VerdictSpan], timestamps: Sequence[float], max_gap_s: float) -> list[VerdictSpan]:
@@ -538,7 +538,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         if engine is not None:
             state = engine.update(tick)
             tracker.update(state, tick.timestamp)
-            timeline.update(state.verdict)
+            timeline.update(state.verdict, tick.timestamp)
             verdict = verdict if verdict_at else state.verdict
         accountant.add(tick, verdict)
         mark_spans.add(tick, verdict)

@@ -18,7 +18,7 @@ from tests.report.plotpage import plot, row_axis
 
 @pytest.mark.usefixtures("utc")  # the spans' clock times below are the recording machine's, in UTC here
 def test_a_recorded_session_gives_the_verdict_over_time(tmp_path: Path) -> None:
-    """The tour from 0 to 100 s: unknown for 5 s, gpu_bound, idle from 33 s (3 s of idle readings), gpu_bound
+    """The tour from 0 to 100 s: unknown for 5 s, gpu_bound, idle shown from 34 s (3 s of idle readings), gpu_bound
     again from 63 s as the next job runs, then mixed when GPU 1's thermal finding opens; the GPUs going idle and
     busy again between the scenarios never read as underused."""
     path = tmp_path / "tour.jsonl"
@@ -35,7 +35,7 @@ def test_a_recorded_session_gives_the_verdict_over_time(tmp_path: Path) -> None:
     [first] = [n for n, line in enumerate(text) if line.startswith("verdict")]
     assert "of the time" in text[first] and text[first + 1].startswith("             ")
     verdict_lines = [line.strip() for line in text[first : first + len(shares)]]
-    assert "Idle 30s, 30%: 00:00:33-00:01:03" in verdict_lines
+    assert "Idle 29s, 29%: 00:00:34-00:01:03" in verdict_lines  # shown at 34 s, judged from 33 s
     doc = report_to_dict(report)
     assert doc["verdicts"][0]["class"] == "unknown" and set(doc["verdict_shares"]) == set(classes)
 

@@ -97,7 +97,7 @@ def live_spans(ticks: list[Tick]) -> tuple[list[FindingSpan], list[VerdictSpan]]
     findings, verdicts = FindingTracker(), VerdictTimeline()
     for tick in ticks:
         findings.update(tick, tick.snapshot.timestamp)
-        verdicts.update(tick.verdict)
+        verdicts.update(tick.verdict, tick.snapshot.timestamp)
     timestamps = [tick.snapshot.timestamp for tick in ticks]
     return findings.spans(), billed(verdicts.spans, timestamps, MAX_GAP_INTERVALS * 1.0)
 
