@@ -75,6 +75,22 @@ positive_mb = positive(float, "a size in MB")
 matrix_size = positive(int, "a matrix size", "8192")
 price_per_hour = positive(float, "a price", "2.40")
 
+# The refresh intervals the monitor's `+` and `-` step through: every command's `--interval` lies within them, so
+# that a health check samples as the monitor it stands in for does (gputui/session/sampling.py keeps the steps).
+INTERVALS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
+MIN_INTERVAL = INTERVALS[0]
+MAX_INTERVAL = INTERVALS[-1]
+
+
+def sample_interval(text: str) -> float:
+    """`--interval`, the same for every command: seconds between readings, MIN_INTERVAL to MAX_INTERVAL."""
+    seconds = positive_seconds(text)
+    if not MIN_INTERVAL <= seconds <= MAX_INTERVAL:
+        raise argparse.ArgumentTypeError(
+            f"must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds, not {text.strip()}"
+        )
+    return seconds
+
 
 def currency_name(text: str) -> str:
     """A currency as a price is written with it: a code (USD, EUR) or a sign ($, €), a few characters."""

@@ -75,9 +75,9 @@ MAX_SHOWN_WHOLE = 10**20
 
 
 def described(value: object) -> str:
-    """What a value the file holds is, in words: text ("high"), true, 3, a list ([1, 2]), a table."""
+    """What a value the file holds is, in words: a string ("high"), true, 3, a list ([1, 2]), a table."""
     if isinstance(value, str):
-        return f"text ({toml_text(value)})"
+        return f"a string ({toml_text(value)})"
     if isinstance(value, Mapping):
         return "a table"
     if isinstance(value, list):
@@ -99,7 +99,8 @@ def _unquoted(text: str) -> object | None:
 
 
 def _wrong(value: object, what: str, noun: str, check: Callable[[object], object]) -> Invalid:
-    """A value of the wrong type: where it is text that would do without its quotes, says so."""
+    """A value of the wrong type: where it is a string that would do without its quotes, names the type (the
+    value is right, its type is not) and says how to write it."""
     if isinstance(value, str):
         bare = _unquoted(value)
         if bare is not None and not isinstance(bare, str):
@@ -108,7 +109,7 @@ def _wrong(value: object, what: str, noun: str, check: Callable[[object], object
             except Invalid:
                 pass
             else:
-                return Invalid(f"is text ({toml_text(value)}): write it as {noun}, {value.strip()}")
+                return Invalid(f"is a string ({toml_text(value)}), not {noun}; write {value.strip()} without quotes")
     return Invalid(f"must be {what}, not {described(value)}")
 
 

@@ -88,9 +88,10 @@ def argument_of(action: argparse.Action) -> str:
     return f"[{name}]" if action.nargs == "?" else name
 
 
-def default_of(action: argparse.Action) -> str:
-    """The default the parser fills in, where it is one worth saying (not None, not an unset flag)."""
-    value = action.default
+def default_of(action: argparse.Action, shared: dict[str, object]) -> str:
+    """The default the parser fills in, where it is one worth saying (not None, not an unset flag); a sub-command's
+    copy of a top-level option has the top-level's (`shared`, by dest: gputui.cli.build_parser)."""
+    value = shared.get(action.dest) if action.default == argparse.SUPPRESS else action.default
     if value is None or value is False or value == argparse.SUPPRESS or action.nargs == 0:
         return ""
     if isinstance(value, float):
@@ -125,7 +126,9 @@ def synopsis(parser: argparse.ArgumentParser) -> str:
     return " ".join([parser.prog, "[options]", *positionals])
 
 
-def command_section(parser: argparse.ArgumentParser, title: str, summary: str | None) -> list[str]:
+def command_section(
+    parser: argparse.ArgumentParser, title: str, summary: str | None, shared: dict[str, object]
+) -> list[str]:
     lines = [f"## {title}", ""]
     for words in (summary, parser.description):
         if words:
@@ -139,7 +142,7 @@ def command_section(parser: argparse.ArgumentParser, title: str, summary: str | 
         others = exclusive_with(parser, action)
         if others:
             helped += f" (not with {', '.join(others)})"
-        rows.append([name, f"`{cell(argument)}`" if argument else "", default_of(action), cell(helped)])
+        rows.append([name, f"`{cell(argument)}`" if argument else "", default_of(action, shared), cell(helped)])
     if rows:
         lines += [*table(["option", "value", "default", "what it does"], rows), ""]
     if parser.epilog:
@@ -169,9 +172,10 @@ def cli_page() -> str:
         ],
     )
     lines.append("")
-    lines += command_section(parser, "`gputui`: the live monitor", None)
+    shared = {action.dest: action.default for action in parser._actions}
+    lines += command_section(parser, "`gputui`: the live monitor", None, shared)
     for name, command in sub.choices.items():
-        lines += command_section(command, f"`gputui {name}`", summaries.get(name))
+        lines += command_section(command, f"`gputui {name}`", summaries.get(name), shared)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 

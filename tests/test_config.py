@@ -176,7 +176,12 @@ def test_an_explicit_file_must_exist(tmp_path: Path) -> None:
 
 # Each table's wrong values, each on the line given, below the rest of a file: (key, its line, value, error).
 WRONG = [
-    ("diagnostics", "open_after_s", '"3"', "'diagnostics.open_after_s' is text (\"3\"): write it as a number, 3"),
+    (
+        "diagnostics",
+        "open_after_s",
+        '"3"',
+        "'diagnostics.open_after_s' is a string (\"3\"), not a number; write 3 without quotes",
+    ),
     ("diagnostics", "history_size", "2.5", "'diagnostics.history_size' must be a whole number of at least 1, not 2.5"),
     ("diagnostics", "disabled", "[1]", "'diagnostics.disabled' must be a list of rule ids, not a list ([1])"),
     (
@@ -185,7 +190,12 @@ WRONG = [
         "-5",
         "'diagnostics.thresholds.busy_util_pct' must not be negative, not -5",
     ),
-    ("stacks", "enabled", '"true"', "'stacks.enabled' is text (\"true\"): write it as true or false, true"),
+    (
+        "stacks",
+        "enabled",
+        '"true"',
+        "'stacks.enabled' is a string (\"true\"), not true or false; write true without quotes",
+    ),
     ("stacks", "rate_hz", "1001", "'stacks.rate_hz' must be a whole number from 1 to 1000, not 1001"),
     ("stacks", "cooldown_s", "nan", "'stacks.cooldown_s' must be a number of seconds, not nan"),
     ("alerts", "min_severity", '"loud"', "'alerts.min_severity' must be one of info, warning, critical, not \"loud\""),
@@ -193,10 +203,10 @@ WRONG = [
     ("alerts", "command", '"  "', "'alerts.command' must not be blank"),
     ("alerts", "retries", "-1", "'alerts.retries' must be a whole number of at least 0, not -1"),
     ("alerts", "timeout_s", "{ s = 1 }", "'alerts.timeout_s' must be a number of seconds, not a table"),
-    ("cost", "gpu_hour", '"2.40"', "'cost.gpu_hour' is text (\"2.40\"): write it as a number, 2.40"),
+    ("cost", "gpu_hour", '"2.40"', "'cost.gpu_hour' is a string (\"2.40\"), not a number; write 2.40 without quotes"),
     ("cost", "gpu_hour", "0", "'cost.gpu_hour' must be a price above 0, not 0"),
     ("cost", "currency", "1", "'cost.currency' must be text, not 1"),
-    ("monitor", "readonly", '"yes"', "'monitor.readonly' must be true or false, not text (\"yes\")"),
+    ("monitor", "readonly", '"yes"', "'monitor.readonly' must be true or false, not a string (\"yes\")"),
     ("monitor", "readonly", "1", "'monitor.readonly' must be true or false, not 1"),
 ]
 
@@ -275,26 +285,34 @@ def test_every_setting_is_documented_and_its_defaults_read_back_as_the_defaults(
 REFUSED = [
     ('[alerts]\nmin_severity = "loud"\n', "'alerts.min_severity' must be one of info, warning, critical"),
     ('[monitor]\nreadonly = "yes"\n', "'monitor.readonly' must be true or false"),
-    ('[cost]\ngpu_hour = "2.40"\n', "'cost.gpu_hour' is text (\"2.40\"): write it as a number, 2.40"),
+    ('[cost]\ngpu_hour = "2.40"\n', "'cost.gpu_hour' is a string (\"2.40\"), not a number; write 2.40 without quotes"),
     ("[stacks]\nrate_hz = 0\n", "'stacks.rate_hz' must be a whole number from 1 to 1000"),
     ("# no table of gputui's\n[export]\nport = 9400\n", "unknown table 'export'"),
 ]
 
 
 @pytest.mark.parametrize(("body", "message"), REFUSED)
-def test_the_monitor_diagnose_and_export_refuse_the_same_values(
+def test_every_command_that_reads_the_config_refuses_the_same_values(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], body: str, message: str
 ) -> None:
+    """The monitor, diagnose, export and report, with --config after the command or before it (where argparse
+    used to lay diagnose's own default over it, and the file went unread): one message, exit 2."""
     from gputui.ui.app import GpuTuiApp
+    from tests.record.recdata import T0, snapshot, write_recording
 
     def started(app: GpuTuiApp) -> None:
         raise AssertionError("the monitor started")
 
     monkeypatch.setattr(GpuTuiApp, "run", started)
     path = write(tmp_path, body)
+    recording = str(write_recording(tmp_path / "r.jsonl", [snapshot(T0 + i, 1) for i in range(3)]))
+    demo = ["--demo", "healthy"]
+    commands = ([*demo, "diagnose", "--seconds", "1"], demo, [*demo, "export", "--port", "0"], ["report", recording])
     errors = []
-    for command in (["diagnose", "--seconds", "1"], [], ["export", "--port", "0"]):
-        assert main([*command, "--demo", "healthy", "--config", str(path)]) == 2, command
-        errors.append(capsys.readouterr().err)
+    for command in commands:
+        for config in (["--config", str(path)], []):
+            before = [] if config else ["--config", str(path)]
+            assert main([*before, *command, *config]) == 2, (before, command)
+            errors.append(capsys.readouterr().err)
     assert errors[0].startswith(f"gputui: error: {path}:2: {message}")
-    assert errors == [errors[0]] * 3
+    assert errors == [errors[0]] * len(errors)

@@ -6,7 +6,7 @@ import urllib.parse
 from typing import Any, Literal
 
 from gputui.diagnostics.findings import Finding, finding_to_dict
-from gputui.diagnostics.verdict import Verdict
+from gputui.diagnostics.verdict import Verdict, gpu_list
 
 AlertState = Literal["open", "closed"]
 HIDDEN = "…"
@@ -39,8 +39,8 @@ def alert_message(
 
 def slack_text(message: dict[str, Any]) -> str:
     """One line: '[gpu01] OPEN critical thermal (GPU 0): GPU 0 is throttling on heat'."""
-    gpus = ",".join(str(g) for g in message["gpus"])
-    where = f" (GPU {gpus})" if gpus else ""
+    gpus = message["gpus"]
+    where = f" ({gpu_list(gpus)})" if gpus else ""  # as the verdict and the fleet view write it: "GPUs 0-3"
     sim = " SIMULATED" if message.get("simulated") else ""
     line = f"[{message['host']}]{sim} {message['state'].upper()} {message['severity']} {message['rule']}{where}: "
     return slack_escape(" ".join((line + message["title"]).split()))

@@ -11,10 +11,13 @@ from typing import TYPE_CHECKING
 
 from gputui.argtypes import (
     MAX_DEMO_GPUS,
+    MAX_INTERVAL,
+    MIN_INTERVAL,
     cpu_list,
     demo_gpu_count,
     gpu_list,
     positive_seconds,
+    sample_interval,
     usage_errors,
 )
 from gputui.diagnostics.findings import Severity
@@ -31,16 +34,21 @@ EXIT_WARNINGS = 1
 EXIT_USAGE = 2
 EXIT_NO_DRIVER = 3
 EXIT_CRITICAL = 4
+EXIT_NOT_KNOWN = 6  # 5 is probe's "could not run"
+
+# `--fail-on`: the severities a health check may fail on (info never does).
+FAIL_ON = {severity.label: severity for severity in (Severity.WARNING, Severity.CRITICAL)}
 
 
-def exit_code(severities: Iterable[Severity]) -> int:
-    """A health check's exit code from the worst finding: 4 critical, 1 warnings, 0 nothing above info."""
-    worst = max(severities, default=None)
+def exit_code(severities: Iterable[Severity], *, fail_on: Severity = Severity.WARNING, known: bool = True) -> int:
+    """A health check's exit code from the worst finding at `fail_on` or above: 4 critical, 1 warnings; without
+    one, 0 where the verdict is known and EXIT_NOT_KNOWN where it is not (no script is told "healthy" blind)."""
+    worst = max((s for s in severities if s >= fail_on), default=None)
     if worst == Severity.CRITICAL:
         return EXIT_CRITICAL
     if worst == Severity.WARNING:
         return EXIT_WARNINGS
-    return EXIT_OK
+    return EXIT_OK if known else EXIT_NOT_KNOWN
 
 
 def usage_error(message: object) -> int:
@@ -221,6 +229,21 @@ def add_prometheus_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+DEFAULT_INTERVAL_S = 1.0
+
+
+def add_interval_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """`--interval S`, one type for every command that samples (argtypes.sample_interval); unset it is None, and
+    `interval_of` gives the command's default."""
+    within = f"{MIN_INTERVAL:g} to {MAX_INTERVAL:g}"
+    parser.add_argument("--interval", type=sample_interval, default=None, metavar="S", help=f"{help}; {within}")
+
+
+def interval_of(args: argparse.Namespace, default: float = DEFAULT_INTERVAL_S) -> float:
+    """The seconds between readings `--interval` asks for, else `default`."""
+    return default if args.interval is None else float(args.interval)
+
+
 def add_monitor_options(parser: argparse.ArgumentParser) -> None:
     add_source_options(parser)
     add_prometheus_options(parser)
@@ -237,13 +260,7 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="if the NVIDIA driver cannot be read, run on the simulated machine and say why",
     )
-    parser.add_argument(
-        "--interval",
-        type=positive_seconds,
-        default=None,
-        metavar="S",
-        help="seconds between samples (default 1; 2 with --remote, where each scrape costs more)",
-    )
+    add_interval_option(parser, "seconds between samples (default 1; 2 with --remote, where each scrape costs more)")
     parser.add_argument(
         "--readonly",
         action="store_true",

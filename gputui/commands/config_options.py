@@ -71,8 +71,8 @@ def alert_webhook(text: str) -> str:
         raise argparse.ArgumentTypeError(f"the alert webhook {exc}") from None
 
 
-def add_config_and_alert_options(parser: argparse.ArgumentParser) -> None:
-    """--config and the alert targets, for the commands that diagnose as they sample (the monitor, export)."""
+def add_config_option(parser: argparse.ArgumentParser) -> None:
+    """--config, the one way every command names the file: each reads the whole of it through `config_of`."""
     parser.add_argument(
         "--config",
         type=Path,
@@ -82,6 +82,11 @@ def add_config_and_alert_options(parser: argparse.ArgumentParser) -> None:
         "else ~/.config/gputui/config.toml; as root, root's own, whatever $HOME says; a file another user could "
         "write is refused)",
     )
+
+
+def add_config_and_alert_options(parser: argparse.ArgumentParser) -> None:
+    """--config and the alert targets, for the commands that diagnose as they sample (the monitor, export)."""
+    add_config_option(parser)
     webhook = parser.add_mutually_exclusive_group()
     webhook.add_argument(
         "--alert-webhook",

@@ -1,8 +1,10 @@
 """`gputui diagnose`: sample for a few seconds, print the verdict and every finding seen, exit with a health code.
 
 A health check reports what it saw: a finding that opened and closed during the sampling is printed too,
-marked with when it held. Exit codes make it a node health check in scripts, from the worst finding seen:
-0 nothing above info, 1 warnings, 4 critical findings, 2 usage or config error, 3 the driver cannot be read
+marked with when it held. It never passes blind: it first collects the readings the verdict needs (half its
+window), then samples the seconds asked for, judged (the account covers those). Exit codes make it a node health
+check in scripts, from the worst finding seen at `--fail-on` or above: 1 warnings, 4 critical findings; without
+one, 0 where the verdict is known, 6 where it never was; 2 usage or config error, 3 the driver cannot be read
 (the `nvml_unavailable` finding is printed too, so a script reading the JSON sees why). The simulated
 machine (`--demo`) runs on simulated time: its N seconds pass at once, and everything it prints says SIMULATED.
 The lab's machine (`--demo-job`: a simulated GPU that follows a real job) runs in real time, as the job does.
@@ -16,21 +18,23 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 import time
 from contextlib import ExitStack
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputui.argtypes import positive_seconds
 from gputui.commands import common
-from gputui.commands.config_options import add_price_options, config_of
+from gputui.commands.config_options import add_config_option, add_price_options, config_of
 from gputui.commands.diagnose_fleet import DEFAULT_SINCE_S, MAX_STEPS, MIN_STEP_S
 from gputui.config import ConfigError
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Account, Accountant, Price, account_lines, account_to_dict
 from gputui.diagnostics.catalog import text
+from gputui.diagnostics.engine import Pending
 from gputui.diagnostics.findings import (
     Finding,
+    Severity,
     finding_to_dict,
 )
 from gputui.diagnostics.groups import group_findings, group_to_dict, sort_groups
@@ -56,7 +60,7 @@ STACKS_SLACK_S = 3.0
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "diagnose",
-        help="sample a few seconds and print what slows the GPUs (exit 0 ok, 1 warnings, 4 critical)",
+        help="sample a few seconds and print what slows the GPUs (exit 0 ok, 1 warnings, 4 critical, 6 not known)",
     )
     common.add_source_options(parser)
     common.add_prometheus_options(parser)
@@ -80,22 +84,25 @@ def register(sub: Any) -> None:
         type=positive_seconds,
         default=DEFAULT_SECONDS,
         metavar="N",
-        help=f"how long to sample (default {DEFAULT_SECONDS:g}); findings need a few seconds to confirm",
+        help=f"how long to sample once the verdict has its readings (default {DEFAULT_SECONDS:g}); half the "
+        "verdict's window (5 s by default) is collected first, and findings need a few seconds to confirm",
     )
-    parser.add_argument("--interval", type=positive_seconds, default=1.0, metavar="S", help="seconds between samples")
+    common.add_interval_option(parser, f"seconds between samples (default {common.DEFAULT_INTERVAL_S:g})")
     parser.add_argument(
         "--json",
         action="store_true",
         help="print JSON: {schema, system, verdict, findings, account}; with --prometheus {schema, nodes, findings}",
     )
-    parser.add_argument("--lang", choices=LANGS, default=None, help="language of titles and advice (default: locale)")
     parser.add_argument(
-        "--config",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="config file: thresholds, [cost], [stacks] (default ~/.config/gputui/config.toml)",
+        "--fail-on",
+        choices=tuple(common.FAIL_ON),
+        default=Severity.WARNING.label,
+        help=f"the least severity of a finding that fails the check (default warning: exit 1 on warnings, 4 on "
+        f"critical findings; critical: warnings exit 0); a verdict still not known exits {common.EXIT_NOT_KNOWN} "
+        "whatever this says",
     )
+    parser.add_argument("--lang", choices=LANGS, default=None, help="language of titles and advice (default: locale)")
+    add_config_option(parser)
     parser.add_argument(
         "--no-stacks",
         action="store_true",
@@ -128,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         return diagnose_fleet.run(args, config.diagnostics, lang)
     options = SessionOptions(
         source=common.source_choice(args, simulated_time=True),  # the simulated machine's N seconds pass at once
-        interval_s=args.interval,
+        interval_s=common.interval_of(args),
         record=record_target(args),
         stacks=not args.no_stacks and config.stacks.enabled,
         lang=lang,
@@ -146,10 +153,19 @@ def run(args: argparse.Namespace) -> int:
             unavailable = Outcome(None, unavailable_verdict(lang, now), (unavailable_finding(str(exc), lang, now),))
             _emit(args, unavailable, lang, price)
             return common.report_unavailable(exc, reason_shown=not args.json)  # JSON: stdout is for the script
+        if warm_up_s(session) > 0:
+            print(
+                f"gputui: collecting readings for {warm_up_s(session):g} s before the verdict, then sampling "
+                f"{args.seconds:g} s",
+                file=sys.stderr,
+                flush=True,
+            )
         outcome = _diagnose(session, args.seconds)
     warn_of_recording(session)
     _emit(args, outcome, lang, price)
-    return common.exit_code(f.severity for f in outcome.findings)
+    return common.exit_code(
+        (f.severity for f in outcome.findings), fail_on=common.FAIL_ON[args.fail_on], known=outcome.known
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,21 +178,37 @@ class Outcome:
     findings: tuple[Finding, ...]
     notices: tuple[str, ...] = ()
     last: Snapshot | None = None  # the last reading: its GPU processes and whose job each is
-    account: Account | None = None  # each GPU's and job's time in each verdict class over the sampling
+    account: Account | None = None  # each GPU's and job's time in each verdict class over the judged sampling
+    pending: tuple[Pending, ...] = ()  # conditions seen at the end, not held long enough yet to open
+    warm_up_s: float = 0.0  # the readings before the first judged one, the verdict's warm-up
+
+    @property
+    def known(self) -> bool:
+        return is_known(self.verdict)
 
 
 class _Seen:
-    """What a health check keeps of each tick: the last, every finding that closed, the source's notices."""
+    """What a health check keeps of each tick: the last, every finding that closed, the source's notices; and,
+    from the first tick judged on, the account of where the GPU time went."""
 
     def __init__(self, interval_s: float = 1.0) -> None:
         self.last: Tick | None = None
         self.ended = ClosedFindings()
         self.notices: dict[str, None] = {}
         self.accountant = Accountant(MAX_GAP_INTERVALS * interval_s)
+        self.judged = 0  # the ticks in the account
+        self.first_at: float | None = None
+        self.warm_up_s = 0.0
 
-    def add(self, tick: Tick) -> None:
+    def add(self, tick: Tick, *, judged: bool = True) -> None:
         self.last = tick
-        self.accountant.add(tick.snapshot, tick.verdict)
+        at = tick.snapshot.timestamp
+        self.first_at = at if self.first_at is None else self.first_at
+        if judged:
+            if self.judged == 0:
+                self.warm_up_s = at - self.first_at
+            self.accountant.add(tick.snapshot, tick.verdict)
+            self.judged += 1
         self.notices.update(dict.fromkeys(tick.snapshot.events))
         self.ended.add(tick.closed)
 
@@ -187,26 +219,48 @@ class _Seen:
         last = self.last.snapshot
         active = (*self.last.active, *closed)
         account = self.accountant.account()
-        return Outcome(last.system, self.last.verdict, active, tuple(self.notices), last, account)
+        tick = self.last
+        notices = tuple(self.notices)
+        return Outcome(last.system, tick.verdict, active, notices, last, account, tick.pending, self.warm_up_s)
+
+
+def is_known(verdict: Verdict | None) -> bool:
+    """The rules have their readings: the verdict says what bounds the GPUs, not "not known yet"."""
+    return verdict is not None and verdict.cls != "unknown"
+
+
+def warm_up_s(session: Session) -> float:
+    """The readings the verdict needs before it says anything (diagnostics/verdict.py classify: half its window)."""
+    return session.config.diagnostics.thresholds.window_s / 2
 
 
 def _diagnose(session: Session, seconds: float) -> Outcome:
-    """`seconds` of the session's readings through its engine (and into its recording, with --record); with its
-    stacks, those of every GPU process read once, from the first reading on."""
+    """The session's readings through its engine (and into its recording, with --record) until the verdict is
+    known (at most a window's worth), then `seconds` more of judged readings, the account's; with its stacks,
+    those of every GPU process read once, from the first reading on."""
     from gputui.session.loop import SamplingLoop
 
     interval = session.interval_s
     polls = math.floor(seconds / interval + 1e-9) + 1
+    # Past a whole window the verdict still unknown has nothing to wait for (no GPU's activity can be read): the
+    # seconds asked are sampled all the same, and the exit code says it was not known.
+    warm_up = math.ceil(2 * warm_up_s(session) / interval + 1e-9)
     seen = _Seen(interval)
     first = _SampleEveryProcess(session.stacks) if session.stacks is not None else None
+    taken = 0
 
     def deliver(tick: Tick) -> None:
+        nonlocal taken
+        taken += 1
         if first is not None:
             first(tick)
-        seen.add(tick)
+        seen.add(tick, judged=seen.judged > 0 or is_known(tick.verdict) or taken > warm_up)
+        if seen.judged >= polls:
+            loop.stop()
 
     sampler = session.sampler
-    SamplingLoop(sampler.take, interval, deliver, pace=session.pace).run(polls)
+    loop = SamplingLoop(sampler.take, interval, deliver, pace=session.pace)
+    loop.run(warm_up + polls)
     if first is not None and first.outlasted_sampling():
         seen.add(sampler.take())  # a window ended after the last reading: one more, with its activity
     return seen.outcome(session.system)
@@ -251,6 +305,16 @@ def _unreadable_lines(last: Snapshot | None, lang: str) -> list[str]:
     return out
 
 
+def _pending_to_dict(pending: Pending) -> dict[str, object]:
+    return {
+        "rule": pending.rule,
+        "gpus": list(pending.gpus),
+        "severity": pending.severity.label,
+        "title": pending.title,
+        "opens_in_s": round(pending.opens_in_s, 3),
+    }
+
+
 def _emit(args: argparse.Namespace, outcome: Outcome, lang: str, price: Price | None) -> None:
     system, verdict, findings = outcome.system, outcome.verdict, outcome.findings
     groups = sort_groups(group_findings(findings, lang))
@@ -265,6 +329,8 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str, price: Price | 
             "verdict": verdict_to_dict(verdict) if verdict is not None else None,
             "findings": [finding_to_dict(f) for f in findings],
             "groups": [group_to_dict(g, [at[id(f)] for f in g.findings]) for g in groups],
+            # Conditions seen at the end that had not held long enough to open their finding.
+            "pending": [_pending_to_dict(p) for p in outcome.pending],
             "notices": list(outcome.notices),
             # The GPU processes of the last reading, with their pod or Slurm job: who holds the GPUs judged.
             "processes": gpu_processes_to_dicts(outcome.last) if outcome.last is not None else [],
@@ -284,11 +350,13 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str, price: Price | 
     if verdict is not None:
         out.append(text("cli.verdict", lang, line=verdict.line))
     if system is not None:
-        out.append(text("cli.sampled", lang, host=system.hostname, seconds=f"{args.seconds:g}"))
+        seconds, warm_up = f"{args.seconds:g}", f"{outcome.warm_up_s:g}"
+        key = "cli.sampled.warm" if outcome.warm_up_s > 0 else "cli.sampled"
+        out.append(text(key, lang, host=system.hostname, seconds=seconds, warm_up=warm_up))
     out += [text("cli.notice", lang, notice=notice) for notice in outcome.notices]
     out += _unreadable_lines(outcome.last, lang)
     out += activity_lines(outcome.last, lang)
-    out += finding_lines(groups, lang)
+    out += finding_lines(groups, lang, verdict, outcome.pending)
     if outcome.account is not None:
         out += account_lines(outcome.account, price, lang)
     print("\n".join(out))

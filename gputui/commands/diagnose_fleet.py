@@ -77,7 +77,8 @@ def run(args: argparse.Namespace, config: DiagnosticsConfig, lang: str) -> int:
     else:
         print("\n".join(_text(client.url, args.since, step, nodes, fleet, notices, lang)))
     return common.exit_code(
-        (*(f.severity for node in nodes for f in node.findings), *(severity for severity, _ in fleet))
+        (*(f.severity for node in nodes for f in node.findings), *(severity for severity, _ in fleet)),
+        fail_on=common.FAIL_ON[args.fail_on],
     )
 
 
@@ -120,7 +121,9 @@ def _text(
             out.append("   " + text("cli.dcgm_only", lang))
         if node.verdict is not None:
             out.append("   " + text("cli.verdict", lang, line=node.verdict.line))
-        out += ["   " + line for line in finding_lines(sort_groups(group_findings(node.findings, lang)), lang)]
+        out += [
+            "   " + line for line in finding_lines(sort_groups(group_findings(node.findings, lang)), lang, node.verdict)
+        ]
     out.append(text("cli.fleet.findings", lang))
     if not fleet:
         out.append("   " + text("cli.fleet.none", lang))

@@ -18,7 +18,7 @@ from contextlib import ExitStack, contextmanager
 from types import FrameType
 from typing import Any
 
-from gputui.argtypes import port_number, positive_seconds
+from gputui.argtypes import port_number
 from gputui.commands import common
 from gputui.commands.config_options import add_config_and_alert_options
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
@@ -45,13 +45,7 @@ def register(sub: Any) -> None:
         metavar="ADDR",
         help="address to listen on (default 127.0.0.1, this machine only; 0.0.0.0 for every interface)",
     )
-    parser.add_argument(
-        "--interval",
-        type=positive_seconds,
-        default=1.0,
-        metavar="S",
-        help="seconds between readings; scrapes read the newest one (default 1)",
-    )
+    common.add_interval_option(parser, "seconds between readings; scrapes read the newest one (default 1)")
     parser.add_argument(
         "--legacy-hostname-label",
         action="store_true",
@@ -82,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         return common.usage_error(exc)
     options = SessionOptions(
         source=common.source_choice(args, long_running=True, own_cgroup=not args.ignore_own_cgroup),
-        interval_s=args.interval,
+        interval_s=common.interval_of(args),
         stacks=True,
         alerts=True,  # said in the log: the session's alerts speak there until a front end attaches its own
         alert_flush_s=config.alerts.timeout_s,
@@ -103,7 +97,7 @@ def run(args: argparse.Namespace) -> int:
             system,
             bind=args.bind,
             port=args.port,
-            interval=args.interval,
+            interval=session.interval_s,
             hostname_label=hostname_label,
         )
         stop = threading.Event()

@@ -8,10 +8,8 @@ import sys
 from contextlib import ExitStack
 
 from gputui.commands import common
-from gputui.session.sampling import MAX_INTERVAL, MIN_INTERVAL
 from gputui.sources.base import SourceUnavailable
 
-DEFAULT_INTERVAL_S = 1.0
 # Container objects allocated (net) before a young-generation collection; Python's default is 700.
 YOUNG_GC_THRESHOLD = 5000
 
@@ -36,7 +34,7 @@ def run_prometheus(args: argparse.Namespace) -> int:
     from gputui.sources.prometheus.client import CredentialsError
     from gputui.ui.fleet_app import run_fleet_on
 
-    interval = FLEET_DEFAULT_INTERVAL if args.interval is None else args.interval
+    interval = common.interval_of(args, FLEET_DEFAULT_INTERVAL)
     try:
         client = common.prometheus_client(args)
     except CredentialsError as exc:
@@ -64,13 +62,7 @@ def run(args: argparse.Namespace) -> int:
         from gputui.session.fleet_poll import FLEET_DEFAULT_INTERVAL
         from gputui.ui.fleet_app import run_fleet
 
-        return run_fleet(args.remote, FLEET_DEFAULT_INTERVAL if args.interval is None else args.interval)
-    if args.interval is None:
-        args.interval = DEFAULT_INTERVAL_S
-    if not MIN_INTERVAL <= args.interval <= MAX_INTERVAL:
-        return common.usage_error(
-            f"--interval must be between {MIN_INTERVAL:g} and {MAX_INTERVAL:g} seconds, not {args.interval:g}"
-        )
+        return run_fleet(args.remote, common.interval_of(args, FLEET_DEFAULT_INTERVAL))
     from gputui.commands.config_options import config_of
     from gputui.commands.record_options import record_target, warn_of_recording
     from gputui.config import ConfigError
@@ -83,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         return common.usage_error(exc)
     options = SessionOptions(
         source=common.source_choice(args, fallback_demo=args.fallback_demo, long_running=True),
-        interval_s=args.interval,
+        interval_s=common.interval_of(args),
         record=record_target(args),
         stacks=True,
         alerts=True,

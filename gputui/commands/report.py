@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gputui.commands import common
-from gputui.commands.config_options import add_price_options
+from gputui.commands.config_options import add_config_option, add_price_options
 
 if TYPE_CHECKING:
     from gputui.record.reader import Recording
@@ -26,6 +26,7 @@ def register(sub: Any) -> None:
         help="also write one self-contained HTML page with charts (needs plotly: .venv/bin/pip install plotly)",
     )
     add_price_options(parser)
+    add_config_option(parser)
     parser.set_defaults(func=common.on_recording(run))
 
 

@@ -5,8 +5,8 @@ own words all come from here. A rule's title, advice, cause and the evidence lab
 its family module (`rules/<family>.py`, `TEXTS`); this module holds the words no single family owns, the labels of
 the probes' figures, and merges them all. Keys are `<rule>.title[.<variant>]`, `<rule>.advice[.<variant>]`,
 `<rule>.cause[.<variant>]` (the cause as the verdict names it), `ev.<name>` (evidence labels), `win.<name>`
-(evidence windows), `sev.<severity>`, `ui.<name>`, `cli.<name>`, the verdict's (`verdict_texts.py`) and the fleet
-findings' (`fleet_texts.py`).
+(evidence windows), `sev.<severity>`, `ui.<name>`, `cli.<name>`, `quiet.<name>` (said where no finding is, and
+"healthy" cannot be), the verdict's (`verdict_texts.py`) and the fleet findings' (`fleet_texts.py`).
 Placeholders are `str.format` fields; both languages use the same ones (a test checks it).
 """
 
@@ -31,6 +31,7 @@ SHARED: Texts = {
         "ev.throttled_share": "time throttled",
         "ev.sm_clock": "SM clock",
         "ev.max_sm_clock": "max SM clock",
+        "ev.clock_of_max": "SM clock, share of its max",
         "ev.slowdown_threshold": "slowdown threshold",
         "ev.clock_events": "why the driver slows the clock",
         "ev.gpu_util": "GPU utilization",
@@ -54,6 +55,7 @@ SHARED: Texts = {
         "ev.rank": "rank (RANK)",
         # -- evidence windows ----------------------------------------------------------------------------------
         "win.now": "now",
+        "win.moment": "latest reading",  # a moment beside a mean of the same reading (diagnostics/figures.py)
         "win.mean": "mean over {seconds} s",
         "win.max": "max over {seconds} s",
         "win.change": "change over {seconds} s",
@@ -82,7 +84,13 @@ SHARED: Texts = {
         # -- the diagnose command ------------------------------------------------------------------------------
         "cli.simulated": "SIMULATED data (scenario: {scenario}); not this machine",
         "cli.sampled": "{host}: sampled {seconds} s",
+        "cli.sampled.warm": "{host}: sampled {seconds} s, after {warm_up} s of collecting readings for the verdict",
         "cli.none": "No findings above info: the GPUs look healthy.",
+        # -- what is said in place of "healthy" while gputui cannot say so (gputui/text/quiet_text.py) ----------
+        "quiet.collecting": "No findings yet: {summary}; not known to be healthy before then.",
+        "quiet.unjudged": "No findings and no verdict yet: nothing has been judged.",
+        "quiet.verdict": "No findings above info, but the verdict is not a healthy one: {label}.",
+        "quiet.watching": "watching: {title} (opens in {seconds} s if it holds)",
         "cli.advice": "advice",
         "cli.since": "for {duration}",
         "cli.was": "was: {span}",
@@ -111,6 +119,7 @@ SHARED: Texts = {
         "ev.throttled_share": "降频时间占比",
         "ev.sm_clock": "SM 频率",
         "ev.max_sm_clock": "最大 SM 频率",
+        "ev.clock_of_max": "SM 频率占最大值",
         "ev.slowdown_threshold": "降频温度阈值",
         "ev.clock_events": "驱动降频的原因",
         "ev.gpu_util": "GPU 利用率",
@@ -132,6 +141,7 @@ SHARED: Texts = {
         "ev.stack_frame": "位置（采样最多的栈帧）",
         "ev.rank": "rank（RANK）",
         "win.now": "当前",
+        "win.moment": "最新读数",
         "win.mean": "{seconds} 秒平均",
         "win.max": "{seconds} 秒最大",
         "win.change": "{seconds} 秒内变化",
@@ -158,7 +168,12 @@ SHARED: Texts = {
         "ui.hint.unfocused": "按 d 选择一项，再按回车查看建议",
         "cli.simulated": "SIMULATED 模拟数据（场景：{scenario}），并非本机",
         "cli.sampled": "{host}：采样 {seconds} 秒",
+        "cli.sampled.warm": "{host}：先收集 {warm_up} 秒数据以给出结论，之后采样 {seconds} 秒",
         "cli.none": "没有高于提示级别的问题：GPU 状态良好。",
+        "quiet.collecting": "尚无发现：{summary}；在此之前不能断定 GPU 状态良好。",
+        "quiet.unjudged": "尚无发现，也尚无结论：还没有作出任何判断。",
+        "quiet.verdict": "没有高于提示级别的问题，但结论并非正常：{label}。",
+        "quiet.watching": "观察中：{title}（若持续，{seconds} 秒后确认）",
         "cli.advice": "建议",
         "cli.since": "持续 {duration}",
         "cli.was": "曾出现：{span}",

@@ -16,10 +16,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gputui.diagnostics.catalog import localize, text
+from gputui.diagnostics.figures import Figures, gpu_figures
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.instances import expand, has_instances, instance_name, instance_of, split
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.diagnostics.rules.cpus import workers_that_fit
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
 from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.verdict import Verdict, VerdictTracker, classify
@@ -33,12 +35,28 @@ TrackKey = tuple[str, tuple[int, ...]]
 
 
 @dataclass(frozen=True, slots=True)
+class Pending:
+    """A condition above info the engine sees but that has not held long enough to open its finding: the views
+    say they are watching it ("GPU 1: thermal throttling, opens in 2 s if it holds") rather than "nothing slows"."""
+
+    rule: str
+    gpus: tuple[int, ...]
+    severity: Severity
+    title: str
+    opens_in_s: float
+
+
+@dataclass(frozen=True, slots=True)
 class DiagnosticsState:
-    """What the views show: the verdict, open findings worst first, and recently closed ones newest first."""
+    """What the views show: the verdict, open findings worst first, recently closed ones newest first, the
+    conditions not yet held long enough to open (soonest first), and the figures of this tick that they state
+    (diagnostics/figures.py)."""
 
     active: tuple[Finding, ...] = ()
     closed: tuple[Finding, ...] = ()
     verdict: Verdict | None = None
+    pending: tuple[Pending, ...] = ()
+    figures: Figures | None = None
 
     @property
     def worst(self) -> Severity | None:
@@ -134,7 +152,32 @@ class DiagnosticsEngine:
         kept = [f for f, open_until in external if now >= open_until]
         closed = heapq.merge(kept, self._closed, key=lambda f: -(f.ended_at or f.started_at))
         verdict = self._verdict.update(classify(units, active, th, self.lang), now)
-        return DiagnosticsState(active=tuple(active), closed=tuple(closed), verdict=verdict)
+        pending = sorted((self._pending(track, now) for track in self._waiting()), key=lambda p: p.opens_in_s)
+        # The figures every view states, over the verdict's window: those the rules and classify() read above.
+        figures = Figures(units.span_s, gpu_figures(units), workers_that_fit(window, th))
+        return DiagnosticsState(
+            active=tuple(active), closed=tuple(closed), verdict=verdict, pending=tuple(pending), figures=figures
+        )
+
+    def _waiting(self) -> list[_Track]:
+        """The tracks above info whose finding has not opened yet."""
+        return [track for track in self._tracks.values() if not track.opened and track.severity > Severity.INFO]
+
+    def _pending(self, track: _Track, now: float) -> Pending:
+        gpus = split(track.hit.gpus)[0] if self._units is not None else track.hit.gpus
+        suffix = f".{track.hit.variant}" if track.hit.variant else ""
+        return Pending(
+            rule=track.rule.id,
+            gpus=gpus,
+            severity=track.severity,
+            title=text(f"{track.rule.id}.title{suffix}", self.lang, **track.hit.params),
+            opens_in_s=max(0.0, track.first_seen + self._hold(track.rule) - now),
+        )
+
+    def _hold(self, rule: Rule) -> float:
+        """How long `rule`'s condition must hold before its finding opens."""
+        hold = rule.open_after(self.config.thresholds)
+        return self.config.open_after_s if hold is None else hold
 
     def _unit_window(self, snapshot: Snapshot, seconds: float) -> Window:
         """The window of snapshots with MIG instances as GPUs; the history before the first MIG one is expanded
@@ -161,8 +204,7 @@ class DiagnosticsEngine:
             worst = _worse(track.worst, hit.value, rule.higher_is_worse)
             if worst != track.worst or track.worst is None:
                 track.worst, track.worst_hit = worst, hit
-        hold = rule.open_after(self.config.thresholds)
-        if not track.opened and now - track.first_seen >= (self.config.open_after_s if hold is None else hold):
+        if not track.opened and now - track.first_seen >= self._hold(rule):
             track.opened = True
 
     def _lapse(self, key: TrackKey, now: float) -> None:
@@ -221,7 +263,7 @@ def _named(hit: Hit, units: Window) -> Hit:
 
 
 def _at_worst(evidence: Evidence) -> Evidence:
-    return dataclasses.replace(evidence, window="worst") if evidence.window == "now" else evidence
+    return dataclasses.replace(evidence, window="worst") if evidence.window in ("now", "moment") else evidence
 
 
 def _worse(old: float | None, new: float | None, higher_is_worse: bool) -> float | None:

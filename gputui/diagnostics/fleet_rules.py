@@ -23,6 +23,7 @@ from gputui.diagnostics.catalog import has_text, localize, text
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.rules.base import ev, rounded
 from gputui.diagnostics.thresholds import Thresholds
+from gputui.diagnostics.verdict import gpu_list
 from gputui.formatting import fmt_duration, fmt_num, fmt_pct, fmt_ranges
 from gputui.model import GpuProcess, GpuSample, MigDevice, ProcSample, Snapshot
 
@@ -321,7 +322,7 @@ def _straggler_finding(lags: Sequence[_Lag], peers: int, model: str, lang: str, 
         ]
     share = max(lag.share for lag in lags)
     evidence.append(ev("slow_share", round(100.0 * share), "%", "share"))
-    named = ", ".join(f"{f.rule} GPU {fmt_ranges(f.gpus)}" if f.gpus else f.rule for f in causes)
+    named = ", ".join(f"{f.rule} {gpu_list(f.gpus, lang)}" if f.gpus else f.rule for f in causes)
     evidence.append(ev("node_findings", named or text("fleet.no_cause", lang), window=""))
     return FleetFinding(
         rule=STRAGGLER,
@@ -335,6 +336,7 @@ def _straggler_finding(lags: Sequence[_Lag], peers: int, model: str, lang: str, 
             peers=peers,
             model=model,
             lag=text("fleet.and", lang).join(lag_words),
+            seconds=span,
             cause=cause_words,
         ),
         advice=text("straggler.advice.mig" if mig else "straggler.advice", lang),

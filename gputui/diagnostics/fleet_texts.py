@@ -12,7 +12,9 @@ from gputui.diagnostics.locale import Texts
 
 TEXTS: Texts = {
     "en": {
-        "straggler.title": "{where}: slower than the fleet's {peers} busy {model} GPUs, {lag} ({cause})",
+        "straggler.title": (
+            "{where}: slower than the fleet's {peers} busy {model} GPUs, {lag}, mean over {seconds} s ({cause})"
+        ),
         "straggler.advice": (
             "One slow GPU holds back every rank of a synchronous job: the others wait for it at each step. Fix "
             "what its node's own findings name (cooling, a power cap, a PCIe or NVLink link, data loading). With "
@@ -20,7 +22,8 @@ TEXTS: Texts = {
             "or drain the node and run the job without it."
         ),
         "straggler.title.mig": (
-            "{where}: slower than the fleet's {peers} busy {model} GPUs in MIG mode, {lag} ({cause})"
+            "{where}: slower than the fleet's {peers} busy {model} GPUs in MIG mode, {lag}, mean over {seconds} s "
+            "({cause})"
         ),
         "straggler.advice.mig": (
             "A slow board slows every MIG instance on it, and one slow instance holds back every rank of a "
@@ -69,13 +72,15 @@ TEXTS: Texts = {
         "ui.fleet.more": "+{count} more",
     },
     "zh": {
-        "straggler.title": "{where}：比集群中 {peers} 块繁忙的 {model} 慢，{lag}（{cause}）",
+        "straggler.title": "{where}：比集群中 {peers} 块繁忙的 {model} 慢，{lag}，{seconds} 秒平均（{cause}）",
         "straggler.advice": (
             "同步训练中一块慢 GPU 会拖住所有 rank：其他 GPU 每一步都要等它。请先处理该节点自身诊断指出的问题"
             "（散热、功率上限、PCIe 或 NVLink 链路、数据加载）。如果没有找到原因，请将它的频率和错误计数与同型号"
             "GPU 对比（nvidia-smi -q -d PERFORMANCE,CLOCK,ECC），或者把该节点下线，让作业在其他节点上运行。"
         ),
-        "straggler.title.mig": "{where}：比集群中 {peers} 块 MIG 模式下繁忙的 {model} 慢，{lag}（{cause}）",
+        "straggler.title.mig": (
+            "{where}：比集群中 {peers} 块 MIG 模式下繁忙的 {model} 慢，{lag}，{seconds} 秒平均（{cause}）"
+        ),
         "straggler.advice.mig": (
             "一块慢 GPU 会拖慢它上面的每个 MIG 实例，而同步训练中一个慢实例会拖住所有 rank。请先处理该节点自身"
             "诊断指出的问题（散热、功率上限、PCIe 链路）。如果没有找到原因，请将它的频率和错误计数与同型号 GPU "

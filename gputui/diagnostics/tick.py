@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gputui.diagnostics.engine import Pending
+from gputui.diagnostics.figures import Figures
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
@@ -15,9 +17,12 @@ from gputui.model import Snapshot
 
 @dataclass(frozen=True, slots=True)
 class Tick:
-    """One reading, the verdict, and the findings open (and recently closed) after it."""
+    """One reading, the verdict, the findings open (and recently closed) after it, those about to open, and the
+    figures they state."""
 
     snapshot: Snapshot
     active: tuple[Finding, ...] = ()
     closed: tuple[Finding, ...] = ()
     verdict: Verdict | None = None
+    pending: tuple[Pending, ...] = ()  # conditions seen, not held long enough yet to open (DiagnosticsState)
+    figures: Figures | None = None

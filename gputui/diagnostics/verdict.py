@@ -19,11 +19,12 @@ it and a job that changes is not told late.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from gputui.diagnostics.catalog import has_text, localize, text
+from gputui.diagnostics.figures import figures_of, mean_of
 from gputui.diagnostics.findings import Evidence, Finding, Severity, instances_to_list
 from gputui.diagnostics.instances import instance_name, instance_of, split
 from gputui.diagnostics.rules import ALL_RULES
@@ -127,6 +128,10 @@ class Judgement:
     # (unit, when its main process's stacks were read) for each unit whose words say what its stacks show, or why
     # there are none: a reading that arrives (or is refused) is said on its tick, like a cause
     read: frozenset[tuple[int, float]] = frozenset()
+    # The figures its words and evidence state (each group's means, as evidence rounds them, and the window's
+    # seconds): a figure that changes renews the words on its tick, so the verdict never states another value of
+    # a figure than a finding beside it (diagnostics/figures.py)
+    stated: tuple[object, ...] = ()
 
 
 def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Verdict:
@@ -177,13 +182,16 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
     # The GPUs it says nothing holds back: those of a GPU-bound, underused or idle group that names no finding.
     quiet = frozenset(i for cls, gpus in parts if cls in _UNBOUND and not any(causes[g] for g in gpus) for i in gpus)
     read = _stacks_read(window, tuple(i for cls, gpus in parts if cls in _WAITING or cls == "gpu_bound" for i in gpus))
+    stated = tuple(_stated(window, gpus) for _, gpus in parts)
 
     def group(cls: str, gpus: tuple[int, ...]) -> Verdict:
         return _group(window, th, cls, gpus, causes, any(i in explained for i in gpus), everyone, lang)
 
     if len(parts) == 1:
         cls, gpus = parts[0]
-        return Judgement((cls, _units_key(gpus)), lambda: group(cls, gpus), quiet, frozenset(flagged), named, read)
+        return Judgement(
+            (cls, _units_key(gpus)), lambda: group(cls, gpus), quiet, frozenset(flagged), named, read, stated
+        )
 
     def mixed() -> Verdict:
         groups = tuple(group(cls, gpus) for cls, gpus in parts)
@@ -191,7 +199,9 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
         return _make("mixed", tuple(sorted(busy)), {"groups": summary}, (), lang, now, groups=groups)
 
     keyed = tuple((cls, _units_key(gpus)) for cls, gpus in parts)
-    return Judgement(("mixed", _units_key(tuple(sorted(busy))), keyed), mixed, quiet, frozenset(flagged), named, read)
+    return Judgement(
+        ("mixed", _units_key(tuple(sorted(busy))), keyed), mixed, quiet, frozenset(flagged), named, read, stated
+    )
 
 
 def _stacks_read(w: Window, units: tuple[int, ...]) -> frozenset[tuple[int, float]]:
@@ -199,6 +209,19 @@ def _stacks_read(w: Window, units: tuple[int, ...]) -> frozenset[tuple[int, floa
     samples = {g.index: g for g in w.gpus()}
     procs = ((i, main_process(w, w.pids(samples[i]))) for i in units if i in samples)
     return frozenset((i, p.activity.taken_at) for i, p in procs if p is not None and p.activity is not None)
+
+
+def _stated(w: Window, gpus: tuple[int, ...]) -> tuple[object, ...]:
+    """A group's figures as its verdict states them (`_group`): what renews its words when it changes."""
+    mine = [figures_of(w, i) for i in gpus]
+    means = (
+        mean_of([f.busy_pct for f in mine]),
+        mean_of([f.clock_of_max_pct for f in mine]),
+        mean_of([f.sm_active_pct for f in mine]),
+        mean_of([f.tensor_active_pct for f in mine]),
+        mean_of([f.dram_bw_pct for f in mine]),
+    )
+    return (*(rounded(m) for m in means), w.span_s)
 
 
 def _units_key(units: tuple[int, ...]) -> object:
@@ -251,11 +274,13 @@ def _group(
     everyone: tuple[int, ...],
     lang: str,
 ) -> Verdict:
-    util = _mean(w.mean(i, "utilization_gpu_pct") for i in gpus)
-    clock = _mean(_clock_share(w, i) for i in gpus)
-    sm = _mean(w.mean(i, "sm_active_pct") for i in gpus)
-    tensor = _mean(w.mean(i, "tensor_active_pct") for i in gpus)
-    dram = _mean(w.mean(i, "dram_bw_pct") for i in gpus)
+    # The group's figures: the means of its GPUs' (diagnostics/figures.py), which their findings state too.
+    mine = [figures_of(w, i) for i in gpus]
+    util = mean_of([f.busy_pct for f in mine])
+    clock = mean_of([f.clock_of_max_pct for f in mine])
+    sm = mean_of([f.sm_active_pct for f in mine])
+    tensor = mean_of([f.tensor_active_pct for f in mine])
+    dram = mean_of([f.dram_bw_pct for f in mine])
     own = list({id(f): f for i in gpus for f in causes.get(i, ())}.values())
     params: dict[str, object] = {
         "gpus": _gpus_text(w, gpus, everyone, lang),
@@ -266,6 +291,7 @@ def _group(
         "tensor": fmt_pct(tensor),
         "dram": fmt_pct(dram),
         "causes": _causes(own, len(gpus), lang),
+        "seconds": w.span_s,
     }
     variant = ""
     if cls in _UNBOUND and own:
@@ -388,12 +414,17 @@ def _variant_key(key: str, variant: str) -> str:
     return f"{key}.{variant}" if variant and has_text(f"{key}.{variant}") else key
 
 
+def gpu_list(gpus: Sequence[int], lang: str = "en") -> str:
+    """'GPU 1', 'GPUs 0-3,6': a list of GPUs as the verdict, the fleet view and the alerts all write it."""
+    return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=fmt_ranges(gpus))
+
+
 def _gpus_text(w: Window, gpus: tuple[int, ...], everyone: tuple[int, ...], lang: str) -> str:
     whole = tuple(i for i in gpus if instance_of(i) is None)
     if len(whole) == len(gpus):
         if len(gpus) > 1 and set(gpus) == set(everyone):
             return text("verdict.gpus.all", lang, count=len(gpus))
-        return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=fmt_ranges(gpus))
+        return gpu_list(gpus, lang)
     # MIG instances by name, each apart ("GPU 0 / 3g.40gb (GI 2)"), but a GPU all of whose instances are alike is
     # named once, so eight split GPUs read as one phrase and not sixteen.
     samples = {g.index: g for g in w.latest.gpus}
@@ -418,19 +449,6 @@ def _one_or_some(gpus: tuple[int, ...]) -> str:
     return "one" if len(gpus) == 1 else "some"
 
 
-def _clock_share(w: Window, index: int) -> float | None:
-    info = w.info(index)
-    clock = w.mean(index, "sm_clock_mhz")
-    if clock is None or info is None or not info.max_sm_clock_mhz:
-        return None
-    return min(100.0, 100.0 * clock / info.max_sm_clock_mhz)
-
-
-def _mean(values: Iterable[float | None]) -> float | None:
-    known = [v for v in values if v is not None]
-    return sum(known) / len(known) if known else None
-
-
 class VerdictTracker:
     """Holds the verdict shown, so that it and the findings agree at every moment:
 
@@ -442,22 +460,21 @@ class VerdictTracker:
       forgotten. What takes over is this instant's verdict, standing since it was first judged;
     - `unknown` gives way at once: there is nothing to flap.
 
-    While the same verdict stands its words (the means in its sentence) are renewed every `refresh_s` only: a
-    sentence that changed every tick would repaint the pane every tick, over a slow link, to say the same. The
-    causes it names are renewed at once: a finding that opens or closes beside the same class is said on its tick
-    (the findings have their own hysteresis, so this does not flap), and so is a new reading of a job's stacks
-    (what they show, or why none could be read).
+    While the same verdict stands its words are renewed only when what they say changes, and then on that tick:
+    a figure they state (diagnostics/figures.py: a finding beside it states the same one, and the two must never
+    differ), a cause they name (a finding that opens or closes beside the same class; the findings have their own
+    hysteresis, so this does not flap), or a new reading of a job's stacks (what they show, or why none could be
+    read). Words that say the same are not made again.
     """
 
-    def __init__(self, hold_s: float, refresh_s: float = 10.0) -> None:
+    def __init__(self, hold_s: float) -> None:
         self.hold_s = hold_s
-        self.refresh_s = refresh_s
         self._current: Verdict | None = None
         self._current_key: tuple[object, ...] | None = None  # the key of the judgement it was taken from
         self._quiet: frozenset[int] = frozenset()  # the units the current verdict says nothing holds back
         self._named: frozenset[Cause] = frozenset()  # the findings the current verdict's words name
         self._read: frozenset[tuple[int, float]] = frozenset()  # the stack readings its words say
-        self._worded = 0.0  # when the current verdict's words were last renewed
+        self._stated: tuple[object, ...] = ()  # the figures its words state
         self._judged: tuple[tuple[object, ...], float] | None = None  # this instant's key, and since when
         self._contradicted: float | None = None  # since when the current verdict is not this instant's
 
@@ -468,10 +485,10 @@ class VerdictTracker:
         current = self._current
         if current is not None and candidate.key == self._current_key:
             self._contradicted = None
-            # `unknown` counts down each tick; a cause that opens or closes is said at once.
-            renew = candidate.named != self._named or candidate.read != self._read
-            if current.cls == "unknown" or renew or now - self._worded >= self.refresh_s:
-                return self._take(candidate, replace(candidate.words(), since=current.since), now)
+            # `unknown` counts down each tick; a figure, a cause or a reading that changes is said at once.
+            said = (self._named, self._read, self._stated)
+            if current.cls == "unknown" or (candidate.named, candidate.read, candidate.stated) != said:
+                return self._take(candidate, replace(candidate.words(), since=current.since))
             return current
         if self._contradicted is None:
             self._contradicted = now
@@ -481,13 +498,13 @@ class VerdictTracker:
             or self._quiet & candidate.flagged
             or now - self._contradicted >= self.hold_s
         ):
-            return self._take(candidate, replace(candidate.words(), since=self._judged[1]), now)
+            return self._take(candidate, replace(candidate.words(), since=self._judged[1]))
         return current
 
-    def _take(self, judged: Judgement, verdict: Verdict, now: float) -> Verdict:
+    def _take(self, judged: Judgement, verdict: Verdict) -> Verdict:
         """The verdict shown from now, and the key of the judgement it came from: the next judgements are compared
         with that key (a Verdict's own key names its groups, not the findings a judgement notes)."""
-        self._current, self._current_key, self._quiet, self._worded = verdict, judged.key, judged.quiet, now
-        self._named, self._read = judged.named, judged.read
+        self._current, self._current_key, self._quiet = verdict, judged.key, judged.quiet
+        self._named, self._read, self._stated = judged.named, judged.read, judged.stated
         self._contradicted = None
         return verdict

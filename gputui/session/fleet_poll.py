@@ -292,7 +292,7 @@ class PrometheusPoller:
         if diagnose is None:
             diagnose = self._diagnose[host] = once_per_reading(tolerant(self._factory(), host))
         state = diagnose(snapshot)
-        return Tick(snapshot, state.active, state.closed, state.verdict)
+        return Tick(snapshot, state.active, state.closed, state.verdict, state.pending, state.figures)
 
     def _prime(self, start: float, end: float) -> None:
         """Feed each host's recent history through its diagnostics; without it (Prometheus failing now) the

@@ -57,7 +57,14 @@ class ReplaySampler:
             if self.source.ticks_shown == self.source.tick_count:
                 self.source.pause()  # the end: playback stops there rather than idling on the last tick
         assert current is not None  # advance() always hands over at least the first tick
-        return Tick(snapshot=current, active=state.active, closed=state.closed, verdict=state.verdict)
+        return Tick(
+            snapshot=current,
+            active=state.active,
+            closed=state.closed,
+            verdict=state.verdict,
+            pending=state.pending,
+            figures=state.figures,
+        )
 
     def drain(self) -> tuple[bool, list[Snapshot]]:
         """The ticks passed since the last call, oldest first, and whether a seek came first (start over)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
+from gputui import argtypes
 from gputui.diagnostics.tick import Tick
 from gputui.session.diagnose import Diagnose
 from gputui.sources.base import Source
@@ -16,10 +17,8 @@ from gputui.sources.base import Source
 if TYPE_CHECKING:
     from gputui.session.stacks import JobStacks
 
-# The refresh intervals `+` and `-` step through; `--interval` must lie within them.
-INTERVALS: tuple[float, ...] = (0.25, 0.5, 1.0, 2.0, 3.0, 5.0, 10.0)
-MIN_INTERVAL = INTERVALS[0]
-MAX_INTERVAL = INTERVALS[-1]
+# The refresh intervals `+` and `-` step through; `--interval`'s type (argtypes.sample_interval) keeps within them.
+INTERVALS, MIN_INTERVAL, MAX_INTERVAL = argtypes.INTERVALS, argtypes.MIN_INTERVAL, argtypes.MAX_INTERVAL
 
 
 # Takes every tick on the sampling thread, as it is made (the recording); must not block.
@@ -57,7 +56,14 @@ class Sampler:
             tick = Tick(snapshot=snapshot)
         else:
             state = self._diagnose(snapshot)
-            tick = Tick(snapshot=snapshot, active=state.active, closed=state.closed, verdict=state.verdict)
+            tick = Tick(
+                snapshot=snapshot,
+                active=state.active,
+                closed=state.closed,
+                verdict=state.verdict,
+                pending=state.pending,
+                figures=state.figures,
+            )
         if self.stacks is not None:
             self.stacks.consider(tick)
         for sink in self._sinks:

@@ -7,19 +7,25 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from gputui.diagnostics.catalog import severity_label, text
+from gputui.diagnostics.engine import Pending
 from gputui.diagnostics.findings import Severity, format_evidence
 from gputui.diagnostics.groups import FindingGroup
+from gputui.diagnostics.verdict import Verdict
 from gputui.formatting import fmt_duration
 from gputui.model import Snapshot
 from gputui.text.activity_text import detail_lines
+from gputui.text.quiet_text import quiet_lines
 
 
-def finding_lines(groups: Sequence[FindingGroup], lang: str) -> list[str]:
+def finding_lines(
+    groups: Sequence[FindingGroup], lang: str, verdict: Verdict | None, pending: Sequence[Pending] = ()
+) -> list[str]:
     """One row per rule and cause, worst first (groups.py), each with how long it has held or when it held (a
-    finding that closed), its evidence and its advice; "nothing found" when none is above info."""
-    out: list[str] = []
-    if not any(group.severity > Severity.INFO for group in groups):
-        out.append(text("cli.none", lang))
+    finding that closed), its evidence and its advice; first, what is watched and, where none above info was
+    seen, whether that means healthy (quiet_text.py: not before the verdict is known, nor beside a verdict that is
+    a problem)."""
+    above_info = any(group.severity > Severity.INFO for group in groups)  # one that closed counts: it held
+    out = [line.words for line in quiet_lines(verdict, pending, above_info, lang, "cli.none")]
     now = text("win.now", lang)
     for group in groups:
         where = group.rule

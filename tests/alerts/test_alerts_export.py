@@ -21,7 +21,7 @@ def test_the_exporter_posts_an_open_and_serves_the_open_finding(tmp_path: Path) 
     config.write_text(FAST)
     with receiving() as receiver:
         child, url = _start(
-            "--demo", "thermal", "--gpus", "0,1", "--interval", "0.2", "--config", str(config),
+            "--demo", "thermal", "--gpus", "0,1", "--interval", "0.25", "--config", str(config),
             "--alert-webhook", receiver.url,
         )  # fmt: skip
         with stopped_at_the_end(child):
@@ -60,7 +60,7 @@ def test_a_failing_webhook_is_said_once_and_its_secret_never(tmp_path: Path) -> 
     config = tmp_path / "config.toml"
     config.write_text(FAST + 'format = "slack"\n')
     err_path = tmp_path / "stderr.txt"
-    argv = ["export", "--port", "0", "--demo", "thermal", "--gpus", "0,1", "--interval", "0.2", "--config"]
+    argv = ["export", "--port", "0", "--demo", "thermal", "--gpus", "0,1", "--interval", "0.25", "--config"]
     argv += [str(config), "--alert-webhook", refused_url("/services/T0SECRET/B0SECRET/X0SECRET")]
     with err_path.open("w") as err_file:
         child = subprocess.Popen([sys.executable, "-m", "gputui", *argv], stdout=subprocess.DEVNULL, stderr=err_file)

@@ -28,6 +28,12 @@ def test_slack_text_escapes_what_slack_would_read_as_markup() -> None:
     assert slack_escape("a & b") == "a &amp; b"
 
 
+def test_slack_text_writes_a_gpu_list_as_the_verdict_and_the_fleet_view_do() -> None:
+    """One vocabulary (issue 38): "GPUs 0-3" everywhere, where Slack's line said "GPU 0,1,2,3"."""
+    text = slack_text(MESSAGE | {"gpus": [0, 1, 2, 3, 6], "title": "t"})
+    assert "warning cpu_contention (GPUs 0-3,6): t" in text
+
+
 def test_slack_gets_the_escaped_line_and_a_webhook_the_message_as_json() -> None:
     with receiving() as receiver:
         Webhook(receiver.url, slack=True, timeout_s=5).send(MESSAGE)

@@ -97,7 +97,7 @@ def test_as_root_a_file_others_may_read_or_write_is_refused(tmp_path: Path, mode
 def test_as_root_another_users_file_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     other_user()
     path = owned_by_other_user(_file(tmp_path, FILE))
-    argv = ["--alert-webhook-file", str(path), "diagnose", "--demo", "healthy", "--seconds", "1"]
+    argv = ["export", "--alert-webhook-file", str(path), "--demo", "healthy", "--port", "0"]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"gputui: error: --alert-webhook-file: not reading {path}: it is owned by nobody")

@@ -98,7 +98,7 @@ def _start(*args: str, sigint_ignored: bool = False) -> tuple[subprocess.Popen[s
 )
 def test_serves_simulated_data_labelled_then_stops_cleanly(stop_signal: signal.Signals, sigint_ignored: bool) -> None:
     """Both signals stop it alike, SIGINT too where it started ignored (and Python raises no KeyboardInterrupt)."""
-    child, url = _start("--demo", "thermal", "--gpus", "0,1", "--interval", "0.2", sigint_ignored=sigint_ignored)
+    child, url = _start("--demo", "thermal", "--gpus", "0,1", "--interval", "0.25", sigint_ignored=sigint_ignored)
     with stopped_at_the_end(child, stop_signal):
         series, _ = parse(fetch(url)[0])
         assert one(series, "gputui_source_info", source="simulated", simulated="true", scenario="thermal") == 1

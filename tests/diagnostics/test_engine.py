@@ -38,6 +38,19 @@ def test_opens_only_after_the_condition_held_for_open_after_s() -> None:
     assert finding.is_open and finding.metric == "temperature_c"
 
 
+def test_a_condition_not_yet_held_is_pending_with_the_time_until_it_opens() -> None:
+    """What the views say as "watching: ... (opens in 2 s if it holds)" in place of "nothing slows the GPUs"."""
+    engine = DiagnosticsEngine()
+    state = feed(engine, [warm(t, 86.0) for t in range(2)])
+    assert state.active == ()
+    [pending] = state.pending
+    assert (pending.rule, pending.gpus, pending.severity) == ("thermal_margin", (0,), Severity.WARNING)
+    assert pending.opens_in_s == 2.0 and pending.title == "GPU 0: within 5 C of thermal slowdown (89 C)"
+    state = feed(engine, [warm(t, 86.0) for t in range(2, 4)])
+    assert rules(state) == ["thermal_margin"] and state.pending == ()
+    assert feed(engine, [warm(t, 70.0) for t in range(4, 6)]).pending == ()  # a lapse of an open one: not pending
+
+
 def test_a_value_wobbling_at_the_threshold_never_opens() -> None:
     engine = DiagnosticsEngine()
     states = [engine.update(warm(t, 84.1 if t % 2 else 83.9)) for t in range(60)]

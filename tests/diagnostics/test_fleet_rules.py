@@ -84,7 +84,8 @@ def test_a_throttled_gpu_is_named_with_its_nodes_cause() -> None:
     assert f.severity is Severity.WARNING
     assert f.hosts == ("gpu03",) and f.gpus == (("gpu03", 1),)
     assert f.title == (
-        "gpu03 GPU 1: slower than the fleet's 6 busy NVIDIA H100 80GB HBM3 GPUs, SM clock 29% below the median (heat)"
+        "gpu03 GPU 1: slower than the fleet's 6 busy NVIDIA H100 80GB HBM3 GPUs, SM clock 29% below the median, "
+        "mean over 14 s (heat)"
     )
     facts = evidence(f)
     assert facts["sm_clock"] == 1410.0 and facts["median_sm_clock"] == 1980.0
@@ -300,7 +301,10 @@ def test_a_healthy_dcgm_exporter_fleet_gets_nothing_above_info() -> None:
 def test_the_words_are_chinese_when_asked() -> None:
     hot = node("gpu03", slow_gpu(1, sm_clock_mhz=1410), findings=[finding("thermal_throttle", (1,))])
     f = only(fleet_findings([node("gpu01"), node("gpu02"), hot], lang="zh"), "straggler")
-    assert f.title == "gpu03 的 GPU 1：比集群中 6 块繁忙的 NVIDIA H100 80GB HBM3 慢，SM 频率比中位数低 29%（过热）"
+    assert (
+        f.title
+        == "gpu03 的 GPU 1：比集群中 6 块繁忙的 NVIDIA H100 80GB HBM3 慢，SM 频率比中位数低 29%，14 秒平均（过热）"
+    )
     assert f.advice.startswith("同步训练中一块慢 GPU")
     labels = {e.key: (e.label, e.window) for e in f.evidence}
     assert labels["median_sm_clock"] == ("它们的 SM 频率中位数", "14 秒平均")

@@ -208,7 +208,7 @@ def test_a_mig_gpus_slow_clock_is_a_straggler_among_mig_gpus_of_its_model() -> N
     assert f.advice.startswith("A slow board slows every MIG instance on it")
     assert f.title == (
         "gpu03 GPU 1: slower than the fleet's 6 busy NVIDIA H100 80GB HBM3 GPUs in MIG mode, "
-        "SM clock 29% below the median (no cause found on the node)"
+        "SM clock 29% below the median, mean over 14 s (no cause found on the node)"
     )
     facts = evidence(f)
     assert facts["sm_clock"] == 1410.0 and facts["median_sm_clock"] == 1980.0

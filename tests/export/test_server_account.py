@@ -70,7 +70,7 @@ def test_a_real_export_server_serves_the_counter(source: FakeSource) -> None:
 
 def test_the_gputui_export_process_counts_up_the_seconds() -> None:
     """A real `gputui export`: the counter is there after its second reading, and grows with each."""
-    child, url = _start("--demo", "starved-cpu", "--gpus", "0", "--interval", "0.2")
+    child, url = _start("--demo", "starved-cpu", "--gpus", "0", "--interval", "0.25")
     with stopped_at_the_end(child):
         seen: list[float] = []
         deadline = time.monotonic() + 20

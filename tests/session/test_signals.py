@@ -114,7 +114,7 @@ def test_the_config_can_make_the_monitor_read_only(tmp_path: Path) -> None:
     config.write_text('[monitor]\nreadonly = "yes"\n')
     with pytest.raises(ConfigError) as raised:
         load_config(config)
-    assert str(raised.value) == f"{config}:2: 'monitor.readonly' must be true or false, not text (\"yes\")"
+    assert str(raised.value) == f"{config}:2: 'monitor.readonly' must be true or false, not a string (\"yes\")"
     with pytest.raises(ConfigError, match="no such config file"):
         load_config(tmp_path / "missing.toml")
 

@@ -317,14 +317,14 @@ def test_the_config_files_stacks_table(tmp_path: Path) -> None:
     path.write_text("[stacks]\nwindow_s = 'long'\n")
     with pytest.raises(ConfigError) as raised:
         load_config(path)
-    assert str(raised.value) == f"{path}:2: 'stacks.window_s' must be a number of seconds, not text (\"long\")"
+    assert str(raised.value) == f"{path}:2: 'stacks.window_s' must be a number of seconds, not a string (\"long\")"
 
 
 @pytest.mark.parametrize(
     ("table", "error"),
     [
         ("enabeld = true", "unknown key 'stacks.enabeld' (known: enabled, window_s, rate_hz, cooldown_s, recheck_s)"),
-        ('enabled = "yes"', "'stacks.enabled' must be true or false, not text (\"yes\")"),
+        ('enabled = "yes"', "'stacks.enabled' must be true or false, not a string (\"yes\")"),
         ("rate_hz = 2.5", "'stacks.rate_hz' must be a whole number from 1 to 1000, not 2.5"),
         ("rate_hz = 0", "'stacks.rate_hz' must be a whole number from 1 to 1000, not 0"),
         ("window_s = 0", "'stacks.window_s' must be a number of seconds above 0, at most 60, not 0"),

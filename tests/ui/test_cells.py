@@ -78,9 +78,11 @@ def test_changed_span_covers_only_the_parts_that_differ() -> None:
 
 @pytest.mark.parametrize("interval", ["0.1", "11"])
 def test_an_interval_outside_the_bounds_is_a_usage_error(interval: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["--demo", "healthy", "--interval", interval]) == 2
+    with pytest.raises(SystemExit) as exited:
+        main(["--demo", "healthy", "--interval", interval])
+    assert exited.value.code == 2
     err = capsys.readouterr().err
-    assert "--interval must be between 0.25 and 10 seconds" in err and err.count("\n") == 1
+    assert "argument --interval: must be between 0.25 and 10 seconds" in err and err.count("\n") == 1
 
 
 def test_a_simulated_machine_needs_a_gpu(capsys: pytest.CaptureFixture[str]) -> None:

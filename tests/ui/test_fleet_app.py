@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime
-from typing import TYPE_CHECKING
 
 import pytest
 
@@ -23,11 +23,9 @@ from gputui.sources.sim.source import SimulatedSource
 from gputui.ui.fleet_app import FleetApp, header_parts
 from gputui.ui.widgets.fleet_block import FleetBlock, block_lines, findings_line
 from gputui.ui.widgets.lines import Line
+from tests.conftest import Clock
 from tests.snapshots import MIB, gpu, gpu_info, host, snapshot, system_info
 from tests.ui.monitor_helpers import MARKS
-
-if TYPE_CHECKING:
-    from conftest import Clock
 
 SIZE = (120, 40)
 FIXED_NOW = datetime(2026, 1, 1, 12, 0, 0)
@@ -485,3 +483,34 @@ def test_a_mig_gpu_in_the_fleet_says_mig_and_each_instance_s_activity() -> None:
     second = "".join(text for text, _ in gpu_line(snap.gpu_info[1], snap.gpus[1], MARKS, with_bar=False))
     assert " MIG  SM " in first and first.endswith("GI1 n/a GI2 12%")  # GI 1 has no GPM reading: n/a, not 0
     assert second.endswith("GI1 86% GI2 81%") and "n/a  SM" not in second
+
+
+def _watched(scenario: str, seconds: int) -> HostState:
+    """A simulated server of four GPUs as the fleet view holds it after `seconds` of polls two seconds apart."""
+    clock = Clock(now=1000.0)
+    source = SimulatedSource(scenario=scenario, gpu_count=4, clock=clock)
+    sampler = Sampler(source, new_diagnose())
+    state = HostState(f"sim-{scenario}:9400", f"http://sim-{scenario}:9400/metrics", None)
+    source.open()
+    for t in range(0, seconds + 1, 2):
+        clock.now = 1000.0 + t
+        state = state.judged(sampler.take(), clock.now)
+    source.close()
+    return state
+
+
+def test_the_clock_figures_on_one_fleet_screen_each_name_their_window() -> None:
+    """A thermal server beside a healthy one showed `12% of the clock lost` (its verdict), `SM clock 17% below the
+    median` (the straggler) and `SM 1560/1980` (the reading now) on one screen, the two means not saying over
+    what: the verdict's is over its node's 10 s, the straggler's over the fleet's window. Each says so now."""
+    states = (_watched("healthy", 40), _watched("thermal", 40))
+    [straggler] = [f for f in judge_fleet(states) if f.rule == "straggler"]
+    assert re.search(r", SM clock \d+% below the median, mean over 40 s \(heat\)$", straggler.title), straggler.title
+    thermal = plain(block_lines(states[1], 120, 1040.0, MARKS, "sim-thermal")).splitlines()
+    assert re.search(r"Throttled GPU 1 \d+% of the clock lost, mean over 10 s \(heat\)", thermal[1]), thermal[1]
+
+
+def test_a_blocks_findings_name_their_gpus_as_the_verdict_does() -> None:
+    """One vocabulary (issue 38): a row on four GPUs read `GPU 0-3` in a block under a verdict that says `GPUs 0-3`."""
+    hot = [replace(FINDINGS[1], gpus=(g,)) for g in range(4)]
+    assert plain([findings_line(hot, 120)]) == "   CRIT thermal_throttle GPUs 0-3"

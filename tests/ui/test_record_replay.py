@@ -112,7 +112,7 @@ def test_diagnose_records_its_ticks_and_findings(tmp_path: Path) -> None:
     target = tmp_path / "d.jsonl"
     assert cli.main(["diagnose", "--demo", "thermal", "--seconds", "10", "--json", "--record", str(target)]) == 4
     recording = load_recording(target)
-    assert len(recording.ticks) == 11
+    assert len(recording.ticks) == 16  # the verdict's 5 s of warm-up, then the 10 s judged
     assert any(e.kind == "finding_opened" and e.data["finding"]["rule"] == "thermal_throttle" for e in recording.events)
     assert cli.main(["diagnose", "--demo", "--record", str(target)]) == 2  # not overwritten
 

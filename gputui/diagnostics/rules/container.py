@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, at_once, compute_pids, ev, rounded
-from gputui.diagnostics.rules.cpus import contention, job_cpus
+from gputui.diagnostics.rules.cpus import contention, job_cpus, workers_that_fit
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_bytes, fmt_num, fmt_pct
 from gputui.model import ContainerInfo, ProcSample
@@ -45,12 +45,11 @@ def cpu_throttled(w: Window, th: Thresholds) -> Iterator[Hit]:
     limits = _limits(w)
     quota = limits.cpu_quota_cores if limits else None
     used = w.host_mean("container.cpu_pct_of_quota")
-    workers = max(1, int(quota) - 1) if quota else None
     yield Hit(
         gpus=(),
         value=round(throttled, 1),
         severity=Severity.CRITICAL if throttled >= th.cpu_throttled_critical_pct else None,
-        params={"pct": fmt_pct(throttled), "quota": fmt_num(quota, 1), "workers": fmt_num(workers)},
+        params={"pct": fmt_pct(throttled), "quota": fmt_num(quota, 1), "workers": fmt_num(workers_that_fit(w, th))},
         evidence=(
             ev("cpu_quota", quota, "CPUs"),
             ev("quota_used", rounded(used), "%", "mean"),
@@ -102,7 +101,7 @@ def workers_oversubscribed(w: Window, th: Thresholds) -> Iterator[Hit]:
             "used": _cores(used),
             "waited": _cores(waited),
             "limit": _cores(limit),
-            "per_job": fmt_num(max(0, limit / len(jobs) - 1)),
+            "workers": fmt_num(workers_that_fit(w, th)),
         },
         evidence=(
             ev("cpus_wanted", round(used + waited, 1), "CPUs", "mean"),
@@ -207,7 +206,7 @@ TEXTS: Texts = {
         "cpu_throttled.advice": (
             "The kernel stops every thread of this container until the next period once its CPU quota is "
             "spent, so data loading stalls in bursts. Raise the quota (docker --cpus, Kubernetes "
-            "resources.limits.cpu), or use fewer data-loader workers: num_workers <= {workers}."
+            "resources.limits.cpu), or use fewer data-loader workers: num_workers <= {workers} per job here."
         ),
         "cpu_throttled.cause": "the CPU quota",
         "workers_oversubscribed.title": "The jobs and their data-loader workers want {wanted} CPUs of the {limit} "
@@ -215,7 +214,7 @@ TEXTS: Texts = {
         "workers_oversubscribed.advice": (
             "The jobs' processes use {used} CPUs and wait on a run queue for {waited} more: they want more CPU "
             "than this container may use, so they take turns. os.cpu_count() reports the host's CPUs inside a "
-            "container; size num_workers by the quota instead: about {per_job} per job here "
+            "container; size num_workers by the quota instead: about {workers} per job here "
             "(len(os.sched_getaffinity(0)) honours a cpuset, not a quota)."
         ),
         "workers_oversubscribed.cause": "more workers than CPUs",
@@ -268,14 +267,15 @@ TEXTS: Texts = {
         "cpu_throttled.title": "{quota} 核的 CPU 配额在 {pct} 的周期内被用完",
         "cpu_throttled.advice": (
             "配额用完后，内核会让容器内所有线程停到下一个周期，数据加载因此一阵一阵地卡住。请提高配额"
-            "（docker --cpus，Kubernetes resources.limits.cpu），或减少数据加载 worker：num_workers <= {workers}。"
+            "（docker --cpus，Kubernetes resources.limits.cpu），或减少数据加载 worker："
+            "这里每个任务 num_workers <= {workers}。"
         ),
         "cpu_throttled.cause": "CPU 配额",
         "workers_oversubscribed.title": "任务进程和数据加载 worker 需要 {wanted} 个 CPU，而可用的只有 {limit} 个",
         "workers_oversubscribed.advice": (
             "任务进程用了 {used} 个 CPU，还在运行队列里等了相当于 {waited} 个 CPU 的时间：它们想用的 CPU 多于容器"
             "能用的，只能轮流运行。容器内 os.cpu_count() 返回的是宿主机的 CPU 数；请按配额设置 num_workers："
-            "这里每个任务约 {per_job} 个（len(os.sched_getaffinity(0)) 只考虑 cpuset，不考虑配额）。"
+            "这里每个任务约 {workers} 个（len(os.sched_getaffinity(0)) 只考虑 cpuset，不考虑配额）。"
         ),
         "workers_oversubscribed.cause": "worker 多于 CPU",
         "shm_small.title": "/dev/shm 只有 {size}，而数据加载 worker 正在使用它",

@@ -60,6 +60,20 @@ def job_cpus(w: Window, th: Thresholds) -> Cpus:
     return w.shared("cpus", measure)
 
 
+def job_count(w: Window) -> int:
+    """The GPU jobs sharing these CPUs (their compute processes), at least one."""
+    return w.shared("jobs_count", lambda: max(1, len({pid for g in w.gpus() for pid in w.pids(g)})))
+
+
+def workers_that_fit(w: Window, th: Thresholds) -> int | None:
+    """The data-loader workers per job that fit the CPUs the jobs may use (the quota, the cpuset, else the host's),
+    shared by the jobs here, less one CPU for each job's main process, at least one; None when the CPUs are not
+    known. The one num_workers number any advice gives (diagnostics/figures.py): two findings about the same CPUs
+    never advise two."""
+    usable = job_cpus(w, th).usable
+    return None if usable is None else max(1, int(usable / job_count(w)) - 1)
+
+
 @dataclass(frozen=True, slots=True)
 class Contention:
     """Other processes take the CPUs the GPU jobs want: how busy those CPUs were, and with whose work."""

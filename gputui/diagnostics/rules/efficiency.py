@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gputui.diagnostics.figures import figures_of
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
@@ -19,8 +20,8 @@ from gputui.formatting import fmt_pct
 
 def low_sm_activity(w: Window, th: Thresholds) -> Iterator[Hit]:
     for g in w.gpus():
-        util = w.mean(g.index, "utilization_gpu_pct")
-        sm = w.mean(g.index, "sm_active_pct")
+        figures = figures_of(w, g.index)
+        util, sm = figures.busy_pct, figures.sm_active_pct
         if util is None or sm is None or util < th.efficiency_busy_util_pct or sm >= th.sm_active_low_pct:
             continue
         yield Hit(
@@ -38,8 +39,8 @@ def low_sm_activity(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 def tensor_cores_idle(w: Window, th: Thresholds) -> Iterator[Hit]:
     for g in w.gpus():
-        sm = w.mean(g.index, "sm_active_pct")
-        tensor = w.mean(g.index, "tensor_active_pct")
+        figures = figures_of(w, g.index)
+        sm, tensor = figures.sm_active_pct, figures.tensor_active_pct
         fp32 = w.mean(g.index, "fp32_active_pct")
         if sm is None or tensor is None or fp32 is None:
             continue
@@ -60,7 +61,8 @@ def tensor_cores_idle(w: Window, th: Thresholds) -> Iterator[Hit]:
 
 def memory_bound(w: Window, th: Thresholds) -> Iterator[Hit]:
     for g in w.gpus():
-        dram = w.mean(g.index, "dram_bw_pct")
+        figures = figures_of(w, g.index)
+        dram = figures.dram_bw_pct
         if dram is None or dram < th.memory_bound_dram_pct:
             continue
         yield Hit(
@@ -70,8 +72,8 @@ def memory_bound(w: Window, th: Thresholds) -> Iterator[Hit]:
             params={"gpu": g.index, "dram": fmt_pct(dram)},
             evidence=(
                 ev("dram_bw", rounded(dram), "%", "mean"),
-                ev("sm_active", rounded(w.mean(g.index, "sm_active_pct")), "%", "mean"),
-                ev("tensor_active", rounded(w.mean(g.index, "tensor_active_pct")), "%", "mean"),
+                ev("sm_active", rounded(figures.sm_active_pct), "%", "mean"),
+                ev("tensor_active", rounded(figures.tensor_active_pct), "%", "mean"),
             ),
         )
 

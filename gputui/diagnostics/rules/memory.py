@@ -66,7 +66,7 @@ def idle_allocation(w: Window, th: Thresholds) -> Iterator[Hit]:
             evidence=(
                 ev("processes", ", ".join(names)),
                 ev("process_memory", round(held / _GIB, 1), "GiB"),
-                ev("gpu_util", g.utilization_gpu_pct, "%"),
+                ev("gpu_util", g.utilization_gpu_pct, "%", "moment"),
             ),
         )
 

@@ -37,7 +37,7 @@ def pcie_downgrade(w: Window, th: Thresholds) -> Iterator[Hit]:
                 ev("pcie_link", _link(g.pcie_gen, g.pcie_width)),
                 ev("pcie_max_link", _link(info.pcie_max_gen, info.pcie_max_width), "", "static"),
                 ev("link_bandwidth", rounded(current, 1e9), "GB/s"),
-                ev("gpu_util", g.utilization_gpu_pct, "%"),
+                ev("gpu_util", g.utilization_gpu_pct, "%", "moment"),
             ),
         )
 

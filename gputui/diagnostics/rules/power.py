@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gputui.diagnostics.figures import figures_of
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import (
@@ -23,8 +24,9 @@ from gputui.diagnostics.rules.base import (
     ev,
     has_bits,
     is_busy,
+    rounded,
 )
-from gputui.diagnostics.rules.thermal import clock_evidence, heat_evidence, throttled_pct
+from gputui.diagnostics.rules.thermal import clock_evidence, heat_evidence
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
 from gputui.model import GpuSample
@@ -39,7 +41,6 @@ def power_cap(w: Window, th: Thresholds) -> Iterator[Hit]:
         default = info.power_default_limit_w if info else None
         limit = g.power_limit_w
         lowered = limit is not None and default is not None and limit < default * (1 - th.power_cap_lowered_pct / 100)
-        series = w.series(g.index)
         yield Hit(
             gpus=(g.index,),
             value=limit,
@@ -50,13 +51,8 @@ def power_cap(w: Window, th: Thresholds) -> Iterator[Hit]:
                 ev("power", g.power_w, "W"),
                 ev("power_limit", limit, "W"),
                 ev("default_power_limit", default, "W", "static"),
-                ev("sm_clock", g.sm_clock_mhz, "MHz"),
-                ev(
-                    "throttled_share",
-                    throttled_pct(series, CLOCK_SW_POWER_CAP, lambda s: s.power_violation_ns),
-                    "%",
-                    "share",
-                ),
+                *clock_evidence(w, g),
+                ev("throttled_share", figures_of(w, g.index).throttled_pct["power_cap"], "%", "share"),
             ),
         )
 
@@ -72,19 +68,17 @@ def hw_slowdown(w: Window, th: Thresholds) -> Iterator[Hit]:
     for g in w.gpus():
         if not _cause_unsaid(g):
             continue
-        series = w.series(g.index)
-        share = sum(1 for sample in series if _cause_unsaid(sample)) / len(series)
-        if share < th.sustained_share:
+        share = figures_of(w, g.index).throttled_pct["hw_slowdown"]
+        if share < 100.0 * th.sustained_share:
             continue
-        info = w.info(g.index)
         yield _held_down(
             g,
-            *heat_evidence(g, info),
+            *heat_evidence(g, w.info(g.index)),
             ev("power", g.power_w, "W"),
             ev("power_limit", g.power_limit_w, "W"),
-            *clock_evidence(g, info),
+            *clock_evidence(w, g),
             ev("clock_events", clock_events(g)),
-            ev("throttled_share", round(100.0 * share, 1), "%", "share"),
+            ev("throttled_share", round(share, 1), "%", "share"),
         )
 
 
@@ -103,7 +97,7 @@ def power_brake(w: Window, th: Thresholds) -> Iterator[Hit]:
         if has_bits(g, CLOCK_HW_POWER_BRAKE):
             yield _held_down(
                 g,
-                *clock_evidence(g, w.info(g.index)),
+                *clock_evidence(w, g),
                 ev("power", g.power_w, "W"),
                 ev("temperature", g.temperature_c, "C"),
                 ev("clock_events", clock_events(g)),
@@ -124,8 +118,8 @@ def clocks_low(w: Window, th: Thresholds) -> Iterator[Hit]:
             value=g.sm_clock_mhz,
             params={"gpu": g.index, "max": top},
             evidence=(
-                *clock_evidence(g, info),
-                ev("gpu_util", g.utilization_gpu_pct, "%"),
+                *clock_evidence(w, g),
+                ev("gpu_util", rounded(figures_of(w, g.index).busy_pct), "%", "mean"),
             ),
         )
 

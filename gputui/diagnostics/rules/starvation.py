@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
-from gputui.diagnostics.rules.cpus import Contention, Cpus, contention, job_cpus
+from gputui.diagnostics.rules.cpus import Contention, Cpus, contention, job_count, job_cpus, workers_that_fit
 from gputui.diagnostics.rules.stacks import Stack, main_process, read_stack, shares_text, stack_evidence
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
@@ -124,19 +124,16 @@ def _cores(value: float | None) -> str:
     return fmt_num(value, 1 if value is not None and value % 1 else 0)
 
 
-def _jobs_count(w: Window) -> int:
-    return w.shared("jobs_count", lambda: max(1, len({pid for g in w.gpus() for pid in w.pids(g)})))
-
-
-def _suggested_workers(cause: str, proc: ProcSample | None, cpus: Cpus, jobs: int) -> int | None:
-    """num_workers to try: a job's share of the CPUs less one for its main process; or, with workers that are
-    all busy, one more for each spare CPU its share allows."""
-    if cpus.usable is None:
+def _suggested_workers(w: Window, th: Thresholds, cause: str, proc: ProcSample | None, cpus: Cpus) -> int | None:
+    """num_workers to try: the workers that fit here (cpus.workers_that_fit, what every advice on num_workers
+    says); or, with workers that are all busy, one more for each spare CPU its share allows, up to those."""
+    fit = workers_that_fit(w, th)
+    if fit is None:
         return None
     if cause == "main_process":
-        return max(1, int(cpus.usable / jobs) - 1)
+        return fit
     if cause == "workers" and proc is not None and proc.children and cpus.spare is not None:
-        return proc.children + max(1, int(cpus.spare / jobs))
+        return min(fit, proc.children + max(1, int(cpus.spare / job_count(w))))
     return None
 
 
@@ -190,7 +187,7 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
                 "children": fmt_num(children),
                 "quota": _cores(cpus.quota),
                 "usable": _cores(cpus.usable),
-                "suggest": fmt_num(_suggested_workers(cause, proc, cpus, _jobs_count(w))),
+                "suggest": fmt_num(_suggested_workers(w, th, cause, proc, cpus)),
             },
             evidence=(
                 _util(util),

@@ -6,18 +6,25 @@ family's finding, with the bits in its evidence, and not `hw_slowdown`'s (power.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
+from gputui.diagnostics.figures import figures_of
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
-from gputui.diagnostics.rules.base import CLOCK_THERMAL, Hit, Rule, Window, clock_events, ev, has_bits, is_busy
+from gputui.diagnostics.rules.base import (
+    CLOCK_THERMAL,
+    Hit,
+    Rule,
+    Window,
+    clock_events,
+    ev,
+    has_bits,
+    is_busy,
+    rounded,
+)
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
 from gputui.model import GpuInfo, GpuSample
-
-
-def _thermal_ns(sample: GpuSample) -> int | None:
-    return sample.thermal_violation_ns
 
 
 def _violation_growing(series: list[GpuSample]) -> bool:
@@ -28,20 +35,16 @@ def _violation_growing(series: list[GpuSample]) -> bool:
     return now is not None and before is not None and now > before
 
 
-def throttled_pct(series: list[GpuSample], bits: int, counter: Callable[[GpuSample], int | None]) -> float:
-    """% of the window throttled: from the cumulative violation counter when reported, else from the bits."""
-    first, last = series[0], series[-1]
-    start, end = counter(first), counter(last)
-    span_ns = (last.timestamp - first.timestamp) * 1e9
-    if start is not None and end is not None and span_ns > 0:
-        return max(0.0, min(100.0, (end - start) / span_ns * 100.0))
-    return 100.0 * sum(1 for g in series if has_bits(g, bits)) / len(series)
-
-
-def clock_evidence(sample: GpuSample, info: GpuInfo | None) -> tuple[Evidence, Evidence]:
-    """The SM clock now beside its max: how far heat or power has slowed the GPU (power.py states it too)."""
-    top = info.max_sm_clock_mhz if info else None
-    return ev("sm_clock", sample.sm_clock_mhz, "MHz"), ev("max_sm_clock", top, "MHz", "static")
+def clock_evidence(w: Window, sample: GpuSample) -> tuple[Evidence, Evidence, Evidence]:
+    """How far heat or power has slowed the GPU (power.py states it too): the clock's share of its max over the
+    window, the verdict's figure (diagnostics/figures.py), then the SM clock of the latest reading beside its max,
+    the moment labelled as one so that the two never read as two answers to one question."""
+    figures = figures_of(w, sample.index)
+    return (
+        ev("clock_of_max", rounded(figures.clock_of_max_pct), "%", "mean"),
+        ev("sm_clock", sample.sm_clock_mhz, "MHz", "moment"),
+        ev("max_sm_clock", figures.max_sm_clock_mhz, "MHz", "static"),
+    )
 
 
 def heat_evidence(sample: GpuSample, info: GpuInfo | None) -> tuple[Evidence, Evidence]:
@@ -55,15 +58,14 @@ def thermal_throttle(w: Window, th: Thresholds) -> Iterator[Hit]:
         series = w.series(g.index)
         if not is_busy(g, th) or not (has_bits(g, CLOCK_THERMAL) or _violation_growing(series)):
             continue
-        info = w.info(g.index)
         yield Hit(
             gpus=(g.index,),
             value=g.temperature_c,
             params={"gpu": g.index},
             evidence=(
-                *heat_evidence(g, info),
-                ev("throttled_share", throttled_pct(series, CLOCK_THERMAL, _thermal_ns), "%", "share"),
-                *clock_evidence(g, info),
+                *heat_evidence(g, w.info(g.index)),
+                ev("throttled_share", figures_of(w, g.index).throttled_pct["thermal"], "%", "share"),
+                *clock_evidence(w, g),
                 ev("clock_events", clock_events(g)),
             ),
         )

@@ -152,7 +152,7 @@ class MainScreen(LeanScreen[None]):
         self.host.show(tick.snapshot.host, tick.snapshot.system.container)
         self.show_processes(tick.snapshot, filter_text)
         if self.diagnostics.display:
-            self.findings.show_findings(tick.active, tick.closed)
+            self.findings.show_findings(tick.active, tick.closed, tick.verdict, tick.pending)
         self.relayout()
 
     def show_processes(self, snapshot: Snapshot, filter_text: str) -> None:

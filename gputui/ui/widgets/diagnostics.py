@@ -20,12 +20,16 @@ from textual.message import Message
 from textual.widget import Widget
 
 from gputui.diagnostics.catalog import severity_label, text
+from gputui.diagnostics.engine import Pending
 from gputui.diagnostics.findings import Finding, Severity, format_evidence
 from gputui.diagnostics.groups import FindingGroup, counts_text, group_findings, sort_groups
+from gputui.diagnostics.verdict import Verdict
 from gputui.formatting import fmt_duration
+from gputui.text.quiet_text import QuietLine, quiet_lines
 
 SEVERITY_STYLES = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 HISTORY_STYLE = "dim"
+QUIET_STYLE = "yellow"  # not known to be healthy yet, or a condition watched: neither good nor a finding
 CURSOR_STYLE = "reverse"
 MAX_EVIDENCE = 4  # evidence items shown per finding; the rest is in `gputui diagnose --json`
 
@@ -84,6 +88,7 @@ class DiagnosticsPane(Widget, can_focus=True):
         self._open: tuple[FindingGroup, ...] = ()
         self._history: tuple[FindingGroup, ...] = ()
         self._shown: tuple[object, ...] | None = None
+        self._quiet: tuple[QuietLine, ...] = (QuietLine(text("quiet.unjudged", lang)),)  # before the first tick
         self._cursor = 0
         self._chosen: GroupKey | None = None
         self._line_owner: list[int | None] = []  # rendered line -> index into _entries
@@ -103,14 +108,28 @@ class DiagnosticsPane(Widget, can_focus=True):
                 return group
         return None
 
-    def show_findings(self, active: Sequence[Finding], closed: Sequence[Finding]) -> None:
-        """New engine state; nothing is redrawn when the screen would not change."""
-        shown = tuple(
-            (f.rule, f.gpus, f.started_at, f.severity, f.title, int(f.duration_s), f.evidence, f.ended_at is None)
-            for f in (*active, *closed)
+    def show_findings(
+        self,
+        active: Sequence[Finding],
+        closed: Sequence[Finding],
+        verdict: Verdict | None = None,
+        pending: Sequence[Pending] = (),
+    ) -> None:
+        """New engine state; nothing is redrawn when the screen would not change. Without a finding open, the pane
+        says "nothing slows the GPUs" only where the verdict knows it (quiet_text.py); what is about to open is
+        said as watched."""
+        # "No findings" would read against any finding listed under it, info included.
+        quiet = tuple(quiet_lines(verdict, pending, bool(active), self.lang, "ui.none"))
+        shown = (
+            *(
+                (f.rule, f.gpus, f.started_at, f.severity, f.title, int(f.duration_s), f.evidence, f.ended_at is None)
+                for f in (*active, *closed)
+            ),
+            quiet,
         )
         if shown == self._shown:
             return
+        self._quiet = quiet
         cursor_key = _key(self.entries[self._cursor]) if self.entries else None
         self._open = sort_groups(group_findings(active, self.lang))
         self._history = group_findings(closed, self.lang)
@@ -168,8 +187,8 @@ class DiagnosticsPane(Widget, can_focus=True):
             header.append("  " + counts)
         top = [header]
         body = _Lines()
-        if not self._open:
-            body.add(Text(text("ui.none", lang), style="green"))
+        for line in self._quiet:
+            body.add(Text(line.words, style="green" if line.healthy else QUIET_STYLE))
         for index, finding in enumerate(self.entries):
             history = not finding.is_open
             if history and index == len(self._open):

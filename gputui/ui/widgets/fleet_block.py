@@ -13,7 +13,8 @@ from urllib.parse import urlsplit
 from gputui.diagnostics.catalog import severity_label
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.groups import group_findings, sort_groups
-from gputui.formatting import NA, fmt_duration, fmt_gib, fmt_num, fmt_pct, fmt_ranges
+from gputui.diagnostics.verdict import gpu_list
+from gputui.formatting import NA, fmt_duration, fmt_gib, fmt_num, fmt_pct
 from gputui.model import GpuInfo, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.session.fleet_poll import HostState
 from gputui.ui.cells import bar, fmt_pcie, reason_tags, short_gpu_name
@@ -119,7 +120,7 @@ def findings_line(findings: Sequence[Finding], width: int, closed: Sequence[Find
     ordered = sort_groups(group_findings(findings)) + sort_groups(group_findings(closed))
     line: Line = [(INDENT, "")]
     for shown, group in enumerate(ordered):
-        where = f" GPU {fmt_ranges(group.gpus)}" if group.gpus else ""
+        where = f" {gpu_list(group.gpus)}" if group.gpus else ""
         was: Line = [("was ", LABEL)] if not group.is_open else []
         style = SEVERITY_STYLES[group.severity] if group.is_open else LABEL
         item: Line = [

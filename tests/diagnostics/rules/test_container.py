@@ -74,7 +74,7 @@ def test_workers_beyond_the_quota_are_oversubscribed() -> None:
         "cpu_limit": 8.0,
         "host_cpus": 128,
     }
-    assert hit.params == {"wanted": "18.2", "used": "8", "waited": "10.2", "limit": "8", "per_job": "3"}
+    assert hit.params == {"wanted": "18.2", "used": "8", "waited": "10.2", "limit": "8", "workers": "3"}
 
 
 def test_workers_within_the_limit_or_without_a_limit_are_fine() -> None:

@@ -333,7 +333,7 @@ def test_neighbours_that_take_the_cpus_are_named_and_stay_named_while_they_do() 
     named = next(e.value for e in finding.evidence if e.key == "busiest_others")
     assert isinstance(named, str) and named.startswith("stress --cpu 1 (PID 4242, bob, container 3f2a9c) ")
     assert state.verdict is not None
-    assert state.verdict.line == "Input-bound: GPU 0 only 22% busy, waiting for data (other processes on its CPUs)"
+    assert state.verdict.line == "Input-bound: GPU 0 only 21% busy, waiting for data (other processes on its CPUs)"
 
 
 def test_neighbours_and_a_main_thread_waiting_for_data_are_contention_with_the_measurement() -> None:
