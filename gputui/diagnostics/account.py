@@ -1,15 +1,14 @@
 """What the waiting cost: each GPU's seconds in each verdict class, its energy, each job's share, and with a price
 per GPU-hour what each class cost.
 
-Fed each tick (the reading and the verdict shown after it), an Accountant bills the time from one tick to the next
-to the verdict that stood in between, the one shown after the earlier tick: each GPU's seconds go to the class it
-had in it, the group of the verdict that names it (the most serious first, for a MIG GPU whose instances differ),
-else idle when the driver gives its utilization (idle GPUs beside busy ones are left out of the verdict), else
-unknown. One rule for every view: a verdict shown from t0 until the next took over at t1 is billed t1 - t0 (a gap
-capped), so the report's spans, their shares and the account are the same seconds, and each GPU's seconds add up
-to the window. Idle is told apart: `idle_allocated` (a process or a pod holds the GPU and it does nothing, time
-paid for and lost) and `idle_free` (nobody holds it). The lost classes are each named, never summed into one
-figure. A gap between ticks longer than `max_gap_s` (a laptop asleep, a paused monitor) counts as `max_gap_s`.
+Fed each tick (the reading and the verdict shown after it), an Accountant adds the time since the last tick to the
+class each GPU had: the group of the verdict that names it (the most serious first, for a MIG GPU whose instances
+differ), else idle when the driver gives its utilization (idle GPUs beside busy ones are left out of the verdict),
+else unknown. One rule for every view (the monitor, diagnose, the exporter, the report and its spans): a verdict
+judged on a reading speaks for the time since the reading before, so each GPU's seconds add up to the window. Idle
+is told apart: `idle_allocated` (a process or a pod holds the GPU and it does nothing, time paid for and lost) and
+`idle_free` (nobody holds it). The lost classes are each named, never summed into one figure. A gap between ticks
+longer than `max_gap_s` (a laptop asleep, a paused monitor) counts as `max_gap_s`.
 
 Energy is the difference of NVML's total-energy counter where the driver gives one (a counter that went back, the
 driver reloaded, counts from 0 again), else the integral of the power draw, marked as such; None with neither.
@@ -22,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.diagnostics.catalog import text
-from gputui.diagnostics.verdict import RANKED, Verdict
-from gputui.formatting import fmt_duration, fmt_ranges
+from gputui.diagnostics.verdict import RANKED, Verdict, gpu_list
+from gputui.formatting import fmt_duration
 from gputui.model import GpuSample, Snapshot
 
 IDLE_ALLOCATED = "idle_allocated"
@@ -108,7 +107,6 @@ class Accountant:
     def __init__(self, max_gap_s: float) -> None:
         self.max_gap_s = max_gap_s
         self._last: Snapshot | None = None
-        self._shown: Verdict | None = None  # the verdict shown after the last reading: it stands until the next
         self._window_s = 0.0
         self._seconds: dict[int, dict[str, float]] = {}
         self._energy: dict[int, float] = {}
@@ -118,34 +116,30 @@ class Accountant:
         self._class_gpus: dict[str, set[int]] = {}
 
     def add(self, snapshot: Snapshot, verdict: Verdict | None) -> None:
-        """Bills the time since the last reading to the verdict shown after it, on the GPUs and jobs it judged."""
-        last, shown = self._last, self._shown
-        self._last, self._shown = snapshot, verdict
+        last, self._last = self._last, snapshot
         if last is None:
             return
         dt = min(max(0.0, snapshot.timestamp - last.timestamp), self.max_gap_s)
         self._window_s += dt
-        now = {g.index: g for g in snapshot.gpus}
-        classes = gpu_classes(last, shown)
+        before = {g.index: g for g in last.gpus}
+        classes = gpu_classes(snapshot, verdict)
         for cls in set(classes.values()):
             self._wall[cls] = self._wall.get(cls, 0.0) + dt
-        for sample in last.gpus:
+        for sample in snapshot.gpus:
             cls = classes[sample.index]
             per_gpu = self._seconds.setdefault(sample.index, {})
             per_gpu[cls] = per_gpu.get(cls, 0.0) + dt
             self._class_gpus.setdefault(cls, set()).add(sample.index)
-            joules = self._energy_since(sample, now.get(sample.index), dt)
-            for owner in holders(last, sample):
+            joules = self._energy_since(before.get(sample.index), sample, dt)
+            for owner in holders(snapshot, sample):
                 job = self._jobs.setdefault(owner, _Job())
                 job.gpus.add(sample.index)
                 job.seconds[cls] = job.seconds.get(cls, 0.0) + dt
                 if joules is not None:
                     job.energy_j = (job.energy_j or 0.0) + joules
 
-    def _energy_since(self, before: GpuSample, now: GpuSample | None, dt: float) -> float | None:
-        if now is None:  # the GPU is gone from this reading: what it drew since is not known
-            return None
-        if before.energy_mj is not None and now.energy_mj is not None:
+    def _energy_since(self, before: GpuSample | None, now: GpuSample, dt: float) -> float | None:
+        if before is not None and before.energy_mj is not None and now.energy_mj is not None:
             # A counter that went back started again from 0 (the driver reloaded): what it holds is since then.
             delta = now.energy_mj - before.energy_mj if now.energy_mj >= before.energy_mj else now.energy_mj
             joules, source = delta / 1000.0, COUNTER
@@ -318,7 +312,8 @@ def _held(account: Account, cls: str, everyone: tuple[int, ...], lang: str) -> l
             longest[duration] = max(longest.get(duration, 0.0), seconds)
     parts = []
     for duration, gpus in sorted(alike.items(), key=lambda item: -longest[item[0]]):
-        named = gpu_list(tuple(gpus), everyone, lang)
+        many = len(gpus) > 1 and set(gpus) == set(everyone)
+        named = text("verdict.gpus.all", lang, count=len(gpus)) if many else gpu_list(gpus, lang)
         parts.append(
             text("account.part.each" if len(gpus) > 1 else "account.part", lang, gpus=named, duration=duration)
         )
@@ -327,13 +322,6 @@ def _held(account: Account, cls: str, everyone: tuple[int, ...], lang: str) -> l
 
 def _gpus(count: int, lang: str) -> str:
     return text("account.gpus.one" if count == 1 else "account.gpus.some", lang, count=count)
-
-
-def gpu_list(gpus: tuple[int, ...], everyone: tuple[int, ...], lang: str) -> str:
-    """GPUs in the verdict's words: 'GPU 1', 'GPUs 0,2-3', 'all 4 GPUs'."""
-    if len(gpus) > 1 and set(gpus) == set(everyone):
-        return text("verdict.gpus.all", lang, count=len(gpus))
-    return text("verdict.gpus.one" if len(gpus) == 1 else "verdict.gpus.some", lang, list=fmt_ranges(gpus))
 
 
 def tally_line(account: Account, price: Price, lang: str = "en") -> str:

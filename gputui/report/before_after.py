@@ -1,10 +1,10 @@
 """Before and after each mark: did the change the mark names ("changed num_workers to 8") help?
 
 A recording's marks cut it into spans; each span gets an account of its own (account.py, the same rule: the time
-from a tick to the next goes to the verdict shown in between, and to the span that tick is in), and the GPU busy
-share over it (each GPU's utilization, weighted by the time its reading stood: NVML's utilization is the share of
-the time a kernel ran). Each mark compares the span before it with the span after: the busy share and the
-classes that took most of the GPU time on either side. A span shorter than the verdict's window is too short to
+from a tick back to the one before goes to the verdict judged on it, and to the span that tick is in), and the
+GPU busy share over it (each GPU's utilization, weighted by the time since the reading before: NVML's utilization
+is the share of that time a kernel ran). Each mark compares the span before it with the span after: the busy share
+and the classes that took most of the GPU time on either side. A span shorter than the verdict's window is too short to
 judge: its verdicts are mostly the previous span's readings.
 """
 
@@ -67,7 +67,7 @@ class Comparison:
 
 
 class _Span:
-    """One span's account and busy share, fed its ticks and the one that closes it."""
+    """One span's account and busy share, fed the tick before it (which opens it) and its ticks."""
 
     def __init__(self, max_gap_s: float) -> None:
         self.accountant = Accountant(max_gap_s)
@@ -82,7 +82,7 @@ class _Span:
         if last is None:
             return
         dt = min(max(0.0, snapshot.timestamp - last.timestamp), self.max_gap_s)
-        for sample in last.gpus:
+        for sample in snapshot.gpus:
             if sample.utilization_gpu_pct is not None and not sample.lost:
                 self.busy_s += sample.utilization_gpu_pct / 100.0 * dt
                 self.known_s += dt
@@ -97,14 +97,15 @@ class _Span:
 
 
 class MarkSpans:
-    """The spans between a recording's marks, fed each tick with the verdict shown after it, in order. A tick
-    closes the span before it too (its interval belongs to the span its earlier tick is in)."""
+    """The spans between a recording's marks, fed each tick with the verdict shown after it, in order. The interval
+    up to a tick is the span's that tick is in: the first tick after a mark opens its span with the tick before."""
 
     def __init__(self, marks: Sequence[tuple[float, str]], max_gap_s: float) -> None:
         self._marks = sorted(marks, key=lambda mark: mark[0])
         self._cuts = [t for t, _ in self._marks]
         self._spans = [_Span(max_gap_s) for _ in range(len(self._marks) + 1)]
         self._current = 0
+        self._previous: tuple[Snapshot, Verdict | None] | None = None
         self._first: float | None = None
         self._last: float | None = None
 
@@ -114,10 +115,11 @@ class MarkSpans:
         self._first = snapshot.timestamp if self._first is None else self._first
         self._last = snapshot.timestamp
         index = bisect.bisect_right(self._cuts, snapshot.timestamp)
-        if index != self._current:
-            self._spans[self._current].add(snapshot, verdict)  # the interval up to this tick was the span's
-            self._current = index
+        if index != self._current and self._previous is not None:
+            self._spans[index].add(*self._previous)  # the reading the interval up to this tick starts from
+        self._current = index
         self._spans[index].add(snapshot, verdict)
+        self._previous = (snapshot, verdict)
 
     def comparisons(self) -> tuple[Comparison, ...]:
         """Each mark with the span before it (from the previous mark, or the first tick) and after it (to the next

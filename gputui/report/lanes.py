@@ -14,7 +14,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.diagnostics.account import class_label, gpu_list
+from gputui.diagnostics.account import class_label
+from gputui.diagnostics.verdict import gpu_list
 from gputui.report.summary import FindingSpan, Report, severity_word
 
 VERDICT_TITLE = "Verdict over time"
@@ -81,7 +82,7 @@ def lane_name(span: FindingSpan) -> str:
     its rule alone."""
     if not span.gpus:
         return span.rule
-    return f"{span.rule} {gpu_list(span.gpus, (), 'en')}"
+    return f"{span.rule} {gpu_list(span.gpus)}"
 
 
 def drawn_end(span: FindingSpan, report: Report) -> float:

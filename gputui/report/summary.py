@@ -162,8 +162,9 @@ class FindingSpan:
 
 @dataclass(frozen=True, slots=True)
 class VerdictSpan:
-    """A verdict from when it took over to when the next did (None: still standing when the recording ended);
-    `seconds`: the time it stood as the account bills it (end - start, a gap between ticks capped)."""
+    """A verdict over the readings it was judged on, as the account bills it: from the tick before the one it was
+    first shown at to the last it was shown at (None: still shown when the recording ended); `seconds`: those
+    intervals (end - start, a gap between ticks capped)."""
 
     cls: str
     label: str
@@ -462,7 +463,8 @@ def recorded_verdicts(events: Iterable[RecordedEvent]) -> list[VerdictSpan]:
 
 class VerdictTimeline:
     """Verdict spans from a diagnostics engine's states, fed one at a time: a span from the tick a verdict was
-    shown at, as the recorder writes them (a new span where the verdict's key changes)."""
+    shown at, as the recorder writes them (a new span where the verdict's key changes); judged_spans lays them
+    out as the account bills them."""
 
     def __init__(self) -> None:
         self.spans: list[VerdictSpan] = []
@@ -477,16 +479,27 @@ class VerdictTimeline:
         self.spans.append(VerdictSpan(verdict.cls, verdict.label, verdict.summary, verdict.gpus, t, None))
 
 
-def billed(spans: Sequence[VerdictSpan], timestamps: Sequence[float], max_gap_s: float) -> list[VerdictSpan]:
-    """The spans with the seconds the account bills each: the time from each tick to the next goes to the span in
-    force at the earlier tick (a gap capped at `max_gap_s`), as Accountant.add bills it."""
-    starts = [span.start for span in spans]
-    seconds = [0.0] * len(spans)
-    for a, b in itertools.pairwise(timestamps):
-        n = bisect.bisect_right(starts, a) - 1
-        if n >= 0:
-            seconds[n] += min(max(0.0, b - a), max_gap_s)
-    return [replace(span, seconds=round(s, 3)) for span, s in zip(spans, seconds, strict=True)]
+def judged_spans(shown: Sequence[VerdictSpan], timestamps: Sequence[float], max_gap_s: float) -> list[VerdictSpan]:
+    """The spans as the account bills them, from the spans each starting at the tick its verdict was shown at: a
+    verdict judged on a reading speaks for the time since the reading before, so a span runs from the tick before
+    the first it was shown at (the first tick, for the first span) to the last it was shown at (None: still shown
+    at the end), and its seconds are those intervals, a gap capped at `max_gap_s`. A span no tick showed is left
+    out."""
+    if not timestamps:
+        return list(shown)
+    firsts = [bisect.bisect_left(timestamps, span.start) for span in shown]
+    kept = [
+        (span, a)
+        for n, (span, a) in enumerate(zip(shown, firsts, strict=True))
+        if a < len(timestamps) and (n + 1 == len(shown) or firsts[n + 1] > a)
+    ]
+    out = []
+    for n, (span, a) in enumerate(kept):
+        b = kept[n + 1][1] if n + 1 < len(kept) else len(timestamps)  # its ticks: a .. b-1
+        seconds = sum(min(max(0.0, timestamps[i] - timestamps[i - 1]), max_gap_s) for i in range(max(a, 1), b))
+        end = timestamps[b - 1] if n + 1 < len(kept) else None
+        out.append(replace(span, start=timestamps[max(a - 1, 0)], end=end, seconds=round(seconds, 3)))
+    return out
 
 
 def _span(finding: Finding, start: float, end: float | None) -> FindingSpan:
@@ -545,7 +558,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
     if engine is not None:
         spans = tracker.spans()
         verdicts = verdicts or timeline.spans
-    verdicts = billed(verdicts, ticks.timestamps, max_gap_s)
+    verdicts = judged_spans(verdicts, ticks.timestamps, max_gap_s)
     system = header.system
     account = accountant.account()
     energy = {g.gpu: g.energy_j for g in account.gpus}

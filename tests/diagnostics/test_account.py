@@ -1,6 +1,6 @@
 """What the waiting cost, against a scripted session whose answer is known: two GPUs, 60 s GPU-bound, 120 s
-input-bound, 30 s idle with a process on each, 30 s idle with none, at one tick a second. A verdict stands from
-the tick it is shown after until the next tick: that time is billed to it."""
+input-bound, 30 s idle with a process on each, 30 s idle with none, at one tick a second. A verdict speaks for
+the time since the reading before the one it was judged on: that time is billed to it."""
 
 from __future__ import annotations
 
@@ -44,10 +44,10 @@ def verdict(cls: str, gpus: tuple[int, ...] = (0, 1), groups: tuple[Verdict, ...
 
 
 def phase(t: int) -> str:
-    """The verdict class shown after the tick at t (standing for the second after it)."""
-    if t < 60:
+    """The verdict class of the tick at t (counting the second before it)."""
+    if t <= 60:
         return "gpu_bound"
-    if t < 180:
+    if t <= 180:
         return "input_bound"
     return "idle"
 
@@ -58,7 +58,7 @@ def energy_mj(t: int) -> int:
 
 
 def tick(t: int) -> tuple[Snapshot, Verdict]:
-    held = t < 210
+    held = t <= 210
     gpus = (
         gpu(0, pids=(100,) if held else (), energy_mj=energy_mj(t), power_w=999.0),
         gpu(1, pids=(200,) if held else (), energy_mj=None, power_w=250.0),
@@ -192,13 +192,13 @@ def thermal() -> Account:
     return accountant.account()
 
 
-def test_a_verdict_is_billed_from_when_it_was_shown_until_the_next_took_over() -> None:
-    """The seconds are the verdict's spans: unknown 0-5, GPU-bound 5-6, throttled on GPU 1 from 6 to the end (10);
-    each GPU's seconds add up to the window."""
+def test_each_tick_bills_the_verdict_judged_on_it_for_the_second_before() -> None:
+    """Not known yet for the readings up to 4 s, GPU-bound for the one at 5, throttled on GPU 1 from 6 to the end
+    (10); each GPU's seconds add up to the window."""
     account = thermal()
     assert account.window_s == 10
-    assert dict(account.gpus[1].seconds) == {"throttled": 4.0, "gpu_bound": 1.0, "unknown": 5.0}
-    assert dict(account.gpus[0].seconds) == {"gpu_bound": 5.0, "unknown": 5.0}
+    assert dict(account.gpus[1].seconds) == {"throttled": 5.0, "gpu_bound": 1.0, "unknown": 4.0}
+    assert dict(account.gpus[0].seconds) == {"gpu_bound": 6.0, "unknown": 4.0}
     assert all(sum(g.seconds.values()) == account.window_s for g in account.gpus)
 
 
@@ -206,22 +206,27 @@ def test_the_lines_say_which_gpus_had_a_class_and_how_long_each() -> None:
     """Not 'GPU-bound 6s on 4 GPUs', which reads as if all four were GPU-bound for 6 s while GPU 1 was throttled."""
     assert account_lines(thermal(), None) == [
         "Where the GPU time went (10s on 4 GPUs):",
-        "Throttled GPU 1 4s: 0.00111 GPU-hours",
-        "GPU-bound GPUs 0,2-3 5s each, GPU 1 1s: 0.00444 GPU-hours",
-        "Not known yet all 4 GPUs 5s each: 0.00556 GPU-hours",
+        "Throttled GPU 1 5s: 0.00139 GPU-hours",
+        "GPU-bound GPUs 0,2-3 6s each, GPU 1 1s: 0.00528 GPU-hours",
+        "Not known yet all 4 GPUs 4s each: 0.00444 GPU-hours",
     ]
-    assert account_lines(thermal(), None, "zh")[2] == "GPU 算力瓶颈 GPU 0,2-3 各 5s，GPU 1 1s：0.00444 GPU 小时"
+    assert account_lines(thermal(), None, "zh")[2] == "GPU 算力瓶颈 GPU 0,2-3 各 6s，GPU 1 1s：0.00528 GPU 小时"
 
 
 def test_diagnose_json_bills_each_gpu_what_the_verdict_said_of_it(capsys: pytest.CaptureFixture[str]) -> None:
-    """`diagnose --demo thermal --seconds 10 --json`: GPU 1 is billed throttled from when the verdict's throttled
-    group took over to the last reading, and each GPU's seconds add up to the window."""
+    """`diagnose --demo thermal --seconds 10 --json`: the verdict judged every tick counted says GPU 1 is throttled
+    and the others GPU-bound, so the account gives GPU 1 its whole window throttled (not a second of GPU-bound,
+    nor of not known yet) and each GPU's seconds add up to the window."""
     main(["diagnose", "--demo", "thermal", "--seconds", "10", "--json"])
     doc = json.loads(capsys.readouterr().out)
-    account, verdict_ = doc["account"], doc["verdict"]
-    [throttled] = [g for g in verdict_["groups"] if g["class"] == "throttled"]
-    [finding] = [f for f in doc["findings"] if f["rule"] == "thermal_throttle"]
-    last_reading = finding["started_at"] + finding["duration_s"]
+    account, groups = doc["account"], doc["verdict"]["groups"]
+    assert {g["class"]: g["gpus"] for g in groups} == {"throttled": [1], "gpu_bound": [0, 2, 3]}
     seconds = {g["gpu"]: g["seconds"] for g in account["gpus"]}
-    assert throttled["gpus"] == [1] and seconds[1]["throttled"] == last_reading - throttled["since"]
-    assert all(abs(sum(s.values()) - account["window_s"]) < 1e-6 for s in seconds.values())
+    window = account["window_s"]
+    assert window == 10
+    assert seconds == {
+        0: {"gpu_bound": window},
+        1: {"throttled": window},
+        2: {"gpu_bound": window},
+        3: {"gpu_bound": window},
+    }

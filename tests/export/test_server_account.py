@@ -36,8 +36,7 @@ def source() -> FakeSource:
 
 
 def test_the_counter_holds_each_gpu_s_seconds_per_class(source: FakeSource) -> None:
-    # Each verdict is billed the second to the next reading: the last one, shown at the end, none yet.
-    classes = ["gpu_bound"] * 10 + ["input_bound"] * 20 + ["unknown"]
+    classes = ["unknown"] + ["gpu_bound"] * 10 + ["input_bound"] * 20
     sampler = ExportSampler(Sampler(source, diagnose_as(classes)), source.system, interval=1.0)
     for _ in classes:
         sampler.sample_once()

@@ -30,11 +30,12 @@ def taken(cls: str, t: float) -> RecordedEvent:
 
 
 def recording(tmp_path: Path, *marks: tuple[float, str]) -> Path:
-    """60 s on 2 GPUs: input-bound and 22% busy for 40 s, of which the last 8 s GPU-bound (the fix is tried a
-    first time), then 90% busy and GPU-bound from 40 s, where the mark says what changed."""
-    ticks = [snapshot(T0 + t, 2, util=22.0 if t < 40 else 90.0) for t in range(61)]
+    """60 s on 2 GPUs, the first reading at -1 s: input-bound and 22% busy for 40 s, of which 4 s GPU-bound (the
+    fix is tried a first time), then 90% busy and GPU-bound from 40 s, where the mark says what changed. Each
+    reading speaks for the second before it."""
+    ticks = [snapshot(T0 + t, 2, util=22.0 if t < 40 else 90.0) for t in range(-1, 60)]
     events = (
-        taken("input_bound", 0),
+        taken("input_bound", -1),
         taken("gpu_bound", 32),
         taken("input_bound", 36),
         taken("gpu_bound", 40),
@@ -61,7 +62,7 @@ def test_json_gives_each_side_s_figures(tmp_path: Path, capsys: pytest.CaptureFi
     assert (compared["t"], compared["label"], compared["judged"]) == (T0 + 40, CHANGE, True)
     assert compared["classes"] == ["input_bound", "gpu_bound"]
     assert compared["before"] == {
-        "start": T0,
+        "start": T0 - 1,
         "end": T0 + 40,
         "window_s": 40.0,
         "busy_share": 0.22,

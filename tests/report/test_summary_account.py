@@ -40,14 +40,14 @@ def taken(cls: str, t: float) -> RecordedEvent:
 
 def tick(t: int) -> Snapshot:
     snap = snapshot(T0 + t, 2)
-    if t < 210:
+    if t <= 210:
         return snap
     return dataclasses.replace(snap, gpus=tuple(dataclasses.replace(g, processes=()) for g in snap.gpus))
 
 
 @pytest.fixture
 def known(tmp_path: Path) -> Path:
-    events = (taken("gpu_bound", 0), taken("input_bound", 60), taken("idle", 180))
+    events = (taken("gpu_bound", 0), taken("input_bound", 61), taken("idle", 181))
     return write_recording(tmp_path / "known.jsonl", [tick(t) for t in range(241)], events)
 
 

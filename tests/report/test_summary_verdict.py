@@ -35,7 +35,8 @@ def test_a_recorded_session_gives_the_verdict_over_time(tmp_path: Path) -> None:
     [first] = [n for n, line in enumerate(text) if line.startswith("verdict")]
     assert "of the time" in text[first] and text[first + 1].startswith("             ")
     verdict_lines = [line.strip() for line in text[first : first + len(shares)]]
-    assert "Idle 29s, 29%: 00:00:34-00:01:03" in verdict_lines  # shown at 34 s, judged from 33 s
+    # Shown at 34 s, on the readings since 33 s; shown until 62 s (GPU-bound judged on the reading at 63 s).
+    assert "Idle 29s, 28%: 00:00:33-00:01:02" in verdict_lines
     doc = report_to_dict(report)
     assert doc["verdicts"][0]["class"] == "unknown" and set(doc["verdict_shares"]) == set(classes)
 
