@@ -140,7 +140,9 @@ def every_unit(snapshot: Snapshot) -> frozenset[int]:
 def says_nothing_holds_back(part: Verdict) -> bool:
     """The words a user reads as "all is well here": nothing on this machine holds them back or explains the
     waiting, or "no job" with nothing open named beside it."""
-    return "nothing on this machine" in part.summary or (part.cls == "idle" and "open here" not in part.summary)
+    return "nothing on this machine" in part.summary or (
+        part.cls == "idle" and not any(words in part.summary for words in ("open here", "watching here"))
+    )
 
 
 def figures(evidence: Iterable[Evidence]) -> dict[tuple[str, str], float]:
@@ -245,6 +247,7 @@ def _figures_over(
 ) -> Iterator[tuple[tuple[str, str], tuple[float, str]]]:
     windows = {w for k, w in per_group.get(units, {}) if k == key}
     windows |= {w for u in units for k, w in per_unit.get(u, {}) if k == key}
+    windows.discard(LAST_SEEN)  # a figure of an earlier tick, said to be so
     for window in sorted(windows):
         found = _figure_over(units, (key, window), per_unit, per_group)
         if found is not None:
@@ -331,7 +334,7 @@ def _names(line: str, finding: Finding) -> bool:
     """Whether a verdict's line names a finding, by the words its rule has for its cause."""
     keys = [f"{finding.rule}.cause.{finding.variant}", f"{finding.rule}.cause"] if finding.variant else []
     keys = keys or [f"{finding.rule}.cause"]
-    return any(has_text(key) and text(key, LANG) in line for key in keys)
+    return finding.title in line or any(has_text(key) and text(key, LANG) in line for key in keys)
 
 
 def _units_list(units: Iterable[int]) -> str:
@@ -465,11 +468,22 @@ def check_gpu_lists(m: Moment, titles: Iterable[str]) -> Iterator[str]:
                 )
 
 
+LAST_SEEN = "when last seen"
+
+
+def lapsed(finding: Finding) -> bool:
+    """An open finding whose condition was not seen this tick (it closes once clear for long enough): its evidence
+    says "when last seen", and its words are of then, not of this tick."""
+    windows = {e.window for e in finding.evidence if e.window}
+    return bool(windows) and windows <= {LAST_SEEN}
+
+
 def check_advice(m: Moment) -> Iterator[str]:
-    """Two open findings never give two numbers for one knob (num_workers)."""
+    """Two findings seen this tick never give two numbers for one knob (num_workers); one that lapsed says its
+    figures are of when it was last seen, and its advice is of then."""
     for knob, patterns in KNOBS.items():
         said: dict[str, Finding] = {}
-        for finding in m.tick.active:
+        for finding in (f for f in m.tick.active if not lapsed(f)):
             for pattern in patterns:
                 for number in pattern.findall(finding.advice):
                     said.setdefault(number, finding)

@@ -13,6 +13,7 @@ function each):
    clock (`throttled`) and a finding's clock agree whatever window the finding states it over (a 10 s mean in
    the verdict and "now" in the finding, 21% apart, is the issue's complaint). Two findings on one GPU state one
    figure alike, and the numbers of the verdict's sentence ("6% of the clock lost") are those its evidence holds.
+   A finding whose condition lapsed this tick states its figures "when last seen": of another moment, said so.
 2. health: "the GPUs look healthy" (cli.none) is printed before the warm-up ends, beside an open finding above
    info, or under a verdict that names a bound (memory-bandwidth-bound); the verdict says "not known yet" above
    an open finding above info it does not name; the verdict said nothing holds a GPU back at a tick inside the
@@ -27,7 +28,8 @@ function each):
    not say the GPU waits).
 4. gpu lists: a GPU list in the verdict's sentences or a finding's (or a row's) title is not written as
    fmt_ranges writes it ("GPUs 0,2-3", never "GPUs 0, 2, 3").
-5. advice: two open findings give two numbers for one knob (num_workers <= 7 beside "about 1 per job here").
+5. advice: two findings seen this tick give two numbers for one knob (num_workers <= 7 beside "about 1 per job
+   here"); one that lapsed says its figures are of when it was last seen.
 6. hidden: a line `diagnose` prints leaves something out ("…") without saying how many.
 
 What is not here, and why: the TUI's half (the pane's "nothing slows the GPUs", what leaves the screen at 80x24

@@ -62,6 +62,7 @@ SHARED: Texts = {
         "win.share": "of the last {seconds} s",
         "win.static": "",  # a board's fixed figure (its max clock, its slowdown threshold) needs no window
         "win.worst": "at its worst",
+        "win.last_seen": "when last seen",  # an open finding whose condition lapsed this tick (engine.py)
         "win.stack.py-spy": "of {samples} stack samples, py-spy over {sampled_s} s",
         "win.stack.in-process": "of {samples} stack samples, gputui run's sampler over {sampled_s} s",
         # -- severities and the pane ---------------------------------------------------------------------------
@@ -148,6 +149,7 @@ SHARED: Texts = {
         "win.share": "最近 {seconds} 秒",
         "win.static": "",
         "win.worst": "最严重时",
+        "win.last_seen": "最后一次出现时",
         "win.stack.py-spy": "共 {samples} 个栈采样，py-spy 采样 {sampled_s} 秒",
         "win.stack.in-process": "共 {samples} 个栈采样，gputui run 的进程内采样 {sampled_s} 秒",
         "sev.critical": "严重",

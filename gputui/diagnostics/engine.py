@@ -151,8 +151,10 @@ class DiagnosticsEngine:
         active.sort(key=lambda f: (-f.severity, f.started_at, f.rule, f.gpus))
         kept = [f for f, open_until in external if now >= open_until]
         closed = heapq.merge(kept, self._closed, key=lambda f: -(f.ended_at or f.started_at))
-        verdict = self._verdict.update(classify(units, active, th, self.lang), now)
-        pending = sorted((self._pending(track, now) for track in self._waiting()), key=lambda p: p.opens_in_s)
+        waiting = self._waiting()
+        watched = [self._finding(track, None, now) for track in waiting]
+        verdict = self._verdict.update(classify(units, active, th, self.lang, watched), now)
+        pending = sorted((self._pending(track, now) for track in waiting), key=lambda p: p.opens_in_s)
         # The figures every view states, over the verdict's window: those the rules and classify() read above.
         figures = Figures(units.span_s, gpu_figures(units), workers_that_fit(window, th))
         return DiagnosticsState(
@@ -230,8 +232,12 @@ class DiagnosticsEngine:
                 title=text(f"{rule.id}.title{suffix}", lang, **hit.params),
                 advice=text(f"{rule.id}.advice{suffix}", lang, **hit.params),
             )
-        # Open, the evidence of now; closed, that of its worst moment ("now" then reads "at its worst").
+        # Open, the evidence of now; closed, that of its worst moment ("now" then reads "at its worst"); open but
+        # not seen this tick (it closes once clear for close_after_s), that of when it was last seen, said so: a
+        # figure of then must not stand beside this tick's value of the same figure as if it were of now.
         evidence = track.worst_hit.evidence if ended else hit.evidence
+        if not ended and track.last_seen < now:
+            evidence = tuple(_when_last_seen(e) for e in evidence)
         gpus, instances = split(hit.gpus) if self._units is not None else (hit.gpus, ())
         return Finding(
             rule=rule.id,
@@ -260,6 +266,10 @@ def _named(hit: Hit, units: Window) -> Hit:
     if sample is None:
         return hit
     return dataclasses.replace(hit, params={**hit.params, "gpu": instance_name(sample)})
+
+
+def _when_last_seen(evidence: Evidence) -> Evidence:
+    return evidence if evidence.window in ("", "static") else dataclasses.replace(evidence, window="last_seen")
 
 
 def _at_worst(evidence: Evidence) -> Evidence:

@@ -162,12 +162,13 @@ def _merged_param(values: Sequence[object]) -> object:
 
 def _words(values: Sequence[object]) -> str:
     words = list(dict.fromkeys(str(v) for v in values))
-    return ", ".join(words[:_MAX_WORDS]) + (", …" if len(words) > _MAX_WORDS else "")
+    left_out = len(words) - _MAX_WORDS
+    return ", ".join(words[:_MAX_WORDS]) + (f", … (+{left_out} more)" if left_out > 0 else "")
 
 
 def merged_evidence(members: Sequence[Finding]) -> tuple[Evidence, ...]:
     """The first member's evidence items, each with its values over the group: one value where all agree, a
-    range "88-91" of numbers, or the distinct words (a few, then "…")."""
+    range "88-91" of numbers, or the distinct words (a few, then "… (+2 more)": what is left out is counted)."""
     if len(members) == 1:
         return members[0].evidence
     by_key = [{e.key: e for e in f.evidence} for f in members]

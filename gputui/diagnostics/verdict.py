@@ -19,8 +19,8 @@ it and a job that changes is not told late.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gputui.diagnostics.catalog import has_text, localize, text
@@ -132,6 +132,15 @@ class Judgement:
     # seconds): a figure that changes renews the words on its tick, so the verdict never states another value of
     # a figure than a finding beside it (diagnostics/figures.py)
     stated: tuple[object, ...] = ()
+    # Its classes and their units, the findings that argue for each unit's class, and the units a finding explains:
+    # what a verdict held over a newer judgement is worded from again, with the newer window's figures.
+    parts: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    causes: Mapping[int, Sequence[Finding]] = field(default_factory=dict)
+    explained: frozenset[int] = frozenset()
+    # This instant's words and figures for another judgement's classes (None where there are no figures): a verdict
+    # held for `hold_s` keeps its classes and causes, never figures older than the findings beside it.
+    reword: Callable[[Judgement], Verdict] | None = None
+    restate: Callable[[Judgement], tuple[object, ...]] | None = None
 
 
 def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Verdict:
@@ -139,18 +148,28 @@ def judge(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str
     return classify(window, findings, th, lang).words()
 
 
-def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: str = "en") -> Judgement:
+def classify(
+    window: Window,
+    findings: Sequence[Finding],
+    th: Thresholds,
+    lang: str = "en",
+    watched: Sequence[Finding] = (),
+) -> Judgement:
     """The verdict of this instant, before hysteresis and before words. With MIG, `window` holds each MIG GPU as
     its instances (instances.py), so each instance is judged as a GPU: by its own activity (unknown, not idle,
-    when GPM does not give it), its own findings, and those on its GPU's own readings (heat, power...)."""
+    when GPM does not give it), its own findings, and those on its GPU's own readings (heat, power...).
+
+    `watched`: conditions above info seen but not yet held long enough to open their findings (the engine's
+    pending ones, as findings not yet shown). A group that names no finding names them as watched instead of
+    saying nothing holds it back: at 89 C with the clock slowing, "nothing on this machine holds them back" would
+    be the one thing that is not known yet."""
     now = window.latest.timestamp
     span = now - window.snapshots[0].timestamp
     need = th.window_s / 2
     if any(f.rule == NVML_UNAVAILABLE for f in findings):
         return Judgement(("degraded", (), ()), lambda: unavailable_verdict(lang, now))
     if span < need:
-        seconds = max(1, math.ceil(need - span))
-        return Judgement(("unknown", (), ()), lambda: _make("unknown", (), {"seconds": seconds}, (), lang, now))
+        return _warming_up(findings, max(1, math.ceil(need - span)), len(window.latest.gpus), lang, now)
     everyone = tuple(sample.index for sample in window.latest.gpus)
     classes: dict[int, str] = {}
     causes: dict[int, list[Finding]] = {}
@@ -172,35 +191,78 @@ def classify(window: Window, findings: Sequence[Finding], th: Thresholds, lang: 
             classes[index] = _unbound_class(window, index, util, th)
             causes[index] = open_here
     if not classes:
-        return Judgement(("unknown", (), ()), lambda: _make("unknown", (), {"seconds": 1}, (), lang, now))
+        return _warming_up(findings, 1, len(everyone), lang, now)
+    watching = {i: [f for f in watched if _concerns(f, i)] for i in everyone}
     busy = {i: c for i, c in classes.items() if c != "idle"} or classes
     order = sorted(set(busy.values()), key=RANKED.index)
     parts = tuple((cls, tuple(i for i in everyone if busy.get(i) == cls)) for cls in order)
     # The findings its words name (the causes of a class, or those noted beside GPU-bound, underused and idle): one
     # that opens or closes renews the words at once, as the class itself needs no holding to stay what it is.
-    named = frozenset((f.rule, f.variant, f.gpus) for _, gpus in parts for i in gpus for f in causes[i])
+    named = frozenset(
+        (f.rule, f.variant, f.gpus) for _, gpus in parts for i in gpus for f in (*causes[i], *watching[i])
+    )
     # The GPUs it says nothing holds back: those of a GPU-bound, underused or idle group that names no finding.
     quiet = frozenset(i for cls, gpus in parts if cls in _UNBOUND and not any(causes[g] for g in gpus) for i in gpus)
     read = _stacks_read(window, tuple(i for cls, gpus in parts if cls in _WAITING or cls == "gpu_bound" for i in gpus))
     stated = tuple(_stated(window, gpus) for _, gpus in parts)
 
-    def group(cls: str, gpus: tuple[int, ...]) -> Verdict:
-        return _group(window, th, cls, gpus, causes, any(i in explained for i in gpus), everyone, lang)
+    units = set(everyone)
+
+    def words_of(
+        held: tuple[tuple[str, tuple[int, ...]], ...], why: Mapping[int, Sequence[Finding]], by: frozenset[int]
+    ) -> Verdict:
+        def group(cls: str, gpus: tuple[int, ...]) -> Verdict:
+            return _group(window, th, cls, gpus, why, any(i in by for i in gpus), everyone, lang, watching)
+
+        if len(held) == 1:
+            return group(*held[0])
+        groups = tuple(group(cls, gpus) for cls, gpus in held)
+        summary = text("verdict.separator", lang).join(f"{g.label} {g.short}" for g in groups)
+        shown = tuple(sorted(i for _, gpus in held for i in gpus))
+        return _make("mixed", shown, {"groups": summary}, (), lang, now, groups=groups)
+
+    def reword(held: Judgement) -> Verdict:
+        return words_of(held.parts, held.causes, held.explained)
+
+    def restate(held: Judgement) -> tuple[object, ...]:
+        if not all(i in units for _, gpus in held.parts for i in gpus):
+            return held.stated  # a GPU it names is gone: its words stay as they were
+        return tuple(_stated(window, gpus) for _, gpus in held.parts)
 
     if len(parts) == 1:
         cls, gpus = parts[0]
-        return Judgement(
-            (cls, _units_key(gpus)), lambda: group(cls, gpus), quiet, frozenset(flagged), named, read, stated
-        )
-
-    def mixed() -> Verdict:
-        groups = tuple(group(cls, gpus) for cls, gpus in parts)
-        summary = text("verdict.separator", lang).join(f"{g.label} {g.short}" for g in groups)
-        return _make("mixed", tuple(sorted(busy)), {"groups": summary}, (), lang, now, groups=groups)
-
-    keyed = tuple((cls, _units_key(gpus)) for cls, gpus in parts)
+        key: tuple[object, ...] = (cls, _units_key(gpus))
+    else:
+        keyed = tuple((cls, _units_key(gpus)) for cls, gpus in parts)
+        key = ("mixed", _units_key(tuple(sorted(busy))), keyed)
+    by = frozenset(explained)
     return Judgement(
-        ("mixed", _units_key(tuple(sorted(busy))), keyed), mixed, quiet, frozenset(flagged), named, read, stated
+        key,
+        lambda: words_of(parts, causes, by),
+        quiet,
+        frozenset(flagged),
+        named,
+        read,
+        stated,
+        parts=parts,
+        causes=causes,
+        explained=by,
+        reword=reword,
+        restate=restate,
+    )
+
+
+def _warming_up(findings: Sequence[Finding], seconds: int, gpus: int, lang: str, now: float) -> Judgement:
+    """`unknown` while the window is too short for a verdict; a finding above info already open (uncorrected memory
+    errors, a driver too old for the job's CUDA) is named in it, so "not known yet" never stands above a critical
+    finding as though nothing were known."""
+    opened = [f for f in findings if f.severity > Severity.INFO]
+    if not opened:
+        return Judgement(("unknown", (), ()), lambda: _make("unknown", (), {"seconds": seconds}, (), lang, now))
+    params = {"seconds": seconds, "causes": _causes(opened, gpus, lang)}
+    named = frozenset((f.rule, f.variant, f.gpus) for f in opened)
+    return Judgement(
+        ("unknown", (), ()), lambda: _make("unknown", (), params, (), lang, now, variant="open"), named=named
     )
 
 
@@ -269,10 +331,11 @@ def _group(
     th: Thresholds,
     cls: str,
     gpus: tuple[int, ...],
-    causes: dict[int, list[Finding]],
+    causes: Mapping[int, Sequence[Finding]],
     explained: bool,
     everyone: tuple[int, ...],
     lang: str,
+    watching: dict[int, list[Finding]],
 ) -> Verdict:
     # The group's figures: the means of its GPUs' (diagnostics/figures.py), which their findings state too.
     mine = [figures_of(w, i) for i in gpus]
@@ -294,13 +357,17 @@ def _group(
         "seconds": w.span_s,
     }
     variant = ""
+    watched = list({id(f): f for i in gpus for f in watching.get(i, ())}.values())
     if cls in _UNBOUND and own:
         # A finding explains the waiting (GPUs waiting on the busiest one), or what is open is named beside it.
         variant = "cause" if explained else "open"
+    elif cls in _UNBOUND and watched:
+        # Nothing open yet, but something seen that may hold: said as watched, never as "nothing holds them back".
+        variant, params["causes"] = "watching", _causes(watched, len(gpus), lang)
     stack = _first_stack(w, th, gpus) if cls in _WAITING or cls == "gpu_bound" else None
     if cls == "gpu_bound" and stack is not None and stack.lead != "gpu_sync":
         stack = None  # a busy GPU's verdict cites the stack where it confirms it: the step waits on the GPU
-    if cls == "underused" and not own:
+    if cls == "underused" and not own and not watched:
         variant = _unexplained(w, th, gpus, stack, params)
     if cls == "idle" and len(gpus) > 1 and set(gpus) == set(everyone):
         variant, params["count"] = f"all.{variant}" if variant else "all", len(gpus)
@@ -406,7 +473,9 @@ def _causes(findings: Sequence[Finding], gpus: int, lang: str) -> str:
 
 
 def _cause_words(finding: Finding, lang: str) -> str:
-    return text(_variant_key(f"{finding.rule}.cause", finding.variant), lang)
+    """The few words a rule has for its cause; a finding no rule made (a probe's result) by its title."""
+    key = _variant_key(f"{finding.rule}.cause", finding.variant)
+    return text(key, lang) if has_text(key) else finding.title
 
 
 def _variant_key(key: str, variant: str) -> str:
@@ -475,6 +544,7 @@ class VerdictTracker:
         self._named: frozenset[Cause] = frozenset()  # the findings the current verdict's words name
         self._read: frozenset[tuple[int, float]] = frozenset()  # the stack readings its words say
         self._stated: tuple[object, ...] = ()  # the figures its words state
+        self._taken: Judgement | None = None  # the judgement the current verdict was worded from
         self._judged: tuple[tuple[object, ...], float] | None = None  # this instant's key, and since when
         self._contradicted: float | None = None  # since when the current verdict is not this instant's
 
@@ -499,12 +569,24 @@ class VerdictTracker:
             or now - self._contradicted >= self.hold_s
         ):
             return self._take(candidate, replace(candidate.words(), since=self._judged[1]))
-        return current
+        return self._restated(candidate, current)
+
+    def _restated(self, candidate: Judgement, current: Verdict) -> Verdict:
+        """The verdict held over `candidate`, its figures those of this instant's window where they moved: its
+        classes and causes stay for `hold_s`, but a figure it states is the one a finding beside it states."""
+        held, restate = self._taken, candidate.restate
+        if held is None or not held.parts or restate is None or candidate.reword is None:
+            return current
+        stated = restate(held)
+        if stated != self._stated:
+            self._current = replace(candidate.reword(held), since=current.since)
+            self._stated = stated
+        return self._current or current
 
     def _take(self, judged: Judgement, verdict: Verdict) -> Verdict:
         """The verdict shown from now, and the key of the judgement it came from: the next judgements are compared
         with that key (a Verdict's own key names its groups, not the findings a judgement notes)."""
-        self._current, self._current_key, self._quiet = verdict, judged.key, judged.quiet
+        self._current, self._current_key, self._quiet, self._taken = verdict, judged.key, judged.quiet, judged
         self._named, self._read, self._stated = judged.named, judged.read, judged.stated
         self._contradicted = None
         return verdict

@@ -23,6 +23,9 @@ TEXTS: Texts = {
         "verdict.gpu_bound.summary.open": (
             "{gpus} {util} busy at {clock} of max clock; open here, not holding them back now: {causes}"
         ),
+        "verdict.gpu_bound.summary.watching": (
+            "{gpus} {util} busy at {clock} of max clock; watching, not yet held long enough to be a finding: {causes}"
+        ),
         "verdict.gpu_bound.short": "{gpus} {util} busy",
         "verdict.underused": "Underused",
         "verdict.underused.summary": (
@@ -34,6 +37,9 @@ TEXTS: Texts = {
             "the job (synchronisation, small batches, a slow Python step, other nodes)"
         ),
         "verdict.underused.summary.cause": "{gpus} only {util} busy, waiting because of {causes}",
+        "verdict.underused.summary.watching": (
+            "{gpus} only {util} busy; watching, not yet held long enough to be a finding: {causes}"
+        ),
         "verdict.underused.summary.unsampled": (
             "{gpus} only {util} busy, and nothing on this machine explains the waiting: look inside the job "
             "(synchronisation, small batches, a slow Python step, other nodes); no stack of its main thread "
@@ -78,6 +84,8 @@ TEXTS: Texts = {
         "verdict.idle.summary.all": "no job on any of the {count} GPUs",
         "verdict.idle.summary.open": "no job on {gpus}; open here: {causes}",
         "verdict.idle.summary.all.open": "no job on any of the {count} GPUs; open here: {causes}",
+        "verdict.idle.summary.watching": "no job on {gpus}; watching here: {causes}",
+        "verdict.idle.summary.all.watching": "no job on any of the {count} GPUs; watching here: {causes}",
         "verdict.idle.short": "{gpus}",
         "verdict.degraded": "Degraded",
         "verdict.degraded.summary": "{causes}",
@@ -86,6 +94,7 @@ TEXTS: Texts = {
         "verdict.mixed.summary": "{groups}",
         "verdict.unknown": "Not known yet",
         "verdict.unknown.summary": "collecting readings: a verdict in {seconds} s",
+        "verdict.unknown.summary.open": "collecting readings: a verdict in {seconds} s; open already: {causes}",
         "verdict.gpus.all": "all {count} GPUs",
         "verdict.gpus.one": "GPU {list}",
         "verdict.gpus.some": "GPUs {list}",
@@ -104,6 +113,9 @@ TEXTS: Texts = {
         "verdict.gpu_bound.summary.open": (
             "{gpus} 利用率 {util}，频率为最大值的 {clock}；此处有未解决的问题，但目前没有拖慢它们：{causes}"
         ),
+        "verdict.gpu_bound.summary.watching": (
+            "{gpus} 利用率 {util}，频率为最大值的 {clock}；正在观察、尚未持续到足以成为问题：{causes}"
+        ),
         "verdict.gpu_bound.short": "{gpus} 利用率 {util}",
         "verdict.underused": "未充分利用",
         "verdict.underused.summary": (
@@ -115,6 +127,7 @@ TEXTS: Texts = {
             "（同步、batch 太小、缓慢的 Python 步骤、其他节点）"
         ),
         "verdict.underused.summary.cause": "{gpus} 利用率只有 {util}，在等待，原因：{causes}",
+        "verdict.underused.summary.watching": "{gpus} 利用率只有 {util}；正在观察、尚未持续到足以成为问题：{causes}",
         "verdict.underused.summary.unsampled": (
             "{gpus} 利用率只有 {util}，本机上没有任何因素能解释这些等待：请检查任务内部"
             "（同步、batch 太小、缓慢的 Python 步骤、其他节点）；尚未采样其主线程的栈"
@@ -156,6 +169,8 @@ TEXTS: Texts = {
         "verdict.idle.summary.all": "{count} 块 GPU 上都没有任务",
         "verdict.idle.summary.open": "{gpus} 上没有任务；此处有未解决的问题：{causes}",
         "verdict.idle.summary.all.open": "{count} 块 GPU 上都没有任务；此处有未解决的问题：{causes}",
+        "verdict.idle.summary.watching": "{gpus} 上没有任务；正在观察：{causes}",
+        "verdict.idle.summary.all.watching": "{count} 块 GPU 上都没有任务；正在观察：{causes}",
         "verdict.idle.short": "{gpus}",
         "verdict.degraded": "硬件异常",
         "verdict.degraded.summary": "{causes}",
@@ -164,6 +179,7 @@ TEXTS: Texts = {
         "verdict.mixed.summary": "{groups}",
         "verdict.unknown": "尚无结论",
         "verdict.unknown.summary": "正在收集数据：{seconds} 秒后给出结论",
+        "verdict.unknown.summary.open": "正在收集数据：{seconds} 秒后给出结论；已发现的问题：{causes}",
         "verdict.gpus.all": "全部 {count} 块 GPU",
         "verdict.gpus.one": "GPU {list}",
         "verdict.gpus.some": "GPU {list}",

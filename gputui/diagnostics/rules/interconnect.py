@@ -252,7 +252,7 @@ def p2p_unavailable(w: Window, th: Thresholds) -> Iterator[Hit]:
             value=len(shown),
             severity=None if blocked else Severity.INFO,
             variant="" if blocked else "sys",
-            params={"gpus": ",".join(map(str, order)), "pairs": len(shown)},
+            params={"gpus": fmt_ranges(order), "pairs": len(shown)},
             evidence=(
                 ev("no_p2p_pairs", _pairs(blocked) or None, "", "static"),
                 ev(

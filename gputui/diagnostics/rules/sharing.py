@@ -11,7 +11,7 @@ from gputui.diagnostics.instances import instance_of
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.formatting import fmt_pct
+from gputui.formatting import fmt_pct, fmt_ranges
 from gputui.model import GpuSample
 
 # Launchers pass each rank its own `--local-rank N`; without it the ranks of one job share a command line.
@@ -100,7 +100,7 @@ def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
             gpus=order,
             pids=tuple(sorted(pids)),
             value=round(spread, 1),
-            params={"gpus": ",".join(map(str, order))},
+            params={"gpus": fmt_ranges(order)},
             evidence=(
                 ev("util_spread", round(spread, 1), "points", "mean"),
                 ev("gpu_utils", ", ".join(f"{i}: {fmt_pct(u)}" for i, u in known.items()), "", "mean"),

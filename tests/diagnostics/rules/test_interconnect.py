@@ -302,7 +302,7 @@ def four() -> list[GpuSample]:
 def test_p2p_unavailable_when_one_job_spans_gpus_without_p2p() -> None:
     [hit] = run(p2p_unavailable, box(pcie_box(p2p=False), four(), links_total=None))
     assert (hit.gpus, hit.pids, hit.severity, hit.variant) == ((0, 1, 2, 3), (100, 101, 102, 103), None, "")
-    assert hit.params == {"gpus": "0,1,2,3", "pairs": 4}
+    assert hit.params == {"gpus": "0-3", "pairs": 4}
     assert evidence(hit)["no_p2p_pairs"] == "0-2, 0-3, 1-2, 1-3"
 
 
