@@ -14,13 +14,13 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from gputui.commands.common import EXIT_CRITICAL, EXIT_WARNINGS
-from gputui.diagnostics.account import IDLE_ALLOCATED, IDLE_FREE, holders
+from gputui.diagnostics.account import ACCOUNT_CLASSES, IDLE_ALLOCATED, IDLE_FREE, class_label, holders
 from gputui.diagnostics.catalog import has_text, severity_label, text
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.instances import instance_of, unit_index
 from gputui.diagnostics.tick import Tick
 from gputui.diagnostics.verdict import BOUNDS, RANKED, SEVERITIES, Verdict
-from gputui.formatting import fmt_evidence_value, fmt_ranges
+from gputui.formatting import fmt_duration, fmt_evidence_value, fmt_ranges
 from gputui.model import Snapshot
 
 LANG = "en"
@@ -93,6 +93,11 @@ class SpanLog:
     said: list[tuple[frozenset[int], str]] = field(default_factory=list)  # quiet units, the verdict's line
     bills: list[dict[int, str]] = field(default_factory=list)  # GPU -> the class billed this tick
     checked: set[tuple[object, ...]] = field(default_factory=set)
+    shown: dict[tuple[object, ...], float] = field(default_factory=dict)  # a finding -> the tick it was first open
+
+    def first_open(self, finding: Finding, at: float) -> float:
+        """The tick (seconds since the first reading) at which `finding` was first shown open."""
+        return self.shown.setdefault((finding.key, finding.started_at), at)
 
     def within(self, begin: float, end: float) -> range:
         """The ticks from `begin` to `end` (seconds since the run's first reading), both included."""
@@ -385,10 +390,12 @@ def expected_classes(snapshot: Snapshot, verdict: Verdict | None) -> dict[int, s
     return out
 
 
-def check_account(m: Moment, log: SpanLog) -> Iterator[str]:
+def check_account(m: Moment, log: SpanLog, hold_s: float) -> Iterator[str]:
     """Each GPU's seconds add up to the window, the window to the ticks' intervals; each tick's seconds go to the
-    class the verdict shown gives that GPU; and no GPU is billed a class that says nothing holds it back inside
-    the span of a finding above info that argues it is held back (throttled, degraded, ...)."""
+    class the verdict shown gives that GPU; and no GPU is billed a class that says nothing holds it back once a
+    finding above info that argues it is held back (throttled, degraded, ...) has been open for the verdict's
+    hold: the verdict shown gives way to it by then (verdict.py's VerdictTracker), and the account bills the
+    verdict shown. Before that the account bills what the verdict said, and the verdict said what it watched."""
     tick = m.tick
     if abs(m.window_s - m.elapsed_s) > 1e-6:
         yield f"{m.where('account')} the account's window is {m.window_s:g}s, the ticks span {m.elapsed_s:g}s"
@@ -424,8 +431,13 @@ def check_account(m: Moment, log: SpanLog) -> Iterator[str]:
             or finding.severity < SEVERITIES.get(finding.rule, finding.severity)
         ):
             continue
-        begin, end = finding.started_at - start, (finding.ended_at or tick.snapshot.timestamp) - start
-        for n in log.within(begin, end):
+        if finding.is_open:
+            log.first_open(finding, m.t)
+        opened = log.shown.get((finding.key, finding.started_at))
+        if opened is None:
+            continue
+        begin, end = opened + hold_s, (finding.ended_at or tick.snapshot.timestamp) - start
+        for n in log.within(begin + 1e-3, end):
             at, bills = log.times[n], log.bills[n]
             for gpu in finding.gpus:
                 key = ("account", finding.key, finding.started_at, at, gpu)
@@ -433,9 +445,51 @@ def check_account(m: Moment, log: SpanLog) -> Iterator[str]:
                     log.checked.add(key)
                     yield (
                         f"{m.where('account')} at t={at:g}s GPU {gpu} was billed {bills[gpu]}, but {finding.rule} "
-                        f"({finding.severity.label}, class {cls}) says it held there from t={begin:g}s: "
+                        f"({finding.severity.label}, class {cls}) was open there from t={opened:g}s: "
                         f"{finding.title!r}"
                     )
+
+
+ACCOUNT_HEADING = "Where the GPU time went"
+# One part of an account line: "GPU 1 1m59s", "GPUs 0,2-3 6s each", "all 4 GPUs 3s each".
+ACCOUNT_PART = re.compile(
+    r"(?:all (?P<count>\d+) GPUs|GPUs? (?P<list>\d[\d,-]*)) (?P<duration>\d+h\d\dm|\d+m\d\ds|\d+s)(?: each)?"
+)
+
+
+def check_account_lines(m: Moment) -> Iterator[str]:
+    """Each line of the account `diagnose` prints names the GPUs that had its class and how long each, as billed
+    ("GPU-bound 6s on 4 GPUs" when one of them had 1 s reads as four GPUs having 6 s: the issue's example)."""
+    lines = m.printed.splitlines()
+    start = next((n for n, line in enumerate(lines) if line.startswith(ACCOUNT_HEADING)), None)
+    if start is None:
+        return
+    labels = sorted(((class_label(cls, LANG), cls) for cls in ACCOUNT_CLASSES), key=lambda item: -len(item[0]))
+    for line in lines[start + 1 :]:
+        head = line.partition(": ")[0]
+        found = next(((label, cls) for label, cls in labels if head.startswith(f"{label} ")), None)
+        if found is None:
+            continue
+        label, cls = found
+        said: dict[int, str] = {}
+        for part in ACCOUNT_PART.finditer(head[len(label) + 1 :]):
+            gpus = sorted(m.billed) if part["count"] else _indices(part["list"])
+            said.update(dict.fromkeys(gpus, part["duration"]))
+        billed = {gpu: fmt_duration(s[cls]) for gpu, s in m.billed.items() if s.get(cls, 0.0) > 0}
+        if said != billed:
+            yield (
+                f"{m.where('account')} {line!r} says {said or 'no GPU and no time'}, the account billed "
+                f"{cls} to GPUs {billed}"
+            )
+
+
+def _indices(ranges: str) -> list[int]:
+    """'0,2-3' -> [0, 2, 3], the inverse of fmt_ranges."""
+    out: list[int] = []
+    for item in ranges.split(","):
+        first, _, last = item.partition("-")
+        out += range(int(first), int(last or first) + 1)
+    return out
 
 
 def _seconds_text(seconds: Mapping[str, float]) -> str:

@@ -23,9 +23,10 @@ function each):
 3. account: a GPU's seconds do not add up to the account's window, or the window to the ticks' intervals (each
    gap capped as account.py says); a tick's seconds go to another class than the verdict shown after it gives
    that GPU (its group's class in a `mixed` one; idle_allocated/idle_free for a GPU it leaves out; unknown
-   before the warm-up); a GPU is billed GPU-bound, underused or idle inside the span of a finding above info
-   that argues it is held back (degraded, throttled, interconnect, contended, inefficient: the classes that do
-   not say the GPU waits).
+   before the warm-up); a GPU is billed GPU-bound, underused or idle once a finding above info that argues it is
+   held back (degraded, throttled, interconnect, contended, inefficient: the classes that do not say the GPU
+   waits) has been open for the verdict's hold (the verdict gives way to it by then; before, the verdict said
+   what it watched, and health checks that).
 4. gpu lists: a GPU list in the verdict's sentences or a finding's (or a row's) title is not written as
    fmt_ranges writes it ("GPUs 0,2-3", never "GPUs 0, 2, 3").
 5. advice: two findings seen this tick give two numbers for one knob (num_workers <= 7 beside "about 1 per job
@@ -56,6 +57,7 @@ from gputui.config import Config
 from gputui.diagnostics.account import MAX_GAP_INTERVALS
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.groups import group_findings, sort_groups
+from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.tick import Tick
 from gputui.diagnostics.verdict import Verdict
 from gputui.formatting import fmt_ranges
@@ -71,6 +73,7 @@ from tests.invariants import (
     Moment,
     SpanLog,
     check_account,
+    check_account_lines,
     check_advice,
     check_exit_code,
     check_figures,
@@ -82,6 +85,8 @@ from tests.invariants import (
 SECONDS = 60  # past every scenario's phases: heating, the warm-up, findings that open and close
 SHORT_DIAGNOSE_S = 3  # shorter than the warm-up: the issue's `diagnose --seconds 3`
 INTERVAL_S = 1.0
+# How long the verdict shown may stand over a newer judgement (verdict.py's VerdictTracker holds it that long).
+HOLD_S = DiagnosticsConfig().open_after_s
 KINDS_SHOWN = 6  # kinds of violation quoted per invariant in a failure (the first of each); the rest are counted
 MAX_CLOCK = Evidence("max SM clock", 1980, "MHz", "", "max_sm_clock")
 
@@ -161,7 +166,8 @@ def violations(case: Case) -> dict[str, list[str]]:
         for invariant, messages in (
             ("figures", check_figures(moment)),
             ("health", check_health(moment, health)),
-            ("account", check_account(moment, bills)),
+            ("account", check_account(moment, bills, HOLD_S)),
+            ("account", check_account_lines(moment)),
             ("gpu lists", check_gpu_lists(moment, titles)),
             ("advice", check_advice(moment)),
             ("hidden", check_hidden(moment)),
@@ -263,12 +269,23 @@ def test_healthy_is_caught_under_not_known_yet_and_beside_an_open_finding(calm: 
 
 
 def test_a_tick_billed_to_another_class_than_the_verdicts_is_caught(calm: Moment) -> None:
-    assert list(check_account(calm, SpanLog())) == []
+    assert list(check_account(calm, SpanLog(), HOLD_S)) == []
     throttled = _throttled(93.7, "6% of the clock lost on GPU 1 (heat)")
     gpu_bound = replace(_verdict(calm), gpus=(0, 2, 3))
     verdict = replace(_verdict(calm), cls="mixed", groups=(throttled, gpu_bound))
-    messages = list(check_account(_with(calm, verdict), SpanLog()))
+    messages = list(check_account(_with(calm, verdict), SpanLog(), HOLD_S))
     assert len(messages) == 1 and "GPU 1 billed gpu_bound" in messages[0] and "says throttled" in messages[0]
+
+
+def test_an_account_line_that_does_not_say_which_gpus_had_how_long_is_caught(calm: Moment) -> None:
+    assert list(check_account_lines(calm)) == []
+    lines = calm.printed.splitlines()
+    at = next(n for n, line in enumerate(lines) if line.startswith("Where"))
+    heading, line = lines[at], lines[at + 1]
+    assert line.startswith("GPU-bound all 4 GPUs")
+    then = calm.printed.replace(line, "GPU-bound 6s on 4 GPUs: 0.00528 GPU-hours")  # as main printed it before
+    [message] = check_account_lines(replace(calm, printed=then))
+    assert "no GPU and no time" in message and heading in calm.printed
 
 
 def test_gpu_lists_must_read_as_fmt_ranges_writes_them(calm: Moment) -> None:

@@ -4,9 +4,11 @@ per GPU-hour what each class cost.
 Fed each tick (the reading and the verdict shown after it), an Accountant adds the time since the last tick to the
 class each GPU had: the group of the verdict that names it (the most serious first, for a MIG GPU whose instances
 differ), else idle when the driver gives its utilization (idle GPUs beside busy ones are left out of the verdict),
-else unknown. Idle is told apart: `idle_allocated` (a process or a pod holds the GPU and it does nothing, time
-paid for and lost) and `idle_free` (nobody holds it). The lost classes are each named, never summed into one
-figure. A gap between ticks longer than `max_gap_s` (a laptop asleep, a paused monitor) counts as `max_gap_s`.
+else unknown. One rule for every view (the monitor, diagnose, the exporter, the report and its spans): a verdict
+judged on a reading speaks for the time since the reading before, so each GPU's seconds add up to the window. Idle
+is told apart: `idle_allocated` (a process or a pod holds the GPU and it does nothing, time paid for and lost) and
+`idle_free` (nobody holds it). The lost classes are each named, never summed into one figure. A gap between ticks
+longer than `max_gap_s` (a laptop asleep, a paused monitor) counts as `max_gap_s`.
 
 Energy is the difference of NVML's total-energy counter where the driver gives one (a counter that went back, the
 driver reloaded, counts from 0 again), else the integral of the power draw, marked as such; None with neither.
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gputui.diagnostics.catalog import text
-from gputui.diagnostics.verdict import RANKED, Verdict
+from gputui.diagnostics.verdict import RANKED, Verdict, gpu_list
 from gputui.formatting import fmt_duration
 from gputui.model import GpuSample, Snapshot
 
@@ -276,16 +278,17 @@ def class_label(cls: str, lang: str = "en") -> str:
 
 
 def account_lines(account: Account, price: Price | None, lang: str = "en") -> list[str]:
-    """A heading and a line per class: how long, on how many GPUs, the GPU-hours, and with a price their cost."""
+    """A heading and a line per class: which GPUs, how long each (GPU-seconds, never a wall-clock time that reads
+    as if every GPU had it), the GPU-hours, and with a price their cost: 'GPU-bound GPUs 0,2-3 6s each, GPU 1 1s'."""
     if not account.totals:
         return []
     window = fmt_duration(account.window_s)
     out = [text("account.heading", lang, window=window, gpus=_gpus(len(account.gpus), lang))]
+    everyone = tuple(g.gpu for g in account.gpus)
     for total in account.totals:
         params: dict[str, object] = {
             "label": class_label(total.cls, lang),
-            "duration": fmt_duration(total.wall_s),
-            "gpus": _gpus(len(total.gpus), lang),
+            "parts": text("account.separator", lang).join(_held(account, total.cls, everyone, lang)),
             "gpu_hours": f"{total.gpu_hours:.3g}",
         }
         if price is None:
@@ -294,6 +297,27 @@ def account_lines(account: Account, price: Price | None, lang: str = "en") -> li
             amount = price.format(total.gpu_hours * price.per_gpu_hour)
             out.append(text("account.line.cost", lang, **params, cost=amount, price=price.format(price.per_gpu_hour)))
     return out
+
+
+def _held(account: Account, cls: str, everyone: tuple[int, ...], lang: str) -> list[str]:
+    """'GPUs 0,2-3 6s each', 'GPU 1 1s': the GPUs that had a class, together where they had it as long (as the
+    line says it), the longest first; named as the verdict names GPUs."""
+    alike: dict[str, list[int]] = {}
+    longest: dict[str, float] = {}
+    for g in account.gpus:
+        seconds = g.seconds.get(cls, 0.0)
+        if seconds > 0:
+            duration = fmt_duration(seconds)
+            alike.setdefault(duration, []).append(g.gpu)
+            longest[duration] = max(longest.get(duration, 0.0), seconds)
+    parts = []
+    for duration, gpus in sorted(alike.items(), key=lambda item: -longest[item[0]]):
+        many = len(gpus) > 1 and set(gpus) == set(everyone)
+        named = text("verdict.gpus.all", lang, count=len(gpus)) if many else gpu_list(gpus, lang)
+        parts.append(
+            text("account.part.each" if len(gpus) > 1 else "account.part", lang, gpus=named, duration=duration)
+        )
+    return parts
 
 
 def _gpus(count: int, lang: str) -> str:

@@ -313,7 +313,9 @@ def finding_event(kind: FindingEventKind, finding: Finding, t: float) -> Recorde
 
 
 def verdict_event(verdict: Verdict, t: float) -> RecordedEvent:
-    """The verdict took over at `t` (its `since`): the report's verdict over time is read from these."""
+    """The verdict shown from the tick at `t` on (its `since`, in its data, may be earlier: when it was first
+    judged, before the hysteresis let it take over): the report's verdict over time, and its account, read these
+    as the monitor showed them. An older gputui wrote `since` as `t`."""
     return RecordedEvent(kind="verdict", t=t, data={"verdict": verdict_to_dict(verdict)})
 
 

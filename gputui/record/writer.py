@@ -255,7 +255,7 @@ class RecordingWriter:
         self._active = tuple(active)
         self._last_t = snapshot.timestamp
         if verdict is not None and (self._verdict is None or verdict.key != self._verdict.key):
-            self._enqueue(verdict_event(verdict, verdict.since))
+            self._enqueue(verdict_event(verdict, snapshot.timestamp))
             self._verdict = verdict
 
     def put_event(self, event: RecordedEvent) -> None:

@@ -12,14 +12,16 @@ import html
 from collections import Counter
 from pathlib import Path
 
-from gputui.diagnostics.account import Price, account_lines
-from gputui.formatting import NA, fmt_bytes_pair, fmt_pct, fmt_share
+from gputui.diagnostics.account import Price, account_lines, class_label
+from gputui.diagnostics.catalog import text
+from gputui.formatting import NA, fmt_bytes_pair, fmt_duration, fmt_pct, fmt_share
 from gputui.record.format import RecordingError, format_clock, format_datetime
 from gputui.record.reader import Recording
 from gputui.report.activity_windows import activity_table
+from gputui.report.before_after import comparison_line
 from gputui.report.figure import CONFIG, build_figure
 from gputui.report.lanes import SEVERITIES, finding_lanes, verdict_colour
-from gputui.report.summary import Report, render_text
+from gputui.report.summary import Report, render_text, severity_word
 
 _STYLE = (
     "body{font-family:system-ui,sans-serif;margin:1em 2em}"
@@ -52,15 +54,20 @@ MIG_COLUMNS = ("GPU", "instance", "CI", "samples", "SM active", "tensor active",
 
 
 def verdict_sentence(report: Report) -> str:
-    """The verdict over time in words, as HTML: each class's share with a chip of its lane's colour, then the
-    longest stretch of the class that held most and what the verdict said then."""
+    """The verdict over time in words, as HTML: each class (its label, as the text report and the account name it)
+    with its seconds and share and a chip of its lane's colour, then the longest stretch of the class that held
+    most and what the verdict said then."""
+    if not report.verdicts:
+        return "Verdict: not kept in this recording (an older gputui made it)."
     shares = report.verdict_shares()
     if not shares:
-        return "Verdict: not kept in this recording (an older gputui made it)."
+        return "Verdict: one reading, no time to share among the verdicts."
+    seconds = report.verdict_seconds()
     parts = []
     for n, (cls, share) in enumerate(shares.items()):
         chip = f'<span class="chip" style="background:{verdict_colour(cls)}"></span>'
-        parts.append(f"{chip}<b>{html.escape(cls)}</b> {fmt_share(share)}" + (" of the time" if n == 0 else ""))
+        said = f"<b>{html.escape(class_label(cls))}</b> {fmt_duration(seconds[cls])}, {fmt_share(share)}"
+        parts.append(chip + said + (" of the time" if n == 0 else ""))
     first = parts[0] + (", then " + ", ".join(parts[1:]) if parts[1:] else "") + "."
     top = next(iter(shares))
     longest = max(
@@ -82,7 +89,7 @@ def findings_sentence(report: Report) -> str:
         return "Findings: none."
     by_severity = Counter(span.severity for span in report.findings)
     order = [*SEVERITIES, *sorted(set(by_severity) - set(SEVERITIES))]
-    counted = ", ".join(f"{by_severity[s]} {s}" for s in order if by_severity[s])
+    counted = ", ".join(f"{by_severity[s]} {severity_word(s)}" for s in order if by_severity[s])
     lanes = len(finding_lanes(report))
     origin = "as recorded" if report.findings_origin == "recorded" else "recomputed from the samples"
     return (
@@ -132,10 +139,23 @@ def instances_table(report: Report) -> str:
     )
 
 
+def before_after_list(report: Report) -> str:
+    """Each mark's before and after, as the text report words it; "" without marks."""
+    if not report.before_after:
+        return ""
+    clock = report.utc_offset_s
+    items = "".join(
+        f"<li>{html.escape(comparison_line(c, format_clock(c.t, clock)))}</li>" for c in report.before_after
+    )
+    return (
+        f'<p class="meta"><b>{html.escape(text("account.compare.heading", "en"))}</b></p><ul class="marks">{items}</ul>'
+    )
+
+
 def render_html(recording: Recording, report: Report, price: Price | None = None) -> str:
     """One self-contained page: the SIMULATED label when it applies, the header, where the GPU time went (with a
-    price, what it cost), the figure, the MIG instances' table and the jobs' activity where there are any, the text
-    report."""
+    price, what it cost), before and after each mark, the figure, the MIG instances' table and the jobs' activity
+    where there are any, the text report."""
     charts = build_figure(recording, report).to_html(full_html=False, include_plotlyjs=True, config=CONFIG)
     banner = ""
     if report.simulated:
@@ -156,6 +176,7 @@ def render_html(recording: Recording, report: Report, price: Price | None = None
         f'<p class="verdict">{verdict_sentence(report)}</p>'
         f'<p class="meta">{html.escape(findings_sentence(report))}</p>'
         f'<p class="meta">{account}</p>'
+        f"{before_after_list(report)}"
         f'<p class="how">{HOW_TO_READ}{HOW_TO_PICK if len(report.gpus) > 1 else ""}{HOW_TO_READ_MIG if mig else ""}</p>'
         f"{charts}{instances_table(report)}{activity_table(report.activities)}"
         f"<details><summary>{TEXT_SUMMARY}</summary><pre>{html.escape(render_text(report, price))}</pre></details>"

@@ -14,8 +14,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gputui.formatting import fmt_ranges
-from gputui.report.summary import FindingSpan, Report
+from gputui.diagnostics.account import class_label
+from gputui.diagnostics.verdict import gpu_list
+from gputui.report.summary import FindingSpan, Report, severity_word
 
 VERDICT_TITLE = "Verdict over time"
 FINDINGS_TITLE = "Findings (one lane per rule and GPU)"
@@ -66,6 +67,7 @@ class LaneSpan:
     label: str
     key: str
     open_end: bool = False
+    name: str = ""  # its legend entry's words, where they are not the key (a verdict class's label)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,11 +77,12 @@ class Lane:
 
 
 def lane_name(span: FindingSpan) -> str:
-    """The finding's key in words, e.g. "thermal_throttle GPU 1" or "imbalance GPU 0-7" (short, for the lane names
-    set the left margin of every chart); a host-wide finding is its rule alone."""
+    """The finding's key in words, its GPUs as the verdict names them, e.g. "thermal_throttle GPU 1" or
+    "imbalance GPUs 0-7" (short, for the lane names set the left margin of every chart); a host-wide finding is
+    its rule alone."""
     if not span.gpus:
         return span.rule
-    return f"{span.rule} GPU {fmt_ranges(span.gpus)}"
+    return f"{span.rule} {gpu_list(span.gpus)}"
 
 
 def drawn_end(span: FindingSpan, report: Report) -> float:
@@ -104,8 +107,9 @@ def verdict_lanes(report: Report) -> list[Lane]:
                 start=span.start,
                 end=max(end, span.start + report.interval_s),
                 colour=verdict_colour(span.cls),
-                label=f"{span.cls}: {span.label}: {span.summary}",
+                label=f"{class_label(span.cls)}: {span.summary}",
                 key=span.cls,
+                name=class_label(span.cls),
                 open_end=span.end is None,
             )
         )
@@ -120,8 +124,9 @@ def finding_lanes(report: Report) -> list[Lane]:
             start=span.start,
             end=drawn_end(span, report),
             colour=severity_colour(span.severity),
-            label=f"{span.severity}: {span.title}",
+            label=f"{severity_word(span.severity)}: {span.title}",
             key=span.severity if span.severity in SEVERITIES else "info",
+            name=severity_word(span.severity if span.severity in SEVERITIES else "info"),
             open_end=span.end is None,
         )
         spans.setdefault(lane_name(span), []).append(bar)
@@ -159,7 +164,7 @@ def timeline_traces(
                     y=[None if t is None else lane.name for t in x[:-1]],
                     text=text[:-1],
                     mode="lines",
-                    name=key,
+                    name=bars[0].name or key,
                     legend=legend,
                     legendgroup=f"{legend}:{key}",
                     legendrank=1 + (order.index(key) if key in order else len(order)),

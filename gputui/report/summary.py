@@ -1,23 +1,37 @@
 """What a recording says, in numbers: the report behind `gputui report` (text, JSON and the HTML charts).
 
-Shares of time are weighted by how long each tick stood (up to twice the interval, so a gap in the recording
-counts as nothing), over the ticks where the value was reported: a GPU that never reported its clock event
-reasons has no throttle share, not a share of 0.
+The verdict's classes are named as the verdict names them (its labels from the catalog; JSON keeps their ids),
+and their seconds and shares are the account's (account.py): a verdict shown from t0 until the next took over at
+t1 stood t1 - t0 (a gap capped), and a share is those seconds over the account's window. The readings' shares
+(throttling) are weighted by how long each tick stood (up to twice the interval, so a gap in the recording counts
+as nothing), over the ticks where the value was reported: a GPU that never reported its clock event reasons has
+no throttle share, not a share of 0. A clock low for want of work (NVML's gpu_idle) or set on purpose is not
+throttling: those reasons are told apart.
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import statistics
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal, Protocol
 
-from gputui.diagnostics.account import MAX_GAP_INTERVALS, Account, Accountant, Price, account_lines, account_to_dict
+from gputui.diagnostics.account import (
+    MAX_GAP_INTERVALS,
+    Account,
+    Accountant,
+    Price,
+    account_lines,
+    account_to_dict,
+    class_label,
+)
+from gputui.diagnostics.catalog import severity_label, text
 from gputui.diagnostics.engine import DiagnosticsEngine
-from gputui.diagnostics.findings import Finding
+from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.verdict import Verdict
-from gputui.formatting import NA, fmt_bytes_pair, fmt_num, fmt_pct, fmt_share
+from gputui.formatting import NA, fmt_bytes_pair, fmt_duration, fmt_num, fmt_pct, fmt_share
 from gputui.model import CLOCK_EVENT_REASONS, GpuInfo, GpuSample, MigDevice, Snapshot
 from gputui.record.format import (
     RecordedEvent,
@@ -28,6 +42,7 @@ from gputui.record.format import (
 )
 from gputui.record.reader import Recording
 from gputui.report.activity_windows import ActivityTally, ProcessActivity, activity_lines
+from gputui.report.before_after import Comparison, MarkSpans, comparison_line, comparison_to_dict
 
 # Reasons that hold the clocks back (as opposed to idle, or a clock someone set on purpose).
 THROTTLING_REASONS: tuple[str, ...] = (
@@ -108,11 +123,13 @@ class GpuReport:
     uuid: str | None
     samples: int
     lost_samples: int
-    throttle_share: dict[str, float] | None  # reason -> fraction of the time with the reason known; None: never
+    throttle_share: dict[str, float] | None  # THROTTLING_REASONS -> fraction of the time known; None: never known
     throttled_share: float | None  # any of THROTTLING_REASONS
+    # The other clock events (gpu_idle: no work; a clock set on purpose), apart: they hold back nothing.
+    other_clock_events: dict[str, float] | None
     utilization_pct: Stats
     power_w: Stats
-    energy_wh: float | None
+    energy_wh: float | None  # the account's: NVML's energy counter where the driver gives one, else power integrated
     sm_clock_mhz: Stats
     temperature_peak_c: float | None
     memory_temperature_peak_c: float | None
@@ -145,7 +162,9 @@ class FindingSpan:
 
 @dataclass(frozen=True, slots=True)
 class VerdictSpan:
-    """A verdict from when it took over to when the next did (None: still standing when the recording ended)."""
+    """A verdict over the readings it was judged on, as the account bills it: from the tick before the one it was
+    first shown at to the last it was shown at (None: still shown when the recording ended); `seconds`: those
+    intervals (end - start, a gap between ticks capped)."""
 
     cls: str
     label: str
@@ -153,6 +172,7 @@ class VerdictSpan:
     gpus: tuple[int, ...]
     start: float
     end: float | None
+    seconds: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,20 +201,26 @@ class Report:
     account: Account = field(default_factory=lambda: Account(0.0))
     # Each process whose stacks were sampled: its windows, what led them, the mean of their shares.
     activities: tuple[ProcessActivity, ...] = ()
+    # Each mark with the spans before and after it, each judged by its own account.
+    before_after: tuple[Comparison, ...] = ()
 
     @property
     def duration_s(self) -> float:
         return self.end - self.start
 
-    def verdict_shares(self) -> dict[str, float]:
-        """Each verdict class's share of the recorded time, largest first."""
+    def verdict_seconds(self) -> dict[str, float]:
+        """Each verdict class's seconds, as the account bills them, longest first."""
         seconds: dict[str, float] = {}
         for span in self.verdicts:
-            seconds[span.cls] = seconds.get(span.cls, 0.0) + (span.end or self.end) - span.start
-        total = sum(seconds.values())
-        if total <= 0:
+            seconds[span.cls] = seconds.get(span.cls, 0.0) + span.seconds
+        return dict(sorted(seconds.items(), key=lambda item: -item[1]))
+
+    def verdict_shares(self) -> dict[str, float]:
+        """Each verdict class's share of the account's window (its seconds over the window), largest first."""
+        window = self.account.window_s
+        if window <= 0:
             return {}
-        return {cls: round(s / total, 4) for cls, s in sorted(seconds.items(), key=lambda item: -item[1])}
+        return {cls: round(s / window, 4) for cls, s in self.verdict_seconds().items() if s > 0}
 
 
 def tick_weights(timestamps: Sequence[float], interval_s: float) -> list[float]:
@@ -203,6 +229,8 @@ def tick_weights(timestamps: Sequence[float], interval_s: float) -> list[float]:
     return weights + ([interval_s] if timestamps else [])
 
 
+# The other clock events: the clock is low for want of work (gpu_idle), or someone set it; nothing holds it back.
+OTHER_CLOCK_EVENTS: tuple[str, ...] = tuple(name for _, name in CLOCK_EVENT_REASONS if name not in THROTTLING_REASONS)
 # The mask bits of THROTTLING_REASONS: a tick is throttled when any is set.
 THROTTLE_BITS = sum(bit for bit, name in CLOCK_EVENT_REASONS if name in THROTTLING_REASONS)
 
@@ -252,7 +280,6 @@ class _GpuTally:
         self.reason_s = dict.fromkeys((name for _, name in CLOCK_EVENT_REASONS), 0.0)
         self.known_s = 0.0
         self.throttled_s = 0.0
-        self.energy_j = 0.0
         self.util: list[float | None] = []
         self.power: list[float | None] = []
         self.sm_clock: list[float | None] = []
@@ -278,8 +305,6 @@ class _GpuTally:
                     self.reason_s[name] += weight
             if mask & THROTTLE_BITS:
                 self.throttled_s += weight
-        if sample.power_w is not None:
-            self.energy_j += sample.power_w * weight
         self.util.append(sample.utilization_gpu_pct)
         self.power.append(sample.power_w)
         self.sm_clock.append(None if sample.sm_clock_mhz is None else float(sample.sm_clock_mhz))
@@ -294,7 +319,8 @@ class _GpuTally:
             key = (device.gpu_instance_id, device.compute_instance_id)
             self.instances.setdefault(key, _InstanceTally(device)).add(device)
 
-    def report(self) -> GpuReport:
+    def report(self, energy_j: float | None) -> GpuReport:
+        """The GPU's figures, its energy the account's (one figure for the account's JSON and this)."""
         known = self.known_s > 0
         power = Stats.of(self.power)
         return GpuReport(
@@ -303,11 +329,12 @@ class _GpuTally:
             uuid=self.info.uuid,
             samples=self.samples,
             lost_samples=self.lost,
-            throttle_share={n: round(s / self.known_s, 4) for n, s in self.reason_s.items()} if known else None,
+            throttle_share=self._shares(THROTTLING_REASONS) if known else None,
             throttled_share=round(self.throttled_s / self.known_s, 4) if known else None,
+            other_clock_events=self._shares(OTHER_CLOCK_EVENTS) if known else None,
             utilization_pct=Stats.of(self.util),
             power_w=power,
-            energy_wh=round(self.energy_j / 3600, 3) if power.count else None,
+            energy_wh=None if energy_j is None else round(energy_j / 3600, 3),
             sm_clock_mhz=Stats.of(self.sm_clock),
             temperature_peak_c=self.temp_peak,
             memory_temperature_peak_c=self.memory_temp_peak,
@@ -318,6 +345,9 @@ class _GpuTally:
             dram_bw_pct=Stats.of(self.dram_bw),
             instances=tuple(tally.report() for tally in self.instances.values()),
         )
+
+    def _shares(self, reasons: tuple[str, ...]) -> dict[str, float]:
+        return {name: round(self.reason_s[name] / self.known_s, 4) for name in reasons}
 
 
 def _peak(old: float | None, new: float | None) -> float | None:
@@ -432,20 +462,44 @@ def recorded_verdicts(events: Iterable[RecordedEvent]) -> list[VerdictSpan]:
 
 
 class VerdictTimeline:
-    """Verdict spans from a diagnostics engine's states, fed one at a time."""
+    """Verdict spans from a diagnostics engine's states, fed one at a time: a span from the tick a verdict was
+    shown at, as the recorder writes them (a new span where the verdict's key changes); judged_spans lays them
+    out as the account bills them."""
 
     def __init__(self) -> None:
         self.spans: list[VerdictSpan] = []
+        self._key: tuple[object, ...] | None = None
 
-    def update(self, verdict: Verdict | None) -> None:
-        if verdict is None:
+    def update(self, verdict: Verdict | None, t: float) -> None:
+        if verdict is None or verdict.key == self._key:
             return
-        last = self.spans[-1] if self.spans else None
-        if last is not None and last.cls == verdict.cls and last.gpus == verdict.gpus and last.start == verdict.since:
-            return
-        if last is not None:
-            self.spans[-1] = replace(last, end=verdict.since)
-        self.spans.append(VerdictSpan(verdict.cls, verdict.label, verdict.summary, verdict.gpus, verdict.since, None))
+        self._key = verdict.key
+        if self.spans:
+            self.spans[-1] = replace(self.spans[-1], end=t)
+        self.spans.append(VerdictSpan(verdict.cls, verdict.label, verdict.summary, verdict.gpus, t, None))
+
+
+def judged_spans(shown: Sequence[VerdictSpan], timestamps: Sequence[float], max_gap_s: float) -> list[VerdictSpan]:
+    """The spans as the account bills them, from the spans each starting at the tick its verdict was shown at: a
+    verdict judged on a reading speaks for the time since the reading before, so a span runs from the tick before
+    the first it was shown at (the first tick, for the first span) to the last it was shown at (None: still shown
+    at the end), and its seconds are those intervals, a gap capped at `max_gap_s`. A span no tick showed is left
+    out."""
+    if not timestamps:
+        return list(shown)
+    firsts = [bisect.bisect_left(timestamps, span.start) for span in shown]
+    kept = [
+        (span, a)
+        for n, (span, a) in enumerate(zip(shown, firsts, strict=True))
+        if a < len(timestamps) and (n + 1 == len(shown) or firsts[n + 1] > a)
+    ]
+    out = []
+    for n, (span, a) in enumerate(kept):
+        b = kept[n + 1][1] if n + 1 < len(kept) else len(timestamps)  # its ticks: a .. b-1
+        seconds = sum(min(max(0.0, timestamps[i] - timestamps[i - 1]), max_gap_s) for i in range(max(a, 1), b))
+        end = timestamps[b - 1] if n + 1 < len(kept) else None
+        out.append(replace(span, start=timestamps[max(a - 1, 0)], end=end, seconds=round(seconds, 3)))
+    return out
 
 
 def _span(finding: Finding, start: float, end: float | None) -> FindingSpan:
@@ -478,7 +532,10 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
     tracker = FindingTracker()
     timeline = VerdictTimeline()
     verdict_at = _VerdictAt(recording.events)
-    accountant = Accountant(MAX_GAP_INTERVALS * header.interval_s)
+    max_gap_s = MAX_GAP_INTERVALS * header.interval_s
+    accountant = Accountant(max_gap_s)
+    marks = tuple((e.t, str(e.data.get("label", ""))) for e in recording.events if e.kind == "mark")
+    mark_spans = MarkSpans(marks, max_gap_s)
     tallies = [_GpuTally(info) for info in header.gpu_info]
     activities = ActivityTally()
     cpu: list[float | None] = []
@@ -494,13 +551,17 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         if engine is not None:
             state = engine.update(tick)
             tracker.update(state, tick.timestamp)
-            timeline.update(state.verdict)
+            timeline.update(state.verdict, tick.timestamp)
             verdict = verdict if verdict_at else state.verdict
         accountant.add(tick, verdict)
+        mark_spans.add(tick, verdict)
     if engine is not None:
         spans = tracker.spans()
         verdicts = verdicts or timeline.spans
+    verdicts = judged_spans(verdicts, ticks.timestamps, max_gap_s)
     system = header.system
+    account = accountant.account()
+    energy = {g.gpu: g.energy_j for g in account.gpus}
     return Report(
         path=str(recording.path),
         hostname=system.hostname,
@@ -513,7 +574,7 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         start=recording.start,
         end=recording.end,
         ticks=len(ticks),
-        gpus=tuple(tally.report() for tally in tallies),
+        gpus=tuple(tally.report(energy.get(tally.info.index)) for tally in tallies),
         host_cpu_pct=Stats.of(cpu),
         host_iowait_pct=Stats.of(iowait),
         findings_origin=origin,
@@ -522,10 +583,11 @@ def build_report(recording: Recording, *, engine_factory: EngineFactory = Diagno
         probes=tuple(
             {"t": e.t, **dict(e.data.get("probe") or {})} for e in recording.events if e.kind == "probe_result"
         ),
-        marks=tuple((e.t, str(e.data.get("label", ""))) for e in recording.events if e.kind == "mark"),
+        marks=marks,
         warnings=tuple(warnings),
-        account=accountant.account(),
+        account=account,
         activities=activities.report(),
+        before_after=mark_spans.comparisons(),
     )
 
 
@@ -541,6 +603,7 @@ def report_to_dict(report: Report, price: Price | None = None) -> dict[str, Any]
         {"class": v.cls, **{k: val for k, val in asdict(v).items() if k != "cls"}} for v in report.verdicts
     ]
     out["verdict_shares"] = report.verdict_shares()
+    out["before_after"] = [comparison_to_dict(c) for c in report.before_after]
     if report.simulated:
         out["label"] = "SIMULATED: not measured on a real machine"
     return out
@@ -578,14 +641,19 @@ MAX_SPANS_LISTED = 3
 
 
 def _verdict_lines(report: Report) -> list[str]:
-    """'verdict      gpu_bound 82% of the time' then 'input_bound 18%: 02:10-02:25' a line each: the dominant
-    verdict first, and when the others held."""
+    """'verdict      GPU-bound 3m17s, 82% of the time' then 'Input-bound 43s, 18%: 02:10-02:25' a line each: the
+    dominant verdict first, and when the others held; the account's seconds and labels."""
     shares = report.verdict_shares()
-    if not shares:
+    if not report.verdicts:
         return ["verdict      n/a (this recording keeps findings but no verdict: an older gputui made it)"]
+    if not shares:
+        return ["verdict      n/a (one reading: no time to share among the verdicts)"]
+    seconds = report.verdict_seconds()
     parts = []
     for n, (cls, share) in enumerate(shares.items()):
-        part = f"{cls} {fmt_share(share)}" + (" of the time" if n == 0 else "")
+        part = f"{class_label(cls)} {fmt_duration(seconds[cls])}, {fmt_share(share)}" + (
+            " of the time" if n == 0 else ""
+        )
         if n:
             held = [s for s in report.verdicts if s.cls == cls]
             times = ", ".join(
@@ -595,6 +663,20 @@ def _verdict_lines(report: Report) -> list[str]:
             part += f": {times}" + (", ..." if len(held) > MAX_SPANS_LISTED else "")
         parts.append(part)
     return [f"{'verdict' if n == 0 else '':<13}{part}" for n, part in enumerate(parts)]
+
+
+def severity_word(severity: str) -> str:
+    """A finding's severity as `diagnose` and the monitor say it (CRIT, WARN, INFO); one this gputui does not know,
+    as recorded."""
+    known = {s.label: s for s in Severity}
+    return severity_label(known[severity], "en").strip() if severity in known else severity
+
+
+def _other_clock_events(gpu: GpuReport) -> list[str]:
+    """The clock events that hold nothing back, apart from throttling: a clock low for want of work, or set."""
+    others = gpu.other_clock_events or {}
+    said = ", ".join(f"{name} {fmt_share(s, 1)}" for name, s in others.items() if s > 0)
+    return [f"  other events {said} (not throttling: a clock resting for want of work, or set so)"] if said else []
 
 
 def render_text(report: Report, price: Price | None = None) -> str:
@@ -641,6 +723,7 @@ def render_text(report: Report, price: Price | None = None) -> str:
         else:
             held = ", ".join(f"{name} {fmt_share(s, 1)}" for name, s in gpu.throttle_share.items() if s > 0) or "none"
             lines.append(f"  throttled    {fmt_share(gpu.throttled_share, 1)} of the time; reasons: {held}")
+            lines.extend(_other_clock_events(gpu))
     cpu = report.host_cpu_pct
     lines.append("")
     lines.append(
@@ -660,7 +743,7 @@ def render_text(report: Report, price: Price | None = None) -> str:
         lines.append("  none")
     for span in report.findings:
         end = format_clock(span.end, clock) if span.end is not None else "end"
-        lines.append(f"  {format_clock(span.start, clock)}-{end}  {span.severity:8} {span.title}")
+        lines.append(f"  {format_clock(span.start, clock)}-{end}  {severity_word(span.severity):4}  {span.title}")
     if report.probes:
         lines.append("")
         lines.append("probe results:")
@@ -670,10 +753,10 @@ def render_text(report: Report, price: Price | None = None) -> str:
                 f"  {format_clock(probe['t'], clock)}  {probe.get('probe', '?')} on {probe.get('device', '?')}: "
                 f"{status}, {probe.get('verdict') or probe.get('message', '')}"
             )
-    if report.marks:
+    if report.before_after:
         lines.append("")
-        lines.append("marks:")
-        lines.extend(f"  {format_clock(t, clock)}  {label}" for t, label in report.marks)
+        lines.append(text("account.compare.heading", "en"))
+        lines.extend(f"  {comparison_line(c, format_clock(c.t, clock))}" for c in report.before_after)
     if report.warnings:
         lines.append("")
         lines.extend(f"warning: {w}" for w in report.warnings)

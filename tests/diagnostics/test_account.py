@@ -1,12 +1,16 @@
 """What the waiting cost, against a scripted session whose answer is known: two GPUs, 60 s GPU-bound, 120 s
-input-bound, 30 s idle with a process on each, 30 s idle with none, at one tick a second."""
+input-bound, 30 s idle with a process on each, 30 s idle with none, at one tick a second. A verdict speaks for
+the time since the reading before the one it was judged on: that time is billed to it."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from gputui.cli import main
 from gputui.diagnostics.account import (
     COUNTER,
     INTEGRATED,
@@ -23,6 +27,13 @@ from gputui.model import Snapshot
 from tests.snapshots import gpu, host, proc, snapshot
 
 PRICE = Price(2.40, "USD")
+
+
+@pytest.fixture(autouse=True)
+def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+
+
 # GPU 0's energy counter (mJ) runs at 300 W and goes back to 0 (the driver reloaded) just before t = 100.
 COUNTER_W = 300
 RESET_AT = 100
@@ -143,10 +154,10 @@ def test_the_price_gives_each_class_its_cost_and_no_price_gives_no_cost() -> Non
 def test_the_lines_name_each_cause_with_its_gpu_hours_and_cost() -> None:
     lines = account_lines(session(), PRICE)
     assert lines[0] == "Where the GPU time went (4m00s on 2 GPUs):"
-    assert lines[1] == "Input-bound 2m00s on 2 GPUs: 0.0667 GPU-hours, 0.16 USD at 2.40 USD"
-    assert lines[2] == "Idle (allocated) 30s on 2 GPUs: 0.0167 GPU-hours, 0.04 USD at 2.40 USD"
-    assert account_lines(session(), None)[1] == "Input-bound 2m00s on 2 GPUs: 0.0667 GPU-hours"
-    assert account_lines(session(), None, "zh")[1] == "输入瓶颈 2m00s，2 块 GPU：0.0667 GPU 小时"
+    assert lines[1] == "Input-bound all 2 GPUs 2m00s each: 0.0667 GPU-hours, 0.16 USD at 2.40 USD"
+    assert lines[2] == "Idle (allocated) all 2 GPUs 30s each: 0.0167 GPU-hours, 0.04 USD at 2.40 USD"
+    assert account_lines(session(), None)[1] == "Input-bound all 2 GPUs 2m00s each: 0.0667 GPU-hours"
+    assert account_lines(session(), None, "zh")[1] == "输入瓶颈 全部 2 块 GPU 各 2m00s：0.0667 GPU 小时"
 
 
 @pytest.mark.parametrize(("currency", "shown"), [("USD", "0.16 USD"), ("$", "$0.16")])
@@ -159,4 +170,63 @@ def test_one_gpu_is_named_in_the_singular() -> None:
     accountant = Accountant(max_gap_s=3.0)
     for t in range(61):
         accountant.add(snapshot(float(t), (gpu(0),)), verdict("gpu_bound", (0,)))
-    assert account_lines(accountant.account(), None)[1] == "GPU-bound 1m00s on 1 GPU: 0.0167 GPU-hours"
+    assert account_lines(accountant.account(), None)[1] == "GPU-bound GPU 0 1m00s: 0.0167 GPU-hours"
+
+
+# The thermal demo's first 10 s, as `diagnose` shows it: not known yet for 5 s, GPU-bound on all four for 1 s,
+# then GPU 1 throttled beside the other three GPU-bound.
+THERMAL = (
+    *((t, verdict("unknown", ())) for t in range(5)),
+    (5, verdict("gpu_bound", (0, 1, 2, 3))),
+    *(
+        (t, verdict("mixed", (0, 1, 2, 3), (verdict("throttled", (1,)), verdict("gpu_bound", (0, 2, 3)))))
+        for t in range(6, 11)
+    ),
+)
+
+
+def thermal() -> Account:
+    accountant = Accountant(max_gap_s=3.0)
+    for t, shown in THERMAL:
+        accountant.add(snapshot(float(t), tuple(gpu(i) for i in range(4))), shown)
+    return accountant.account()
+
+
+def test_each_tick_bills_the_verdict_judged_on_it_for_the_second_before() -> None:
+    """Not known yet for the readings up to 4 s, GPU-bound for the one at 5, throttled on GPU 1 from 6 to the end
+    (10); each GPU's seconds add up to the window."""
+    account = thermal()
+    assert account.window_s == 10
+    assert dict(account.gpus[1].seconds) == {"throttled": 5.0, "gpu_bound": 1.0, "unknown": 4.0}
+    assert dict(account.gpus[0].seconds) == {"gpu_bound": 6.0, "unknown": 4.0}
+    assert all(sum(g.seconds.values()) == account.window_s for g in account.gpus)
+
+
+def test_the_lines_say_which_gpus_had_a_class_and_how_long_each() -> None:
+    """Not 'GPU-bound 6s on 4 GPUs', which reads as if all four were GPU-bound for 6 s while GPU 1 was throttled."""
+    assert account_lines(thermal(), None) == [
+        "Where the GPU time went (10s on 4 GPUs):",
+        "Throttled GPU 1 5s: 0.00139 GPU-hours",
+        "GPU-bound GPUs 0,2-3 6s each, GPU 1 1s: 0.00528 GPU-hours",
+        "Not known yet all 4 GPUs 4s each: 0.00444 GPU-hours",
+    ]
+    assert account_lines(thermal(), None, "zh")[2] == "GPU 算力瓶颈 GPU 0,2-3 各 6s，GPU 1 1s：0.00528 GPU 小时"
+
+
+def test_diagnose_json_bills_each_gpu_what_the_verdict_said_of_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """`diagnose --demo thermal --seconds 10 --json`: the verdict judged every tick counted says GPU 1 is throttled
+    and the others GPU-bound, so the account gives GPU 1 its whole window throttled (not a second of GPU-bound,
+    nor of not known yet) and each GPU's seconds add up to the window."""
+    main(["diagnose", "--demo", "thermal", "--seconds", "10", "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    account, groups = doc["account"], doc["verdict"]["groups"]
+    assert {g["class"]: g["gpus"] for g in groups} == {"throttled": [1], "gpu_bound": [0, 2, 3]}
+    seconds = {g["gpu"]: g["seconds"] for g in account["gpus"]}
+    window = account["window_s"]
+    assert window == 10
+    assert seconds == {
+        0: {"gpu_bound": window},
+        1: {"throttled": window},
+        2: {"gpu_bound": window},
+        3: {"gpu_bound": window},
+    }

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from gputui.diagnostics.account import class_label
 from gputui.record.reader import Recording, load_recording
 from gputui.report.buckets import MAX_BUCKETS
 from gputui.report.charts import HOST_CPU_TITLE
@@ -57,7 +58,11 @@ def test_the_page_opens_on_the_verdict_then_the_charts_then_the_text(tour: tuple
     assert "<title>SIMULATED" in header and "<pre" not in header  # no text dump before the charts
     dominant = next(iter(report.verdict_shares()))
     sentence = header[header.index('class="verdict"') :]
-    assert f"<b>{dominant}</b>" in sentence and "of the time" in sentence and "Its longest stretch" in sentence
+    assert (
+        f"<b>{class_label(dominant)}</b>" in sentence
+        and "of the time" in sentence
+        and "Its longest stretch" in sentence
+    )
     assert "8 × simulated H100" in header and "2.0 min, 121 ticks every 1 s" in header
     assert "Findings (recomputed from the samples)" not in header and "Findings (as recorded)" in header
     after = page[page.rindex("Plotly.newPlot(") :]

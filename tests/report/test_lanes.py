@@ -96,7 +96,7 @@ def test_the_lanes_have_one_lane_per_finding_key_with_its_spans(tmp_path: Path) 
     lanes = layout["yaxis" + axis.removeprefix("y")]
     expected = [
         "thermal_throttle GPU 1",
-        "imbalance GPU 0-1",
+        "imbalance GPUs 0-1",
         "starvation_cpu GPU 0",
         "power_cap GPU 0",
         "idle_allocation GPU 1",
@@ -109,7 +109,7 @@ def test_the_lanes_have_one_lane_per_finding_key_with_its_spans(tmp_path: Path) 
     end = at(T0 + 10)  # open findings run to the end of the last tick
     assert drawn == {
         "thermal_throttle GPU 1": (RED, [(at(T0 + 1), at(T0 + 6)), (at(T0 + 8), end)]),
-        "imbalance GPU 0-1": (ORANGE, [(at(T0 + 2), at(T0 + 4))]),
+        "imbalance GPUs 0-1": (ORANGE, [(at(T0 + 2), at(T0 + 4))]),
         "starvation_cpu GPU 0": (ORANGE, [(at(T0 + 2), at(T0 + 5))]),
         "power_cap GPU 0": (RED, [(at(T0 + 3), at(T0 + 7))]),
         "idle_allocation GPU 1": (BLUE, [(at(T0 + 4), end)]),
@@ -118,7 +118,7 @@ def test_the_lanes_have_one_lane_per_finding_key_with_its_spans(tmp_path: Path) 
     assert len({RED, ORANGE, BLUE}) == 3
     assert all(y in (t["y"][0], None) for t in timeline for y in t["y"])  # each bar in its own lane
     hot = next(t for t in timeline if t["y"][0] == "thermal_throttle GPU 1")
-    assert hot["text"][0] == f"critical: thermal_throttle on (1,)<br>{at(T0 + 1)} to {at(T0 + 6)}"
+    assert hot["text"][0] == f"CRIT: thermal_throttle on (1,)<br>{at(T0 + 1)} to {at(T0 + 6)}"
     assert hot["text"][-1].endswith("to still open when the recording ended")
     assert hot["hovertemplate"].endswith("<extra>thermal_throttle GPU 1</extra>")
 
@@ -127,9 +127,11 @@ def test_the_lanes_legend_has_one_entry_per_severity(tmp_path: Path) -> None:
     traces, layout = _page(tmp_path)
     timeline = [t for t in traces if t["yaxis"] == row_axis(layout, FINDINGS_TITLE)]
     entries = sorted((t["legendrank"], t["name"], t["line"]["color"]) for t in timeline if t["showlegend"])
-    assert entries == [(1, "critical", RED), (2, "warning", ORANGE), (3, "info", BLUE)]
+    assert entries == [(1, "CRIT", RED), (2, "WARN", ORANGE), (3, "INFO", BLUE)]
     assert {t["legend"] for t in timeline} == {"legend3"} and layout["legend3"]["title"]["text"] == "findings"
-    assert all(t["legendgroup"] == f"legend3:{t['name']}" for t in timeline)  # an entry hides all its bars
+    # An entry (the severity as every view says it) hides all its bars: one legend group per severity.
+    groups = {(t["name"], t["legendgroup"]) for t in timeline}
+    assert groups == {("CRIT", "legend3:critical"), ("WARN", "legend3:warning"), ("INFO", "legend3:info")}
 
 
 def test_a_finding_marks_only_its_own_gpus_lines_on_its_charts(tmp_path: Path) -> None:

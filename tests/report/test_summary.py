@@ -25,12 +25,14 @@ from tests.report.plotpage import plot, row_axis, times
 
 
 def _ticks() -> list[Snapshot]:
-    """10 s on 2 GPUs: GPU 0 power-capped for the first 5 s; GPU 1 never reports its clock event reasons."""
+    """10 s on 2 GPUs: GPU 0 power-capped for the first 5 s; GPU 1 never reports its clock event reasons; GPU 0's
+    energy counter draws 500 W, GPU 1 gives none (its power is integrated)."""
     out = []
     for i in range(10):
         snap = snapshot(T0 + i, 2, util=float(10 * i), mask=0x4 if i < 5 else 0x0, temp=60.0 + i, power=600.0)
-        gpu1 = dataclasses.replace(snap.gpus[1], clock_event_reasons_mask=None)
-        out.append(dataclasses.replace(snap, gpus=(snap.gpus[0], gpu1)))
+        gpu0 = dataclasses.replace(snap.gpus[0], energy_mj=1_000_000 + 500_000 * i)
+        gpu1 = dataclasses.replace(snap.gpus[1], clock_event_reasons_mask=None, energy_mj=None)
+        out.append(dataclasses.replace(snap, gpus=(gpu0, gpu1)))
     return out
 
 
@@ -52,7 +54,10 @@ def test_throttle_shares_utilization_power_and_peaks(tmp_path: Path) -> None:
     assert gpu1.throttle_share is None and gpu1.throttled_share is None  # never reported: not 0
     assert gpu0.utilization_pct.mean == 45.0 and gpu0.utilization_pct.minimum == 0.0
     assert gpu0.utilization_pct.maximum == 90.0 and gpu0.utilization_pct.p50 == 45.0
-    assert gpu0.power_w.mean == 600.0 and gpu0.energy_wh == round(600 * 10 / 3600, 3)
+    # The account's energy, as its JSON gives it: the counter over the 9 s from the first reading to the last.
+    assert gpu0.power_w.mean == 600.0 and gpu0.energy_wh == round(500 * 9 / 3600, 3)
+    assert gpu1.energy_wh == round(600 * 9 / 3600, 3)
+    assert report.account.gpus[0].energy_j == 500 * 9
     assert gpu0.temperature_peak_c == 69.0 and gpu0.memory_temperature_peak_c == 78.0
     assert "findings (recomputed from the samples):\n  none" in render_text(report)
     assert report.ticks == 10 and report.duration_s == 9.0 and not report.simulated

@@ -21,10 +21,10 @@ from tests.record.recdata import T0, snapshot, write_recording
 
 FIRST_LINES = [
     "Where the GPU time went (4m00s on 2 GPUs):",
-    "Input-bound 2m00s on 2 GPUs: 0.0667 GPU-hours, 0.16 USD at 2.40 USD",
-    "Idle (allocated) 30s on 2 GPUs: 0.0167 GPU-hours, 0.04 USD at 2.40 USD",
-    "GPU-bound 1m00s on 2 GPUs: 0.0333 GPU-hours, 0.08 USD at 2.40 USD",
-    "Idle (free) 30s on 2 GPUs: 0.0167 GPU-hours, 0.04 USD at 2.40 USD",
+    "Input-bound all 2 GPUs 2m00s each: 0.0667 GPU-hours, 0.16 USD at 2.40 USD",
+    "Idle (allocated) all 2 GPUs 30s each: 0.0167 GPU-hours, 0.04 USD at 2.40 USD",
+    "GPU-bound all 2 GPUs 1m00s each: 0.0333 GPU-hours, 0.08 USD at 2.40 USD",
+    "Idle (free) all 2 GPUs 30s each: 0.0167 GPU-hours, 0.04 USD at 2.40 USD",
 ]
 
 
@@ -55,7 +55,7 @@ def test_the_first_lines_say_each_class_s_gpu_hours_and_cost(known: Path) -> Non
     report = build_report(load_recording(known))
     lines = render_text(report, Price(2.40)).splitlines()
     assert lines[2:7] == FIRST_LINES
-    assert render_text(report).splitlines()[3] == "Input-bound 2m00s on 2 GPUs: 0.0667 GPU-hours"
+    assert render_text(report).splitlines()[3] == "Input-bound all 2 GPUs 2m00s each: 0.0667 GPU-hours"
 
 
 def test_report_price_json_gives_the_account(known: Path, capsys: pytest.CaptureFixture[str]) -> None:

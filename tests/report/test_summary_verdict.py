@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import main
+from gputui.diagnostics.account import class_label
 from gputui.record.reader import load_recording
 from gputui.report.html import render_html
 from gputui.report.lanes import VERDICT_LANE, VERDICT_TITLE, verdict_colour
@@ -17,7 +18,7 @@ from tests.report.plotpage import plot, row_axis
 
 @pytest.mark.usefixtures("utc")  # the spans' clock times below are the recording machine's, in UTC here
 def test_a_recorded_session_gives_the_verdict_over_time(tmp_path: Path) -> None:
-    """The tour from 0 to 100 s: unknown for 5 s, gpu_bound, idle from 33 s (3 s of idle readings), gpu_bound
+    """The tour from 0 to 100 s: unknown for 5 s, gpu_bound, idle shown from 34 s (3 s of idle readings), gpu_bound
     again from 63 s as the next job runs, then mixed when GPU 1's thermal finding opens; the GPUs going idle and
     busy again between the scenarios never read as underused."""
     path = tmp_path / "tour.jsonl"
@@ -34,7 +35,8 @@ def test_a_recorded_session_gives_the_verdict_over_time(tmp_path: Path) -> None:
     [first] = [n for n, line in enumerate(text) if line.startswith("verdict")]
     assert "of the time" in text[first] and text[first + 1].startswith("             ")
     verdict_lines = [line.strip() for line in text[first : first + len(shares)]]
-    assert any(line.startswith("idle ") and ": 00:00:33-00:01:03" in line for line in verdict_lines)
+    # Shown at 34 s, on the readings since 33 s; shown until 62 s (GPU-bound judged on the reading at 63 s).
+    assert "Idle 29s, 28%: 00:00:33-00:01:02" in verdict_lines
     doc = report_to_dict(report)
     assert doc["verdicts"][0]["class"] == "unknown" and set(doc["verdict_shares"]) == set(classes)
 
@@ -57,12 +59,13 @@ def test_the_html_report_puts_the_verdict_on_top_with_a_legend_entry_per_class(t
     assert layout["yaxis"]["categoryarray"] == [VERDICT_LANE]
     verdict_traces = [t for t in traces if t["yaxis"] == "y"]
     hovers = {text.split(":")[0] for t in verdict_traces for text in t["text"] if text}
-    assert hovers == {span.cls for span in report.verdicts}  # every span drawn
+    assert hovers == {class_label(span.cls) for span in report.verdicts}  # every span drawn, named as the text
     # The legend beside the lane: one entry per class present, in its colour, the class that held most first.
     entries = sorted((t["legendrank"], t["name"], t["line"]["color"]) for t in verdict_traces if t["showlegend"])
     shares = list(report.verdict_shares())
-    assert entries == [(n + 1, cls, verdict_colour(cls)) for n, cls in enumerate(shares)]
-    assert all(t["name"] in shares and t["line"]["color"] == verdict_colour(t["name"]) for t in verdict_traces)
+    assert entries == [(n + 1, class_label(cls), verdict_colour(cls)) for n, cls in enumerate(shares)]
+    labels = {class_label(cls): cls for cls in shares}
+    assert all(t["line"]["color"] == verdict_colour(labels[t["name"]]) for t in verdict_traces)
     assert {t["legend"] for t in verdict_traces} == {"legend2"}
     legend = layout["legend2"]
     assert legend["title"]["text"] == "verdict" and legend["x"] > 1 and legend["y"] == 1  # beside the lane

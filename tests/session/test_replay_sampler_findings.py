@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from gputui.diagnostics.account import MAX_GAP_INTERVALS
 from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import format_evidence
 from gputui.diagnostics.tick import Tick
 from gputui.record.reader import load_recording
 from gputui.record.writer import RecordingWriter
-from gputui.report.summary import FindingSpan, FindingTracker, VerdictSpan, VerdictTimeline, build_report
+from gputui.report.summary import FindingSpan, FindingTracker, VerdictSpan, VerdictTimeline, build_report, judged_spans
 from gputui.session.loop import SamplingLoop, SimulatedTime
 from gputui.session.recording import record_ticks
 from gputui.session.replay_sampler import ReplaySampler
@@ -91,12 +92,14 @@ def test_replay_gives_the_findings_and_verdict_live_gave(tmp_path: Path, scenari
 
 
 def live_spans(ticks: list[Tick]) -> tuple[list[FindingSpan], list[VerdictSpan]]:
-    """The findings and verdicts of a live run as the report lays them out."""
+    """The findings and verdicts of a live run as the report lays them out, each verdict over the readings it was
+    judged on, as the account bills it (the recording's interval is 1 s)."""
     findings, verdicts = FindingTracker(), VerdictTimeline()
     for tick in ticks:
         findings.update(tick, tick.snapshot.timestamp)
-        verdicts.update(tick.verdict)
-    return findings.spans(), list(verdicts.spans)
+        verdicts.update(tick.verdict, tick.snapshot.timestamp)
+    timestamps = [tick.snapshot.timestamp for tick in ticks]
+    return findings.spans(), judged_spans(verdicts.spans, timestamps, MAX_GAP_INTERVALS * 1.0)
 
 
 # Per-process SM shares, the main process loading its data, a MIG instance shared, a container's limits.
