@@ -79,7 +79,7 @@ async def test_each_server_shown_then_a_stopped_one_unreachable_while_the_other_
         assert thermal.splitlines()[0].startswith("sim-thermal   SIMULATED: thermal ")
         for text in (healthy, thermal):
             assert "CPU" in text and "iowait" in text and "2 GPUs" in text
-            gpu_lines = [line for line in text.splitlines() if " SM " in line]
+            gpu_lines = [line for line in text.splitlines() if " CLK " in line]
             assert len(gpu_lines) == 2
             assert all("W  VRAM" in line and "Gen" in line for line in gpu_lines)
         header = plain([app.header.lines[0]])
@@ -204,7 +204,7 @@ def test_a_block_reads_every_gpu_field_and_the_worst_finding_first() -> None:
     assert title.startswith("gpu01  CPU  40%  iowait 12.5%  2 GPUs  drv 570.133.20  CUDA 12.8")
     assert "SIMULATED" not in title  # a real remote driver gets no badge
     assert hot.endswith(
-        "[||||||||||]  97%  SM 1410/1980   88/89C   612/700W  VRAM   68.4/80G  Gen5 x16 THERMAL PWR-CAP"
+        "[||||||||||]  97% CLK 1410/1980   88/89C   612/700W  VRAM   68.4/80G  Gen5 x16 THERMAL PWR-CAP"
     )
     assert "n/a/1980" in cut and "n/a/89C" in cut and "n/a/n/aW" in cut  # not reported is n/a, never 0
     assert "Gen3 x8 of Gen5 x16" in cut
@@ -241,7 +241,7 @@ def test_an_unreachable_server_never_seen() -> None:
 def test_a_narrow_terminal_drops_the_bar_not_the_readings() -> None:
     hot = plain([block_lines(UP, 100, T, MARKS)[1]])
     assert "[" not in hot
-    assert hot.startswith("    0 H100 80GB HBM3    97%  SM 1410/1980   88/89C   612/700W  VRAM   68.4/80G")
+    assert hot.startswith("    0 H100 80GB HBM3    97% CLK 1410/1980   88/89C   612/700W  VRAM   68.4/80G")
     assert hot.endswith("THERMAL PWR-CAP")
 
 
@@ -481,7 +481,7 @@ def test_a_mig_gpu_in_the_fleet_says_mig_and_each_instance_s_activity() -> None:
     snap = mig_snapshot(1_000.0, gpus=2)
     first = "".join(text for text, _ in gpu_line(snap.gpu_info[0], snap.gpus[0], MARKS))
     second = "".join(text for text, _ in gpu_line(snap.gpu_info[1], snap.gpus[1], MARKS, with_bar=False))
-    assert " MIG  SM " in first and first.endswith("GI1 n/a GI2 12%")  # GI 1 has no GPM reading: n/a, not 0
+    assert " MIG CLK " in first and first.endswith("GI1 n/a GI2 12%")  # GI 1 has no GPM reading: n/a, not 0
     assert second.endswith("GI1 86% GI2 81%") and "n/a  SM" not in second
 
 

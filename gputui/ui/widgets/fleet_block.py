@@ -85,7 +85,7 @@ def gpu_line(info: GpuInfo, sample: GpuSample | None, marks: Marks, with_bar: bo
     line += [
         (" ", ""),
         (f"{'MIG' if split else fmt_pct(util):>4}", MIG_STYLE if split else busy),
-        ("  SM ", LABEL),
+        (" CLK ", LABEL),
         (f"{fmt_num(sm):>4}/{fmt_num(info.max_sm_clock_mhz):<4}", marks.clock(s, info.max_sm_clock_mhz)),
         ("  ", ""),
         (
