@@ -150,3 +150,20 @@ def test_a_probe_figure_is_re_prefixed_from_the_unit_it_came_in() -> None:
     assert formatting.fmt_figure(4242.0, "pid") == "4242 pid"  # no SI base: as it came
     assert formatting.fmt_figure(None, "GB/s") == "n/a"
     assert formatting.si_scaled(1.544e9, "FLOP/s") == (1.5, "GFLOP/s")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (None, "n/a"),
+        (0, "<1m"),
+        (59.9, "<1m"),
+        (60, "1m"),
+        (3599, "59m"),
+        (3600, "1h00m"),
+        (7509, "2h05m"),
+        (3 * 86400 + 2 * 3600 + 59, "3d02h"),
+    ],
+)
+def test_elapsed_is_to_the_minute_so_a_row_does_not_change_every_second(seconds: float | None, shown: str) -> None:
+    assert formatting.fmt_elapsed(seconds) == shown

@@ -51,7 +51,7 @@ def test_rss_mem_and_the_elapsed_time_are_read_off_the_host_and_n_a_where_not_re
     rows = process_rows(machine(ranks(), {100: 0, 101: 1, 200: 0}), FRESH_S)  # type: ignore[arg-type]
     first = rows["0:100"]
     assert first[KEYS.index("rss")].shown == "8.0G" and first[KEYS.index("pmem")].shown == "1.6"
-    assert first[KEYS.index("time")].shown == "2:30:05" and rows["1:101"][KEYS.index("time")].shown == "01:05"
+    assert first[KEYS.index("time")].shown == "2h30m" and rows["1:101"][KEYS.index("time")].shown == "1m"
     unread = rows["0:200"]
     assert [unread[KEYS.index(key)].shown for key in ("rss", "pmem", "time")] == ["n/a"] * 3
 
