@@ -163,9 +163,9 @@ class FleetHelp(ModalScreen[None]):
             yield Static(table)
             yield Static(
                 "Each block (or line, when they do not all fit) is one server; an UNREACHABLE one is retried each "
-                "poll. FLEET: a fleet finding names it (in the pane at the top). A GPU line is its latest reading (CLK: the SM clock "
-                "against its max); "
-                "the verdict and the findings say the window their means are over.",
+                "poll. FLEET: a fleet finding names it (in the pane at the top). A GPU line is its latest reading "
+                "(CLK: the SM clock against its max); the verdict and the findings say the window their means are "
+                "over.",
                 id="fleet-help-note",
             )
 

@@ -191,8 +191,7 @@ class MainScreen(LeanScreen[None]):
         self.host.show(tick.snapshot.host, tick.snapshot.system.container)
         self.show_processes(tick.snapshot, filter_text)
         self.open_findings = len(tick.active)
-        self.relayout()
-        # Kept while hidden too: the layout weighs what the pane would need.
+        # Kept while hidden too: the layout weighs what the pane would need; one layout pass for both.
         self.findings.show_findings(tick.active, tick.closed, tick.verdict, tick.pending)
         self.relayout()
 

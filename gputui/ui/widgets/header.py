@@ -3,6 +3,7 @@ verdict, on every screen and at every size; then the sampling error and fresh no
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -195,7 +196,14 @@ class StatusHeader(LineView):
 
 def verdict_lines(verdict: Verdict, width: int, max_lines: int = VERDICT_MAX_LINES) -> list[Line]:
     """The verdict's sentence wrapped at word boundaries, its label in its class's colour; never cut mid-word."""
-    rows = list(wrap_text(verdict.line, width))
+    return [list(line) for line in _wrapped(verdict.line, verdict.label, verdict.cls, width, max_lines)]
+
+
+@functools.lru_cache(maxsize=8)
+def _wrapped(sentence: str, label: str, cls: str, width: int, max_lines: int) -> tuple[Line, ...]:
+    """The verdict's lines, worked out once per sentence and width: the layout asks for their count several times a
+    tick, and the verdict's words are renewed on any tick a figure they state moves."""
+    rows = list(wrap_text(sentence, width))
     if len(rows) > max_lines:
         rows = rows[:max_lines]
         words = rows[-1].split(" ")
@@ -205,8 +213,7 @@ def verdict_lines(verdict: Verdict, width: int, max_lines: int = VERDICT_MAX_LIN
         if cell_len(last) + len(ELLIPSIS) > width:  # one long word, or Chinese, which has no spaces to break at
             last = chop_cells(last, max(1, width - len(ELLIPSIS)))[0]
         rows[-1] = last + ELLIPSIS
-    style = VERDICT_STYLES.get(verdict.cls, VERDICT_DEFAULT_STYLE)
-    label = verdict.label
+    style = VERDICT_STYLES.get(cls, VERDICT_DEFAULT_STYLE)
     first = rows[0]
     head: Line = [(label, style), (first[len(label) :], "")] if first.startswith(label) else [(first, "")]
-    return [head, *[[(row, "")] for row in rows[1:]]]
+    return (head, *[[(row, "")] for row in rows[1:]])
