@@ -19,6 +19,8 @@ The contract, which the verdict, the findings, the fleet view, the alerts and th
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
@@ -134,8 +136,27 @@ def _of(w: Window, index: int) -> GpuFigures:
         sm_active_pct=w.mean(index, "sm_active_pct"),
         tensor_active_pct=w.mean(index, "tensor_active_pct"),
         dram_bw_pct=w.mean(index, "dram_bw_pct"),
-        throttled_pct={name: throttled_pct(series, cause) for name, cause in THROTTLE_CAUSES.items()} if series else {},
+        throttled_pct=_throttled(series),
     )
+
+
+def _throttled(series: list[GpuSample]) -> Mapping[str, float]:
+    """Each cause's share of the window; every share 0 at once where no reading set a throttle bit and no violation
+    counter moved (most ticks of most GPUs), without a pass over the window per cause."""
+    if not series:
+        return {}
+    first, last = series[0], series[-1]
+    moved = any(
+        cause.counter is not None and (cause.counter(last) or 0) != (cause.counter(first) or 0)
+        for cause in THROTTLE_CAUSES.values()
+    )
+    if not moved and not any((g.clock_event_reasons_mask or 0) & _ANY_CAUSE for g in series):
+        return dict.fromkeys(THROTTLE_CAUSES, 0.0)
+    return {name: throttled_pct(series, cause) for name, cause in THROTTLE_CAUSES.items()}
+
+
+# Every bit a cause above is named by.
+_ANY_CAUSE = functools.reduce(operator.or_, (cause.bits for cause in THROTTLE_CAUSES.values()), 0)
 
 
 def throttled_pct(series: list[GpuSample], cause: ThrottleCause) -> float:
