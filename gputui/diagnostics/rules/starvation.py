@@ -125,15 +125,20 @@ def _cores(value: float | None) -> str:
 
 
 def _suggested_workers(w: Window, th: Thresholds, cause: str, proc: ProcSample | None, cpus: Cpus) -> int | None:
-    """num_workers to try: the workers that fit here (cpus.workers_that_fit, what every advice on num_workers
-    says); or, with workers that are all busy, one more for each spare CPU its share allows, up to those."""
+    """num_workers to try: the workers that fit here (cpus.workers_that_fit, what every advice on too many workers
+    says); or, with workers that are all busy while CPUs stay idle, one more for each spare CPU its share allows, up
+    to its share of the CPUs (its main process waits for them, so it needs little) and never fewer than one more
+    than it has: advice to "raise" to what it has would contradict itself. The two never stand together: idle CPUs
+    and CPUs too few for the workers exclude each other."""
     fit = workers_that_fit(w, th)
     if fit is None:
         return None
     if cause == "main_process":
         return fit
-    if cause == "workers" and proc is not None and proc.children and cpus.spare is not None:
-        return min(fit, proc.children + max(1, int(cpus.spare / job_count(w))))
+    if cause == "workers" and proc is not None and proc.children and cpus.spare is not None and cpus.usable:
+        jobs = job_count(w)
+        share = int(cpus.usable / jobs)
+        return max(proc.children + 1, min(share, proc.children + max(1, int(cpus.spare / jobs))))
     return None
 
 

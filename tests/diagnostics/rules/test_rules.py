@@ -361,10 +361,24 @@ def test_starvation_cpu_names_data_loading_in_the_main_process() -> None:
 def test_starvation_cpu_names_too_few_workers_when_they_are_all_busy_and_cpus_spare() -> None:
     [hit] = run(starvation_cpu, series(10, lambda i: _noisy_loader(i, children=2, workers_cpu=190.0, main=20.0)))
     assert hit.variant == "workers" and evidence(hit)["worker_cpu"] == 95.0
-    # 2 + the 6 whole CPUs spare of 8 (15% busy), up to the 7 workers that fit beside the main process
-    assert hit.params["suggest"] == "7"
+    # 2 + the 6 whole CPUs spare of 8 (15% busy), up to the job's 8 CPUs (its main process waits for the workers)
+    assert hit.params["suggest"] == "8"
     relaxed = series(10, lambda i: _noisy_loader(i, children=2, workers_cpu=60.0, main=20.0))
     assert run(starvation_cpu, relaxed) == []
+
+
+def test_too_few_workers_are_never_told_to_raise_to_what_they_have() -> None:
+    """The lab's case c on 2 CPUs: one worker busy, the main process waiting, a CPU idle: "raise num_workers to about
+    1" (the workers that fit beside a main process that works) contradicted itself; 2 is what the idle CPU allows."""
+    two_cpus = {"cpu_pct_per_core": (40.0, 40.0)}
+
+    def loader(i: int) -> dict[str, object]:
+        readings = _noisy_loader(i, children=1, workers_cpu=98.0, main=20.0)
+        job = readings["host_sample"].processes[0]  # type: ignore[attr-defined]
+        return {**readings, "host_sample": host([job], **two_cpus)}
+
+    [hit] = run(starvation_cpu, series(10, loader))
+    assert hit.variant == "workers" and hit.params["suggest"] == "2"
 
 
 def test_workers_that_wait_on_a_cold_disk_are_the_disks_to_name() -> None:
