@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.diagnostics.engine import Pending
+from gputui.diagnostics.engine import DiagnosticsState, Pending
 from gputui.diagnostics.figures import Figures
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
@@ -26,3 +26,10 @@ class Tick:
     verdict: Verdict | None = None
     pending: tuple[Pending, ...] = ()  # conditions seen, not held long enough yet to open (DiagnosticsState)
     figures: Figures | None = None
+
+
+def tick_of(snapshot: Snapshot, state: DiagnosticsState | None) -> Tick:
+    """The tick of a reading and what the engine made of it (None: no diagnostics in this session)."""
+    if state is None:
+        return Tick(snapshot)
+    return Tick(snapshot, state.active, state.closed, state.verdict, state.pending, state.figures)

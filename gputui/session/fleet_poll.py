@@ -19,7 +19,7 @@ from typing import Protocol
 
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.fleet_rules import FleetFinding, NodeWindow, fleet_findings
-from gputui.diagnostics.tick import Tick
+from gputui.diagnostics.tick import Tick, tick_of
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
 from gputui.session.diagnose import ClosedFindings, Diagnose, new_diagnose, once_per_reading, tolerant
@@ -292,7 +292,7 @@ class PrometheusPoller:
         if diagnose is None:
             diagnose = self._diagnose[host] = once_per_reading(tolerant(self._factory(), host))
         state = diagnose(snapshot)
-        return Tick(snapshot, state.active, state.closed, state.verdict, state.pending, state.figures)
+        return tick_of(snapshot, state)
 
     def _prime(self, start: float, end: float) -> None:
         """Feed each host's recent history through its diagnostics; without it (Prometheus failing now) the

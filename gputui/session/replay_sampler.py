@@ -13,7 +13,7 @@ import threading
 from collections import deque
 
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
-from gputui.diagnostics.tick import Tick
+from gputui.diagnostics.tick import Tick, tick_of
 from gputui.formatting import hms
 from gputui.model import Snapshot
 from gputui.record.format import format_clock
@@ -57,14 +57,7 @@ class ReplaySampler:
             if self.source.ticks_shown == self.source.tick_count:
                 self.source.pause()  # the end: playback stops there rather than idling on the last tick
         assert current is not None  # advance() always hands over at least the first tick
-        return Tick(
-            snapshot=current,
-            active=state.active,
-            closed=state.closed,
-            verdict=state.verdict,
-            pending=state.pending,
-            figures=state.figures,
-        )
+        return tick_of(current, state)
 
     def drain(self) -> tuple[bool, list[Snapshot]]:
         """The ticks passed since the last call, oldest first, and whether a seek came first (start over)."""

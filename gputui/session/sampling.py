@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from gputui import argtypes
-from gputui.diagnostics.tick import Tick
+from gputui.diagnostics.tick import Tick, tick_of
 from gputui.session.diagnose import Diagnose
 from gputui.sources.base import Source
 
@@ -52,18 +52,7 @@ class Sampler:
         snapshot = self.source.sample()
         if self.stacks is not None:
             snapshot = self.stacks.attach(snapshot)
-        if self._diagnose is None:
-            tick = Tick(snapshot=snapshot)
-        else:
-            state = self._diagnose(snapshot)
-            tick = Tick(
-                snapshot=snapshot,
-                active=state.active,
-                closed=state.closed,
-                verdict=state.verdict,
-                pending=state.pending,
-                figures=state.figures,
-            )
+        tick = tick_of(snapshot, None if self._diagnose is None else self._diagnose(snapshot))
         if self.stacks is not None:
             self.stacks.consider(tick)
         for sink in self._sinks:
