@@ -42,6 +42,15 @@ def clock() -> Clock:
 
 
 @pytest.fixture
+def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HOME without ~/.config/gputui, and an English locale, whatever the machine running the tests has."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("LANG", "en_US.UTF-8")
+    monkeypatch.delenv("LC_ALL", raising=False)
+    monkeypatch.delenv("LC_MESSAGES", raising=False)
+
+
+@pytest.fixture
 def utc() -> Iterator[None]:
     """This process's local time is UTC while the test runs: for a test that asserts the wall-clock times a
     recording shows, which are the recording machine's (its time zone), not a fixed zone."""

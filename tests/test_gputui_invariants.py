@@ -47,7 +47,6 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import pytest
 
@@ -191,16 +190,7 @@ def first_of_each(messages: list[str]) -> list[str]:
     return list(kinds.values())[:KINDS_SHOWN]
 
 
-@pytest.fixture
-def english_without_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """No user config file and an English locale, whatever the machine running the tests has."""
-    monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.setenv("LANG", "en_US.UTF-8")
-    monkeypatch.delenv("LC_ALL", raising=False)
-    monkeypatch.delenv("LC_MESSAGES", raising=False)
-
-
-@pytest.mark.usefixtures("english_without_config")
+@pytest.mark.usefixtures("no_user_config")
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c.scenario}-{c.gpus}x{c.board}")
 def test_every_view_agrees_on_every_tick(case: Case, capsys: pytest.CaptureFixture[str]) -> None:
     """The six invariants of this module's docstring, on every tick of the case; every violation is counted, and

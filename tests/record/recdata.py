@@ -7,6 +7,7 @@ import dataclasses
 from pathlib import Path
 
 from gputui.diagnostics.engine import DiagnosticsEngine
+from gputui.diagnostics.verdict import Verdict, verdict_to_dict
 from gputui.model import GpuInfo, GpuProcess, GpuSample, HostSample, Snapshot, SystemInfo
 from gputui.record.format import RecordedEvent, event_to_dict, header_to_dict, tick_to_dict
 from gputui.record.writer import RecordingFile, RecordingWriter
@@ -139,6 +140,12 @@ def with_gpm(snap: Snapshot, **overrides: float | None) -> Snapshot:
     """The snapshot with every GPU reporting H100_GPM, as a Hopper board does; `overrides` change some fields."""
     values = {**H100_GPM, **overrides}
     return dataclasses.replace(snap, gpus=tuple(dataclasses.replace(g, **values) for g in snap.gpus))  # type: ignore[arg-type]
+
+
+def verdict_event(cls: str, t: float) -> RecordedEvent:
+    """The verdict `cls` on GPUs 0 and 1 shown `t` seconds after T0, as a recording holds it."""
+    verdict = Verdict(cls=cls, label=cls, gpus=(0, 1), summary="", line="", since=T0 + t)
+    return RecordedEvent(kind="verdict", t=T0 + t, data={"verdict": verdict_to_dict(verdict)})
 
 
 def write_recording(path: Path, snapshots: list[Snapshot], events: tuple[RecordedEvent, ...] = ()) -> Path:

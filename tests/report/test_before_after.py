@@ -9,24 +9,13 @@ from pathlib import Path
 import pytest
 
 from gputui.cli import main
-from gputui.diagnostics.verdict import Verdict, verdict_to_dict
-from gputui.record.format import RecordedEvent, format_clock, mark_event
+from gputui.record.format import format_clock, mark_event
 from gputui.record.reader import load_recording
 from gputui.report.html import render_html
 from gputui.report.summary import build_report, render_text
-from tests.record.recdata import T0, snapshot, write_recording
+from tests.record.recdata import T0, snapshot, verdict_event, write_recording
 
 CHANGE = "changed num_workers to 8"
-
-
-@pytest.fixture(autouse=True)
-def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))
-
-
-def taken(cls: str, t: float) -> RecordedEvent:
-    verdict = Verdict(cls=cls, label=cls, gpus=(0, 1), summary="", line="", since=T0 + t)
-    return RecordedEvent(kind="verdict", t=T0 + t, data={"verdict": verdict_to_dict(verdict)})
 
 
 def recording(tmp_path: Path, *marks: tuple[float, str]) -> Path:
@@ -35,10 +24,10 @@ def recording(tmp_path: Path, *marks: tuple[float, str]) -> Path:
     reading speaks for the second before it."""
     ticks = [snapshot(T0 + t, 2, util=22.0 if t < 40 else 90.0) for t in range(-1, 60)]
     events = (
-        taken("input_bound", -1),
-        taken("gpu_bound", 32),
-        taken("input_bound", 36),
-        taken("gpu_bound", 40),
+        verdict_event("input_bound", -1),
+        verdict_event("gpu_bound", 32),
+        verdict_event("input_bound", 36),
+        verdict_event("gpu_bound", 40),
         *(mark_event(label, T0 + t) for t, label in marks),
     )
     return write_recording(tmp_path / "marked.jsonl", ticks, events)

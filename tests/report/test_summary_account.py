@@ -11,13 +11,11 @@ import pytest
 
 from gputui.cli import main
 from gputui.diagnostics.account import Price
-from gputui.diagnostics.verdict import Verdict, verdict_to_dict
 from gputui.model import Snapshot
-from gputui.record.format import RecordedEvent
 from gputui.record.reader import load_recording
 from gputui.report.html import render_html
 from gputui.report.summary import build_report, render_text
-from tests.record.recdata import T0, snapshot, write_recording
+from tests.record.recdata import T0, snapshot, verdict_event, write_recording
 
 FIRST_LINES = [
     "Where the GPU time went (4m00s on 2 GPUs):",
@@ -26,16 +24,6 @@ FIRST_LINES = [
     "GPU-bound all 2 GPUs 1m00s each: 0.0333 GPU-hours, 0.08 USD at 2.40 USD",
     "Idle (free) all 2 GPUs 30s each: 0.0167 GPU-hours, 0.04 USD at 2.40 USD",
 ]
-
-
-@pytest.fixture(autouse=True)
-def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))
-
-
-def taken(cls: str, t: float) -> RecordedEvent:
-    verdict = Verdict(cls=cls, label=cls, gpus=(0, 1), summary="", line="", since=T0 + t)
-    return RecordedEvent(kind="verdict", t=T0 + t, data={"verdict": verdict_to_dict(verdict)})
 
 
 def tick(t: int) -> Snapshot:
@@ -47,7 +35,7 @@ def tick(t: int) -> Snapshot:
 
 @pytest.fixture
 def known(tmp_path: Path) -> Path:
-    events = (taken("gpu_bound", 0), taken("input_bound", 61), taken("idle", 181))
+    events = (verdict_event("gpu_bound", 0), verdict_event("input_bound", 61), verdict_event("idle", 181))
     return write_recording(tmp_path / "known.jsonl", [tick(t) for t in range(241)], events)
 
 

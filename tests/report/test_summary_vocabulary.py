@@ -13,25 +13,14 @@ import pytest
 
 from gputui.cli import main
 from gputui.diagnostics.account import class_label
-from gputui.diagnostics.verdict import Verdict, verdict_to_dict
-from gputui.record.format import RecordedEvent, format_clock
+from gputui.record.format import format_clock
 from gputui.record.reader import load_recording
 from gputui.report.html import render_html
 from gputui.report.summary import build_report, render_text, report_to_dict
-from tests.record.recdata import T0, snapshot, write_recording
+from tests.record.recdata import T0, snapshot, verdict_event, write_recording
 
 HEAD = "Where the GPU time went ("
 CLASS_LINE = re.compile(r"^(.+?) (?:all \d+ GPUs|GPUs? [\d,-]+) \S+(?: each)?[,:]")
-
-
-@pytest.fixture(autouse=True)
-def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("HOME", str(tmp_path))
-
-
-def taken(cls: str, t: float) -> RecordedEvent:
-    verdict = Verdict(cls=cls, label=cls, gpus=(0, 1), summary="", line="", since=T0 + t)
-    return RecordedEvent(kind="verdict", t=T0 + t, data={"verdict": verdict_to_dict(verdict)})
 
 
 @pytest.fixture
@@ -45,7 +34,7 @@ def idle_at_the_end(tmp_path: Path) -> Path:
         if t > 15:
             snap = dataclasses.replace(snap, gpus=tuple(dataclasses.replace(g, processes=()) for g in snap.gpus))
         ticks.append(snap)
-    return write_recording(tmp_path / "idle.jsonl", ticks, (taken("gpu_bound", 0), taken("idle", 16)))
+    return write_recording(tmp_path / "idle.jsonl", ticks, (verdict_event("gpu_bound", 0), verdict_event("idle", 16)))
 
 
 @pytest.mark.usefixtures("utc")
