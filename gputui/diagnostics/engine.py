@@ -16,12 +16,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from gputui.diagnostics.catalog import localize, text
-from gputui.diagnostics.figures import Figures, gpu_figures
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.instances import expand, has_instances, instance_name, instance_of, split
 from gputui.diagnostics.rules import ALL_RULES
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
-from gputui.diagnostics.rules.cpus import workers_that_fit
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
 from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.verdict import Verdict, VerdictTracker, classify
@@ -48,15 +46,13 @@ class Pending:
 
 @dataclass(frozen=True, slots=True)
 class DiagnosticsState:
-    """What the views show: the verdict, open findings worst first, recently closed ones newest first, the
-    conditions not yet held long enough to open (soonest first), and the figures of this tick that they state
-    (diagnostics/figures.py)."""
+    """What the views show: the verdict, open findings worst first, recently closed ones newest first, and the
+    conditions not yet held long enough to open (soonest first)."""
 
     active: tuple[Finding, ...] = ()
     closed: tuple[Finding, ...] = ()
     verdict: Verdict | None = None
     pending: tuple[Pending, ...] = ()
-    figures: Figures | None = None
 
     @property
     def worst(self) -> Severity | None:
@@ -155,11 +151,7 @@ class DiagnosticsEngine:
         watched = [self._finding(track, None, now) for track in waiting]
         verdict = self._verdict.update(classify(units, active, th, self.lang, watched), now)
         pending = sorted((self._pending(track, now) for track in waiting), key=lambda p: p.opens_in_s)
-        # The figures every view states, over the verdict's window: those the rules and classify() read above.
-        figures = Figures(units.span_s, gpu_figures(units), workers_that_fit(window, th))
-        return DiagnosticsState(
-            active=tuple(active), closed=tuple(closed), verdict=verdict, pending=tuple(pending), figures=figures
-        )
+        return DiagnosticsState(active=tuple(active), closed=tuple(closed), verdict=verdict, pending=tuple(pending))
 
     def _waiting(self) -> list[_Track]:
         """The tracks above info whose finding has not opened yet."""

@@ -3,18 +3,18 @@
 The contract, which the verdict, the findings, the fleet view, the alerts and the invariant test hold to:
 
 - Once per tick, over the verdict's window: `gpu_figures(window)` is computed on the first call for a Window and
-  kept on it (`Window.shared`); the engine, every rule and `classify()` read that one result. The engine puts it
-  on `DiagnosticsState.figures`, and the session on `Tick.figures`. (With MIG the verdict's window holds each
-  instance as a unit and the rules on a board's own readings read the whole GPUs: each window has its figures,
-  and an instance's clock is its board's.)
+  kept on it (`Window.shared`); every rule and `classify()` read that one result, and the views state it through
+  the verdict's and the findings' evidence. (With MIG the verdict's window holds each instance as a unit and the
+  rules on a board's own readings read the whole GPUs: each window has its figures, and an instance's clock is
+  its board's.)
 - Every figure here is a MEAN over that window (`window_s`): evidence states it with window "mean" ("mean over
   10 s"), `throttled_share` with window "share" ("of the last 10 s"). A view that states the same figure uses
   the same evidence key, window and rounding (`rules.base.rounded`): `gpu_util`, `clock_of_max`, `sm_active`,
   `tensor_active`, `dram_bw`, `throttled_share`. A reading of one moment beside it (the SM clock now) is no
   figure of this module, and says "latest reading" (window "moment") wherever a mean of the same thing stands.
 - A verdict about a group of several GPUs states the mean of its GPUs' figures.
-- `Figures.workers_per_job`: the data-loader workers that fit here (rules/cpus.py `workers_that_fit`), the one
-  num_workers number any advice gives.
+- The data-loader workers that fit here are rules/cpus.py's `workers_that_fit`, the one num_workers number any
+  advice gives.
 """
 
 from __future__ import annotations
@@ -86,23 +86,6 @@ class GpuFigures:
     tensor_active_pct: float | None
     dram_bw_pct: float | None
     throttled_pct: Mapping[str, float]  # % of the window throttled, by cause (THROTTLE_CAUSES' names)
-
-    @property
-    def clock_lost_pct(self) -> float | None:
-        """How much of its max clock the GPU did not run at, on average: what "N% of the clock lost" says."""
-        return None if self.clock_of_max_pct is None else 100.0 - self.clock_of_max_pct
-
-
-@dataclass(frozen=True, slots=True)
-class Figures:
-    """The figures of one tick: per GPU (or MIG instance) by index, and the host's."""
-
-    window_s: int  # the seconds the window really covers, as its evidence states them
-    gpus: Mapping[int, GpuFigures]
-    workers_per_job: int | None = None  # the data-loader workers that fit here; None when not known
-
-    def of(self, index: int) -> GpuFigures | None:
-        return self.gpus.get(index)
 
 
 def gpu_figures(w: Window) -> Mapping[int, GpuFigures]:

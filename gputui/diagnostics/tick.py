@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gputui.diagnostics.engine import DiagnosticsState, Pending
-from gputui.diagnostics.figures import Figures
 from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import Snapshot
@@ -17,19 +16,17 @@ from gputui.model import Snapshot
 
 @dataclass(frozen=True, slots=True)
 class Tick:
-    """One reading, the verdict, the findings open (and recently closed) after it, those about to open, and the
-    figures they state."""
+    """One reading, the verdict, the findings open (and recently closed) after it, and those about to open."""
 
     snapshot: Snapshot
     active: tuple[Finding, ...] = ()
     closed: tuple[Finding, ...] = ()
     verdict: Verdict | None = None
     pending: tuple[Pending, ...] = ()  # conditions seen, not held long enough yet to open (DiagnosticsState)
-    figures: Figures | None = None
 
 
 def tick_of(snapshot: Snapshot, state: DiagnosticsState | None) -> Tick:
     """The tick of a reading and what the engine made of it (None: no diagnostics in this session)."""
     if state is None:
         return Tick(snapshot)
-    return Tick(snapshot, state.active, state.closed, state.verdict, state.pending, state.figures)
+    return Tick(snapshot, state.active, state.closed, state.verdict, state.pending)

@@ -7,25 +7,32 @@ import re
 
 from gputui.alerts.message import alert_message
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
+from gputui.diagnostics.figures import figures_of
 from gputui.diagnostics.findings import Evidence, Finding
+from gputui.diagnostics.rules.base import Window
+from gputui.diagnostics.rules.cpus import workers_that_fit
+from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.verdict import Verdict
 from gputui.formatting import fmt_pct
 from gputui.sources.sim.source import SimulatedSource
 from tests.conftest import Clock
 
 
-def _ticks(scenario: str, seconds: int) -> list[DiagnosticsState]:
-    """The engine's state after each second of a simulated scenario, as `diagnose --seconds` runs it."""
+def _ticks(scenario: str, seconds: int) -> list[tuple[DiagnosticsState, Window]]:
+    """The engine's state after each second of a simulated scenario, as `diagnose --seconds` runs it, and the window
+    its rules read then (the figures module's figures are those of that window)."""
     clock = Clock()
     source = SimulatedSource(scenario=scenario, clock=clock)
     source.open()
     engine = DiagnosticsEngine()
-    states = []
+    window_s = engine.config.thresholds.window_s
+    ticks = []
     for t in range(seconds + 1):
         clock.now = float(t)
-        states.append(engine.update(source.sample()))
+        state = engine.update(source.sample())
+        ticks.append((state, Window(engine.history.window(window_s), window_s)))
     source.close()
-    return states
+    return ticks
 
 
 def _throttled(verdict: Verdict | None) -> Verdict | None:
@@ -51,7 +58,7 @@ def test_the_thermal_verdict_and_its_finding_state_the_same_clock_figure_on_ever
     said `SM clock 1561 MHz | max SM clock 1980 MHz` (21% lost). Now both state the clock's mean share of its max
     over the same window (evidence key `clock_of_max`), each tick, and the clock now says it is a moment."""
     compared = 0
-    for state in _ticks("thermal", 12):
+    for state, read in _ticks("thermal", 12):
         hot = next((f for f in state.active if f.rule == "thermal_throttle"), None)
         group = _throttled(state.verdict)
         if hot is None or group is None:
@@ -63,9 +70,8 @@ def test_the_thermal_verdict_and_its_finding_state_the_same_clock_figure_on_ever
         assert isinstance(share, float)
         assert _lost_in_words(group) == fmt_pct(100.0 - share)
         assert _evidence(hot.evidence, "sm_clock")[1] == "latest reading"
-        assert state.figures is not None
-        figures = state.figures.of(1)
-        assert figures is not None and figures.clock_of_max_pct is not None
+        figures = figures_of(read, 1)
+        assert figures.clock_of_max_pct is not None
         assert round(figures.clock_of_max_pct, 1) == share
         compared += 1
     assert compared >= 3  # the finding opened and the verdict named it on several ticks
@@ -73,7 +79,7 @@ def test_the_thermal_verdict_and_its_finding_state_the_same_clock_figure_on_ever
 
 def test_the_alert_repeats_the_verdicts_clock_figure() -> None:
     """The webhook's message carried the verdict's `6%` beside evidence that said 21%: now one figure."""
-    state = _ticks("thermal", 10)[-1]
+    state, _ = _ticks("thermal", 10)[-1]
     hot: Finding = next(f for f in state.active if f.rule == "thermal_throttle")
     message = alert_message(hot, "open", "gpu01", state.verdict)
     [share] = [e["value"] for e in message["evidence"] if e["key"] == "clock_of_max"]
@@ -90,9 +96,9 @@ def _workers_advised(finding: Finding) -> set[str]:
 def test_the_container_findings_advise_one_num_workers() -> None:
     """`--demo container`: `cpu_throttled` advised `num_workers <= 7` (the quota less one, as if one job ran) while
     `workers_oversubscribed` said "about 1 per job here" (four ranks share the 8 CPUs). One number now, the workers
-    that fit here, which the tick's figures carry too."""
-    state = _ticks("container", 12)[-1]
+    that fit here, rules/cpus.py's one figure."""
+    state, read = _ticks("container", 12)[-1]
     advising = {f.rule: _workers_advised(f) for f in state.active if _workers_advised(f)}
     assert {"cpu_throttled", "workers_oversubscribed"} <= set(advising)
     assert set().union(*advising.values()) == {"1"}
-    assert state.figures is not None and state.figures.workers_per_job == 1
+    assert workers_that_fit(read, DiagnosticsConfig().thresholds) == 1
