@@ -147,24 +147,23 @@ class DiagnosticsEngine:
         active.sort(key=lambda f: (-f.severity, f.started_at, f.rule, f.gpus))
         kept = [f for f, open_until in external if now >= open_until]
         closed = heapq.merge(kept, self._closed, key=lambda f: -(f.ended_at or f.started_at))
-        waiting = self._waiting()
-        watched = [self._finding(track, None, now) for track in waiting]
-        verdict = self._verdict.update(classify(units, active, th, self.lang, watched), now)
-        pending = sorted((self._pending(track, now) for track in waiting), key=lambda p: p.opens_in_s)
+        waiting = [(track, self._finding(track, None, now)) for track in self._waiting()]
+        verdict = self._verdict.update(classify(units, active, th, self.lang, [f for _, f in waiting]), now)
+        pending = sorted((self._pending(track, f, now) for track, f in waiting), key=lambda p: p.opens_in_s)
         return DiagnosticsState(active=tuple(active), closed=tuple(closed), verdict=verdict, pending=tuple(pending))
 
     def _waiting(self) -> list[_Track]:
         """The tracks above info whose finding has not opened yet."""
         return [track for track in self._tracks.values() if not track.opened and track.severity > Severity.INFO]
 
-    def _pending(self, track: _Track, now: float) -> Pending:
-        gpus = split(track.hit.gpus)[0] if self._units is not None else track.hit.gpus
-        suffix = f".{track.hit.variant}" if track.hit.variant else ""
+    def _pending(self, track: _Track, watched: Finding, now: float) -> Pending:
+        """What the views say of a condition not yet held long enough: its finding as it would open (the words the
+        verdict names it by), and how long until it does."""
         return Pending(
-            rule=track.rule.id,
-            gpus=gpus,
-            severity=track.severity,
-            title=text(f"{track.rule.id}.title{suffix}", self.lang, **track.hit.params),
+            rule=watched.rule,
+            gpus=watched.gpus,
+            severity=watched.severity,
+            title=watched.title,
             opens_in_s=max(0.0, track.first_seen + self._hold(track.rule) - now),
         )
 
