@@ -273,17 +273,22 @@ def _stacks_read(w: Window, units: tuple[int, ...]) -> frozenset[tuple[int, floa
     return frozenset((i, p.activity.taken_at) for i, p in procs if p is not None and p.activity is not None)
 
 
-def _stated(w: Window, gpus: tuple[int, ...]) -> tuple[object, ...]:
-    """A group's figures as its verdict states them (`_group`): what renews its words when it changes."""
+def _group_means(w: Window, gpus: tuple[int, ...]) -> tuple[float | None, ...]:
+    """A group's figures, the means of its GPUs' (diagnostics/figures.py), which their findings state too: busy,
+    clock as a share of its max, SM, tensor and DRAM activity."""
     mine = [figures_of(w, i) for i in gpus]
-    means = (
+    return (
         mean_of([f.busy_pct for f in mine]),
         mean_of([f.clock_of_max_pct for f in mine]),
         mean_of([f.sm_active_pct for f in mine]),
         mean_of([f.tensor_active_pct for f in mine]),
         mean_of([f.dram_bw_pct for f in mine]),
     )
-    return (*(rounded(m) for m in means), w.span_s)
+
+
+def _stated(w: Window, gpus: tuple[int, ...]) -> tuple[object, ...]:
+    """A group's figures as its verdict states them (`_group`): what renews its words when it changes."""
+    return (*(rounded(m) for m in _group_means(w, gpus)), w.span_s)
 
 
 def _units_key(units: tuple[int, ...]) -> object:
@@ -337,13 +342,7 @@ def _group(
     lang: str,
     watching: dict[int, list[Finding]],
 ) -> Verdict:
-    # The group's figures: the means of its GPUs' (diagnostics/figures.py), which their findings state too.
-    mine = [figures_of(w, i) for i in gpus]
-    util = mean_of([f.busy_pct for f in mine])
-    clock = mean_of([f.clock_of_max_pct for f in mine])
-    sm = mean_of([f.sm_active_pct for f in mine])
-    tensor = mean_of([f.tensor_active_pct for f in mine])
-    dram = mean_of([f.dram_bw_pct for f in mine])
+    util, clock, sm, tensor, dram = _group_means(w, gpus)
     own = list({id(f): f for i in gpus for f in causes.get(i, ())}.values())
     params: dict[str, object] = {
         "gpus": _gpus_text(w, gpus, everyone, lang),
