@@ -52,6 +52,19 @@ def encode_clock_event_reasons(names: tuple[str, ...] | list[str]) -> int:
     return mask
 
 
+# Clock event ("throttle") reasons the diagnostics name, by the bits above.
+CLOCK_THERMAL = encode_clock_event_reasons(("sw_thermal_slowdown", "hw_thermal_slowdown"))
+CLOCK_SW_POWER_CAP = encode_clock_event_reasons(("sw_power_cap",))
+CLOCK_HW_SLOWDOWN = encode_clock_event_reasons(("hw_slowdown",))
+CLOCK_HW_POWER_BRAKE = encode_clock_event_reasons(("hw_power_brake",))
+# nvml.h and the DCGM field docs: HwSlowdown is an umbrella (high temperature, an external power brake, or
+# fast-trigger power protection; also briefly during a P-state or clock change), and drivers name its cause
+# by setting HwThermalSlowdown or HwPowerBrakeSlowdown beside it. With one of these, that bit's rule speaks.
+CLOCK_HW_CAUSE = encode_clock_event_reasons(("hw_thermal_slowdown", "hw_power_brake"))
+# Reasons that explain low clocks by power, heat or hardware: clocks_low looks for their absence.
+CLOCK_LIMITING = CLOCK_SW_POWER_CAP | CLOCK_HW_SLOWDOWN | CLOCK_THERMAL | CLOCK_HW_POWER_BRAKE
+
+
 @dataclass(frozen=True, slots=True)
 class ContainerInfo:
     """The cgroup gputui runs in and its limits, read once: a container's, or a systemd slice's with a quota.

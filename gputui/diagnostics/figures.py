@@ -19,13 +19,21 @@ The contract, which the verdict, the findings, the fleet view, the alerts and th
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from gputui.model import GpuInfo, GpuSample, Snapshot, encode_clock_event_reasons
+from gputui.model import (
+    CLOCK_HW_CAUSE,
+    CLOCK_HW_POWER_BRAKE,
+    CLOCK_HW_SLOWDOWN,
+    CLOCK_LIMITING,
+    CLOCK_SW_POWER_CAP,
+    CLOCK_THERMAL,
+    GpuInfo,
+    GpuSample,
+    Snapshot,
+)
 
 T = TypeVar("T")
 
@@ -59,17 +67,13 @@ class ThrottleCause:
         return mask is not None and bool(mask & self.bits) and not mask & self.without
 
 
-_HW_CAUSE = encode_clock_event_reasons(("hw_thermal_slowdown", "hw_power_brake"))
 # The causes the throttle findings and the verdict name. HW slowdown counts alone only: with HW thermal slowdown
 # or the power brake beside it, the driver named the cause (nvml.h), and that cause's share holds it.
 THROTTLE_CAUSES: Mapping[str, ThrottleCause] = {
-    "thermal": ThrottleCause(
-        encode_clock_event_reasons(("sw_thermal_slowdown", "hw_thermal_slowdown")),
-        counter=lambda s: s.thermal_violation_ns,
-    ),
-    "power_cap": ThrottleCause(encode_clock_event_reasons(("sw_power_cap",)), counter=lambda s: s.power_violation_ns),
-    "hw_slowdown": ThrottleCause(encode_clock_event_reasons(("hw_slowdown",)), without=_HW_CAUSE),
-    "power_brake": ThrottleCause(encode_clock_event_reasons(("hw_power_brake",))),
+    "thermal": ThrottleCause(CLOCK_THERMAL, counter=lambda s: s.thermal_violation_ns),
+    "power_cap": ThrottleCause(CLOCK_SW_POWER_CAP, counter=lambda s: s.power_violation_ns),
+    "hw_slowdown": ThrottleCause(CLOCK_HW_SLOWDOWN, without=CLOCK_HW_CAUSE),
+    "power_brake": ThrottleCause(CLOCK_HW_POWER_BRAKE),
 }
 
 
@@ -133,13 +137,9 @@ def _throttled(series: list[GpuSample]) -> Mapping[str, float]:
         cause.counter is not None and (cause.counter(last) or 0) != (cause.counter(first) or 0)
         for cause in THROTTLE_CAUSES.values()
     )
-    if not moved and not any((g.clock_event_reasons_mask or 0) & _ANY_CAUSE for g in series):
+    if not moved and not any((g.clock_event_reasons_mask or 0) & CLOCK_LIMITING for g in series):
         return dict.fromkeys(THROTTLE_CAUSES, 0.0)
     return {name: throttled_pct(series, cause) for name, cause in THROTTLE_CAUSES.items()}
-
-
-# Every bit a cause above is named by.
-_ANY_CAUSE = functools.reduce(operator.or_, (cause.bits for cause in THROTTLE_CAUSES.values()), 0)
 
 
 def throttled_pct(series: list[GpuSample], cause: ThrottleCause) -> float:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gputui.diagnostics.rules.base import CLOCK_SW_POWER_CAP, has_bits, is_busy
+from gputui.diagnostics.rules.base import has_bits, is_busy
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.model import GpuSample
+from gputui.model import CLOCK_SW_POWER_CAP, GpuSample
 
 UNKNOWN = "bright_black"
 HOT = "bold red"  # temperature and clocks: what slows the GPU down now

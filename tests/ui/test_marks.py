@@ -14,10 +14,9 @@ import pytest
 
 from gputui.config import Config, load_config
 from gputui.diagnostics.engine import DiagnosticsEngine
-from gputui.diagnostics.rules.base import CLOCK_SW_POWER_CAP
 from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.model import ContainerInfo, ContainerSample, GpuSample, HostSample, Snapshot
+from gputui.model import CLOCK_SW_POWER_CAP, ContainerInfo, ContainerSample, GpuSample, HostSample, Snapshot
 from gputui.ui.app import GpuTuiApp
 from gputui.ui.marks import Marks
 from gputui.ui.widgets.fleet_block import gpu_line

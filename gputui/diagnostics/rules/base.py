@@ -19,7 +19,6 @@ from gputui.model import (
     ProcSample,
     Snapshot,
     decode_clock_event_reasons,
-    encode_clock_event_reasons,
 )
 
 T = TypeVar("T")
@@ -27,18 +26,6 @@ T = TypeVar("T")
 # PCIe bandwidth per lane and direction in bytes/s: the PCI Express Base Specification's transfer rates after
 # 8b/10b (Gen1-2) and 128b/130b (Gen3-5) encoding; Gen6 is the usable FLIT-mode rate (~118 GB/s on x16).
 PCIE_LANE_BYTES_S: Mapping[int, float] = {1: 0.25e9, 2: 0.5e9, 3: 0.985e9, 4: 1.969e9, 5: 3.938e9, 6: 7.4e9}
-
-# Clock event ("throttle") reasons by the names model.py gives nvidia-ml-py's nvmlClocksEventReason* bits.
-CLOCK_THERMAL = encode_clock_event_reasons(("sw_thermal_slowdown", "hw_thermal_slowdown"))
-CLOCK_SW_POWER_CAP = encode_clock_event_reasons(("sw_power_cap",))
-CLOCK_HW_SLOWDOWN = encode_clock_event_reasons(("hw_slowdown",))
-CLOCK_HW_POWER_BRAKE = encode_clock_event_reasons(("hw_power_brake",))
-# nvml.h and the DCGM field docs: HwSlowdown is an umbrella (high temperature, an external power brake, or
-# fast-trigger power protection; also briefly during a P-state or clock change), and drivers name its cause
-# by setting HwThermalSlowdown or HwPowerBrakeSlowdown beside it. With one of these, that bit's rule speaks.
-CLOCK_HW_CAUSE = encode_clock_event_reasons(("hw_thermal_slowdown", "hw_power_brake"))
-# Reasons that explain low clocks by power, heat or hardware: clocks_low looks for their absence.
-CLOCK_LIMITING = CLOCK_SW_POWER_CAP | CLOCK_HW_SLOWDOWN | CLOCK_THERMAL | CLOCK_HW_POWER_BRAKE
 
 
 def link_bytes_s(gen: int | None, width: int | None) -> float | None:

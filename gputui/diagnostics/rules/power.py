@@ -8,15 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gputui.diagnostics.figures import figures_of
+from gputui.diagnostics.figures import THROTTLE_CAUSES, figures_of
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import (
-    CLOCK_HW_CAUSE,
-    CLOCK_HW_POWER_BRAKE,
-    CLOCK_HW_SLOWDOWN,
-    CLOCK_LIMITING,
-    CLOCK_SW_POWER_CAP,
     Hit,
     Rule,
     Window,
@@ -29,7 +24,7 @@ from gputui.diagnostics.rules.base import (
 from gputui.diagnostics.rules.thermal import clock_evidence, heat_evidence
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
-from gputui.model import GpuSample
+from gputui.model import CLOCK_HW_POWER_BRAKE, CLOCK_LIMITING, CLOCK_SW_POWER_CAP, GpuSample
 
 
 def power_cap(w: Window, th: Thresholds) -> Iterator[Hit]:
@@ -88,7 +83,8 @@ def _held_down(g: GpuSample, *evidence: Evidence) -> Hit:
 
 
 def _cause_unsaid(sample: GpuSample) -> bool:
-    return has_bits(sample, CLOCK_HW_SLOWDOWN) and not has_bits(sample, CLOCK_HW_CAUSE)
+    """HW slowdown with no cause beside it: the reading the `hw_slowdown` share counts (figures.py)."""
+    return THROTTLE_CAUSES["hw_slowdown"].in_reading(sample.clock_event_reasons_mask)
 
 
 def power_brake(w: Window, th: Thresholds) -> Iterator[Hit]:

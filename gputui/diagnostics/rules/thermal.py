@@ -12,7 +12,6 @@ from gputui.diagnostics.figures import figures_of
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import (
-    CLOCK_THERMAL,
     Hit,
     Rule,
     Window,
@@ -24,7 +23,7 @@ from gputui.diagnostics.rules.base import (
 )
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
-from gputui.model import GpuInfo, GpuSample
+from gputui.model import CLOCK_THERMAL, GpuInfo, GpuSample
 
 
 def _violation_growing(series: list[GpuSample]) -> bool:

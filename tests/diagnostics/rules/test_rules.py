@@ -13,10 +13,6 @@ from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules import ALL_RULES, RULE_IDS
 from gputui.diagnostics.rules.base import (
-    CLOCK_HW_POWER_BRAKE,
-    CLOCK_HW_SLOWDOWN,
-    CLOCK_SW_POWER_CAP,
-    CLOCK_THERMAL,
     Check,
     Hit,
     Window,
@@ -32,7 +28,16 @@ from gputui.diagnostics.rules.software import cuda_mismatch, parse_cuda
 from gputui.diagnostics.rules.starvation import cpu_contention, starvation_cpu, starvation_io, starvation_net
 from gputui.diagnostics.rules.thermal import thermal_margin, thermal_throttle
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.model import ContainerInfo, GpuProcess, GpuSample, Snapshot
+from gputui.model import (
+    CLOCK_HW_POWER_BRAKE,
+    CLOCK_HW_SLOWDOWN,
+    CLOCK_SW_POWER_CAP,
+    CLOCK_THERMAL,
+    ContainerInfo,
+    GpuProcess,
+    GpuSample,
+    Snapshot,
+)
 from tests.diagnostics.builders import SYSTEM, series, snap
 from tests.snapshots import GIB, gpu, gpu_info, host, proc
 
