@@ -9,7 +9,7 @@ early for that reason. Rows are keyed 'gpu:pid', so the cursor stays on its proc
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -18,7 +18,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from gputui.formatting import HIDDEN_PROCESS, NA, fmt_bytes_short, fmt_elapsed, fmt_num, fmt_owner, fmt_unreadable
-from gputui.model import GpuProcess, GpuSample, Snapshot
+from gputui.model import GpuProcess, GpuSample, ProcSample, Snapshot
 from gputui.ui.widgets.activity_lines import row_mark
 from gputui.ui.widgets.lines import Line, LineView
 
@@ -67,7 +67,7 @@ COLUMNS: tuple[Column, ...] = (
     # (not SM activity, which the panels call SM act; "SM" alone names nothing here).
     Column("sm", "UTIL", 4),
     Column("mem", "GPU MEM", 8),
-    # On the host: its resident memory, that as a share of the host's, and how long it has run (ps's etime).
+    # On the host: its resident memory, that as a share of the host's, and how long it has run (to the minute).
     Column("rss", "RSS", 6, drop=3),
     Column("pmem", "%MEM", 5, drop=4),
     Column("time", "TIME", 8, drop=5),
@@ -105,83 +105,78 @@ def process_rows(snapshot: Snapshot, fresh_s: float, needle: str = "") -> dict[s
     MIG instance has it. An activity older than `fresh_s` (the rules' activity_fresh_s) is marked stale."""
     rows: dict[str, Row] = {}
     needle = needle.lower()
+    for key, gpu, proc, host in _hosted(snapshot):
+        user = host.user if host else None
+        command = (host.cmdline or host.name) if host else None
+        if proc.seen == "hidden":
+            command = HIDDEN_PROCESS
+        refused = fmt_unreadable(host.unreadable) if host else None
+        if refused is not None:
+            command = f"[{refused}] {command or NA}"
+        owner = fmt_owner(host.pod, host.namespace, host.job_id) if host else None
+        instance = _instance(gpu, proc)
+        texts = (str(proc.pid), user or "", owner or "", command or "", instance or "")
+        if needle and not any(needle in text.lower() for text in texts):
+            continue
+        cpu = host.cpu_pct if host else None
+        rss = host.rss_bytes if host else None
+        host_memory = snapshot.host.memory_total_bytes
+        pmem = None if rss is None or not host_memory else rss / host_memory * 100.0
+        started = host.create_time if host else None
+        elapsed = None if started is None else max(0.0, snapshot.timestamp - started)
+        threads = host.threads if host else None
+        children = host.children if host else None
+        container = _container(host.container, host.container_pid) if host else None
+        pid_text = f"{proc.pid}{DEVICE_MARK}" if proc.seen == "device" else str(proc.pid)
+        mark, mark_style = row_mark(host.activity if host else None, snapshot.timestamp, fresh_s)
+        rows[key] = (
+            Cell(str(gpu.index), gpu.index),
+            Cell(pid_text, proc.pid),
+            Cell("" if proc.host_pid is None else str(proc.host_pid), proc.host_pid),
+            Cell(instance or "", proc.gpu_instance_id if instance else None),
+            Cell(fmt_num(cpu, 0), cpu),
+            Cell(fmt_num(proc.sm_pct, 0), proc.sm_pct),
+            Cell(fmt_bytes_short(proc.used_memory_bytes), proc.used_memory_bytes),
+            Cell(fmt_bytes_short(rss), rss),
+            Cell(fmt_num(pmem, 1), pmem),
+            Cell(fmt_elapsed(elapsed), elapsed),
+            Cell(fmt_num(threads, 0), threads),
+            Cell(fmt_num(children, 0), children),
+            Cell(container or "", container),
+            Cell(owner or "", owner),
+            Cell(user or NA, user),
+            Cell(command or NA, command, f"{mark} " if mark else "", mark_style),
+        )
+    return rows
+
+
+def _hosted(snapshot: Snapshot) -> Iterator[tuple[str, GpuSample, GpuProcess, ProcSample | None]]:
+    """Each GPU process of the GPUs read, keyed 'gpu:pid' as the rows are, with what the host knows of it (None for
+    one in another PID namespace, or not found)."""
     for gpu in snapshot.gpus:
         if gpu.lost:
             continue
         for proc in gpu.processes:
             host = snapshot.host.process(proc.pid) if proc.seen != "hidden" else None
-            user = host.user if host else None
-            command = (host.cmdline or host.name) if host else None
-            if proc.seen == "hidden":
-                command = HIDDEN_PROCESS
-            refused = fmt_unreadable(host.unreadable) if host else None
-            if refused is not None:
-                command = f"[{refused}] {command or NA}"
-            owner = fmt_owner(host.pod, host.namespace, host.job_id) if host else None
-            instance = _instance(gpu, proc)
-            texts = (str(proc.pid), user or "", owner or "", command or "", instance or "")
-            if needle and not any(needle in text.lower() for text in texts):
-                continue
-            cpu = host.cpu_pct if host else None
-            rss = host.rss_bytes if host else None
-            host_memory = snapshot.host.memory_total_bytes
-            pmem = None if rss is None or not host_memory else rss / host_memory * 100.0
-            started = host.create_time if host else None
-            elapsed = None if started is None else max(0.0, snapshot.timestamp - started)
-            threads = host.threads if host else None
-            children = host.children if host else None
-            container = _container(host.container, host.container_pid) if host else None
-            pid_text = f"{proc.pid}{DEVICE_MARK}" if proc.seen == "device" else str(proc.pid)
-            mark, mark_style = row_mark(host.activity if host else None, snapshot.timestamp, fresh_s)
-            rows[f"{gpu.index}:{proc.pid}"] = (
-                Cell(str(gpu.index), gpu.index),
-                Cell(pid_text, proc.pid),
-                Cell("" if proc.host_pid is None else str(proc.host_pid), proc.host_pid),
-                Cell(instance or "", proc.gpu_instance_id if instance else None),
-                Cell(fmt_num(cpu, 0), cpu),
-                Cell(fmt_num(proc.sm_pct, 0), proc.sm_pct),
-                Cell(fmt_bytes_short(proc.used_memory_bytes), proc.used_memory_bytes),
-                Cell(fmt_bytes_short(rss), rss),
-                Cell(fmt_num(pmem, 1), pmem),
-                Cell(fmt_elapsed(elapsed), elapsed),
-                Cell(fmt_num(threads, 0), threads),
-                Cell(fmt_num(children, 0), children),
-                Cell(container or "", container),
-                Cell(owner or "", owner),
-                Cell(user or NA, user),
-                Cell(command or NA, command, f"{mark} " if mark else "", mark_style),
-            )
-    return rows
+            yield f"{gpu.index}:{proc.pid}", gpu, proc, host
 
 
 def process_jobs(snapshot: Snapshot) -> dict[str, int]:
     """The job (its launcher's PID) of each row, keyed as process_rows keys them, for the rows whose parent started
     another GPU process too: torchrun's ranks. A process alone under its parent is a job of its own: not listed."""
-    parents: dict[str, int] = {}
-    for gpu in snapshot.gpus:
-        if gpu.lost:
-            continue
-        for proc in gpu.processes:
-            host = snapshot.host.process(proc.pid) if proc.seen != "hidden" else None
-            if host is not None and host.ppid is not None:
-                parents[f"{gpu.index}:{proc.pid}"] = host.ppid
-    pids = {key: int(key.split(":", 1)[1]) for key in parents}
-    shared = {ppid for ppid in parents.values() if len({pids[k] for k, p in parents.items() if p == ppid}) > 1}
-    return {key: ppid for key, ppid in parents.items() if ppid in shared}
+    parents = {key: (host.ppid, proc.pid) for key, _, proc, host in _hosted(snapshot) if host and host.ppid is not None}
+    children: dict[int, set[int]] = {}
+    for ppid, pid in parents.values():
+        children.setdefault(ppid, set()).add(pid)
+    return {key: ppid for key, (ppid, _) in parents.items() if len(children[ppid]) > 1}
 
 
 def process_workers(snapshot: Snapshot) -> dict[str, tuple[int, float | None]]:
     """Each row's data-loader workers (its child processes) and their CPU together (100 = one core; None unread),
     keyed as process_rows keys them, for the rows that have any: the tree's lines under their processes."""
-    workers: dict[str, tuple[int, float | None]] = {}
-    for gpu in snapshot.gpus:
-        if gpu.lost:
-            continue
-        for proc in gpu.processes:
-            host = snapshot.host.process(proc.pid) if proc.seen != "hidden" else None
-            if host is not None and host.children:
-                workers[f"{gpu.index}:{proc.pid}"] = (host.children, host.workers_cpu_pct)
-    return workers
+    return {
+        key: (host.children, host.workers_cpu_pct) for key, _, _, host in _hosted(snapshot) if host and host.children
+    }
 
 
 def workers_text(count: int, cpu_pct: float | None) -> str:
