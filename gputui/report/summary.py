@@ -32,7 +32,15 @@ from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.verdict import Verdict
 from gputui.formatting import NA, fmt_bytes_pair, fmt_duration, fmt_num, fmt_pct, fmt_share
-from gputui.model import CLOCK_EVENT_REASONS, GpuInfo, GpuSample, MigDevice, Snapshot
+from gputui.model import (
+    CLOCK_EVENT_REASONS,
+    CLOCK_LIMITING,
+    GpuInfo,
+    GpuSample,
+    MigDevice,
+    Snapshot,
+    decode_clock_event_reasons,
+)
 from gputui.record.format import (
     RecordedEvent,
     RecordingFormatError,
@@ -44,14 +52,9 @@ from gputui.record.reader import Recording
 from gputui.report.activity_windows import ActivityTally, ProcessActivity, activity_lines
 from gputui.report.before_after import Comparison, MarkSpans, comparison_line, comparison_to_dict
 
-# Reasons that hold the clocks back (as opposed to idle, or a clock someone set on purpose).
-THROTTLING_REASONS: tuple[str, ...] = (
-    "sw_power_cap",
-    "hw_slowdown",
-    "sw_thermal_slowdown",
-    "hw_thermal_slowdown",
-    "hw_power_brake",
-)
+# Reasons that hold the clocks back (as opposed to idle, or a clock someone set on purpose): those the rules
+# name throttling by (model.py's CLOCK_LIMITING), in the order of their bits.
+THROTTLING_REASONS: tuple[str, ...] = decode_clock_event_reasons(CLOCK_LIMITING) or ()
 
 FindingsOrigin = Literal["recorded", "recomputed"]
 
