@@ -263,8 +263,17 @@ def test_no_other_user_can_keep_the_sampler_from_starting(tmp_path: Path) -> Non
 
 
 def the_job(run: subprocess.Popen[str]) -> psutil.Process:
-    """The process gputui run started."""
-    return until(psutil.Process(run.pid).children, lambda children: len(children) == 1, "the job")[0]
+    """The process gputui run started, once it runs the job's command: between fork and exec the child still has
+    gputui's command line and environment, without the record directory the job is given."""
+    wrapper = psutil.Process(run.pid)
+    own_command = wrapper.cmdline()
+
+    def execed(children: list[psutil.Process]) -> bool:
+        with contextlib.suppress(psutil.Error):
+            return len(children) == 1 and children[0].cmdline() != own_command
+        return False
+
+    return until(wrapper.children, execed, "the job")[0]
 
 
 def ended(run: subprocess.Popen[str], job: psutil.Process) -> None:
