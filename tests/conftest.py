@@ -124,6 +124,22 @@ def _children_read_an_empty_config(tmp_path_factory: pytest.TempPathFactory) -> 
         os.environ[CONFIG_VARIABLE] = before
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _no_test_reads_the_machines_history(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Every gputui the suite runs (in this process or as a child) finds its default history store, named by
+    $GPUTUI_STORE, in a directory of the suite's that does not exist: no test reads or writes the machine's
+    /var/lib/gputui (as root) or the user's state directory. A test that wants a store makes one and names it."""
+    variable = "GPUTUI_STORE"
+    path = tmp_path_factory.mktemp("history") / "none"
+    before = os.environ.get(variable)
+    os.environ[variable] = str(path)
+    yield
+    if before is None:
+        os.environ.pop(variable, None)
+    else:
+        os.environ[variable] = before
+
+
 @pytest.fixture(autouse=True)
 def _config_as_home_says(monkeypatch: pytest.MonkeyPatch) -> None:
     """In the test's own process, root reads its config from root's home, whatever $HOME says: there that home is
