@@ -47,8 +47,9 @@ from gputui.sources.base import InvalidGpuSelection, NoJobTrace, SourceUnavailab
 from gputui.text.findings_text import activity_lines, finding_lines
 
 if TYPE_CHECKING:
+    from gputui.commands.diagnose_history import FromHistory
     from gputui.diagnostics.tick import Tick
-    from gputui.session.builder import Session
+    from gputui.session.builder import Session, StoreTarget
     from gputui.session.stacks import JobStacks
 
 SCHEMA_VERSION = 1
@@ -113,7 +114,56 @@ def register(sub: Any) -> None:
     from gputui.commands.record_options import add_record_options
 
     add_record_options(parser)
+    history = parser.add_argument_group("the history (docs/history.md)")
+    history.add_argument(
+        "--at",
+        type=common.past_time,
+        default=None,
+        metavar="T",
+        help="answer from the history store for the --window before T (local time, e.g. 03:10, "
+        "'2026-12-06 03:10', '3h ago'), as the live check answers for the seconds it samples; exit codes as live",
+    )
+    history.add_argument(
+        "--window",
+        type=common.window_length,
+        default=None,
+        metavar="DURATION",
+        help=f"with --at: the span before T judged, e.g. 10m, 90s (default {DEFAULT_WINDOW_S / 60:g}m)",
+    )
+    history.add_argument(
+        "--keep-history",
+        action="store_true",
+        help="also record this check into the history store, as `gputui record` does (fails where a recorder "
+        "holds the store)",
+    )
+    common.add_store_option(history, "with --at or --keep-history: the history store")
     parser.set_defaults(func=run)
+
+
+# `diagnose --at`: the span judged when --window does not say.
+DEFAULT_WINDOW_S = 600.0
+
+
+def _history_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the history options together, as a usage error's line."""
+    if args.at is None:
+        if args.window is not None:
+            return "--window goes with --at"
+        if args.store is not None and not args.keep_history:
+            return "--store goes with --at (read the history) or --keep-history (record into it)"
+        if args.keep_history and (args.record is not None or args.prometheus is not None):
+            return "--keep-history records this machine's check into the store: not with --record or --prometheus"
+        return None
+    for given, option in (
+        (args.keep_history, "--keep-history"),
+        (args.record is not None, "--record"),
+        (args.demo is not None, "--demo"),
+        (args.demo_job is not None, "--demo-job"),
+        (args.prometheus is not None, "--prometheus"),
+    ):
+        if given:
+            return f"--at answers from the history store: it cannot be combined with {option}"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,6 +172,7 @@ def run(args: argparse.Namespace) -> int:
     from gputui.diagnostics.verdict import unavailable_verdict
     from gputui.record.format import RecordingError
     from gputui.session.builder import SessionOptions, open_session
+    from gputui.store.errors import StoreError
 
     lang = resolve_lang(args.lang)
     try:
@@ -129,6 +180,13 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return common.usage_error(exc)
     price = config.cost.price
+    problem = _history_problem(args)
+    if problem is not None:
+        return common.usage_error(problem)
+    if args.at is not None:
+        from gputui.commands import diagnose_history
+
+        return diagnose_history.run(args, config, lang)
     if args.prometheus is not None:
         from gputui.commands import diagnose_fleet
 
@@ -136,7 +194,7 @@ def run(args: argparse.Namespace) -> int:
     options = SessionOptions(
         source=common.source_choice(args, simulated_time=True),  # the simulated machine's N seconds pass at once
         interval_s=common.interval_of(args),
-        record=record_target(args),
+        record=_history_target(args) if args.keep_history else record_target(args),
         stacks=not args.no_stacks and config.stacks.enabled,
         lang=lang,
         torch_cuda=True,
@@ -144,14 +202,14 @@ def run(args: argparse.Namespace) -> int:
     with ExitStack() as opened:
         try:
             session = opened.enter_context(open_session(options, config))
-        except (InvalidGpuSelection, RecordingError) as exc:
+        except (InvalidGpuSelection, RecordingError, StoreError) as exc:
             return common.usage_error(exc)
         except NoJobTrace as exc:
             return common.report_unavailable(exc)  # no driver was asked: nothing for a driver finding to say
         except SourceUnavailable as exc:
             now = time.time()
             unavailable = Outcome(None, unavailable_verdict(lang, now), (unavailable_finding(str(exc), lang, now),))
-            _emit(args, unavailable, lang, price)
+            _emit(args, unavailable, lang, price, args.seconds)
             return common.report_unavailable(exc, reason_shown=not args.json)  # JSON: stdout is for the script
         if warm_up_s(session) > 0:
             print(
@@ -162,10 +220,16 @@ def run(args: argparse.Namespace) -> int:
             )
         outcome = _diagnose(session, args.seconds)
     warn_of_recording(session)
-    _emit(args, outcome, lang, price)
+    _emit(args, outcome, lang, price, args.seconds)
     return common.exit_code(
         (f.severity for f in outcome.findings), fail_on=common.FAIL_ON[args.fail_on], known=outcome.known
     )
+
+
+def _history_target(args: argparse.Namespace) -> StoreTarget:
+    from gputui.session.builder import StoreTarget
+
+    return StoreTarget(common.store_dir(args))
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +298,12 @@ def warm_up_s(session: Session) -> float:
     return session.config.diagnostics.thresholds.window_s / 2
 
 
+def warm_up_polls(warm_up: float, interval: float) -> int:
+    """The readings after which a verdict still unknown has nothing to wait for (a whole window's): from then on
+    every reading is judged, known or not."""
+    return math.ceil(2 * warm_up / interval + 1e-9)
+
+
 def _diagnose(session: Session, seconds: float) -> Outcome:
     """The session's readings through its engine (and into its recording, with --record) until the verdict is
     known (at most a window's worth), then `seconds` more of judged readings, the account's; with its stacks,
@@ -244,7 +314,7 @@ def _diagnose(session: Session, seconds: float) -> Outcome:
     polls = math.floor(seconds / interval + 1e-9) + 1
     # Past a whole window the verdict still unknown has nothing to wait for (no GPU's activity can be read): the
     # seconds asked are sampled all the same, and the exit code says it was not known.
-    warm_up = math.ceil(2 * warm_up_s(session) / interval + 1e-9)
+    warm_up = warm_up_polls(warm_up_s(session), interval)
     seen = _Seen(interval)
     first = _SampleEveryProcess(session.stacks) if session.stacks is not None else None
     taken = 0
@@ -315,7 +385,16 @@ def _pending_to_dict(pending: Pending) -> dict[str, object]:
     }
 
 
-def _emit(args: argparse.Namespace, outcome: Outcome, lang: str, price: Price | None) -> None:
+def _emit(
+    args: argparse.Namespace,
+    outcome: Outcome,
+    lang: str,
+    price: Price | None,
+    sampled_s: float,
+    history: FromHistory | None = None,
+) -> None:
+    """The check's answer on stdout: text, or JSON with --json; `history` says where and when an answer from the
+    store comes from (its text is the first line; JSON's "history")."""
     system, verdict, findings = outcome.system, outcome.verdict, outcome.findings
     groups = sort_groups(group_findings(findings, lang))
     if args.json:
@@ -337,9 +416,13 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str, price: Price | 
             # Each GPU's and job's seconds in each verdict class, their energy, and with a price each class's cost.
             "account": account_to_dict(outcome.account, price) if outcome.account is not None else None,
         }
+        if history is not None:
+            document["history"] = history.to_dict()
         common.print_json(document, ensure_ascii=False)
         return
     out: list[str] = []
+    if history is not None:
+        out.append(history.line())
     if system is not None and not system.is_live:
         from gputui.sources.sim.job import is_job_scenario, job_banner
 
@@ -350,7 +433,7 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str, price: Price | 
     if verdict is not None:
         out.append(text("cli.verdict", lang, line=verdict.line))
     if system is not None:
-        seconds, warm_up = f"{args.seconds:g}", f"{outcome.warm_up_s:g}"
+        seconds, warm_up = f"{sampled_s:g}", f"{outcome.warm_up_s:g}"
         key = "cli.sampled.warm" if outcome.warm_up_s > 0 else "cli.sampled"
         out.append(text(key, lang, host=system.hostname, seconds=seconds, warm_up=warm_up))
     out += [text("cli.notice", lang, notice=notice) for notice in outcome.notices]
