@@ -106,22 +106,17 @@ def record(args: argparse.Namespace) -> int:
             return common.report_unavailable(exc)
         writer = session.recorder
         assert writer is not None  # the store's, opened with the session
-        watch = _Watch(writer, on_first=_pid_file_writer(args, directory))
+        started = _started(args, directory, session.system, session.interval_s, target.retention)
+        watch = _Watch(writer, on_first=started)
         loop = session.sampling_loop(watch.tick, watch.failed)
         with common.stop_on(common.STOP_SIGNALS, stop):
-            print(
-                f"gputui: recording {_what(session.system)} into {directory} every {session.interval_s:g} s; "
-                f"{retention_text(target.retention)} (SIGTERM or Ctrl-C stops it)",
-                file=sys.stderr,
-                flush=True,
-            )
             loop.start()
             stop.wait()
     if args.detached_child:
         from gputui.commands.detach import remove_pid_file
 
         remove_pid_file(directory)
-    print(f"gputui: stopped; {writer.ticks_written} readings recorded into {directory}", file=sys.stderr)
+    print(f"gputui: stopped; readings recorded into {directory}: {writer.ticks_written}", file=sys.stderr)
     return common.EXIT_OK
 
 
@@ -139,13 +134,25 @@ def retention_text(retention: Retention) -> str:
     )
 
 
-def _pid_file_writer(args: argparse.Namespace, directory: Path) -> Callable[[], object] | None:
-    """For the child `--detach` started: what says, once it records, that it does (DIR/recorder.pid)."""
-    if not args.detached_child:
-        return None
-    from gputui.commands.detach import write_pid_file
+def _started(
+    args: argparse.Namespace, directory: Path, system: SystemInfo, interval_s: float, retention: Retention
+) -> Callable[[], None]:
+    """What is said once the first reading is in the writer's hands: where it records and what the store keeps;
+    and, for the child `--detach` started, DIR/recorder.pid, which its parent waits for."""
 
-    return lambda: write_pid_file(directory, shared=args.shared)
+    def started() -> None:
+        if args.detached_child:
+            from gputui.commands.detach import write_pid_file
+
+            write_pid_file(directory, shared=args.shared)
+        print(
+            f"gputui: recording {_what(system)} into {directory} every {interval_s:g} s; {retention_text(retention)} "
+            "(SIGTERM or Ctrl-C stops it)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return started
 
 
 class _Watch:
