@@ -28,7 +28,7 @@ from gputui.argtypes import positive_seconds
 from gputui.commands import common
 from gputui.commands.config_options import add_config_option, add_price_options, config_of
 from gputui.commands.diagnose_fleet import DEFAULT_SINCE_S, MAX_STEPS, MIN_STEP_S
-from gputui.config import ConfigError
+from gputui.config import Config, ConfigError
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Account, Accountant, Price, account_lines, account_to_dict
 from gputui.diagnostics.catalog import text
 from gputui.diagnostics.engine import Pending
@@ -49,6 +49,7 @@ from gputui.text.findings_text import activity_lines, finding_lines
 if TYPE_CHECKING:
     from gputui.commands.diagnose_history import FromHistory
     from gputui.diagnostics.tick import Tick
+    from gputui.record.reader import Recording
     from gputui.session.builder import Session, StoreTarget
     from gputui.session.stacks import JobStacks
 
@@ -184,9 +185,7 @@ def run(args: argparse.Namespace) -> int:
     if problem is not None:
         return common.usage_error(problem)
     if args.at is not None:
-        from gputui.commands import diagnose_history
-
-        return diagnose_history.run(args, config, lang)
+        return _diagnose_history(args, config, lang)
     if args.prometheus is not None:
         from gputui.commands import diagnose_fleet
 
@@ -224,6 +223,41 @@ def run(args: argparse.Namespace) -> int:
     return common.exit_code(
         (f.severity for f in outcome.findings), fail_on=common.FAIL_ON[args.fail_on], known=outcome.known
     )
+
+
+def _diagnose_history(args: argparse.Namespace, config: Config, lang: str) -> int:
+    """`--at T`: the check of [T - window, T] from the store's readings, printed and exiting as the live one."""
+    from gputui.commands.diagnose_history import read_span
+    from gputui.store.errors import StoreError
+
+    window = args.window if args.window is not None else DEFAULT_WINDOW_S
+    try:
+        recording, source = read_span(common.store_dir(args), args.at - window, args.at)
+    except StoreError as exc:
+        return common.usage_error(exc)
+    outcome = judge_recorded(recording, config, lang)
+    judged_s = round(recording.end - recording.start - outcome.warm_up_s, 3)
+    _emit(args, outcome, lang, config.cost.price, judged_s, source)
+    return common.exit_code(
+        (f.severity for f in outcome.findings), fail_on=common.FAIL_ON[args.fail_on], known=outcome.known
+    )
+
+
+def judge_recorded(recording: Recording, config: Config, lang: str) -> Outcome:
+    """Every recorded reading through an engine of its own, one by one as replay feeds them, judged from the first
+    known verdict on (or after a whole window's readings without one), as the live check judges: a span the store
+    kept whole gives the verdict, findings, activity and account the live check printed."""
+    from gputui.diagnostics.engine import DiagnosticsEngine
+    from gputui.diagnostics.tick import tick_of
+
+    interval = recording.header.interval_s
+    engine = DiagnosticsEngine(config.diagnostics, lang)
+    warm_up = warm_up_polls(config.diagnostics.thresholds.window_s / 2, interval)
+    seen = _Seen(interval)
+    for taken, snapshot in enumerate(recording.ticks, start=1):
+        tick = tick_of(snapshot, engine.update(snapshot))
+        seen.add(tick, judged=seen.judged > 0 or is_known(tick.verdict) or taken > warm_up)
+    return seen.outcome(recording.ticks[-1].system)
 
 
 def _history_target(args: argparse.Namespace) -> StoreTarget:

@@ -25,7 +25,8 @@ from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 if TYPE_CHECKING:
     from gputui.diagnostics.tick import Tick
     from gputui.model import SystemInfo
-    from gputui.store.writer import Retention, StoreWriter
+    from gputui.store.retention import Retention
+    from gputui.store.writer import StoreWriter
 
 LOG = logging.getLogger("gputui.record")
 
@@ -77,6 +78,7 @@ def record(args: argparse.Namespace) -> int:
     from gputui.config import ConfigError
     from gputui.session.builder import SessionOptions, StoreTarget, open_session
     from gputui.store.errors import StoreError
+    from gputui.store.writer import StoreWriter
 
     logging.basicConfig(format="gputui: %(message)s", level=logging.WARNING)
     try:
@@ -105,7 +107,7 @@ def record(args: argparse.Namespace) -> int:
         except SourceUnavailable as exc:
             return common.report_unavailable(exc)
         writer = session.recorder
-        assert writer is not None  # the store's, opened with the session
+        assert isinstance(writer, StoreWriter)  # the store's, opened with the session
         started = _started(args, directory, session.system, session.interval_s, target.retention)
         watch = _Watch(writer, on_first=started)
         loop = session.sampling_loop(watch.tick, watch.failed)

@@ -34,11 +34,13 @@ def _environment() -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _recorder(store: Path, *extra: str) -> Iterator[subprocess.Popen[str]]:
+def _recorder(
+    store: Path, *extra: str, command: tuple[str, ...] = tuple(RECORD), said: str = "gputui: recording"
+) -> Iterator[subprocess.Popen[str]]:
     """A foreground recorder, once it said it records (it holds the store's lock then); killed and reaped at the
     end whatever the test did."""
     child = subprocess.Popen(
-        [*RECORD, "--store", str(store), *extra],
+        [*command, "--store", str(store), *extra],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
@@ -54,7 +56,7 @@ def _recorder(store: Path, *extra: str) -> Iterator[subprocess.Popen[str]]:
             if ready:
                 line = child.stderr.readline()
                 assert line, "gputui record exited before it recorded"
-                if "gputui: recording" in line:
+                if said in line:
                     break
         yield child
     finally:
@@ -201,3 +203,30 @@ def test_detach_says_why_the_child_could_not_start(tmp_path: Path) -> None:
     assert failed.returncode == 2
     assert "before recording" in failed.stderr and "GPU 7" in failed.stderr
     assert read_pid(store) is None
+
+
+EXPORT = (sys.executable, "-m", "gputui", "export", "--port", "0", "--demo", "thermal", "--gpus", "0", "--history")
+
+
+def test_the_exporter_keeps_the_history_as_one_process_per_node(tmp_path: Path) -> None:
+    store = tmp_path / "history"
+    with _recorder(store, command=EXPORT, said=f"keeping the history in {store}") as exporter:
+        refused = _second(store)  # a recorder beside it is the second writer
+        assert refused.returncode == 2 and f"another recorder (PID {exporter.pid})" in refused.stderr
+        exporter.send_signal(signal.SIGTERM)
+        assert exporter.wait(timeout=START_S) == 0
+    summary = Store(store).summary()
+    assert summary.ticks >= 1 and summary.recorder_pid is None
+
+
+def test_a_log_planted_as_a_link_is_refused_before_anything_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = tmp_path / "history"
+    store.mkdir(mode=0o700)
+    target = tmp_path / "elsewhere"
+    target.write_text("theirs\n")
+    (store / LOG_FILE).symlink_to(target)
+    assert cli.main(["record", "--detach", "--demo", "thermal", "--store", str(store)]) == 2
+    assert f"cannot keep the recorder's log in {store}" in capsys.readouterr().err
+    assert target.read_text() == "theirs\n" and read_pid(store) is None
