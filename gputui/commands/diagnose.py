@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         except SourceUnavailable as exc:
             now = time.time()
             unavailable = Outcome(None, unavailable_verdict(lang, now), (unavailable_finding(str(exc), lang, now),))
-            _emit(args, unavailable, lang, price, args.seconds)
+            _emit(args, unavailable, lang, price)
             return common.report_unavailable(exc, reason_shown=not args.json)  # JSON: stdout is for the script
         if warm_up_s(session) > 0:
             print(
@@ -219,7 +219,7 @@ def run(args: argparse.Namespace) -> int:
             )
         outcome = _diagnose(session, args.seconds)
     warn_of_recording(session)
-    _emit(args, outcome, lang, price, args.seconds)
+    _emit(args, outcome, lang, price)
     return common.exit_code(
         (f.severity for f in outcome.findings), fail_on=common.FAIL_ON[args.fail_on], known=outcome.known
     )
@@ -424,11 +424,12 @@ def _emit(
     outcome: Outcome,
     lang: str,
     price: Price | None,
-    sampled_s: float,
+    sampled_s: float | None = None,
     history: FromHistory | None = None,
 ) -> None:
-    """The check's answer on stdout: text, or JSON with --json; `history` says where and when an answer from the
-    store comes from (its text is the first line; JSON's "history")."""
+    """The check's answer on stdout: text, or JSON with --json; `sampled_s` is the judged seconds (default: those
+    --seconds asked), `history` says where and when an answer from the store comes from (its text is the first
+    line; JSON's "history")."""
     system, verdict, findings = outcome.system, outcome.verdict, outcome.findings
     groups = sort_groups(group_findings(findings, lang))
     if args.json:
@@ -467,7 +468,8 @@ def _emit(
     if verdict is not None:
         out.append(text("cli.verdict", lang, line=verdict.line))
     if system is not None:
-        seconds, warm_up = f"{sampled_s:g}", f"{outcome.warm_up_s:g}"
+        seconds = f"{args.seconds if sampled_s is None else sampled_s:g}"
+        warm_up = f"{outcome.warm_up_s:g}"
         key = "cli.sampled.warm" if outcome.warm_up_s > 0 else "cli.sampled"
         out.append(text(key, lang, host=system.hostname, seconds=seconds, warm_up=warm_up))
     out += [text("cli.notice", lang, notice=notice) for notice in outcome.notices]
