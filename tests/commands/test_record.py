@@ -230,3 +230,39 @@ def test_a_log_planted_as_a_link_is_refused_before_anything_starts(
     assert cli.main(["record", "--detach", "--demo", "thermal", "--store", str(store)]) == 2
     assert f"cannot keep the recorder's log in {store}" in capsys.readouterr().err
     assert target.read_text() == "theirs\n" and read_pid(store) is None
+
+
+class _Writer:
+    """What the recorder's watch reads of the store's writer."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.warning: str | None = None
+
+
+def test_the_log_says_when_the_history_pauses_and_resumes_and_a_failing_reading_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from gputui.commands.record import _Watch
+    from gputui.diagnostics.tick import Tick
+    from tests.record.recdata import T0, snapshot
+
+    writer = _Writer(tmp_path)
+    started: list[bool] = []
+    watch = _Watch(writer, on_first=lambda: started.append(True))  # type: ignore[arg-type]
+    tick = Tick(snapshot(T0, 1))
+    watch.tick(tick)
+    writer.warning = f"history paused: the disk is full ({tmp_path}); sampling goes on"
+    watch.tick(tick)
+    watch.tick(tick)
+    writer.warning = None
+    watch.tick(tick)
+    for _ in range(3):
+        watch.failed(RuntimeError("driver hiccup"))
+    said = [record.getMessage() for record in caplog.records]
+    assert started == [True]  # said once, at the first reading
+    assert said == [
+        f"history paused: the disk is full ({tmp_path}); sampling goes on",
+        f"history resumed ({tmp_path})",
+        "a reading failed: RuntimeError: driver hiccup; sampling goes on",
+    ]
