@@ -133,7 +133,9 @@ class StoreDirectory:
         return os.listdir(self._fds[sub])
 
     def size(self, sub: str, name: str) -> int:
-        return os.stat(name, dir_fd=self._fds[sub], follow_symlinks=False).st_size
+        """The bytes of the regular file `name`; 0 for anything else (a subdirectory, a link)."""
+        found = os.stat(name, dir_fd=self._fds[sub], follow_symlinks=False)
+        return found.st_size if stat.S_ISREG(found.st_mode) else 0
 
     def unlink(self, sub: str, name: str) -> None:
         os.unlink(name, dir_fd=self._fds[sub])

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import os
 import socket
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -27,25 +26,23 @@ from gputui.record.format import (
 )
 from gputui.record.reader import Recording, RecordParser
 from gputui.store import codec as codecs
-from gputui.store.chunk import FLAG_DICT, KIND_HEADER, KIND_TICKS, ChunkScan, FrameInfo, read_payload, scan
+from gputui.store.chunk import (
+    FLAG_DICT,
+    KIND_HEADER,
+    KIND_MINUTES,
+    KIND_TICKS,
+    ChunkScan,
+    FrameInfo,
+    read_payload,
+    scan,
+)
 from gputui.store.columns import decode_records
 from gputui.store.directory import MINUTES_DIR, TICKS_DIR, read_store
 from gputui.store.errors import NoStore
 from gputui.store.files import DAY_S, HOUR_S, MINUTE_NAME, TICK_NAME, ChunkFile, list_chunks, open_chunk
 from gputui.store.lock import recorder_pid
+from gputui.store.minutes import MinuteRow, row_from_dict
 from gputui.store.retention import Retention, retention_from
-
-
-@dataclass(frozen=True, slots=True)
-class MinuteRow:
-    """One minute of the summary tier."""
-
-    start: float  # the minute's first second (UTC epoch)
-    ticks: int
-    verdict_s: Mapping[tuple[str, tuple[int, ...]], float]  # (verdict class id, its GPUs) -> seconds that minute
-    finding_s: Mapping[tuple[str, tuple[int, ...]], float]  # (finding id, its GPUs) -> seconds open that minute
-    gpus: Mapping[int, Mapping[str, tuple[float, float, float]]]  # GPU -> reading -> (min, mean, max)
-    host: Mapping[str, tuple[float, float, float]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,8 +222,35 @@ class Store:
         return _empty_header()
 
     def minutes(self, start: float, end: float) -> list[MinuteRow]:
-        """The minute rows with start <= row.start <= end (the minute tier)."""
-        return []
+        """The minute rows with start <= row.start <= end (the minute tier), by time; damaged frames and malformed
+        rows are left out."""
+        rows: list[MinuteRow] = []
+        for chunk in self._minute_chunks():
+            if chunk.start > end or chunk.end <= start:
+                continue
+            reader = _open_reader(chunk, [], self.directory)
+            if reader is None:
+                continue
+            try:
+                for frame in reader.frames(KIND_MINUTES):
+                    if frame.t_last < start or frame.t_first > end:
+                        continue
+                    raw = reader.decode(frame)
+                    try:
+                        decoded = [] if raw is None else decode_records(raw)
+                    except (ValueError, RecursionError):
+                        continue
+                    for record in decoded:
+                        try:
+                            row = row_from_dict(record)
+                        except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError):
+                            continue
+                        if start <= row.start <= end:
+                            rows.append(row)
+            finally:
+                reader.close()
+        rows.sort(key=lambda row: row.start)
+        return rows
 
     def summary(self) -> StoreSummary:
         """What the store holds; reads every frame header and checks every frame's crc (damage is counted)."""
