@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import os
 import socket
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -199,6 +200,7 @@ class Store:
         if header is None:
             header = self._any_header(warnings)
         records.sort(key=lambda item: (item[0], item[1]))
+        _as_carried(record for _, _, record in records if record.get("type") == "tick")
         lines = ((i + 1, dumps(record)[:-1].encode(), True) for i, (_, _, record) in enumerate(records))
         recording = RecordParser(self.directory, header).load_lines(lines)
         if dropped_activities:
@@ -378,23 +380,39 @@ def _time_of(record: dict[str, Any], fallback: float) -> float:
 
 
 def _self_contained(records: list[dict[str, Any]]) -> int:
-    """Every tick of a frame made to say each process's activity (null where none), so that ticks from several
-    chunks merged by time (after a clock went back) carry nothing from one another; returns the activities left
-    out as malformed."""
+    """Every tick of a frame made to hold its processes' activities whole (a frame writes each once, at its first
+    tick or where it changed), so that a span may start mid-frame and ticks of several chunks may be merged by
+    time; returns the activities left out as malformed."""
     carry = ActivityCarry()
     dropped = 0
     for record in records:
-        if record.get("type") != "tick":
-            continue
-        _, problems = carry.fill(record)
-        dropped += len(problems)
-        host = record.get("host")
-        processes = host.get("processes") if isinstance(host, dict) else None
-        if isinstance(processes, list):
-            for proc in processes:
-                if isinstance(proc, dict) and "activity" not in proc:
-                    proc["activity"] = None
+        if record.get("type") == "tick":
+            dropped += len(carry.fill(record)[1])
     return dropped
+
+
+def _as_carried(ticks: Iterable[dict[str, Any]]) -> None:
+    """Whole ticks (_self_contained), in the order the parser reads them, given an explicit `"activity": null`
+    where a process's activity ended: the parser carries an activity to the ticks that leave it out, and would
+    carry the ended one on. Every other tick reads as it is, with nothing to rewrite."""
+    carried: set[int] = set()
+    for tick in ticks:
+        host = tick.get("host")
+        processes = host.get("processes") if isinstance(host, dict) else None
+        if not isinstance(processes, list):
+            continue
+        present = set()
+        for proc in processes:
+            pid = proc.get("pid") if isinstance(proc, dict) else None
+            if not isinstance(pid, int):
+                continue
+            present.add(pid)
+            if proc.get("activity") is not None:
+                carried.add(pid)
+            elif pid in carried:
+                proc["activity"] = None
+                carried.discard(pid)
+        carried &= present
 
 
 def _bytes_under(directory: Path) -> int:
