@@ -69,13 +69,11 @@ def main() -> None:
         list(minute.ticks)
         seek_s = time.perf_counter() - started
     n = len(steps)
-    print(
-        f"{n} ticks of {args.gpus} GPUs (tour, with findings and verdicts); codec {codec.CODEC_NAMES[codec.preferred_codec()]}"
-    )
+    per_minute = minute_bytes / max(minutes, 1)
+    used = codec.CODEC_NAMES[codec.preferred_codec()]
+    print(f"{n} ticks of {args.gpus} GPUs (tour, with findings and verdicts); codec {used}")
     print(f"store, tick tier:   {ticks_bytes / n:8.0f} B/tick  {ticks_bytes / n * DAY / 1e6:6.1f} MB/day")
-    print(
-        f"store, minute tier: {minute_bytes / max(minutes, 1):8.0f} B/minute  {minute_bytes / max(minutes, 1) * 1440 / 1e6:6.2f} MB/day"
-    )
+    print(f"store, minute tier: {per_minute:8.0f} B/minute  {per_minute * 1440 / 1e6:6.2f} MB/day")
     print(f"--record .jsonl.gz: {gz_bytes / n:8.0f} B/tick  {gz_bytes / n * DAY / 1e6:6.1f} MB/day")
     print(f"writer CPU:         store {cpu / n * 1e3:6.2f} ms/tick   --record .gz {gz_cpu / n * 1e3:6.2f} ms/tick")
     print(f"read {n} ticks:      {read_s * 1e3:6.0f} ms   read 60 s mid-span: {seek_s * 1e3:5.1f} ms")

@@ -150,6 +150,7 @@ class StoreWriter:
         self.ticks_written = 0
         self.ticks_dropped = 0
         self.frames_lost = 0
+        self.events_dropped = 0  # findings, verdicts, marks the queue had no room for
         self.minutes_lost = 0
         self.chunks_pruned = 0
         self.warning: str | None = None
@@ -192,7 +193,7 @@ class StoreWriter:
 
     def flush(self) -> None:
         """End the open frame now and wait until it is written."""
-        self._enqueue(_Flush(), count=False)
+        self._enqueue(_Flush())
         self._queue.join()
 
     def close(self) -> None:
@@ -209,15 +210,17 @@ class StoreWriter:
             return
         self._thread.join(timeout=CLOSE_TIMEOUT_S)
 
-    def _enqueue(self, item: _Item, *, count: bool = True) -> None:
+    def _enqueue(self, item: _Item) -> None:
         if self._closed or self._stopped.is_set():
             return
         try:
             self._queue.put_nowait(item)
         except queue.Full:
-            if count:
-                self.ticks_dropped += isinstance(item, _Tick)
-                self.warning = f"history is falling behind the disk: {self.ticks_dropped} ticks dropped"
+            if isinstance(item, _Tick):
+                self.ticks_dropped += 1
+            elif isinstance(item, RecordedEvent):
+                self.events_dropped += 1
+            self.warning = f"history is falling behind the disk: {self.ticks_dropped} ticks dropped"
 
     # ---- the writer thread -------------------------------------------------------------------------------------
 
