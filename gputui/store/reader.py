@@ -146,17 +146,16 @@ class Store:
         return list_chunks(self._minutes_dir, MINUTE_NAME, DAY_S)
 
     def extent(self) -> tuple[float, float] | None:
-        """The first and last tick time held: from the frame headers of the earliest and the latest chunks."""
-        chunks = self._tick_chunks()
-        if not chunks:
-            return None
-        first = _span_of([c for c in chunks if c.start == chunks[0].start])
-        last = _span_of([c for c in chunks if c.start == chunks[-1].start])
+        """The first and last tick time held: from the frame headers of the earliest and the latest hours that hold
+        frames (every tick of a chunk lies in the hour its name gives)."""
+        hours: dict[float, list[ChunkFile]] = {}
+        for chunk in self._tick_chunks():
+            hours.setdefault(chunk.start, []).append(chunk)
+        order = sorted(hours)
+        first = next((span for span in (_span_of(hours[h]) for h in order) if span is not None), None)
+        last = next((span for span in (_span_of(hours[h]) for h in reversed(order)) if span is not None), None)
         if first is None or last is None:
-            spans = [s for s in (_span_of([c]) for c in chunks) if s is not None]
-            if not spans:
-                return None
-            return min(s[0] for s in spans), max(s[1] for s in spans)
+            return None
         return first[0], last[1]
 
     def read(self, start: float, end: float) -> Recording:

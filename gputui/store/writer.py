@@ -12,6 +12,7 @@ chunk cut back to its last whole frame, `warning` says so, and the next frame tr
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import queue
@@ -233,6 +234,8 @@ class StoreWriter:
                         break
                     if not self._stopped.is_set():
                         self._handle(item)
+                except Exception as exc:  # whatever it is ends the history, never the sampling
+                    self._stop(f"history stopped: {type(exc).__name__}: {exc}")
                 finally:
                     self._queue.task_done()
             if not self._stopped.is_set():
@@ -240,6 +243,8 @@ class StoreWriter:
                 self._minute_row(self._minutes.finish())
                 self._end_minute_frame()
                 self._prune()
+        except Exception as exc:
+            self._stop(f"history stopped: {type(exc).__name__}: {exc}")
         finally:
             self._finish()
 
@@ -357,7 +362,8 @@ class StoreWriter:
         """Retention, as a chunk closes: never the chunks open now."""
         open_names = {c.name for c in (self._chunk, self._minute_chunk) if c is not None and c.name is not None}
         if self._newest > -math.inf:
-            self.chunks_pruned += prune(self._directory, self.retention, self._newest, open_names)
+            with contextlib.suppress(OSError):  # the directory cannot be listed now: the next close tries again
+                self.chunks_pruned += prune(self._directory, self.retention, self._newest, open_names)
 
     def _pause(self, exc: OSError, ticks: int, seconds: float) -> None:
         self.frames_lost += 1

@@ -100,3 +100,18 @@ def test_a_store_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / "file").write_text("x")
     with pytest.raises(StoreError, match="cannot"):
         StoreWriter(tmp_path / "file", interval_s=1.0)
+
+
+def test_an_unexpected_error_in_the_writer_stops_the_history_and_never_hangs_its_callers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gputui.store import writer as writer_module
+
+    def broken(records: object) -> bytes:
+        raise ValueError("a record this encoder cannot hold")
+
+    monkeypatch.setattr(writer_module, "encode_records", broken)
+    writer = write_store(tmp_path, list(simulate("healthy", gpus=1, seconds=12)))  # flushes: returns, not hangs
+    assert writer.stopped and writer.warning == "history stopped: ValueError: a record this encoder cannot hold"
+    writer.close()
+    StoreWriter(tmp_path, interval_s=1.0).close()  # the lock was released
