@@ -113,7 +113,7 @@ class StoreDirectory:
         """DIR/STORE written anew (our format, and `extra`: what readers should know of this recorder), through a
         new file renamed over it: a reader sees the old file or the new, whole. Only the lock's holder calls it."""
         text = json.dumps({"format": STORE_FORMAT, "written_by": f"gputui {__version__}", **extra}) + "\n"
-        temporary = f".{STORE_FILE}.{os.getpid()}"
+        temporary = f".{STORE_FILE}.new"  # only the lock's holder writes it: one name, no leftovers
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary, dir_fd=self.fd)
         fd = self.create("", temporary)

@@ -74,6 +74,7 @@ class ChunkReader:
         self.file = file
         self.scan: ChunkScan = scan(file)
         self.damaged = self.scan.damaged  # grows as frames fail their crc or do not decode
+        self.unreadable = 0  # frames in a codec this Python lacks
         self._dictionaries: dict[int, codecs.Dictionary | None] = {}
 
     def header(self) -> dict[str, Any] | None:
@@ -107,6 +108,9 @@ class ChunkReader:
             if dict_ is None:
                 self.damaged += 1
                 return None
+        if frame.codec == codecs.CODEC_ZSTD and codecs.zstd is None:
+            self.unreadable += 1
+            return None
         try:
             return codecs.decompress(payload, frame.codec, dict_)
         except codecs.CodecError:
@@ -329,6 +333,12 @@ def _open_reader(chunk: ChunkFile, warnings: list[str], directory: Path) -> Chun
 
 def _chunk_header(reader: ChunkReader, warnings: list[str], directory: Path) -> RecordingHeader | None:
     data = reader.header()
+    if data is None and reader.unreadable:
+        warnings.append(
+            f"{directory}: skipped {reader.chunk.path.name}: its frames are zstd, which this Python lacks "
+            "(install backports.zstd)"
+        )
+        return None
     if data is None:
         warnings.append(f"{directory}: skipped {reader.chunk.path.name}: its header frame is damaged")
         return None
@@ -349,6 +359,11 @@ def _say_damage(reader: ChunkReader, warnings: list[str], directory: Path, *, ru
     if reader.damaged:
         many = "s" if reader.damaged > 1 else ""
         warnings.append(f"{directory}: skipped {reader.damaged} damaged frame{many} in {name} (about 10 s each)")
+    if reader.unreadable:
+        warnings.append(
+            f"{directory}: skipped {reader.unreadable} frames of {name}: they are zstd, which this Python lacks "
+            "(install backports.zstd)"
+        )
     if reader.scan.torn_tail and not (running_chunk and recorder_pid(directory) is not None):
         warnings.append(
             f"{directory}: {name} ends in a frame cut short, as when the recorder is killed mid-write; "

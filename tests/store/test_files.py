@@ -115,3 +115,14 @@ def test_an_unexpected_error_in_the_writer_stops_the_history_and_never_hangs_its
     assert writer.stopped and writer.warning == "history stopped: ValueError: a record this encoder cannot hold"
     writer.close()
     StoreWriter(tmp_path, interval_s=1.0).close()  # the lock was released
+
+
+def test_zstd_frames_where_this_python_lacks_zstd_are_said_not_damaged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_store(tmp_path, list(simulate("healthy", gpus=1, seconds=25))).close()
+    monkeypatch.setattr(codec, "zstd", None)
+    read = Store(tmp_path).read(T0, T0 + 100)
+    assert len(read.ticks) == 0
+    assert any("frames are zstd, which this Python lacks" in w for w in read.warnings), read.warnings
+    assert not any("damaged" in w for w in read.warnings)
