@@ -110,7 +110,6 @@ class StoreWriter:
         self._ticks_per_frame = max(1, math.ceil(FRAME_SECONDS / interval_s - 1e-9))
         self._directory = StoreDirectory(self.path, shared=shared)
         try:
-            read_store(self.path, self._directory.fd)  # NewerStore before the lock is touched
             self._lock = StoreLock(self.path, self._directory.fd, self._directory.file_mode)
             try:
                 read_store(self.path, self._directory.fd)  # again: a newer recorder may have written it since

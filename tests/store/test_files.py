@@ -126,3 +126,10 @@ def test_zstd_frames_where_this_python_lacks_zstd_are_said_not_damaged(
     assert len(read.ticks) == 0
     assert any("frames are zstd, which this Python lacks" in w for w in read.warnings), read.warnings
     assert not any("damaged" in w for w in read.warnings)
+
+
+def test_a_directory_of_other_files_is_not_made_a_store(tmp_path: Path) -> None:
+    (tmp_path / "thesis.tex").write_text("precious")
+    with pytest.raises(StoreError, match=r"is not a gputui history store \(no STORE file\) and holds other files"):
+        StoreWriter(tmp_path, interval_s=1.0)
+    assert [p.name for p in tmp_path.iterdir()] == ["thesis.tex"]
