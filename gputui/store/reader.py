@@ -8,11 +8,12 @@ Recording's warnings.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import socket
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -25,7 +26,7 @@ from gputui.record.format import (
     header_from_dict,
     loads,
 )
-from gputui.record.reader import Recording, RecordParser
+from gputui.record.reader import NumberedLine, Recording, RecordParser
 from gputui.store import codec as codecs
 from gputui.store.chunk import (
     FLAG_DICT,
@@ -164,54 +165,72 @@ class Store:
 
     def read(self, start: float, end: float) -> Recording:
         """The ticks and events with start <= t <= end, as a Recording (path = the directory), parsed by the same
-        code as a recording file; what was damaged is skipped and said in `warnings`."""
+        code as a recording file; what was damaged is skipped and said in `warnings`.
+
+        Only the chunks of the span's hours are opened, and of them only the frames that overlap it are decoded.
+        The records are handed to the parser an hour at a time: every tick of a chunk lies in the hour its name
+        gives, so only chunks of one hour (a clock that went back within it) need merging by time."""
         warnings: list[str] = []
+        problems = _SpanProblems()
+        all_chunks = self._tick_chunks()
+        newest = all_chunks[-1:]
+        plan: list[tuple[ChunkFile, list[FrameInfo]]] = []
         header: RecordingHeader | None = None
-        records: list[tuple[float, int, dict[str, Any]]] = []
-        chunks = [c for c in self._tick_chunks() if c.start <= end and c.end > start]
-        newest = self._tick_chunks()[-1:] if chunks else []
-        dropped_activities = 0
-        for chunk in chunks:
+        for chunk in (c for c in all_chunks if c.start <= end and c.end > start):
             reader = _open_reader(chunk, warnings, self.directory)
             if reader is None:
                 continue
             try:
                 frames = [f for f in reader.frames(KIND_TICKS) if f.t_last >= start and f.t_first <= end]
-                if not frames:
-                    continue
-                chunk_header = _chunk_header(reader, warnings, self.directory)
-                if chunk_header is None:
-                    continue
-                header = header or chunk_header
-                for frame in frames:
-                    raw = reader.decode(frame)
-                    if raw is None:
-                        continue
-                    try:
-                        decoded = decode_records(raw)
-                    except (ValueError, RecursionError):
-                        reader.damaged += 1
-                        continue
-                    dropped_activities += _self_contained(decoded)
-                    for record in decoded:
-                        t = _time_of(record, frame.t_first)
-                        if start <= t <= end:
-                            records.append((t, len(records), record))
-                _say_damage(reader, warnings, self.directory, running_chunk=chunk in newest)
+                chunk_header = _chunk_header(reader, warnings, self.directory) if frames else None
+                if chunk_header is not None:
+                    header = header or chunk_header
+                    plan.append((chunk, frames))
+                problems.count(chunk, reader.damaged)
+                _say_damage(reader, warnings, self.directory, running_chunk=chunk in newest, damage=False)
             finally:
                 reader.close()
-        if header is None:
-            header = self._any_header(warnings)
-        records.sort(key=lambda item: (item[0], item[1]))
-        _as_carried(record for _, _, record in records if record.get("type") == "tick")
-        lines = ((i + 1, dumps(record)[:-1].encode(), True) for i, (_, _, record) in enumerate(records))
-        recording = RecordParser(self.directory, header).load_lines(lines)
-        if dropped_activities:
-            warnings.append(f"{self.directory}: left out {dropped_activities} malformed activities")
+        lines = self._span_lines(plan, start, end, problems)
+        recording = RecordParser(self.directory, header or self._any_header()).load_lines(lines)
+        warnings += [_damage_sentence(self.directory, name, n) for name, n in problems.damaged.items() if n]
+        if problems.activities:
+            warnings.append(f"{self.directory}: left out {problems.activities} malformed activities")
         recording.warnings = warnings + recording.warnings
         return recording
 
-    def _any_header(self, warnings: list[str]) -> RecordingHeader:
+    def _span_lines(
+        self, plan: list[tuple[ChunkFile, list[FrameInfo]]], start: float, end: float, problems: _SpanProblems
+    ) -> Iterator[NumberedLine]:
+        """The span's records as lines, in time order, an hour's chunks at a time."""
+        carried = _Carried()
+        number = 0
+        for _, group in itertools.groupby(plan, key=lambda item: item[0].start):
+            records: list[tuple[float, int, dict[str, Any]]] = []
+            for chunk, frames in group:
+                file = open_chunk(chunk.path)
+                if file is None:  # deleted by retention since
+                    continue
+                reader = ChunkReader(chunk, file)
+                try:
+                    for frame in frames:
+                        decoded = _decoded(reader, frame)
+                        if decoded is None:
+                            continue
+                        problems.activities += _self_contained(decoded)
+                        for record in decoded:
+                            t = _time_of(record, frame.t_first)
+                            if start <= t <= end:
+                                records.append((t, len(records), record))
+                    problems.count(chunk, reader.damaged - reader.scan.damaged)
+                finally:
+                    reader.close()
+            records.sort(key=lambda item: (item[0], item[1]))
+            for _, _, record in records:
+                carried.mark_ended(record)
+                number += 1
+                yield number, dumps(record)[:-1].encode(), True
+
+    def _any_header(self) -> RecordingHeader:
         """The header of the newest readable chunk, for a span that holds nothing; a placeholder for a store that
         holds no chunk at all."""
         for chunk in reversed(self._tick_chunks()):
@@ -354,11 +373,18 @@ def _chunk_header(reader: ChunkReader, warnings: list[str], directory: Path) -> 
         return None
 
 
-def _say_damage(reader: ChunkReader, warnings: list[str], directory: Path, *, running_chunk: bool) -> None:
+def _damage_sentence(directory: Path, name: str, damaged: int) -> str:
+    return f"{directory}: skipped {damaged} damaged frame{'s' if damaged > 1 else ''} in {name} (about 10 s each)"
+
+
+def _say_damage(
+    reader: ChunkReader, warnings: list[str], directory: Path, *, running_chunk: bool, damage: bool = True
+) -> None:
+    """What reading the chunk stepped around, a sentence each: damaged frames (where `damage`), frames in a codec
+    this Python lacks, a torn tail (not in the newest chunk while a recorder writes it: a frame being written)."""
     name = reader.chunk.path.name
-    if reader.damaged:
-        many = "s" if reader.damaged > 1 else ""
-        warnings.append(f"{directory}: skipped {reader.damaged} damaged frame{many} in {name} (about 10 s each)")
+    if damage and reader.damaged:
+        warnings.append(_damage_sentence(directory, name, reader.damaged))
     if reader.unreadable:
         warnings.append(
             f"{directory}: skipped {reader.unreadable} frames of {name}: they are zstd, which this Python lacks "
@@ -405,16 +431,19 @@ def _self_contained(records: list[dict[str, Any]]) -> int:
     return dropped
 
 
-def _as_carried(ticks: Iterable[dict[str, Any]]) -> None:
-    """Whole ticks (_self_contained), in the order the parser reads them, given an explicit `"activity": null`
-    where a process's activity ended: the parser carries an activity to the ticks that leave it out, and would
-    carry the ended one on. Every other tick reads as it is, with nothing to rewrite."""
-    carried: set[int] = set()
-    for tick in ticks:
-        host = tick.get("host")
+class _Carried:
+    """The parser carries a process's activity to the ticks that leave it out: fed whole ticks (_self_contained)
+    in the order the parser reads them, this puts an explicit `"activity": null` where a process's activity ended,
+    so the ended one is not carried on. Every other tick reads as it is, with nothing for the parser to rewrite."""
+
+    def __init__(self) -> None:
+        self._carried: set[int] = set()
+
+    def mark_ended(self, record: dict[str, Any]) -> None:
+        host = record.get("host") if record.get("type") == "tick" else None
         processes = host.get("processes") if isinstance(host, dict) else None
         if not isinstance(processes, list):
-            continue
+            return
         present = set()
         for proc in processes:
             pid = proc.get("pid") if isinstance(proc, dict) else None
@@ -422,11 +451,31 @@ def _as_carried(ticks: Iterable[dict[str, Any]]) -> None:
                 continue
             present.add(pid)
             if proc.get("activity") is not None:
-                carried.add(pid)
-            elif pid in carried:
+                self._carried.add(pid)
+            elif pid in self._carried:
                 proc["activity"] = None
-                carried.discard(pid)
-        carried &= present
+                self._carried.discard(pid)
+        self._carried &= present
+
+
+@dataclass
+class _SpanProblems:
+    damaged: dict[str, int] = field(default_factory=dict)  # chunk name -> frames damaged (crc, decoding, header)
+    activities: int = 0  # malformed activities left out
+
+    def count(self, chunk: ChunkFile, damaged: int) -> None:
+        self.damaged[chunk.path.name] = self.damaged.get(chunk.path.name, 0) + damaged
+
+
+def _decoded(reader: ChunkReader, frame: FrameInfo) -> list[dict[str, Any]] | None:
+    raw = reader.decode(frame)
+    if raw is None:
+        return None
+    try:
+        return decode_records(raw)
+    except (ValueError, RecursionError):
+        reader.damaged += 1
+        return None
 
 
 def _bytes_under(directory: Path) -> int:
