@@ -37,19 +37,21 @@ def list_chunks(directory: Path, pattern: re.Pattern[str], period: float) -> lis
         names = os.listdir(directory)
     except OSError:
         return []
-    found = []
-    for name in names:
-        match = pattern.match(name)
-        if match is None:
-            continue
-        fmt = "%Y%m%dT%H" if period == HOUR_S else "%Y%m%d"
-        try:
-            start = float(calendar.timegm(time.strptime(match.group(1), fmt)))
-        except ValueError:
-            continue
-        found.append(ChunkFile(directory / name, start, period, int(match.group(2) or 0)))
+    found = [chunk for name in names if (chunk := chunk_named(directory, name, pattern, period)) is not None]
     found.sort(key=lambda c: (c.start, c.n))
     return found
+
+
+def chunk_named(directory: Path, name: str, pattern: re.Pattern[str], period: float) -> ChunkFile | None:
+    """The chunk `name` names; None for a name that is not a chunk's."""
+    match = pattern.match(name)
+    if match is None:
+        return None
+    try:
+        start = float(calendar.timegm(time.strptime(match.group(1), "%Y%m%dT%H" if period == HOUR_S else "%Y%m%d")))
+    except ValueError:
+        return None
+    return ChunkFile(directory / name, start, period, int(match.group(2) or 0))
 
 
 def open_chunk(path: Path) -> BinaryIO | None:
