@@ -4,7 +4,8 @@ The same command runs again as a child in a session of its own (no terminal to l
 stderr appended to DIR/recorder.log). The child writes DIR/recorder.pid once it holds the store's lock and has
 taken its first reading, and removes it when it stops cleanly; the parent waits for that file to name the child
 (bounded), so that it returns 0 only once the history is being kept, or the child's exit status and its log's last
-lines when it could not start (another recorder holds the store: the sentence names its PID).
+lines when it could not start. A store another recorder holds (the sentence names its PID), a newer one, or a
+directory that is no store is refused before anything starts.
 
 The store's directory is the recorder's own (created 0700, 0755 with --shared): the log and the pid file are
 created there without following a link, and a log that is not a regular file of ours is refused.
@@ -34,8 +35,17 @@ SHARED_MODE = 0o644
 
 def detach(directory: Path, argv: list[str], *, shared: bool) -> int:
     """Start `gputui <argv>` as the detached recorder of `directory`, and wait until it records or has ended."""
+    from gputui.store.errors import StoreError
+    from gputui.store.writer import StoreWriter
+
     try:
-        directory.mkdir(mode=0o755 if shared else 0o700, parents=True, exist_ok=True)
+        # The store made (or checked) and its lock taken for a moment, here: another recorder, a newer store or a
+        # directory that is no store is said before anything starts, and the log then lies in a store.
+        StoreWriter(directory, interval_s=1.0, shared=shared).close()
+    except StoreError as exc:
+        print(f"gputui: error: {exc}", file=sys.stderr)
+        return 2
+    try:
         log = open_log(directory / LOG_FILE, shared=shared)
     except OSError as exc:
         print(f"gputui: error: cannot keep the recorder's log in {directory}: {exc.strerror or exc}", file=sys.stderr)

@@ -23,6 +23,7 @@ from gputui.commands.detach import LOG_FILE, PID_FILE, read_pid
 from gputui.session import builder
 from gputui.sources.base import SourceUnavailable
 from gputui.store.reader import Store
+from gputui.store.writer import StoreWriter
 from tests.agent.published import until
 
 RECORD = [sys.executable, "-m", "gputui", "record", "--demo", "thermal", "--gpus", "0,1", "--interval", "0.25"]
@@ -223,7 +224,7 @@ def test_a_log_planted_as_a_link_is_refused_before_anything_starts(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     store = tmp_path / "history"
-    store.mkdir(mode=0o700)
+    StoreWriter(store, interval_s=1.0).close()  # a store, made by a recorder that ran before
     target = tmp_path / "elsewhere"
     target.write_text("theirs\n")
     (store / LOG_FILE).symlink_to(target)
