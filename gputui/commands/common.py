@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from gputui.record.reader import Recording
     from gputui.session.source_choice import SourceChoice
     from gputui.sources.prometheus.client import PrometheusClient
+    from gputui.store.reader import Store
 
 EXIT_OK = 0
 EXIT_WARNINGS = 1
@@ -161,8 +162,7 @@ def _file(path: Path) -> Recording:
 
 
 def _history(args: argparse.Namespace, span: Span | None) -> Recording:
-    """The store's recording over the span asked; StoreError: none there (how to start one), a newer one, nothing
-    in the span (what it holds)."""
+    """The store's recording over the span asked (StoreError: see read_history)."""
     import time
 
     from gputui.store.errors import StoreError
@@ -174,16 +174,24 @@ def _history(args: argparse.Namespace, span: Span | None) -> Recording:
         raise StoreError(f"{store.directory} holds no readings yet: a recorder writes its first within seconds")
     now = time.time()
     start, end = span(args, extent) if span is not None else (now - DEFAULT_HISTORY_S, max(now, extent[1]))
+    return read_history(store, start, end)
+
+
+def read_history(store: Store, start: float, end: float) -> Recording:
+    """The store's readings from `start` to `end`, its damaged frames in `warnings` (the caller says them);
+    StoreError: a span that ends before it starts, or holds nothing (then said with what the store does hold, and
+    the warnings that may say why)."""
+    from gputui.store.errors import StoreError
+
     if start >= end:
         raise StoreError(f"the span asked ends before it starts: from {clock(start)} to {clock(end)}")
     recording = store.read(start, end)
     if not recording.ticks:
-        for warning in recording.warnings:  # damaged frames, said whatever the span held
+        for warning in recording.warnings:
             print(f"gputui: warning: {warning}", file=sys.stderr)
-        raise StoreError(
-            f"{store.directory} holds nothing from {clock(start)} to {clock(end)}: it holds {clock(extent[0])} to "
-            f"{clock(extent[1])}"
-        )
+        extent = store.extent()
+        held = "nothing yet" if extent is None else f"{clock(extent[0])} to {clock(extent[1])}"
+        raise StoreError(f"{store.directory} holds nothing from {clock(start)} to {clock(end)}: it holds {held}")
     return recording
 
 

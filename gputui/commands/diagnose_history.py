@@ -33,17 +33,10 @@ class FromHistory:
 def read_span(directory: Path, start: float, end: float) -> tuple[Recording, FromHistory]:
     """The store's readings from `start` to `end` (its damaged frames said on stderr); StoreError: no store (how to
     start one), a newer one, or nothing in the span (what the store holds)."""
-    from gputui.store.errors import StoreError
     from gputui.store.reader import Store
 
     store = Store(directory)
-    recording = store.read(start, end)
+    recording = common.read_history(store, start, end)
     for warning in recording.warnings:
         print(f"gputui: warning: {warning}", file=sys.stderr)
-    if not recording.ticks:
-        extent = store.extent()
-        held = "nothing yet" if extent is None else f"{common.clock(extent[0])} to {common.clock(extent[1])}"
-        raise StoreError(
-            f"{store.directory} holds nothing from {common.clock(start)} to {common.clock(end)}: it holds {held}"
-        )
     return recording, FromHistory(store.directory, start, end, len(recording.ticks))

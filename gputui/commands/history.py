@@ -227,25 +227,13 @@ def _in_order(recording: Recording) -> Iterator[Snapshot | tuple[RecordedEvent]]
 
 
 def export_span(args: argparse.Namespace) -> int:
-    from gputui.store.errors import StoreError
     from gputui.store.reader import Store
 
     end = args.to if args.to is not None else time.time()
     start = args.from_ if args.from_ is not None else end - common.DEFAULT_HISTORY_S
-    if start >= end:
-        return common.usage_error(
-            f"--from must be before --to: {common.clock(start)} is not before {common.clock(end)}"
-        )
-    store = Store(common.store_dir(args))
-    recording = store.read(start, end)
+    recording = common.read_history(Store(common.store_dir(args)), start, end)
     for warning in recording.warnings:
         print(f"gputui: warning: {warning}", file=sys.stderr)
-    if not recording.ticks:
-        extent = store.extent()
-        held = "nothing yet" if extent is None else f"{common.clock(extent[0])} to {common.clock(extent[1])}"
-        raise StoreError(
-            f"{store.directory} holds nothing from {common.clock(start)} to {common.clock(end)}: it holds {held}"
-        )
     written = _write_csv(recording, args.export, args.force) if args.csv else _write_jsonl(recording, args)
     print(f"gputui: wrote {written} readings to {args.export}", file=sys.stderr)
     return common.EXIT_OK
