@@ -41,7 +41,16 @@ from gputui.store.chunk import (
 from gputui.store.columns import decode_records
 from gputui.store.directory import MINUTES_DIR, TICKS_DIR, read_store
 from gputui.store.errors import NoStore
-from gputui.store.files import DAY_S, HOUR_S, MINUTE_NAME, TICK_NAME, ChunkFile, list_chunks, open_chunk
+from gputui.store.files import (
+    DAY_S,
+    HOUR_S,
+    MAX_CHUNK_BYTES,
+    MINUTE_NAME,
+    TICK_NAME,
+    ChunkFile,
+    list_chunks,
+    open_chunk,
+)
 from gputui.store.lock import recorder_pid
 from gputui.store.minutes import MinuteRow, row_from_dict
 from gputui.store.retention import Retention, retention_from
@@ -338,6 +347,14 @@ class Store:
 def _open_reader(chunk: ChunkFile, warnings: list[str], directory: Path) -> ChunkReader | None:
     file = open_chunk(chunk.path)
     if file is None:
+        return None
+    size = os.fstat(file.fileno()).st_size
+    if size > MAX_CHUNK_BYTES:
+        file.close()
+        warnings.append(
+            f"{directory}: skipped {chunk.path.name}: {size >> 20} MiB, more than any chunk gputui writes "
+            f"({MAX_CHUNK_BYTES >> 20} MiB at most)"
+        )
         return None
     reader = ChunkReader(chunk, file)
     if reader.scan.newer is not None:
