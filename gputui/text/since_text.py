@@ -36,6 +36,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "covered": " (recorded {recorded} of {span})",
         "nothing": "since {since}: nothing recorded (no verdict or finding in {recorded} of history)",
         "no_recorder": "no recorder ran since {since}: no history of that time (`gputui record` keeps it)",
+        "no_summary": "since {since}: ticks recorded, but no per-minute summary of them to sum up here",
         "hours": "{h} h {m} min",
         "hours.even": "{h} h",
         "minutes": "{m} min",
@@ -50,6 +51,7 @@ TEXTS: Mapping[str, Mapping[str, str]] = {
         "covered": "（{span} 中记录了 {recorded}）",
         "nothing": "自 {since} 起：没有记录到结论或问题（共 {recorded} 的历史）",
         "no_recorder": "自 {since} 起没有记录器运行：没有那段时间的历史（`gputui record` 会记录）",
+        "no_summary": "自 {since} 起：有逐秒记录，但没有可汇总的逐分钟摘要",
         "hours": "{h} 小时 {m} 分钟",
         "hours.even": "{h} 小时",
         "minutes": "{m} 分钟",
@@ -76,7 +78,7 @@ def _t(key: str, lang: str, **params: object) -> str:
 
 def duration_words(seconds: float, lang: str = "en") -> str:
     """'2 h 10 min', '12 min', '<1 min': to the minute, as a night's figures are read."""
-    minutes = int(round(seconds / MINUTE_S))
+    minutes = round(seconds / MINUTE_S)
     if minutes < 1:
         return _t("under_minute", lang)
     hours, minutes = divmod(minutes, 60)
@@ -115,14 +117,17 @@ def _summed(rows: Iterable[Mapping[tuple[str, tuple[int, ...]], float]]) -> dict
     return out
 
 
-def since_line(rows: Iterable[MinuteSeconds], since: float, now: float, lang: str = "en") -> str:
+def since_line(
+    rows: Iterable[MinuteSeconds], since: float, now: float, lang: str = "en", *, ticks_held: bool = False
+) -> str:
     """The one line: the few largest verdict classes and findings since `since`, each with its GPUs; or that no
-    recorder ran, or that nothing was recorded. `rows` are the minutes from `since` to `now`."""
+    recorder ran, or that nothing was recorded. `rows` are the minutes from `since` to `now`; `ticks_held`: the
+    tick tier holds ticks of that time (no minute rows then is no summary, not no recorder)."""
     rows = list(rows)
     clock = since_clock(since, now)
     recorded_s = sum(MINUTE_S for row in rows if row.ticks > 0)
     if not recorded_s:
-        return _t("no_recorder", lang, since=clock)
+        return _t("no_summary" if ticks_held else "no_recorder", lang, since=clock)
     verdicts = _summed(row.verdict_s for row in rows)
     findings = _summed(row.finding_s for row in rows)
     items = [(s, class_name(cls, lang), gpus) for (cls, gpus), s in verdicts.items() if cls != UNKNOWN_CLASS]

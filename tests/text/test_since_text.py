@@ -66,6 +66,11 @@ def test_no_minutes_says_no_recorder_ran() -> None:
     assert since_line([Row(SINCE, ticks=0)], SINCE, SINCE + 60).startswith("no recorder ran since 22:14")
 
 
+def test_ticks_without_minutes_are_no_summary_not_no_recorder() -> None:
+    line = since_line([], SINCE, SINCE + 60, ticks_held=True)
+    assert line == "since 22:14: ticks recorded, but no per-minute summary of them to sum up here"
+
+
 def test_minutes_without_a_verdict_say_nothing_was_recorded_never_healthy() -> None:
     line = since_line(night(30, verdict_s={("unknown", (0,)): 60.0}), SINCE, SINCE + 1800)
     assert line == "since 22:14: nothing recorded (no verdict or finding in 30 min of history)"

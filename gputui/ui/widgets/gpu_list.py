@@ -59,6 +59,14 @@ class GpuList(LineView):
             self.cursor = held[0] if held else self.cursor
         return changed
 
+    def show_samples(self, snapshot: Snapshot) -> None:
+        """Show each GPU's reading of `snapshot` (a past tick walked back to) without adding it to the history:
+        the sparklines stay the timeline it sits on."""
+        samples = {sample.index: sample for sample in snapshot.gpus}
+        for panel in self.panels:
+            panel.sample = samples.get(panel.gpu_index)
+        self.redraw()
+
     @property
     def instance_rows(self) -> int:
         """The rows the MIG instances take under their GPUs when not folded."""
