@@ -8,6 +8,7 @@ root, and a $HOME or $XDG_STATE_HOME kept by `sudo -E` may lead into a directory
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -70,10 +71,8 @@ def since_when(store: Path, now: float, path: Path | None = None) -> float:
 def _own_directory(directory: Path) -> int:
     """The directory opened without following a link, created (0700) where missing; it must be the user's."""
     directory.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    try:
+    with contextlib.suppress(FileExistsError):
         os.mkdir(directory, 0o700)
-    except FileExistsError:
-        pass
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
     info = os.fstat(fd)
     if info.st_uid != os.geteuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
@@ -95,10 +94,8 @@ def remember(store: Path, t: float, path: Path | None = None) -> str | None:
     except OSError as exc:
         return f"cannot note when you last looked ({path.parent}): {exc.strerror or exc}"
     try:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary, dir_fd=directory)  # left by a process of this PID that died mid-write
-        except FileNotFoundError:
-            pass
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         fd = os.open(temporary, flags, 0o600, dir_fd=directory)
         try:
