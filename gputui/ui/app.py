@@ -108,7 +108,8 @@ ACTIVITY_OFF = "stack sampling is off in this session (config [stacks] enabled =
 # act on what the screen does not show.
 PAST_SIGNAL_REFUSAL = "no signals from the past: the table shows the processes as they were then (p: back to live)"
 PAST_ACTIVITY_REFUSAL = "no stacks from the past: the table shows the processes as they were then (p: back to live)"
-WALK_HINT = "← → walk back while paused (p); g jumps to a time"
+WALK_HINT = "paused: ← → walk back, [ ] by a minute, g: jump to a time, p: live"
+WALK_HINT_RING = "paused: ← → walk back through this session, [ ] by a minute, p: live"
 NO_PAST_IN_REPLAY = "a replay walks with its own keys: ← → seek, [ ] by a minute"
 
 
@@ -183,6 +184,7 @@ class GpuTuiApp(RecordReplayApp):
         self.walk: Walk | None = None  # the past tick the panels show while paused; None: now
         self.past_tick: Tick | None = None  # that tick, judged again (its findings and verdict)
         self._history_started = False
+        self._walk_hinted = False
         # Live, the engine that judges every tick (probe results join it); a replay's seek starts its own anew.
         self.engine = session.engine
         # The views' colours, judged by the thresholds this engine's rules use (the config file's overrides too).
@@ -363,9 +365,12 @@ class GpuTuiApp(RecordReplayApp):
     # -- walking back --------------------------------------------------------------------------------------
 
     def action_toggle_pause(self) -> None:
-        """Un-pausing returns to live from wherever the walk was."""
+        """Un-pausing returns to live from wherever the walk was; the first pause says how to walk back."""
         if self.paused:
             self._leave_past()
+        elif not self._walk_hinted:
+            self._walk_hinted = True
+            self._say(WALK_HINT if self.store is not None else WALK_HINT_RING)
         super().action_toggle_pause()
 
     def action_past_live(self) -> None:
@@ -548,8 +553,10 @@ class GpuTuiApp(RecordReplayApp):
     # -- drawing -----------------------------------------------------------------------------------------
 
     def _header_state(self) -> HeaderState:
-        # Counted as the pane lists them: a finding alike on eight GPUs is one thing to fix, not eight.
-        rows = {row_key(f): f.severity for f in (self.latest.active if self.latest is not None else ())}
+        # Counted as the pane lists them: a finding alike on eight GPUs is one thing to fix, not eight. Walking the
+        # past, the counts and the verdict are the past tick's, as the pane's findings are.
+        shown = self.past_tick if self.past_tick is not None and self.paused else self.latest
+        rows = {row_key(f): f.severity for f in (shown.active if shown is not None else ())}
         return HeaderState(
             critical=sum(1 for severity in rows.values() if severity == Severity.CRITICAL),
             warnings=sum(1 for severity in rows.values() if severity == Severity.WARNING),
@@ -563,7 +570,7 @@ class GpuTuiApp(RecordReplayApp):
             error=self._error,
             recording=self.recording_badge,
             replay=self.replay_position,
-            verdict=self.latest.verdict if self.latest is not None else None,
+            verdict=shown.verdict if shown is not None else None,
             replay_notes=self.replay_notes,
             past=None if self.walk is None else f"PAST {self._clock_of(self.walk.at)} — space/p: live",
         )

@@ -31,13 +31,13 @@ from gputui.ui.screens.mark import MarkScreen
 SEEK_KEYS = Binding.Group("Seek")
 SPEED_KEYS = Binding.Group("Speed")
 # Live and paused, the same keys walk back through the history the monitor holds; space (or p) goes live again.
-PAST_GROUP = Binding.Group("Past")
+# Out of the footer, which has no room for them at 80 columns: the first pause says them, the header while walking.
 PAST_KEYS: tuple[Binding, ...] = (
-    Binding("left", "past_step(-10)", "-10s", key_display="←", priority=True, group=PAST_GROUP),
-    Binding("right", "past_step(10)", "+10s", key_display="→", priority=True, group=PAST_GROUP),
+    Binding("left", "past_step(-10)", "-10s", key_display="←", priority=True, show=False),
+    Binding("right", "past_step(10)", "+10s", key_display="→", priority=True, show=False),
     Binding("left_square_bracket", "past_step(-60)", "-1m", key_display="[", priority=True, show=False),
     Binding("right_square_bracket", "past_step(60)", "+1m", key_display="]", priority=True, show=False),
-    Binding("space", "past_live", "Live", key_display="space", priority=True),
+    Binding("space", "past_live", "Live", key_display="space", priority=True, show=False),
 )
 
 

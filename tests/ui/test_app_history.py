@@ -14,7 +14,7 @@ import pytest
 from gputui.record.reader import Recording
 from gputui.session.past import NO_HISTORY
 from gputui.sources.sim.source import SimulatedSource
-from gputui.store.reader import Store
+from gputui.store.reader import MinuteRow, Store
 from gputui.ui.app import PAST_SIGNAL_REFUSAL, GpuTuiApp
 from gputui.ui.screens.goto import GotoScreen
 from tests.store.storedata import T0, simulate, write_store
@@ -202,3 +202,39 @@ async def test_g_at_a_time_the_store_does_not_hold_says_what_it_holds(
         await pilot.press(*"2d ago", "enter")
         await until(lambda: any("holds nothing near" in n.text for n in app.notices.rows()), pilot)
         assert app.walk is None and not app.paused
+
+
+def minute_rows(start: float) -> list[MinuteRow]:
+    """Two hours of a night as the minute tier sums it (the tier's own tests are the store's): input-bound on both
+    GPUs throughout, GPU 1 throttled by heat for its first 12 minutes."""
+    return [
+        MinuteRow(
+            start=start + 60 * m,
+            ticks=60,
+            verdict_s={("input_bound", (0, 1)): 60.0},
+            finding_s={("thermal_throttle", (1,)): 60.0} if m < 12 else {},
+            gpus={},
+            host={},
+        )
+        for m in range(130)
+    ]
+
+
+@pytest.mark.parametrize("size", [(120, 40), (80, 24)])
+def test_the_since_line_then_a_past_frame(
+    snap_compare: Any, clock: Clock, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, size: tuple[int, int]
+) -> None:
+    """The since line under the header; then, paused and walked back into the store, its newest tick: PAST in the
+    header, that tick's readings in the panels and its findings in the pane."""
+    monkeypatch.setattr(Store, "minutes", lambda self, start, end: minute_rows(start))
+    app = history_app(clock, store, tmp_path)
+
+    async def before(pilot: Any) -> None:
+        await run_ticks(app, clock, 5)
+        await until(lambda: app.since is not None, pilot)
+        assert app.since is not None and "Input-bound 2 h 10 min on GPUs 0-1, heat 12 min on GPU 1" in app.since
+        await pilot.press("p", "left", "left")
+        await until(lambda: app.past_tick is not None and app.past_tick.snapshot.timestamp == T0 + STORED_S - 1, pilot)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=before)
