@@ -11,7 +11,8 @@ the store at a jump.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import overload
@@ -20,6 +21,7 @@ from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.tick import Tick, tick_of
 from gputui.model import Snapshot, SystemInfo
+from gputui.record.reader import TickStore
 from gputui.store.errors import NoStore, StoreError
 from gputui.store.reader import MinuteRow, Store
 
@@ -32,12 +34,16 @@ JUMP_SPAN_S = 600.0
 NO_HISTORY = "no history: start `gputui record` (README: Always on)"
 
 
+# One reading of each GPU's utilization at a time: what a sparkline is built from.
+UtilPoint = tuple[float, Mapping[int, float | None]]
+
+
 @dataclass(frozen=True, slots=True)
 class Recent:
     """The last hour as the store holds it, and the minutes since the user last looked (the since line's);
     `note` says why the charts leave the hour out."""
 
-    ticks: Sequence[Snapshot]  # oldest first, compact (record.reader.TickStore): an hour of 8 GPUs is a few MB
+    ticks: TickStore  # oldest first, compact (lines kept compressed): an hour of 8 GPUs is a few MB
     minutes: Sequence[MinuteRow]
     ticks_since: bool  # the tick tier holds ticks from the since line's start on
     warnings: tuple[str, ...] = ()
@@ -74,7 +80,27 @@ def load_recent(directory: Path, now: float, since: float, live: SystemInfo, spa
     return Recent(recording.ticks, minutes, ticks_since, tuple(recording.warnings), note)
 
 
-def read_around(directory: Path, t: float, span_s: float = JUMP_SPAN_S) -> Sequence[Snapshot]:
+def chart_tail(ticks: TickStore, after: float, before: float, keep: int) -> tuple[list[Snapshot], list[UtilPoint]]:
+    """What the charts take of the past: the newest `keep` ticks from `after` to before `before` whole (the
+    history's), and each GPU's utilization at every tick of that span (the sparklines'). Decoded one at a time,
+    so that only `keep` snapshots are ever held: an hour of 8 GPUs whole would be a hundred MB."""
+    first = bisect.bisect_left(ticks.timestamps, after)
+    last = bisect.bisect_left(ticks.timestamps, before)
+    kept: deque[Snapshot] = deque(maxlen=keep)
+    points: list[UtilPoint] = []
+    for index in range(first, last):
+        snapshot = ticks[index]
+        kept.append(snapshot)
+        points.append((snapshot.timestamp, util_of(snapshot)))
+    return list(kept), points
+
+
+def util_of(snapshot: Snapshot) -> Mapping[int, float | None]:
+    """Each GPU's utilization as its panel's sparkline takes it (a lost GPU: a gap)."""
+    return {g.index: None if g.lost else g.utilization_gpu_pct for g in snapshot.gpus}
+
+
+def read_around(directory: Path, t: float, span_s: float = JUMP_SPAN_S) -> TickStore:
     """The ticks held from `t - span_s` to `t + span_s`, oldest first (none: the caller says what is held)."""
     store = open_store(directory)
     if store is None:
@@ -95,12 +121,13 @@ class Timeline(Sequence[Snapshot]):
     """The past the monitor holds, then the live ring, as one sequence oldest first; the ring's own ticks win
     where the two overlap (the store's copy of a tick the monitor saw itself)."""
 
-    def __init__(self, past: Sequence[Snapshot], ring: Sequence[Snapshot]) -> None:
+    def __init__(self, past: TickStore | None, ring: Sequence[Snapshot]) -> None:
         self._ring = list(ring)
         first = self._ring[0].timestamp if self._ring else None
-        times = [s.timestamp for s in past] if first is not None else []
-        self._past = past
-        self._past_len = bisect.bisect_left(times, first) if first is not None else len(past)
+        times = past.timestamps if past is not None else []
+        self._past: Sequence[Snapshot] = past if past is not None else ()
+        self._past_len = bisect.bisect_left(times, first) if first is not None else len(times)
+        self.timestamps = [*times[: self._past_len], *(s.timestamp for s in self._ring)]
 
     def __len__(self) -> int:
         return self._past_len + len(self._ring)
@@ -125,34 +152,29 @@ class Timeline(Sequence[Snapshot]):
 class Walk:
     """A position in the past: the ticks walked (oldest first) and which one is shown."""
 
-    ticks: Sequence[Snapshot]
+    ticks: Timeline | TickStore
     index: int
 
     @property
     def at(self) -> float:
-        return self.ticks[self.index].timestamp
+        """Its time, from the times held (no tick is decoded on the event loop)."""
+        return self.ticks.timestamps[self.index]
 
     def stepped(self, seconds: float) -> Walk | None:
         """The tick nearest `seconds` away (at least one tick on); None at either end."""
         target = self.at + seconds
-        index = nearest(self.ticks, target)
+        index = nearest(self.ticks.timestamps, target)
         if index == self.index:
             index += 1 if seconds > 0 else -1
         return Walk(self.ticks, index) if 0 <= index < len(self.ticks) else None
 
 
-def nearest(ticks: Sequence[Snapshot], t: float) -> int:
-    """The index of the tick whose time is nearest `t` (ticks oldest first, at least one)."""
-    low, high = 0, len(ticks)
-    while low < high:  # bisect by hand: a TickStore rebuilds only the chunks it is asked for
-        middle = (low + high) // 2
-        if ticks[middle].timestamp < t:
-            low = middle + 1
-        else:
-            high = middle
-    if low == len(ticks):
+def nearest(times: Sequence[float], t: float) -> int:
+    """The index of the time nearest `t` (times in order, at least one)."""
+    low = bisect.bisect_left(times, t)
+    if low == len(times):
         return low - 1
-    if low > 0 and t - ticks[low - 1].timestamp <= ticks[low].timestamp - t:
+    if low > 0 and t - times[low - 1] <= times[low] - t:
         return low - 1
     return low
 

@@ -31,10 +31,23 @@ from gputui.history import History
 from gputui.model import Snapshot
 from gputui.probes.protocol import ProbeName
 from gputui.probes.result_finding import PROBE_NAMES
+from gputui.record.reader import TickStore
 from gputui.session.builder import Session
 from gputui.session.last_seen import remember, since_when
 from gputui.session.loop import RealTime, SamplingLoop, failure_text
-from gputui.session.past import NO_HISTORY, Timeline, Walk, held_span, judged, load_recent, nearest, read_around
+from gputui.session.past import (
+    NO_HISTORY,
+    Timeline,
+    UtilPoint,
+    Walk,
+    chart_tail,
+    held_span,
+    judged,
+    load_recent,
+    nearest,
+    read_around,
+    util_of,
+)
 from gputui.session.replay_sampler import ReplaySampler
 from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL
 from gputui.session.signals import READONLY_REFUSAL, Target, decide_all, send, targets
@@ -56,6 +69,7 @@ from gputui.ui.screens.help import DESCRIPTIONS, HelpScreen
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.topo import TopoScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
+from gputui.ui.widgets.gpu_panel import SPARK_BUCKET_S, SPARK_CELLS
 from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.probe_status import ProbeStatus
 from gputui.ui.widgets.processes import ProcessTable
@@ -178,7 +192,7 @@ class GpuTuiApp(RecordReplayApp):
         self.store = store if self.replay is None else None
         self.last_seen_file = last_seen_file
         self.store_named = store_named
-        self.past: Sequence[Snapshot] = ()  # the store's last hour before the first live tick, compact
+        self.past: TickStore | None = None  # the store's last hour, compact: the walk goes back through it
         self.history_problem: str | None = None if self.store is not None else NO_HISTORY  # why `g` cannot act
         self.since: str | None = None  # the since-you-looked line, once read
         self.walk: Walk | None = None  # the past tick the panels show while paused; None: now
@@ -198,6 +212,7 @@ class GpuTuiApp(RecordReplayApp):
         self._tallied_at: float | None = None
         self.auto_sample = auto_sample
         self.history = History(history_size)
+        self._history_size = history_size
         self.latest: Tick | None = None
         self.filter_text = ""
         # No signal is sent to a process, and the keys for it are gone ([monitor] readonly, --readonly).
@@ -305,21 +320,21 @@ class GpuTuiApp(RecordReplayApp):
         self.run_worker(self._load_history(now), group="history", exclusive=True, exit_on_error=False)
 
     async def _load_history(self, now: float) -> None:
-        store, live, lang = self.store, self.system, self.engine.lang
+        store, live, lang, keep = self.store, self.system, self.engine.lang, self._history_size
         assert store is not None
 
-        def read() -> tuple[Sequence[Snapshot], str, tuple[str, ...], str | None] | None:
+        def read() -> tuple[TickStore | None, list[Snapshot], list[UtilPoint], str, tuple[str, ...]] | None:
+            """On a thread: the store read, and the ticks the charts show decoded (only those)."""
             since = since_when(store, now, self.last_seen_file)
             recent = load_recent(store, now, since, live)
             if recent is None:
                 return None
-            ticks = [] if recent.note else [s for s in recent.ticks if s.timestamp < now]  # decoded here, not there
-            return (
-                ticks,
-                since_line(recent.minutes, since, now, lang, ticks_held=recent.ticks_since),
-                recent.warnings,
-                recent.note,
-            )
+            line = since_line(recent.minutes, since, now, lang, ticks_held=recent.ticks_since)
+            said = (*recent.warnings, *([recent.note] if recent.note else []))
+            if recent.note:
+                return None, [], [], line, said
+            tail, points = chart_tail(recent.ticks, now - SPARK_CELLS * SPARK_BUCKET_S, now, keep)
+            return recent.ticks, tail, points, line, said
 
         try:
             read_back = await asyncio.to_thread(read)
@@ -332,27 +347,25 @@ class GpuTuiApp(RecordReplayApp):
             if self.store_named:
                 self._say(f"no history at {store}: start `gputui record --store {store}`", "warning")
             return
-        ticks, self.since, warnings, note = read_back
-        for said in (*warnings, *([note] if note else [])):
+        self.past, tail, points, self.since, warnings = read_back
+        for said in warnings:
             self._say(said, "warning")
         self._say(self.since)
-        self.past = ticks
-        self._join_past(ticks)
+        self._join_past(tail, points)
 
-    def _join_past(self, ticks: Sequence[Snapshot]) -> None:
+    def _join_past(self, tail: Sequence[Snapshot], points: Sequence[UtilPoint]) -> None:
         """The past's ticks before the live ones: in the history (as far as its capacity keeps) and in the
-        panels' sparklines, which are built again from the past on."""
+        panels' sparklines, which are built again from the past's utilization on."""
         ring = list(self.history)
         first = ring[0].timestamp if ring else None
-        older = [s for s in ticks if first is None or s.timestamp < first]
+        older = [s for s in tail if first is None or s.timestamp < first]
         if not older:
             return
         self.history.clear()
-        self.main.gpus.panels = []
         for snapshot in [*older, *ring]:
             self.history.append(snapshot)
-            self.main.add_snapshot(snapshot)
-        self.main.relayout()
+        earlier = [p for p in points if first is None or p[0] < first]
+        self.main.gpus.rebuild_sparklines([*earlier, *((s.timestamp, util_of(s)) for s in ring)])
         self.draw()
 
     def remember_looked(self) -> str | None:
@@ -446,7 +459,7 @@ class GpuTuiApp(RecordReplayApp):
             return
         if not self.paused:
             self.paused = True
-        self._show_walk(Walk(ticks, nearest(ticks, t)))
+        self._show_walk(Walk(ticks, nearest(ticks.timestamps, t)))
 
     def _clock_of(self, t: float) -> str:
         """A past time as the header says it: HH:MM:SS today, with its date on another day."""
