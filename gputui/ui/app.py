@@ -9,15 +9,18 @@ views that are hidden; what is drawn goes through LineView, which sends the term
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime
 from pathlib import Path
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
@@ -75,6 +78,7 @@ from gputui.ui.widgets.probe_status import ProbeStatus
 from gputui.ui.widgets.processes import ProcessTable
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def _capitalized(name: str) -> str:
@@ -125,6 +129,30 @@ PAST_ACTIVITY_REFUSAL = "no stacks from the past: the table shows the processes 
 WALK_HINT = "paused: ← → walk back, [ ] by a minute, g: jump to a time, p: live"
 WALK_HINT_RING = "paused: ← → walk back through this session, [ ] by a minute, p: live"
 NO_PAST_IN_REPLAY = "a replay walks with its own keys: ← → seek, [ ] by a minute"
+
+
+def off_loop(work: Callable[[], T]) -> asyncio.Future[T]:
+    """`work` on a daemon thread of its own, awaited: a store read of an hour takes seconds, and a monitor quit
+    meanwhile must not wait for it (asyncio.to_thread's pool is joined when the loop closes)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not future.done():
+            outcome()
+
+    def run() -> None:
+        try:
+            result = work()
+        except Exception as exc:  # handed to the awaiting worker, which says it
+            outcome: Callable[[], None] = functools.partial(future.set_exception, exc)
+        else:
+            outcome = functools.partial(future.set_result, result)
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the app is gone, nobody waits
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=run, name="gputui-history", daemon=True).start()
+    return future
 
 
 def clamp_interval(seconds: float) -> float:
@@ -337,7 +365,7 @@ class GpuTuiApp(RecordReplayApp):
             return recent.ticks, tail, points, line, said
 
         try:
-            read_back = await asyncio.to_thread(read)
+            read_back = await off_loop(read)
         except StoreError as exc:  # a newer store, a damaged one: said, and the monitor goes on as before
             self.history_problem = str(exc)
             self._say(str(exc), "warning")
@@ -420,7 +448,7 @@ class GpuTuiApp(RecordReplayApp):
 
     async def _judge(self, walk: Walk) -> None:
         """The tick's findings and verdict, judged on a thread (an engine's two minutes of readings)."""
-        tick = await asyncio.to_thread(judged, walk.ticks, walk.index, self.engine.config, self.engine.lang)
+        tick = await off_loop(functools.partial(judged, walk.ticks, walk.index, self.engine.config, self.engine.lang))
         if self.walk is walk and self.paused:
             self.past_tick = tick
             self.main.gpus.show_samples(tick.snapshot)
@@ -448,12 +476,12 @@ class GpuTuiApp(RecordReplayApp):
 
     async def _jump(self, store: Path, t: float) -> None:
         try:
-            ticks = await asyncio.to_thread(read_around, store, t)
+            ticks = await off_loop(functools.partial(read_around, store, t))
         except StoreError as exc:
             self._say(str(exc), "warning")
             return
         if not ticks:
-            held = await asyncio.to_thread(held_span, store)
+            held = await off_loop(functools.partial(held_span, store))
             span = "nothing" if held is None else f"{self._clock_of(held[0])} to {self._clock_of(held[1])}"
             self._say(f"the history holds nothing near {self._clock_of(t)} (it holds {span})", "warning")
             return

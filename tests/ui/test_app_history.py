@@ -155,7 +155,9 @@ async def test_paused_left_walks_back_into_the_store_and_p_returns_live(
         # The store's last tick, shown: the header says when, the panels show its readings, the findings are the
         # thermal machine's as judged from the two minutes before it.
         walked = app.past_tick
-        assert walked is not None
+        assert walked is not None and walked.verdict is not None
+        assert [f.rule for f in walked.active] == ["thermal_throttle"] and walked.verdict.cls == "mixed"
+        assert walked.verdict.line.startswith("Mixed: Throttled GPU 1") and walked.verdict.line in text_of(app)
         assert f"PAST {time.strftime('%H:%M:%S', time.localtime(T0 + STORED_S - 1))}" in text_of(app)
         assert [p.sample.timestamp for p in app.main.gpus.panels if p.sample] == [T0 + STORED_S - 1] * 2
         assert app.signal_refusal == PAST_SIGNAL_REFUSAL
