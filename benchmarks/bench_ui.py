@@ -28,6 +28,7 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import time
 from pathlib import Path
@@ -135,6 +136,8 @@ def run(args: argparse.Namespace) -> int:
     ]
     if args.store is not None and args.store_hours:
         fill_store(args.store, args.scenario, args.gpus, args.store_hours)
+    state = tempfile.TemporaryDirectory(prefix="bench-ui-state-")  # when "you last looked": not the user's own file
+    env["XDG_STATE_HOME"] = state.name
     started = time.monotonic()
     proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
     os.close(slave)
@@ -170,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
         rss = peak_rss_bytes(proc.pid)
     finally:
         quit_monitor(proc, master)
+        state.cleanup()
     label = f"{args.gpus} GPUs, {args.interval:g} s, {cols}x{rows}, TERM={args.term}, {wall:.0f} s"
     print(f"cpu_pct      {100.0 * cpu / wall:.2f} % of one core   ({label})")
     print(f"bytes_per_s  {written / wall:.0f} B/s   ({written} bytes)")

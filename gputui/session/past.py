@@ -11,6 +11,7 @@ the store at a jump.
 from __future__ import annotations
 
 import bisect
+import math
 from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -27,6 +28,9 @@ from gputui.store.reader import MinuteRow, Store
 
 # The monitor opens with this much of the past in its charts.
 RECENT_S = 3600.0
+# ...read this much at a time: a read holds its span's records decoded until it returns (an hour of 8 GPUs read at
+# once peaked at 170 MB), and each piece is kept compact once read.
+PIECE_S = 300.0
 # A past tick's findings are judged from the readings this long before it.
 JUDGE_S = 120.0
 # A jump reads this much of the store on each side of the time asked for: ← and → walk within it.
@@ -43,7 +47,7 @@ class Recent:
     """The last hour as the store holds it, and the minutes since the user last looked (the since line's);
     `note` says why the charts leave the hour out."""
 
-    ticks: TickStore  # oldest first, compact (lines kept compressed): an hour of 8 GPUs is a few MB
+    ticks: Pieces  # oldest first, compact (lines kept compressed): an hour of 8 GPUs is a few MB
     minutes: Sequence[MinuteRow]
     ticks_since: bool  # the tick tier holds ticks from the since line's start on
     warnings: tuple[str, ...] = ()
@@ -69,18 +73,62 @@ def load_recent(directory: Path, now: float, since: float, live: SystemInfo, spa
     store = open_store(directory)
     if store is None:
         return None
-    recording = store.read(now - span_s, now)
+    pieces: list[TickStore] = []
+    warnings: list[str] = []
+    recorded: SystemInfo | None = None
+    start = now - span_s
+    while start <= now:
+        end = min(now, start + PIECE_S)
+        recording = store.read(start, end if end == now else math.nextafter(end, -math.inf))
+        warnings += [w for w in recording.warnings if w not in warnings]
+        if recording.ticks:
+            pieces.append(recording.ticks)
+            recorded = recorded or recording.header.system
+        start = end if end < now else math.inf
     minutes = store.minutes(since, now)
     extent = store.extent()
     ticks_since = extent is not None and extent[1] >= since
-    recorded = recording.header.system
     note = None
-    if recording.ticks and (recorded.source != live.source or recorded.hostname != live.hostname):
+    if recorded is not None and (recorded.source != live.source or recorded.hostname != live.hostname):
         note = f"the history at {directory} is of {_kind(recorded)} on {recorded.hostname}: the charts show only now"
-    return Recent(recording.ticks, minutes, ticks_since, tuple(recording.warnings), note)
+    return Recent(Pieces(pieces), minutes, ticks_since, tuple(warnings), note)
 
 
-def chart_tail(ticks: TickStore, after: float, before: float, keep: int) -> tuple[list[Snapshot], list[UtilPoint]]:
+class Pieces(Sequence[Snapshot]):
+    """Spans read one after the other (each a compact TickStore), as one sequence oldest first, with the times of
+    all its ticks (`timestamps`): what the walk steps by without decoding a tick."""
+
+    def __init__(self, pieces: Sequence[TickStore]) -> None:
+        self._pieces = list(pieces)
+        self._starts: list[int] = []
+        self.timestamps: list[float] = []
+        for piece in self._pieces:
+            self._starts.append(len(self.timestamps))
+            self.timestamps += piece.timestamps
+
+    def __len__(self) -> int:
+        return len(self.timestamps)
+
+    @overload
+    def __getitem__(self, index: int) -> Snapshot: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[Snapshot]: ...
+
+    def __getitem__(self, index: int | slice) -> Snapshot | Sequence[Snapshot]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("tick index out of range")
+        piece = bisect.bisect_right(self._starts, index) - 1
+        return self._pieces[piece][index - self._starts[piece]]
+
+
+def chart_tail(
+    ticks: Pieces | TickStore, after: float, before: float, keep: int
+) -> tuple[list[Snapshot], list[UtilPoint]]:
     """What the charts take of the past: the newest `keep` ticks from `after` to before `before` whole (the
     history's), and each GPU's utilization at every tick of that span (the sparklines'). Decoded one at a time,
     so that only `keep` snapshots are ever held: an hour of 8 GPUs whole would be a hundred MB."""
@@ -121,7 +169,7 @@ class Timeline(Sequence[Snapshot]):
     """The past the monitor holds, then the live ring, as one sequence oldest first; the ring's own ticks win
     where the two overlap (the store's copy of a tick the monitor saw itself)."""
 
-    def __init__(self, past: TickStore | None, ring: Sequence[Snapshot]) -> None:
+    def __init__(self, past: Pieces | None, ring: Sequence[Snapshot]) -> None:
         self._ring = list(ring)
         first = self._ring[0].timestamp if self._ring else None
         times = past.timestamps if past is not None else []

@@ -34,12 +34,12 @@ from gputui.history import History
 from gputui.model import Snapshot
 from gputui.probes.protocol import ProbeName
 from gputui.probes.result_finding import PROBE_NAMES
-from gputui.record.reader import TickStore
 from gputui.session.builder import Session
 from gputui.session.last_seen import remember, since_when
 from gputui.session.loop import RealTime, SamplingLoop, failure_text
 from gputui.session.past import (
     NO_HISTORY,
+    Pieces,
     Timeline,
     UtilPoint,
     Walk,
@@ -220,7 +220,7 @@ class GpuTuiApp(RecordReplayApp):
         self.store = store if self.replay is None else None
         self.last_seen_file = last_seen_file
         self.store_named = store_named
-        self.past: TickStore | None = None  # the store's last hour, compact: the walk goes back through it
+        self.past: Pieces | None = None  # the store's last hour, compact: the walk goes back through it
         self.history_problem: str | None = None if self.store is not None else NO_HISTORY  # why `g` cannot act
         self.since: str | None = None  # the since-you-looked line, once read
         self.walk: Walk | None = None  # the past tick the panels show while paused; None: now
@@ -351,7 +351,7 @@ class GpuTuiApp(RecordReplayApp):
         store, live, lang, keep = self.store, self.system, self.engine.lang, self._history_size
         assert store is not None
 
-        def read() -> tuple[TickStore | None, list[Snapshot], list[UtilPoint], str, tuple[str, ...]] | None:
+        def read() -> tuple[Pieces | None, list[Snapshot], list[UtilPoint], str, tuple[str, ...]] | None:
             """On a thread: the store read, and the ticks the charts show decoded (only those)."""
             since = since_when(store, now, self.last_seen_file)
             recent = load_recent(store, now, since, live)
