@@ -14,6 +14,7 @@ from typing import Any
 
 from gputui import __version__
 from gputui.store.errors import NewerStore, StoreError
+from gputui.store.lock import LOCK_NAME
 
 STORE_FORMAT = 1
 STORE_FILE = "STORE"
@@ -79,7 +80,8 @@ def open_directory(path: Path, dir_fd: int | None = None) -> int:
 
 
 class StoreDirectory:
-    """DIR, created where missing and checked where not, with its tick and minute subdirectories; the writer's."""
+    """DIR, created where missing and checked where not, with its tick and minute subdirectories; the writer's.
+    Raises NewerStore for a store of a newer format, StoreError for a directory unsafe to write or not a store."""
 
     def __init__(self, path: Path, *, shared: bool) -> None:
         self.path = path
@@ -97,6 +99,8 @@ class StoreDirectory:
             self._fds[""] = self.fd
             check_directory(self.fd, path)
             self._identity = _identity(self.fd)
+            if read_store(path, self.fd) is None:  # NewerStore before anything is written
+                self.check_new_store()
             for sub in (TICKS_DIR, MINUTES_DIR):
                 with contextlib.suppress(FileExistsError):
                     os.mkdir(sub, self.dir_mode, dir_fd=self.fd)
@@ -113,7 +117,7 @@ class StoreDirectory:
         """DIR/STORE written anew (our format, and `extra`: what readers should know of this recorder), through a
         new file renamed over it: a reader sees the old file or the new, whole. Only the lock's holder calls it."""
         text = json.dumps({"format": STORE_FORMAT, "written_by": f"gputui {__version__}", **extra}) + "\n"
-        temporary = f".{STORE_FILE}.{os.getpid()}"
+        temporary = f".{STORE_FILE}.new"  # only the lock's holder writes it: one name, no leftovers
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary, dir_fd=self.fd)
         fd = self.create("", temporary)
@@ -122,6 +126,17 @@ class StoreDirectory:
         finally:
             os.close(fd)
         os.rename(temporary, STORE_FILE, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def check_new_store(self) -> None:
+        """StoreError where DIR has no STORE yet but holds files of its own: `--store ~` must not turn a home
+        directory into a store."""
+        ours = {TICKS_DIR, MINUTES_DIR, LOCK_NAME, STORE_FILE, f".{STORE_FILE}.new"}
+        others = sorted(name for name in self.names("") if name not in ours)
+        if others:
+            raise StoreError(
+                f"{self.path} is not a gputui history store (no STORE file) and holds other files ({others[0]}, ...): "
+                "choose an empty or new directory"
+            )
 
     def create(self, sub: str, name: str) -> int:
         """A new file `name` in the subdirectory `sub` ("" for DIR), open for appending; FileExistsError where
@@ -133,7 +148,9 @@ class StoreDirectory:
         return os.listdir(self._fds[sub])
 
     def size(self, sub: str, name: str) -> int:
-        return os.stat(name, dir_fd=self._fds[sub], follow_symlinks=False).st_size
+        """The bytes of the regular file `name`; 0 for anything else (a subdirectory, a link)."""
+        found = os.stat(name, dir_fd=self._fds[sub], follow_symlinks=False)
+        return found.st_size if stat.S_ISREG(found.st_mode) else 0
 
     def unlink(self, sub: str, name: str) -> None:
         os.unlink(name, dir_fd=self._fds[sub])

@@ -17,6 +17,9 @@ TICK_NAME = re.compile(r"^(\d{8}T\d{2})(?:\.(\d{1,5}))?\.gtc$")
 MINUTE_NAME = re.compile(r"^(\d{8})(?:\.(\d{1,5}))?\.gtm$")
 HOUR_S = 3600.0
 DAY_S = 86400.0
+# An hour of 32 GPUs at 0.25 s is ~60 MB as JSON lines with zstd: a "chunk" far beyond that is not one of ours, and
+# walking it after damage would read it all.
+MAX_CHUNK_BYTES = 512 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,19 +40,21 @@ def list_chunks(directory: Path, pattern: re.Pattern[str], period: float) -> lis
         names = os.listdir(directory)
     except OSError:
         return []
-    found = []
-    for name in names:
-        match = pattern.match(name)
-        if match is None:
-            continue
-        fmt = "%Y%m%dT%H" if period == HOUR_S else "%Y%m%d"
-        try:
-            start = float(calendar.timegm(time.strptime(match.group(1), fmt)))
-        except ValueError:
-            continue
-        found.append(ChunkFile(directory / name, start, period, int(match.group(2) or 0)))
+    found = [chunk for name in names if (chunk := chunk_named(directory, name, pattern, period)) is not None]
     found.sort(key=lambda c: (c.start, c.n))
     return found
+
+
+def chunk_named(directory: Path, name: str, pattern: re.Pattern[str], period: float) -> ChunkFile | None:
+    """The chunk `name` names; None for a name that is not a chunk's."""
+    match = pattern.match(name)
+    if match is None:
+        return None
+    try:
+        start = float(calendar.timegm(time.strptime(match.group(1), "%Y%m%dT%H" if period == HOUR_S else "%Y%m%d")))
+    except ValueError:
+        return None
+    return ChunkFile(directory / name, start, period, int(match.group(2) or 0))
 
 
 def open_chunk(path: Path) -> BinaryIO | None:

@@ -8,11 +8,12 @@ Recording's warnings.
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import socket
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -25,27 +26,34 @@ from gputui.record.format import (
     header_from_dict,
     loads,
 )
-from gputui.record.reader import Recording, RecordParser
+from gputui.record.reader import NumberedLine, Recording, RecordParser
 from gputui.store import codec as codecs
-from gputui.store.chunk import FLAG_DICT, KIND_HEADER, KIND_TICKS, ChunkScan, FrameInfo, read_payload, scan
+from gputui.store.chunk import (
+    FLAG_DICT,
+    KIND_HEADER,
+    KIND_MINUTES,
+    KIND_TICKS,
+    ChunkScan,
+    FrameInfo,
+    read_payload,
+    scan,
+)
 from gputui.store.columns import decode_records
 from gputui.store.directory import MINUTES_DIR, TICKS_DIR, read_store
 from gputui.store.errors import NoStore
-from gputui.store.files import DAY_S, HOUR_S, MINUTE_NAME, TICK_NAME, ChunkFile, list_chunks, open_chunk
+from gputui.store.files import (
+    DAY_S,
+    HOUR_S,
+    MAX_CHUNK_BYTES,
+    MINUTE_NAME,
+    TICK_NAME,
+    ChunkFile,
+    list_chunks,
+    open_chunk,
+)
 from gputui.store.lock import recorder_pid
+from gputui.store.minutes import MinuteRow, row_from_dict
 from gputui.store.retention import Retention, retention_from
-
-
-@dataclass(frozen=True, slots=True)
-class MinuteRow:
-    """One minute of the summary tier."""
-
-    start: float  # the minute's first second (UTC epoch)
-    ticks: int
-    verdict_s: Mapping[tuple[str, tuple[int, ...]], float]  # (verdict class id, its GPUs) -> seconds that minute
-    finding_s: Mapping[tuple[str, tuple[int, ...]], float]  # (finding id, its GPUs) -> seconds open that minute
-    gpus: Mapping[int, Mapping[str, tuple[float, float, float]]]  # GPU -> reading -> (min, mean, max)
-    host: Mapping[str, tuple[float, float, float]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +84,7 @@ class ChunkReader:
         self.file = file
         self.scan: ChunkScan = scan(file)
         self.damaged = self.scan.damaged  # grows as frames fail their crc or do not decode
+        self.unreadable = 0  # frames in a codec this Python lacks
         self._dictionaries: dict[int, codecs.Dictionary | None] = {}
 
     def header(self) -> dict[str, Any] | None:
@@ -109,6 +118,9 @@ class ChunkReader:
             if dict_ is None:
                 self.damaged += 1
                 return None
+        if frame.codec == codecs.CODEC_ZSTD and codecs.zstd is None:
+            self.unreadable += 1
+            return None
         try:
             return codecs.decompress(payload, frame.codec, dict_)
         except codecs.CodecError:
@@ -148,68 +160,86 @@ class Store:
         return list_chunks(self._minutes_dir, MINUTE_NAME, DAY_S)
 
     def extent(self) -> tuple[float, float] | None:
-        """The first and last tick time held: from the frame headers of the earliest and the latest chunks."""
-        chunks = self._tick_chunks()
-        if not chunks:
-            return None
-        first = _span_of([c for c in chunks if c.start == chunks[0].start])
-        last = _span_of([c for c in chunks if c.start == chunks[-1].start])
+        """The first and last tick time held: from the frame headers of the earliest and the latest hours that hold
+        frames (every tick of a chunk lies in the hour its name gives)."""
+        hours: dict[float, list[ChunkFile]] = {}
+        for chunk in self._tick_chunks():
+            hours.setdefault(chunk.start, []).append(chunk)
+        order = sorted(hours)
+        first = next((span for span in (_span_of(hours[h]) for h in order) if span is not None), None)
+        last = next((span for span in (_span_of(hours[h]) for h in reversed(order)) if span is not None), None)
         if first is None or last is None:
-            spans = [s for s in (_span_of([c]) for c in chunks) if s is not None]
-            if not spans:
-                return None
-            return min(s[0] for s in spans), max(s[1] for s in spans)
+            return None
         return first[0], last[1]
 
     def read(self, start: float, end: float) -> Recording:
         """The ticks and events with start <= t <= end, as a Recording (path = the directory), parsed by the same
-        code as a recording file; what was damaged is skipped and said in `warnings`."""
+        code as a recording file; what was damaged is skipped and said in `warnings`.
+
+        Only the chunks of the span's hours are opened, and of them only the frames that overlap it are decoded.
+        The records are handed to the parser an hour at a time: every tick of a chunk lies in the hour its name
+        gives, so only chunks of one hour (a clock that went back within it) need merging by time."""
         warnings: list[str] = []
+        problems = _SpanProblems()
+        all_chunks = self._tick_chunks()
+        newest = all_chunks[-1:]
+        plan: list[tuple[ChunkFile, list[FrameInfo]]] = []
         header: RecordingHeader | None = None
-        records: list[tuple[float, int, dict[str, Any]]] = []
-        chunks = [c for c in self._tick_chunks() if c.start <= end and c.end > start]
-        newest = self._tick_chunks()[-1:] if chunks else []
-        dropped_activities = 0
-        for chunk in chunks:
+        for chunk in (c for c in all_chunks if c.start <= end and c.end > start):
             reader = _open_reader(chunk, warnings, self.directory)
             if reader is None:
                 continue
             try:
                 frames = [f for f in reader.frames(KIND_TICKS) if f.t_last >= start and f.t_first <= end]
-                if not frames:
-                    continue
-                chunk_header = _chunk_header(reader, warnings, self.directory)
-                if chunk_header is None:
-                    continue
-                header = header or chunk_header
-                for frame in frames:
-                    raw = reader.decode(frame)
-                    if raw is None:
-                        continue
-                    try:
-                        decoded = decode_records(raw)
-                    except (ValueError, RecursionError):
-                        reader.damaged += 1
-                        continue
-                    dropped_activities += _self_contained(decoded)
-                    for record in decoded:
-                        t = _time_of(record, frame.t_first)
-                        if start <= t <= end:
-                            records.append((t, len(records), record))
-                _say_damage(reader, warnings, self.directory, running_chunk=chunk in newest)
+                chunk_header = _chunk_header(reader, warnings, self.directory) if frames else None
+                if chunk_header is not None:
+                    header = header or chunk_header
+                    plan.append((chunk, frames))
+                problems.count(chunk, reader.damaged)
+                _say_damage(reader, warnings, self.directory, running_chunk=chunk in newest, damage=False)
             finally:
                 reader.close()
-        if header is None:
-            header = self._any_header(warnings)
-        records.sort(key=lambda item: (item[0], item[1]))
-        lines = ((i + 1, dumps(record)[:-1].encode(), True) for i, (_, _, record) in enumerate(records))
-        recording = RecordParser(self.directory, header).load_lines(lines)
-        if dropped_activities:
-            warnings.append(f"{self.directory}: left out {dropped_activities} malformed activities")
+        lines = self._span_lines(plan, start, end, problems)
+        recording = RecordParser(self.directory, header or self._any_header()).load_lines(lines)
+        warnings += [_damage_sentence(self.directory, name, n) for name, n in problems.damaged.items() if n]
+        if problems.activities:
+            warnings.append(f"{self.directory}: left out {problems.activities} malformed activities")
         recording.warnings = warnings + recording.warnings
         return recording
 
-    def _any_header(self, warnings: list[str]) -> RecordingHeader:
+    def _span_lines(
+        self, plan: list[tuple[ChunkFile, list[FrameInfo]]], start: float, end: float, problems: _SpanProblems
+    ) -> Iterator[NumberedLine]:
+        """The span's records as lines, in time order, an hour's chunks at a time."""
+        carried = _Carried()
+        number = 0
+        for _, group in itertools.groupby(plan, key=lambda item: item[0].start):
+            records: list[tuple[float, int, dict[str, Any]]] = []
+            for chunk, frames in group:
+                file = open_chunk(chunk.path)
+                if file is None:  # deleted by retention since
+                    continue
+                reader = ChunkReader(chunk, file)
+                try:
+                    for frame in frames:
+                        decoded = _decoded(reader, frame)
+                        if decoded is None:
+                            continue
+                        problems.activities += _self_contained(decoded)
+                        for record in decoded:
+                            t = _time_of(record, frame.t_first)
+                            if start <= t <= end:
+                                records.append((t, len(records), record))
+                    problems.count(chunk, reader.damaged - reader.scan.damaged)
+                finally:
+                    reader.close()
+            records.sort(key=lambda item: (item[0], item[1]))
+            for _, _, record in records:
+                carried.mark_ended(record)
+                number += 1
+                yield number, dumps(record)[:-1].encode(), True
+
+    def _any_header(self) -> RecordingHeader:
         """The header of the newest readable chunk, for a span that holds nothing; a placeholder for a store that
         holds no chunk at all."""
         for chunk in reversed(self._tick_chunks()):
@@ -225,8 +255,35 @@ class Store:
         return _empty_header()
 
     def minutes(self, start: float, end: float) -> list[MinuteRow]:
-        """The minute rows with start <= row.start <= end (the minute tier)."""
-        return []
+        """The minute rows with start <= row.start <= end (the minute tier), by time; damaged frames and malformed
+        rows are left out."""
+        rows: list[MinuteRow] = []
+        for chunk in self._minute_chunks():
+            if chunk.start > end or chunk.end <= start:
+                continue
+            reader = _open_reader(chunk, [], self.directory)
+            if reader is None:
+                continue
+            try:
+                for frame in reader.frames(KIND_MINUTES):
+                    if frame.t_last < start or frame.t_first > end:
+                        continue
+                    raw = reader.decode(frame)
+                    try:
+                        decoded = [] if raw is None else decode_records(raw)
+                    except (ValueError, RecursionError):
+                        continue
+                    for record in decoded:
+                        try:
+                            row = row_from_dict(record)
+                        except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError):
+                            continue
+                        if start <= row.start <= end:
+                            rows.append(row)
+            finally:
+                reader.close()
+        rows.sort(key=lambda row: row.start)
+        return rows
 
     def summary(self) -> StoreSummary:
         """What the store holds; reads every frame header and checks every frame's crc (damage is counted)."""
@@ -291,6 +348,14 @@ def _open_reader(chunk: ChunkFile, warnings: list[str], directory: Path) -> Chun
     file = open_chunk(chunk.path)
     if file is None:
         return None
+    size = os.fstat(file.fileno()).st_size
+    if size > MAX_CHUNK_BYTES:
+        file.close()
+        warnings.append(
+            f"{directory}: skipped {chunk.path.name}: {size >> 20} MiB, more than any chunk gputui writes "
+            f"({MAX_CHUNK_BYTES >> 20} MiB at most)"
+        )
+        return None
     reader = ChunkReader(chunk, file)
     if reader.scan.newer is not None:
         warnings.append(
@@ -304,6 +369,12 @@ def _open_reader(chunk: ChunkFile, warnings: list[str], directory: Path) -> Chun
 
 def _chunk_header(reader: ChunkReader, warnings: list[str], directory: Path) -> RecordingHeader | None:
     data = reader.header()
+    if data is None and reader.unreadable:
+        warnings.append(
+            f"{directory}: skipped {reader.chunk.path.name}: its frames are zstd, which this Python lacks "
+            "(install backports.zstd)"
+        )
+        return None
     if data is None:
         warnings.append(f"{directory}: skipped {reader.chunk.path.name}: its header frame is damaged")
         return None
@@ -319,11 +390,23 @@ def _chunk_header(reader: ChunkReader, warnings: list[str], directory: Path) -> 
         return None
 
 
-def _say_damage(reader: ChunkReader, warnings: list[str], directory: Path, *, running_chunk: bool) -> None:
+def _damage_sentence(directory: Path, name: str, damaged: int) -> str:
+    return f"{directory}: skipped {damaged} damaged frame{'s' if damaged > 1 else ''} in {name} (about 10 s each)"
+
+
+def _say_damage(
+    reader: ChunkReader, warnings: list[str], directory: Path, *, running_chunk: bool, damage: bool = True
+) -> None:
+    """What reading the chunk stepped around, a sentence each: damaged frames (where `damage`), frames in a codec
+    this Python lacks, a torn tail (not in the newest chunk while a recorder writes it: a frame being written)."""
     name = reader.chunk.path.name
-    if reader.damaged:
-        many = "s" if reader.damaged > 1 else ""
-        warnings.append(f"{directory}: skipped {reader.damaged} damaged frame{many} in {name} (about 10 s each)")
+    if damage and reader.damaged:
+        warnings.append(_damage_sentence(directory, name, reader.damaged))
+    if reader.unreadable:
+        warnings.append(
+            f"{directory}: skipped {reader.unreadable} frames of {name}: they are zstd, which this Python lacks "
+            "(install backports.zstd)"
+        )
     if reader.scan.torn_tail and not (running_chunk and recorder_pid(directory) is not None):
         warnings.append(
             f"{directory}: {name} ends in a frame cut short, as when the recorder is killed mid-write; "
@@ -354,23 +437,62 @@ def _time_of(record: dict[str, Any], fallback: float) -> float:
 
 
 def _self_contained(records: list[dict[str, Any]]) -> int:
-    """Every tick of a frame made to say each process's activity (null where none), so that ticks from several
-    chunks merged by time (after a clock went back) carry nothing from one another; returns the activities left
-    out as malformed."""
+    """Every tick of a frame made to hold its processes' activities whole (a frame writes each once, at its first
+    tick or where it changed), so that a span may start mid-frame and ticks of several chunks may be merged by
+    time; returns the activities left out as malformed."""
     carry = ActivityCarry()
     dropped = 0
     for record in records:
-        if record.get("type") != "tick":
-            continue
-        _, problems = carry.fill(record)
-        dropped += len(problems)
-        host = record.get("host")
-        processes = host.get("processes") if isinstance(host, dict) else None
-        if isinstance(processes, list):
-            for proc in processes:
-                if isinstance(proc, dict) and "activity" not in proc:
-                    proc["activity"] = None
+        if record.get("type") == "tick":
+            dropped += len(carry.fill(record)[1])
     return dropped
+
+
+class _Carried:
+    """The parser carries a process's activity to the ticks that leave it out: fed whole ticks (_self_contained)
+    in the order the parser reads them, this puts an explicit `"activity": null` where a process's activity ended,
+    so the ended one is not carried on. Every other tick reads as it is, with nothing for the parser to rewrite."""
+
+    def __init__(self) -> None:
+        self._carried: set[int] = set()
+
+    def mark_ended(self, record: dict[str, Any]) -> None:
+        host = record.get("host") if record.get("type") == "tick" else None
+        processes = host.get("processes") if isinstance(host, dict) else None
+        if not isinstance(processes, list):
+            return
+        present = set()
+        for proc in processes:
+            pid = proc.get("pid") if isinstance(proc, dict) else None
+            if not isinstance(pid, int):
+                continue
+            present.add(pid)
+            if proc.get("activity") is not None:
+                self._carried.add(pid)
+            elif pid in self._carried:
+                proc["activity"] = None
+                self._carried.discard(pid)
+        self._carried &= present
+
+
+@dataclass
+class _SpanProblems:
+    damaged: dict[str, int] = field(default_factory=dict)  # chunk name -> frames damaged (crc, decoding, header)
+    activities: int = 0  # malformed activities left out
+
+    def count(self, chunk: ChunkFile, damaged: int) -> None:
+        self.damaged[chunk.path.name] = self.damaged.get(chunk.path.name, 0) + damaged
+
+
+def _decoded(reader: ChunkReader, frame: FrameInfo) -> list[dict[str, Any]] | None:
+    raw = reader.decode(frame)
+    if raw is None:
+        return None
+    try:
+        return decode_records(raw)
+    except (ValueError, RecursionError):
+        reader.damaged += 1
+        return None
 
 
 def _bytes_under(directory: Path) -> int:

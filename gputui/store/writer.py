@@ -12,13 +12,14 @@ chunk cut back to its last whole frame, `warning` says so, and the next frame tr
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import math
 import queue
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +38,14 @@ from gputui.record.format import (
     verdict_event,
 )
 from gputui.store.appender import ChunkAppender
-from gputui.store.chunk import KIND_TICKS
+from gputui.store.chunk import KIND_MINUTES, KIND_TICKS
 from gputui.store.columns import encode_records
-from gputui.store.directory import TICKS_DIR, StoreDirectory, read_store
+from gputui.store.directory import MINUTES_DIR, TICKS_DIR, StoreDirectory, read_store
 from gputui.store.errors import StoreError
+from gputui.store.files import DAY_S
 from gputui.store.lock import StoreLock
-from gputui.store.retention import DEFAULT_RETENTION, Retention, retention_to_dict
+from gputui.store.minutes import MINUTES_PER_FRAME, MinuteAccumulator, MinuteRow, row_to_dict
+from gputui.store.retention import DEFAULT_RETENTION, Retention, prune, retention_to_dict
 
 # A frame holds this many seconds of ticks: what a kill -9 can lose, and the unit a reader decodes.
 FRAME_SECONDS = 10.0
@@ -51,6 +54,7 @@ QUEUE_LIMIT = 1000
 # On close, how long to wait for a hung disk before leaving the (daemon) writer thread behind.
 CLOSE_TIMEOUT_S = 10.0
 TICK_SUFFIX = ".gtc"
+MINUTE_SUFFIX = ".gtm"
 _FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
 
 
@@ -67,7 +71,16 @@ class _Flush:
     """Ends the open frame now."""
 
 
-_Item = Snapshot | RecordedEvent | _Flush | _Close
+@dataclass(frozen=True, slots=True)
+class _Tick:
+    """A tick and, where the caller ran the diagnostics, the findings open and the verdict shown with it."""
+
+    snapshot: Snapshot
+    active: tuple[Finding, ...] | None
+    verdict: Verdict | None
+
+
+_Item = _Tick | RecordedEvent | _Flush | _Close
 
 
 class StoreWriter:
@@ -97,7 +110,6 @@ class StoreWriter:
         self._ticks_per_frame = max(1, math.ceil(FRAME_SECONDS / interval_s - 1e-9))
         self._directory = StoreDirectory(self.path, shared=shared)
         try:
-            read_store(self.path, self._directory.fd)  # NewerStore before the lock is touched
             self._lock = StoreLock(self.path, self._directory.fd, self._directory.file_mode)
             try:
                 read_store(self.path, self._directory.fd)  # again: a newer recorder may have written it since
@@ -129,9 +141,18 @@ class StoreWriter:
         self._paused_s = 0.0  # seconds of ticks the current pause lost
         self._pause_cause: str | None = None  # why the history is paused, None while it is not
         self._resumed = False  # `warning` says "history resumed" until the next frame is written
+        self._minutes = MinuteAccumulator(interval_s)
+        self._minute_rows: list[MinuteRow] = []
+        self._minute_chunk: ChunkAppender | None = None
+        self._minute_day = -1
+        self._minute_last = -math.inf
+        self._newest = -math.inf  # the latest tick time written: retention's "now"
         self.ticks_written = 0
         self.ticks_dropped = 0
         self.frames_lost = 0
+        self.events_dropped = 0  # findings, verdicts, marks the queue had no room for
+        self.minutes_lost = 0
+        self.chunks_pruned = 0
         self.warning: str | None = None
         self._stopped = threading.Event()
         self._queue: queue.Queue[_Item] = queue.Queue(maxsize=QUEUE_LIMIT)
@@ -146,12 +167,12 @@ class StoreWriter:
     # ---- the sampling side: only enqueues ------------------------------------------------------------------------
 
     def put(self, snapshot: Snapshot) -> None:
-        self._enqueue(snapshot)
+        self._enqueue(_Tick(snapshot, None, None))
 
     def record(self, snapshot: Snapshot, active: Sequence[Finding], verdict: Verdict | None = None) -> None:
         """Queue a tick, the findings that opened or closed with it and the verdict when it changed: pass the
         engine's `state.active` and `state.verdict` after `update(snapshot)`; the writer remembers the last."""
-        self._enqueue(snapshot)
+        self._enqueue(_Tick(snapshot, tuple(active), verdict))
         for event in finding_transitions(self._active, active, snapshot.timestamp):
             self._enqueue(event)
         self._active = tuple(active)
@@ -172,7 +193,7 @@ class StoreWriter:
 
     def flush(self) -> None:
         """End the open frame now and wait until it is written."""
-        self._enqueue(_Flush(), count=False)
+        self._enqueue(_Flush())
         self._queue.join()
 
     def close(self) -> None:
@@ -189,15 +210,17 @@ class StoreWriter:
             return
         self._thread.join(timeout=CLOSE_TIMEOUT_S)
 
-    def _enqueue(self, item: _Item, *, count: bool = True) -> None:
+    def _enqueue(self, item: _Item) -> None:
         if self._closed or self._stopped.is_set():
             return
         try:
             self._queue.put_nowait(item)
         except queue.Full:
-            if count:
-                self.ticks_dropped += isinstance(item, Snapshot)
-                self.warning = f"history is falling behind the disk: {self.ticks_dropped} ticks dropped"
+            if isinstance(item, _Tick):
+                self.ticks_dropped += 1
+            elif isinstance(item, RecordedEvent):
+                self.events_dropped += 1
+            self.warning = f"history is falling behind the disk: {self.ticks_dropped} ticks dropped"
 
     # ---- the writer thread -------------------------------------------------------------------------------------
 
@@ -210,16 +233,24 @@ class StoreWriter:
                         break
                     if not self._stopped.is_set():
                         self._handle(item)
+                except Exception as exc:  # whatever it is ends the history, never the sampling
+                    self._stop(f"history stopped: {type(exc).__name__}: {exc}")
                 finally:
                     self._queue.task_done()
             if not self._stopped.is_set():
                 self._end_frame()
+                self._minute_row(self._minutes.finish())
+                self._end_minute_frame()
+                self._prune()
+        except Exception as exc:
+            self._stop(f"history stopped: {type(exc).__name__}: {exc}")
         finally:
             self._finish()
 
-    def _handle(self, item: Snapshot | RecordedEvent | _Flush) -> None:
+    def _handle(self, item: _Tick | RecordedEvent | _Flush) -> None:
         if isinstance(item, _Flush):
             self._end_frame()
+            self._end_minute_frame()
         elif isinstance(item, RecordedEvent):
             if self._header is None:
                 self._early_events.append(item)
@@ -228,7 +259,8 @@ class StoreWriter:
         else:
             self._tick(item)
 
-    def _tick(self, snapshot: Snapshot) -> None:
+    def _tick(self, item: _Tick) -> None:
+        snapshot = item.snapshot
         t = snapshot.timestamp
         hour = math.floor(t / 3600)
         if self._header is None or hour != self._chunk_hour or t < self._chunk_last_t:
@@ -247,10 +279,15 @@ class StoreWriter:
             self._early_events.clear()
         if self._frame_ticks >= self._ticks_per_frame:
             self._end_frame()
+        self._newest = max(self._newest, t)
+        self._minute_row(self._minutes.add(snapshot, item.active, item.verdict))
 
     def _new_chunk(self, snapshot: Snapshot, hour: int) -> None:
         if self._chunk is not None:
             self._chunk.close()
+            self._chunk = None
+        self._newest = max(self._newest, snapshot.timestamp)
+        self._prune()
         header = header_to_dict(
             snapshot.system,
             snapshot.gpu_info,
@@ -287,6 +324,46 @@ class StoreWriter:
         self.ticks_written += ticks
         self._resume()
 
+    def _minute_row(self, row: MinuteRow | None) -> None:
+        """Queue a finished minute's row; a new minute chunk each UTC day and when minutes go back."""
+        if row is None:
+            return
+        day = math.floor(row.start / DAY_S)
+        if self._minute_chunk is None or day != self._minute_day or row.start < self._minute_last:
+            self._end_minute_frame()
+            if self._minute_chunk is not None:
+                self._minute_chunk.close()
+                self._minute_chunk = None
+                self._prune()
+            header = {"type": "minutes_header", "schema": 1, "interval_s": self.interval_s}
+            stem = time.strftime("%Y%m%d", time.gmtime(row.start))
+            self._minute_chunk = ChunkAppender(
+                self._directory, MINUTES_DIR, stem, MINUTE_SUFFIX, dumps(header).encode()
+            )
+            self._minute_day = day
+        self._minute_last = row.start
+        self._minute_rows.append(row)
+        if len(self._minute_rows) >= MINUTES_PER_FRAME:
+            self._end_minute_frame()
+
+    def _end_minute_frame(self) -> None:
+        rows, self._minute_rows = self._minute_rows, []
+        if not rows or self._minute_chunk is None or self._stopped.is_set():
+            return
+        payload = encode_records([row_to_dict(row) for row in rows])
+        try:
+            self._minute_chunk.append(KIND_MINUTES, payload, len(rows), rows[0].start, rows[-1].start)
+        except OSError as exc:
+            self.minutes_lost += len(rows)
+            self._pause(exc, 0, 0.0)
+
+    def _prune(self) -> None:
+        """Retention, as a chunk closes: never the chunks open now."""
+        open_names = {c.name for c in (self._chunk, self._minute_chunk) if c is not None and c.name is not None}
+        if self._newest > -math.inf:
+            with contextlib.suppress(OSError):  # the directory cannot be listed now: the next close tries again
+                self.chunks_pruned += prune(self._directory, self.retention, self._newest, open_names)
+
     def _pause(self, exc: OSError, ticks: int, seconds: float) -> None:
         self.frames_lost += 1
         self.ticks_dropped += ticks
@@ -314,8 +391,9 @@ class StoreWriter:
         self._stopped.set()
 
     def _finish(self) -> None:
-        if self._chunk is not None:
-            self._chunk.close()
+        for chunk in (self._chunk, self._minute_chunk):
+            if chunk is not None:
+                chunk.close()
         self._lock.release()
         self._directory.close()
 
