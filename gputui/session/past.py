@@ -24,7 +24,8 @@ from gputui.diagnostics.tick import Tick, tick_of
 from gputui.model import Snapshot, SystemInfo
 from gputui.record.reader import TickStore
 from gputui.store.errors import NoStore, StoreError
-from gputui.store.reader import MinuteRow, Store
+from gputui.store.minutes import MinuteRow
+from gputui.store.reader import Store
 
 # The monitor opens with this much of the past in its charts.
 RECENT_S = 3600.0

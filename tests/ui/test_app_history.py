@@ -14,7 +14,8 @@ import pytest
 from gputui.record.reader import Recording
 from gputui.session.past import NO_HISTORY
 from gputui.sources.sim.source import SimulatedSource
-from gputui.store.reader import MinuteRow, Store
+from gputui.store.minutes import MinuteRow
+from gputui.store.reader import Store
 from gputui.ui.app import PAST_SIGNAL_REFUSAL, GpuTuiApp
 from gputui.ui.screens.goto import GotoScreen
 from tests.store.storedata import T0, simulate, write_store
