@@ -47,9 +47,9 @@ def parse_when(text: str, now: float) -> float:
         return _latest_clock(text, now, *(int(part or 0) for part in clock.groups()))
     dated = _DATE.fullmatch(value)
     if dated is not None:
-        parts = [int(part or 0) for part in dated.groups()]
+        year, month, day, hour, minute, second = (int(part or 0) for part in dated.groups())
         try:
-            at = datetime.datetime(*parts).timestamp()  # naive: the machine's local time
+            at = datetime.datetime(year, month, day, hour, minute, second).timestamp()  # naive: local time
         except ValueError:
             raise ValueError(f"no such date or time: {text!r} ({_EXAMPLES})") from None
         if at > now:
