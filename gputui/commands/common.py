@@ -394,13 +394,11 @@ def add_history_options(parser: argparse.ArgumentParser) -> None:
     history = parser.add_mutually_exclusive_group()
     history.add_argument(
         "--store",
-        dest="history_store",
         type=Path,
         default=None,
         metavar="DIR",
         help="the history store the monitor opens with: its last hour in the charts, what happened since you last "
-        "looked, and the past to walk back into (p, then ← or g); default: the one `gputui record` keeps "
-        "(/var/lib/gputui as root, else $XDG_STATE_HOME/gputui), where it exists",
+        f"looked, and the past to walk back into (p, then ← or g), where it exists {STORE_DEFAULT}",
     )
     history.add_argument("--no-history", action="store_true", help="read no history store")
 

@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
             "--alert-webhook and --alert-command alert on this machine's findings: run them with `gputui export` "
             "on each server, not with the fleet view"
         )
-    if fleet and args.history_store is not None:
+    if fleet and args.store is not None:
         return common.usage_error("--store is this machine's history: the fleet view reads none")
     if args.prometheus is not None:
         return run_prometheus(args)
@@ -92,8 +92,8 @@ def run(args: argparse.Namespace) -> int:
         from gputui.store.location import default_store_dir
         from gputui.ui.app import GpuTuiApp
 
-        store = None if args.no_history else args.history_store or default_store_dir()
-        app = GpuTuiApp(session, store=store, store_named=args.history_store is not None)
+        store = None if args.no_history else args.store or default_store_dir()
+        app = GpuTuiApp(session, store=store, store_named=args.store is not None)
         settle_gc()
         app.run()
     warn_of_recording(session)
