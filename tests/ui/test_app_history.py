@@ -102,13 +102,24 @@ async def test_the_since_line_says_what_was_recorded_and_the_next_one_starts_whe
     async with app.run_test(size=SIZE) as pilot:
         await run_ticks(app, clock, 1)
         await until(lambda: app.since is not None, pilot)
-        assert app.since is not None
+        # Never looked: the last 12 hours, of which the store holds the thermal machine's ten minutes.
+        assert app.since == (
+            "since 2025-12-31 12:10: Throttled 10 min on GPU 1, GPU-bound 10 min on GPU 0, heat 10 min on GPU 1 "
+            "(recorded 10 min of 12 h)"
+        )
         assert app.since in [n.text for n in app.notices.rows()]  # a notice: gone after its minute, like the others
         await pilot.pause()
         assert app.since.split(":", 1)[0] in text_of(app)
     assert app.remember_looked() is None
     seen = json.loads((tmp_path / "state" / "last-seen.json").read_text())
     assert seen == {str(store): T0 + LIVE_FROM_S}
+    # Looked again later: the line starts when the user left, and nothing was recorded since.
+    again = history_app(clock, store, tmp_path)
+    clock.now = LIVE_FROM_S + 60
+    async with again.run_test(size=SIZE) as pilot:
+        await run_ticks(again, clock, 1)
+        await until(lambda: again.since is not None, pilot)
+        assert again.since is not None and again.since.startswith("no recorder ran since 00:10:")
 
 
 async def test_no_store_no_word_until_a_key_needs_one(clock: Clock, tmp_path: Path) -> None:
