@@ -252,3 +252,22 @@ def test_the_since_line_then_a_past_frame(
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=before)
+
+
+async def test_a_damaged_chunk_is_said_and_the_rest_joins_the_charts(
+    clock: Clock, store: Path, tmp_path: Path
+) -> None:
+    (chunk,) = sorted((store / "ticks").glob("*.gtc"))
+    data = bytearray(chunk.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(64)  # a frame's payload no longer matches its checksum
+    chunk.write_bytes(bytes(data))
+    app = history_app(clock, store, tmp_path, history_size=1000)
+    async with app.run_test(size=SIZE) as pilot:
+        await run_ticks(app, clock, 1)
+        await until(lambda: app.since is not None, pilot)
+        said = [n.text for n in app.notices.rows() if n.report.level == "warning"]
+        assert len(said) == 1 and "damaged" in said[0] and chunk.name in said[0]
+        held = [s.timestamp - T0 for s in app.history]
+        assert 0 < len(held) - 1 < STORED_S  # the damaged frame's ticks are gone, the others joined
+        assert held[0] == 0.0 and held[-1] == LIVE_FROM_S
