@@ -254,9 +254,7 @@ def test_the_since_line_then_a_past_frame(
     assert snap_compare(app, terminal_size=size, run_before=before)
 
 
-async def test_a_damaged_chunk_is_said_and_the_rest_joins_the_charts(
-    clock: Clock, store: Path, tmp_path: Path
-) -> None:
+async def test_a_damaged_chunk_is_said_and_the_rest_joins_the_charts(clock: Clock, store: Path, tmp_path: Path) -> None:
     (chunk,) = sorted((store / "ticks").glob("*.gtc"))
     data = bytearray(chunk.read_bytes())
     middle = len(data) // 2
