@@ -11,7 +11,11 @@ no COLORTERM: what an SSH session usually gets), waits for the first full frame,
   ui_thread    CPU of the UI (main) thread, in ms a second, from /proc/PID/task/TID/schedstat (ns, not ticks)
   other_threads  the same for the sampling, input and output threads together
   wakeups      voluntary context switches of all threads a second: each is a sleep ended (idle wake-ups count)
-Usage: python benchmarks/bench_ui.py [--seconds 60] [--gpus 8] [--interval 1] [--size 120x40]
+  history_s    with --store: seconds from the spawn to the since-you-looked line, the store's last hour read
+               after the first frame (--store-hours H first fills DIR with H hours of the scenario's ticks ending
+               now; without --store the monitor reads no history, --no-history)
+Usage: python benchmarks/bench_ui.py [--seconds 60] [--gpus 8] [--interval 1] [--size 120x40] [--store DIR
+       [--store-hours H]]
 """
 
 from __future__ import annotations
@@ -24,12 +28,39 @@ import signal
 import struct
 import subprocess
 import sys
+import tempfile
 import termios
 import time
 from pathlib import Path
 
 # Both appear only once the first sample is drawn: a panel line and a process row.
 FIRST_FRAME_MARKERS = (b"H100 80GB", b"train.py")  # shown in every panel layout
+# The since-you-looked line: the history store has been read.
+HISTORY_MARKERS = (b"since ", b"no recorder ran")
+
+
+def fill_store(directory: Path, scenario: str, gpus: int, hours: float) -> None:
+    """`hours` of 1 s ticks of the simulated scenario, with its findings and verdicts, ending now."""
+    from gputui.diagnostics.engine import DiagnosticsEngine
+    from gputui.sources.sim.source import FIXED_EPOCH, SimulatedSource
+    from gputui.store.writer import StoreWriter
+
+    seconds = int(hours * 3600)
+    start = time.time() - seconds
+    now = [0.0]
+    source = SimulatedSource(scenario, gpu_count=gpus, clock=lambda: now[0])
+    source.open()
+    engine = DiagnosticsEngine()
+    writer = StoreWriter(directory, interval_s=1.0)
+    try:
+        for i in range(seconds):
+            now[0] = start - FIXED_EPOCH + i
+            snapshot = source.sample()
+            state = engine.update(snapshot)
+            writer.record(snapshot, state.active, state.verdict)
+    finally:
+        writer.close()
+        source.close()
 
 
 def cpu_seconds(pid: int) -> float:
@@ -101,7 +132,12 @@ def run(args: argparse.Namespace) -> int:
         str(args.gpus),
         "--interval",
         str(args.interval),
+        *(["--store", str(args.store)] if args.store is not None else ["--no-history"]),
     ]
+    if args.store is not None and args.store_hours:
+        fill_store(args.store, args.scenario, args.gpus, args.store_hours)
+    state = tempfile.TemporaryDirectory(prefix="bench-ui-state-")  # when "you last looked": not the user's own file
+    env["XDG_STATE_HOME"] = state.name
     started = time.monotonic()
     proc = subprocess.Popen(command, stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
     os.close(slave)
@@ -114,6 +150,14 @@ def run(args: argparse.Namespace) -> int:
                 return 1
             seen += drain(master, 0.05)
         first_frame = time.monotonic() - started
+        history = None
+        while args.store is not None and not any(marker in seen for marker in HISTORY_MARKERS):
+            if time.monotonic() - started > 60 or proc.poll() is not None:
+                print("bench_ui: the history was not read within 60 s", file=sys.stderr)
+                break
+            seen += drain(master, 0.05)
+        else:
+            history = time.monotonic() - started if args.store is not None else None
         # Let the start-up settle (imports, first layout) before the steady state is measured.
         settle_end = time.monotonic() + 2.0
         while time.monotonic() < settle_end:
@@ -129,10 +173,13 @@ def run(args: argparse.Namespace) -> int:
         rss = peak_rss_bytes(proc.pid)
     finally:
         quit_monitor(proc, master)
+        state.cleanup()
     label = f"{args.gpus} GPUs, {args.interval:g} s, {cols}x{rows}, TERM={args.term}, {wall:.0f} s"
     print(f"cpu_pct      {100.0 * cpu / wall:.2f} % of one core   ({label})")
     print(f"bytes_per_s  {written / wall:.0f} B/s   ({written} bytes)")
     print(f"first_frame  {first_frame:.2f} s")
+    if history is not None:
+        print(f"history_s    {history:.2f} s (the store's last hour read and joined)")
     print(f"peak_rss     {rss / 2**20:.1f} MiB")
     spent = {
         tid: (ns - threads_start.get(tid, (0, 0))[0], n - threads_start.get(tid, (0, 0))[1])
@@ -154,6 +201,8 @@ def main() -> int:
     parser.add_argument("--scenario", default="healthy")
     parser.add_argument("--size", default="120x40")
     parser.add_argument("--term", default="xterm-256color")
+    parser.add_argument("--store", type=Path, default=None)
+    parser.add_argument("--store-hours", type=float, default=0.0)
     return run(parser.parse_args())
 
 

@@ -380,12 +380,27 @@ def add_monitor_options(parser: argparse.ArgumentParser) -> None:
         help="send no signal to a process: the monitor's K key is gone (as with [monitor] readonly = true in the "
         "config)",
     )
+    add_history_options(parser)
     from gputui.commands.config_options import add_config_and_alert_options, add_price_options
     from gputui.commands.record_options import add_record_options
 
     add_price_options(parser)
     add_config_and_alert_options(parser)
     add_record_options(parser)
+
+
+def add_history_options(parser: argparse.ArgumentParser) -> None:
+    """The monitor's history: the store `gputui record` keeps, read after the first frame."""
+    history = parser.add_mutually_exclusive_group()
+    history.add_argument(
+        "--store",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="the history store the monitor opens with: its last hour in the charts, what happened since you last "
+        f"looked, and the past to walk back into (p, then ← or g), where it exists {STORE_DEFAULT}",
+    )
+    history.add_argument("--no-history", action="store_true", help="read no history store")
 
 
 def source_option_problem(args: argparse.Namespace) -> str | None:

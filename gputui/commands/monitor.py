@@ -56,6 +56,8 @@ def run(args: argparse.Namespace) -> int:
             "--alert-webhook and --alert-command alert on this machine's findings: run them with `gputui export` "
             "on each server, not with the fleet view"
         )
+    if fleet and args.store is not None:
+        return common.usage_error("--store is this machine's history: the fleet view reads none")
     if args.prometheus is not None:
         return run_prometheus(args)
     if args.remote is not None:
@@ -87,10 +89,15 @@ def run(args: argparse.Namespace) -> int:
             return common.report_unavailable(exc)
         except (ValueError, RecordingError) as exc:  # InvalidGpuSelection, a simulated machine with no GPU; --record
             return common.usage_error(exc)
+        from gputui.store.location import default_store_dir
         from gputui.ui.app import GpuTuiApp
 
-        app = GpuTuiApp(session)
+        store = None if args.no_history else args.store or default_store_dir()
+        app = GpuTuiApp(session, store=store, store_named=args.store is not None)
         settle_gc()
         app.run()
     warn_of_recording(session)
+    unnoted = app.remember_looked()
+    if unnoted is not None:
+        print(f"gputui: {unnoted}", file=sys.stderr)
     return common.EXIT_OK if app.return_code is None else app.return_code

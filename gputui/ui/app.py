@@ -9,13 +9,18 @@ views that are hidden; what is drawn goes through LineView, which sends the term
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import logging
 import signal
 import sys
+import threading
+import time
 from collections.abc import Callable, Sequence
 from contextlib import nullcontext
 from datetime import datetime
-from typing import ClassVar
+from pathlib import Path
+from typing import ClassVar, TypeVar
 
 from textual.binding import Binding, BindingType
 from textual.widgets import Input
@@ -30,11 +35,29 @@ from gputui.model import Snapshot
 from gputui.probes.protocol import ProbeName
 from gputui.probes.result_finding import PROBE_NAMES
 from gputui.session.builder import Session
+from gputui.session.last_seen import remember, since_when
 from gputui.session.loop import RealTime, SamplingLoop, failure_text
+from gputui.session.past import (
+    NO_HISTORY,
+    Pieces,
+    Timeline,
+    UtilPoint,
+    Walk,
+    chart_tail,
+    held_span,
+    judged,
+    load_recent,
+    nearest,
+    read_around,
+    util_of,
+)
 from gputui.session.replay_sampler import ReplaySampler
 from gputui.session.sampling import INTERVALS, MAX_INTERVAL, MIN_INTERVAL
 from gputui.session.signals import READONLY_REFUSAL, Target, decide_all, send, targets
 from gputui.session.stacks import stacks_refusal
+from gputui.store.errors import StoreError
+from gputui.store.when import parse_when
+from gputui.text.since_text import since_line
 from gputui.ui.lean_update import LeanScreen
 from gputui.ui.live_app import LIVE_KEYS
 from gputui.ui.marks import Marks
@@ -44,15 +67,18 @@ from gputui.ui.probes import REPLAY_REFUSAL, ProbeController
 from gputui.ui.record_replay import RecordReplayApp
 from gputui.ui.screens.confirm_signal import ConfirmSignal
 from gputui.ui.screens.detail import DetailScreen
+from gputui.ui.screens.goto import GotoScreen
 from gputui.ui.screens.help import DESCRIPTIONS, HelpScreen
 from gputui.ui.screens.main import MainScreen
 from gputui.ui.screens.topo import TopoScreen
 from gputui.ui.widgets.diagnostics import DiagnosticsPane
+from gputui.ui.widgets.gpu_panel import SPARK_BUCKET_S, SPARK_CELLS
 from gputui.ui.widgets.header import HeaderState
 from gputui.ui.widgets.probe_status import ProbeStatus
 from gputui.ui.widgets.processes import ProcessTable
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def _capitalized(name: str) -> str:
@@ -81,7 +107,7 @@ MAIN_VIEW_ACTIONS = frozenset(
 )
 # Actions on this machine now, which a replay is not: in replay they are hidden from the footer and the help, and
 # do nothing (check_action); the replay keys take space and `p`, and a probe key says why it does nothing.
-LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_probe"})
+LIVE_ONLY = frozenset({"toggle_pause", "slower", "faster", "probe", "cancel_probe", "past_step", "past_live"})
 # The pane's cost tally is worked out again at most this often (the monitor's bytes to the terminal are few).
 TALLY_EVERY_S = 1.0
 # `K` signals the process table's tagged or selected processes: it is in the footer while the table has the focus
@@ -96,6 +122,37 @@ SIMULATED_SIGNAL_REFUSAL = "no signals on the simulated machine: its processes a
 # table has the focus or the detail shows a process.
 ACTIVITY_HINT = "a reads a process's stacks from the process table (tab to it, choose a process, then a) or its detail"
 ACTIVITY_OFF = "stack sampling is off in this session (config [stacks] enabled = false)"
+# While the panels show a past tick (paused, walked back with ← →), what acts on this machine's processes now would
+# act on what the screen does not show.
+PAST_SIGNAL_REFUSAL = "no signals from the past: the table shows the processes as they were then (p: back to live)"
+PAST_ACTIVITY_REFUSAL = "no stacks from the past: the table shows the processes as they were then (p: back to live)"
+WALK_HINT = "paused: ← → walk back, [ ] by a minute, g: jump to a time, p: live"
+WALK_HINT_RING = "paused: ← → walk back through this session, [ ] by a minute, p: live"
+NO_PAST_IN_REPLAY = "a replay walks with its own keys: ← → seek, [ ] by a minute"
+
+
+def off_loop(work: Callable[[], T]) -> asyncio.Future[T]:
+    """`work` on a daemon thread of its own, awaited: a store read of an hour takes seconds, and a monitor quit
+    meanwhile must not wait for it (asyncio.to_thread's pool is joined when the loop closes)."""
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def settle(outcome: Callable[[], None]) -> None:
+        if not future.done():
+            outcome()
+
+    def run() -> None:
+        try:
+            result = work()
+        except Exception as exc:  # handed to the awaiting worker, which says it
+            outcome: Callable[[], None] = functools.partial(future.set_exception, exc)
+        else:
+            outcome = functools.partial(future.set_result, result)
+        with contextlib.suppress(RuntimeError):  # the loop has closed: the app is gone, nobody waits
+            loop.call_soon_threadsafe(settle, outcome)
+
+    threading.Thread(target=run, name="gputui-history", daemon=True).start()
+    return future
 
 
 def clamp_interval(seconds: float) -> float:
@@ -130,6 +187,7 @@ class GpuTuiApp(RecordReplayApp):
         Binding("K", "signal_refused", "Signal", show=False),
         Binding("a", "sample_activity", "Activity"),
         Binding("a", "sample_activity_refused", "Activity", show=False),
+        Binding("g", "past_goto", "Go to time", show=False),
         # In replay only, where the probes are not.
         Binding(",".join([*PROBE_KEYS.values(), "x"]), "probe_refused", "Probe", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
@@ -142,10 +200,15 @@ class GpuTuiApp(RecordReplayApp):
         auto_sample: bool = True,
         now: Callable[[], datetime] = datetime.now,
         history_size: int = 600,
+        store: Path | None = None,
+        store_named: bool = False,
+        last_seen_file: Path | None = None,
     ) -> None:
         """`session` is opened, and closed after, by its builder (gputui/session/builder.py): the app samples it,
         and says the alerter's reports and rings its bell. `now` is the clock the header shows (a replay's is the
-        recording's)."""
+        recording's). `store`: the history store whose last hour joins the charts after the first frame, and whose
+        minutes say what happened since the user last looked (`last_seen_file`, else the user's own); a store that is
+        not there is said only where the user `store_named` it."""
         super().__init__(
             recorder=session.recorder,
             replay=session.replay,
@@ -153,6 +216,17 @@ class GpuTuiApp(RecordReplayApp):
             say=self._say,
         )
         self.session = session
+        # The history: read on workers once the first frame is drawn; never in a replay (it has its own past).
+        self.store = store if self.replay is None else None
+        self.last_seen_file = last_seen_file
+        self.store_named = store_named
+        self.past: Pieces | None = None  # the store's last hour, compact: the walk goes back through it
+        self.history_problem: str | None = None if self.store is not None else NO_HISTORY  # why `g` cannot act
+        self.since: str | None = None  # the since-you-looked line, once read
+        self.walk: Walk | None = None  # the past tick the panels show while paused; None: now
+        self.past_tick: Tick | None = None  # that tick, judged again (its findings and verdict)
+        self._history_started = False
+        self._walk_hinted = False
         # Live, the engine that judges every tick (probe results join it); a replay's seek starts its own anew.
         self.engine = session.engine
         # The views' colours, judged by the thresholds this engine's rules use (the config file's overrides too).
@@ -166,6 +240,7 @@ class GpuTuiApp(RecordReplayApp):
         self._tallied_at: float | None = None
         self.auto_sample = auto_sample
         self.history = History(history_size)
+        self._history_size = history_size
         self.latest: Tick | None = None
         self.filter_text = ""
         # No signal is sent to a process, and the keys for it are gone ([monitor] readonly, --readonly).
@@ -232,8 +307,13 @@ class GpuTuiApp(RecordReplayApp):
         if self.replay is None:
             self._account(tick)
         self.sync_play_key()
+        if self.past_tick is not None:  # the live reading went into the panels: they keep showing the past one
+            self.main.gpus.show_samples(self.past_tick.snapshot)
         if not self.paused:
             self.draw()
+        if self.store is not None and not self._history_started:
+            self._history_started = True
+            self.call_after_refresh(self._start_history, snapshot.timestamp)
 
     def _account(self, tick: Tick) -> None:
         """Add the tick to the session's account; with a price, the pane's tally, at most once a second."""
@@ -260,6 +340,169 @@ class GpuTuiApp(RecordReplayApp):
     def _recording_time(self) -> float | None:
         """The recording's time now: the newest reading's own timestamp."""
         return self.latest.snapshot.timestamp if self.latest is not None else None
+
+    # -- the history store -------------------------------------------------------------------------------
+
+    def _start_history(self, now: float) -> None:
+        """After the first frame: the store is read on a thread, and what it holds joins the view after."""
+        self.run_worker(self._load_history(now), group="history", exclusive=True, exit_on_error=False)
+
+    async def _load_history(self, now: float) -> None:
+        store, live, lang, keep = self.store, self.system, self.engine.lang, self._history_size
+        assert store is not None
+
+        def read() -> tuple[Pieces | None, list[Snapshot], list[UtilPoint], str, tuple[str, ...]] | None:
+            """On a thread: the store read, and the ticks the charts show decoded (only those)."""
+            since = since_when(store, now, self.last_seen_file)
+            recent = load_recent(store, now, since, live)
+            if recent is None:
+                return None
+            line = since_line(recent.minutes, since, now, lang, ticks_held=recent.ticks_since)
+            said = (*recent.warnings, *([recent.note] if recent.note else []))
+            if recent.note:
+                return None, [], [], line, said
+            tail, points = chart_tail(recent.ticks, now - SPARK_CELLS * SPARK_BUCKET_S, now, keep)
+            return recent.ticks, tail, points, line, said
+
+        try:
+            read_back = await off_loop(read)
+        except StoreError as exc:  # a newer store, a damaged one: said, and the monitor goes on as before
+            self.history_problem = str(exc)
+            self._say(str(exc), "warning")
+            return
+        if read_back is None:
+            self.history_problem = NO_HISTORY
+            if self.store_named:
+                self._say(f"no history at {store}: start `gputui record --store {store}`", "warning")
+            return
+        self.past, tail, points, self.since, warnings = read_back
+        for said in warnings:
+            self._say(said, "warning")
+        self._say(self.since)
+        self._join_past(tail, points)
+
+    def _join_past(self, tail: Sequence[Snapshot], points: Sequence[UtilPoint]) -> None:
+        """The past's ticks before the live ones: in the history (as far as its capacity keeps) and in the
+        panels' sparklines, which are built again from the past's utilization on."""
+        ring = list(self.history)
+        first = ring[0].timestamp if ring else None
+        older = [s for s in tail if first is None or s.timestamp < first]
+        if not older:
+            return
+        self.history.clear()
+        for snapshot in [*older, *ring]:
+            self.history.append(snapshot)
+        earlier = [p for p in points if first is None or p[0] < first]
+        self.main.gpus.rebuild_sparklines([*earlier, *((s.timestamp, util_of(s)) for s in ring)])
+        self.draw()
+
+    def remember_looked(self) -> str | None:
+        """When the monitor ends: the user has seen the store's history up to the latest tick (the next since
+        line starts there). Off the event loop: the app has ended. None, or why it could not be noted."""
+        if self.store is None or self.since is None or self.latest is None:
+            return None
+        return remember(self.store, self.latest.snapshot.timestamp, self.last_seen_file)
+
+    # -- walking back --------------------------------------------------------------------------------------
+
+    def action_toggle_pause(self) -> None:
+        """Un-pausing returns to live from wherever the walk was; the first pause says how to walk back."""
+        if self.paused:
+            self._leave_past()
+        elif not self._walk_hinted:
+            self._walk_hinted = True
+            self._say(WALK_HINT if self.store is not None else WALK_HINT_RING)
+        super().action_toggle_pause()
+
+    def action_past_live(self) -> None:
+        self.action_toggle_pause()
+
+    def _leave_past(self) -> None:
+        self.walk = self.past_tick = None
+        if self.latest is not None:
+            self.main.gpus.show_samples(self.latest.snapshot)
+        self.refresh_bindings()
+
+    def action_past_step(self, seconds: float) -> None:
+        """← → while paused: the tick `seconds` away on the timeline held (the store's hour, then the ring)."""
+        walk = self.walk
+        if walk is None:
+            timeline = Timeline(self.past, list(self.history))
+            if not timeline:
+                return
+            walk = Walk(timeline, len(timeline) - 1)
+        stepped = walk.stepped(seconds)
+        if stepped is None:
+            where = "the newest tick held: p goes live" if seconds > 0 else "the oldest tick held here"
+            self._say(f"{where}; g jumps to a time" if self.store is not None else where)
+            if self.walk is None:
+                self._show_walk(walk)
+            return
+        self._show_walk(stepped)
+
+    def _show_walk(self, walk: Walk) -> None:
+        self.walk = walk
+        self.refresh_bindings()
+        self._show_header()
+        self.run_worker(self._judge(walk), group="past", exclusive=True, exit_on_error=False)
+
+    async def _judge(self, walk: Walk) -> None:
+        """The tick's findings and verdict, judged on a thread (an engine's two minutes of readings)."""
+        tick = await off_loop(functools.partial(judged, walk.ticks, walk.index, self.engine.config, self.engine.lang))
+        if self.walk is walk and self.paused:
+            self.past_tick = tick
+            self.main.gpus.show_samples(tick.snapshot)
+            self._draw_past()
+
+    def action_past_goto(self) -> None:
+        """`g`: ask for a time, then read the store around it on a thread and walk there (paused)."""
+        if self.replay is not None:
+            self._say(NO_PAST_IN_REPLAY)
+        elif self.history_problem is not None or self.store is None:
+            self._say(self.history_problem or NO_HISTORY, "warning")
+        elif not isinstance(self.screen, GotoScreen):
+            self.push_screen(GotoScreen(), callback=self._goto)
+
+    def _goto(self, asked: str | None) -> None:
+        if asked is None or self.store is None:
+            return
+        now = self.latest.snapshot.timestamp if self.latest is not None else time.time()
+        try:
+            t = parse_when(asked, now)
+        except ValueError as exc:
+            self._say(str(exc), "warning")
+            return
+        self.run_worker(self._jump(self.store, t), group="past", exclusive=True, exit_on_error=False)
+
+    async def _jump(self, store: Path, t: float) -> None:
+        try:
+            ticks = await off_loop(functools.partial(read_around, store, t))
+        except StoreError as exc:
+            self._say(str(exc), "warning")
+            return
+        if not ticks:
+            held = await off_loop(functools.partial(held_span, store))
+            span = "nothing" if held is None else f"{self._clock_of(held[0])} to {self._clock_of(held[1])}"
+            self._say(f"the history holds nothing near {self._clock_of(t)} (it holds {span})", "warning")
+            return
+        if not self.paused:
+            self.paused = True
+        self._show_walk(Walk(ticks, nearest(ticks.timestamps, t)))
+
+    def _clock_of(self, t: float) -> str:
+        """A past time as the header says it: HH:MM:SS today, with its date on another day."""
+        then = time.localtime(t)
+        today = time.localtime(self.latest.snapshot.timestamp if self.latest is not None else time.time())
+        same_day = (then.tm_year, then.tm_yday) == (today.tm_year, today.tm_yday)
+        return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", then)
+
+    def _draw_past(self) -> None:
+        tick = self.past_tick
+        if tick is None or not self.main.is_attached or self.screen is not self.main:
+            self._show_header()
+            return
+        with self.main.repainting_at_once(), self.batch_update():
+            self.main.draw(tick, self._header_state(), self.filter_text)
 
     def on_replay_moved(self) -> None:
         """Show the new position now rather than at the next poll (tests drive their ticks themselves)."""
@@ -303,6 +546,10 @@ class GpuTuiApp(RecordReplayApp):
         main view (the pane, the views, the filter, the sort) only there, not on the detail and topology views."""
         if action in LIVE_ONLY and self.replay is not None:
             return False
+        if action == "past_step":
+            return self.paused and self.replay is None and not isinstance(self.focused, Input)
+        if action == "past_live":
+            return self.walk is not None and not isinstance(self.focused, Input)
         if action == "probe_refused":
             return self.replay is not None
         if action == "cancel_probe" and not self.probes.running:
@@ -347,8 +594,10 @@ class GpuTuiApp(RecordReplayApp):
     # -- drawing -----------------------------------------------------------------------------------------
 
     def _header_state(self) -> HeaderState:
-        # Counted as the pane lists them: a finding alike on eight GPUs is one thing to fix, not eight.
-        rows = {row_key(f): f.severity for f in (self.latest.active if self.latest is not None else ())}
+        # Counted as the pane lists them: a finding alike on eight GPUs is one thing to fix, not eight. Walking the
+        # past, the counts and the verdict are the past tick's, as the pane's findings are.
+        shown = self.past_tick if self.past_tick is not None and self.paused else self.latest
+        rows = {row_key(f): f.severity for f in (shown.active if shown is not None else ())}
         return HeaderState(
             critical=sum(1 for severity in rows.values() if severity == Severity.CRITICAL),
             warnings=sum(1 for severity in rows.values() if severity == Severity.WARNING),
@@ -362,8 +611,9 @@ class GpuTuiApp(RecordReplayApp):
             error=self._error,
             recording=self.recording_badge,
             replay=self.replay_position,
-            verdict=self.latest.verdict if self.latest is not None else None,
+            verdict=shown.verdict if shown is not None else None,
             replay_notes=self.replay_notes,
+            past=None if self.walk is None else f"PAST {self._clock_of(self.walk.at)} — space/p: live",
         )
 
     def _show_header(self) -> None:
@@ -377,6 +627,9 @@ class GpuTuiApp(RecordReplayApp):
     def draw(self) -> None:
         """Push the latest tick to the view on screen; the main view waits while another view covers it."""
         tick = self.latest
+        if self.paused and self.past_tick is not None:
+            self._draw_past()
+            return
         if tick is None or self.paused:
             self._show_header()
             return
@@ -485,6 +738,8 @@ class GpuTuiApp(RecordReplayApp):
         """Why no signal may be sent in this session; None where it may."""
         if self.replay is not None:
             return REPLAY_SIGNAL_REFUSAL
+        if self.walk is not None:
+            return PAST_SIGNAL_REFUSAL
         if self.system.source == "simulated":
             return SIMULATED_SIGNAL_REFUSAL
         return READONLY_REFUSAL if self.readonly else None
@@ -521,6 +776,8 @@ class GpuTuiApp(RecordReplayApp):
     def activity_refusal(self) -> str | None:
         """Why `a` reads no stack in this session; None where it may (whether the process can be read is
         request_activity's to say)."""
+        if self.walk is not None:
+            return PAST_ACTIVITY_REFUSAL
         refusal = stacks_refusal(self.system)  # the lab's machine (--demo-job) follows a real job: that one may
         if refusal is not None:
             return refusal
@@ -580,10 +837,12 @@ class GpuTuiApp(RecordReplayApp):
             return [*keys, *self.mode_bindings()]
         keys = [b for b in keys if not b.action.startswith("replay_")]
         keys += [b for b in ProcessTable.BINDINGS if isinstance(b, Binding) and b.action == "tag"]
-        return [*keys, *(b for b in RecordReplayApp.BINDINGS if isinstance(b, Binding) and b.action == "mark")]
+        mine = [b for b in RecordReplayApp.BINDINGS if isinstance(b, Binding) and b.action.startswith("past_")]
+        return [*keys, *mine, *(b for b in RecordReplayApp.BINDINGS if isinstance(b, Binding) and b.action == "mark")]
 
     def help_refusals(self) -> dict[str, str]:
         """Why a key the help lists cannot act in this session, by its action: what it says when pressed."""
         refusals = {"signal": self.signal_refusal, "tag": self.signal_refusal, "mark": self.mark_refusal}
         refusals["sample_activity"] = self.activity_refusal
+        refusals["past_goto"] = NO_PAST_IN_REPLAY if self.replay is not None else self.history_problem
         return {action: why for action, why in refusals.items() if why is not None}

@@ -30,6 +30,15 @@ from gputui.ui.screens.mark import MarkScreen
 # Seeking and the playing speed each take one footer entry ("← → Seek", "< > Speed").
 SEEK_KEYS = Binding.Group("Seek")
 SPEED_KEYS = Binding.Group("Speed")
+# Live and paused, the same keys walk back through the history the monitor holds; space (or p) goes live again.
+# Out of the footer, which has no room for them at 80 columns: the first pause says them, the header while walking.
+PAST_KEYS: tuple[Binding, ...] = (
+    Binding("left", "past_step(-10)", "-10s", key_display="←", priority=True, show=False),
+    Binding("right", "past_step(10)", "+10s", key_display="→", priority=True, show=False),
+    Binding("left_square_bracket", "past_step(-60)", "-1m", key_display="[", priority=True, show=False),
+    Binding("right_square_bracket", "past_step(60)", "+1m", key_display="]", priority=True, show=False),
+    Binding("space", "past_live", "Live", key_display="space", priority=True, show=False),
+)
 
 
 MARK_REFUSAL = "M marks a recording, and this session records nothing: start gputui with --record FILE"
@@ -52,6 +61,8 @@ class RecordReplayApp(LiveApp):
         Binding("right_square_bracket", "replay_seek(60)", "+1m", key_display="]", priority=True, show=False),
         Binding("less_than_sign", "replay_slower", "Slower play", key_display="<", priority=True, group=SPEED_KEYS),
         Binding("greater_than_sign", "replay_faster", "Faster play", key_display=">", priority=True, group=SPEED_KEYS),
+        # The live monitor's walk into the past while paused, on the same keys (the app's check_action says when).
+        *PAST_KEYS,
     ]
 
     def __init__(
@@ -92,6 +103,7 @@ class RecordReplayApp(LiveApp):
             for b in RecordReplayApp.BINDINGS
             if isinstance(b, Binding)
             and b.action not in ("mark_unlisted", "mark_refused")
+            and not b.action.startswith("past_")
             and (self.replay is not None if b.action.startswith("replay_") else self.recorder is not None)
         ]
 

@@ -19,6 +19,7 @@ from gputui.config import Config
 from gputui.diagnostics.findings import Severity
 from gputui.model import XID_UNWATCHED, GpuSample, Snapshot
 from gputui.session.builder import SessionOptions, open_session
+from gputui.session.past import NO_HISTORY
 from gputui.sources.sim.job import JobSource
 from gputui.ui.app import ACTIVITY_OFF, GpuTuiApp
 from gputui.ui.messages import SampleFailed
@@ -410,17 +411,21 @@ async def test_question_mark_shows_every_key() -> None:
         what = [str(cell) for cell in table.columns[1].cells]
         # Every key of the live monitor in the footer's order, those the footer leaves out too (esc, which
         # closes things, is among the extras; replay's `p` and its refusal of the probe keys are not live keys),
-        # then `M`, whose line says it needs --record; the replay keys only in replay. This app was given no stack
-        # sampling (request_activity): `a` is listed with why it reads none here.
+        # then the keys that walk the past while paused, then `M`, whose line says it needs --record; the replay keys
+        # only in replay. This app was given no stack sampling (request_activity): `a` is listed with why it reads
+        # none here; nor a history store: `g` says how to start one.
         keys = [
             b.key_display or b.key
             for b in GpuTuiApp.BINDINGS
             if isinstance(b, Binding) and b.action in DESCRIPTIONS and not b.action.startswith("replay_")
         ]
-        assert shown == [*keys, "space", "M", *(key for key, _ in EXTRA_KEYS)]  # space: the process table's tag
-        assert {"+", "-", "o", "f", "t", "n", "x", "M", "K", "a"} <= set(shown) and all(what)
+        past = ["←", "→", "[", "]", "space"]
+        assert shown == [*keys, "space", *past, "M", *(key for key, _ in EXTRA_KEYS)]  # space: the table's tag
+        assert {"+", "-", "o", "f", "t", "n", "x", "M", "K", "a", "g"} <= set(shown) and all(what)
         assert what[shown.index("a")].endswith(f"(not here: {ACTIVITY_OFF})")
-        assert [w for key, w in zip(shown, what, strict=True) if key == "space"] == [DESCRIPTIONS["tag"]]  # not play
+        assert what[shown.index("g")].endswith(f"(not here: {NO_HISTORY})")
+        spaces = [w for key, w in zip(shown, what, strict=True) if key == "space"]
+        assert spaces == [DESCRIPTIONS["tag"], DESCRIPTIONS["past_live"]]  # not play
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is app.main

@@ -40,6 +40,13 @@ DESCRIPTIONS: dict[str, str] = {
     "replay_seek(10)": "replay: forward 10 s",
     "replay_seek(-60)": "replay: back 1 min",
     "replay_seek(60)": "replay: forward 1 min",
+    "past_step(-10)": "paused: walk back 10 s into the past (the history held: the store's last hour, then the "
+    "session's ticks); the panels, the table and the findings show that moment",
+    "past_step(10)": "paused: walk forward 10 s",
+    "past_step(-60)": "paused: walk back 1 min",
+    "past_step(60)": "paused: walk forward 1 min",
+    "past_live": "walking the past: back to live (p too)",
+    "past_goto": "jump to a time in the history store (03:10, 2026-12-06 03:10, 3h ago) and walk from there",
     "replay_slower": "replay: play slower (down to x0.25)",
     "replay_faster": "replay: play faster (up to x64)",
     "probe('stress')": "stress probe on the selected GPU: matmul TFLOP/s, clocks and heat under load",

@@ -6,7 +6,7 @@ idle pass and a compositor render each tick, which at 8 GPUs was a large share o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
 from textual import events
@@ -15,7 +15,7 @@ from textual.binding import Binding, BindingType
 from gputui.formatting import fmt_ranges
 from gputui.model import Snapshot
 from gputui.ui.marks import Marks
-from gputui.ui.widgets.gpu_panel import METRIC_GROUPS, GpuPanel
+from gputui.ui.widgets.gpu_panel import METRIC_GROUPS, GpuPanel, UtilBuckets
 from gputui.ui.widgets.lines import Line, LineView
 
 
@@ -58,6 +58,24 @@ class GpuList(LineView):
             held = [n for n, panel in enumerate(self.panels) if any(d.uuid == given for d in panel.instances())]
             self.cursor = held[0] if held else self.cursor
         return changed
+
+    def show_samples(self, snapshot: Snapshot) -> None:
+        """Show each GPU's reading of `snapshot` (a past tick walked back to) without adding it to the history:
+        the sparklines stay the timeline it sits on."""
+        samples = {sample.index: sample for sample in snapshot.gpus}
+        for panel in self.panels:
+            panel.sample = samples.get(panel.gpu_index)
+        self.redraw()
+
+    def rebuild_sparklines(self, points: Sequence[tuple[float, Mapping[int, float | None]]]) -> None:
+        """Each panel's sparkline built again from these utilizations, oldest first: the history store's past
+        joined before the live readings."""
+        for panel in self.panels:
+            buckets = UtilBuckets()
+            for t, utils in points:
+                buckets.add(t, utils.get(panel.gpu_index))
+            panel.history = buckets
+        self.redraw()
 
     @property
     def instance_rows(self) -> int:

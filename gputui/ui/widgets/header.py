@@ -27,6 +27,7 @@ VERDICT_DEFAULT_STYLE = "bold yellow"
 VERDICT_MAX_LINES = 3
 ELLIPSIS = "…"
 REPLAY_NOTE_STYLE = "bold magenta"  # the replay's own words (its end, the marks passed), in its badge's colour
+PAST_STYLE = "bold white on blue"  # the monitor walking back into the past: the panels show that tick, not now
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +46,7 @@ class HeaderState:
     replay: str | None = None  # where a replay is and how fast: "01:12:30 / 08:00:00 x4"
     verdict: Verdict | None = None  # what bounds the job: under the facts, on every screen
     replay_notes: tuple[str, ...] = ()  # the end of the recording, the marks just passed: a row each, under the facts
+    past: str | None = None  # walking back while paused: "PAST 03:10:22 — space/p: live", in place of PAUSED
 
 
 def badges(system: SystemInfo, paused: bool, scenario: bool = True) -> list[tuple[str, str]]:
@@ -158,7 +160,9 @@ class StatusHeader(LineView):
         head: Line = [(s.clock, ""), ("  ", "")]
         if wide:
             head.append(("gputui  ", "bold"))
-        for label, style in badges(sysinfo, s.paused, scenario=not tight):
+        if s.past:
+            head += [(f" {s.past} ", PAST_STYLE), ("  ", "")]
+        for label, style in badges(sysinfo, s.paused and not s.past, scenario=not tight):
             head += [(f" {label} ", style), ("  ", "")]
             if label == "REPLAY" and s.replay:
                 head += [(s.replay, "bold"), ("  ", "")]
