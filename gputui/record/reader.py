@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import os
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, overload
@@ -51,6 +51,8 @@ MAX_LINE_BYTES = 16 * _MIB
 # size, as a plain file's is; the floor keeps a small file that is cut short or synced often from tripping it.
 GZIP_MAX_RATIO = 200
 GZIP_MIN_BUDGET = 64 * _MIB
+# A line as read: its number, its bytes (None: longer than MAX_LINE_BYTES) and whether a newline ended it.
+NumberedLine = tuple[int, bytes | None, bool]
 # Ticks rebuilt at once: 64 ticks of 8 GPUs take ~30 ms, the most a replay seek waits for.
 TICKS_PER_CHUNK = 64
 
@@ -231,54 +233,24 @@ class Recording:
         return self.end - self.start
 
 
-class RecordingReader:
-    """Reads the header at once (raising RecordingError when the file is not a readable recording) and the
-    rest lazily: each `records()` pass reads the file again and leaves what it had to step around in
-    `warnings`, complete once the pass is over."""
+class RecordParser:
+    """The checks every record of a recording goes through, over lines from any origin (a file, a history store's
+    frames): each line parsed and cleaned, malformed ones skipped and counted, activities carried, ticks that list
+    other GPUs than the header trimmed to the header's; what it stepped around is left in `warnings`, complete once
+    a pass is over."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
+    def __init__(self, path: Path, header: RecordingHeader) -> None:
+        self.path = path
+        self.header = header
         self.warnings: list[str] = []
-        self.header = self._read_header()
-        self._gpu_indices = tuple(info.index for info in self.header.gpu_info)
+        self._gpu_indices = tuple(info.index for info in header.gpu_info)
 
-    def _open(self) -> IO[bytes]:
-        try:
-            return open(self.path, "rb")
-        except FileNotFoundError:
-            raise RecordingError(f"no such recording: {self.path}") from None
-        except IsADirectoryError:
-            raise RecordingError(f"{self.path} is a directory, not a recording") from None
-        except OSError as exc:
-            raise RecordingError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
-
-    def _read_header(self) -> RecordingHeader:
-        with self._open() as raw:
-            stream = _Bytes(raw)
-            first = next(_lines(stream), None)
-        if first is None:
-            if stream.problem:
-                raise RecordingError(f"{self.path} holds no readable header: {stream.problem}")
-            raise RecordingError(f"{self.path} is empty: not a gputui recording")
-        if first[1] is None:
-            raise RecordingError(
-                f"{self.path} is not a gputui recording: its first line is longer than {MAX_LINE_BYTES / _MIB:g} MiB"
-            )
-        try:
-            data = loads(first[1])
-        except (ValueError, RecursionError):
-            raise RecordingError(f"{self.path} is not a gputui recording: its first line is not JSON") from None
-        if not isinstance(data, dict):
-            raise RecordingError(f"{self.path} is not a gputui recording: its first line is not a JSON object")
-        try:
-            return header_from_dict(data)
-        except RecordingFormatError as exc:
-            raise RecordingError(f"cannot read {self.path}: {exc}") from None
-        except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as exc:  # a value of the wrong kind
-            raise RecordingError(f"cannot read {self.path}: its header is malformed ({type(exc).__name__})") from None
-
-    def _read(self) -> Iterator[tuple[Snapshot | RecordedEvent, bytes]]:
-        """Each record with the line that holds it (for a tick with GPUs the header lacks, the line without them)."""
+    def records(
+        self, lines: Iterable[NumberedLine], stopped_early: Callable[[], str | None] = lambda: None
+    ) -> Iterator[tuple[Snapshot | RecordedEvent, bytes]]:
+        """Each record of `lines` (the header's line not among them) with the line that holds it (for a tick with
+        GPUs the header lacks, the line without them); `stopped_early`, asked once the lines are over, says where their
+        origin had to stop early."""
         self.warnings = []
         bad: list[tuple[int, str]] = []
         unknown: dict[str, int] = {}
@@ -287,37 +259,33 @@ class RecordingReader:
         malformed: list[tuple[int, str]] = []  # activities left out of the ticks that held them
         ticks = 0
         truncated: int | None = None
-        with self._open() as raw:
-            stream = _Bytes(raw)
-            lines = _lines(stream)
-            next(lines, None)  # the header, read already
-            for number, line, complete in lines:
-                if line is None:
-                    bad.append((number, f"longer than {MAX_LINE_BYTES / _MIB:g} MiB, the most a line may hold"))
-                    continue
-                try:
-                    data = loads(line)
-                    if not isinstance(data, dict):
-                        raise RecordingFormatError("not a JSON object")
-                    kind = data.get("type")
-                    if kind == "tick":
-                        changed, problems = carry.fill(data)
-                        malformed += [(number, problem) for problem in problems]
-                        snapshot, kept = self._tick(data, dumps(data).encode() if changed else line, other_gpus)
-                        ticks += 1
-                        yield snapshot, kept
-                    elif kind == "event" and data.get("kind") in EVENT_KINDS:
-                        yield event_from_dict(data), line
-                    else:
-                        label = f"{kind}/{data.get('kind')}" if kind == "event" else str(kind)
-                        unknown[label] = unknown.get(label, 0) + 1
-                # RecursionError: arrays nested thousands deep; ArithmeticError: a number too large for a float.
-                except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError, RecursionError) as exc:
-                    if complete:
-                        bad.append((number, str(exc)))
-                    elif stream.problem is None:
-                        truncated = number
-        self._collect_warnings(ticks, bad, unknown, other_gpus, truncated, stream.problem)
+        for number, line, complete in lines:
+            if line is None:
+                bad.append((number, f"longer than {MAX_LINE_BYTES / _MIB:g} MiB, the most a line may hold"))
+                continue
+            try:
+                data = loads(line)
+                if not isinstance(data, dict):
+                    raise RecordingFormatError("not a JSON object")
+                kind = data.get("type")
+                if kind == "tick":
+                    changed, problems = carry.fill(data)
+                    malformed += [(number, problem) for problem in problems]
+                    snapshot, kept = self._tick(data, dumps(data)[:-1].encode() if changed else line, other_gpus)
+                    ticks += 1
+                    yield snapshot, kept
+                elif kind == "event" and data.get("kind") in EVENT_KINDS:
+                    yield event_from_dict(data), line
+                else:
+                    label = f"{kind}/{data.get('kind')}" if kind == "event" else str(kind)
+                    unknown[label] = unknown.get(label, 0) + 1
+            # RecursionError: arrays nested thousands deep; ArithmeticError: a number too large for a float.
+            except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError, RecursionError) as exc:
+                if complete:
+                    bad.append((number, str(exc)))
+                elif stopped_early() is None:
+                    truncated = number
+        self._collect_warnings(ticks, bad, unknown, other_gpus, truncated, stopped_early())
         if malformed:
             number, problem = malformed[0]
             many = f"{len(malformed)} malformed activities" if len(malformed) > 1 else "a malformed activity"
@@ -335,7 +303,7 @@ class RecordingReader:
         data = {**data, "gpus": [g for g in gpus if g.get("index") in self._gpu_indices]}
         snapshot = tick_from_dict(data, self.header, self.header.system)
         other_gpus.append((snapshot.timestamp, tuple(int(i) for i in indices)))
-        return snapshot, dumps(data).encode()
+        return snapshot, dumps(data)[:-1].encode()
 
     def _collect_warnings(
         self,
@@ -372,16 +340,70 @@ class RecordingReader:
                 f"{format_clock(t, self.header.utc_offset_s)}, lists {shown}; only the header's GPUs are shown"
             )
 
-    def load(self) -> Recording:
-        """The whole recording, with the warnings of the pass; each tick is read (and checked) once here."""
+    def load_lines(
+        self, lines: Iterable[NumberedLine], stopped_early: Callable[[], str | None] = lambda: None
+    ) -> Recording:
+        """The whole recording `lines` hold, with the warnings of the pass; each tick is read (and checked) once."""
         recording = Recording(path=self.path, header=self.header, ticks=TickStore(self.header))
-        for record, line in self._read():
+        for record, line in self.records(lines, stopped_early):
             if isinstance(record, Snapshot):
                 recording.ticks.append(line, record.timestamp)
             else:
                 recording.events.append(record)
         recording.warnings = list(self.warnings)
         return recording
+
+
+class RecordingReader(RecordParser):
+    """Reads the header at once (raising RecordingError when the file is not a readable recording) and the
+    rest lazily: each pass reads the file again and leaves what it had to step around in `warnings`."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        super().__init__(self.path, self._read_header())
+
+    def _open(self) -> IO[bytes]:
+        try:
+            return open(self.path, "rb")
+        except FileNotFoundError:
+            raise RecordingError(f"no such recording: {self.path}") from None
+        except IsADirectoryError:
+            raise RecordingError(f"{self.path} is a directory, not a recording") from None
+        except OSError as exc:
+            raise RecordingError(f"cannot read {self.path}: {exc.strerror or exc}") from exc
+
+    def _read_header(self) -> RecordingHeader:
+        with self._open() as raw:
+            stream = _Bytes(raw)
+            first = next(_lines(stream), None)
+        if first is None:
+            if stream.problem:
+                raise RecordingError(f"{self.path} holds no readable header: {stream.problem}")
+            raise RecordingError(f"{self.path} is empty: not a gputui recording")
+        if first[1] is None:
+            raise RecordingError(
+                f"{self.path} is not a gputui recording: its first line is longer than {MAX_LINE_BYTES / _MIB:g} MiB"
+            )
+        try:
+            data = loads(first[1])
+        except (ValueError, RecursionError):
+            raise RecordingError(f"{self.path} is not a gputui recording: its first line is not JSON") from None
+        if not isinstance(data, dict):
+            raise RecordingError(f"{self.path} is not a gputui recording: its first line is not a JSON object")
+        try:
+            return header_from_dict(data)
+        except RecordingFormatError as exc:
+            raise RecordingError(f"cannot read {self.path}: {exc}") from None
+        except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as exc:  # a value of the wrong kind
+            raise RecordingError(f"cannot read {self.path}: its header is malformed ({type(exc).__name__})") from None
+
+    def load(self) -> Recording:
+        """The whole recording, with the warnings of the pass; each tick is read (and checked) once here."""
+        with self._open() as raw:
+            stream = _Bytes(raw)
+            lines = _lines(stream)
+            next(lines, None)  # the header, read already
+            return self.load_lines(lines, lambda: stream.problem)
 
 
 def load_recording(path: str | Path) -> Recording:

@@ -28,13 +28,15 @@ from gputui.model import SystemInfo
 from gputui.record.writer import RecordingWriter
 from gputui.session.diagnose import tolerant
 from gputui.session.loop import Pace, SamplingLoop
-from gputui.session.recording import record_ticks
+from gputui.session.recording import Recorder, record_ticks
 from gputui.session.replay_sampler import ReplaySampler
 from gputui.session.sampling import Sampler, Sink
 from gputui.session.source_choice import ReplayChoice, SourceChoice, WithTorchCuda, open_source
 from gputui.session.stacks import JobStacks, stacks_for
 from gputui.sources.base import Source
 from gputui.sources.playback import ReplaySource
+from gputui.store.retention import DEFAULT_RETENTION, Retention
+from gputui.store.writer import StoreWriter
 
 # Where the alerter's words go until a front end attaches its own.
 ALERTS_LOG = logging.getLogger("gputui.alerts")
@@ -52,12 +54,23 @@ class RecordTarget:
 
 
 @dataclass(frozen=True, slots=True)
+class StoreTarget:
+    """A history store to record into (`gputui record`, `export` keeping history): its directory, how much it
+    keeps, and whether the machine's other users may read it (then without the job stacks)."""
+
+    directory: Path
+    retention: Retention = DEFAULT_RETENTION
+    shared: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class SessionOptions:
     """What a front end asks of its session beyond the config file's settings."""
 
     source: SourceChoice | ReplayChoice | Source  # a Source: one made by the caller (a test), opened here
     interval_s: float = 1.0
-    record: RecordTarget | RecordingWriter | None = None  # a writer: one made by the caller, closed here
+    # a writer: one made by the caller, closed here
+    record: RecordTarget | StoreTarget | RecordingWriter | StoreWriter | None = None
     diagnose: bool = True  # run the diagnostics on each reading (`snapshot` only reads)
     stacks: bool = False  # read the job stacks, where the machine's processes are this one's
     alerts: bool = False  # the config's [alerts], where it names a target or the bell
@@ -125,7 +138,7 @@ class Session:
     engine: DiagnosticsEngine
     sampler: Sampler | ReplaySampler
     end: SourceEnd  # the source's closing
-    recorder: RecordingWriter | None = None
+    recorder: Recorder | None = None
     stacks: JobStacks | None = None
     alerter: Alerter | None = None
     pace: Pace | None = None  # the time the source runs on where it is not real time (diagnose --demo)
@@ -165,7 +178,7 @@ def session_on(
     diagnose: bool = True,
     lang: str = "en",
     tolerate_rule_errors: bool = False,
-    recorder: RecordingWriter | None = None,
+    recorder: Recorder | None = None,
     stacks: JobStacks | None = None,
     alerter: Alerter | None = None,
     voice: AlertVoice | None = None,
@@ -202,7 +215,11 @@ def session_on(
     )
 
 
-def _recorder(record: RecordTarget | RecordingWriter | None, interval_s: float) -> RecordingWriter | None:
+def _recorder(
+    record: RecordTarget | StoreTarget | RecordingWriter | StoreWriter | None, interval_s: float
+) -> Recorder | None:
+    if isinstance(record, StoreTarget):
+        return StoreWriter(record.directory, interval_s=interval_s, retention=record.retention, shared=record.shared)
     if not isinstance(record, RecordTarget):
         return record
     return RecordingWriter(
@@ -218,7 +235,7 @@ def _recorder(record: RecordTarget | RecordingWriter | None, interval_s: float) 
 def open_session(options: SessionOptions, config: Config) -> Iterator[Session]:
     """The session `options` and `config` ask for, opened; closed at the end of the `with`, and as far as it got
     where opening one part fails (the error is raised as it came: SourceUnavailable, a ValueError for a choice that
-    cannot be, RecordingError)."""
+    cannot be, RecordingError, StoreError)."""
     with ExitStack() as opened:
         source, system, pace = open_source(options.source)
         if options.torch_cuda and system.is_live:

@@ -20,8 +20,7 @@ from textual.widgets import Input
 
 from gputui.probes.protocol import BadLine, Message, Progress, to_line
 from gputui.record.format import probe_event
-from gputui.record.writer import RecordingWriter
-from gputui.session.recording import record_badge
+from gputui.session.recording import Recorder, record_badge
 from gputui.session.replay_sampler import replay_notes, replay_status
 from gputui.sources.playback import ReplaySource
 from gputui.ui.live_app import LiveApp
@@ -58,7 +57,7 @@ class RecordReplayApp(LiveApp):
     def __init__(
         self,
         *,
-        recorder: RecordingWriter | None,
+        recorder: Recorder | None,
         replay: ReplaySource | None,
         timeline: Callable[[], float | None],
         say: Callable[[str], None],

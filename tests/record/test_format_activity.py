@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gputui.model import ActivityFrame, ActivityShares, JobActivity, Snapshot
 from gputui.record.format import dumps, header_to_dict, tick_to_dict
-from gputui.record.reader import load_recording
+from gputui.record.reader import TICKS_PER_CHUNK, load_recording
 from gputui.record.writer import RecordingWriter
 from gputui.sources.playback import ReplaySource
 from tests.record.recdata import T0, gpu_info, snapshot, system
@@ -93,3 +93,11 @@ def test_a_malformed_activity_is_left_out_with_a_warning_and_nothing_else_is_los
     assert len(recording.ticks) == 3
     assert recording.ticks[0] == _with(ticks[0], None)  # the tick itself is kept whole
     assert recording.ticks[1].host.processes[0].activity == WAITING  # a later line holds it again
+
+
+def test_ticks_that_carry_an_activity_read_back_past_the_first_chunk_of_ticks(tmp_path: Path) -> None:
+    """The reader rewrites a tick that leaves out its activity (it carries it); such lines must read back also
+    once they lie in the compressed part of the recording's tick store (past TICKS_PER_CHUNK ticks)."""
+    ticks = [_with(snapshot(T0 + i), WAITING) for i in range(TICKS_PER_CHUNK + 6)]
+    recording = load_recording(_recorded(tmp_path, ticks))
+    assert list(recording.ticks) == ticks

@@ -21,12 +21,15 @@ from gputui.model import Snapshot, SystemInfo
 from gputui.record.format import RecordingError
 from gputui.record.reader import load_recording
 from gputui.record.writer import RecordingWriter
-from gputui.session.builder import RecordTarget, SessionOptions, open_session
+from gputui.session.builder import RecordTarget, SessionOptions, StoreTarget, open_session
 from gputui.session.replay_sampler import ReplaySampler
 from gputui.session.sampling import Sampler
 from gputui.session.source_choice import ReplayChoice, SourceChoice, WithTorchCuda
 from gputui.session.stacks import JobStacks
 from gputui.sources.sim.job import JobSource
+from gputui.store.errors import StoreLocked
+from gputui.store.reader import Store
+from gputui.store.writer import StoreWriter
 from tests.record.recdata import T0, write_recording
 from tests.snapshots import gpu, snapshot, system_info
 
@@ -110,6 +113,28 @@ def test_a_recorder_that_cannot_open_closes_the_source_already_open(tmp_path: Pa
         raise AssertionError("the session opened")
     assert log == ["source opened", "source closed"]  # nothing after the recorder was made
     assert taken.read_text() == "keep me\n"
+
+
+def test_a_store_target_records_the_session_into_a_store(tmp_path: Path) -> None:
+    options = SessionOptions(source=LiveSource([]), record=StoreTarget(tmp_path / "store"))
+    with open_session(options, Config()) as session:
+        assert isinstance(session.recorder, StoreWriter)
+        session.sampler.take()
+    assert session.recorder.stopped is False and session.recorder.ticks_written == 1  # the frame ended at close
+    assert len(Store(tmp_path / "store").read(0.0, 10.0).ticks) == 1
+
+
+def test_a_store_another_recorder_holds_refuses_the_session_and_closes_the_source(
+    tmp_path: Path, log: list[str]
+) -> None:
+    holder = StoreWriter(tmp_path, interval_s=1.0)
+    try:
+        options = SessionOptions(source=LiveSource(log), record=StoreTarget(tmp_path))
+        with pytest.raises(StoreLocked, match=f"PID {os.getpid()}"), open_session(options, ALERTING):
+            raise AssertionError("the session opened")
+    finally:
+        holder.close()
+    assert log == ["source opened", "source closed"]
 
 
 def test_what_raises_in_the_session_still_closes_every_part(tmp_path: Path, log: list[str]) -> None:
