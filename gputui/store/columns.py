@@ -348,10 +348,11 @@ def _decode(data: bytes) -> list[dict[str, Any]]:
         records_of[shape].append(place)
     for ids, places, compiled in zip(shape_columns, records_of, templates, strict=True):
         slices = []
+        taken = len(places)
         for column in ids:  # a shape's values: a column's first place in the shape, then its next...
             at = cursor[column]
-            slices.append(columns[column][at : at + len(places)])
-            cursor[column] = at + len(places)
+            slices.append(columns[column][at : at + taken])
+            cursor[column] = at + taken
         build = compiled.build
         for place, row in zip(places, zip(*slices, strict=True) if slices else ((),) * len(places), strict=True):
             record = build(row)
@@ -433,24 +434,45 @@ def _builder(template: Any, counts: list[int]) -> Builder:
         return itemgetter(position)
     if type(template) is dict:
         keys = tuple(template)
-        if all(type(child) is int for child in template.values()):
-            start = counts[0]
-            counts[0] += len(keys)
-            counts[1] += len(keys)
-            end = counts[0]
-            return lambda row: dict(zip(keys, row[start:end], strict=True))
-        parts = [_builder(child, counts) for child in template.values()]
-        return lambda row: dict(zip(keys, [part(row) for part in parts], strict=True))
+        assemble = _assembler(list(template.values()), counts)
+        return lambda row: dict(zip(keys, assemble(row), strict=True))
     if type(template) is list:
-        if all(type(child) is int for child in template):
-            start = counts[0]
-            counts[0] += len(template)
-            counts[1] += len(template)
-            end = counts[0]
-            return lambda row: list(row[start:end])
-        items = [_builder(child, counts) for child in template]
-        return lambda row: [item(row) for item in items]
+        return _assembler(template, counts)
     raise ValueError("a frame shape holds something other than objects, lists and leaves")
+
+
+def _assembler(children: list[Any], counts: list[int]) -> Callable[[tuple[Any, ...]], list[Any]]:
+    """A function that makes the list of the children's values from a row: each run of leaves one slice of the row
+    (a GPU's 45 readings), each container its builder's value."""
+    pieces: list[slice | Builder] = []
+    run_start: int | None = None
+    for child in children:
+        if type(child) is int:
+            if run_start is None:
+                run_start = counts[0]
+            counts[0] += 1
+            counts[1] += 1
+            continue
+        if run_start is not None:
+            pieces.append(slice(run_start, counts[0]))
+            run_start = None
+        pieces.append(_builder(child, counts))
+    if run_start is not None:
+        pieces.append(slice(run_start, counts[0]))
+    if len(pieces) == 1 and type(pieces[0]) is slice:
+        only = pieces[0]
+        return lambda row: list(row[only])
+
+    def assemble(row: tuple[Any, ...]) -> list[Any]:
+        values: list[Any] = []
+        for piece in pieces:
+            if type(piece) is slice:
+                values += row[piece]
+            else:
+                values.append(piece(row))
+        return values
+
+    return assemble
 
 
 def _decode_column(description: Any, count: int, data: bytes, offset: int) -> tuple[list[Any], int]:
