@@ -6,7 +6,9 @@ the diagnostics engine's findings and verdicts, as `gputui record --demo SCENARI
 
 - size: N ticks of `tour` and of `healthy` written through a StoreWriter: bytes of the tick tier a tick and a day,
   the minute tier a day, and the same ticks as today's `--record FILE.jsonl.gz`. Also the frame encoding alone
-  (gputui/store/columns.py): encode and decode CPU a tick, over the same records cut into 10 s frames.
+  (gputui/store/columns.py): encode and decode CPU a tick, over the same records cut into 10 s frames; and where
+  the tick tier's bytes are: how much less a tick takes (10 s frames, compressed as the store does) when a group
+  of values is made constant, or the events are left out.
 - cost: CPU a tick of the store's writer (tick_to_dict, the columns, zstd, the write, the minute tier; its thread
   included, the ticks made beforehand) and of `--record .gz`'s, against the exporter's tick: its sampling (source
   and diagnostics) and the page it writes once a reading. A recorder's tick is that sampling plus the store's writer.
@@ -25,6 +27,7 @@ Run: .venv/bin/python benchmarks/bench_store.py [--ticks N] [--soak-hours H] [--
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import json
 import random
@@ -47,7 +50,7 @@ from gputui.session.diagnose import new_diagnose
 from gputui.session.sampling import Sampler
 from gputui.sources.sim.source import SimulatedSource
 from gputui.store import reader as store_reader
-from gputui.store.codec import CODEC_NAMES, preferred_codec
+from gputui.store.codec import CODEC_NAMES, Dictionary, compress, preferred_codec
 from gputui.store.columns import decode_records, encode_records
 from gputui.store.reader import Store
 from gputui.store.writer import StoreWriter
@@ -126,7 +129,8 @@ def size(ticks: int) -> dict[str, float]:
             minutes = len(Store(root / "store").minutes(T0, T0 + ticks))
             gz_cpu = _write(RecordingWriter(root / "x.jsonl.gz", interval_s=1.0), steps)
             gz_bytes = (root / "x.jsonl.gz").stat().st_size
-        frames = _frames(_records(steps))
+        records = _records(steps)
+        frames = _frames(records)
         started = time.process_time()
         encoded = [encode_records(frame) for frame in frames]
         encode_s = time.process_time() - started
@@ -149,9 +153,72 @@ def size(ticks: int) -> dict[str, float]:
         )
         _say(f"{scenario}_encode_ms", encode_s / ticks * 1e3, 3, "ms CPU a tick to encode 10 s frames (columns.py)")
         _say(f"{scenario}_decode_ms", decode_s / ticks * 1e3, 3, "ms CPU a tick to decode them")
+        whole = _compressed(frames) / ticks
+        for name, blank in _GROUPS.items():
+            without = _compressed(_frames([blank(copy.deepcopy(record)) for record in records])) / ticks
+            _say(f"{scenario}_bytes_{name}", whole - without, 0, f"B a tick: {_GROUP_WORDS[name]}")
         if scenario == "tour":
             out = {"store_ms": store_cpu / ticks * 1e3, "gz_ms": gz_cpu / ticks * 1e3}
     return out
+
+
+def _compressed(frames: list[list[dict[str, Any]]]) -> int:
+    """The frames' bytes as the store compresses them: encoded, the first one the dictionary of the others."""
+    encoded = [encode_records(frame) for frame in frames]
+    codec = preferred_codec()
+    dictionary = Dictionary(encoded[0])
+    return len(compress(encoded[0], codec)) + sum(len(compress(data, codec, dictionary)) for data in encoded[1:])
+
+
+# Where the bytes are: what a tick costs less when a group of values is made constant (events: left out).
+_GPU_RATES = ("pcie_rx_bytes_s", "pcie_tx_bytes_s", "nvlink_rx_bytes_s", "nvlink_tx_bytes_s")
+_GPU_COUNTERS = ("energy_mj", "power_violation_ns", "thermal_violation_ns")
+_GPU_KEPT = ("index", "timestamp", "processes", "mig", *_GPU_RATES, *_GPU_COUNTERS)
+_PROC_KEPT = ("pid", "name", "user", "cmdline", "state", "ppid", "create_time", "cpus_allowed", "activity")
+
+
+def _blank_gpus(record: dict[str, Any], names: Callable[[str], bool]) -> dict[str, Any]:
+    for gpu in record.get("gpus", ()):
+        for name in gpu:
+            if names(name):
+                gpu[name] = 0
+    return record
+
+
+def _blank_host(record: dict[str, Any], names: Callable[[str], bool]) -> dict[str, Any]:
+    host = record.get("host", {})
+    for name, value in host.items():
+        if names(name):
+            host[name] = [0] * len(value) if isinstance(value, list) else 0
+    return record
+
+
+def _blank_processes(record: dict[str, Any]) -> dict[str, Any]:
+    for proc in record.get("host", {}).get("processes", ()):
+        for name in proc:
+            if name not in _PROC_KEPT:
+                proc[name] = 0
+    return record
+
+
+_GROUPS: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    "gpu_rates": lambda r: _blank_gpus(r, lambda name: name in _GPU_RATES),
+    "gpu_counters": lambda r: _blank_gpus(r, lambda name: name in _GPU_COUNTERS),
+    "gpu_other": lambda r: _blank_gpus(r, lambda name: name not in _GPU_KEPT),
+    "host_cores": lambda r: _blank_host(r, lambda name: name == "cpu_pct_per_core"),
+    "host_other": lambda r: _blank_host(r, lambda name: name not in ("cpu_pct_per_core", "processes", "timestamp")),
+    "processes": _blank_processes,
+    "events": lambda r: r if r["type"] == "tick" else {"type": "event"},
+}
+_GROUP_WORDS = {
+    "gpu_rates": "the GPUs' PCIe and NVLink bytes a second",
+    "gpu_counters": "the GPUs' energy and violation-time counters",
+    "gpu_other": "the GPUs' other readings",
+    "host_cores": "the host's per-core CPU",
+    "host_other": "the host's other readings",
+    "processes": "the host processes' readings",
+    "events": "the findings' and verdicts' events",
+}
 
 
 def cost(ticks: int, writers: dict[str, float]) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+import threading
 from array import array
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
@@ -152,24 +153,35 @@ class _Shape:
     slots: list[int]
 
 
+# Shapes recur frame after frame (a tick's, as long as its processes stay; an event kind's), so the last ones used
+# are kept: a tick's shape holds ~10 KB, and a day of the tour meets a few hundred, most of them once.
+_KEPT = 64
 _SHAPES: dict[tuple[Hashable, ...], _Shape] = {}
-_SHAPES_KEPT = 256
+_CACHES = threading.Lock()
 
 
 def _describe(key: tuple[Hashable, ...], record: dict[str, Any]) -> _Shape:
-    """The shape of `record`, whose tokens are `key`. Shapes recur frame after frame, so they are kept by their
-    tokens (a few hundred at most: a machine's processes come and go)."""
-    known = _SHAPES.get(key)
+    """The shape of `record`, whose tokens are `key`."""
+    with _CACHES:
+        known = _SHAPES.pop(key, None)
     if known is None:
         leaf_paths: list[Path] = []
         template = _dumps(_template(record, (), leaf_paths)).encode()
         order: dict[Path, int] = {}
         slots = [order.setdefault(path, len(order)) for path in leaf_paths]
         known = _Shape(template, tuple(order), slots)
-        if len(_SHAPES) >= _SHAPES_KEPT:
-            _SHAPES.clear()
-        _SHAPES[key] = known
+    _keep(_SHAPES, key, known)
     return known
+
+
+def _keep(kept: dict[Any, Any], key: Any, value: Any) -> None:
+    """`value` as the newest in a cache of the last _KEPT used (the first is the one used longest ago); the lock,
+    as a writer thread and reader threads may use the caches at once."""
+    with _CACHES:
+        kept.pop(key, None)
+        while len(kept) >= _KEPT:
+            del kept[next(iter(kept))]
+        kept[key] = value
 
 
 def _template(value: Any, path: Path, paths: list[Path]) -> Any:
@@ -400,19 +412,17 @@ class _Compiled:
 
 
 _COMPILED: dict[bytes, _Compiled] = {}
-_COMPILED_KEPT = 256
 
 
 def _compiled(template: bytes) -> _Compiled:
-    """The shape whose template is `template`, kept by its bytes: templates recur frame after frame."""
-    known = _COMPILED.get(template)
+    """The shape whose template is `template`, kept by its bytes among the last _KEPT used."""
+    with _CACHES:
+        known = _COMPILED.pop(template, None)
     if known is None:
         counts = [0, 0]
         build = _builder(loads(template), counts)
         known = _Compiled(build, counts[0], counts[1])
-        if len(_COMPILED) >= _COMPILED_KEPT:
-            _COMPILED.clear()
-        _COMPILED[template] = known
+    _keep(_COMPILED, template, known)
     return known
 
 

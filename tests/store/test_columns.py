@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import threading
 import time
 import zlib
 from collections.abc import Iterator
@@ -452,3 +453,25 @@ def test_a_legitimate_frame_of_forty_ticks_is_within_the_bound(tour8: list[dict[
     ticks = [record for record in as_json(tour8) if record["type"] == "tick"][:40]
     assert_round_trip(ticks)
     assert_round_trip([ticks[0]] * 100)
+
+
+def test_threads_encoding_and_decoding_at_once_each_get_their_frames_back() -> None:
+    """A writer thread and reader threads share the shapes kept between frames: many shapes, more than are kept,
+    from four threads at once, each frame back exactly."""
+    failures: list[BaseException] = []
+
+    def work(seed: int) -> None:
+        try:
+            for n in range(150):
+                records = [{f"k{seed}_{n % 97}": [n] * (n % 7), "t": float(n) + i / 4} for i in range(5)]
+                assert_round_trip(records)
+        except BaseException as exc:  # collected: an assert in a thread would go unseen
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert not any(thread.is_alive() for thread in threads)
+    assert failures == []
