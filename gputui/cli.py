@@ -17,7 +17,7 @@ from gputui import __version__
 from gputui.commands import common
 
 # Each module registers one sub-command; heavy imports wait inside its run function.
-COMMAND_MODULES = ("snapshot", "topo", "probe", "export", "replay", "report", "diagnose", "run")
+COMMAND_MODULES = ("snapshot", "topo", "probe", "export", "record", "history", "replay", "report", "diagnose", "run")
 
 EPILOG = """exit codes:
   0  ok

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING
 
 from gputui.argtypes import (
@@ -28,6 +32,7 @@ if TYPE_CHECKING:
     from gputui.record.reader import Recording
     from gputui.session.source_choice import SourceChoice
     from gputui.sources.prometheus.client import PrometheusClient
+    from gputui.store.reader import Store
 
 EXIT_OK = 0
 EXIT_WARNINGS = 1
@@ -63,21 +68,82 @@ def print_json(document: object, *, ensure_ascii: bool = True) -> None:
     sys.stdout.write("\n")
 
 
-def add_recording_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("file", type=Path, metavar="FILE", help="a recording made with --record (.jsonl or .jsonl.gz)")
+def add_store_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """`--store DIR`: the history store a command records into or reads; unset, the default one (store_dir)."""
+    parser.add_argument("--store", type=Path, default=None, metavar="DIR", help=f"{help} {STORE_DEFAULT}")
 
 
-def on_recording(run: Callable[[argparse.Namespace, Recording], int]) -> Callable[[argparse.Namespace], int]:
-    """A command that reads the recording named by FILE (add_recording_argument): `run` is given it opened, and
-    one that cannot be read, or holds no sample to read, ends the command with a usage error that says why."""
+STORE_DEFAULT = "(default: $GPUTUI_STORE, else /var/lib/gputui as root, else $XDG_STATE_HOME/gputui)"
+
+
+def store_dir(args: argparse.Namespace) -> Path:
+    """The store `--store` names, else the machine's default one."""
+    from gputui.store.location import default_store_dir
+
+    return Path(args.store) if args.store is not None else default_store_dir()
+
+
+@usage_errors
+def past_time(text: str) -> float:
+    """`--since`, `--at`, `--from`, `--to`: the machine's local time (`03:10`, `2026-12-06 03:10`) or an age
+    (`3h ago`), read when the command starts, as a UTC epoch second."""
+    import time
+
+    from gputui.store.when import parse_when
+
+    return parse_when(text, time.time())
+
+
+@usage_errors
+def window_length(text: str) -> float:
+    """`--window`: `10m`, `90s`, `1h30m`."""
+    from gputui.store.when import parse_duration
+
+    return parse_duration(text)
+
+
+# How far back the views that read the store look when not told: the last hour.
+DEFAULT_HISTORY_S = 3600.0
+
+# What a view reads of the history, from its options and the store's extent (first, last tick): (start, end),
+# UTC epoch seconds.
+Span = Callable[[argparse.Namespace, tuple[float, float]], tuple[float, float]]
+
+
+def add_recording_argument(parser: argparse.ArgumentParser, store_options: Iterable[tuple[str, str]] = ()) -> None:
+    """FILE, a recording made with --record; or without it the history store (`--store DIR`, else the default one),
+    read over the span the command's own `store_options` choose (each option with its dest: ("--from", "from_"))."""
+    parser.add_argument(
+        "file",
+        type=Path,
+        nargs="?",
+        default=None,
+        metavar="FILE",
+        help="a recording made with --record (.jsonl or .jsonl.gz); without it, the history store",
+    )
+    add_store_option(parser, "without FILE: the history store to read")
+    parser.set_defaults(store_options=(("--store", "store"), *store_options))
+
+
+def on_recording(
+    run: Callable[[argparse.Namespace, Recording], int], span: Span | None = None
+) -> Callable[[argparse.Namespace], int]:
+    """A command that reads the recording named by FILE (add_recording_argument), or, without FILE, the history
+    store over the span `span` gives (default: the last hour): `run` is given it opened, as the same
+    Recording either way. One that cannot be read, or holds no sample to read, ends the command with a usage error
+    that says why (for the store: how to start one, or what it holds)."""
 
     def opened(args: argparse.Namespace) -> int:
         from gputui.record.format import RecordingError
-        from gputui.record.reader import load_recording
+        from gputui.store.errors import StoreError
 
+        if args.file is not None:
+            given = [option for option, dest in args.store_options if getattr(args, dest) is not None]
+            if given:
+                return usage_error(f"{', '.join(given)} read the history store: give them without FILE")
         try:
-            recording = load_recording(args.file)
-        except RecordingError as exc:
+            recording = _history(args, span) if args.file is None else _file(args.file)
+        except (RecordingError, StoreError) as exc:
             return usage_error(exc)
         if not recording.ticks:
             for warning in recording.warnings:  # why its lines gave none
@@ -87,6 +153,53 @@ def on_recording(run: Callable[[argparse.Namespace, Recording], int]) -> Callabl
         return run(args, recording)
 
     return opened
+
+
+def _file(path: Path) -> Recording:
+    from gputui.record.reader import load_recording
+
+    return load_recording(path)
+
+
+def _history(args: argparse.Namespace, span: Span | None) -> Recording:
+    """The store's recording over the span asked (StoreError: see read_history)."""
+    import time
+
+    from gputui.store.errors import StoreError
+    from gputui.store.reader import Store
+
+    store = Store(store_dir(args))
+    extent = store.extent()
+    if extent is None:
+        raise StoreError(f"{store.directory} holds no readings yet: a recorder writes its first within seconds")
+    now = time.time()
+    start, end = span(args, extent) if span is not None else (now - DEFAULT_HISTORY_S, max(now, extent[1]))
+    return read_history(store, start, end)
+
+
+def read_history(store: Store, start: float, end: float) -> Recording:
+    """The store's readings from `start` to `end`, its damaged frames in `warnings` (the caller says them);
+    StoreError: a span that ends before it starts, or holds nothing (then said with what the store does hold, and
+    the warnings that may say why)."""
+    from gputui.store.errors import StoreError
+
+    if start >= end:
+        raise StoreError(f"the span asked ends before it starts: from {clock(start)} to {clock(end)}")
+    recording = store.read(start, end)
+    if not recording.ticks:
+        for warning in recording.warnings:
+            print(f"gputui: warning: {warning}", file=sys.stderr)
+        extent = store.extent()
+        held = "nothing yet" if extent is None else f"{clock(extent[0])} to {clock(extent[1])}"
+        raise StoreError(f"{store.directory} holds nothing from {clock(start)} to {clock(end)}: it holds {held}")
+    return recording
+
+
+def clock(t: float) -> str:
+    """A time as the history's answers name it: the machine's local date and time, to the second."""
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t))
 
 
 # `--demo list` prints the scenarios, each with what it shows, and exits 0.
@@ -345,3 +458,22 @@ def prometheus_client(args: argparse.Namespace) -> PrometheusClient:
     return PrometheusClient(
         args.prometheus, verify_tls=not args.prometheus_insecure, proxy_from_env=args.prometheus_proxy_from_env
     )
+
+
+# What ends a headless command that runs until told (`export`, `record`): both alike.
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def stop_on(signals: tuple[signal.Signals, ...], stop: threading.Event) -> Iterator[None]:
+    """`stop` set by any of `signals` while inside, whatever their handling was before (ignored included)."""
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        stop.set()
+
+    previous = {signum: signal.signal(signum, handler) for signum in signals}
+    try:
+        yield
+    finally:
+        for signum, was in previous.items():
+            signal.signal(signum, signal.SIG_DFL if was is None else was)  # None: set outside Python

@@ -28,7 +28,7 @@ from gputui.argtypes import positive_seconds
 from gputui.commands import common
 from gputui.commands.config_options import add_config_option, add_price_options, config_of
 from gputui.commands.diagnose_fleet import DEFAULT_SINCE_S, MAX_STEPS, MIN_STEP_S
-from gputui.config import ConfigError
+from gputui.config import Config, ConfigError
 from gputui.diagnostics.account import MAX_GAP_INTERVALS, Account, Accountant, Price, account_lines, account_to_dict
 from gputui.diagnostics.catalog import text
 from gputui.diagnostics.engine import Pending
@@ -47,8 +47,10 @@ from gputui.sources.base import InvalidGpuSelection, NoJobTrace, SourceUnavailab
 from gputui.text.findings_text import activity_lines, finding_lines
 
 if TYPE_CHECKING:
+    from gputui.commands.diagnose_history import FromHistory
     from gputui.diagnostics.tick import Tick
-    from gputui.session.builder import Session
+    from gputui.record.reader import Recording
+    from gputui.session.builder import Session, StoreTarget
     from gputui.session.stacks import JobStacks
 
 SCHEMA_VERSION = 1
@@ -113,7 +115,56 @@ def register(sub: Any) -> None:
     from gputui.commands.record_options import add_record_options
 
     add_record_options(parser)
+    history = parser.add_argument_group("the history (docs/history.md)")
+    history.add_argument(
+        "--at",
+        type=common.past_time,
+        default=None,
+        metavar="T",
+        help="answer from the history store for the --window before T (local time, e.g. 03:10, "
+        "'2026-12-06 03:10', '3h ago'), as the live check answers for the seconds it samples; exit codes as live",
+    )
+    history.add_argument(
+        "--window",
+        type=common.window_length,
+        default=None,
+        metavar="DURATION",
+        help=f"with --at: the span before T judged, e.g. 10m, 90s (default {DEFAULT_WINDOW_S / 60:g}m)",
+    )
+    history.add_argument(
+        "--keep-history",
+        action="store_true",
+        help="also record this check into the history store, as `gputui record` does (fails where a recorder "
+        "holds the store)",
+    )
+    common.add_store_option(history, "with --at or --keep-history: the history store")
     parser.set_defaults(func=run)
+
+
+# `diagnose --at`: the span judged when --window does not say.
+DEFAULT_WINDOW_S = 600.0
+
+
+def _history_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the history options together, as a usage error's line."""
+    if args.at is None:
+        if args.window is not None:
+            return "--window goes with --at"
+        if args.store is not None and not args.keep_history:
+            return "--store goes with --at (read the history) or --keep-history (record into it)"
+        if args.keep_history and (args.record is not None or args.prometheus is not None):
+            return "--keep-history records this machine's check into the store: not with --record or --prometheus"
+        return None
+    for given, option in (
+        (args.keep_history, "--keep-history"),
+        (args.record is not None, "--record"),
+        (args.demo is not None, "--demo"),
+        (args.demo_job is not None, "--demo-job"),
+        (args.prometheus is not None, "--prometheus"),
+    ):
+        if given:
+            return f"--at answers from the history store: it cannot be combined with {option}"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -122,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
     from gputui.diagnostics.verdict import unavailable_verdict
     from gputui.record.format import RecordingError
     from gputui.session.builder import SessionOptions, open_session
+    from gputui.store.errors import StoreError
 
     lang = resolve_lang(args.lang)
     try:
@@ -129,6 +181,11 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return common.usage_error(exc)
     price = config.cost.price
+    problem = _history_problem(args)
+    if problem is not None:
+        return common.usage_error(problem)
+    if args.at is not None:
+        return _diagnose_history(args, config, lang)
     if args.prometheus is not None:
         from gputui.commands import diagnose_fleet
 
@@ -136,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     options = SessionOptions(
         source=common.source_choice(args, simulated_time=True),  # the simulated machine's N seconds pass at once
         interval_s=common.interval_of(args),
-        record=record_target(args),
+        record=_history_target(args) if args.keep_history else record_target(args),
         stacks=not args.no_stacks and config.stacks.enabled,
         lang=lang,
         torch_cuda=True,
@@ -144,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
     with ExitStack() as opened:
         try:
             session = opened.enter_context(open_session(options, config))
-        except (InvalidGpuSelection, RecordingError) as exc:
+        except (InvalidGpuSelection, RecordingError, StoreError) as exc:
             return common.usage_error(exc)
         except NoJobTrace as exc:
             return common.report_unavailable(exc)  # no driver was asked: nothing for a driver finding to say
@@ -166,6 +223,47 @@ def run(args: argparse.Namespace) -> int:
     return common.exit_code(
         (f.severity for f in outcome.findings), fail_on=common.FAIL_ON[args.fail_on], known=outcome.known
     )
+
+
+def _diagnose_history(args: argparse.Namespace, config: Config, lang: str) -> int:
+    """`--at T`: the check of [T - window, T] from the store's readings, printed and exiting as the live one."""
+    from gputui.commands.diagnose_history import read_span
+    from gputui.store.errors import StoreError
+
+    window = args.window if args.window is not None else DEFAULT_WINDOW_S
+    try:
+        recording, source = read_span(common.store_dir(args), args.at - window, args.at)
+    except StoreError as exc:
+        return common.usage_error(exc)
+    outcome = judge_recorded(recording, config, lang)
+    judged_s = round(recording.end - recording.start - outcome.warm_up_s, 3)
+    _emit(args, outcome, lang, config.cost.price, judged_s, source)
+    return common.exit_code(
+        (f.severity for f in outcome.findings), fail_on=common.FAIL_ON[args.fail_on], known=outcome.known
+    )
+
+
+def judge_recorded(recording: Recording, config: Config, lang: str) -> Outcome:
+    """Every recorded reading through an engine of its own, one by one as replay feeds them, judged from the first
+    known verdict on (or after a whole window's readings without one), as the live check judges: a span the store
+    kept whole gives the verdict, findings, activity and account the live check printed."""
+    from gputui.diagnostics.engine import DiagnosticsEngine
+    from gputui.diagnostics.tick import tick_of
+
+    interval = recording.header.interval_s
+    engine = DiagnosticsEngine(config.diagnostics, lang)
+    warm_up = warm_up_polls(config.diagnostics.thresholds.window_s / 2, interval)
+    seen = _Seen(interval)
+    for taken, snapshot in enumerate(recording.ticks, start=1):
+        tick = tick_of(snapshot, engine.update(snapshot))
+        seen.add(tick, judged=seen.judged > 0 or is_known(tick.verdict) or taken > warm_up)
+    return seen.outcome(recording.ticks[-1].system)
+
+
+def _history_target(args: argparse.Namespace) -> StoreTarget:
+    from gputui.session.builder import StoreTarget
+
+    return StoreTarget(common.store_dir(args))
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,6 +332,12 @@ def warm_up_s(session: Session) -> float:
     return session.config.diagnostics.thresholds.window_s / 2
 
 
+def warm_up_polls(warm_up: float, interval: float) -> int:
+    """The readings after which a verdict still unknown has nothing to wait for (a whole window's): from then on
+    every reading is judged, known or not."""
+    return math.ceil(2 * warm_up / interval + 1e-9)
+
+
 def _diagnose(session: Session, seconds: float) -> Outcome:
     """The session's readings through its engine (and into its recording, with --record) until the verdict is
     known (at most a window's worth), then `seconds` more of judged readings, the account's; with its stacks,
@@ -244,7 +348,7 @@ def _diagnose(session: Session, seconds: float) -> Outcome:
     polls = math.floor(seconds / interval + 1e-9) + 1
     # Past a whole window the verdict still unknown has nothing to wait for (no GPU's activity can be read): the
     # seconds asked are sampled all the same, and the exit code says it was not known.
-    warm_up = math.ceil(2 * warm_up_s(session) / interval + 1e-9)
+    warm_up = warm_up_polls(warm_up_s(session), interval)
     seen = _Seen(interval)
     first = _SampleEveryProcess(session.stacks) if session.stacks is not None else None
     taken = 0
@@ -315,7 +419,17 @@ def _pending_to_dict(pending: Pending) -> dict[str, object]:
     }
 
 
-def _emit(args: argparse.Namespace, outcome: Outcome, lang: str, price: Price | None) -> None:
+def _emit(
+    args: argparse.Namespace,
+    outcome: Outcome,
+    lang: str,
+    price: Price | None,
+    sampled_s: float | None = None,
+    history: FromHistory | None = None,
+) -> None:
+    """The check's answer on stdout: text, or JSON with --json; `sampled_s` is the judged seconds (default: those
+    --seconds asked), `history` says where and when an answer from the store comes from (its text is the first
+    line; JSON's "history")."""
     system, verdict, findings = outcome.system, outcome.verdict, outcome.findings
     groups = sort_groups(group_findings(findings, lang))
     if args.json:
@@ -337,9 +451,13 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str, price: Price | 
             # Each GPU's and job's seconds in each verdict class, their energy, and with a price each class's cost.
             "account": account_to_dict(outcome.account, price) if outcome.account is not None else None,
         }
+        if history is not None:
+            document["history"] = history.to_dict()
         common.print_json(document, ensure_ascii=False)
         return
     out: list[str] = []
+    if history is not None:
+        out.append(history.line())
     if system is not None and not system.is_live:
         from gputui.sources.sim.job import is_job_scenario, job_banner
 
@@ -350,7 +468,8 @@ def _emit(args: argparse.Namespace, outcome: Outcome, lang: str, price: Price | 
     if verdict is not None:
         out.append(text("cli.verdict", lang, line=verdict.line))
     if system is not None:
-        seconds, warm_up = f"{args.seconds:g}", f"{outcome.warm_up_s:g}"
+        seconds = f"{args.seconds if sampled_s is None else sampled_s:g}"
+        warm_up = f"{outcome.warm_up_s:g}"
         key = "cli.sampled.warm" if outcome.warm_up_s > 0 else "cli.sampled"
         out.append(text(key, lang, host=system.hostname, seconds=seconds, warm_up=warm_up))
     out += [text("cli.notice", lang, notice=notice) for notice in outcome.notices]

@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
 import threading
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
-from types import FrameType
+from contextlib import ExitStack
 from typing import Any
 
 from gputui.argtypes import port_number
@@ -24,7 +21,6 @@ from gputui.commands.config_options import add_config_and_alert_options
 from gputui.sources.base import InvalidGpuSelection, SourceUnavailable
 
 DEFAULT_PORT = 9400  # dcgm-exporter's port: a scrape config written for it works unchanged
-STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def register(sub: Any) -> None:
@@ -58,25 +54,44 @@ def register(sub: Any) -> None:
         help="leave out the cgroup gputui runs in (CPU quota, memory limit, /dev/shm, pressure): for an exporter "
         "in a pod or service of its own (a Kubernetes DaemonSet, a systemd unit), whose limits are not the jobs'",
     )
+    history = parser.add_argument_group("the history (docs/history.md)")
+    history.add_argument(
+        "--history",
+        action="store_true",
+        help="also keep the history store, as `gputui record` does: one gputui per node serves the metrics and "
+        "keeps the past (a second recorder on the store is refused)",
+    )
+    common.add_store_option(history, "with --history: the store to record into")
+    history.add_argument(
+        "--shared",
+        action="store_true",
+        help="with --history: let every user of the machine read the store (0755/0644); job stacks are then not "
+        "recorded",
+    )
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from gputui.commands.config_options import config_of
+    from gputui.commands.record_options import warn_of_recording
     from gputui.config import ConfigError
     from gputui.export.server import ExportBindError, Exporter
     from gputui.metric_schema import HOSTNAME_LABEL, LEGACY_HOSTNAME_LABEL
-    from gputui.session.builder import SessionOptions, open_session
+    from gputui.session.builder import SessionOptions, StoreTarget, open_session
     from gputui.session.sampling import Sampler
+    from gputui.store.errors import StoreError
 
     logging.basicConfig(format="gputui: %(message)s", level=logging.WARNING)
     try:
         config = config_of(args)
     except ConfigError as exc:
         return common.usage_error(exc)
+    if not args.history and (args.store is not None or args.shared):
+        return common.usage_error("--store and --shared go with --history")
     options = SessionOptions(
         source=common.source_choice(args, long_running=True, own_cgroup=not args.ignore_own_cgroup),
         interval_s=common.interval_of(args),
+        record=StoreTarget(common.store_dir(args), shared=args.shared) if args.history else None,
         stacks=True,
         alerts=True,  # said in the log: the session's alerts speak there until a front end attaches its own
         alert_flush_s=config.alerts.timeout_s,
@@ -85,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     with ExitStack() as opened:
         try:
             session = opened.enter_context(open_session(options, config))
-        except InvalidGpuSelection as exc:
+        except (InvalidGpuSelection, StoreError) as exc:  # StoreError: a recorder holds the store (its PID)...
             return common.usage_error(exc)
         except SourceUnavailable as exc:
             return common.report_unavailable(exc)
@@ -106,28 +121,15 @@ def run(args: argparse.Namespace) -> int:
                 exporter.start()
             except ExportBindError as exc:
                 return common.usage_error(exc)
-            with _set_on(STOP_SIGNALS, stop):
+            with common.stop_on(common.STOP_SIGNALS, stop):
                 first = exporter.sampler.state.snapshot
                 what = f"{len(first.gpus) if first is not None else system.gpu_count} GPU(s)"
                 if system.source == "simulated":
                     what = f"SIMULATED data (scenario {system.scenario})"
-                print(f"gputui: serving {what} at {exporter.url} (Ctrl-C to stop)", file=sys.stderr, flush=True)
+                kept = f"; keeping the history in {session.recorder.path}" if session.recorder is not None else ""
+                print(f"gputui: serving {what} at {exporter.url}{kept} (Ctrl-C to stop)", file=sys.stderr, flush=True)
                 stop.wait()
         finally:
             exporter.stop()
+    warn_of_recording(session)
     return common.EXIT_OK
-
-
-@contextmanager
-def _set_on(signals: tuple[signal.Signals, ...], stop: threading.Event) -> Iterator[None]:
-    """`stop` set by any of `signals` while inside, whatever their handling was before (ignored included)."""
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        stop.set()
-
-    previous = {signum: signal.signal(signum, handler) for signum in signals}
-    try:
-        yield
-    finally:
-        for signum, was in previous.items():
-            signal.signal(signum, signal.SIG_DFL if was is None else was)  # None: set outside Python

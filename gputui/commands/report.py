@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,23 @@ if TYPE_CHECKING:
 
 def register(sub: Any) -> None:
     parser = sub.add_parser("report", help="summarize a recording: per-GPU throttling, power, findings, marks")
-    common.add_recording_argument(parser)
+    common.add_recording_argument(parser, (("--from", "from_"), ("--to", "to")))
+    parser.add_argument(
+        "--from",
+        dest="from_",
+        type=common.past_time,
+        default=None,
+        metavar="T",
+        help="without FILE: report the history from T (local time, e.g. 02:00, '2026-12-06 02:00', '3h ago'; default: "
+        "an hour before --to)",
+    )
+    parser.add_argument(
+        "--to",
+        type=common.past_time,
+        default=None,
+        metavar="T",
+        help="without FILE: report the history up to T (default: now)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument(
         "--html",
@@ -27,7 +44,13 @@ def register(sub: Any) -> None:
     )
     add_price_options(parser)
     add_config_option(parser)
-    parser.set_defaults(func=common.on_recording(run))
+    parser.set_defaults(func=common.on_recording(run, history_span))
+
+
+def history_span(args: argparse.Namespace, extent: tuple[float, float]) -> tuple[float, float]:
+    """What `report` reads of the store: --from to --to, by default the hour up to now (or up to --to)."""
+    end = args.to if args.to is not None else max(time.time(), extent[1])
+    return (args.from_ if args.from_ is not None else end - common.DEFAULT_HISTORY_S), end
 
 
 def run(args: argparse.Namespace, recording: Recording) -> int:

@@ -17,6 +17,9 @@ TICK_NAME = re.compile(r"^(\d{8}T\d{2})(?:\.(\d{1,5}))?\.gtc$")
 MINUTE_NAME = re.compile(r"^(\d{8})(?:\.(\d{1,5}))?\.gtm$")
 HOUR_S = 3600.0
 DAY_S = 86400.0
+# An hour of 32 GPUs at 0.25 s is ~60 MB as JSON lines with zstd: a "chunk" far beyond that is not one of ours, and
+# walking it after damage would read it all.
+MAX_CHUNK_BYTES = 512 << 20
 
 
 @dataclass(frozen=True, slots=True)

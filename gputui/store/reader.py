@@ -15,33 +15,43 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from gputui.model import SystemInfo
 from gputui.record.format import (
     ActivityCarry,
-    RecordingFormatError,
     RecordingHeader,
     dumps,
-    header_from_dict,
-    loads,
 )
 from gputui.record.reader import NumberedLine, Recording, RecordParser
-from gputui.store import codec as codecs
 from gputui.store.chunk import (
-    FLAG_DICT,
     KIND_HEADER,
     KIND_MINUTES,
     KIND_TICKS,
-    ChunkScan,
     FrameInfo,
     read_payload,
-    scan,
 )
 from gputui.store.columns import decode_records
 from gputui.store.directory import MINUTES_DIR, TICKS_DIR, read_store
 from gputui.store.errors import NoStore
-from gputui.store.files import DAY_S, HOUR_S, MINUTE_NAME, TICK_NAME, ChunkFile, list_chunks, open_chunk
+from gputui.store.files import (
+    DAY_S,
+    HOUR_S,
+    MINUTE_NAME,
+    TICK_NAME,
+    ChunkFile,
+    list_chunks,
+    open_chunk,
+)
+from gputui.store.frames import (
+    ChunkReader,
+    damage_sentence,
+    decoded_records,
+    header_of,
+    open_reader,
+    say_damage,
+    span_of,
+)
 from gputui.store.lock import recorder_pid
 from gputui.store.minutes import MinuteRow, row_from_dict
 from gputui.store.retention import Retention, retention_from
@@ -65,68 +75,6 @@ class StoreSummary:
     retention: Retention
     recorder_pid: int | None  # the PID holding the lock, None when no recorder runs
     warnings: tuple[str, ...]
-
-
-class ChunkReader:
-    """One chunk open for reading: its frames (headers walked once), its header record, its dictionary."""
-
-    def __init__(self, chunk: ChunkFile, file: BinaryIO) -> None:
-        self.chunk = chunk
-        self.file = file
-        self.scan: ChunkScan = scan(file)
-        self.damaged = self.scan.damaged  # grows as frames fail their crc or do not decode
-        self.unreadable = 0  # frames in a codec this Python lacks
-        self._dictionaries: dict[int, codecs.Dictionary | None] = {}
-
-    def header(self) -> dict[str, Any] | None:
-        """The chunk's header record, None where its frame is damaged or missing."""
-        for frame in self.scan.frames:
-            if frame.kind == KIND_HEADER:
-                raw = self.decode(frame, dictionary=False)
-                if raw is None:
-                    return None
-                try:
-                    data = loads(raw)
-                except (ValueError, RecursionError):
-                    self.damaged += 1
-                    return None
-                return data if isinstance(data, dict) else None
-        return None
-
-    def frames(self, kind: int) -> list[FrameInfo]:
-        return [frame for frame in self.scan.frames if frame.kind == kind]
-
-    def decode(self, frame: FrameInfo, *, dictionary: bool = True) -> bytes | None:
-        """The frame's raw bytes; None (counted in `damaged`) where it fails its crc or does not decode, or its
-        chunk's dictionary frame did."""
-        payload = read_payload(self.file, frame)
-        if payload is None:
-            self.damaged += 1
-            return None
-        dict_ = None
-        if frame.flags & FLAG_DICT and dictionary:
-            dict_ = self._dictionary(frame.kind)
-            if dict_ is None:
-                self.damaged += 1
-                return None
-        if frame.codec == codecs.CODEC_ZSTD and codecs.zstd is None:
-            self.unreadable += 1
-            return None
-        try:
-            return codecs.decompress(payload, frame.codec, dict_)
-        except codecs.CodecError:
-            self.damaged += 1
-            return None
-
-    def _dictionary(self, kind: int) -> codecs.Dictionary | None:
-        if kind not in self._dictionaries:
-            first = next((f for f in self.scan.frames if f.kind == kind and not f.flags & FLAG_DICT), None)
-            raw = None if first is None else self.decode(first, dictionary=False)
-            self._dictionaries[kind] = None if raw is None else codecs.Dictionary(raw)
-        return self._dictionaries[kind]
-
-    def close(self) -> None:
-        self.file.close()
 
 
 class Store:
@@ -157,8 +105,8 @@ class Store:
         for chunk in self._tick_chunks():
             hours.setdefault(chunk.start, []).append(chunk)
         order = sorted(hours)
-        first = next((span for span in (_span_of(hours[h]) for h in order) if span is not None), None)
-        last = next((span for span in (_span_of(hours[h]) for h in reversed(order)) if span is not None), None)
+        first = next((span for span in (span_of(hours[h]) for h in order) if span is not None), None)
+        last = next((span for span in (span_of(hours[h]) for h in reversed(order)) if span is not None), None)
         if first is None or last is None:
             return None
         return first[0], last[1]
@@ -177,22 +125,22 @@ class Store:
         plan: list[tuple[ChunkFile, list[FrameInfo]]] = []
         header: RecordingHeader | None = None
         for chunk in (c for c in all_chunks if c.start <= end and c.end > start):
-            reader = _open_reader(chunk, warnings, self.directory)
+            reader = open_reader(chunk, warnings, self.directory)
             if reader is None:
                 continue
             try:
                 frames = [f for f in reader.frames(KIND_TICKS) if f.t_last >= start and f.t_first <= end]
-                chunk_header = _chunk_header(reader, warnings, self.directory) if frames else None
+                chunk_header = header_of(reader, warnings, self.directory) if frames else None
                 if chunk_header is not None:
                     header = header or chunk_header
                     plan.append((chunk, frames))
                 problems.count(chunk, reader.damaged)
-                _say_damage(reader, warnings, self.directory, running_chunk=chunk in newest, damage=False)
+                say_damage(reader, warnings, self.directory, running_chunk=chunk in newest, damage=False)
             finally:
                 reader.close()
         lines = self._span_lines(plan, start, end, problems)
         recording = RecordParser(self.directory, header or self._any_header()).load_lines(lines)
-        warnings += [_damage_sentence(self.directory, name, n) for name, n in problems.damaged.items() if n]
+        warnings += [damage_sentence(self.directory, name, n) for name, n in problems.damaged.items() if n]
         if problems.activities:
             warnings.append(f"{self.directory}: left out {problems.activities} malformed activities")
         recording.warnings = warnings + recording.warnings
@@ -213,7 +161,7 @@ class Store:
                 reader = ChunkReader(chunk, file)
                 try:
                     for frame in frames:
-                        decoded = _decoded(reader, frame)
+                        decoded = decoded_records(reader, frame)
                         if decoded is None:
                             continue
                         problems.activities += _self_contained(decoded)
@@ -234,11 +182,11 @@ class Store:
         """The header of the newest readable chunk, for a span that holds nothing; a placeholder for a store that
         holds no chunk at all."""
         for chunk in reversed(self._tick_chunks()):
-            reader = _open_reader(chunk, [], self.directory)
+            reader = open_reader(chunk, [], self.directory)
             if reader is None:
                 continue
             try:
-                header = _chunk_header(reader, [], self.directory)
+                header = header_of(reader, [], self.directory)
             finally:
                 reader.close()
             if header is not None:
@@ -252,7 +200,7 @@ class Store:
         for chunk in self._minute_chunks():
             if chunk.start > end or chunk.end <= start:
                 continue
-            reader = _open_reader(chunk, [], self.directory)
+            reader = open_reader(chunk, [], self.directory)
             if reader is None:
                 continue
             try:
@@ -284,7 +232,7 @@ class Store:
         tick_chunks = self._tick_chunks()
         newest = tick_chunks[-1:]
         for chunk in tick_chunks:
-            reader = _open_reader(chunk, warnings, self.directory)
+            reader = open_reader(chunk, warnings, self.directory)
             if reader is None:
                 continue
             try:
@@ -296,13 +244,13 @@ class Store:
                     first = frame.t_first if first is None else min(first, frame.t_first)
                     last = frame.t_last if last is None else max(last, frame.t_last)
                 damaged += reader.damaged
-                _say_damage(reader, warnings, self.directory, running_chunk=chunk in newest)
+                say_damage(reader, warnings, self.directory, running_chunk=chunk in newest)
             finally:
                 reader.close()
         minute_chunks = self._minute_chunks()
         m_first = m_last = None
         for chunk in minute_chunks:
-            reader = _open_reader(chunk, warnings, self.directory)
+            reader = open_reader(chunk, warnings, self.directory)
             if reader is None:
                 continue
             try:
@@ -333,83 +281,6 @@ class Store:
             recorder_pid=recorder_pid(self.directory),
             warnings=tuple(warnings),
         )
-
-
-def _open_reader(chunk: ChunkFile, warnings: list[str], directory: Path) -> ChunkReader | None:
-    file = open_chunk(chunk.path)
-    if file is None:
-        return None
-    reader = ChunkReader(chunk, file)
-    if reader.scan.newer is not None:
-        warnings.append(
-            f"{directory}: skipped {chunk.path.name}: a newer gputui wrote it (frame format {reader.scan.newer})"
-        )
-        if not reader.scan.frames:
-            reader.close()
-            return None
-    return reader
-
-
-def _chunk_header(reader: ChunkReader, warnings: list[str], directory: Path) -> RecordingHeader | None:
-    data = reader.header()
-    if data is None and reader.unreadable:
-        warnings.append(
-            f"{directory}: skipped {reader.chunk.path.name}: its frames are zstd, which this Python lacks "
-            "(install backports.zstd)"
-        )
-        return None
-    if data is None:
-        warnings.append(f"{directory}: skipped {reader.chunk.path.name}: its header frame is damaged")
-        return None
-    try:
-        return header_from_dict(data)
-    except RecordingFormatError as exc:
-        warnings.append(f"{directory}: skipped {reader.chunk.path.name}: {exc}")
-        return None
-    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError) as exc:
-        warnings.append(
-            f"{directory}: skipped {reader.chunk.path.name}: its header is malformed ({type(exc).__name__})"
-        )
-        return None
-
-
-def _damage_sentence(directory: Path, name: str, damaged: int) -> str:
-    return f"{directory}: skipped {damaged} damaged frame{'s' if damaged > 1 else ''} in {name} (about 10 s each)"
-
-
-def _say_damage(
-    reader: ChunkReader, warnings: list[str], directory: Path, *, running_chunk: bool, damage: bool = True
-) -> None:
-    """What reading the chunk stepped around, a sentence each: damaged frames (where `damage`), frames in a codec
-    this Python lacks, a torn tail (not in the newest chunk while a recorder writes it: a frame being written)."""
-    name = reader.chunk.path.name
-    if damage and reader.damaged:
-        warnings.append(_damage_sentence(directory, name, reader.damaged))
-    if reader.unreadable:
-        warnings.append(
-            f"{directory}: skipped {reader.unreadable} frames of {name}: they are zstd, which this Python lacks "
-            "(install backports.zstd)"
-        )
-    if reader.scan.torn_tail and not (running_chunk and recorder_pid(directory) is not None):
-        warnings.append(
-            f"{directory}: {name} ends in a frame cut short, as when the recorder is killed mid-write; "
-            "read the frames before it"
-        )
-
-
-def _span_of(chunks: list[ChunkFile]) -> tuple[float, float] | None:
-    first = last = None
-    for chunk in chunks:
-        file = open_chunk(chunk.path)
-        if file is None:
-            continue
-        with file:
-            for frame in scan(file).frames:
-                if frame.kind != KIND_TICKS:
-                    continue
-                first = frame.t_first if first is None else min(first, frame.t_first)
-                last = frame.t_last if last is None else max(last, frame.t_last)
-    return None if first is None or last is None else (first, last)
 
 
 def _time_of(record: dict[str, Any], fallback: float) -> float:
@@ -465,17 +336,6 @@ class _SpanProblems:
 
     def count(self, chunk: ChunkFile, damaged: int) -> None:
         self.damaged[chunk.path.name] = self.damaged.get(chunk.path.name, 0) + damaged
-
-
-def _decoded(reader: ChunkReader, frame: FrameInfo) -> list[dict[str, Any]] | None:
-    raw = reader.decode(frame)
-    if raw is None:
-        return None
-    try:
-        return decode_records(raw)
-    except (ValueError, RecursionError):
-        reader.damaged += 1
-        return None
 
 
 def _bytes_under(directory: Path) -> int:

@@ -117,14 +117,24 @@ def test_host_pid_and_the_gpus_without_taking_one() -> None:
     assert env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName"
 
 
-def test_every_mount_is_read_only_and_the_pod_resources_socket_is_one() -> None:
+def test_every_mount_but_the_history_is_read_only_and_the_pod_resources_socket_is_one() -> None:
     mounts = container()["volumeMounts"]
-    assert mounts and all(m.get("readOnly") is True for m in mounts)
+    assert mounts and all(m.get("readOnly") is True for m in mounts if m["name"] != "history")
     volumes = {v["name"]: v for v in pod_spec()["volumes"]}
     by_path = {
         volumes[m["name"]]["hostPath"]["path"]: m["mountPath"] for m in mounts if "hostPath" in volumes[m["name"]]
     }
-    assert by_path == {"/var/lib/kubelet/pod-resources": "/var/lib/kubelet/pod-resources"}
+    assert by_path == {
+        "/var/lib/kubelet/pod-resources": "/var/lib/kubelet/pod-resources",
+        "/var/lib/gputui": "/var/lib/gputui",
+    }
+
+
+def test_the_exporter_keeps_the_nodes_history_on_the_host() -> None:
+    args = parsed_command()
+    assert args.history and str(args.store) == "/var/lib/gputui"
+    [history] = [v for v in pod_spec()["volumes"] if v["name"] == "history"]
+    assert history["hostPath"] == {"path": "/var/lib/gputui", "type": "DirectoryOrCreate"}
 
 
 def test_requests_and_limits_are_set() -> None:

@@ -18,8 +18,9 @@ PACKAGE = ROOT / "gputui"
 LAYERS_CONTRACT = "Layers: views above the session, the session above sources and diagnostics, all above the model"
 # Folders whose modules are named by a convention of the folder, so that a name repeats one elsewhere without
 # confusion: a command's module is named for the command, a rule family's for its family, a widget or a screen
-# for what it shows, and each kind of source keeps its Source in source.py.
-NAMED_BY_FOLDER = ("commands", "diagnostics/rules", "ui/widgets", "ui/screens")
+# for what it shows, and each kind of source keeps its Source in source.py. The history store keeps a recording's
+# records, and its reader and writer are named as the recording's are (gputui.store.reader, gputui.store.writer).
+NAMED_BY_FOLDER = ("commands", "diagnostics/rules", "ui/widgets", "ui/screens", "store")
 SOURCE_MODULE = "source.py"
 
 

@@ -133,3 +133,17 @@ def test_a_directory_of_other_files_is_not_made_a_store(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match=r"is not a gputui history store \(no STORE file\) and holds other files"):
         StoreWriter(tmp_path, interval_s=1.0)
     assert [p.name for p in tmp_path.iterdir()] == ["thesis.tex"]
+
+
+def test_a_file_posing_as_a_chunk_larger_than_any_chunk_is_not_walked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gputui.store import frames as frames_module
+
+    write_store(tmp_path, list(simulate("healthy", gpus=1, seconds=12))).close()
+    real = (tmp_path / "ticks" / f"{hour_stem(T0)}.gtc").stat().st_size
+    (tmp_path / "ticks" / f"{hour_stem(T0)}.2.gtc").write_bytes(b"\0" * (real + 1))
+    monkeypatch.setattr(frames_module, "MAX_CHUNK_BYTES", real)
+    read = Store(tmp_path).read(T0, T0 + 100)
+    assert len(read.ticks) == 12
+    assert any("more than any chunk gputui writes" in w for w in read.warnings), read.warnings
