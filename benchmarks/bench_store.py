@@ -49,7 +49,7 @@ from gputui.record.writer import RecordingWriter
 from gputui.session.diagnose import new_diagnose
 from gputui.session.sampling import Sampler
 from gputui.sources.sim.source import SimulatedSource
-from gputui.store import reader as store_reader
+from gputui.store import frames as store_frames
 from gputui.store.codec import CODEC_NAMES, Dictionary, compress, preferred_codec
 from gputui.store.columns import decode_records, encode_records
 from gputui.store.reader import Store
@@ -268,13 +268,13 @@ class _Decodes:
         self.frames = 0
         self.chunks: set[str] = set()
         self.columns_s = 0.0
-        self._decode = store_reader.ChunkReader.decode
-        self._records = store_reader.decode_records
+        self._decode = store_frames.ChunkReader.decode
+        self._records = store_frames.decode_records
 
     def __enter__(self) -> _Decodes:
         counter, decode, records = self, self._decode, self._records
 
-        def counted(reader: store_reader.ChunkReader, frame: Any, *, dictionary: bool = True) -> bytes | None:
+        def counted(reader: store_frames.ChunkReader, frame: Any, *, dictionary: bool = True) -> bytes | None:
             counter.frames += 1
             counter.chunks.add(reader.chunk.path.name)
             return decode(reader, frame, dictionary=dictionary)
@@ -286,13 +286,13 @@ class _Decodes:
             finally:
                 counter.columns_s += time.process_time() - started
 
-        store_reader.ChunkReader.decode = counted  # type: ignore[method-assign]
-        store_reader.decode_records = timed
+        store_frames.ChunkReader.decode = counted  # type: ignore[method-assign]
+        store_frames.decode_records = timed
         return self
 
     def __exit__(self, *_: object) -> None:
-        store_reader.ChunkReader.decode = self._decode  # type: ignore[method-assign]
-        store_reader.decode_records = self._records
+        store_frames.ChunkReader.decode = self._decode  # type: ignore[method-assign]
+        store_frames.decode_records = self._records
 
 
 def seek() -> None:
