@@ -53,9 +53,12 @@ _FLOAT = frozenset((float,))
 _INT_OR_FLOAT = frozenset((int, float))
 _CONTAINERS = frozenset((dict, list, tuple))  # a tuple is written as JSON writes it: a list
 _SCALARS = frozenset((str, int, float, bool, type(None)))
-# More values (leaves and containers) than this many per byte is not a frame this module wrote (a shape takes two
-# bytes or more a value, each record that repeats it a few bytes): refused before anything is built.
-_VALUES_PER_BYTE = 64
+# What a frame may make, checked before anything is built: at most this many values (leaves and containers) a
+# byte (the store's frames make under one: each record costs bytes, and a shape two bytes a value), and at most
+# _MOST_VALUES in all (100 ticks of 64 GPUs make about a million). A frame that claims more is not one this module
+# wrote, and would have it allocate far beyond the bytes it read.
+_VALUES_PER_BYTE = 8
+_MOST_VALUES = 1 << 22
 # A column of numbers starts within 64 bits signed and steps within 64 bits unsigned; larger ones go verbatim.
 _INT_LIMIT = 1 << 63
 _STEP_LIMIT = 1 << 64
@@ -341,7 +344,8 @@ def _decode(data: bytes) -> list[dict[str, Any]]:
     if not _is_index_list(record_shapes, len(templates)):
         raise ValueError("a record names a shape the frame does not have")
     uses: Counter[int] = Counter(record_shapes)
-    if sum(templates[shape].values * times for shape, times in uses.items()) > _VALUES_PER_BYTE * len(data):
+    claimed = sum(templates[shape].values * times for shape, times in uses.items())
+    if claimed > min(_VALUES_PER_BYTE * len(data), _MOST_VALUES):
         raise ValueError("frame claims more values than its bytes can hold")
     counts = [0] * len(descriptions)
     for shape, times in uses.items():

@@ -448,6 +448,14 @@ def test_a_frame_claiming_more_values_than_its_bytes_is_refused_before_building(
         decode_records(data)
 
 
+def test_a_frame_claiming_millions_of_values_is_refused_however_long() -> None:
+    """Bytes enough for the values claimed (padding after the description), but more values than any frame the
+    store writes: refused, rather than building four million of them."""
+    data = frame([{"a": [0] * 100_000}], [[[0] * 100_000], [0] * 42, [[0, 1]]], b"\x00" * 600_000)
+    with pytest.raises(ValueError, match="more values"):
+        decode_records(data)
+
+
 def test_a_legitimate_frame_of_forty_ticks_is_within_the_bound(tour8: list[dict[str, Any]]) -> None:
     """0.25 s ticks: 40 ticks of 8 GPUs in a frame, or 100 alike, stay well inside what the decoder accepts."""
     ticks = [record for record in as_json(tour8) if record["type"] == "tick"][:40]
