@@ -33,6 +33,7 @@ BENCHMARKS = (
     "bench_simulated.py",
     "bench_diagnostics.py",
     "bench_record.py",
+    "bench_store.py",
     "bench_export.py",
     "bench_export_load.py",
     "bench_prometheus.py",
