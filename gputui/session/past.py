@@ -44,13 +44,19 @@ UtilPoint = tuple[float, Mapping[int, float | None]]
 
 
 @dataclass(frozen=True, slots=True)
+class Since:
+    """The minutes since the user last looked: what the since line says, read before the hour's ticks (a few
+    dozen ms against seconds), so that the line shows first."""
+
+    minutes: Sequence[MinuteRow]
+    ticks_held: bool  # the tick tier holds ticks from the since line's start on
+
+
+@dataclass(frozen=True, slots=True)
 class Recent:
-    """The last hour as the store holds it, and the minutes since the user last looked (the since line's);
-    `note` says why the charts leave the hour out."""
+    """The last hour as the store holds it; `note` says why the charts leave the hour out."""
 
     ticks: Pieces  # oldest first, compact (lines kept compressed): an hour of 8 GPUs is a few MB
-    minutes: Sequence[MinuteRow]
-    ticks_since: bool  # the tick tier holds ticks from the since line's start on
     warnings: tuple[str, ...] = ()
     note: str | None = None
 
@@ -67,8 +73,17 @@ def _kind(system: SystemInfo) -> str:
     return "the simulated machine" if system.source == "simulated" else f"a {system.source} source"
 
 
-def load_recent(directory: Path, now: float, since: float, live: SystemInfo, span_s: float = RECENT_S) -> Recent | None:
-    """The store's last `span_s` up to `now`, and its minutes since `since`; None: no store.
+def load_since(directory: Path, since: float, now: float) -> Since | None:
+    """The store's minutes from `since` to `now`; None: no store. StoreError goes to the caller, as below."""
+    store = open_store(directory)
+    if store is None:
+        return None
+    extent = store.extent()
+    return Since(store.minutes(since, now), extent is not None and extent[1] >= since)
+
+
+def load_recent(directory: Path, now: float, live: SystemInfo, span_s: float = RECENT_S) -> Recent | None:
+    """The store's last `span_s` up to `now`; None: no store.
     StoreError (a newer store, a damaged one) goes to the caller, whose notice says it. A history of another kind
     of machine than the live one (a simulated recorder, a real monitor) stays out of the charts, and says so."""
     store = open_store(directory)
@@ -86,13 +101,10 @@ def load_recent(directory: Path, now: float, since: float, live: SystemInfo, spa
             pieces.append(recording.ticks)
             recorded = recorded or recording.header.system
         start = end if end < now else math.inf
-    minutes = store.minutes(since, now)
-    extent = store.extent()
-    ticks_since = extent is not None and extent[1] >= since
     note = None
     if recorded is not None and (recorded.source != live.source or recorded.hostname != live.hostname):
         note = f"the history at {directory} is of {_kind(recorded)} on {recorded.hostname}: the charts show only now"
-    return Recent(Pieces(pieces), minutes, ticks_since, tuple(warnings), note)
+    return Recent(Pieces(pieces), tuple(warnings), note)
 
 
 class Pieces(Sequence[Snapshot]):

@@ -47,6 +47,7 @@ from gputui.session.past import (
     held_span,
     judged,
     load_recent,
+    load_since,
     nearest,
     read_around,
     util_of,
@@ -222,7 +223,7 @@ class GpuTuiApp(RecordReplayApp):
         self.store_named = store_named
         self.past: Pieces | None = None  # the store's last hour, compact: the walk goes back through it
         self.history_problem: str | None = None if self.store is not None else NO_HISTORY  # why `g` cannot act
-        self.since: str | None = None  # the since-you-looked line, once read
+        self.since: str | None = None  # the since-you-looked line, once the history has joined the view
         self.walk: Walk | None = None  # the past tick the panels show while paused; None: now
         self.past_tick: Tick | None = None  # that tick, judged again (its findings and verdict)
         self._history_started = False
@@ -348,37 +349,45 @@ class GpuTuiApp(RecordReplayApp):
         self.run_worker(self._load_history(now), group="history", exclusive=True, exit_on_error=False)
 
     async def _load_history(self, now: float) -> None:
+        """The since line first (the store's minutes, a few dozen ms), then the hour's ticks for the charts and the
+        walk back (seconds for 8 GPUs), each read on a thread."""
         store, live, lang, keep = self.store, self.system, self.engine.lang, self._history_size
         assert store is not None
 
-        def read() -> tuple[Pieces | None, list[Snapshot], list[UtilPoint], str, tuple[str, ...]] | None:
-            """On a thread: the store read, and the ticks the charts show decoded (only those)."""
+        def read_since() -> str | None:
             since = since_when(store, now, self.last_seen_file)
-            recent = load_recent(store, now, since, live)
+            held = load_since(store, since, now)
+            return None if held is None else since_line(held.minutes, since, now, lang, ticks_held=held.ticks_held)
+
+        def read_ticks() -> tuple[Pieces | None, list[Snapshot], list[UtilPoint], tuple[str, ...]] | None:
+            """On a thread: the store's hour, and the ticks the charts show decoded (only those)."""
+            recent = load_recent(store, now, live)
             if recent is None:
                 return None
-            line = since_line(recent.minutes, since, now, lang, ticks_held=recent.ticks_since)
             said = (*recent.warnings, *([recent.note] if recent.note else []))
             if recent.note:
-                return None, [], [], line, said
+                return None, [], [], said
             tail, points = chart_tail(recent.ticks, now - SPARK_CELLS * SPARK_BUCKET_S, now, keep)
-            return recent.ticks, tail, points, line, said
+            return recent.ticks, tail, points, said
 
         try:
-            read_back = await off_loop(read)
+            since = await off_loop(read_since)
+            if since is not None:
+                self._say(since)
+            read_back = None if since is None else await off_loop(read_ticks)
         except StoreError as exc:  # a newer store, a damaged one: said, and the monitor goes on as before
             self.history_problem = str(exc)
             self._say(str(exc), "warning")
             return
-        if read_back is None:
+        if read_back is None:  # no store (or it went between the two reads)
             self.history_problem = NO_HISTORY
             if self.store_named:
                 self._say(f"no history at {store}: start `gputui record --store {store}`", "warning")
             return
-        self.past, tail, points, self.since, warnings = read_back
+        self.past, tail, points, warnings = read_back
+        self.since = since  # set last: the history has joined the view
         for said in warnings:
             self._say(said, "warning")
-        self._say(self.since)
         self._join_past(tail, points)
 
     def _join_past(self, tail: Sequence[Snapshot], points: Sequence[UtilPoint]) -> None:

@@ -86,6 +86,32 @@ async def test_the_first_frame_does_not_wait_for_the_store_and_the_charts_hold_i
         assert len(app.engine.history) == 3
 
 
+async def test_the_since_line_shows_before_the_hours_ticks_are_read(
+    clock: Clock, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The minutes take a few dozen ms to read, the hour's ticks seconds: the line does not wait for the ticks."""
+    reading, release = threading.Event(), threading.Event()
+    read = Store.read
+
+    def slow_read(self: Store, start: float, end: float) -> Recording:
+        reading.set()
+        assert release.wait(10), "the test never let the read finish"
+        return read(self, start, end)
+
+    monkeypatch.setattr(Store, "read", slow_read)
+    app = history_app(clock, store, tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        try:
+            await run_ticks(app, clock, 1)
+            await until(reading.is_set, pilot)
+            await until(lambda: any(n.text.startswith("since ") for n in app.notices.rows()), pilot)
+            assert app.since is None and app.past is None  # the ticks are still being read
+        finally:
+            release.set()
+        await until(lambda: app.since is not None, pilot)
+        assert app.past is not None and [n.text for n in app.notices.rows()].count(app.since) == 1
+
+
 async def test_the_history_keeps_what_its_capacity_bounds(clock: Clock, store: Path, tmp_path: Path) -> None:
     app = history_app(clock, store, tmp_path, history_size=100)
     async with app.run_test(size=SIZE) as pilot:
