@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from gputui.model import GpuSample, Snapshot
     from gputui.record.format import RecordedEvent
     from gputui.record.reader import Recording
+    from gputui.record.writer import RecordingWriter
     from gputui.store.reader import StoreSummary
+    from gputui.store.writer import StoreWriter
 
 # The GPU readings a CSV export has, one column each, named as gputui/model.py GpuSample names them; an empty cell
 # is a reading not reported (never 0).
@@ -193,6 +195,17 @@ def import_recording(path: Path, directory: Path) -> int:
         print(f"gputui: warning: {warning}", file=sys.stderr)
     header = recording.header
     writer = StoreWriter(directory, interval_s=header.interval_s, utc_offset_s=header.utc_offset_s)
+    _copy_into(recording, writer)
+    print(
+        f"gputui: imported {writer.ticks_written} of {len(recording.ticks)} readings from {path} into {directory}",
+        file=sys.stderr,
+    )
+    return common.EXIT_OK if writer.ticks_written == len(recording.ticks) else common.EXIT_WARNINGS
+
+
+def _copy_into(recording: Recording, writer: RecordingWriter | StoreWriter) -> None:
+    """The recording's ticks and events, in their order, through `writer`, which is closed at the end (and on an
+    error): waited for every BATCH items, so that its queue never fills and drops one; its warning said."""
     try:
         for queued, item in enumerate(_in_order(recording), start=1):
             if isinstance(item, tuple):
@@ -205,11 +218,6 @@ def import_recording(path: Path, directory: Path) -> int:
         writer.close()
     if writer.warning:
         print(f"gputui: {writer.warning}", file=sys.stderr)
-    print(
-        f"gputui: imported {writer.ticks_written} of {len(recording.ticks)} readings from {path} into {directory}",
-        file=sys.stderr,
-    )
-    return common.EXIT_OK if writer.ticks_written == len(recording.ticks) else common.EXIT_WARNINGS
 
 
 def _in_order(recording: Recording) -> Iterator[Snapshot | tuple[RecordedEvent]]:
@@ -247,18 +255,7 @@ def _write_jsonl(recording: Recording, args: argparse.Namespace) -> int:
     writer = RecordingWriter(
         args.export, interval_s=header.interval_s, force=args.force, utc_offset_s=header.utc_offset_s
     )
-    try:
-        for queued, item in enumerate(_in_order(recording), start=1):
-            if isinstance(item, tuple):
-                writer.put_event(item[0])
-            else:
-                writer.put(item)
-            if queued % BATCH == 0:
-                writer.drain()
-    finally:
-        writer.close()
-    if writer.warning:
-        print(f"gputui: {writer.warning}", file=sys.stderr)
+    _copy_into(recording, writer)
     return writer.ticks_written
 
 

@@ -155,7 +155,30 @@ def _lines(stream: _Bytes) -> Iterator[tuple[int, bytes | None, bool]]:
         yield number + 1, bytes(pending), False
 
 
-class TickStore(Sequence[Snapshot]):
+class TickSequence(Sequence[Snapshot]):
+    """Ticks by index, oldest first, with a list's slices and negative indices; each kind says how it gets one
+    tick (`_at`) and how many it holds."""
+
+    def _at(self, index: int) -> Snapshot:
+        raise NotImplementedError
+
+    @overload
+    def __getitem__(self, index: int) -> Snapshot: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Snapshot]: ...
+
+    def __getitem__(self, index: int | slice) -> Snapshot | list[Snapshot]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("tick index out of range")
+        return self._at(index)
+
+
+class TickStore(TickSequence):
     """The ticks of a recording, kept as compressed JSON lines and rebuilt into Snapshots when read.
 
     An overnight recording of 8 GPUs then takes tens of MB, not a gigabyte of Snapshots. A chunk of ticks is
@@ -180,19 +203,7 @@ class TickStore(Sequence[Snapshot]):
     def __len__(self) -> int:
         return len(self.timestamps)
 
-    @overload
-    def __getitem__(self, index: int) -> Snapshot: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[Snapshot]: ...
-
-    def __getitem__(self, index: int | slice) -> Snapshot | list[Snapshot]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("tick index out of range")
+    def _at(self, index: int) -> Snapshot:
         chunk, offset = divmod(index, TICKS_PER_CHUNK)
         return self._chunk(chunk)[offset]
 

@@ -16,13 +16,12 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import overload
 
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.tick import Tick, tick_of
 from gputui.model import Snapshot, SystemInfo
-from gputui.record.reader import TickStore
+from gputui.record.reader import TickSequence, TickStore
 from gputui.store.errors import NoStore, StoreError
 from gputui.store.minutes import MinuteRow
 from gputui.store.reader import Store
@@ -107,7 +106,7 @@ def load_recent(directory: Path, now: float, live: SystemInfo, span_s: float = R
     return Recent(Pieces(pieces), tuple(warnings), note)
 
 
-class Pieces(Sequence[Snapshot]):
+class Pieces(TickSequence):
     """Spans read one after the other (each a compact TickStore), as one sequence oldest first, with the times of
     all its ticks (`timestamps`): what the walk steps by without decoding a tick."""
 
@@ -122,19 +121,7 @@ class Pieces(Sequence[Snapshot]):
     def __len__(self) -> int:
         return len(self.timestamps)
 
-    @overload
-    def __getitem__(self, index: int) -> Snapshot: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Snapshot]: ...
-
-    def __getitem__(self, index: int | slice) -> Snapshot | Sequence[Snapshot]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("tick index out of range")
+    def _at(self, index: int) -> Snapshot:
         piece = bisect.bisect_right(self._starts, index) - 1
         return self._pieces[piece][index - self._starts[piece]]
 
@@ -178,7 +165,7 @@ def held_span(directory: Path) -> tuple[float, float] | None:
     return None if store is None else store.extent()
 
 
-class Timeline(Sequence[Snapshot]):
+class Timeline(TickSequence):
     """The past the monitor holds, then the live ring, as one sequence oldest first; the ring's own ticks win
     where the two overlap (the store's copy of a tick the monitor saw itself)."""
 
@@ -193,19 +180,7 @@ class Timeline(Sequence[Snapshot]):
     def __len__(self) -> int:
         return self._past_len + len(self._ring)
 
-    @overload
-    def __getitem__(self, index: int) -> Snapshot: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> Sequence[Snapshot]: ...
-
-    def __getitem__(self, index: int | slice) -> Snapshot | Sequence[Snapshot]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("timeline index out of range")
+    def _at(self, index: int) -> Snapshot:
         return self._past[index] if index < self._past_len else self._ring[index - self._past_len]
 
 

@@ -50,13 +50,9 @@ def history_app(clock: Clock, store: Path | None, tmp_path: Path, **kwargs: Any)
     )
 
 
-def text_of(app: GpuTuiApp) -> str:
-    return "\n".join(screen_rows(app))
-
-
-async def test_the_first_frame_does_not_wait_for_the_store_and_the_charts_hold_its_ticks_after(
-    clock: Clock, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@pytest.fixture
+def blocked_reads(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """Store.read blocks until the test sets the second event; the first is set once a read has begun."""
     reading, release = threading.Event(), threading.Event()
     read = Store.read
 
@@ -66,6 +62,17 @@ async def test_the_first_frame_does_not_wait_for_the_store_and_the_charts_hold_i
         return read(self, start, end)
 
     monkeypatch.setattr(Store, "read", slow_read)
+    return reading, release
+
+
+def text_of(app: GpuTuiApp) -> str:
+    return "\n".join(screen_rows(app))
+
+
+async def test_the_first_frame_does_not_wait_for_the_store_and_the_charts_hold_its_ticks_after(
+    clock: Clock, store: Path, tmp_path: Path, blocked_reads: tuple[threading.Event, threading.Event]
+) -> None:
+    reading, release = blocked_reads
     app = history_app(clock, store, tmp_path, history_size=1000)
     async with app.run_test(size=SIZE) as pilot:
         try:
@@ -87,18 +94,10 @@ async def test_the_first_frame_does_not_wait_for_the_store_and_the_charts_hold_i
 
 
 async def test_the_since_line_shows_before_the_hours_ticks_are_read(
-    clock: Clock, store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    clock: Clock, store: Path, tmp_path: Path, blocked_reads: tuple[threading.Event, threading.Event]
 ) -> None:
     """The minutes take a few dozen ms to read, the hour's ticks seconds: the line does not wait for the ticks."""
-    reading, release = threading.Event(), threading.Event()
-    read = Store.read
-
-    def slow_read(self: Store, start: float, end: float) -> Recording:
-        reading.set()
-        assert release.wait(10), "the test never let the read finish"
-        return read(self, start, end)
-
-    monkeypatch.setattr(Store, "read", slow_read)
+    reading, release = blocked_reads
     app = history_app(clock, store, tmp_path)
     async with app.run_test(size=SIZE) as pilot:
         try:
