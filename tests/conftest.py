@@ -12,6 +12,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from tests.time_zone import local_time_zone
+
 # How long a test's child processes may take to end once it has: a process killed or told to stop may still be
 # exiting (a SIGTERM handler, a flush) when the test returns.
 CHILDREN_GRACE_S = 5.0
@@ -54,17 +56,8 @@ def no_user_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 def utc() -> Iterator[None]:
     """This process's local time is UTC while the test runs: for a test that asserts the wall-clock times a
     recording shows, which are the recording machine's (its time zone), not a fixed zone."""
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "UTC"
-    time.tzset()
-    try:
+    with local_time_zone("UTC"):
         yield
-    finally:
-        if before is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = before
-        time.tzset()
 
 
 def _descendants() -> set[psutil.Process]:

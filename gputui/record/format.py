@@ -339,6 +339,29 @@ def finding_transitions(before: Sequence[Finding], after: Sequence[Finding], t: 
     return events
 
 
+class FindingLog:
+    """What a writer adds to the ticks it is given: the findings that opened or closed with each, the verdict when
+    it changed, and at the end the findings still open, in their last words. One per writer, on the side that
+    gives it the ticks (the recording file's and the history store's writers alike)."""
+
+    def __init__(self) -> None:
+        self._active: tuple[Finding, ...] = ()
+        self._verdict: Verdict | None = None
+        self._last_t = 0.0
+
+    def events(self, t: float, active: Sequence[Finding], verdict: Verdict | None) -> list[RecordedEvent]:
+        """The events of the tick at `t`, after the engine's update: its `state.active` and `state.verdict`."""
+        events = finding_transitions(self._active, active, t)
+        self._active, self._last_t = tuple(active), t
+        if verdict is not None and (self._verdict is None or verdict.key != self._verdict.key):
+            events.append(verdict_event(verdict, t))
+            self._verdict = verdict
+        return events
+
+    def still_open(self) -> list[RecordedEvent]:
+        return [finding_event("finding_still_open", finding, self._last_t) for finding in self._active]
+
+
 # ---- reading -------------------------------------------------------------------------------------------------
 
 

@@ -27,16 +27,14 @@ from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import JobActivity, Snapshot
 from gputui.record.format import (
+    FindingLog,
     RecordedEvent,
     RecordingError,
     dumps,
     event_to_dict,
-    finding_event,
-    finding_transitions,
     header_to_dict,
     mark_event,
     tick_to_dict,
-    verdict_event,
 )
 
 # A gzip stream is synced this often: each sync costs some compression, each gap is what a kill can lose.
@@ -215,9 +213,7 @@ class RecordingWriter:
         self._since_sync = 0
         self._header_written = False
         self._early_events: list[RecordedEvent] = []
-        self._active: tuple[Finding, ...] = ()
-        self._last_t = 0.0  # the time of the last tick recorded
-        self._verdict: Verdict | None = None
+        self._findings = FindingLog()
         self._activities: dict[int, JobActivity] = {}  # what the ticks written so far carry (the writer's thread)
         self.ticks_written = 0
         self.ticks_dropped = 0
@@ -250,13 +246,8 @@ class RecordingWriter:
         """Queue a tick, the findings that opened or closed with it and the verdict when it changed: pass the
         engine's `state.active` and `state.verdict` after `update(snapshot)`; the writer remembers the last."""
         self._enqueue(snapshot)
-        for event in finding_transitions(self._active, active, snapshot.timestamp):
+        for event in self._findings.events(snapshot.timestamp, active, verdict):
             self._enqueue(event)
-        self._active = tuple(active)
-        self._last_t = snapshot.timestamp
-        if verdict is not None and (self._verdict is None or verdict.key != self._verdict.key):
-            self._enqueue(verdict_event(verdict, snapshot.timestamp))
-            self._verdict = verdict
 
     def put_event(self, event: RecordedEvent) -> None:
         self._enqueue(event)
@@ -274,8 +265,8 @@ class RecordingWriter:
         trailer) and stop the thread; safe to call twice."""
         if self._closed:
             return
-        for finding in self._active:
-            self._enqueue(finding_event("finding_still_open", finding, self._last_t))
+        for event in self._findings.still_open():
+            self._enqueue(event)
         self._closed = True
         try:
             self._queue.put(_Close(), timeout=CLOSE_TIMEOUT_S)

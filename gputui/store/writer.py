@@ -27,15 +27,13 @@ from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import JobActivity, Snapshot
 from gputui.record.format import (
+    FindingLog,
     RecordedEvent,
     dumps,
     event_to_dict,
-    finding_event,
-    finding_transitions,
     header_to_dict,
     mark_event,
     tick_to_dict,
-    verdict_event,
 )
 from gputui.store.appender import ChunkAppender
 from gputui.store.chunk import KIND_MINUTES, KIND_TICKS
@@ -124,9 +122,7 @@ class StoreWriter:
             self._directory.close()
             raise
         # the sampling side's state
-        self._active: tuple[Finding, ...] = ()
-        self._verdict: Verdict | None = None
-        self._last_t = 0.0
+        self._findings = FindingLog()
         self._closed = False
         # the writer thread's state
         self._chunk: ChunkAppender | None = None
@@ -173,13 +169,8 @@ class StoreWriter:
         """Queue a tick, the findings that opened or closed with it and the verdict when it changed: pass the
         engine's `state.active` and `state.verdict` after `update(snapshot)`; the writer remembers the last."""
         self._enqueue(_Tick(snapshot, tuple(active), verdict))
-        for event in finding_transitions(self._active, active, snapshot.timestamp):
+        for event in self._findings.events(snapshot.timestamp, active, verdict):
             self._enqueue(event)
-        self._active = tuple(active)
-        self._last_t = snapshot.timestamp
-        if verdict is not None and (self._verdict is None or verdict.key != self._verdict.key):
-            self._enqueue(verdict_event(verdict, snapshot.timestamp))
-            self._verdict = verdict
 
     def put_event(self, event: RecordedEvent) -> None:
         self._enqueue(event)
@@ -200,8 +191,8 @@ class StoreWriter:
         """Write what is queued and the findings still open, end the frame, release the lock; safe twice."""
         if self._closed:
             return
-        for finding in self._active:
-            self._enqueue(finding_event("finding_still_open", finding, self._last_t))
+        for event in self._findings.still_open():
+            self._enqueue(event)
         self._closed = True
         try:
             self._queue.put(_Close(), timeout=CLOSE_TIMEOUT_S)

@@ -2,30 +2,21 @@
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterator
 
 import pytest
 
 from gputui.store.when import parse_duration, parse_when
+from tests.time_zone import local_time_zone
 
 
 @pytest.fixture
 def tokyo() -> Iterator[None]:
     """Local time is UTC+9 (no daylight saving) while the test runs: a zone that is not UTC, so that a parser that
     took UTC for local time fails."""
-    before = os.environ.get("TZ")
-    os.environ["TZ"] = "Asia/Tokyo"
-    time.tzset()
-    try:
+    with local_time_zone("Asia/Tokyo"):
         yield
-    finally:
-        if before is None:
-            del os.environ["TZ"]
-        else:
-            os.environ["TZ"] = before
-        time.tzset()
 
 
 # 2026-12-06 09:00:00 in Tokyo (00:00 UTC).
