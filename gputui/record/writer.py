@@ -15,10 +15,7 @@ from __future__ import annotations
 
 import gzip
 import os
-import queue
 import stat
-import threading
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -27,22 +24,17 @@ from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import JobActivity, Snapshot
 from gputui.record.format import (
-    FindingLog,
     RecordedEvent,
     RecordingError,
     dumps,
     event_to_dict,
     header_to_dict,
-    mark_event,
     tick_to_dict,
 )
+from gputui.record.queued import Close, QueuedWriter
 
 # A gzip stream is synced this often: each sync costs some compression, each gap is what a kill can lose.
 GZIP_SYNC_SECONDS = 5.0
-# Items waiting for the writer thread; beyond this the disk is hung and ticks are dropped (and counted).
-QUEUE_LIMIT = 1000
-# On close, how long to wait for a hung disk before leaving the (daemon) writer thread behind.
-CLOSE_TIMEOUT_S = 10.0
 # Who may read a recording (the umask may narrow it further): its owner, and its group where asked.
 PRIVATE_MODE = 0o600
 GROUP_READABLE_MODE = 0o640
@@ -176,19 +168,15 @@ def _link_refused(path: Path) -> RecordingError:
     )
 
 
-class _Close:
-    """The sentinel that ends the writer thread."""
-
-
-_Item = Snapshot | RecordedEvent | _Close
-
-
-class RecordingWriter:
-    """A recording written by its own thread. Thread-safe to `put` from one producer; `close()` once at the end.
+class RecordingWriter(QueuedWriter):
+    """A recording written by its own thread (record/queued.py). Thread-safe to `put` from one producer; `close()`
+    once at the end.
 
     Raises RecordingError at construction when the file cannot be created (exists without `force`, no such
     directory, no permission); later failures only set `warning` and stop the recording.
     """
+
+    WHAT = "recording"
 
     def __init__(
         self,
@@ -213,76 +201,21 @@ class RecordingWriter:
         self._since_sync = 0
         self._header_written = False
         self._early_events: list[RecordedEvent] = []
-        self._findings = FindingLog()
         self._activities: dict[int, JobActivity] = {}  # what the ticks written so far carry (the writer's thread)
         self.ticks_written = 0
-        self.ticks_dropped = 0
-        self.warning: str | None = None
-        self._stopped = threading.Event()
-        self._closed = False
-        self._queue: queue.Queue[_Item] = queue.Queue(maxsize=QUEUE_LIMIT)
-        self._thread = threading.Thread(target=self._run, name="gputui-recorder", daemon=True)
-        self._thread.start()
+        self._start_thread("gputui-recorder")
 
     @property
     def path(self) -> Path:
         return self._file.path
 
     @property
-    def stopped(self) -> bool:
-        """True once the recording ended early (error, vanished file, size limit); `warning` says why."""
-        return self._stopped.is_set()
-
-    @property
     def bytes_written(self) -> int:
         """Uncompressed bytes written so far."""
         return self._file.bytes_written
 
-    def put(self, snapshot: Snapshot) -> None:
-        """Queue one tick; never blocks. The first tick also writes the header from its static part."""
-        self._enqueue(snapshot)
-
-    def record(self, snapshot: Snapshot, active: Sequence[Finding], verdict: Verdict | None = None) -> None:
-        """Queue a tick, the findings that opened or closed with it and the verdict when it changed: pass the
-        engine's `state.active` and `state.verdict` after `update(snapshot)`; the writer remembers the last."""
-        self._enqueue(snapshot)
-        for event in self._findings.events(snapshot.timestamp, active, verdict):
-            self._enqueue(event)
-
-    def put_event(self, event: RecordedEvent) -> None:
-        self._enqueue(event)
-
-    def mark(self, label: str, t: float | None = None) -> None:
-        """Drop a labelled mark into the timeline, e.g. "changed num_workers to 8"."""
-        self._enqueue(mark_event(label, time.time() if t is None else t))
-
-    def drain(self) -> None:
-        """Wait until everything queued so far is written; for tests and for a clean hand-over."""
-        self._queue.join()
-
-    def close(self) -> None:
-        """Write what is queued and the findings still open, in their last words, end the file properly (gzip
-        trailer) and stop the thread; safe to call twice."""
-        if self._closed:
-            return
-        for event in self._findings.still_open():
-            self._enqueue(event)
-        self._closed = True
-        try:
-            self._queue.put(_Close(), timeout=CLOSE_TIMEOUT_S)
-        except queue.Full:
-            self._warn(f"recording: the disk did not keep up; {self.path} lacks the last ticks")
-            return
-        self._thread.join(timeout=CLOSE_TIMEOUT_S)
-
-    def _enqueue(self, item: _Item) -> None:
-        if self._closed or self._stopped.is_set():
-            return
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
-            self.ticks_dropped += 1
-            self._warn(f"recording is falling behind the disk: {self.ticks_dropped} ticks dropped")
+    def _queued_tick(self, snapshot: Snapshot, active: Sequence[Finding] | None, verdict: Verdict | None) -> Snapshot:
+        return snapshot  # the first one also writes the header, from its static part
 
     def _warn(self, message: str) -> None:
         self.warning = message
@@ -291,7 +224,7 @@ class RecordingWriter:
         while True:
             item = self._queue.get()
             try:
-                if isinstance(item, _Close):
+                if isinstance(item, Close):
                     break
                 if not self._stopped.is_set():
                     self._write(item)

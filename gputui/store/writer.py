@@ -15,8 +15,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import math
-import queue
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -27,14 +25,13 @@ from gputui.diagnostics.findings import Finding
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import JobActivity, Snapshot
 from gputui.record.format import (
-    FindingLog,
     RecordedEvent,
     dumps,
     event_to_dict,
     header_to_dict,
-    mark_event,
     tick_to_dict,
 )
+from gputui.record.queued import Close, QueuedWriter
 from gputui.store.appender import ChunkAppender
 from gputui.store.chunk import KIND_MINUTES, KIND_TICKS
 from gputui.store.columns import encode_records
@@ -47,10 +44,6 @@ from gputui.store.retention import DEFAULT_RETENTION, Retention, prune, retentio
 
 # A frame holds this many seconds of ticks: what a kill -9 can lose, and the unit a reader decodes.
 FRAME_SECONDS = 10.0
-# Items waiting for the writer thread; beyond this the disk is hung and ticks are dropped (and counted).
-QUEUE_LIMIT = 1000
-# On close, how long to wait for a hung disk before leaving the (daemon) writer thread behind.
-CLOSE_TIMEOUT_S = 10.0
 TICK_SUFFIX = ".gtc"
 MINUTE_SUFFIX = ".gtm"
 _FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
@@ -59,10 +52,6 @@ _FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
 def hour_stem(t: float) -> str:
     """A tick chunk's name: the UTC hour of its first tick."""
     return time.strftime("%Y%m%dT%H", time.gmtime(t))
-
-
-class _Close:
-    """The sentinel that ends the writer thread."""
 
 
 class _Flush:
@@ -78,16 +67,19 @@ class _Tick:
     verdict: Verdict | None
 
 
-_Item = _Tick | RecordedEvent | _Flush | _Close
+_Item = _Tick | RecordedEvent | _Flush | Close
 
 
-class StoreWriter:
+class StoreWriter(QueuedWriter):
     """Writes into DIR on a thread of its own; the same duck interface as record.writer.RecordingWriter, so the
     session builder, the recorder command, the exporter and the UI's REC badge take either.
 
     Raises StoreLocked (another recorder), NewerStore, or StoreError (DIR cannot be created or is not safe to
     write) at construction; later failures only set `warning`.
     """
+
+    WHAT = "history"
+    CONTROL = (_Flush,)
 
     def __init__(
         self,
@@ -100,7 +92,7 @@ class StoreWriter:
     ) -> None:
         if interval_s <= 0:
             raise StoreError(f"the sampling interval must be more than 0 s (got {interval_s})")
-        self.path = Path(directory)
+        self._path = Path(directory)
         self.interval_s = interval_s
         self.retention = retention
         self.shared = shared
@@ -122,8 +114,6 @@ class StoreWriter:
             self._directory.close()
             raise
         # the sampling side's state
-        self._findings = FindingLog()
-        self._closed = False
         # the writer thread's state
         self._chunk: ChunkAppender | None = None
         self._chunk_hour = -1
@@ -144,74 +134,25 @@ class StoreWriter:
         self._minute_last = -math.inf
         self._newest = -math.inf  # the latest tick time written: retention's "now"
         self.ticks_written = 0
-        self.ticks_dropped = 0
         self.frames_lost = 0
-        self.events_dropped = 0  # findings, verdicts, marks the queue had no room for
         self.minutes_lost = 0
         self.chunks_pruned = 0
-        self.warning: str | None = None
-        self._stopped = threading.Event()
-        self._queue: queue.Queue[_Item] = queue.Queue(maxsize=QUEUE_LIMIT)
-        self._thread = threading.Thread(target=self._run, name="gputui-store-writer", daemon=True)
-        self._thread.start()
+        self._start_thread("gputui-store-writer")
 
     @property
-    def stopped(self) -> bool:
-        """True only when the history cannot go on at all (DIR deleted); a full disk pauses it (`warning`)."""
-        return self._stopped.is_set()
+    def path(self) -> Path:
+        """The store's directory."""
+        return self._path
 
     # ---- the sampling side: only enqueues ------------------------------------------------------------------------
 
-    def put(self, snapshot: Snapshot) -> None:
-        self._enqueue(_Tick(snapshot, None, None))
-
-    def record(self, snapshot: Snapshot, active: Sequence[Finding], verdict: Verdict | None = None) -> None:
-        """Queue a tick, the findings that opened or closed with it and the verdict when it changed: pass the
-        engine's `state.active` and `state.verdict` after `update(snapshot)`; the writer remembers the last."""
-        self._enqueue(_Tick(snapshot, tuple(active), verdict))
-        for event in self._findings.events(snapshot.timestamp, active, verdict):
-            self._enqueue(event)
-
-    def put_event(self, event: RecordedEvent) -> None:
-        self._enqueue(event)
-
-    def mark(self, label: str, t: float | None = None) -> None:
-        self._enqueue(mark_event(label, time.time() if t is None else t))
-
-    def drain(self) -> None:
-        """Wait until everything queued so far is handled (the open frame may still be open: see flush)."""
-        self._queue.join()
+    def _queued_tick(self, snapshot: Snapshot, active: Sequence[Finding] | None, verdict: Verdict | None) -> _Tick:
+        return _Tick(snapshot, None if active is None else tuple(active), verdict)
 
     def flush(self) -> None:
         """End the open frame now and wait until it is written."""
         self._enqueue(_Flush())
         self._queue.join()
-
-    def close(self) -> None:
-        """Write what is queued and the findings still open, end the frame, release the lock; safe twice."""
-        if self._closed:
-            return
-        for event in self._findings.still_open():
-            self._enqueue(event)
-        self._closed = True
-        try:
-            self._queue.put(_Close(), timeout=CLOSE_TIMEOUT_S)
-        except queue.Full:
-            self.warning = f"history: the disk did not keep up; {self.path} lacks the last ticks"
-            return
-        self._thread.join(timeout=CLOSE_TIMEOUT_S)
-
-    def _enqueue(self, item: _Item) -> None:
-        if self._closed or self._stopped.is_set():
-            return
-        try:
-            self._queue.put_nowait(item)
-        except queue.Full:
-            if isinstance(item, _Tick):
-                self.ticks_dropped += 1
-            elif isinstance(item, RecordedEvent):
-                self.events_dropped += 1
-            self.warning = f"history is falling behind the disk: {self.ticks_dropped} ticks dropped"
 
     # ---- the writer thread -------------------------------------------------------------------------------------
 
@@ -220,7 +161,7 @@ class StoreWriter:
             while True:
                 item = self._queue.get()
                 try:
-                    if isinstance(item, _Close):
+                    if isinstance(item, Close):
                         break
                     if not self._stopped.is_set():
                         self._handle(item)
