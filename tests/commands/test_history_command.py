@@ -17,6 +17,8 @@ from gputui.record.reader import load_recording
 from gputui.store.reader import Store
 from gputui.store.writer import StoreWriter
 
+pytestmark = pytest.mark.usefixtures("utc", "no_user_config")
+
 FIRST, LAST = "2026-01-01 00:00:00", "2026-01-01 00:00:25"
 SPAN = ["--from", FIRST, "--to", LAST]
 

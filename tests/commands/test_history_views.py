@@ -13,6 +13,8 @@ from gputui import cli
 from gputui.commands import replay
 from gputui.session.builder import Session
 
+pytestmark = pytest.mark.usefixtures("no_user_config")
+
 # `diagnose --demo` runs on simulated time from 2026-01-01 00:00:00 UTC (sources/sim/source.py FIXED_EPOCH): 5 s of
 # warm-up, then the 20 s asked, a reading a second; with the `utc` fixture that is the local time asked below.
 LIVE = ["diagnose", "--demo", "thermal", "--seconds", "20"]

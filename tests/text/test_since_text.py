@@ -10,7 +10,9 @@ import pytest
 
 from gputui.text.since_text import duration_words, since_clock, since_line
 
-# 2026-12-05 22:14 UTC (the suite runs in TZ=UTC), and 9 h later.
+pytestmark = pytest.mark.usefixtures("utc")
+
+# 2026-12-05 22:14 UTC (local time is UTC: the `utc` fixture), and 9 h later.
 SINCE = 1796508840.0
 NOW = SINCE + 9 * 3600
 

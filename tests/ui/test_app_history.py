@@ -21,6 +21,8 @@ from gputui.ui.screens.goto import GotoScreen
 from tests.store.storedata import T0, simulate, write_store
 from tests.ui.monitor_helpers import FIXED_NOW, run_ticks, screen_rows, session_of, until
 
+pytestmark = pytest.mark.usefixtures("utc")
+
 if TYPE_CHECKING:
     from conftest import Clock
 
