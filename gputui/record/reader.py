@@ -250,9 +250,12 @@ class RecordParser:
     other GPUs than the header trimmed to the header's; what it stepped around is left in `warnings`, complete once
     a pass is over."""
 
-    def __init__(self, path: Path, header: RecordingHeader) -> None:
+    def __init__(self, path: Path, header: RecordingHeader, *, whole_ticks: bool = False) -> None:
         self.path = path
         self.header = header
+        # Each tick holds its processes' activities whole (a history store's, made so as it reads them): nothing is
+        # carried from one tick to the next, where a file writes each activity once and the ticks after leave it out.
+        self._whole_ticks = whole_ticks
         self.warnings: list[str] = []
         self._gpu_indices = tuple(info.index for info in header.gpu_info)
 
@@ -280,7 +283,7 @@ class RecordParser:
                     raise RecordingFormatError("not a JSON object")
                 kind = data.get("type")
                 if kind == "tick":
-                    changed, problems = carry.fill(data)
+                    changed, problems = (False, []) if self._whole_ticks else carry.fill(data)
                     malformed += [(number, problem) for problem in problems]
                     snapshot, kept = self._tick(data, dumps(data)[:-1].encode() if changed else line, other_gpus)
                     ticks += 1

@@ -139,7 +139,7 @@ class Store:
             finally:
                 reader.close()
         lines = self._span_lines(plan, start, end, problems)
-        recording = RecordParser(self.directory, header or self._any_header()).load_lines(lines)
+        recording = RecordParser(self.directory, header or self._any_header(), whole_ticks=True).load_lines(lines)
         warnings += [damage_sentence(self.directory, name, n) for name, n in problems.damaged.items() if n]
         if problems.activities:
             warnings.append(f"{self.directory}: left out {problems.activities} malformed activities")
@@ -150,7 +150,6 @@ class Store:
         self, plan: list[tuple[ChunkFile, list[FrameInfo]]], start: float, end: float, problems: _SpanProblems
     ) -> Iterator[NumberedLine]:
         """The span's records as lines, in time order, an hour's chunks at a time."""
-        carried = _Carried()
         number = 0
         for _, group in itertools.groupby(plan, key=lambda item: item[0].start):
             records: list[tuple[float, int, dict[str, Any]]] = []
@@ -174,7 +173,6 @@ class Store:
                     reader.close()
             records.sort(key=lambda item: (item[0], item[1]))
             for _, _, record in records:
-                carried.mark_ended(record)
                 number += 1
                 yield number, dumps(record)[:-1].encode(), True
 
@@ -300,33 +298,6 @@ def _self_contained(records: list[dict[str, Any]]) -> int:
         if record.get("type") == "tick":
             dropped += len(carry.fill(record)[1])
     return dropped
-
-
-class _Carried:
-    """The parser carries a process's activity to the ticks that leave it out: fed whole ticks (_self_contained)
-    in the order the parser reads them, this puts an explicit `"activity": null` where a process's activity ended,
-    so the ended one is not carried on. Every other tick reads as it is, with nothing for the parser to rewrite."""
-
-    def __init__(self) -> None:
-        self._carried: set[int] = set()
-
-    def mark_ended(self, record: dict[str, Any]) -> None:
-        host = record.get("host") if record.get("type") == "tick" else None
-        processes = host.get("processes") if isinstance(host, dict) else None
-        if not isinstance(processes, list):
-            return
-        present = set()
-        for proc in processes:
-            pid = proc.get("pid") if isinstance(proc, dict) else None
-            if not isinstance(pid, int):
-                continue
-            present.add(pid)
-            if proc.get("activity") is not None:
-                self._carried.add(pid)
-            elif pid in self._carried:
-                proc["activity"] = None
-                self._carried.discard(pid)
-        self._carried &= present
 
 
 @dataclass
