@@ -63,14 +63,10 @@ def until(read: Callable[[], T], done: Callable[[T], bool], what: str, timeout: 
 
 @contextmanager
 def started(argv: list[str], environment: Mapping[str, str], **options: object) -> Iterator[subprocess.Popen[str]]:
-    """A child process with its stdout piped, killed (its whole session) and reaped at the end."""
-    process = subprocess.Popen(
-        argv,
-        env=dict(environment),
-        stdout=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        **options,  # type: ignore[call-overload]
+    """A child process in a session of its own, with its stdout piped unless `options` say otherwise, killed (its
+    whole session) and reaped at the end, its pipes closed."""
+    process = subprocess.Popen(  # type: ignore[call-overload]
+        argv, env=dict(environment), text=True, start_new_session=True, **{"stdout": subprocess.PIPE, **options}
     )
     try:
         yield process
@@ -79,8 +75,9 @@ def started(argv: list[str], environment: Mapping[str, str], **options: object) 
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGKILL)
         process.wait(timeout=30)
-        if process.stdout is not None:
-            process.stdout.close()
+        for pipe in (process.stdout, process.stderr):
+            if pipe is not None:
+                pipe.close()
 
 
 def python(*arguments: str) -> list[str]:

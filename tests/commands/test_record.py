@@ -24,7 +24,7 @@ from gputui.session import builder
 from gputui.sources.base import SourceUnavailable
 from gputui.store.reader import Store
 from gputui.store.writer import StoreWriter
-from tests.agent.published import until
+from tests.agent.published import started, until
 
 RECORD = [sys.executable, "-m", "gputui", "record", "--demo", "thermal", "--gpus", "0,1", "--interval", "0.25"]
 START_S = 60.0  # a loaded machine imports slowly; every wait ends as soon as its state is there
@@ -40,15 +40,8 @@ def _recorder(
 ) -> Iterator[subprocess.Popen[str]]:
     """A foreground recorder, once it said it records (it holds the store's lock then); killed and reaped at the
     end whatever the test did."""
-    child = subprocess.Popen(
-        [*command, "--store", str(store), *extra],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_environment(),
-        start_new_session=True,
-    )
-    try:
+    argv = [*command, "--store", str(store), *extra]
+    with started(argv, _environment(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE) as child:
         assert child.stderr is not None
         deadline = time.monotonic() + START_S
         while True:
@@ -60,13 +53,6 @@ def _recorder(
                 if said in line:
                     break
         yield child
-    finally:
-        if child.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGKILL)
-        child.wait(timeout=30)
-        if child.stderr is not None:
-            child.stderr.close()
 
 
 def _second(store: Path, *extra: str) -> subprocess.CompletedProcess[str]:
