@@ -63,7 +63,10 @@ def _cause(w: Window, th: Thresholds, proc: ProcSample | None, util: float, cpus
     if contention(w, th) is not None:
         return None  # CPUs that others take are cpu_contention's to name, not the job's data loading
     if cpus.saturated(th):
-        # Full of this job's own work, more workers won't help.
+        # Full of this job's own work, more workers won't help; but workers that read a cold disk fill the CPUs
+        # with the kernel's copying of what they wait for (the lab's case f on 2 CPUs): the disk is the cause.
+        if _io_stalled(w, th):
+            return None
         return "cpus" if cpus.used and cpus.own >= cpus.used / 2 else None
     if proc is None:
         return None

@@ -399,6 +399,23 @@ def test_workers_that_wait_on_a_cold_disk_are_the_disks_to_name() -> None:
     assert len(run(starvation_io, series(10, reading))) == 1
 
 
+def test_workers_that_fill_every_cpu_reading_a_cold_disk_are_the_disks_to_name_too() -> None:
+    """The lab's case f on 2 CPUs: the workers' reads (kernel copies) kept both CPUs busy while iowait took the
+    rest; "the CPUs are all busy with its data loading" opened beside the disk's finding, and it is the disk."""
+
+    def reading(iowait: float) -> list[Snapshot]:
+        def made(i: int) -> dict[str, object]:
+            readings = _noisy_loader(i, children=2, workers_cpu=170.0, main=2.0)
+            job = readings["host_sample"].processes[0]  # type: ignore[attr-defined]
+            return {**readings, "host_sample": host([job], iowait_pct=iowait, cpu_pct_per_core=(97.0, 97.0))}
+
+        return series(10, made)
+
+    assert run(starvation_cpu, reading(iowait=20.0)) == []
+    assert len(run(starvation_io, reading(iowait=20.0))) == 1
+    assert [hit.variant for hit in run(starvation_cpu, reading(iowait=0.0))] == ["cpus"]
+
+
 def test_starvation_cpu_names_the_training_loop_when_the_workers_keep_up() -> None:
     [hit] = run(starvation_cpu, series(10, lambda i: _noisy_loader(i, children=4, workers_cpu=80.0)))
     assert hit.variant == "main_loop"
