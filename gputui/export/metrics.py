@@ -305,7 +305,7 @@ def _verdict_seconds(state: ExportState, host: Mapping[str, str]) -> list[Metric
     family = CounterMetricFamily(
         VERDICT_SECONDS_METRIC,
         "Seconds each GPU spent in each verdict class since the exporter started; idle is split into "
-        "idle_allocated (a process or pod holds the GPU) and idle_free.",
+        "idle_allocated (a process or pod holds the GPU) and idle_free; stopped is a job that makes no progress.",
         labels=[*extra, "gpu", "class"],
     )
     for gpu, seconds in sorted(state.verdict_seconds.items()):
