@@ -102,6 +102,16 @@ class StacksConfig:
     recheck_s: float = field(
         default=60.0, metadata=setting("...unless what its GPU waits on changed: then after this.", seconds())
     )
+    # A job that may have stopped (its GPUs idle, or busy at near-zero SM activity and power) has all its ranks here
+    # sampled this often while it looks so: the windows must follow each other for `unchanged_since` to say how long
+    # nothing moved, well within `stopped_after_s` (240 s). Two ranks cost ~0.6 % of a core at 60 s.
+    hang_recheck_s: float = field(
+        default=60.0,
+        metadata=setting(
+            "A job that may have stopped (GPUs idle or spinning) has its ranks sampled again this often.",
+            seconds(above_zero=True),
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)

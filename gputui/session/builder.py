@@ -245,7 +245,7 @@ def open_session(options: SessionOptions, config: Config) -> Iterator[Session]:
         recorder = _recorder(options.record, options.interval_s)
         if recorder is not None:
             opened.callback(recorder.close)
-        stacks = stacks_for(system, config.stacks) if options.stacks else None
+        stacks = stacks_for(system, config.stacks, config.diagnostics.thresholds) if options.stacks else None
         if stacks is not None:
             opened.callback(stacks.close)
         voice = AlertVoice()
