@@ -178,8 +178,12 @@ def job_stopped(w: Window, th: Thresholds) -> Iterator[Hit]:
         if stuck is not None:
             params |= {"rank": stuck.number, "pid": stuck.proc.pid, "where": where(stuck.frame) or "?"}
             params["function"] = stuck.frame.function if stuck.frame is not None else "?"
+        stuck_words = (
+            f"{stuck.number} (PID {stuck.proc.pid}) in {where(stuck.frame) or '?'}" if stuck is not None else None
+        )
         evidence = [
             ev("job", job.job),
+            *((ev("stuck_rank", stuck_words),) if stuck_words is not None else ()),
             ev("stopped_for", round(now - job.since), "s"),
             *(
                 ev("rank_held", f"{rank.number} (PID {rank.proc.pid}): {rank.kind} in {where(rank.frame) or '?'}")
@@ -289,6 +293,7 @@ _EN: Mapping[str, str] = {
     "gpu_stalled.cause": "a kernel that spins without work (likely a stopped job)",
     "ev.job": "job (its ranks' environment)",
     "ev.stopped_for": "nothing progressed for",
+    "ev.stuck_rank": "the rank not in the collective",
     "ev.rank_held": "rank held",
     "ev.idle_gpu_hours": "GPU-hours lost an hour",
     "ev.power_of_limit": "power (% of the limit)",
@@ -326,6 +331,7 @@ _ZH: Mapping[str, str] = {
     "gpu_stalled.cause": "kernel 空转而无实际工作（很可能任务已停止）",
     "ev.job": "任务（各 rank 的环境变量）",
     "ev.stopped_for": "无进展时长",
+    "ev.stuck_rank": "不在集合通信中的 rank",
     "ev.rank_held": "停住的 rank",
     "ev.idle_gpu_hours": "每小时损失的 GPU 小时",
     "ev.power_of_limit": "功耗（占上限的 %）",
