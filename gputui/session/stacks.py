@@ -26,7 +26,7 @@ processes are made up (`stacks_allowed`).
     rate_hz = 20        # samples a second
     cooldown_s = 300.0  # a process sampled automatically is not sampled again automatically before this, unless
                         # what it waits on changes (then after `recheck_s`, 60 s)
-    hang_recheck_s = 60.0  # the ranks of a job that may have stopped, again and again while it looks so
+    hang_recheck_s = 120.0  # the ranks of a job that may have stopped, again and again while it looks so
 """
 
 from __future__ import annotations
