@@ -23,8 +23,8 @@ step holds, when the job knows it (optional; null or absent: busy until the step
 ended; `spinning_since` (optional; null or absent: not spinning) the time.monotonic() at which the job began to
 wait in a collective whose kernel spins on the GPU until its peers arrive, as NCCL's does: the GPU reads busy
 meanwhile, at ~3% SM activity and near-idle power (physics.spinning_plan), the sign of a rank waiting on a peer
-that may never come. The GPU's time is not the process's: a process waiting for a CPU (a spent cgroup quota, a busy core)
-wakes after its GPU has gone idle, so a step that knows its work counts only that. The job writes its first
+that may never come. The GPU's time is not the process's: a process waiting for a CPU (a spent cgroup quota, a
+busy core) wakes after its GPU has gone idle, so a step that knows its work counts only that. The job writes its first
 record once its data-loader workers have started, so its process tree is complete from the first look. gputui
 must see the job's PID namespace (the same machine or container).
 """
