@@ -41,7 +41,7 @@ def read_dist(pid: int, ppid: int | None, root: Path = Path("/")) -> DistRank | 
     MASTER_ADDR), DistRank(unreadable=True) where the kernel refuses its environment."""
     environ = read_environ(pid, root)
     if environ is None:
-        return DistRank(unreadable=True) if (root / "proc" / str(pid)).exists() else None
+        return DistRank(unreadable=True) if _refused(pid, root) else None
     values = {key: environ[key] for key in _KEYS if key in environ}
     if b"RANK" not in values and b"MASTER_ADDR" not in values:
         return None
@@ -54,6 +54,17 @@ def read_dist(pid: int, ppid: int | None, root: Path = Path("/")) -> DistRank | 
         job=_job(values.get(b"TORCHELASTIC_RUN_ID"), values.get(b"MASTER_ADDR"), values.get(b"MASTER_PORT")),
         launcher_pid=launcher,
     )
+
+
+def _refused(pid: int, root: Path) -> bool:
+    """Whether the kernel refuses this reader process `pid`'s environment (EACCES, EPERM), rather than it being gone."""
+    try:
+        os.close(os.open(f"{root}/proc/{pid}/environ", os.O_RDONLY))
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False
 
 
 def _int(value: bytes | None, low: int, high: int) -> int | None:

@@ -67,8 +67,18 @@ def test_no_distributed_variables_is_no_rank(root: Path) -> None:
     assert read_dist(200, None, root) is None
 
 
-def test_an_environment_the_kernel_refuses_is_unreadable_never_guessed(root: Path) -> None:
-    (root / "proc/200").mkdir(parents=True)  # the process is there, its environ is not readable
+def test_an_environment_the_kernel_refuses_is_unreadable_never_guessed(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    environ(root, 200, TORCHRUN_ENV)
+    real_open = os.open
+
+    def refuse(path: str, flags: int, *args: int) -> int:
+        if str(path).endswith("/proc/200/environ"):  # as the kernel answers a reader without ptrace rights
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args)
+
+    monkeypatch.setattr(os, "open", refuse)
     assert read_dist(200, None, root) == DistRank(unreadable=True)
     assert read_dist(999, None, root) is None  # gone: nothing to say
 
