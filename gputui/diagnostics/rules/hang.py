@@ -174,6 +174,7 @@ def job_stopped(w: Window, th: Thresholds) -> Iterator[Hit]:
             "held": fmt_duration(now - job.since),
             "since": time.strftime("%H:%M:%S", time.localtime(job.since)),
             "waiting": ", ".join(rank.number for rank in waiting) or "-",
+            "cost": "" if w.price is None else f" ({w.price.format(len(job.gpus) * w.price.per_gpu_hour)})",
         }
         if stuck is not None:
             params |= {"rank": stuck.number, "pid": stuck.proc.pid, "where": where(stuck.frame) or "?"}
@@ -267,7 +268,7 @@ _EN: Mapping[str, str] = {
     "job_stopped.advice.rank": (
         "Nothing has progressed for {held} (since {since}): rank {rank} is held outside the collective in "
         "{where}, and rank(s) {waiting} wait for it in the collective, their GPUs idle or spinning (busy at "
-        "near-zero SM activity). {count} GPU-hour(s) lost every hour. Look at rank {rank}: py-spy dump --pid "
+        "near-zero SM activity). {count} GPU-hour(s) lost every hour{cost}. Look at rank {rank}: py-spy dump --pid "
         "{pid}, and its log. With NCCL, TORCH_NCCL_TRACE_BUFFER_SIZE=2000 and TORCH_NCCL_DUMP_ON_TIMEOUT=1 make "
         "the flight recorder dump what each rank was doing when the watchdog fires. Then kill the job and restart "
         "it from its last checkpoint."
@@ -276,7 +277,7 @@ _EN: Mapping[str, str] = {
     "job_stopped.advice.elsewhere": (
         "Nothing has progressed for {held} (since {since}): rank(s) {waiting} on this machine all wait in the "
         "collective, so the rank that does not arrive runs on another machine (gputui fleet names it where "
-        "gputui serves each node). {count} GPU-hour(s) lost every hour. Find it: py-spy dump --pid on the ranks "
+        "gputui serves each node). {count} GPU-hour(s) lost every hour{cost}. Find it: py-spy dump --pid on the ranks "
         "of the other nodes, their logs, and the NCCL flight recorder (TORCH_NCCL_TRACE_BUFFER_SIZE=2000, "
         "TORCH_NCCL_DUMP_ON_TIMEOUT=1). Then kill the job and restart it from its last checkpoint."
     ),
@@ -305,7 +306,7 @@ _ZH: Mapping[str, str] = {
     "job_stopped.title.rank": "GPU {gpus}：任务已停止：rank {rank}（PID {pid}）阻塞在 {where}",
     "job_stopped.advice.rank": (
         "已有 {held} 没有任何进展（自 {since} 起）：rank {rank} 停在集合通信之外的 {where}，rank {waiting} "
-        "在集合通信中等它，它们的 GPU 空闲或在空转（忙碌但 SM 活动接近零）。每小时损失 {count} GPU 小时。"
+        "在集合通信中等它，它们的 GPU 空闲或在空转（忙碌但 SM 活动接近零）。每小时损失 {count} GPU 小时{cost}。"
         "请查看 rank {rank}：py-spy dump --pid {pid} 及其日志。使用 NCCL 时，设置 "
         "TORCH_NCCL_TRACE_BUFFER_SIZE=2000 和 TORCH_NCCL_DUMP_ON_TIMEOUT=1，看门狗触发时 flight recorder "
         "会记录各 rank 当时在做什么。然后终止任务，从最近的 checkpoint 重新开始。"
@@ -313,7 +314,7 @@ _ZH: Mapping[str, str] = {
     "job_stopped.title.elsewhere": "GPU {gpus}：任务已停止：本机所有 rank 都在集合通信中等待",
     "job_stopped.advice.elsewhere": (
         "已有 {held} 没有任何进展（自 {since} 起）：本机的 rank {waiting} 都在集合通信中等待，没有到达的 rank "
-        "在另一台机器上（各节点都由 gputui 提供数据时，gputui fleet 会指出它）。每小时损失 {count} GPU 小时。"
+        "在另一台机器上（各节点都由 gputui 提供数据时，gputui fleet 会指出它）。每小时损失 {count} GPU 小时{cost}。"
         "请找到它：对其他节点的 rank 执行 py-spy dump --pid，查看它们的日志和 NCCL flight recorder"
         "（TORCH_NCCL_TRACE_BUFFER_SIZE=2000，TORCH_NCCL_DUMP_ON_TIMEOUT=1）。然后终止任务，"
         "从最近的 checkpoint 重新开始。"

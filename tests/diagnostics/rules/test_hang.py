@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 
 from gputui.alerts.edges import Edges
+from gputui.diagnostics.account import Price
 from gputui.diagnostics.engine import DiagnosticsEngine, DiagnosticsState
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.rules.base import Window
@@ -206,3 +207,9 @@ def test_without_stacks_a_spinning_gpu_warns_once_it_held_stopped_after_s() -> N
     assert {e.key: e.value for e in finding.evidence}["stacks_unread"] == "ptrace is refused"
     assert after.verdict is not None
     assert [g.cls for g in after.verdict.groups] == ["stopped", "gpu_bound"]
+
+
+def test_with_a_price_it_says_what_the_stopped_job_costs_an_hour() -> None:
+    state = run([hung(t) for t in range(10)], DiagnosticsEngine(price=Price(2.40, "USD")))
+    (finding,) = [f for f in state.active if f.rule == "job_stopped"]
+    assert "2 GPU-hour(s) lost every hour (4.80 USD)." in finding.advice
