@@ -273,7 +273,8 @@ def test_a_producer_that_cannot_keep_up_is_named_by_the_cpu_rule(children: int) 
         ),
         (
             "zh",
-            "GPU 0 利用率只有 22%，在等数据（其生产者 thread producer (tid 4321) 在 decode (loader.py:31)，运行占比 97%）",
+            "GPU 0 利用率只有 22%，在等数据（其生产者 thread producer (tid 4321) 在 decode (loader.py:31)，"
+            "运行占比 97%）",
             "它等待的对象（其栈顶帧、运行占比）",
         ),
     ],
