@@ -252,17 +252,26 @@ class _Facts:
     kind: ActivityKind | None  # the first pattern's that matches it
     enclosing: ActivityKind | None  # the first of those whose kind may enclose the job's own code
     computing: bool  # the job's own code or its model: past it only `enclosing` kinds match
+    own: bool  # the job's own code (is_own)
+    stdlib: bool  # the standard library's
+    handoff: bool  # a hand-off's wait (HANDOFF_PATTERNS)
+    reads: bool  # a blocking read of the standard library's (READ_PATTERNS)
 
 
 @functools.lru_cache(maxsize=_CACHED)
 def _facts(frame: Frame) -> _Facts:
     file = _slashed(frame.file)
     matching = [pattern.kind for pattern in PATTERNS if pattern.matches(frame, file)]
+    own = is_own(frame)
     return _Facts(
         checkpoint=next((p.kind for p in CHECKPOINT_PATTERNS if p.matches(frame, file)), None),
         kind=next(iter(matching), None),
         enclosing=next((kind for kind in matching if kind in ENCLOSING_KINDS), None),
-        computing=is_own(frame) or any(call.matches(frame, file) for call in MODEL_CALLS),
+        computing=own or any(call.matches(frame, file) for call in MODEL_CALLS),
+        own=own,
+        stdlib=short_file(frame.file).split("/", 1)[0].removesuffix(".py") in sys.stdlib_module_names,
+        handoff=any(pattern.matches(frame, file) for pattern in HANDOFF_PATTERNS),
+        reads=any(pattern.matches(frame, file) for pattern in READ_PATTERNS),
     )
 
 
@@ -345,18 +354,18 @@ def _handoff(stack: Stack) -> bool:
     """The stack blocks in a hand-off: its innermost frames, before any of the job's own, are the standard
     library's, and one of them is a hand-off's."""
     for frame in stack:
-        if is_own(frame):
+        facts = _facts(frame)
+        if facts.own:
             return False
-        file = _slashed(frame.file)
-        if any(pattern.matches(frame, file) for pattern in HANDOFF_PATTERNS):
+        if facts.handoff:
             return True
-        if short_file(frame.file).split("/", 1)[0].removesuffix(".py") not in sys.stdlib_module_names:
+        if not facts.stdlib:
             return False
     return False
 
 
 def _reads(stack: Stack) -> bool:
-    return any(pattern.matches(frame, _slashed(frame.file)) for frame in stack for pattern in READ_PATTERNS)
+    return any(_facts(frame).reads for frame in stack)
 
 
 @dataclass(frozen=True, slots=True)
