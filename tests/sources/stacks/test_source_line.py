@@ -6,15 +6,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from gputui.foreign_text import is_clean
 from gputui.sources.stacks.classify import summarize
+from gputui.sources.stacks.inprocess import read_published
 from gputui.sources.stacks.samples import StackWindow
 from gputui.sources.stacks.source_line import GPU_SYNC_CALL, MAX_BYTES, MAX_LINE_CHARS, SourceLines
+from tests.agent.published import job_environment, started, until
 from tests.sources.stacks.recorded import FIXTURES, recorded, thread, window
 
 PID = os.getpid()  # the files are read through /proc/<pid>/root: this process's, as a job's own would be
@@ -147,3 +151,37 @@ def test_each_file_is_read_once_per_window(tmp_path: Path) -> None:
     source.write_text("a = 1\nchanged()\n")
     assert lines.line(PID, str(source), 2) == "loss.item()"  # the window's reading
     assert SourceLines().line(PID, str(source), 2) == "changed()"  # the next window's
+
+
+# A job whose loop spends its time in a C call on its own line, as `loss.item()` does: array.tolist() has no Python
+# frame either. Run under the in-process sampler, which publishes absolute paths.
+TOLIST_JOB = """
+import array, time
+def step(data):
+    return data.tolist()
+data = array.array("d", range(200000))
+print("ready", flush=True)
+end = time.time() + 60
+while time.time() < end:
+    step(data)
+"""
+
+
+def test_the_in_process_samplers_absolute_paths_get_the_same_reading(tmp_path: Path) -> None:
+    script = tmp_path / "job.py"
+    script.write_text(TOLIST_JOB)
+    with started([sys.executable, str(script)], job_environment(tmp_path)) as process:
+        assert process.stdout is not None and process.stdout.readline().strip() == "ready"
+        ready = time.time()
+
+        def past_its_start(window: StackWindow | None) -> bool:
+            """A second of samples, all taken in its loop (none while it imported and built its data)."""
+            return window is not None and window.window_s >= 1.0 and window.taken_at - window.window_s >= ready
+
+        window = until(lambda: read_published(process.pid, 1.0), past_its_start, "a second of its loop")
+        activity = summarize(window)
+    # Its loop's own line (`while`) is `cpu`, and a thread the machine's other work kept off a CPU `idle`: the
+    # samples it ran in step's line are `gpu_sync`, named by the line.
+    [sync] = [frame for frame in activity.top if frame.kind == "gpu_sync"]
+    assert (sync.function, sync.file, sync.line, sync.source_line) == ("step", str(script), 4, "return data.tolist()")
+    assert all(frame.source_line is None for frame in activity.top if frame.kind != "gpu_sync")
