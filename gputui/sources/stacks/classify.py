@@ -15,10 +15,10 @@ line of its own code, the line is read from disk (source_line.py) and the sample
 the line's text; the waits that pass through Python (torch.cuda.synchronize, a Stream's or an Event's) read
 `gpu_sync` by the table.
 
-A wait no table names is followed across threads (_others, in summarize): where the main thread is blocked in a hand-off
-(a queue's get, a condition, an event, a future's result, a join, a pipe's recv: HANDOFF_PATTERNS, standard library
-frames only), the job's other threads and child processes over the same window say what it waited for: those that
-ran the job's code for at least OTHERS_BUSY of their samples make it a wait for `data`; those in file or network
+A wait no table names is followed across threads (_others, in summarize): where the main thread is blocked in a
+hand-off (a queue's get, a condition, an event, a future's result, a join, a pipe's recv: HANDOFF_PATTERNS, standard
+library frames only), the job's other threads and child processes over the same window say what it waited for: those
+that ran the job's code for at least OTHERS_BUSY of their samples make it a wait for `data`; those in file or network
 reads, `io`; those in a kind a table names, that kind. None busy: it stays `idle`, a blocked main thread.
 
 The names are the job's user's to choose (a stack record, py-spy's reading of any process): every test on them is
