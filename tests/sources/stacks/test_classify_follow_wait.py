@@ -56,7 +56,9 @@ def test_a_thread_only_sampled_asleep_never_takes_the_blame() -> None:
     """A watchdog, tqdm's monitor, a pin-memory thread: asleep in their own waits the whole window."""
     watchdog = thread(100, 101, f"{PRODUCER};Event.wait (threading.py:622)", samples=40, name="watchdog")
     monitor = thread(100, 102, f"{PRODUCER};time_sleep (tqdm/_monitor.py:60)", samples=40, name="tqdm")
-    activity = summarize(window(100, _main(), watchdog, monitor))
+    pin = f"{PRODUCER};_pin_memory_loop (torch/utils/data/_utils/pin_memory.py:59);Queue.get (queue.py:180)"
+    pinning = thread(100, 103, pin, samples=40, name="pt_data_pin")
+    activity = summarize(window(100, _main(), watchdog, monitor, pinning))
     assert activity.waited_on is None
     assert activity.leading == "idle"
     assert (activity.top[0].kind, activity.top[0].function) == ("idle", "main")  # blocked, named by the frame
