@@ -465,6 +465,22 @@ class ActivityFrame:
     file: str
     line: int | None
     share: float  # of the main thread's samples
+    # Set only where the kind was read from the job's source line rather than a Python frame (gpu_sync from a line
+    # calling `.item()`, which synchronizes in C++): the line's text, cleaned, stripped, at most 120 characters.
+    source_line: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitedOn:
+    """Who the main thread's hand-off waits (a queue's get, a condition, a future, a join...) were waiting for:
+    the job's other threads or processes that ran meanwhile, and what they did."""
+
+    kind: ActivityKind  # what the main thread's wait is counted as: "data" (they run the job's code), "io" (they
+    # read files or the network), or their own kind where a table names it
+    who: str  # "thread producer (tid 4321)", "4 threads ThreadPoolExecutor-0_*", "3 processes"
+    frame: ActivityFrame | None  # their top frame (its share: of THEIR samples)
+    share: float  # the share of the main thread's samples attributed to them
+    running: float  # the share of their samples in which they ran on a CPU
 
 
 @dataclass(frozen=True, slots=True)
@@ -485,6 +501,7 @@ class JobActivity:
     worker_samples: int = 0
     rank: int | None = None  # RANK from its environment, for a rank of torch.distributed
     error: str | None = None
+    waited_on: WaitedOn | None = None  # whom its hand-off waits waited for, where others ran meanwhile
 
     @property
     def leading(self) -> ActivityKind | None:

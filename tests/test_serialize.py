@@ -283,6 +283,16 @@ def test_a_process_never_sampled_has_a_null_activity() -> None:
         (lambda a: a["top"][0].update(kind="gpu"), "host.processes[0].activity.top[0].kind: expected one of data,"),
         (lambda a: a.update(top={}), "host.processes[0].activity.top: expected a list, got dict"),
         (lambda a: a.update(workers=[1]), "host.processes[0].activity.workers: expected an object, got list"),
+        (lambda a: a["top"][0].update(source_line=3), "host.processes[0].activity.top[0].source_line: expected a"),
+        (lambda a: a.update(waited_on=[]), "host.processes[0].activity.waited_on: expected an object, got list"),
+        (
+            lambda a: a.update(waited_on={"kind": "data", "who": "x", "frame": None, "share": 0.5, "running": 2}),
+            "host.processes[0].activity.waited_on.running: expected a fraction from 0 to 1",
+        ),
+        (
+            lambda a: a.update(waited_on={"kind": "rest", "who": "x", "frame": None, "share": 0.5, "running": 1}),
+            "host.processes[0].activity.waited_on.kind: expected one of data,",
+        ),
     ],
 )
 def test_a_malformed_activity_is_an_error_naming_the_key(change: Any, error: str) -> None:

@@ -19,6 +19,12 @@ rank joins a gloo process group (torchrun's RANK, WORLD_SIZE, MASTER_ADDR and MA
 after each GPU step, and writes its own trace: `--trace job.json` becomes job.rank0.json, job.rank1.json...;
 `--slow-rank R` keeps the extra work of --main-cpu-ms and --block-ms to rank R, so the others wait in all_reduce.
 
+Without a DataLoader (`--loader`, default `dataloader`): `--loader thread` is a home-made loader, one producer
+thread (named "producer") making the same samples and putting whole batches into a queue.Queue(maxsize=2) that the
+loop takes them from; `--loader pool` prefetches samples in a ThreadPoolExecutor of `--loader-threads` threads
+(named "prefetch_N"), the loop waiting on each future's result(). The samples' work is torch ops, which release the
+GIL, so the threads run beside the main one. --num-workers is a DataLoader's and does not apply to them.
+
 The trace is one JSON object, replaced whole on every entry to and exit from a GPU step (written to a temporary
 file beside it, then renamed over it, so a reader never sees half a record):
 
@@ -39,9 +45,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
+import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Generator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 # The CPU build of torch warns on import when numpy is missing; the lab needs no numpy.
@@ -210,6 +220,46 @@ def batches(loader: DataLoader[tuple[torch.Tensor, int]]) -> Generator[tuple[tor
         yield from loader
 
 
+Batch = tuple[torch.Tensor, torch.Tensor]
+
+
+def collate(samples: list[tuple[torch.Tensor, int]]) -> Batch:
+    return torch.stack([image for image, _ in samples]), torch.tensor([label for _, label in samples])
+
+
+def produce(dataset: Images, batch_size: int, ready: queue.Queue[Batch]) -> None:
+    """The producer thread of `--loader thread`: batch after batch into the queue, blocked while it is full."""
+    index = 0
+    while True:
+        ready.put(collate([dataset[index + n] for n in range(batch_size)]))
+        index += batch_size
+
+
+def thread_batches(dataset: Images, batch_size: int) -> Generator[Batch]:
+    """`--loader thread`: batches made by one producer thread, taken from its queue (a daemon: it ends with us)."""
+    ready: queue.Queue[Batch] = queue.Queue(maxsize=2)
+    threading.Thread(target=produce, args=(dataset, batch_size, ready), name="producer", daemon=True).start()
+    while True:
+        yield ready.get()
+
+
+def pool_batches(dataset: Images, batch_size: int, threads: int) -> Generator[Batch]:
+    """`--loader pool`: samples prefetched by a pool of threads, two batches ahead; each batch waits on its
+    samples' futures in turn."""
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="prefetch") as pool:
+        pending: deque[Future[tuple[torch.Tensor, int]]] = deque()
+        index = 0
+        try:
+            while True:
+                while len(pending) < 2 * batch_size:
+                    pending.append(pool.submit(dataset.__getitem__, index))
+                    index += 1
+                yield collate([pending.popleft().result() for _ in range(batch_size)])
+        finally:
+            for future in pending:
+                future.cancel()
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trace", type=Path, required=True, help="where to report the time in the GPU step")
@@ -234,6 +284,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--checkpoint-dir", type=Path, default=None, help="where the checkpoint goes (default: beside --trace)"
     )
+    parser.add_argument(
+        "--loader",
+        choices=("dataloader", "thread", "pool"),
+        default="dataloader",
+        help="who makes the batches: a DataLoader (default), one producer thread and a queue, or a thread pool",
+    )
+    parser.add_argument("--loader-threads", type=int, default=2, help="the pool's threads with --loader pool")
     parser.add_argument(
         "--slow-rank",
         type=int,
@@ -304,7 +361,12 @@ def main() -> int:
     slow = args.slow_rank is None or args.slow_rank == rank
     gradients = torch.zeros(1 << 16)
     end = time.monotonic() + args.seconds
-    stream = batches(loader)
+    if args.loader == "thread":
+        stream = thread_batches(dataset, args.batch_size)
+    elif args.loader == "pool":
+        stream = pool_batches(dataset, args.batch_size, args.loader_threads)
+    else:
+        stream = batches(loader)
     try:
         for n, (images, _labels) in enumerate(stream):
             if n == 0:

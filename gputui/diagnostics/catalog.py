@@ -51,6 +51,8 @@ SHARED: Texts = {
         "ev.stack_io": "main thread reading files",
         "ev.stack_idle": "main thread blocked",
         "ev.stack_frame": "where (the frame most samples held)",
+        "ev.stack_waited_on": "whom its waits waited for (their top frame, their share running)",
+        "ev.stack_source_line": "read from its source line (the sync has no Python frame)",
         "ev.rank": "rank (RANK)",
         # -- evidence windows ----------------------------------------------------------------------------------
         "win.now": "now",
@@ -139,6 +141,8 @@ SHARED: Texts = {
         "ev.stack_io": "主线程在读文件",
         "ev.stack_idle": "主线程被阻塞",
         "ev.stack_frame": "位置（采样最多的栈帧）",
+        "ev.stack_waited_on": "它等待的对象（其栈顶帧、运行占比）",
+        "ev.stack_source_line": "从源码行读出（同步没有 Python 栈帧）",
         "ev.rank": "rank（RANK）",
         "win.now": "当前",
         "win.moment": "最新读数",

@@ -257,6 +257,23 @@ CASES: tuple[Case, ...] = (
         neighbours=2,
         seconds=STACKS_RUN_S,
     ),
+    Case(
+        "l",
+        "producer-thread",
+        "no DataLoader: one producer thread makes batches (8 x 20 ms of CPU) into a queue.Queue(maxsize=2) the loop"
+        " takes them from, GPU step 50 ms: the producer cannot keep up (the GPU busy about a third of the time)",
+        ("--loader", "thread", "--batch-size", "8", "--sample-ms", "20", "--gpu-step-ms", "50"),
+        seconds=STACKS_RUN_S,
+    ),
+    Case(
+        "m",
+        "thread-pool",
+        "no DataLoader: a ThreadPoolExecutor of 2 threads prefetches samples (8 x 20 ms of CPU a batch), the loop"
+        " waits on each future's result(), GPU step 25 ms: the pool cannot keep up (the GPU busy about a third)",
+        ("--loader", "pool", "--loader-threads", "2", "--batch-size", "8", "--sample-ms", "20", "--gpu-step-ms", "25"),
+        needs_cpus=2,
+        seconds=STACKS_RUN_S,
+    ),
 )
 BY_NAME = {case.name: case for case in CASES} | {case.slug: case for case in CASES}
 

@@ -131,6 +131,34 @@ def test_k_another_users_processes_on_the_cpus_are_named_and_the_jobs_loading_is
     assert not blamed, blamed
 
 
+def _producer_named(outcome: Outcome, who: str) -> None:
+    """Issue 40 item 1: the main thread's hand-off waits are `data`, waited on `who` running the dataset's code
+    (Images.__getitem__ or the _augment inside it); the verdict is input-bound naming it, and starvation_cpu's
+    finding is its `producer` variant (not num_workers=0's `main_process`)."""
+    activity = _read(outcome)
+    assert activity.leading == "data", activity.shares
+    waited = activity.waited_on
+    assert waited is not None, "no thread named as what the main thread waited for"
+    assert waited.kind == "data" and waited.who.startswith(who), waited
+    assert waited.running >= 0.5, waited  # how sure: the producer ran in most of its samples
+    assert waited.frame is not None and waited.frame.function.startswith("Images."), waited.frame
+    assert os.path.basename(waited.frame.file) == "train.py"
+    verdict = _verdict_of(outcome)
+    assert verdict.cls == "input_bound", verdict.line
+    assert f"its producer {who}" in verdict.summary, verdict.summary
+    assert f"in {waited.frame.function} (train.py:" in verdict.summary, verdict.summary
+    [finding] = [f for f in outcome.state.active if f.rule == "starvation_cpu"]
+    assert finding.variant == "producer" and who in finding.title, finding.title
+
+
+def test_l_a_producer_thread_that_cannot_keep_up_is_what_the_loop_waits_for(lab: Lab) -> None:
+    _producer_named(lab("l"), "thread producer (tid ")
+
+
+def test_m_a_thread_pool_that_cannot_keep_up_is_named_as_a_pool(lab: Lab) -> None:
+    _producer_named(lab("m"), "2 threads prefetch_*")
+
+
 def test_ptrace_refused_says_so_once_and_the_verdict_is_still_given(lab: Lab) -> None:
     """Case h with its stacks read by another user than the job's (root's): the kernel refuses ptrace."""
     outcome = lab("h", "unprivileged")

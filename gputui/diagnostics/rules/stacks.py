@@ -15,13 +15,21 @@ from gputui.diagnostics.findings import Evidence
 from gputui.diagnostics.rules.base import Window, ev
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
-from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityKind, ActivityShares, JobActivity, ProcSample
+from gputui.model import (
+    ACTIVITY_KINDS,
+    ActivityFrame,
+    ActivityKind,
+    ActivityShares,
+    JobActivity,
+    ProcSample,
+    WaitedOn,
+)
 
 # The evidence key each kind's share is stated under ("stack_collective": the main thread waiting on other ranks).
 SHARE_KEYS: Mapping[ActivityKind, str] = {kind: f"stack_{kind}" for kind in ACTIVITY_KINDS}
 # Evidence keys stated here by name rather than as a literal
 # (tests/diagnostics/rules/test_rules_families.py reads this).
-EVIDENCE_KEYS: frozenset[str] = frozenset(SHARE_KEYS.values())
+EVIDENCE_KEYS: frozenset[str] = frozenset({*SHARE_KEYS.values(), "stack_waited_on", "stack_source_line"})
 
 
 # The kinds in which the main thread waits for its input: the starvation rules' to explain by the host's readings.
@@ -102,9 +110,18 @@ def where(frame: ActivityFrame | None) -> str | None:
     return f"{frame.function} ({place})" if place else frame.function
 
 
+def waited_on_text(waited: WaitedOn) -> str:
+    """'thread producer (tid 4321): decode (loader.py:31), running 97%': whom the main thread's waits waited for,
+    where, and how sure (the share of their samples in which they ran)."""
+    place = where(waited.frame)
+    named = f"{waited.who}: {place}" if place else waited.who
+    return f"{named}, running {fmt_num(round(100 * waited.running))}%"
+
+
 def stack_evidence(stack: Stack, kind: ActivityKind | None = None) -> tuple[Evidence, ...]:
     """The measurement behind a cause: the share of the main thread's samples in `kind` (the leading one unless
-    given), of how many samples, by what, over how long; the frame it is named by; the rank."""
+    given), of how many samples, by what, over how long; the frame it is named by, and the line it was read from
+    where no Python frame showed it; whom its waits waited for where they are counted in `kind`; the rank."""
     kind = kind or stack.lead
     if kind is None:
         return ()
@@ -118,6 +135,11 @@ def stack_evidence(stack: Stack, kind: ActivityKind | None = None) -> tuple[Evid
         samples=activity.samples,
         sampled_s=fmt_num(activity.window_s, 1 if activity.window_s % 1 else 0),
     )
-    named = (ev("stack_frame", where(frame)),) if frame is not None else ()
+    named: tuple[Evidence, ...] = (ev("stack_frame", where(frame)),) if frame is not None else ()
+    if frame is not None and frame.source_line is not None:
+        named += (ev("stack_source_line", frame.source_line),)
+    waited = activity.waited_on
+    if waited is not None and waited.kind == kind:
+        named += (ev("stack_waited_on", waited_on_text(waited)),)
     rank = (ev("rank", activity.rank),) if activity.rank is not None else ()
     return (share, *named, *rank)

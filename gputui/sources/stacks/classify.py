@@ -10,8 +10,16 @@ all "writing a checkpoint". A stack no pattern matches is the job's own work: `c
 thread ran, `idle` for those in which it slept or blocked.
 
 What no pattern can see: `Tensor.item()`, `.cpu()` and `.tolist()` are C calls with no Python frame of their own,
-so a job waiting for the GPU in one of them shows only its own line calling it, as `cpu` or `idle` (named by that
-line). Only the waits that pass through Python (torch.cuda.synchronize, a Stream's or an Event's) read `gpu_sync`.
+so a job waiting for the GPU in one of them shows only its own line calling it. Where the main thread ran on such a
+line of its own code, the line is read from disk (source_line.py) and the samples count as `gpu_sync`, named by
+the line's text; the waits that pass through Python (torch.cuda.synchronize, a Stream's or an Event's) read
+`gpu_sync` by the table.
+
+A wait no table names is followed across threads (_others, in summarize): where the main thread is blocked in a
+hand-off (a queue's get, a condition, an event, a future's result, a join, a pipe's recv: HANDOFF_PATTERNS, standard
+library frames only), the job's other threads and child processes over the same window say what it waited for: those
+that ran the job's code for at least OTHERS_BUSY of their samples make it a wait for `data`; those in file or network
+reads, `io`; those in a kind a table names, that kind. None busy: it stays `idle`, a blocked main thread.
 
 The names are the job's user's to choose (a stack record, py-spy's reading of any process): every test on them is
 a string operation or an anchored pattern that cannot backtrack past a run of digits, in time linear in the name,
@@ -27,8 +35,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityKind, ActivityShares, JobActivity
+from gputui.foreign_text import clean
+from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityKind, ActivityShares, JobActivity, WaitedOn
 from gputui.sources.stacks.samples import Frame, Stack, StackCount, StackWindow, ThreadStacks
+from gputui.sources.stacks.source_line import SourceLines
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +135,34 @@ PATTERNS: tuple[Pattern, ...] = (
     _pattern("io", "fsspec/"),
 )
 
+# Where a thread hands off to another and blocks until it delivers (Python 3.11+ qualified names match by their
+# tail, as in PATTERNS). Only the standard library's: a library's own waits are the tables' to name.
+HANDOFF_PATTERNS: tuple[Pattern, ...] = (
+    _pattern("idle", "queue.py", "get"),
+    _pattern("idle", "threading.py", "wait", "acquire", "join", "_wait_for_tstate_lock"),
+    _pattern("idle", "concurrent/futures/_base.py", "result", "wait", "as_completed", "_result_or_cancel"),
+    _pattern("idle", "multiprocessing/queues.py", "get"),
+    _pattern("idle", "multiprocessing/connection.py", "recv", "recv_bytes", "_recv_bytes", "_recv", "poll", "_poll"),
+    _pattern("idle", "multiprocessing/connection.py", "wait"),
+    _pattern("idle", "multiprocessing/pool.py", "get", "next", "wait", "__next__"),
+    _pattern("idle", "selectors.py", "select"),
+)
+# Blocking reads of the standard library, where a thread waits on a file, a pipe or the network (an `io` wait of the
+# thread that is waited for; the main thread's own are no hand-off).
+READ_PATTERNS: tuple[Pattern, ...] = (
+    _pattern("io", "socket.py", "readinto", "recv", "recv_into", "makefile", "create_connection"),
+    _pattern("io", "ssl.py", "read", "recv", "recv_into", "do_handshake"),
+    _pattern("io", "http/client.py"),
+    _pattern("io", "urllib/request.py"),
+    _pattern("io", "subprocess.py", "communicate", "wait", "_communicate"),
+)
+# The share of their samples the job's other threads (the busiest one, or a pool of them summed) must spend at
+# work (running, or reading) for the main thread's hand-off waits to be theirs. Less, and they are not who it waits
+# for: a pin-memory thread, a watchdog, tqdm's monitor are sampled asleep and never take the blame.
+OTHERS_BUSY = 0.5
+# A pool: threads named alike but for a number at the end ("ThreadPoolExecutor-0_3").
+_NUMBERED = re.compile(r"[0-9]+$")
+
 # Where torch runs the job's model: every module is called through these. A wait further out is not what the thread
 # does while the model computes inside it: DDP's and FSDP's forward wrap the model (their collectives are frames of
 # their own, inside).
@@ -214,17 +252,26 @@ class _Facts:
     kind: ActivityKind | None  # the first pattern's that matches it
     enclosing: ActivityKind | None  # the first of those whose kind may enclose the job's own code
     computing: bool  # the job's own code or its model: past it only `enclosing` kinds match
+    own: bool  # the job's own code (is_own)
+    stdlib: bool  # the standard library's
+    handoff: bool  # a hand-off's wait (HANDOFF_PATTERNS)
+    reads: bool  # a blocking read of the standard library's (READ_PATTERNS)
 
 
 @functools.lru_cache(maxsize=_CACHED)
 def _facts(frame: Frame) -> _Facts:
     file = _slashed(frame.file)
     matching = [pattern.kind for pattern in PATTERNS if pattern.matches(frame, file)]
+    own = is_own(frame)
     return _Facts(
         checkpoint=next((p.kind for p in CHECKPOINT_PATTERNS if p.matches(frame, file)), None),
         kind=next(iter(matching), None),
         enclosing=next((kind for kind in matching if kind in ENCLOSING_KINDS), None),
-        computing=is_own(frame) or any(call.matches(frame, file) for call in MODEL_CALLS),
+        computing=own or any(call.matches(frame, file) for call in MODEL_CALLS),
+        own=own,
+        stdlib=short_file(frame.file).split("/", 1)[0].removesuffix(".py") in sys.stdlib_module_names,
+        handoff=any(pattern.matches(frame, file) for pattern in HANDOFF_PATTERNS),
+        reads=any(pattern.matches(frame, file) for pattern in READ_PATTERNS),
     )
 
 
@@ -303,25 +350,169 @@ def _why_no_sample(window: StackWindow) -> str:
     return f"no sample of process {window.pid}'s main thread was read in {window.window_s:g} s"
 
 
-def summarize(window: StackWindow, top_n: int = 5) -> JobActivity:
+def _handoff(stack: Stack) -> bool:
+    """The stack blocks in a hand-off: its innermost frames, before any of the job's own, are the standard
+    library's, and one of them is a hand-off's."""
+    for frame in stack:
+        facts = _facts(frame)
+        if facts.own:
+            return False
+        if facts.handoff:
+            return True
+        if not facts.stdlib:
+            return False
+    return False
+
+
+def _reads(stack: Stack) -> bool:
+    return any(_facts(frame).reads for frame in stack)
+
+
+@dataclass(frozen=True, slots=True)
+class _Others:
+    """A group of the job's other threads (one thread, a pool, the child processes) and what their samples did."""
+
+    who: str
+    threads: int  # how many: the busy share of a pool is its work in threads' worth, summed over them
+    samples: int
+    running: int
+    busy: Counter[ActivityKind]  # their samples at work, by kind
+    frames: Counter[tuple[ActivityKind, str, str, int | None]]  # the frames those samples are named by
+
+    @property
+    def worth(self) -> float:
+        """Their samples at work, as a share of one thread's: 0.97 for one busy thread, 2.4 for a busy pool."""
+        return sum(self.busy.values()) * self.threads / self.samples if self.samples else 0.0
+
+
+def _work(count: StackCount) -> Iterable[tuple[ActivityKind, Frame | None, int]]:
+    """The samples of another thread's stack that count as work: running the job's code (as `data`: it makes what
+    the main thread waits for), in a kind a table names, or asleep in a read."""
+    matched = _matched(count.stack)
+    if matched is not None:
+        kind, index = matched
+        frame = _naming(count.stack, kind, index)
+        if kind in ("data", "idle") and not count.running:
+            return  # asleep in a queue of its own: a pin-memory thread, a loader's helper
+        if kind == "loading":
+            kind = "data"
+        samples = count.samples if kind in ("io", "checkpoint", "collective") else count.running
+        yield kind, frame, samples
+        return
+    if count.running:
+        yield "data", _naming(count.stack, "cpu", None), count.running
+    if count.samples > count.running and _reads(count.stack):
+        yield "io", _naming(count.stack, "cpu", None), count.samples - count.running
+
+
+def _groups(window: StackWindow) -> list[tuple[str, list[ThreadStacks]]]:
+    """The job's other threads as those that may be waited on: each thread of its process (threads named alike
+    but for a number pooled), and its child processes together (bar multiprocessing's helpers)."""
+    pools: dict[str, list[ThreadStacks]] = {}
+    children: list[ThreadStacks] = []
+    for thread in window.threads:
+        if thread.pid != window.pid:
+            if not (thread.is_main and _runs_in(thread, _HELPER_FILES)):
+                children.append(thread)
+        elif not thread.is_main:
+            pools.setdefault(_NUMBERED.sub("", thread.name) if thread.name else str(thread.tid), []).append(thread)
+    groups: list[tuple[str, list[ThreadStacks]]] = []
+    for prefix, threads in pools.items():
+        if len(threads) == 1:
+            only = threads[0]
+            groups.append((f"thread {clean(only.name) or '?'} (tid {only.tid})", threads))
+        else:
+            groups.append((f"{len(threads)} threads {clean(prefix)}*", threads))
+    if children:
+        processes = len({thread.pid for thread in children})
+        groups.append((f"{processes} process{'' if processes == 1 else 'es'}", children))
+    return groups
+
+
+def _others(window: StackWindow) -> _Others | None:
+    """The busiest group of the job's other threads, where it is busy enough (OTHERS_BUSY) to be waited on."""
+    best: _Others | None = None
+    for who, threads in _groups(window):
+        busy: Counter[ActivityKind] = Counter()
+        frames: Counter[tuple[ActivityKind, str, str, int | None]] = Counter()
+        for thread in threads:
+            for count in thread.stacks:
+                for kind, frame, samples in _work(count):
+                    busy[kind] += samples
+                    if frame is not None:
+                        frames[(kind, frame.function, short_file(frame.file), frame.line)] += samples
+        group = _Others(
+            who=who,
+            threads=len(threads),
+            samples=sum(count.samples for thread in threads for count in thread.stacks),
+            running=sum(count.running for thread in threads for count in thread.stacks),
+            busy=busy,
+            frames=frames,
+        )
+        if group.worth >= OTHERS_BUSY and (best is None or group.worth > best.worth):
+            best = group
+    return best
+
+
+def _waited_on(others: _Others, handoff: int, samples: int) -> WaitedOn:
+    kind = max(ACTIVITY_KINDS, key=lambda k: others.busy[k])
+    named = [(key, held) for key, held in others.frames.most_common() if key[0] == kind][:1]
+    frame = None
+    if named:
+        (_, function, file, line), held = named[0]
+        frame = ActivityFrame(kind=kind, function=function, file=file, line=line, share=held / others.samples)
+    return WaitedOn(
+        kind=kind,
+        who=others.who,
+        frame=frame,
+        share=handoff / samples,
+        running=others.running / others.samples,
+    )
+
+
+def _main_parts(
+    count: StackCount, pid: int, lines: SourceLines
+) -> Iterable[tuple[ActivityKind, Frame | None, int, str | None]]:
+    """The main thread's samples of one stack by kind, as _split has them, but the running samples on a line of
+    its own code that synchronizes with the GPU in C++ (`loss.item()`) as `gpu_sync`, with that line's text."""
+    for kind, frame, samples in _split(count):
+        if kind == "cpu" and count.stack and is_own(count.stack[0]):
+            innermost = count.stack[0]
+            text = lines.gpu_sync_line(pid, innermost.file, innermost.line)
+            if text is not None:
+                yield "gpu_sync", innermost, samples, text
+                continue
+        yield kind, frame, samples, None
+
+
+def summarize(window: StackWindow, top_n: int = 5, lines: SourceLines | None = None) -> JobActivity:
     """The job's activity over one window: the main thread's samples as shares of each kind and the frames that
-    held most of them; its workers' samples pooled beside them."""
+    held most of them; its workers' samples pooled beside them. The main thread's hand-off waits are counted as
+    what the job's other threads did meanwhile, where they were busy (see the module's docstring). `lines`: where
+    the job's source lines are read from (a fresh SourceLines, read once per window, by default)."""
+    lines = SourceLines() if lines is None else lines
     main_kinds: Counter[ActivityKind] = Counter()
-    named: Counter[tuple[ActivityKind, str, str, int | None]] = Counter()
+    named: Counter[tuple[ActivityKind, str, str, int | None, str | None]] = Counter()
     worker_kinds: Counter[ActivityKind] = Counter()
+    handoff: list[tuple[Frame | None, int]] = []
     for thread in window.threads:
         is_main = thread.is_main and thread.pid == window.pid
         if not is_main and not _is_worker(thread, window.pid):
             continue
         for count in thread.stacks:
-            for kind, frame, samples in _split(count):
-                if not is_main:
+            if not is_main:
+                for kind, _frame, samples in _split(count):
                     worker_kinds[kind] += samples
+                continue
+            for kind, frame, samples, text in _main_parts(count, window.pid, lines):
+                if kind == "idle" and _handoff(count.stack):
+                    handoff.append((frame, samples))
                     continue
                 main_kinds[kind] += samples
                 if frame is not None:
-                    named[(kind, frame.function, short_file(frame.file), frame.line)] += samples
-    samples = sum(main_kinds.values())
+                    named[(kind, frame.function, short_file(frame.file), frame.line, text)] += samples
+    waited = sum(samples for _, samples in handoff)
+    samples = sum(main_kinds.values()) + waited
     worker_samples = sum(worker_kinds.values())
     if not samples:
         return JobActivity(
@@ -332,9 +523,16 @@ def summarize(window: StackWindow, top_n: int = 5) -> JobActivity:
             rank=window.rank,
             error=f"no_samples: {_why_no_sample(window)}",
         )
+    others = _others(window) if waited else None
+    waited_on = _waited_on(others, waited, samples) if others is not None else None
+    handoff_kind: ActivityKind = waited_on.kind if waited_on is not None else "idle"
+    for frame, held in handoff:
+        main_kinds[handoff_kind] += held
+        if frame is not None:
+            named[(handoff_kind, frame.function, short_file(frame.file), frame.line, None)] += held
     top = tuple(
-        ActivityFrame(kind=kind, function=function, file=file, line=line, share=held / samples)
-        for (kind, function, file, line), held in named.most_common(top_n)
+        ActivityFrame(kind=kind, function=function, file=file, line=line, share=held / samples, source_line=text)
+        for (kind, function, file, line, text), held in named.most_common(top_n)
     )
     return JobActivity(
         source=window.source,
@@ -346,4 +544,5 @@ def summarize(window: StackWindow, top_n: int = 5) -> JobActivity:
         workers=_shares(worker_kinds, worker_samples) if worker_samples else None,
         worker_samples=worker_samples,
         rank=window.rank,
+        waited_on=waited_on,
     )

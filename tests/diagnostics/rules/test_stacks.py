@@ -15,6 +15,7 @@ from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding, Severity, format_evidence
 from gputui.diagnostics.rules.base import Check, Hit, Window
 from gputui.diagnostics.rules.container import workers_oversubscribed
+from gputui.diagnostics.rules.stacks import read_stack, stack_evidence
 from gputui.diagnostics.rules.starvation import cpu_contention, starvation_cpu, starvation_io
 from gputui.diagnostics.rules.waits import job_waits
 from gputui.diagnostics.thresholds import Thresholds
@@ -27,6 +28,7 @@ from gputui.model import (
     JobActivity,
     ProcSample,
     Snapshot,
+    WaitedOn,
 )
 from tests.diagnostics.builders import SYSTEM, T0, series, snap
 from tests.snapshots import gpu, host, proc
@@ -231,6 +233,70 @@ def test_the_input_bound_verdict_cites_the_measurement_through_its_finding_and_i
     assert "main thread waiting for the next batch 71% (of 80 stack samples, py-spy over 4 s)" in [
         format_evidence(e) for e in finding.evidence
     ]
+
+
+# Issue 40 item 1: a home-made loader's producer thread, running the job's data code while the main thread
+# waits in a queue's get (classify counts those waits as `data` and names the thread).
+PRODUCER = WaitedOn(
+    kind="data",
+    who="thread producer (tid 4321)",
+    frame=ActivityFrame("data", "decode", "/job/loader.py", 31, 0.82),
+    share=0.71,
+    running=0.97,
+)
+
+
+def _producer_job(children: int = 0) -> ProcSample:
+    waits = replace(activity("data", taken_at=T0), waited_on=PRODUCER)
+    return replace(LOOP, cpu_pct=100.0, children=children, workers_cpu_pct=None, activity=waits)
+
+
+@pytest.mark.parametrize("children", [0, 2])
+def test_a_producer_that_cannot_keep_up_is_named_by_the_cpu_rule(children: int) -> None:
+    """Not `main_process` (num_workers=0) nor `loader` (DataLoader workers): the producer, by name and frame."""
+    [hit] = run(starvation_cpu, waiting(_producer_job(children)))
+    assert hit.variant == "producer"
+    assert text("starvation_cpu.title.producer", **hit.params) == (
+        "GPU 0: waits for the next batch from thread producer (tid 4321), which cannot keep up"
+    )
+    assert evidence(hit)["stack_waited_on"] == "thread producer (tid 4321): decode (loader.py:31), running 97%"
+
+
+@pytest.mark.parametrize(
+    ("lang", "summary", "label"),
+    [
+        (
+            "en",
+            "GPU 0 only 22% busy, waiting for data (its producer thread producer (tid 4321) in decode (loader.py:31), "
+            "running 97%)",
+            "whom its waits waited for (their top frame, their share running)",
+        ),
+        (
+            "zh",
+            "GPU 0 利用率只有 22%，在等数据（其生产者 thread producer (tid 4321) 在 decode (loader.py:31)，"
+            "运行占比 97%）",
+            "它等待的对象（其栈顶帧、运行占比）",
+        ),
+    ],
+)
+def test_the_input_bound_verdict_names_the_producer_and_how_sure(lang: str, summary: str, label: str) -> None:
+    engine = DiagnosticsEngine(lang=lang)
+    for s in waiting(_producer_job()):
+        state = engine.update(s)
+    verdict = state.verdict
+    assert verdict is not None and verdict.cls == "input_bound"
+    assert verdict.summary == summary
+    assert label in [e.label for e in verdict.evidence if e.key == "stack_waited_on"]
+
+
+def test_a_gpu_sync_read_from_the_source_line_says_so_in_the_evidence() -> None:
+    line = ActivityFrame("gpu_sync", "step", "/job/train.py", 8, 0.9, source_line="return loss.item()")
+    job = replace(LOOP, activity=activity("gpu_sync", 0.9, frame=line))
+    stack = read_stack(Window(waiting(job), TH.window_s), TH, job)
+    assert stack is not None
+    words = {e.key: e.value for e in stack_evidence(stack)}
+    assert words["stack_source_line"] == "return loss.item()"
+    assert text("ev.stack_source_line") == "read from its source line (the sync has no Python frame)"
 
 
 # -- the verdict's words where nothing is found ----------------------------------------------------------
