@@ -123,3 +123,18 @@ def test_a_framework_is_a_library_so_the_jobs_own_frame_names_its_work() -> None
     )
     activity = summarize(StackWindow(source="py-spy", pid=3, taken_at=1.0, window_s=1.0, threads=(own,)))
     assert activity.leading == "cpu" and (activity.top[0].function, activity.top[0].file) == ("step", "train.py")
+
+
+def test_a_stalled_stream_retrying_its_read_is_io_from_source_not_recorded() -> None:
+    """A streamed dataset whose server stalls sleeps between its read's retries (datasets 5.2.0's
+    utils/file_utils.py: read_with_retries, its sleep at line 845); written by hand from that source, not recorded
+    (no server here stalls; the outer frame's line is a placeholder): the loop waits on I/O."""
+    stalled = thread(
+        4,
+        4,
+        "main (train.py:20);IterableDataset.__iter__ (datasets/iterable_dataset.py:2400);"
+        "_add_retries_to_file_obj_read_method.<locals>.read_with_retries "
+        "(datasets/utils/file_utils.py:845)",
+    )
+    activity = summarize(window(4, stalled))
+    assert activity.leading == "io" and activity.top[0].function.endswith("read_with_retries")
