@@ -26,10 +26,9 @@ from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num, fmt_pct
 from gputui.model import ActivityKind, GpuSample
 
-# The kinds this rule names when they lead a starving GPU's main thread, each a variant of its own.
+# The kinds this rule names when they lead a starving GPU's main thread, each a variant of its own; file reads
+# (`io`) are one too, named only where measured (stacks.MEASURED_KINDS): leading, they are the starvation rules'.
 WAITS: tuple[ActivityKind, ...] = ("collective", "cpu", "checkpoint", "compile", "idle")
-# And file reads, named only where measured without leading (leading, they are the starvation rules' input).
-VARIANTS: tuple[ActivityKind, ...] = (*WAITS, "io")
 
 
 def _waiting(w: Window, th: Thresholds) -> Iterator[tuple[GpuSample, float, tuple[int, ...]]]:
