@@ -50,10 +50,10 @@ class Stack:
         a checkpoint, the GPU, a blocked frame): a busy disk or network is then not what its GPU waits on."""
         return self.lead is not None and self.lead not in INPUT_KINDS
 
-    @property
-    def frame(self) -> ActivityFrame | None:
-        """The frame that held most of the leading kind's samples: what the wait or the work is named by."""
-        return next((f for f in self.activity.top if f.kind == self.lead), None)
+    def frame_of(self, kind: ActivityKind | None) -> ActivityFrame | None:
+        """The frame that held most of a kind's samples (the leading one's, or a measured one's): what the wait or
+        the work is named by."""
+        return next((f for f in self.activity.top if f.kind == kind), None)
 
 
 def measured_wait(stack: Stack, util: float, th: Thresholds) -> ActivityKind | None:

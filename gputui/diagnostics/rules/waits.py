@@ -53,7 +53,7 @@ def job_waits(w: Window, th: Thresholds) -> Iterator[Hit]:
         kind = stack.lead if starved and stack.lead in WAITS else measured_wait(stack, util, th)
         if kind is None:
             continue
-        frame = next((f for f in stack.activity.top if f.kind == kind), None)
+        frame = stack.frame_of(kind)
         yield Hit(
             gpus=(g.index,),
             pids=(proc.pid,),
