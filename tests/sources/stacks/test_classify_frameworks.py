@@ -19,6 +19,8 @@ GRAIN = "grain/_src/python"
 RECORDED: list[tuple[str, ActivityKind, str, str]] = [
     # torch.compile recompiling in the main thread: Dynamo's _compile, Inductor building C++ inside it
     ("compile", "compile", "_compile", "torch/_dynamo/convert_frame.py"),
+    # a compiled training step: AOT autograd compiles each new backward graph lazily, inside .backward()
+    ("compile_train", "compile", "compile_fx_backward", "torch/_inductor/compile_fx.py"),
     # a tf.data pipeline whose map cannot keep up: the iterator's next
     ("tfdata", "data", "iterator_get_next", "tensorflow/python/ops/gen_dataset_ops.py"),
     # JAX: the host waiting for a jitted step
