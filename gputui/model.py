@@ -416,8 +416,8 @@ class GpuSample:
 # What a job's main thread is doing at a stack sample (gputui/sources/stacks/classify.py sorts frames into them):
 # waiting for the DataLoader's next batch; the dataset's own code in the main process (num_workers=0); the job's own
 # Python on a CPU; waiting for the GPU (.item(), .cpu(), synchronize); waiting on other ranks in a collective;
-# writing a checkpoint; reading files; sleeping or blocked elsewhere.
-ActivityKind = Literal["data", "loading", "cpu", "gpu_sync", "collective", "checkpoint", "io", "idle"]
+# writing a checkpoint; torch.compile (Dynamo, Inductor) compiling; reading files; sleeping or blocked elsewhere.
+ActivityKind = Literal["data", "loading", "cpu", "gpu_sync", "collective", "checkpoint", "compile", "io", "idle"]
 ACTIVITY_KINDS: tuple[ActivityKind, ...] = (
     "data",
     "loading",
@@ -425,6 +425,7 @@ ACTIVITY_KINDS: tuple[ActivityKind, ...] = (
     "gpu_sync",
     "collective",
     "checkpoint",
+    "compile",
     "io",
     "idle",
 )
@@ -442,6 +443,7 @@ class ActivityShares:
     gpu_sync: float = 0.0
     collective: float = 0.0
     checkpoint: float = 0.0
+    compile: float = 0.0
     io: float = 0.0
     idle: float = 0.0
 

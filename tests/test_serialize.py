@@ -254,7 +254,8 @@ def test_a_process_activity_and_the_busiest_others_round_trip_as_objects() -> No
         "taken_at",
         "error",
     ]
-    assert list(activity["shares"]) == ["data", "loading", "cpu", "gpu_sync", "collective", "checkpoint", "io", "idle"]
+    kinds = ["data", "loading", "cpu", "gpu_sync", "collective", "checkpoint", "compile", "io", "idle"]
+    assert list(activity["shares"]) == kinds
     assert activity["top"] == [
         {
             "kind": "data",
@@ -266,6 +267,22 @@ def test_a_process_activity_and_the_busiest_others_round_trip_as_objects() -> No
     ]
     assert data["host"]["busiest_others"][0]["cmdline"] == "stress -c 2"
     assert snapshot_from_dict(data) == snap
+
+
+def test_compile_round_trips_and_a_recording_from_before_it_reads_zero() -> None:
+    compiling = replace(ACTIVITY, shares=ActivityShares(compile=0.6, cpu=0.4), top=())
+    snap = replace(
+        _with_activity(),
+        host=replace(
+            _with_activity().host, processes=(replace(_with_activity().host.processes[0], activity=compiling),)
+        ),
+    )
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    assert snapshot_from_dict(data).host.processes[0].activity == compiling
+    older = json.loads(json.dumps(snapshot_to_dict(_with_activity())))
+    del older["host"]["processes"][0]["activity"]["shares"]["compile"]  # written before the kind existed
+    activity = snapshot_from_dict(older).host.processes[0].activity
+    assert activity is not None and activity.shares.compile == 0.0 and activity == ACTIVITY
 
 
 def test_a_process_never_sampled_has_a_null_activity() -> None:

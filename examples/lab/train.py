@@ -25,6 +25,9 @@ loop takes them from; `--loader pool` prefetches samples in a ThreadPoolExecutor
 (named "prefetch_N"), the loop waiting on each future's result(). The samples' work is torch ops, which release the
 GIL, so the threads run beside the main one. --num-workers is a DataLoader's and does not apply to them.
 
+`--compile-every K` calls a torch.compile'd model after each step with an input of a new shape every K steps:
+Dynamo and Inductor recompile it in the main thread each time (Recompiles), as a job with dynamic shapes does.
+
 The trace is one JSON object, replaced whole on every entry to and exit from a GPU step (written to a temporary
 file beside it, then renamed over it, so a reader never sees half a record):
 
@@ -201,6 +204,29 @@ class Checkpoints:
             torch.save(self.model.state_dict(), self.path)
 
 
+class Recompiles:
+    """A small torch.compile'd model called after every step, with an input of a new length every `every` steps:
+    each new length is a recompile (Dynamo traces it again, Inductor generates and builds its C++ again) in the main
+    thread. dynamic=False keeps Dynamo from marking the length dynamic after the second one, as a job whose shapes
+    defeat it (or that sets it) does; the recompile limit is raised so it never falls back to running eagerly."""
+
+    def __init__(self, every: int) -> None:
+        import torch._dynamo  # only a job that compiles pays for importing Dynamo and Inductor
+        import torch._inductor.config
+
+        torch._dynamo.config.recompile_limit = 10**6
+        torch._dynamo.config.accumulated_recompile_limit = 10**6
+        torch._inductor.config.compile_threads = 1  # Inductor builds in the main thread, no pool of processes
+        self.every = every
+        model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU(), torch.nn.Linear(64, 64))
+        self.model = torch.compile(model, dynamic=False)
+        self.after(0)  # the first compile (~10 s on a CPU, its imports) before the loop: the loop only recompiles
+
+    def after(self, step: int) -> None:
+        with torch.no_grad():
+            self.model(torch.ones(1 + step // self.every, 64))
+
+
 def reduce_gradients(gradients: torch.Tensor, past_end: bool) -> bool:
     """All-reduce the step's gradients over the ranks (each waits here for the slowest); whether any rank is past
     its end, so that they all stop after the same step and none waits for a rank that has gone."""
@@ -282,6 +308,13 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--checkpoint-every", type=int, default=0, metavar="K", help="save a checkpoint every K steps")
     parser.add_argument("--checkpoint-mb", type=int, default=64, help="the checkpoint's size (MiB, default 64)")
     parser.add_argument(
+        "--compile-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="call a torch.compile'd model after each step, with a new input shape every K steps (a recompile)",
+    )
+    parser.add_argument(
         "--checkpoint-dir", type=Path, default=None, help="where the checkpoint goes (default: beside --trace)"
     )
     parser.add_argument(
@@ -358,6 +391,7 @@ def main() -> int:
     if args.checkpoint_every:
         saved = (args.checkpoint_dir or args.trace.parent) / f"checkpoint{'' if rank is None else rank}.pt"
         checkpoints = Checkpoints(saved, args.checkpoint_every, args.checkpoint_mb)
+    recompiles = Recompiles(args.compile_every) if args.compile_every else None
     slow = args.slow_rank is None or args.slow_rank == rank
     gradients = torch.zeros(1 << 16)
     end = time.monotonic() + args.seconds
@@ -383,6 +417,8 @@ def main() -> int:
                 break
             if checkpoints is not None:
                 checkpoints.after(n + 1)
+            if recompiles is not None:
+                recompiles.after(n + 1)
     finally:
         stream.close()  # the loader's iterator goes, and shuts its workers down
         if rank is not None:

@@ -21,6 +21,7 @@ KIND_SHORT: dict[ActivityKind, str] = {
     "gpu_sync": "sync",
     "collective": "coll",
     "checkpoint": "ckpt",
+    "compile": "comp",
     "io": "io",
     "idle": "idle",
 }

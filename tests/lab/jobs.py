@@ -274,6 +274,22 @@ CASES: tuple[Case, ...] = (
         needs_cpus=2,
         seconds=STACKS_RUN_S,
     ),
+    Case(
+        "n",
+        "recompiles",
+        "2 workers that keep up, GPU step 20 ms, then a torch.compile'd model called with a new input shape every 10"
+        " steps: Dynamo and Inductor recompile it in the main thread (~1 s on a CPU) every ~0.3 s of steps",
+        (*LOADER_KEEPS_UP, "--gpu-step-ms", "20", "--compile-every", "10"),
+        seconds=STACKS_RUN_S,
+    ),
+    Case(
+        "o",
+        "checkpoint-minority",
+        "2 workers that keep up, GPU step 40 ms, a 64 MiB checkpoint every 3 steps: the GPU busy ~60% of the time,"
+        " the checkpoint a minority (~30%) of the main thread's samples, its GPU step the rest",
+        (*LOADER_KEEPS_UP, "--gpu-step-ms", "40", "--checkpoint-every", "3", "--checkpoint-mb", "64"),
+        seconds=STACKS_RUN_S,
+    ),
 )
 BY_NAME = {case.name: case for case in CASES} | {case.slug: case for case in CASES}
 

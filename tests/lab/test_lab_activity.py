@@ -17,6 +17,7 @@ import os
 import pytest
 
 from gputui.diagnostics.verdict import Verdict
+from gputui.formatting import fmt_pct
 from gputui.model import ActivityKind, JobActivity
 from tests.lab.jobs import Lab, Outcome
 from tests.lab.show import report
@@ -29,6 +30,7 @@ STACK_CAUSES: dict[ActivityKind, str] = {
     "idle": "a blocked main thread",
     "checkpoint": "writing checkpoints",
     "collective": "other ranks, in a collective",
+    "compile": "torch.compile compiling",
 }
 STACK_RULE = "job_waits"
 # What the once-only notice says when ptrace is refused (what to do: among others, start the job under
@@ -96,6 +98,31 @@ def test_i_a_checkpoint_every_few_steps_is_checkpoint(lab: Lab) -> None:
     activity = _read(outcome)
     assert activity.leading == "checkpoint" and activity.shares.checkpoint >= 0.4
     _named_by_stack(outcome, "checkpoint", "save")  # torch.save
+
+
+def test_n_a_torch_compile_that_recompiles_every_few_steps_is_compile_and_named(lab: Lab) -> None:
+    outcome = lab("n")
+    activity = _read(outcome)
+    # ~1 s of recompiling for every ~0.3 s of steps: most of the main thread's time
+    assert activity.leading == "compile" and activity.shares.compile >= 0.4
+    assert _top(activity, "compile") == ("_compile", "convert_frame.py")  # Dynamo's, where Inductor runs inside
+    _named_by_stack(outcome, "compile", "torch.compile")
+    [finding] = [f for f in outcome.state.active if f.rule == STACK_RULE]
+    assert "TORCH_LOGS=recompiles" in finding.advice
+
+
+def test_o_a_checkpoint_that_does_not_lead_is_named_with_its_share(lab: Lab) -> None:
+    """The issue's job: the GPU idle much of the time, a 64 MB checkpoint every 3 steps holding a minority of the
+    main thread's samples (the GPU step, asleep, the most): the verdict names the checkpoint with its share, not
+    "nothing on this machine explains the waiting"."""
+    outcome = lab("o")
+    activity = _read(outcome)
+    assert activity.leading != "checkpoint" and 0.15 <= activity.shares.checkpoint < 0.5, activity.shares
+    _named_by_stack(outcome, "checkpoint", "save")  # torch.save
+    verdict = _verdict_of(outcome)
+    share = f"{fmt_pct(100 * activity.shares.checkpoint)} of the main thread's samples"
+    assert f"writing checkpoints ({share})" in verdict.summary, verdict.summary
+    assert "nothing on this machine explains" not in verdict.summary
 
 
 def test_j_the_rank_that_waits_for_a_slower_one_is_in_the_collective(lab: Lab) -> None:

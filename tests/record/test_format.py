@@ -68,7 +68,7 @@ ACTIVITY = JobActivity(
     taken_at=T0 - 2.5,
     window_s=4.0,
     samples=80,
-    shares=ActivityShares(0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125),
+    shares=ActivityShares(0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.1, 0.125, 0.025),
     top=(
         ActivityFrame("data", "_next_data", "torch/utils/data/dataloader.py", 674, 0.5),
         ActivityFrame("gpu_sync", "step", "/job/train.py", 90, 0.125, source_line="loss.item()"),

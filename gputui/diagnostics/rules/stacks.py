@@ -34,6 +34,9 @@ EVIDENCE_KEYS: frozenset[str] = frozenset({*SHARE_KEYS.values(), "stack_waited_o
 
 # The kinds in which the main thread waits for its input: the starvation rules' to explain by the host's readings.
 INPUT_KINDS: frozenset[ActivityKind] = frozenset({"data", "loading", "io"})
+# The kinds that, measured holding a real part of the GPU's waiting, name it even where they do not lead: work the
+# main thread does in the step's place (a checkpoint, a compile, file reads, its own Python), most first on a tie.
+MEASURED_KINDS: tuple[ActivityKind, ...] = ("checkpoint", "compile", "io", "cpu")
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,10 +58,27 @@ class Stack:
         a checkpoint, the GPU, a blocked frame): a busy disk or network is then not what its GPU waits on."""
         return self.lead is not None and self.lead not in INPUT_KINDS
 
-    @property
-    def frame(self) -> ActivityFrame | None:
-        """The frame that held most of the leading kind's samples: what the wait or the work is named by."""
-        return next((f for f in self.activity.top if f.kind == self.lead), None)
+    def frame_of(self, kind: ActivityKind | None) -> ActivityFrame | None:
+        """The frame that held most of a kind's samples (the leading one's, or a measured one's): what the wait or
+        the work is named by."""
+        return next((f for f in self.activity.top if f.kind == kind), None)
+
+
+def measured_wait(stack: Stack, util: float, th: Thresholds) -> ActivityKind | None:
+    """The kind, leading or not, that accounts for a real part of the GPU's waiting: of MEASURED_KINDS, the
+    one with the most samples of those holding `measured_wait_share` of them and `measured_wait_of_idle` of the
+    GPU's idle share at `util` % mean utilization. None where the main thread's lead is its input (the starvation
+    rules') or the GPU (its own bound), or where nothing measured holds that much."""
+    if stack.lead in INPUT_KINDS or stack.lead == "gpu_sync":
+        return None
+    shares = stack.activity.shares
+    idle = max(0.0, 1.0 - util / 100.0)
+    held = [
+        kind
+        for kind in MEASURED_KINDS
+        if shares.of(kind) >= th.measured_wait_share and shares.of(kind) >= th.measured_wait_of_idle * idle
+    ]
+    return max(held, key=shares.of, default=None)
 
 
 def main_process(w: Window, pids: tuple[int, ...]) -> ProcSample | None:

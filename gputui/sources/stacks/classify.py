@@ -1,13 +1,16 @@
 """What a stack was doing, by a table of frame patterns: the one place that knows PyTorch's (and HF Trainer's,
-Lightning's, accelerate's) functions. `summarize` sums a StackWindow into the model's JobActivity.
+Lightning's, accelerate's, DeepSpeed's, Megatron's) functions and other frameworks' waits (tf.data, JAX, grain,
+webdataset, DALI, Ray Data, datasets streaming), those checked against stacks recorded from their real jobs
+(tests/sources/stacks/recorded). `summarize` sums a StackWindow into the model's JobActivity.
 
 A stack is read innermost frame first, and the first frame that a pattern matches decides its kind, so a file read
 inside a dataset's `__getitem__` is `io` and the dataset's own code around it `loading`. Past a frame of the job's
 own code (or of its model), only `loading` still matches: a wait that encloses the job's own work is not what the
 thread does (DDP's forward runs the model inside it). Checkpoint patterns are the exception: a checkpoint is read
 from anywhere in the stack (and named by its outermost frame), since the collectives, copies and writes it makes are
-all "writing a checkpoint". A stack no pattern matches is the job's own work: `cpu` for the samples in which the
-thread ran, `idle` for those in which it slept or blocked.
+all "writing a checkpoint"; and so are torch.compile's (COMPILE_PATTERNS), whose tracing runs the job's model
+inside it. A stack no pattern matches is the job's own work: `cpu` for the samples in which the thread ran, `idle`
+for those in which it slept or blocked.
 
 What no pattern can see: `Tensor.item()`, `.cpu()` and `.tolist()` are C calls with no Python frame of their own,
 so a job waiting for the GPU in one of them shows only its own line calling it. Where the main thread ran on such a
@@ -86,6 +89,74 @@ CHECKPOINT_PATTERNS: tuple[Pattern, ...] = (
     _pattern("checkpoint", "lightning/fabric/fabric.py", "save"),
     _pattern("checkpoint", "accelerate/accelerator.py", "save_state", "save_model", "save"),
     _pattern("checkpoint", "accelerate/checkpointing.py"),
+    _pattern(
+        "checkpoint", "deepspeed/runtime/engine.py", "save_checkpoint", "_save_checkpoint", "_save_zero_checkpoint"
+    ),
+    _pattern("checkpoint", "deepspeed/runtime/engine.py", "load_checkpoint", "_load_checkpoint"),
+    _pattern("checkpoint", "deepspeed/runtime/checkpoint_engine/"),
+    _pattern("checkpoint", "megatron/training/checkpointing.py"),
+    _pattern("checkpoint", "megatron/training/async_utils.py", "schedule_async_save"),
+    _pattern("checkpoint", "megatron/core/dist_checkpointing/"),
+)
+
+# torch.compile's own work, checked over the whole stack as checkpoints are (and after them): Dynamo tracing the
+# frame and Inductor generating and building its code run the job's model, torch's modules and the generated code's
+# import inside them, all of it compiling. Named by the outermost frame, as a checkpoint is. Only the compiler's
+# functions: a compiled function that runs also passes through torch/_dynamo/eval_frame.py (its wrapper), AOT
+# autograd's runtime wrappers and Inductor's generated module, and none of that is compiling.
+COMPILE_PATTERNS: tuple[Pattern, ...] = (
+    _pattern(
+        "compile",
+        "torch/_dynamo/convert_frame.py",
+        "_compile",
+        "compile_inner",
+        "_compile_inner",
+        "compile_frame",
+        "transform",
+        "trace_frame",
+    ),
+    _pattern(
+        "compile",
+        "torch/_dynamo/output_graph.py",
+        "compile_and_call_fx_graph",
+        "call_user_compiler",
+        "_call_user_compiler",
+    ),
+    _pattern(
+        "compile",
+        "torch/_inductor/compile_fx.py",
+        "compile_fx",
+        "_compile_fx_main",
+        "compile_fx_forward",
+        "compile_fx_backward",
+        "compile_fx_inner",
+        "_compile_fx_inner",
+        "fx_codegen_and_compile",
+    ),
+)
+
+# The collectives' names, where a framework's own module holds other functions too (DeepSpeed's deepspeed.comm).
+_COLLECTIVES = (
+    "all_reduce",
+    "inference_all_reduce",
+    "all_reduce_coalesced",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_coalesced",
+    "allgather_fn",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "reduce_scatter_fn",
+    "reduce",
+    "broadcast",
+    "barrier",
+    "monitored_barrier",
+    "all_to_all_single",
+    "all_to_all",
+    "gather",
+    "scatter",
+    "send",
+    "recv",
 )
 
 # Checked frame by frame, innermost first; on one frame the first pattern that matches wins.
@@ -100,10 +171,39 @@ PATTERNS: tuple[Pattern, ...] = (
     _pattern("data", "lightning/pytorch/loops/fetchers.py"),
     _pattern("data", "pytorch_lightning/loops/fetchers.py"),
     _pattern("data", "transformers/trainer.py", "get_batch_samples"),
+    # Other frameworks' input pipelines: the main thread waiting for their next batch (tf.data's iterator, grain's
+    # loader and prefetch, DALI's iterator and pipeline outputs, Ray Data's batches), or running them itself where
+    # they run the job's own map functions in its thread (webdataset's pipeline, a datasets IterableDataset): those
+    # enclose the job's code, as the DataLoader's single-process fetch does.
+    _pattern("data", "tensorflow/python/data/ops/iterator_ops.py", "__next__", "_next_internal", "get_next"),
+    _pattern("data", "tensorflow/python/ops/gen_dataset_ops.py", "iterator_get_next"),
+    _pattern("data", "grain/_src/python/data_loader.py", "__next__"),
+    _pattern("data", "grain/_src/python/dataset/transformations/prefetch.py", "__next__"),
+    _pattern("data", "grain/_src/python/dataset/transformations/process_prefetch.py", "__next__"),
+    _pattern("data", "nvidia/dali/plugin/pytorch/", "__next__", "_get_outputs"),
+    _pattern("data", "nvidia/dali/plugin/base_iterator.py", "_get_outputs"),
+    _pattern("data", "nvidia/dali/pipeline.py", "share_outputs", "outputs", "_outputs"),
+    _pattern("data", "ray/data/_internal/block_batching/"),
+    _pattern("data", "ray/data/iterator.py", "iter_batches", "iter_torch_batches", "_iter_batches", "_create_iterator"),
+    _pattern("data", "ray/data/_internal/execution/streaming_executor.py", "get_next"),
+    _pattern("data", "ray/data/_internal/execution/streaming_executor_state.py", "get_output_blocking"),
+    _pattern("loading", "webdataset/pipeline.py", "__iter__", "iterator", "iterator1"),
+    _pattern("loading", "datasets/iterable_dataset.py", "__iter__", "_iter_pytorch"),
+    # Files and streams they read: webdataset's shards (gopen, its tar reading), a streamed dataset's reads and
+    # their retries (read_with_retries sleeps 5-60 s between 20 tries on a stalled stream).
+    _pattern("io", "webdataset/gopen.py"),
+    _pattern("io", "webdataset/tariterators.py", "url_opener", "tar_file_iterator", "tar_file_expander"),
+    _pattern(
+        "io", "datasets/utils/file_utils.py", "read_with_retries", "xopen", "_add_retries_to_file_obj_read_method"
+    ),
     # Waiting for the GPU where the wait passes through Python.
     _pattern("gpu_sync", "torch/cuda/__init__.py", "synchronize"),
     _pattern("gpu_sync", "torch/accelerator/__init__.py", "synchronize"),
     _pattern("gpu_sync", "torch/cuda/streams.py", "synchronize"),  # Stream.synchronize, Event.synchronize
+    # JAX: jax.block_until_ready (ArrayImpl.block_until_ready itself is C++: its caller's line only), and
+    # device_get or any conversion to a host value (float(x), np.asarray(x)) waiting for the array in _value.
+    _pattern("gpu_sync", "jax/_src/api.py", "block_until_ready", "try_to_block", "device_get", "_device_get"),
+    _pattern("gpu_sync", "jax/_src/array.py", "_value", "__array__"),
     # Waiting on the other ranks.
     _pattern("collective", "torch/distributed/distributed_c10d.py"),
     _pattern("collective", "torch/distributed/_functional_collectives.py"),
@@ -117,6 +217,12 @@ PATTERNS: tuple[Pattern, ...] = (
     _pattern("collective", "lightning/fabric/utilities/distributed.py"),
     _pattern("collective", "lightning/pytorch/strategies/ddp.py", "barrier", "reduce", "broadcast"),
     _pattern("collective", "transformers/trainer_pt_utils.py", "distributed_concat"),
+    # DeepSpeed's collectives (deepspeed.comm, each under its log_wrapper) and its torch backend's; not the rest of
+    # deepspeed/comm/, where init_distributed builds its shared-memory op (a compile, not a wait on other ranks).
+    _pattern("collective", "deepspeed/comm/comm.py", *_COLLECTIVES, "log_wrapper"),
+    _pattern("collective", "deepspeed/comm/torch.py", *_COLLECTIVES),
+    _pattern("collective", "megatron/core/distributed/"),
+    _pattern("collective", "megatron/core/parallel_state.py"),
     # File reads, where a Python frame shows them (a bare open() or read() is C: its caller's line only).
     _pattern("io", "pathlib.py", "read_bytes", "read_text", "open"),
     _pattern("io", "shutil.py", "copyfileobj", "copyfile", "copy", "copy2"),
@@ -193,6 +299,19 @@ LIBRARIES = frozenset(
         "fsspec",
         "tqdm",
         "triton",
+        "tensorflow",
+        "keras",
+        "tf_keras",
+        "jax",
+        "jaxlib",
+        "flax",
+        "optax",
+        "grain",
+        "webdataset",
+        "nvidia",  # nvidia.dali
+        "ray",
+        "megatron",
+        "huggingface_hub",
     }
 )
 
@@ -264,7 +383,7 @@ def _facts(frame: Frame) -> _Facts:
     matching = [pattern.kind for pattern in PATTERNS if pattern.matches(frame, file)]
     own = is_own(frame)
     return _Facts(
-        checkpoint=next((p.kind for p in CHECKPOINT_PATTERNS if p.matches(frame, file)), None),
+        checkpoint=next((p.kind for p in CHECKPOINT_PATTERNS + COMPILE_PATTERNS if p.matches(frame, file)), None),
         kind=next(iter(matching), None),
         enclosing=next((kind for kind in matching if kind in ENCLOSING_KINDS), None),
         computing=own or any(call.matches(frame, file) for call in MODEL_CALLS),

@@ -31,6 +31,7 @@ KIND_STYLES: dict[ActivityKind, str] = {
     "gpu_sync": "green",
     "collective": "magenta",
     "checkpoint": "blue",
+    "compile": "bright_blue",
     "io": "red",
     "idle": "bright_black",
 }

@@ -32,6 +32,8 @@ from gputui.sources.stacks.pyspy import merge, parse_speedscope
 from gputui.sources.stacks.samples import Frame, Stack, StackCount, StackWindow, ThreadStacks
 
 FIXTURES = Path(__file__).parent / "fixtures"
+# Other frameworks' jobs, recorded the same way (recorded/README.md says how, and with which versions).
+FRAMEWORKS = Path(__file__).parent / "recorded"
 JOBS = ("dl0", "dl2", "dlio", "sleeper", "spinner", "saver", "rank0", "producer", "pool", "itemsync")
 
 
@@ -44,9 +46,9 @@ def job_pid(speedscope: str) -> int:
     return int(match.group(1))
 
 
-def recorded(name: str) -> StackWindow:
-    every = (FIXTURES / f"{name}.every.json").read_text()
-    running = (FIXTURES / f"{name}.running.json").read_text()
+def recorded(name: str, folder: Path = FIXTURES) -> StackWindow:
+    every = (folder / f"{name}.every.json").read_text()
+    running = (folder / f"{name}.running.json").read_text()
     pid = job_pid(every)
     threads = merge(parse_speedscope(every, pid), parse_speedscope(running, pid))
     return StackWindow(source="py-spy", pid=pid, taken_at=100.0, window_s=2.0, threads=threads)
