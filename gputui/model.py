@@ -416,8 +416,8 @@ class GpuSample:
 # What a job's main thread is doing at a stack sample (gputui/sources/stacks/classify.py sorts frames into them):
 # waiting for the DataLoader's next batch; the dataset's own code in the main process (num_workers=0); the job's own
 # Python on a CPU; waiting for the GPU (.item(), .cpu(), synchronize); waiting on other ranks in a collective;
-# writing a checkpoint; reading files; sleeping or blocked elsewhere.
-ActivityKind = Literal["data", "loading", "cpu", "gpu_sync", "collective", "checkpoint", "io", "idle"]
+# writing a checkpoint; torch.compile (Dynamo, Inductor) compiling; reading files; sleeping or blocked elsewhere.
+ActivityKind = Literal["data", "loading", "cpu", "gpu_sync", "collective", "checkpoint", "compile", "io", "idle"]
 ACTIVITY_KINDS: tuple[ActivityKind, ...] = (
     "data",
     "loading",
@@ -425,6 +425,7 @@ ACTIVITY_KINDS: tuple[ActivityKind, ...] = (
     "gpu_sync",
     "collective",
     "checkpoint",
+    "compile",
     "io",
     "idle",
 )
@@ -442,6 +443,7 @@ class ActivityShares:
     gpu_sync: float = 0.0
     collective: float = 0.0
     checkpoint: float = 0.0
+    compile: float = 0.0
     io: float = 0.0
     idle: float = 0.0
 
@@ -465,6 +467,22 @@ class ActivityFrame:
     file: str
     line: int | None
     share: float  # of the main thread's samples
+    # Set only where the kind was read from the job's source line rather than a Python frame (gpu_sync from a line
+    # calling `.item()`, which synchronizes in C++): the line's text, cleaned, stripped, at most 120 characters.
+    source_line: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class WaitedOn:
+    """Who the main thread's hand-off waits (a queue's get, a condition, a future, a join...) were waiting for:
+    the job's other threads or processes that ran meanwhile, and what they did."""
+
+    kind: ActivityKind  # what the main thread's wait is counted as: "data" (they run the job's code), "io" (they
+    # read files or the network), or their own kind where a table names it
+    who: str  # "thread producer (tid 4321)", "4 threads ThreadPoolExecutor-0_*", "3 processes"
+    frame: ActivityFrame | None  # their top frame (its share: of THEIR samples)
+    share: float  # the share of the main thread's samples attributed to them
+    running: float  # the share of their samples in which they ran on a CPU
 
 
 @dataclass(frozen=True, slots=True)
@@ -489,6 +507,7 @@ class JobActivity:
     # in the same place (the same leading kind and top frame, by a large share): set by gputui/session/stacks.py
     # JobStacks; None where the window before showed it elsewhere, or there was none.
     unchanged_since: float | None = None
+    waited_on: WaitedOn | None = None  # whom its hand-off waits waited for, where others ran meanwhile
 
     @property
     def leading(self) -> ActivityKind | None:

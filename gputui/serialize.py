@@ -29,6 +29,7 @@ from gputui.model import (
     Snapshot,
     SystemInfo,
     Topology,
+    WaitedOn,
     encode_clock_event_reasons,
 )
 
@@ -258,16 +259,39 @@ def activity_to_dict(activity: JobActivity) -> dict[str, Any]:
         "window_s": activity.window_s,
         "samples": activity.samples,
         "shares": shares_to_dict(activity.shares),
-        "top": [
-            {"kind": f.kind, "function": f.function, "file": f.file, "line": f.line, "share": f.share}
-            for f in activity.top
-        ],
+        "top": [_frame_to_dict(f) for f in activity.top],
         "rank": activity.rank,
         "workers": shares_to_dict(activity.workers) if activity.workers is not None else None,
         "worker_samples": activity.worker_samples,
         "taken_at": activity.taken_at,
         "error": activity.error,
         "unchanged_since": activity.unchanged_since,
+        **({"waited_on": _waited_on_to_dict(activity.waited_on)} if activity.waited_on is not None else {}),
+    }
+
+
+def _frame_to_dict(frame: ActivityFrame) -> dict[str, Any]:
+    """{kind, function, file, line, share}, and source_line where the kind was read from the job's source."""
+    out: dict[str, Any] = {
+        "kind": frame.kind,
+        "function": frame.function,
+        "file": frame.file,
+        "line": frame.line,
+        "share": frame.share,
+    }
+    if frame.source_line is not None:
+        out["source_line"] = frame.source_line
+    return out
+
+
+def _waited_on_to_dict(waited: WaitedOn) -> dict[str, Any]:
+    """{kind, who, frame, share, running}: whom the main thread's hand-off waits waited for."""
+    return {
+        "kind": waited.kind,
+        "who": waited.who,
+        "frame": _frame_to_dict(waited.frame) if waited.frame is not None else None,
+        "share": waited.share,
+        "running": waited.running,
     }
 
 
@@ -305,6 +329,27 @@ def activity_from_dict(data: Any, where: str = "activity") -> JobActivity:
         rank=data.get("rank"),
         error=data.get("error"),
         unchanged_since=None if data.get("unchanged_since") is None else float(data["unchanged_since"]),
+        waited_on=_waited_on(data.get("waited_on"), f"{where}.waited_on"),
+    )
+
+
+def _waited_on(data: Any, where: str) -> WaitedOn | None:
+    """An activity's optional `waited_on` (absent in recordings made before it: None)."""
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise SnapshotFormatError(f"{where}: expected an object, got {type(data).__name__}")
+    kind, who, frame = data.get("kind"), data.get("who"), data.get("frame")
+    if kind not in ACTIVITY_KINDS:
+        raise SnapshotFormatError(f"{where}.kind: expected one of {', '.join(ACTIVITY_KINDS)}, got {kind!r}")
+    if not isinstance(who, str):
+        raise SnapshotFormatError(f"{where}.who: expected a string, got {who!r}")
+    return WaitedOn(
+        kind=kind,
+        who=who,
+        frame=None if frame is None else _frame(frame, f"{where}.frame"),
+        share=_share(data.get("share"), f"{where}.share"),
+        running=_share(data.get("running"), f"{where}.running"),
     )
 
 
@@ -330,8 +375,16 @@ def _frame(data: Any, where: str) -> ActivityFrame:
         raise SnapshotFormatError(f"{where}: function and file must be strings, got {function!r} and {file!r}")
     if line is not None and (isinstance(line, bool) or not isinstance(line, int)):
         raise SnapshotFormatError(f"{where}.line: expected an integer or null, got {line!r}")
+    source_line = data.get("source_line")
+    if source_line is not None and not isinstance(source_line, str):
+        raise SnapshotFormatError(f"{where}.source_line: expected a string or null, got {source_line!r}")
     return ActivityFrame(
-        kind=kind, function=function, file=file, line=line, share=_share(data.get("share"), f"{where}.share")
+        kind=kind,
+        function=function,
+        file=file,
+        line=line,
+        share=_share(data.get("share"), f"{where}.share"),
+        source_line=source_line,
     )
 
 

@@ -256,7 +256,8 @@ def test_a_process_activity_and_the_busiest_others_round_trip_as_objects() -> No
         "error",
         "unchanged_since",
     ]
-    assert list(activity["shares"]) == ["data", "loading", "cpu", "gpu_sync", "collective", "checkpoint", "io", "idle"]
+    kinds = ["data", "loading", "cpu", "gpu_sync", "collective", "checkpoint", "compile", "io", "idle"]
+    assert list(activity["shares"]) == kinds
     assert activity["top"] == [
         {
             "kind": "data",
@@ -268,6 +269,22 @@ def test_a_process_activity_and_the_busiest_others_round_trip_as_objects() -> No
     ]
     assert data["host"]["busiest_others"][0]["cmdline"] == "stress -c 2"
     assert snapshot_from_dict(data) == snap
+
+
+def test_compile_round_trips_and_a_recording_from_before_it_reads_zero() -> None:
+    compiling = replace(ACTIVITY, shares=ActivityShares(compile=0.6, cpu=0.4), top=())
+    snap = replace(
+        _with_activity(),
+        host=replace(
+            _with_activity().host, processes=(replace(_with_activity().host.processes[0], activity=compiling),)
+        ),
+    )
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    assert snapshot_from_dict(data).host.processes[0].activity == compiling
+    older = json.loads(json.dumps(snapshot_to_dict(_with_activity())))
+    del older["host"]["processes"][0]["activity"]["shares"]["compile"]  # written before the kind existed
+    activity = snapshot_from_dict(older).host.processes[0].activity
+    assert activity is not None and activity.shares.compile == 0.0 and activity == ACTIVITY
 
 
 def test_a_process_never_sampled_has_a_null_activity() -> None:
@@ -285,6 +302,16 @@ def test_a_process_never_sampled_has_a_null_activity() -> None:
         (lambda a: a["top"][0].update(kind="gpu"), "host.processes[0].activity.top[0].kind: expected one of data,"),
         (lambda a: a.update(top={}), "host.processes[0].activity.top: expected a list, got dict"),
         (lambda a: a.update(workers=[1]), "host.processes[0].activity.workers: expected an object, got list"),
+        (lambda a: a["top"][0].update(source_line=3), "host.processes[0].activity.top[0].source_line: expected a"),
+        (lambda a: a.update(waited_on=[]), "host.processes[0].activity.waited_on: expected an object, got list"),
+        (
+            lambda a: a.update(waited_on={"kind": "data", "who": "x", "frame": None, "share": 0.5, "running": 2}),
+            "host.processes[0].activity.waited_on.running: expected a fraction from 0 to 1",
+        ),
+        (
+            lambda a: a.update(waited_on={"kind": "rest", "who": "x", "frame": None, "share": 0.5, "running": 1}),
+            "host.processes[0].activity.waited_on.kind: expected one of data,",
+        ),
     ],
 )
 def test_a_malformed_activity_is_an_error_naming_the_key(change: Any, error: str) -> None:

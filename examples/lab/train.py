@@ -23,6 +23,15 @@ blocked on an Event nobody sets), while the others wait for it in all_reduce: a 
 a rank waiting in all_reduce says so in its trace (`spinning_since`), as an NCCL collective's kernel spins on the
 GPU while it waits for a peer: its simulated GPU then reads busy at few SMs and little power.
 
+Without a DataLoader (`--loader`, default `dataloader`): `--loader thread` is a home-made loader, one producer
+thread (named "producer") making the same samples and putting whole batches into a queue.Queue(maxsize=2) that the
+loop takes them from; `--loader pool` prefetches samples in a ThreadPoolExecutor of `--loader-threads` threads
+(named "prefetch_N"), the loop waiting on each future's result(). The samples' work is torch ops, which release the
+GIL, so the threads run beside the main one. --num-workers is a DataLoader's and does not apply to them.
+
+`--compile-every K` calls a torch.compile'd model after each step with an input of a new shape every K steps:
+Dynamo and Inductor recompile it in the main thread each time (Recompiles), as a job with dynamic shapes does.
+
 The trace is one JSON object, replaced whole on every entry to and exit from a GPU step (written to a temporary
 file beside it, then renamed over it, so a reader never sees half a record):
 
@@ -45,10 +54,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import queue
 import threading
 import time
 import warnings
+from collections import deque
 from collections.abc import Generator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 # The CPU build of torch warns on import when numpy is missing; the lab needs no numpy.
@@ -202,6 +214,29 @@ class Checkpoints:
             torch.save(self.model.state_dict(), self.path)
 
 
+class Recompiles:
+    """A small torch.compile'd model called after every step, with an input of a new length every `every` steps:
+    each new length is a recompile (Dynamo traces it again, Inductor generates and builds its C++ again) in the main
+    thread. dynamic=False keeps Dynamo from marking the length dynamic after the second one, as a job whose shapes
+    defeat it (or that sets it) does; the recompile limit is raised so it never falls back to running eagerly."""
+
+    def __init__(self, every: int) -> None:
+        import torch._dynamo  # only a job that compiles pays for importing Dynamo and Inductor
+        import torch._inductor.config
+
+        torch._dynamo.config.recompile_limit = 10**6
+        torch._dynamo.config.accumulated_recompile_limit = 10**6
+        torch._inductor.config.compile_threads = 1  # Inductor builds in the main thread, no pool of processes
+        self.every = every
+        model = torch.nn.Sequential(torch.nn.Linear(64, 64), torch.nn.GELU(), torch.nn.Linear(64, 64))
+        self.model = torch.compile(model, dynamic=False)
+        self.after(0)  # the first compile (~10 s on a CPU, its imports) before the loop: the loop only recompiles
+
+    def after(self, step: int) -> None:
+        with torch.no_grad():
+            self.model(torch.ones(1 + step // self.every, 64))
+
+
 def reduce_gradients(gradients: torch.Tensor, past_end: bool, trace: Trace | None = None) -> bool:
     """All-reduce the step's gradients over the ranks (each waits here for the slowest); whether any rank is past
     its end, so that they all stop after the same step and none waits for a rank that has gone. With `trace`, the
@@ -232,6 +267,46 @@ def batches(loader: DataLoader[tuple[torch.Tensor, int]]) -> Generator[tuple[tor
         yield from loader
 
 
+Batch = tuple[torch.Tensor, torch.Tensor]
+
+
+def collate(samples: list[tuple[torch.Tensor, int]]) -> Batch:
+    return torch.stack([image for image, _ in samples]), torch.tensor([label for _, label in samples])
+
+
+def produce(dataset: Images, batch_size: int, ready: queue.Queue[Batch]) -> None:
+    """The producer thread of `--loader thread`: batch after batch into the queue, blocked while it is full."""
+    index = 0
+    while True:
+        ready.put(collate([dataset[index + n] for n in range(batch_size)]))
+        index += batch_size
+
+
+def thread_batches(dataset: Images, batch_size: int) -> Generator[Batch]:
+    """`--loader thread`: batches made by one producer thread, taken from its queue (a daemon: it ends with us)."""
+    ready: queue.Queue[Batch] = queue.Queue(maxsize=2)
+    threading.Thread(target=produce, args=(dataset, batch_size, ready), name="producer", daemon=True).start()
+    while True:
+        yield ready.get()
+
+
+def pool_batches(dataset: Images, batch_size: int, threads: int) -> Generator[Batch]:
+    """`--loader pool`: samples prefetched by a pool of threads, two batches ahead; each batch waits on its
+    samples' futures in turn."""
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="prefetch") as pool:
+        pending: deque[Future[tuple[torch.Tensor, int]]] = deque()
+        index = 0
+        try:
+            while True:
+                while len(pending) < 2 * batch_size:
+                    pending.append(pool.submit(dataset.__getitem__, index))
+                    index += 1
+                yield collate([pending.popleft().result() for _ in range(batch_size)])
+        finally:
+            for future in pending:
+                future.cancel()
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--trace", type=Path, required=True, help="where to report the time in the GPU step")
@@ -254,8 +329,22 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--checkpoint-every", type=int, default=0, metavar="K", help="save a checkpoint every K steps")
     parser.add_argument("--checkpoint-mb", type=int, default=64, help="the checkpoint's size (MiB, default 64)")
     parser.add_argument(
+        "--compile-every",
+        type=int,
+        default=0,
+        metavar="K",
+        help="call a torch.compile'd model after each step, with a new input shape every K steps (a recompile)",
+    )
+    parser.add_argument(
         "--checkpoint-dir", type=Path, default=None, help="where the checkpoint goes (default: beside --trace)"
     )
+    parser.add_argument(
+        "--loader",
+        choices=("dataloader", "thread", "pool"),
+        default="dataloader",
+        help="who makes the batches: a DataLoader (default), one producer thread and a queue, or a thread pool",
+    )
+    parser.add_argument("--loader-threads", type=int, default=2, help="the pool's threads with --loader pool")
     parser.add_argument(
         "--slow-rank",
         type=int,
@@ -334,10 +423,16 @@ def main() -> int:
     if args.checkpoint_every:
         saved = (args.checkpoint_dir or args.trace.parent) / f"checkpoint{'' if rank is None else rank}.pt"
         checkpoints = Checkpoints(saved, args.checkpoint_every, args.checkpoint_mb)
+    recompiles = Recompiles(args.compile_every) if args.compile_every else None
     slow = args.slow_rank is None or args.slow_rank == rank
     gradients = torch.zeros(1 << 16)
     end = time.monotonic() + args.seconds
-    stream = batches(loader)
+    if args.loader == "thread":
+        stream = thread_batches(dataset, args.batch_size)
+    elif args.loader == "pool":
+        stream = pool_batches(dataset, args.batch_size, args.loader_threads)
+    else:
+        stream = batches(loader)
     try:
         for n, (images, _labels) in enumerate(stream):
             if n == 0:
@@ -357,6 +452,8 @@ def main() -> int:
                 break
             if checkpoints is not None:
                 checkpoints.after(n + 1)
+            if recompiles is not None:
+                recompiles.after(n + 1)
     finally:
         stream.close()  # the loader's iterator goes, and shuts its workers down
         if rank is not None:

@@ -165,6 +165,18 @@ class Thresholds:
         10.0, "A busy GPU whose SMs are active at most this % (GPM) may be spinning: a kernel waiting on a peer..."
     )
     stall_power_pct: float = threshold(35.0, "...as one drawing at most this % of its power limit.")
+    # A kind that does not lead but was measured holding a real part of the GPU's waiting (job_waits): a checkpoint
+    # every few steps that takes 26% of the main thread while its GPU is idle 48% of the time is a cause, not noise.
+    # It names the wait where it holds this share of the main thread's samples and at least this fraction of the
+    # GPU's idle share (1 - the mean utilization): the time it holds could account for that much of the waiting.
+    measured_wait_share: float = threshold(
+        0.15,
+        "The share of the main thread's samples in a checkpoint, compile, file reads or its own Python that,"
+        " not leading, names what the job waits on...",
+    )
+    measured_wait_of_idle: float = threshold(
+        0.33, "...if it is also at least this fraction of the GPU's idle share (1 - its mean utilization)."
+    )
     # Lines only the screen draws (gputui/ui/marks.py), kept here so that the config overrides them beside the rules'
     # and every number a colour is judged by is in one place. No rule judges these readings.
     power_near_limit_pct: float = threshold(

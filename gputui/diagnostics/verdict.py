@@ -473,9 +473,11 @@ def _causes(findings: Sequence[Finding], gpus: int, lang: str) -> str:
 
 
 def _cause_words(finding: Finding, lang: str) -> str:
-    """The few words a rule has for its cause; a finding no rule made (a probe's result) by its title."""
+    """The few words a rule has for its cause, its placeholders filled from the finding's params (a producer that
+    cannot keep up, by its name; "writing checkpoints (26% of the main thread's samples)"); a finding no rule made (a
+    probe's result) by its title."""
     key = _variant_key(f"{finding.rule}.cause", finding.variant)
-    return text(key, lang) if has_text(key) else finding.title
+    return text(key, lang, **dict(finding.params)) if has_text(key) else finding.title
 
 
 def _variant_key(key: str, variant: str) -> str:

@@ -11,7 +11,7 @@ import re
 from pathlib import PurePath
 
 from gputui.formatting import fmt_share
-from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityKind, ActivityShares, JobActivity
+from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityKind, ActivityShares, JobActivity, WaitedOn
 
 # The process row's short names: "ckpt 100%" is the widest cell.
 KIND_SHORT: dict[ActivityKind, str] = {
@@ -21,6 +21,7 @@ KIND_SHORT: dict[ActivityKind, str] = {
     "gpu_sync": "sync",
     "collective": "coll",
     "checkpoint": "ckpt",
+    "compile": "comp",
     "io": "io",
     "idle": "idle",
 }
@@ -94,8 +95,23 @@ def frame_place(frame: ActivityFrame) -> str:
 
 
 def frame_text(frame: ActivityFrame) -> str:
-    """ "data 65% in _next_data (data/dataloader.py:631)"."""
-    return f"{frame.kind} {fmt_share(frame.share)} in {frame.function} ({frame_place(frame)})"
+    """ "data 65% in _next_data (data/dataloader.py:631)", and the line it was read from where no Python frame
+    showed the kind (", read from its source line: `loss.item()`")."""
+    text = f"{frame.kind} {fmt_share(frame.share)} in {frame.function} ({frame_place(frame)})"
+    return text if frame.source_line is None else f"{text}{source_line_text(frame.source_line)}"
+
+
+def source_line_text(line: str) -> str:
+    """ ", read from its source line: `loss.item()`": how sure a kind read from the job's source is."""
+    return f", read from its source line: `{line}`"
+
+
+def waited_on_text(waited: WaitedOn) -> str:
+    """ "thread producer (tid 4321), decode (loader.py:31) 97%": whom the main thread's waits waited for, their
+    top frame, and the share of their samples in which they ran."""
+    frame = waited.frame
+    place = f", {frame.function} ({frame_place(frame)})" if frame is not None else ""
+    return f"{waited.who}{place} {fmt_share(waited.running)}"
 
 
 def who(activity: JobActivity) -> str:
@@ -116,6 +132,8 @@ def detail_lines(activity: JobActivity, now: float | None = None) -> list[str]:
     lines = [activity_line(activity, now)]
     if activity.top:
         lines.append(f"top frame: {frame_text(activity.top[0])}")
+    if activity.waited_on is not None:
+        lines.append(f"waits for: {waited_on_text(activity.waited_on)} running")
     if activity.workers is not None and activity.worker_samples:
         lines.append(f"workers ({activity.worker_samples} samples): {shares_text(activity.workers)}")
     return lines

@@ -71,6 +71,7 @@ def test_every_gpu_process_is_read_once_and_its_activity_printed(
             "gpu_sync": 0.0,
             "collective": 0.0,
             "checkpoint": 0.0,
+            "compile": 0.0,
             "io": 0.0,
             "idle": 0.0,
         },

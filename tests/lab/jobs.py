@@ -269,6 +269,39 @@ CASES: tuple[Case, ...] = (
         seconds=STACKS_RUN_S,
     ),
     Case(
+        "l",
+        "producer-thread",
+        "no DataLoader: one producer thread makes batches (8 x 20 ms of CPU) into a queue.Queue(maxsize=2) the loop"
+        " takes them from, GPU step 50 ms: the producer cannot keep up (the GPU busy about a third of the time)",
+        ("--loader", "thread", "--batch-size", "8", "--sample-ms", "20", "--gpu-step-ms", "50"),
+        seconds=STACKS_RUN_S,
+    ),
+    Case(
+        "m",
+        "thread-pool",
+        "no DataLoader: a ThreadPoolExecutor of 2 threads prefetches samples (8 x 20 ms of CPU a batch), the loop"
+        " waits on each future's result(), GPU step 25 ms: the pool cannot keep up (the GPU busy about a third)",
+        ("--loader", "pool", "--loader-threads", "2", "--batch-size", "8", "--sample-ms", "20", "--gpu-step-ms", "25"),
+        needs_cpus=2,
+        seconds=STACKS_RUN_S,
+    ),
+    Case(
+        "n",
+        "recompiles",
+        "2 workers that keep up, GPU step 20 ms, then a torch.compile'd model called with a new input shape every 10"
+        " steps: Dynamo and Inductor recompile it in the main thread (~1 s on a CPU) every ~0.3 s of steps",
+        (*LOADER_KEEPS_UP, "--gpu-step-ms", "20", "--compile-every", "10"),
+        seconds=STACKS_RUN_S,
+    ),
+    Case(
+        "o",
+        "checkpoint-minority",
+        "2 workers that keep up, GPU step 40 ms, a 64 MiB checkpoint every 3 steps: the GPU busy ~60% of the time,"
+        " the checkpoint a minority (~30%) of the main thread's samples, its GPU step the rest",
+        (*LOADER_KEEPS_UP, "--gpu-step-ms", "40", "--checkpoint-every", "3", "--checkpoint-mb", "64"),
+        seconds=STACKS_RUN_S,
+    ),
+    Case(
         "p",
         "stopped-rank",
         "two ranks over gloo under torchrun, a GPU each, as j; after 20 steps rank 1 blocks for good outside the"

@@ -56,6 +56,12 @@ def describe_activity(activity: JobActivity | None) -> list[str]:
     if activity.workers is not None:
         workers = ", ".join(f"{k} {activity.workers.of(k):.0%}" for k in ACTIVITY_KINDS if activity.workers.of(k))
         lines.append(f"  workers ({activity.worker_samples} samples): {workers}")
+    waited = activity.waited_on
+    if waited is not None:
+        frame = "" if waited.frame is None else f" in {waited.frame.function} ({waited.frame.file}:{waited.frame.line})"
+        lines.append(
+            f"  waited on ({waited.kind} {waited.share:.0%}): {waited.who}{frame}, running {waited.running:.0%}"
+        )
     return lines
 
 

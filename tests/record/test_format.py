@@ -25,6 +25,7 @@ from gputui.model import (
     ProcSample,
     PsiSample,
     Snapshot,
+    WaitedOn,
 )
 from gputui.record.format import (
     RECORDING_SCHEMA,
@@ -68,13 +69,23 @@ ACTIVITY = JobActivity(
     taken_at=T0 - 2.5,
     window_s=4.0,
     samples=80,
-    shares=ActivityShares(0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.125),
-    top=(ActivityFrame("data", "_next_data", "torch/utils/data/dataloader.py", 674, 0.5),),
+    shares=ActivityShares(0.125, 0.125, 0.125, 0.125, 0.125, 0.125, 0.1, 0.125, 0.025),
+    top=(
+        ActivityFrame("data", "_next_data", "torch/utils/data/dataloader.py", 674, 0.5),
+        ActivityFrame("gpu_sync", "step", "/job/train.py", 90, 0.125, source_line="loss.item()"),
+    ),
     workers=ActivityShares(io=0.75, cpu=0.25),
     worker_samples=160,
     rank=1,
     error="gone: it exited during the window",
     unchanged_since=T0 - 300.0,
+    waited_on=WaitedOn(
+        kind="data",
+        who="thread producer (tid 4300)",
+        frame=ActivityFrame("data", "decode", "/job/loader.py", 31, 0.9),
+        share=0.125,
+        running=0.95,
+    ),
 )
 
 

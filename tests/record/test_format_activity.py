@@ -7,7 +7,7 @@ import dataclasses
 import json
 from pathlib import Path
 
-from gputui.model import ActivityFrame, ActivityShares, JobActivity, Snapshot
+from gputui.model import ActivityFrame, ActivityShares, JobActivity, Snapshot, WaitedOn
 from gputui.record.format import dumps, header_to_dict, tick_to_dict
 from gputui.record.reader import TICKS_PER_CHUNK, load_recording
 from gputui.record.writer import RecordingWriter
@@ -101,3 +101,23 @@ def test_ticks_that_carry_an_activity_read_back_past_the_first_chunk_of_ticks(tm
     ticks = [_with(snapshot(T0 + i), WAITING) for i in range(TICKS_PER_CHUNK + 6)]
     recording = load_recording(_recorded(tmp_path, ticks))
     assert list(recording.ticks) == ticks
+
+
+def test_whom_the_main_thread_waited_for_and_a_source_line_survive_a_recording(tmp_path: Path) -> None:
+    """Issue 40 items 1 and 3: waited_on and a frame's source_line are written and read back whole; a recording
+    made before them (no such keys) reads them as None."""
+    producer = ActivityFrame("data", "decode", "/srv/job/loader.py", 31, 0.82)
+    waited = dataclasses.replace(
+        WAITING,
+        top=(ActivityFrame("gpu_sync", "step", "/srv/job/train.py", 8, 0.4, source_line="loss.item()"),),
+        waited_on=WaitedOn(kind="data", who="thread producer (tid 4321)", frame=producer, share=0.6, running=0.97),
+    )
+    ticks = [_with(snapshot(T0), waited), _with(snapshot(T0 + 1), WAITING)]
+    path = _recorded(tmp_path, ticks)
+    first = json.loads(path.read_text().splitlines()[1])["host"]["processes"][0]["activity"]
+    assert first["waited_on"]["who"] == "thread producer (tid 4321)"
+    assert first["top"][0]["source_line"] == "loss.item()"
+    recording = load_recording(path)
+    assert recording.warnings == []
+    assert list(recording.ticks) == ticks
+    assert recording.ticks[1].host.processes[0].activity == WAITING  # no waited_on: None, as in older files

@@ -15,17 +15,28 @@ from gputui.diagnostics.findings import Evidence
 from gputui.diagnostics.rules.base import Window, ev
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_num
-from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityKind, ActivityShares, JobActivity, ProcSample
+from gputui.model import (
+    ACTIVITY_KINDS,
+    ActivityFrame,
+    ActivityKind,
+    ActivityShares,
+    JobActivity,
+    ProcSample,
+    WaitedOn,
+)
 
 # The evidence key each kind's share is stated under ("stack_collective": the main thread waiting on other ranks).
 SHARE_KEYS: Mapping[ActivityKind, str] = {kind: f"stack_{kind}" for kind in ACTIVITY_KINDS}
 # Evidence keys stated here by name rather than as a literal
 # (tests/diagnostics/rules/test_rules_families.py reads this).
-EVIDENCE_KEYS: frozenset[str] = frozenset(SHARE_KEYS.values())
+EVIDENCE_KEYS: frozenset[str] = frozenset({*SHARE_KEYS.values(), "stack_waited_on", "stack_source_line"})
 
 
 # The kinds in which the main thread waits for its input: the starvation rules' to explain by the host's readings.
 INPUT_KINDS: frozenset[ActivityKind] = frozenset({"data", "loading", "io"})
+# The kinds that, measured holding a real part of the GPU's waiting, name it even where they do not lead: work the
+# main thread does in the step's place (a checkpoint, a compile, file reads, its own Python), most first on a tie.
+MEASURED_KINDS: tuple[ActivityKind, ...] = ("checkpoint", "compile", "io", "cpu")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,10 +58,27 @@ class Stack:
         a checkpoint, the GPU, a blocked frame): a busy disk or network is then not what its GPU waits on."""
         return self.lead is not None and self.lead not in INPUT_KINDS
 
-    @property
-    def frame(self) -> ActivityFrame | None:
-        """The frame that held most of the leading kind's samples: what the wait or the work is named by."""
-        return next((f for f in self.activity.top if f.kind == self.lead), None)
+    def frame_of(self, kind: ActivityKind | None) -> ActivityFrame | None:
+        """The frame that held most of a kind's samples (the leading one's, or a measured one's): what the wait or
+        the work is named by."""
+        return next((f for f in self.activity.top if f.kind == kind), None)
+
+
+def measured_wait(stack: Stack, util: float, th: Thresholds) -> ActivityKind | None:
+    """The kind, leading or not, that accounts for a real part of the GPU's waiting: of MEASURED_KINDS, the
+    one with the most samples of those holding `measured_wait_share` of them and `measured_wait_of_idle` of the
+    GPU's idle share at `util` % mean utilization. None where the main thread's lead is its input (the starvation
+    rules') or the GPU (its own bound), or where nothing measured holds that much."""
+    if stack.lead in INPUT_KINDS or stack.lead == "gpu_sync":
+        return None
+    shares = stack.activity.shares
+    idle = max(0.0, 1.0 - util / 100.0)
+    held = [
+        kind
+        for kind in MEASURED_KINDS
+        if shares.of(kind) >= th.measured_wait_share and shares.of(kind) >= th.measured_wait_of_idle * idle
+    ]
+    return max(held, key=shares.of, default=None)
 
 
 def main_process(w: Window, pids: tuple[int, ...]) -> ProcSample | None:
@@ -102,9 +130,18 @@ def where(frame: ActivityFrame | None) -> str | None:
     return f"{frame.function} ({place})" if place else frame.function
 
 
+def waited_on_text(waited: WaitedOn) -> str:
+    """'thread producer (tid 4321): decode (loader.py:31), running 97%': whom the main thread's waits waited for,
+    where, and how sure (the share of their samples in which they ran)."""
+    place = where(waited.frame)
+    named = f"{waited.who}: {place}" if place else waited.who
+    return f"{named}, running {fmt_num(round(100 * waited.running))}%"
+
+
 def stack_evidence(stack: Stack, kind: ActivityKind | None = None) -> tuple[Evidence, ...]:
     """The measurement behind a cause: the share of the main thread's samples in `kind` (the leading one unless
-    given), of how many samples, by what, over how long; the frame it is named by; the rank."""
+    given), of how many samples, by what, over how long; the frame it is named by, and the line it was read from
+    where no Python frame showed it; whom its waits waited for where they are counted in `kind`; the rank."""
     kind = kind or stack.lead
     if kind is None:
         return ()
@@ -118,6 +155,11 @@ def stack_evidence(stack: Stack, kind: ActivityKind | None = None) -> tuple[Evid
         samples=activity.samples,
         sampled_s=fmt_num(activity.window_s, 1 if activity.window_s % 1 else 0),
     )
-    named = (ev("stack_frame", where(frame)),) if frame is not None else ()
+    named: tuple[Evidence, ...] = (ev("stack_frame", where(frame)),) if frame is not None else ()
+    if frame is not None and frame.source_line is not None:
+        named += (ev("stack_source_line", frame.source_line),)
+    waited = activity.waited_on
+    if waited is not None and waited.kind == kind:
+        named += (ev("stack_waited_on", waited_on_text(waited)),)
     rank = (ev("rank", activity.rank),) if activity.rank is not None else ()
     return (share, *named, *rank)

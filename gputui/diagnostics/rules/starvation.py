@@ -13,9 +13,9 @@ from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
 from gputui.diagnostics.rules.cpus import Contention, Cpus, contention, job_count, job_cpus, workers_that_fit
-from gputui.diagnostics.rules.stacks import Stack, main_process, read_stack, shares_text, stack_evidence
+from gputui.diagnostics.rules.stacks import Stack, main_process, read_stack, shares_text, stack_evidence, where
 from gputui.diagnostics.thresholds import Thresholds
-from gputui.formatting import fmt_num
+from gputui.formatting import fmt_num, fmt_pct
 from gputui.model import GpuSample, ProcSample
 
 # The busiest other processes a title names (the evidence names every one the host source read), and how much of
@@ -94,9 +94,14 @@ def _measured(w: Window, th: Thresholds, cause: str | None, proc: ProcSample | N
     - The dataset's own code in a main process without workers (`loading`): data loading in the main process.
     - Its own Python, other ranks, a checkpoint, a blocked frame: job_waits names them by the frame; waiting for
       the GPU: the GPU is no input's to name. Either way this rule's guess steps aside.
+    - Waiting in a hand-off (a queue, a future) on the job's own threads or processes that run its data code
+      (JobActivity.waited_on): a producer that cannot keep up, named, whatever the CPU side suggested.
     A spent quota is measured too, and stands."""
     if stack is None or stack.lead is None or proc is None or cause == "quota":
         return cause
+    waited = stack.activity.waited_on
+    if stack.lead == "data" and waited is not None and waited.kind == "data":
+        return "producer"
     if stack.lead in ("data", "loading") and proc.children == 0:
         return "main_process"
     if stack.lead == "data":
@@ -196,6 +201,7 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
                 "quota": _cores(cpus.quota),
                 "usable": _cores(cpus.usable),
                 "suggest": fmt_num(_suggested_workers(w, th, cause, proc, cpus)),
+                **_producer_params(stack),
             },
             evidence=(
                 _util(util),
@@ -208,6 +214,14 @@ def starvation_cpu(w: Window, th: Thresholds) -> Iterator[Hit]:
                 *_loading_evidence(stack),
             ),
         )
+
+
+def _producer_params(stack: Stack | None) -> dict[str, object]:
+    """The producer the `producer` variant names: who, its top frame, the share of its samples it ran."""
+    waited = stack.activity.waited_on if stack is not None else None
+    if waited is None:
+        return {"who": "?", "frame": "?", "running": "?"}
+    return {"who": waited.who, "frame": where(waited.frame) or "?", "running": fmt_pct(100 * waited.running)}
 
 
 def _loading_evidence(stack: Stack | None) -> tuple[Evidence, ...]:
@@ -415,6 +429,15 @@ TEXTS: Texts = {
             "read from a local disk or a cache, and raise num_workers and prefetch_factor so that more of the "
             "waiting overlaps."
         ),
+        "starvation_cpu.title.producer": "GPU {gpu}: waits for the next batch from {who}, which cannot keep up",
+        "starvation_cpu.advice.producer": (
+            "The main thread waits in a hand-off (a queue's get, a future's result) most of the time, while {who} "
+            "runs the job's data code ({frame}, running {running} of its samples): the producer cannot keep up. "
+            "Produce in parallel (more threads help only where the work releases the GIL, as torch and most "
+            "decoders do; otherwise processes: a DataLoader with num_workers, a multiprocessing pool), prefetch "
+            "more batches, or do less per sample on the CPU (decode and augment on the GPU, pre-process once)."
+        ),
+        "starvation_cpu.cause.producer": "its producer {who} in {frame}, running {running}",
         "starvation_cpu.title.hidden": "GPU {gpu}: waits for input; its process (host PID {pid}) is outside this "
         "PID namespace",
         "starvation_cpu.advice.hidden": (
@@ -519,6 +542,14 @@ TEXTS: Texts = {
             "（对某个 worker 执行 py-spy dump --pid），改从本地磁盘或缓存读取，并提高 num_workers 和 "
             "prefetch_factor，让更多等待相互重叠。"
         ),
+        "starvation_cpu.title.producer": "GPU {gpu}：在等 {who} 送来下一个 batch，而它跟不上",
+        "starvation_cpu.advice.producer": (
+            "主线程大部分时间都在交接处等待（队列的 get、future 的 result），而 {who} 在运行任务的数据代码"
+            "（{frame}，其采样中 {running} 在运行）：生产者跟不上。请并行生产（只有在工作会释放 GIL 时多开线程才有用，"
+            "torch 和大多数解码库都会释放；否则用进程：设置 num_workers 的 DataLoader、multiprocessing 进程池），"
+            "预取更多 batch，或减少每个样本在 CPU 上的工作（在 GPU 上解码和增强，预先处理一次）。"
+        ),
+        "starvation_cpu.cause.producer": "其生产者 {who} 在 {frame}，运行占比 {running}",
         "starvation_cpu.title.hidden": "GPU {gpu}：在等待输入；其进程（宿主机 PID {pid}）不在本 PID 命名空间内",
         "starvation_cpu.advice.hidden": (
             "有进程占用这块 GPU 但利用率很低，而且从这里看不到它：驱动给出的是宿主机 PID，"

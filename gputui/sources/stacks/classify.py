@@ -1,17 +1,28 @@
 """What a stack was doing, by a table of frame patterns: the one place that knows PyTorch's (and HF Trainer's,
-Lightning's, accelerate's) functions. `summarize` sums a StackWindow into the model's JobActivity.
+Lightning's, accelerate's, DeepSpeed's, Megatron's) functions and other frameworks' waits (tf.data, JAX, grain,
+webdataset, DALI, Ray Data, datasets streaming), those checked against stacks recorded from their real jobs
+(tests/sources/stacks/recorded). `summarize` sums a StackWindow into the model's JobActivity.
 
 A stack is read innermost frame first, and the first frame that a pattern matches decides its kind, so a file read
 inside a dataset's `__getitem__` is `io` and the dataset's own code around it `loading`. Past a frame of the job's
 own code (or of its model), only `loading` still matches: a wait that encloses the job's own work is not what the
 thread does (DDP's forward runs the model inside it). Checkpoint patterns are the exception: a checkpoint is read
 from anywhere in the stack (and named by its outermost frame), since the collectives, copies and writes it makes are
-all "writing a checkpoint". A stack no pattern matches is the job's own work: `cpu` for the samples in which the
-thread ran, `idle` for those in which it slept or blocked.
+all "writing a checkpoint"; and so are torch.compile's (COMPILE_PATTERNS), whose tracing runs the job's model
+inside it. A stack no pattern matches is the job's own work: `cpu` for the samples in which the thread ran, `idle`
+for those in which it slept or blocked.
 
 What no pattern can see: `Tensor.item()`, `.cpu()` and `.tolist()` are C calls with no Python frame of their own,
-so a job waiting for the GPU in one of them shows only its own line calling it, as `cpu` or `idle` (named by that
-line). Only the waits that pass through Python (torch.cuda.synchronize, a Stream's or an Event's) read `gpu_sync`.
+so a job waiting for the GPU in one of them shows only its own line calling it. Where the main thread ran on such a
+line of its own code, the line is read from disk (source_line.py) and the samples count as `gpu_sync`, named by
+the line's text; the waits that pass through Python (torch.cuda.synchronize, a Stream's or an Event's) read
+`gpu_sync` by the table.
+
+A wait no table names is followed across threads (_others, in summarize): where the main thread is blocked in a
+hand-off (a queue's get, a condition, an event, a future's result, a join, a pipe's recv: HANDOFF_PATTERNS, standard
+library frames only), the job's other threads and child processes over the same window say what it waited for: those
+that ran the job's code for at least OTHERS_BUSY of their samples make it a wait for `data`; those in file or network
+reads, `io`; those in a kind a table names, that kind. None busy: it stays `idle`, a blocked main thread.
 
 The names are the job's user's to choose (a stack record, py-spy's reading of any process): every test on them is
 a string operation or an anchored pattern that cannot backtrack past a run of digits, in time linear in the name,
@@ -27,8 +38,10 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityKind, ActivityShares, JobActivity
+from gputui.foreign_text import clean
+from gputui.model import ACTIVITY_KINDS, ActivityFrame, ActivityKind, ActivityShares, JobActivity, WaitedOn
 from gputui.sources.stacks.samples import Frame, Stack, StackCount, StackWindow, ThreadStacks
+from gputui.sources.stacks.source_line import SourceLines
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +89,74 @@ CHECKPOINT_PATTERNS: tuple[Pattern, ...] = (
     _pattern("checkpoint", "lightning/fabric/fabric.py", "save"),
     _pattern("checkpoint", "accelerate/accelerator.py", "save_state", "save_model", "save"),
     _pattern("checkpoint", "accelerate/checkpointing.py"),
+    _pattern(
+        "checkpoint", "deepspeed/runtime/engine.py", "save_checkpoint", "_save_checkpoint", "_save_zero_checkpoint"
+    ),
+    _pattern("checkpoint", "deepspeed/runtime/engine.py", "load_checkpoint", "_load_checkpoint"),
+    _pattern("checkpoint", "deepspeed/runtime/checkpoint_engine/"),
+    _pattern("checkpoint", "megatron/training/checkpointing.py"),
+    _pattern("checkpoint", "megatron/training/async_utils.py", "schedule_async_save"),
+    _pattern("checkpoint", "megatron/core/dist_checkpointing/"),
+)
+
+# torch.compile's own work, checked over the whole stack as checkpoints are (and after them): Dynamo tracing the
+# frame and Inductor generating and building its code run the job's model, torch's modules and the generated code's
+# import inside them, all of it compiling. Named by the outermost frame, as a checkpoint is. Only the compiler's
+# functions: a compiled function that runs also passes through torch/_dynamo/eval_frame.py (its wrapper), AOT
+# autograd's runtime wrappers and Inductor's generated module, and none of that is compiling.
+COMPILE_PATTERNS: tuple[Pattern, ...] = (
+    _pattern(
+        "compile",
+        "torch/_dynamo/convert_frame.py",
+        "_compile",
+        "compile_inner",
+        "_compile_inner",
+        "compile_frame",
+        "transform",
+        "trace_frame",
+    ),
+    _pattern(
+        "compile",
+        "torch/_dynamo/output_graph.py",
+        "compile_and_call_fx_graph",
+        "call_user_compiler",
+        "_call_user_compiler",
+    ),
+    _pattern(
+        "compile",
+        "torch/_inductor/compile_fx.py",
+        "compile_fx",
+        "_compile_fx_main",
+        "compile_fx_forward",
+        "compile_fx_backward",
+        "compile_fx_inner",
+        "_compile_fx_inner",
+        "fx_codegen_and_compile",
+    ),
+)
+
+# The collectives' names, where a framework's own module holds other functions too (DeepSpeed's deepspeed.comm).
+_COLLECTIVES = (
+    "all_reduce",
+    "inference_all_reduce",
+    "all_reduce_coalesced",
+    "all_gather",
+    "all_gather_into_tensor",
+    "all_gather_coalesced",
+    "allgather_fn",
+    "reduce_scatter",
+    "reduce_scatter_tensor",
+    "reduce_scatter_fn",
+    "reduce",
+    "broadcast",
+    "barrier",
+    "monitored_barrier",
+    "all_to_all_single",
+    "all_to_all",
+    "gather",
+    "scatter",
+    "send",
+    "recv",
 )
 
 # Checked frame by frame, innermost first; on one frame the first pattern that matches wins.
@@ -90,10 +171,39 @@ PATTERNS: tuple[Pattern, ...] = (
     _pattern("data", "lightning/pytorch/loops/fetchers.py"),
     _pattern("data", "pytorch_lightning/loops/fetchers.py"),
     _pattern("data", "transformers/trainer.py", "get_batch_samples"),
+    # Other frameworks' input pipelines: the main thread waiting for their next batch (tf.data's iterator, grain's
+    # loader and prefetch, DALI's iterator and pipeline outputs, Ray Data's batches), or running them itself where
+    # they run the job's own map functions in its thread (webdataset's pipeline, a datasets IterableDataset): those
+    # enclose the job's code, as the DataLoader's single-process fetch does.
+    _pattern("data", "tensorflow/python/data/ops/iterator_ops.py", "__next__", "_next_internal", "get_next"),
+    _pattern("data", "tensorflow/python/ops/gen_dataset_ops.py", "iterator_get_next"),
+    _pattern("data", "grain/_src/python/data_loader.py", "__next__"),
+    _pattern("data", "grain/_src/python/dataset/transformations/prefetch.py", "__next__"),
+    _pattern("data", "grain/_src/python/dataset/transformations/process_prefetch.py", "__next__"),
+    _pattern("data", "nvidia/dali/plugin/pytorch/", "__next__", "_get_outputs"),
+    _pattern("data", "nvidia/dali/plugin/base_iterator.py", "_get_outputs"),
+    _pattern("data", "nvidia/dali/pipeline.py", "share_outputs", "outputs", "_outputs"),
+    _pattern("data", "ray/data/_internal/block_batching/"),
+    _pattern("data", "ray/data/iterator.py", "iter_batches", "iter_torch_batches", "_iter_batches", "_create_iterator"),
+    _pattern("data", "ray/data/_internal/execution/streaming_executor.py", "get_next"),
+    _pattern("data", "ray/data/_internal/execution/streaming_executor_state.py", "get_output_blocking"),
+    _pattern("loading", "webdataset/pipeline.py", "__iter__", "iterator", "iterator1"),
+    _pattern("loading", "datasets/iterable_dataset.py", "__iter__", "_iter_pytorch"),
+    # Files and streams they read: webdataset's shards (gopen, its tar reading), a streamed dataset's reads and
+    # their retries (read_with_retries sleeps 5-60 s between 20 tries on a stalled stream).
+    _pattern("io", "webdataset/gopen.py"),
+    _pattern("io", "webdataset/tariterators.py", "url_opener", "tar_file_iterator", "tar_file_expander"),
+    _pattern(
+        "io", "datasets/utils/file_utils.py", "read_with_retries", "xopen", "_add_retries_to_file_obj_read_method"
+    ),
     # Waiting for the GPU where the wait passes through Python.
     _pattern("gpu_sync", "torch/cuda/__init__.py", "synchronize"),
     _pattern("gpu_sync", "torch/accelerator/__init__.py", "synchronize"),
     _pattern("gpu_sync", "torch/cuda/streams.py", "synchronize"),  # Stream.synchronize, Event.synchronize
+    # JAX: jax.block_until_ready (ArrayImpl.block_until_ready itself is C++: its caller's line only), and
+    # device_get or any conversion to a host value (float(x), np.asarray(x)) waiting for the array in _value.
+    _pattern("gpu_sync", "jax/_src/api.py", "block_until_ready", "try_to_block", "device_get", "_device_get"),
+    _pattern("gpu_sync", "jax/_src/array.py", "_value", "__array__"),
     # Waiting on the other ranks.
     _pattern("collective", "torch/distributed/distributed_c10d.py"),
     _pattern("collective", "torch/distributed/_functional_collectives.py"),
@@ -107,6 +217,12 @@ PATTERNS: tuple[Pattern, ...] = (
     _pattern("collective", "lightning/fabric/utilities/distributed.py"),
     _pattern("collective", "lightning/pytorch/strategies/ddp.py", "barrier", "reduce", "broadcast"),
     _pattern("collective", "transformers/trainer_pt_utils.py", "distributed_concat"),
+    # DeepSpeed's collectives (deepspeed.comm, each under its log_wrapper) and its torch backend's; not the rest of
+    # deepspeed/comm/, where init_distributed builds its shared-memory op (a compile, not a wait on other ranks).
+    _pattern("collective", "deepspeed/comm/comm.py", *_COLLECTIVES, "log_wrapper"),
+    _pattern("collective", "deepspeed/comm/torch.py", *_COLLECTIVES),
+    _pattern("collective", "megatron/core/distributed/"),
+    _pattern("collective", "megatron/core/parallel_state.py"),
     # File reads, where a Python frame shows them (a bare open() or read() is C: its caller's line only).
     _pattern("io", "pathlib.py", "read_bytes", "read_text", "open"),
     _pattern("io", "shutil.py", "copyfileobj", "copyfile", "copy", "copy2"),
@@ -124,6 +240,34 @@ PATTERNS: tuple[Pattern, ...] = (
     _pattern("io", "pyarrow/parquet/"),
     _pattern("io", "fsspec/"),
 )
+
+# Where a thread hands off to another and blocks until it delivers (Python 3.11+ qualified names match by their
+# tail, as in PATTERNS). Only the standard library's: a library's own waits are the tables' to name.
+HANDOFF_PATTERNS: tuple[Pattern, ...] = (
+    _pattern("idle", "queue.py", "get"),
+    _pattern("idle", "threading.py", "wait", "acquire", "join", "_wait_for_tstate_lock"),
+    _pattern("idle", "concurrent/futures/_base.py", "result", "wait", "as_completed", "_result_or_cancel"),
+    _pattern("idle", "multiprocessing/queues.py", "get"),
+    _pattern("idle", "multiprocessing/connection.py", "recv", "recv_bytes", "_recv_bytes", "_recv", "poll", "_poll"),
+    _pattern("idle", "multiprocessing/connection.py", "wait"),
+    _pattern("idle", "multiprocessing/pool.py", "get", "next", "wait", "__next__"),
+    _pattern("idle", "selectors.py", "select"),
+)
+# Blocking reads of the standard library, where a thread waits on a file, a pipe or the network (an `io` wait of the
+# thread that is waited for; the main thread's own are no hand-off).
+READ_PATTERNS: tuple[Pattern, ...] = (
+    _pattern("io", "socket.py", "readinto", "recv", "recv_into", "makefile", "create_connection"),
+    _pattern("io", "ssl.py", "read", "recv", "recv_into", "do_handshake"),
+    _pattern("io", "http/client.py"),
+    _pattern("io", "urllib/request.py"),
+    _pattern("io", "subprocess.py", "communicate", "wait", "_communicate"),
+)
+# The share of their samples the job's other threads (the busiest one, or a pool of them summed) must spend at
+# work (running, or reading) for the main thread's hand-off waits to be theirs. Less, and they are not who it waits
+# for: a pin-memory thread, a watchdog, tqdm's monitor are sampled asleep and never take the blame.
+OTHERS_BUSY = 0.5
+# A pool: threads named alike but for a number at the end ("ThreadPoolExecutor-0_3").
+_NUMBERED = re.compile(r"[0-9]+$")
 
 # Where torch runs the job's model: every module is called through these. A wait further out is not what the thread
 # does while the model computes inside it: DDP's and FSDP's forward wrap the model (their collectives are frames of
@@ -155,6 +299,19 @@ LIBRARIES = frozenset(
         "fsspec",
         "tqdm",
         "triton",
+        "tensorflow",
+        "keras",
+        "tf_keras",
+        "jax",
+        "jaxlib",
+        "flax",
+        "optax",
+        "grain",
+        "webdataset",
+        "nvidia",  # nvidia.dali
+        "ray",
+        "megatron",
+        "huggingface_hub",
     }
 )
 
@@ -214,17 +371,26 @@ class _Facts:
     kind: ActivityKind | None  # the first pattern's that matches it
     enclosing: ActivityKind | None  # the first of those whose kind may enclose the job's own code
     computing: bool  # the job's own code or its model: past it only `enclosing` kinds match
+    own: bool  # the job's own code (is_own)
+    stdlib: bool  # the standard library's
+    handoff: bool  # a hand-off's wait (HANDOFF_PATTERNS)
+    reads: bool  # a blocking read of the standard library's (READ_PATTERNS)
 
 
 @functools.lru_cache(maxsize=_CACHED)
 def _facts(frame: Frame) -> _Facts:
     file = _slashed(frame.file)
     matching = [pattern.kind for pattern in PATTERNS if pattern.matches(frame, file)]
+    own = is_own(frame)
     return _Facts(
-        checkpoint=next((p.kind for p in CHECKPOINT_PATTERNS if p.matches(frame, file)), None),
+        checkpoint=next((p.kind for p in CHECKPOINT_PATTERNS + COMPILE_PATTERNS if p.matches(frame, file)), None),
         kind=next(iter(matching), None),
         enclosing=next((kind for kind in matching if kind in ENCLOSING_KINDS), None),
-        computing=is_own(frame) or any(call.matches(frame, file) for call in MODEL_CALLS),
+        computing=own or any(call.matches(frame, file) for call in MODEL_CALLS),
+        own=own,
+        stdlib=short_file(frame.file).split("/", 1)[0].removesuffix(".py") in sys.stdlib_module_names,
+        handoff=any(pattern.matches(frame, file) for pattern in HANDOFF_PATTERNS),
+        reads=any(pattern.matches(frame, file) for pattern in READ_PATTERNS),
     )
 
 
@@ -303,25 +469,169 @@ def _why_no_sample(window: StackWindow) -> str:
     return f"no sample of process {window.pid}'s main thread was read in {window.window_s:g} s"
 
 
-def summarize(window: StackWindow, top_n: int = 5) -> JobActivity:
+def _handoff(stack: Stack) -> bool:
+    """The stack blocks in a hand-off: its innermost frames, before any of the job's own, are the standard
+    library's, and one of them is a hand-off's."""
+    for frame in stack:
+        facts = _facts(frame)
+        if facts.own:
+            return False
+        if facts.handoff:
+            return True
+        if not facts.stdlib:
+            return False
+    return False
+
+
+def _reads(stack: Stack) -> bool:
+    return any(_facts(frame).reads for frame in stack)
+
+
+@dataclass(frozen=True, slots=True)
+class _Others:
+    """A group of the job's other threads (one thread, a pool, the child processes) and what their samples did."""
+
+    who: str
+    threads: int  # how many: the busy share of a pool is its work in threads' worth, summed over them
+    samples: int
+    running: int
+    busy: Counter[ActivityKind]  # their samples at work, by kind
+    frames: Counter[tuple[ActivityKind, str, str, int | None]]  # the frames those samples are named by
+
+    @property
+    def worth(self) -> float:
+        """Their samples at work, as a share of one thread's: 0.97 for one busy thread, 2.4 for a busy pool."""
+        return sum(self.busy.values()) * self.threads / self.samples if self.samples else 0.0
+
+
+def _work(count: StackCount) -> Iterable[tuple[ActivityKind, Frame | None, int]]:
+    """The samples of another thread's stack that count as work: running the job's code (as `data`: it makes what
+    the main thread waits for), in a kind a table names, or asleep in a read."""
+    matched = _matched(count.stack)
+    if matched is not None:
+        kind, index = matched
+        frame = _naming(count.stack, kind, index)
+        if kind in ("data", "idle") and not count.running:
+            return  # asleep in a queue of its own: a pin-memory thread, a loader's helper
+        if kind == "loading":
+            kind = "data"
+        samples = count.samples if kind in ("io", "checkpoint", "collective") else count.running
+        yield kind, frame, samples
+        return
+    if count.running:
+        yield "data", _naming(count.stack, "cpu", None), count.running
+    if count.samples > count.running and _reads(count.stack):
+        yield "io", _naming(count.stack, "cpu", None), count.samples - count.running
+
+
+def _groups(window: StackWindow) -> list[tuple[str, list[ThreadStacks]]]:
+    """The job's other threads as those that may be waited on: each thread of its process (threads named alike
+    but for a number pooled), and its child processes together (bar multiprocessing's helpers)."""
+    pools: dict[str, list[ThreadStacks]] = {}
+    children: list[ThreadStacks] = []
+    for thread in window.threads:
+        if thread.pid != window.pid:
+            if not (thread.is_main and _runs_in(thread, _HELPER_FILES)):
+                children.append(thread)
+        elif not thread.is_main:
+            pools.setdefault(_NUMBERED.sub("", thread.name) if thread.name else str(thread.tid), []).append(thread)
+    groups: list[tuple[str, list[ThreadStacks]]] = []
+    for prefix, threads in pools.items():
+        if len(threads) == 1:
+            only = threads[0]
+            groups.append((f"thread {clean(only.name) or '?'} (tid {only.tid})", threads))
+        else:
+            groups.append((f"{len(threads)} threads {clean(prefix)}*", threads))
+    if children:
+        processes = len({thread.pid for thread in children})
+        groups.append((f"{processes} process{'' if processes == 1 else 'es'}", children))
+    return groups
+
+
+def _others(window: StackWindow) -> _Others | None:
+    """The busiest group of the job's other threads, where it is busy enough (OTHERS_BUSY) to be waited on."""
+    best: _Others | None = None
+    for who, threads in _groups(window):
+        busy: Counter[ActivityKind] = Counter()
+        frames: Counter[tuple[ActivityKind, str, str, int | None]] = Counter()
+        for thread in threads:
+            for count in thread.stacks:
+                for kind, frame, samples in _work(count):
+                    busy[kind] += samples
+                    if frame is not None:
+                        frames[(kind, frame.function, short_file(frame.file), frame.line)] += samples
+        group = _Others(
+            who=who,
+            threads=len(threads),
+            samples=sum(count.samples for thread in threads for count in thread.stacks),
+            running=sum(count.running for thread in threads for count in thread.stacks),
+            busy=busy,
+            frames=frames,
+        )
+        if group.worth >= OTHERS_BUSY and (best is None or group.worth > best.worth):
+            best = group
+    return best
+
+
+def _waited_on(others: _Others, handoff: int, samples: int) -> WaitedOn:
+    kind = max(ACTIVITY_KINDS, key=lambda k: others.busy[k])
+    named = [(key, held) for key, held in others.frames.most_common() if key[0] == kind][:1]
+    frame = None
+    if named:
+        (_, function, file, line), held = named[0]
+        frame = ActivityFrame(kind=kind, function=function, file=file, line=line, share=held / others.samples)
+    return WaitedOn(
+        kind=kind,
+        who=others.who,
+        frame=frame,
+        share=handoff / samples,
+        running=others.running / others.samples,
+    )
+
+
+def _main_parts(
+    count: StackCount, pid: int, lines: SourceLines
+) -> Iterable[tuple[ActivityKind, Frame | None, int, str | None]]:
+    """The main thread's samples of one stack by kind, as _split has them, but the running samples on a line of
+    its own code that synchronizes with the GPU in C++ (`loss.item()`) as `gpu_sync`, with that line's text."""
+    for kind, frame, samples in _split(count):
+        if kind == "cpu" and count.stack and is_own(count.stack[0]):
+            innermost = count.stack[0]
+            text = lines.gpu_sync_line(pid, innermost.file, innermost.line)
+            if text is not None:
+                yield "gpu_sync", innermost, samples, text
+                continue
+        yield kind, frame, samples, None
+
+
+def summarize(window: StackWindow, top_n: int = 5, lines: SourceLines | None = None) -> JobActivity:
     """The job's activity over one window: the main thread's samples as shares of each kind and the frames that
-    held most of them; its workers' samples pooled beside them."""
+    held most of them; its workers' samples pooled beside them. The main thread's hand-off waits are counted as
+    what the job's other threads did meanwhile, where they were busy (see the module's docstring). `lines`: where
+    the job's source lines are read from (a fresh SourceLines, read once per window, by default)."""
+    lines = SourceLines() if lines is None else lines
     main_kinds: Counter[ActivityKind] = Counter()
-    named: Counter[tuple[ActivityKind, str, str, int | None]] = Counter()
+    named: Counter[tuple[ActivityKind, str, str, int | None, str | None]] = Counter()
     worker_kinds: Counter[ActivityKind] = Counter()
+    handoff: list[tuple[Frame | None, int]] = []
     for thread in window.threads:
         is_main = thread.is_main and thread.pid == window.pid
         if not is_main and not _is_worker(thread, window.pid):
             continue
         for count in thread.stacks:
-            for kind, frame, samples in _split(count):
-                if not is_main:
+            if not is_main:
+                for kind, _frame, samples in _split(count):
                     worker_kinds[kind] += samples
+                continue
+            for kind, frame, samples, text in _main_parts(count, window.pid, lines):
+                if kind == "idle" and _handoff(count.stack):
+                    handoff.append((frame, samples))
                     continue
                 main_kinds[kind] += samples
                 if frame is not None:
-                    named[(kind, frame.function, short_file(frame.file), frame.line)] += samples
-    samples = sum(main_kinds.values())
+                    named[(kind, frame.function, short_file(frame.file), frame.line, text)] += samples
+    waited = sum(samples for _, samples in handoff)
+    samples = sum(main_kinds.values()) + waited
     worker_samples = sum(worker_kinds.values())
     if not samples:
         return JobActivity(
@@ -332,9 +642,16 @@ def summarize(window: StackWindow, top_n: int = 5) -> JobActivity:
             rank=window.rank,
             error=f"no_samples: {_why_no_sample(window)}",
         )
+    others = _others(window) if waited else None
+    waited_on = _waited_on(others, waited, samples) if others is not None else None
+    handoff_kind: ActivityKind = waited_on.kind if waited_on is not None else "idle"
+    for frame, held in handoff:
+        main_kinds[handoff_kind] += held
+        if frame is not None:
+            named[(handoff_kind, frame.function, short_file(frame.file), frame.line, None)] += held
     top = tuple(
-        ActivityFrame(kind=kind, function=function, file=file, line=line, share=held / samples)
-        for (kind, function, file, line), held in named.most_common(top_n)
+        ActivityFrame(kind=kind, function=function, file=file, line=line, share=held / samples, source_line=text)
+        for (kind, function, file, line, text), held in named.most_common(top_n)
     )
     return JobActivity(
         source=window.source,
@@ -346,4 +663,5 @@ def summarize(window: StackWindow, top_n: int = 5) -> JobActivity:
         workers=_shares(worker_kinds, worker_samples) if worker_samples else None,
         worker_samples=worker_samples,
         rank=window.rank,
+        waited_on=waited_on,
     )

@@ -140,7 +140,9 @@ def _duration(window_s: float) -> int:
 
 
 def _record_command(py_spy: str, pid: int, window_s: float, rate_hz: int, output: Path, idle: bool) -> list[str]:
-    flags = ["--nonblocking", *(["--idle"] if idle else []), "--threads", "--subprocesses", "--format", "speedscope"]
+    # Full file names: the job's own source lines are read from them (source_line.py); classify shortens them.
+    flags = ["--nonblocking", *(["--idle"] if idle else []), "--threads", "--subprocesses", "--full-filenames"]
+    flags += ["--format", "speedscope"]
     timing = ["--rate", str(rate_hz), "--duration", str(_duration(window_s))]
     return [py_spy, "record", *flags, *timing, "--pid", str(pid), "-o", str(output)]
 

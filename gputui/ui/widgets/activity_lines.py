@@ -15,7 +15,9 @@ from gputui.text.activity_text import (
     is_fresh,
     ranked,
     short_activity,
+    source_line_text,
     source_text,
+    waited_on_text,
 )
 from gputui.ui.cells import wrap_text
 from gputui.ui.widgets.lines import Line, line_len
@@ -29,6 +31,7 @@ KIND_STYLES: dict[ActivityKind, str] = {
     "gpu_sync": "green",
     "collective": "magenta",
     "checkpoint": "blue",
+    "compile": "bright_blue",
     "io": "red",
     "idle": "bright_black",
 }
@@ -87,6 +90,8 @@ def _frame_line(frame: ActivityFrame, width: int) -> Line:
     head: Line = [(f"  {frame.kind:<10}", KIND_STYLES[frame.kind]), (f"{fmt_share(frame.share):>5}  ", "")]
     room = max(8, width - line_len(head))
     text = f"{frame.function}  {frame_place(frame)}"
+    if frame.source_line is not None:
+        text += source_line_text(frame.source_line)
     return [*head, (text if len(text) <= room else text[: room - 1] + "…", "")]
 
 
@@ -114,6 +119,10 @@ def activity_lines(
         lines.append([(f"older than {fresh_s / 60:g} min: what the job did then, maybe not now", STALE)])
     for frame in activity.top[:TOP_FRAMES]:
         lines.append(_frame_line(frame, width))
+    waited = activity.waited_on
+    if waited is not None:
+        words = f"waits for: {waited_on_text(waited)} running"
+        lines += [[(row, KIND_STYLES[waited.kind])] for row in wrap_text(words, width)]
     if activity.workers is not None and activity.worker_samples:
         pooled: Line = [(f"workers, {activity.worker_samples} samples pooled: ", LABEL)]
         for n, (kind, share) in enumerate(ranked(activity.workers)):

@@ -15,6 +15,7 @@ from gputui.diagnostics.engine import DiagnosticsEngine
 from gputui.diagnostics.findings import Finding, Severity, format_evidence
 from gputui.diagnostics.rules.base import Check, Hit, Window
 from gputui.diagnostics.rules.container import workers_oversubscribed
+from gputui.diagnostics.rules.stacks import read_stack, stack_evidence
 from gputui.diagnostics.rules.starvation import cpu_contention, starvation_cpu, starvation_io
 from gputui.diagnostics.rules.waits import job_waits
 from gputui.diagnostics.thresholds import Thresholds
@@ -27,6 +28,7 @@ from gputui.model import (
     JobActivity,
     ProcSample,
     Snapshot,
+    WaitedOn,
 )
 from tests.diagnostics.builders import SYSTEM, T0, series, snap
 from tests.snapshots import gpu, host, proc
@@ -77,6 +79,7 @@ _FUNCTIONS: dict[str, str] = {
     "gpu_sync": "item",
     "collective": "all_reduce",
     "checkpoint": "save",
+    "compile": "_compile",
     "io": "read",
     "idle": "sleep",
 }
@@ -145,7 +148,8 @@ def test_each_wait_the_host_cannot_show_is_named_by_its_frame(kind: ActivityKind
     "changes",
     [
         {"activity": activity("gpu_sync")},  # waiting for the GPU: the GPU is the bound, no waiting cause
-        {"activity": spread()},  # no kind leads: the time is spread
+        # no kind leads, and none of those it is spread over is measured work of the main thread's own
+        {"activity": replace(spread(), shares=ActivityShares(collective=0.35, idle=0.35, gpu_sync=0.3))},
         {"activity": activity("collective", taken_at=LAST - FRESH_S - 1)},  # too old to speak for the job now
         {"activity": JobActivity("py-spy", LAST, 4.0, 0, error="ptrace_refused: no")},  # nothing sampled
         {"activity": activity("data")},  # the input pipeline: the starvation rules' to name
@@ -155,6 +159,95 @@ def test_each_wait_the_host_cannot_show_is_named_by_its_frame(kind: ActivityKind
 )
 def test_job_waits_names_only_a_fresh_leading_wait_of_its_own(changes: dict[str, object]) -> None:
     assert run(job_waits, waiting(replace(LOOP, **changes))) == []
+
+
+def test_a_job_recompiling_in_its_main_thread_is_named_and_told_how_to_confirm_it() -> None:
+    engine = DiagnosticsEngine()
+    for s in waiting(replace(LOOP, activity=activity("compile", taken_at=T0))):
+        state = engine.update(s)
+    [finding] = [f for f in state.active if f.rule == "job_waits"]
+    assert finding.variant == "compile"
+    assert finding.title == "GPU 0: waits while torch.compile compiles in its main thread (_compile)"
+    assert "TORCH_LOGS=recompiles" in finding.advice and "recompile_limit" in finding.advice
+    assert "dynamic=True" in finding.advice
+    zh = text("job_waits.advice.compile", "zh", **dict(finding.params))
+    assert "TORCH_LOGS=recompiles" in zh and "71%" in zh
+    assert state.verdict is not None
+    assert state.verdict.summary.startswith(
+        "GPU 0 only 22% busy, waiting because of torch.compile compiling (71% of the main thread's samples)"
+    )
+
+
+# -- named where measured: a share that does not lead but holds a real part of the GPU's waiting --------------
+
+
+def minority(kind: ActivityKind, share: float) -> JobActivity:
+    """The issue's checkpointing job: most of the main thread's samples asleep in its GPU step (idle, no lead over
+    the line), `share` in `kind`, the rest waiting for its next batch."""
+    rest = round(1.0 - 0.39 - share, 6)
+    shares = ActivityShares(**{"idle": 0.39, kind: share, "data": rest})
+    frames = (
+        ActivityFrame("idle", "gpu_step", "/job/train.py", 40, 0.39),
+        ActivityFrame(kind, _FUNCTIONS[kind], "torch/serialization.py", 900, share),
+    )
+    return replace(activity(kind), shares=shares, top=frames)
+
+
+@pytest.mark.parametrize("kind", ["checkpoint", "compile", "io", "cpu"])
+def test_a_measured_minority_of_the_main_thread_that_holds_the_gpus_waiting_is_named(kind: ActivityKind) -> None:
+    job = replace(LOOP, cpu_pct=30.0, activity=minority(kind, 0.26))
+    [hit] = run(job_waits, waiting(job, util=52.0))  # idle 48%: 26% of samples holds more than a third of it
+    assert (hit.variant, hit.params["share"]) == (kind, "26%")
+    assert evidence(hit)[f"stack_{kind}"] == 26.0
+
+
+def test_the_issues_checkpointing_job_reads_waiting_because_of_the_checkpoint_with_its_share() -> None:
+    engine = DiagnosticsEngine()
+    job = replace(LOOP, cpu_pct=30.0, activity=replace(minority("checkpoint", 0.26), taken_at=T0))
+    for s in waiting(job, util=52.0):
+        state = engine.update(s)
+    [finding] = [f for f in state.active if f.rule == "job_waits"]
+    assert finding.variant == "checkpoint" and "26%" in finding.advice
+    assert state.verdict is not None and state.verdict.cls == "underused"
+    assert state.verdict.summary == (
+        "GPU 0 only 52% busy, waiting because of writing checkpoints (26% of the main thread's samples)"
+    )
+    assert "nothing on this machine explains" not in state.verdict.summary
+
+
+@pytest.mark.parametrize(
+    ("share", "util"),
+    [
+        (0.10, 52.0),  # under measured_wait_share of the main thread's samples
+        (0.26, 10.0),  # idle 90%: 26% of the samples is under a third of the GPU's waiting
+    ],
+    ids=["small", "a-small-part-of-the-waiting"],
+)
+def test_a_measured_minority_too_small_for_the_waiting_is_not_named(share: float, util: float) -> None:
+    job = replace(LOOP, cpu_pct=30.0, activity=minority("checkpoint", share))
+    assert run(job_waits, waiting(job, util=util)) == []
+
+
+def test_nothing_explains_the_waiting_only_where_nothing_measured_does() -> None:
+    job = replace(LOOP, cpu_pct=30.0, activity=replace(minority("checkpoint", 0.10), taken_at=T0))
+    engine = DiagnosticsEngine()
+    for s in waiting(job, util=52.0):
+        state = engine.update(s)
+    assert state.verdict is not None
+    assert "nothing on this machine explains the waiting" in state.verdict.summary
+    assert not [f for f in state.active if f.rule == "job_waits"]
+
+
+def test_a_minority_beside_a_leading_input_wait_is_the_starvation_rules_to_name() -> None:
+    waits_for_data = replace(minority("checkpoint", 0.2), shares=ActivityShares(data=0.6, checkpoint=0.2, idle=0.2))
+    assert run(job_waits, waiting(replace(LOOP, activity=waits_for_data), util=52.0)) == []
+
+
+def test_measured_wait_thresholds_are_the_configs() -> None:
+    job = replace(LOOP, cpu_pct=30.0, activity=minority("checkpoint", 0.26))
+    strict = Thresholds(measured_wait_share=0.3)
+    assert run(job_waits, waiting(job, util=52.0), strict) == []
+    assert [h.variant for h in run(job_waits, waiting(job, util=52.0))] == ["checkpoint"]
 
 
 def test_job_waits_needs_a_gpu_that_waits() -> None:
@@ -231,6 +324,70 @@ def test_the_input_bound_verdict_cites_the_measurement_through_its_finding_and_i
     assert "main thread waiting for the next batch 71% (of 80 stack samples, py-spy over 4 s)" in [
         format_evidence(e) for e in finding.evidence
     ]
+
+
+# Issue 40 item 1: a home-made loader's producer thread, running the job's data code while the main thread
+# waits in a queue's get (classify counts those waits as `data` and names the thread).
+PRODUCER = WaitedOn(
+    kind="data",
+    who="thread producer (tid 4321)",
+    frame=ActivityFrame("data", "decode", "/job/loader.py", 31, 0.82),
+    share=0.71,
+    running=0.97,
+)
+
+
+def _producer_job(children: int = 0) -> ProcSample:
+    waits = replace(activity("data", taken_at=T0), waited_on=PRODUCER)
+    return replace(LOOP, cpu_pct=100.0, children=children, workers_cpu_pct=None, activity=waits)
+
+
+@pytest.mark.parametrize("children", [0, 2])
+def test_a_producer_that_cannot_keep_up_is_named_by_the_cpu_rule(children: int) -> None:
+    """Not `main_process` (num_workers=0) nor `loader` (DataLoader workers): the producer, by name and frame."""
+    [hit] = run(starvation_cpu, waiting(_producer_job(children)))
+    assert hit.variant == "producer"
+    assert text("starvation_cpu.title.producer", **hit.params) == (
+        "GPU 0: waits for the next batch from thread producer (tid 4321), which cannot keep up"
+    )
+    assert evidence(hit)["stack_waited_on"] == "thread producer (tid 4321): decode (loader.py:31), running 97%"
+
+
+@pytest.mark.parametrize(
+    ("lang", "summary", "label"),
+    [
+        (
+            "en",
+            "GPU 0 only 22% busy, waiting for data (its producer thread producer (tid 4321) in decode (loader.py:31), "
+            "running 97%)",
+            "whom its waits waited for (their top frame, their share running)",
+        ),
+        (
+            "zh",
+            "GPU 0 利用率只有 22%，在等数据（其生产者 thread producer (tid 4321) 在 decode (loader.py:31)，"
+            "运行占比 97%）",
+            "它等待的对象（其栈顶帧、运行占比）",
+        ),
+    ],
+)
+def test_the_input_bound_verdict_names_the_producer_and_how_sure(lang: str, summary: str, label: str) -> None:
+    engine = DiagnosticsEngine(lang=lang)
+    for s in waiting(_producer_job()):
+        state = engine.update(s)
+    verdict = state.verdict
+    assert verdict is not None and verdict.cls == "input_bound"
+    assert verdict.summary == summary
+    assert label in [e.label for e in verdict.evidence if e.key == "stack_waited_on"]
+
+
+def test_a_gpu_sync_read_from_the_source_line_says_so_in_the_evidence() -> None:
+    line = ActivityFrame("gpu_sync", "step", "/job/train.py", 8, 0.9, source_line="return loss.item()")
+    job = replace(LOOP, activity=activity("gpu_sync", 0.9, frame=line))
+    stack = read_stack(Window(waiting(job), TH.window_s), TH, job)
+    assert stack is not None
+    words = {e.key: e.value for e in stack_evidence(stack)}
+    assert words["stack_source_line"] == "return loss.item()"
+    assert text("ev.stack_source_line") == "read from its source line (the sync has no Python frame)"
 
 
 # -- the verdict's words where nothing is found ----------------------------------------------------------

@@ -11,6 +11,15 @@ The jobs, each sampled by `py-spy record --nonblocking [--idle] --threads --subp
 - spinner: a pure-Python loop (step() squares and sums);
 - saver: torch.save of a 2000x2000 Linear's state_dict, in a loop;
 - rank0: rank 0 of two gloo ranks in an all_reduce loop, rank 1 sleeping 0.2 s before each.
+
+Recorded for issue 40 the same way but as the reader runs py-spy now (`--format speedscope --full-filenames`,
+py-spy 0.4.3, Python 3.11, torch on the CPU, OMP_NUM_THREADS=1); their scripts are kept beside them as NAME.py.txt:
+- producer: a home-made loader, one thread named "producer" decoding (torch ops) into a queue.Queue(maxsize=2),
+  the loop blocked in its get();
+- pool: a ThreadPoolExecutor of 2 threads prefetching, the loop blocked in each future's result();
+- itemsync: a loop whose step is `return (x @ x).sum().item()` on a CPU tensor: the frame shape of a wait for the
+  GPU in `.item()` (the thread runs on its own line, no Python frame of the call). No GPU here: the wait for a GPU
+  itself was not recorded, only where a stack caught in `.item()` ends.
 """
 
 from __future__ import annotations
@@ -23,7 +32,9 @@ from gputui.sources.stacks.pyspy import merge, parse_speedscope
 from gputui.sources.stacks.samples import Frame, Stack, StackCount, StackWindow, ThreadStacks
 
 FIXTURES = Path(__file__).parent / "fixtures"
-JOBS = ("dl0", "dl2", "dlio", "sleeper", "spinner", "saver", "rank0")
+# Other frameworks' jobs, recorded the same way (recorded/README.md says how, and with which versions).
+FRAMEWORKS = Path(__file__).parent / "recorded"
+JOBS = ("dl0", "dl2", "dlio", "sleeper", "spinner", "saver", "rank0", "producer", "pool", "itemsync")
 
 
 def job_pid(speedscope: str) -> int:
@@ -35,9 +46,9 @@ def job_pid(speedscope: str) -> int:
     return int(match.group(1))
 
 
-def recorded(name: str) -> StackWindow:
-    every = (FIXTURES / f"{name}.every.json").read_text()
-    running = (FIXTURES / f"{name}.running.json").read_text()
+def recorded(name: str, folder: Path = FIXTURES) -> StackWindow:
+    every = (folder / f"{name}.every.json").read_text()
+    running = (folder / f"{name}.running.json").read_text()
     pid = job_pid(every)
     threads = merge(parse_speedscope(every, pid), parse_speedscope(running, pid))
     return StackWindow(source="py-spy", pid=pid, taken_at=100.0, window_s=2.0, threads=threads)

@@ -8,9 +8,9 @@ from dataclasses import replace
 import pytest
 
 from gputui.cli import main
-from gputui.model import ActivityShares, Snapshot
+from gputui.model import ActivityFrame, ActivityShares, Snapshot, WaitedOn
 from gputui.sources.sim.source import SimulatedSource
-from gputui.text.activity_text import activity_line, shares_text, short_activity
+from gputui.text.activity_text import activity_line, detail_lines, shares_text, short_activity
 from gputui.text.findings_text import activity_lines as diagnose_activity_lines
 from gputui.text.snapshot_text import process_lines
 from gputui.ui.widgets.activity_lines import BAR, KIND_STYLES, STALE, activity_lines, bar, row_mark
@@ -84,6 +84,40 @@ def test_the_detail_block_says_in_words_why_no_stack_was_read() -> None:
     assert "no stack could be read: the kernel refuses gputui ptrace" in text.replace("\n", " ")
     assert "gputui run -- CMD" in text.replace("\n", " ") and "ptrace_refused" not in text
     assert BAR not in text
+
+
+# Issue 40: whom the waits waited for (a producer thread), and a gpu_sync read from the job's source line.
+PRODUCED = waiting_for_data(
+    top=(
+        ActivityFrame("data", "main", "/home/alice/train.py", 120, 0.71),
+        ActivityFrame("gpu_sync", "step", "/home/alice/train.py", 92, 0.06, source_line="return loss.item()"),
+    ),
+    workers=None,
+    worker_samples=0,
+    waited_on=WaitedOn(
+        kind="data",
+        who="thread producer (tid 4321)",
+        frame=ActivityFrame("data", "decode", "/home/alice/loader.py", 31, 0.82),
+        share=0.71,
+        running=0.97,
+    ),
+)
+
+
+def test_the_detail_block_says_whom_the_waits_waited_for_and_a_line_read_from_source() -> None:
+    proc = replace(job_snapshot().host.processes[0], activity=PRODUCED)
+    text = plain(activity_lines(proc, TAKEN_AT + 12, 120, FRESH_S))
+    assert "waits for: thread producer (tid 4321), decode (alice/loader.py:31) 97% running" in text
+    assert "step  alice/train.py:92, read from its source line: `return loss.item()`" in text
+
+
+def test_snapshot_and_diagnose_lines_say_whom_the_waits_waited_for() -> None:
+    lines = detail_lines(PRODUCED)
+    assert "waits for: thread producer (tid 4321), decode (alice/loader.py:31) 97% running" in lines
+    first = replace(PRODUCED, top=PRODUCED.top[::-1])
+    assert detail_lines(first)[1] == (
+        "top frame: gpu_sync 6% in step (alice/train.py:92), read from its source line: `return loss.item()`"
+    )
 
 
 def test_shares_leave_out_kinds_under_one_percent() -> None:
