@@ -102,6 +102,18 @@ class StacksConfig:
     recheck_s: float = field(
         default=60.0, metadata=setting("...unless what its GPU waits on changed: then after this.", seconds())
     )
+    # A job that may have stopped (its GPUs idle, or busy at near-zero SM activity and power) has all its ranks here
+    # sampled this often while it looks so: the windows must follow each other for `unchanged_since` to say how long
+    # nothing moved, and three fit in `stopped_after_s` (240 s), so the finding comes 4-6 minutes in, before NCCL's
+    # watchdog (10 min). A window costs py-spy ~0.12 s of CPU (benchmarks/bench_stacks.py --hung): at 120 s, ~0.1 %
+    # of a core per rank; at 60 s it was +30 % on the monitor's own CPU per rank on a 2-core VM.
+    hang_recheck_s: float = field(
+        default=120.0,
+        metadata=setting(
+            "A job that may have stopped (GPUs idle or spinning) has its ranks sampled again this often.",
+            seconds(above_zero=True),
+        ),
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -359,6 +359,11 @@ PROCESS_OWNER_LABELS: tuple[tuple[str, str], ...] = (
     ("k8s_container", "container"),
     ("job_id", "job_id"),
 )
+# Per rank of a torch.distributed job whose stacks show its main thread held in one place (JobActivity's
+# unchanged_since): the seconds it has been there as of the window that last showed it, labelled with the rank, the
+# job's key and the place (kind, function, file, line), so that a fleet view judges a stopped job on any node.
+PROCESS_HELD_METRIC = "gputui_process_held_seconds"
+PROCESS_HELD_LABELS: tuple[str, ...] = ("rank", "job", "kind", "function", "file", "line")
 XID_METRIC = "DCGM_FI_DEV_XID_ERRORS"
 UP_METRIC = "gputui_up"
 SOURCE_INFO_METRIC = "gputui_source_info"

@@ -503,11 +503,33 @@ class JobActivity:
     worker_samples: int = 0
     rank: int | None = None  # RANK from its environment, for a rank of torch.distributed
     error: str | None = None
+    # Since when (epoch seconds) this window and the ones before it of the same process showed its main thread held
+    # in the same place (the same leading kind and top frame, by a large share): set by gputui/session/stacks.py
+    # JobStacks; None where the window before showed it elsewhere, or there was none.
+    unchanged_since: float | None = None
     waited_on: WaitedOn | None = None  # whom its hand-off waits waited for, where others ran meanwhile
 
     @property
     def leading(self) -> ActivityKind | None:
         return self.shares.leading if self.samples else None
+
+
+@dataclass(frozen=True, slots=True)
+class DistRank:
+    """A process's place in a torch.distributed (torchrun / elastic) job, from its environment as it started, read
+    once (gputui/sources/host/dist.py). The ranks of one job on a machine share `job`.
+
+    `unreadable`: the kernel refused its environment (another user's process, read without ptrace rights): nothing
+    else is known, and nothing is guessed."""
+
+    rank: int | None = None  # RANK
+    local_rank: int | None = None  # LOCAL_RANK
+    world_size: int | None = None  # WORLD_SIZE
+    # What its ranks share: "run <TORCHELASTIC_RUN_ID> at <MASTER_ADDR>:<MASTER_PORT>", as much of it as is set;
+    # None where neither is.
+    job: str | None = None
+    launcher_pid: int | None = None  # its parent, where that is torchrun's elastic agent
+    unreadable: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -554,6 +576,9 @@ class ProcSample:
     ppid: int | None = None
     # Its main thread's stacks over the last window sampled (gputui/sources/stacks); None where none was taken.
     activity: JobActivity | None = None
+    # Its place in a torch.distributed job (its environment's RANK, WORLD_SIZE, MASTER_ADDR...); None where it is
+    # no rank of one, or in a recording made before it was kept.
+    dist: DistRank | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ from gputui.model import (
     ActivityShares,
     ContainerInfo,
     ContainerSample,
+    DistRank,
     GpuInfo,
     GpuProcess,
     GpuSample,
@@ -50,10 +51,20 @@ _ACTIVITY_TYPES: dict[str, tuple[type, ...]] = {
     "samples": (int,),
     "worker_samples": (int,),
     "rank": (int,),
+    "unchanged_since": (int, float),
     "error": (str,),
 }
-_ACTIVITY_NULLABLE = ("rank", "error")
+_ACTIVITY_NULLABLE = ("rank", "error", "unchanged_since")
 _ACTIVITY_SOURCES = ("py-spy", "in-process")
+# `processes[i].dist`: each key and the JSON type it holds (null aside, but for `unreadable`).
+_DIST_TYPES: dict[str, tuple[type, ...]] = {
+    "rank": (int,),
+    "local_rank": (int,),
+    "world_size": (int,),
+    "job": (str,),
+    "launcher_pid": (int,),
+    "unreadable": (bool,),
+}
 # Whose job a process is (pod or Slurm job): repeated on each GPU's process list, so one object says it whole.
 _OWNER_KEYS = ("pod", "namespace", "k8s_container", "job_id")
 _GPU_PROCESS_KEYS = tuple(f.name for f in fields(GpuProcess))
@@ -177,6 +188,7 @@ def _gpu_process_to_dict(proc: GpuProcess, host: HostSample | None) -> dict[str,
     for key in _OWNER_KEYS:
         out[key] = getattr(host_proc, key) if host_proc else None
     out["activity"] = activity_to_dict(host_proc.activity) if host_proc and host_proc.activity else None
+    out["dist"] = dist_to_dict(host_proc.dist) if host_proc and host_proc.dist else None
     return out
 
 
@@ -206,7 +218,33 @@ def proc_to_dict(proc: ProcSample) -> dict[str, Any]:
     """A host process: its fields by name, its activity an object (or null where its stacks were never read)."""
     out = {key: getattr(proc, key) for key in _PROC_KEYS}
     out["activity"] = activity_to_dict(proc.activity) if proc.activity is not None else None
+    out["dist"] = dist_to_dict(proc.dist) if proc.dist is not None else None
     return out
+
+
+def dist_to_dict(dist: DistRank) -> dict[str, Any]:
+    """`processes[i].dist`: {rank, local_rank, world_size, job, launcher_pid, unreadable}."""
+    return {key: getattr(dist, key) for key in _DIST_TYPES}
+
+
+def dist_from_dict(data: Any, where: str = "dist") -> DistRank:
+    """`processes[i].dist` back; a malformed value is a SnapshotFormatError naming its key."""
+    if not isinstance(data, dict):
+        raise SnapshotFormatError(f"{where}: expected an object, got {type(data).__name__}")
+    for key, allowed in _DIST_TYPES.items():
+        value = data.get(key)
+        if value is None:
+            continue
+        if (isinstance(value, bool) and allowed != (bool,)) or not isinstance(value, allowed):
+            raise SnapshotFormatError(f"{where}.{key}: expected {allowed[0].__name__}, got {value!r}")
+    return DistRank(
+        rank=data.get("rank"),
+        local_rank=data.get("local_rank"),
+        world_size=data.get("world_size"),
+        job=data.get("job"),
+        launcher_pid=data.get("launcher_pid"),
+        unreadable=bool(data.get("unreadable")),
+    )
 
 
 def shares_to_dict(shares: ActivityShares) -> dict[str, float]:
@@ -227,6 +265,7 @@ def activity_to_dict(activity: JobActivity) -> dict[str, Any]:
         "worker_samples": activity.worker_samples,
         "taken_at": activity.taken_at,
         "error": activity.error,
+        "unchanged_since": activity.unchanged_since,
         **({"waited_on": _waited_on_to_dict(activity.waited_on)} if activity.waited_on is not None else {}),
     }
 
@@ -289,6 +328,7 @@ def activity_from_dict(data: Any, where: str = "activity") -> JobActivity:
         worker_samples=data.get("worker_samples") or 0,
         rank=data.get("rank"),
         error=data.get("error"),
+        unchanged_since=None if data.get("unchanged_since") is None else float(data["unchanged_since"]),
         waited_on=_waited_on(data.get("waited_on"), f"{where}.waited_on"),
     )
 
@@ -505,6 +545,8 @@ def _proc_values(data: dict[str, Any], where: str) -> dict[str, Any]:
     values["unreadable"] = tuple(values.get("unreadable") or ())
     if values.get("activity") is not None:
         values["activity"] = activity_from_dict(values["activity"], f"{where}.activity")
+    if values.get("dist") is not None:
+        values["dist"] = dist_from_dict(values["dist"], f"{where}.dist")
     return values
 
 

@@ -13,6 +13,7 @@ from gputui.model import (
     ActivityShares,
     ContainerInfo,
     ContainerSample,
+    DistRank,
     GpuProcess,
     GpuSample,
     HostSample,
@@ -253,6 +254,7 @@ def test_a_process_activity_and_the_busiest_others_round_trip_as_objects() -> No
         "worker_samples",
         "taken_at",
         "error",
+        "unchanged_since",
     ]
     kinds = ["data", "loading", "cpu", "gpu_sync", "collective", "checkpoint", "compile", "io", "idle"]
     assert list(activity["shares"]) == kinds
@@ -318,3 +320,59 @@ def test_a_malformed_activity_is_an_error_naming_the_key(change: Any, error: str
     with pytest.raises(SnapshotFormatError) as raised:
         snapshot_from_dict(data)
     assert str(raised.value).startswith(error)
+
+
+def _with_dist() -> Snapshot:
+    snap = _with_activity()
+    dist = DistRank(rank=1, local_rank=1, world_size=2, job="run 7f3a at 127.0.0.1:29500", launcher_pid=99)
+    held = replace(ACTIVITY, unchanged_since=ACTIVITY.taken_at - 300.0)
+    processes = (replace(snap.host.processes[0], activity=held, dist=dist),)
+    return replace(snap, host=replace(snap.host, processes=processes))
+
+
+def test_a_rank_and_how_long_its_main_thread_held_round_trip() -> None:
+    snap = _with_dist()
+    data = json.loads(json.dumps(snapshot_to_dict(snap)))
+    assert data["host"]["processes"][0]["dist"] == {
+        "rank": 1,
+        "local_rank": 1,
+        "world_size": 2,
+        "job": "run 7f3a at 127.0.0.1:29500",
+        "launcher_pid": 99,
+        "unreadable": False,
+    }
+    assert data["gpus"][0]["processes"][0]["dist"] == data["host"]["processes"][0]["dist"]
+    assert snapshot_from_dict(data) == snap
+
+
+def test_older_records_without_them_read_as_none() -> None:
+    data = json.loads(json.dumps(snapshot_to_dict(_with_dist())))
+    del data["host"]["processes"][0]["dist"]
+    del data["host"]["processes"][0]["activity"]["unchanged_since"]
+    proc = snapshot_from_dict(data).host.processes[0]
+    assert proc.dist is None and proc.activity is not None and proc.activity.unchanged_since is None
+
+
+@pytest.mark.parametrize(
+    ("change", "error"),
+    [
+        (lambda d: d.update(rank="1"), "host.processes[0].dist.rank: expected int"),
+        (lambda d: d.update(rank=True), "host.processes[0].dist.rank: expected int"),
+        (lambda d: d.update(job=["x"]), "host.processes[0].dist.job: expected str"),
+        (lambda d: d.update(unreadable="no"), "host.processes[0].dist.unreadable: expected bool"),
+    ],
+)
+def test_a_malformed_rank_is_an_error_naming_the_key(change: Any, error: str) -> None:
+    data = json.loads(json.dumps(snapshot_to_dict(_with_dist())))
+    change(data["host"]["processes"][0]["dist"])
+    with pytest.raises(SnapshotFormatError) as raised:
+        snapshot_from_dict(data)
+    assert str(raised.value).startswith(error)
+
+
+def test_a_malformed_unchanged_since_is_an_error_naming_the_key() -> None:
+    data = json.loads(json.dumps(snapshot_to_dict(_with_dist())))
+    data["host"]["processes"][0]["activity"]["unchanged_since"] = "yesterday"
+    with pytest.raises(SnapshotFormatError) as raised:
+        snapshot_from_dict(data)
+    assert str(raised.value).startswith("host.processes[0].activity.unchanged_since: expected a number")

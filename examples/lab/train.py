@@ -18,6 +18,10 @@ model's state dict). Started by torchrun (`python -m torch.distributed.run --npr
 rank joins a gloo process group (torchrun's RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT), all-reduces a gradient
 after each GPU step, and writes its own trace: `--trace job.json` becomes job.rank0.json, job.rank1.json...;
 `--slow-rank R` keeps the extra work of --main-cpu-ms and --block-ms to rank R, so the others wait in all_reduce.
+`--stop-rank R --stop-after N` makes rank R stop for good after N steps, outside the collective (in wait_forever,
+blocked on an Event nobody sets), while the others wait for it in all_reduce: a job that has stopped. With `--spin`
+a rank waiting in all_reduce says so in its trace (`spinning_since`), as an NCCL collective's kernel spins on the
+GPU while it waits for a peer: its simulated GPU then reads busy at few SMs and little power.
 
 Without a DataLoader (`--loader`, default `dataloader`): `--loader thread` is a home-made loader, one producer
 thread (named "producer") making the same samples and putting whole batches into a queue.Queue(maxsize=2) that the
@@ -36,7 +40,9 @@ file beside it, then renamed over it, so a reader never sees half a record):
 
 pid: this process; gpu_busy_s: the GPU's seconds in the steps that have ended; step_started: time.monotonic()
 when the step in progress began, null between steps; step_s: the GPU work of that step (the GPU is busy for it,
-however late this process wakes: under a spent CPU quota it wakes long after); steps: steps ended. The first
+however late this process wakes: under a spent CPU quota it wakes long after); steps: steps ended;
+spinning_since (with --spin, optional): time.monotonic() when this rank began to wait in all_reduce, null or absent
+otherwise. The first
 record is written after the first batch, once the DataLoader's workers have all started. gputui reads it in
 gputui/sources/sim/job.py. This script does not import gputui: it is what a user's job looks like.
 
@@ -151,8 +157,10 @@ class Trace:
         self.busy_s = 0.0
         self.steps = 0
 
-    def write(self, step_started: float | None = None, step_s: float | None = None) -> None:
-        record = {
+    def write(
+        self, step_started: float | None = None, step_s: float | None = None, spinning_since: float | None = None
+    ) -> None:
+        record: dict[str, object] = {
             "format": "gputui-job-trace",
             "version": 1,
             "pid": os.getpid(),
@@ -161,6 +169,8 @@ class Trace:
             "step_s": step_s,
             "steps": self.steps,
         }
+        if spinning_since is not None:
+            record["spinning_since"] = spinning_since
         self.temporary.write_text(json.dumps(record))
         os.replace(self.temporary, self.path)
 
@@ -227,12 +237,23 @@ class Recompiles:
             self.model(torch.ones(1 + step // self.every, 64))
 
 
-def reduce_gradients(gradients: torch.Tensor, past_end: bool) -> bool:
+def reduce_gradients(gradients: torch.Tensor, past_end: bool, trace: Trace | None = None) -> bool:
     """All-reduce the step's gradients over the ranks (each waits here for the slowest); whether any rank is past
-    its end, so that they all stop after the same step and none waits for a rank that has gone."""
+    its end, so that they all stop after the same step and none waits for a rank that has gone. With `trace`, the
+    wait is written to it as a spinning collective's (--spin)."""
     gradients[0] = float(past_end)
+    if trace is not None:
+        trace.write(spinning_since=time.monotonic())
     dist.all_reduce(gradients)
+    if trace is not None:
+        trace.write()
     return bool(gradients[0] > 0)
+
+
+def wait_forever() -> None:
+    """A rank stopped for good outside the collective (a deadlock, a lost message, a wait on something that never
+    comes): blocked on an Event nobody sets, while the other ranks wait for it in all_reduce."""
+    threading.Event().wait()
 
 
 def one_thread(_: int = 0) -> None:
@@ -331,6 +352,17 @@ def parse_args() -> argparse.Namespace:
         metavar="R",
         help="under torchrun: only rank R does --main-cpu-ms and --block-ms",
     )
+    parser.add_argument(
+        "--stop-rank",
+        type=int,
+        default=None,
+        metavar="R",
+        help="under torchrun: rank R stops for good outside the collective after --stop-after steps",
+    )
+    parser.add_argument("--stop-after", type=int, default=20, metavar="N", help="steps before --stop-rank stops")
+    parser.add_argument(
+        "--spin", action="store_true", help="write the wait in all_reduce to the trace, as a spinning NCCL kernel"
+    )
     args = parser.parse_args()
     if args.make_data and args.data_dir is None:
         parser.error("--make-data needs --data-dir")
@@ -413,7 +445,10 @@ def main() -> int:
                 compute_metrics(images, args.main_cpu_ms / 1000.0)
             if slow and args.block_ms:
                 wait_for_lock(args.block_ms / 1000.0)
-            if rank is not None and reduce_gradients(gradients, time.monotonic() >= end):
+            if rank is not None and rank == args.stop_rank and n + 1 >= args.stop_after:
+                wait_forever()
+            spinning = trace if args.spin else None
+            if rank is not None and reduce_gradients(gradients, time.monotonic() >= end, spinning):
                 break
             if checkpoints is not None:
                 checkpoints.after(n + 1)

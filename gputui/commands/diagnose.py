@@ -251,7 +251,7 @@ def judge_recorded(recording: Recording, config: Config, lang: str) -> Outcome:
     from gputui.diagnostics.tick import tick_of
 
     interval = recording.header.interval_s
-    engine = DiagnosticsEngine(config.diagnostics, lang)
+    engine = DiagnosticsEngine(config.diagnostics, lang, config.cost.price)
     warm_up = warm_up_polls(config.diagnostics.thresholds.window_s / 2, interval)
     seen = _Seen(interval)
     for taken, snapshot in enumerate(recording.ticks, start=1):

@@ -28,7 +28,7 @@ from gputui.model import GpuSample, Snapshot
 IDLE_ALLOCATED = "idle_allocated"
 IDLE_FREE = "idle_free"
 # Time paid for and lost, each cause apart: the first lines of a report, the monitor's tally.
-LOST: tuple[str, ...] = ("input_bound", "underused", "throttled", IDLE_ALLOCATED)
+LOST: tuple[str, ...] = ("stopped", "input_bound", "underused", "throttled", IDLE_ALLOCATED)
 # Every class a GPU's seconds go to, lost first, then the rest most serious first.
 ACCOUNT_CLASSES: tuple[str, ...] = (
     *LOST,

@@ -19,7 +19,7 @@ from gputui.diagnostics.catalog import localize, text
 from gputui.diagnostics.findings import Evidence, Finding, Severity
 from gputui.diagnostics.instances import expand, has_instances, instance_name, instance_of, split
 from gputui.diagnostics.rules import ALL_RULES
-from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.diagnostics.rules.base import Hit, HourPrice, Rule, Window, ev
 from gputui.diagnostics.rules.software import NVML_UNAVAILABLE
 from gputui.diagnostics.settings import DiagnosticsConfig
 from gputui.diagnostics.verdict import Verdict, VerdictTracker, classify
@@ -98,9 +98,12 @@ class _Track:
 class DiagnosticsEngine:
     """Feed it every snapshot in order with `update`; it keeps its own history of them."""
 
-    def __init__(self, config: DiagnosticsConfig | None = None, lang: str = "en") -> None:
+    def __init__(
+        self, config: DiagnosticsConfig | None = None, lang: str = "en", price: HourPrice | None = None
+    ) -> None:
         self.config = config if config is not None else DiagnosticsConfig()
         self.lang = lang
+        self.price = price  # what a GPU-hour costs ([cost]): findings that cost GPU time say it in money
         self.rules: tuple[Rule, ...] = tuple(r for r in ALL_RULES if r.id not in self.config.disabled)
         self.history = History(HISTORY_CAPACITY)
         self._tracks: dict[TrackKey, _Track] = {}
@@ -124,7 +127,7 @@ class DiagnosticsEngine:
         self.history.append(snapshot)
         now = snapshot.timestamp
         th = self.config.thresholds
-        window = Window(self.history.window(th.window_s), th.window_s)
+        window = Window(self.history.window(th.window_s), th.window_s, self.price)
         units = window
         if self._units is not None or has_instances(snapshot):
             units = self._unit_window(snapshot, th.window_s)
@@ -181,7 +184,7 @@ class DiagnosticsEngine:
                 self._units.append(expand(earlier))
         else:
             self._units.append(expand(snapshot))
-        return Window(self._units.window(seconds), seconds)
+        return Window(self._units.window(seconds), seconds, self.price)
 
     def _observe(self, key: TrackKey, rule: Rule, hit: Hit, now: float) -> None:
         severity = hit.severity if hit.severity is not None else rule.severity

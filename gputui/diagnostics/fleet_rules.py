@@ -1,10 +1,12 @@
-"""Findings about the fleet as a whole, which no single node can make: `straggler` and `idle_allocated`.
+"""Findings about the fleet as a whole, which no single node can make: `straggler`, `idle_allocated` and `hung_job`.
 
 Each node's own engine judges it alone; these rules read every node's window side by side. A straggler is a GPU
 markedly slower than the busy GPUs of its model across the fleet (one slow rank holds back a whole synchronous
 job), named with what its own node found (heat, a power cap, a link) or that nothing was found there. An idle
 allocation is a GPU that a process (a pod, a Slurm job) holds and has not used for minutes. Both are pure
-functions of the windows, so `gputui diagnose --prometheus` and the fleet view give the same findings.
+functions of the windows, so `gputui diagnose --prometheus` and the fleet view give the same findings. A hung job
+is a job some node's gputui found stopped (`job_stopped`): its nodes' findings joined by the job's key, naming the
+rank stuck outside the collective on whichever node it runs.
 Percentages are 0-100 in the model whatever the source wrote (sources/remote.py scales DCGM's 0-1 PROF ratios).
 
 A GPU in MIG mode has no whole-GPU utilization: its instances are separate jobs of separate sizes, each with
@@ -29,9 +31,16 @@ from gputui.model import GpuProcess, GpuSample, MigDevice, ProcSample, Snapshot
 
 STRAGGLER = "straggler"
 IDLE_ALLOCATED = "idle_allocated"
-FLEET_RULE_IDS: tuple[str, ...] = (STRAGGLER, IDLE_ALLOCATED)
+HUNG_JOB = "hung_job"
+FLEET_RULE_IDS: tuple[str, ...] = (STRAGGLER, IDLE_ALLOCATED, HUNG_JOB)
 # Each fleet rule's severity, in one place the rule catalog (docs/reference/rules.md, `make docs`) reads too.
-FLEET_SEVERITY: Mapping[str, Severity] = {STRAGGLER: Severity.WARNING, IDLE_ALLOCATED: Severity.WARNING}
+FLEET_SEVERITY: Mapping[str, Severity] = {
+    STRAGGLER: Severity.WARNING,
+    IDLE_ALLOCATED: Severity.WARNING,
+    HUNG_JOB: Severity.CRITICAL,
+}
+# The node's finding a hung job is made of (rules/hang.py), and the evidence it is joined and named by.
+_JOB_STOPPED = "job_stopped"
 
 # The node's own findings that explain a slow GPU, most telling first: what lowers its clocks (heat, power), then
 # its links (PCIe, NVLink), then what starves or shares it (others' work on its CPUs before the job's own data
@@ -99,7 +108,12 @@ def fleet_findings(
     """Every fleet finding over these windows, worst first, then by rule and host."""
     th = thresholds if thresholds is not None else Thresholds()
     gpus = [g for node in nodes for g in _node_gpus(node, th)]
-    found = [*_stragglers(gpus, th, lang), *_idle_allocated(gpus, th, lang), *_idle_instances(gpus, th, lang)]
+    found = [
+        *_stragglers(gpus, th, lang),
+        *_idle_allocated(gpus, th, lang),
+        *_idle_instances(gpus, th, lang),
+        *_hung_jobs(nodes, lang),
+    ]
     found.sort(key=lambda f: (-f.severity, f.rule, f.hosts, f.gpus, f.mig_instances))
     return tuple(found)
 
@@ -417,6 +431,49 @@ def _idle_allocated(gpus: Sequence[_Gpu], th: Thresholds, lang: str) -> Iterable
             advice=text("idle_allocated.advice", lang),
             evidence=tuple(localize(e, lang, round(idle_s)) for e in evidence),
         )
+
+
+def _hung_jobs(nodes: Sequence[NodeWindow], lang: str) -> Iterable[FleetFinding]:
+    """One finding per job some node found stopped, its nodes' findings joined by the job's key: the rank stuck
+    outside the collective named with its node, wherever it runs; or, where every rank read waits, said so."""
+    jobs: dict[str, list[tuple[str, Finding]]] = {}
+    for node in nodes:
+        for finding in node.findings:
+            if finding.rule == _JOB_STOPPED:
+                key = _evidence(finding, "job") or f"{node.host} {finding.gpus}"
+                jobs.setdefault(key, []).append((node.host, finding))
+    for job, found in sorted(jobs.items()):
+        hosts = tuple(sorted({host for host, _ in found}))
+        stuck = next(((host, f) for host, f in found if f.variant == "rank"), None)
+        held_s = min(_seconds(f) for _, f in found)
+        params: dict[str, object] = {"hosts": ", ".join(hosts), "duration": fmt_duration(held_s)}
+        evidence = [ev("job", job, window=""), ev("stopped_for", round(held_s), "s", "static")]
+        if stuck is not None:
+            name = _evidence(stuck[1], "stuck_rank") or "?"
+            params |= {"host": stuck[0], "stuck": name}
+            evidence.append(ev("stuck_rank", f"{name} on {stuck[0]}", window=""))
+        variant = "rank" if stuck is not None else "elsewhere"
+        yield FleetFinding(
+            rule=HUNG_JOB,
+            severity=FLEET_SEVERITY[HUNG_JOB],
+            hosts=hosts,
+            gpus=tuple(sorted((host, i) for host, f in found for i in f.gpus)),
+            title=text(f"hung_job.title.{variant}", lang, **params),
+            advice=text(f"hung_job.advice.{variant}", lang, **params),
+            evidence=tuple(localize(e, lang, round(held_s)) for e in evidence),
+        )
+
+
+def _seconds(finding: Finding) -> float:
+    """How long a node's `job_stopped` says nothing progressed (its `stopped_for`, else how long it is open)."""
+    value = next((e.value for e in finding.evidence if e.key == "stopped_for"), None)
+    return float(value) if isinstance(value, int | float) else finding.duration_s
+
+
+def _evidence(finding: Finding, key: str) -> str | None:
+    """The value of a finding's evidence `key`, as text; None where it has none."""
+    value = next((e.value for e in finding.evidence if e.key == key), None)
+    return None if value is None else str(value)
 
 
 def _holder(holders: Sequence[GpuProcess], pod: str | None, g: _Gpu, lang: str) -> str:

@@ -57,6 +57,20 @@ TEXTS: Texts = {
         "fleet.owner.job_user": "Slurm job {job} ({user})",
         "fleet.owner.process": "{name} ({pid})",
         "fleet.owner.pid": "PID {pid}",
+        "hung_job.title.rank": "{hosts}: job stopped: rank {stuck} on {host}",
+        "hung_job.advice.rank": (
+            "Its ranks made no progress for {duration}: the one named is held outside the collective and every "
+            "other waits for it, their GPUs idle or spinning. Look at it on {host} (py-spy dump --pid, its log, "
+            "the NCCL flight recorder: TORCH_NCCL_TRACE_BUFFER_SIZE, TORCH_NCCL_DUMP_ON_TIMEOUT), then kill the "
+            "job and restart it from its last checkpoint."
+        ),
+        "hung_job.title.elsewhere": "{hosts}: job stopped: every rank read waits in the collective",
+        "hung_job.advice.elsewhere": (
+            "Its ranks made no progress for {duration}, and all those on the nodes read wait in the collective: the "
+            "rank that does not arrive runs on a node this fleet does not read (or whose stacks could not be "
+            "read). Run gputui there, or py-spy dump --pid on its ranks; then kill the job and restart it from its "
+            "last checkpoint."
+        ),
         "ev.gpu_model": "model",
         "ev.busy_peers": "busy GPUs of its model",
         "ev.median_sm_clock": "their median SM clock",
@@ -110,6 +124,18 @@ TEXTS: Texts = {
         "fleet.owner.job_user": "Slurm 作业 {job}（{user}）",
         "fleet.owner.process": "{name}（{pid}）",
         "fleet.owner.pid": "PID {pid}",
+        "hung_job.title.rank": "{hosts}：任务已停止：{host} 上的 rank {stuck}",
+        "hung_job.advice.rank": (
+            "它的各 rank 已有 {duration} 没有进展：上面指出的 rank 停在集合通信之外，其余 rank 都在等它，"
+            "它们的 GPU 空闲或在空转。请到 {host} 上查看它（py-spy dump --pid、它的日志、NCCL flight recorder："
+            "TORCH_NCCL_TRACE_BUFFER_SIZE、TORCH_NCCL_DUMP_ON_TIMEOUT），然后终止任务，从最近的 checkpoint 重新开始。"
+        ),
+        "hung_job.title.elsewhere": "{hosts}：任务已停止：读到的所有 rank 都在集合通信中等待",
+        "hung_job.advice.elsewhere": (
+            "它的各 rank 已有 {duration} 没有进展，所读节点上的 rank 都在集合通信中等待：没有到达的 rank 运行在"
+            "本集群视图未读取（或无法读取其栈）的节点上。请在那里运行 gputui，或对其 rank 执行 py-spy dump --pid；"
+            "然后终止任务，从最近的 checkpoint 重新开始。"
+        ),
         "ev.gpu_model": "型号",
         "ev.busy_peers": "同型号繁忙 GPU 数",
         "ev.median_sm_clock": "它们的 SM 频率中位数",

@@ -151,6 +151,20 @@ class Thresholds:
     activity_lead_share: float = threshold(
         0.4, "The share of the main thread's samples with which a kind of wait names what the job waits on."
     )
+    # A job that has stopped (rules/hang.py). NCCL's watchdog ends a stuck collective after 10 min (600 s) and its
+    # heartbeat monitor after 480 s: said at 4 min, the finding comes before either kills the job (and the state a
+    # py-spy dump would show), yet far above any pause of a healthy job in one frame (an evaluation keeps its GPU
+    # busy; a checkpoint write is work, not a held frame). A waiting NCCL kernel reads ~100% busy at a few % of SM
+    # activity and little above idle power (an H100 idles near 10% of its limit, trains at 60-100%).
+    stopped_after_s: float = threshold(
+        240.0,
+        "Seconds a job's ranks stay in one place (their stacks) while their GPUs idle or spin before it has stopped; "
+        "under NCCL's heartbeat (480 s) and watchdog (600 s), so it is said before they end the job.",
+    )
+    stall_sm_active_pct: float = threshold(
+        10.0, "A busy GPU whose SMs are active at most this % (GPM) may be spinning: a kernel waiting on a peer..."
+    )
+    stall_power_pct: float = threshold(35.0, "...as one drawing at most this % of its power limit.")
     # A kind that does not lead but was measured holding a real part of the GPU's waiting (job_waits): a checkpoint
     # every few steps that takes 26% of the main thread while its GPU is idle 48% of the time is a cause, not noise.
     # It names the wait where it holds this share of the main thread's samples and at least this fraction of the

@@ -1,7 +1,7 @@
 """One answer first: the verdict on what bounds the job, worked out from the open findings and the window.
 
 Each rule names the verdict class its finding argues for (`Rule.bound`). A GPU takes the most serious class
-among its open findings (degraded, then throttled, interconnect, input-bound, contended, inefficient,
+among its open findings (degraded, stopped, then throttled, interconnect, input-bound, contended, inefficient,
 memory-bandwidth-bound). A GPU with none is idle when it does nothing, GPU-bound when it is busy (the machine
 delivers, so the speed must come from the job), and `underused` in between: it waits, and nothing found on
 this machine explains why, which is said as such rather than passed off as GPU-bound, with what the job's stack
@@ -37,6 +37,7 @@ from gputui.formatting import fmt_pct, fmt_ranges
 # Most serious first: a GPU with findings of several classes takes the first.
 RANKED: tuple[str, ...] = (
     "degraded",
+    "stopped",
     "throttled",
     "interconnect",
     "input_bound",

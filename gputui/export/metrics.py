@@ -57,6 +57,7 @@ from gputui.metric_schema import (
     MIG_STATIC_FIELDS,
     MIG_UUID_LABEL,
     PROC_FIELDS,
+    PROCESS_HELD_METRIC,
     PROCESS_INFO_METRIC,
     PROCESS_OWNER_LABELS,
     PSI_FIELDS,
@@ -69,7 +70,7 @@ from gputui.metric_schema import (
     HostnameLabel,
     MetricField,
 )
-from gputui.model import GpuInfo, GpuSample, Snapshot, SystemInfo
+from gputui.model import GpuInfo, GpuSample, ProcSample, Snapshot, SystemInfo
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +279,30 @@ def _add_host(out: _Families, snapshot: Snapshot, host: Mapping[str, str]) -> No
                 1,
             )
         out.add_fields(PROC_FIELDS, labels, proc)
+        _add_held(out, proc, labels)
+
+
+def _add_held(out: _Families, proc: ProcSample, labels: Mapping[str, str]) -> None:
+    """How long a rank's main thread has been held in one place, where its stacks say so (rules/hang.py)."""
+    activity, dist = proc.activity, proc.dist
+    kind = activity.leading if activity is not None else None
+    if activity is None or activity.unchanged_since is None or kind is None or dist is None or dist.job is None:
+        return
+    frame = next((f for f in activity.top if f.kind == kind), None)
+    place = {
+        "rank": "" if dist.rank is None else str(dist.rank),
+        "job": dist.job,
+        "kind": kind,
+        "function": frame.function if frame is not None else "",
+        "file": frame.file if frame is not None else "",
+        "line": "" if frame is None or frame.line is None else str(frame.line),
+    }
+    out.add(
+        PROCESS_HELD_METRIC,
+        "Seconds a rank's main thread has stayed in one place (its stack samples), as of its last window.",
+        {**labels, **place},
+        activity.taken_at - activity.unchanged_since,
+    )
 
 
 def _add_findings(out: _Families, findings: Iterable[Finding], host: Mapping[str, str]) -> None:
@@ -305,7 +330,7 @@ def _verdict_seconds(state: ExportState, host: Mapping[str, str]) -> list[Metric
     family = CounterMetricFamily(
         VERDICT_SECONDS_METRIC,
         "Seconds each GPU spent in each verdict class since the exporter started; idle is split into "
-        "idle_allocated (a process or pod holds the GPU) and idle_free.",
+        "idle_allocated (a process or pod holds the GPU) and idle_free; stopped is a job that makes no progress.",
         labels=[*extra, "gpu", "class"],
     )
     for gpu, seconds in sorted(state.verdict_seconds.items()):

@@ -35,6 +35,7 @@ _VERDICT_RGB = {
     "contended": (227, 119, 194),
     "idle": (170, 170, 170),
     "degraded": (40, 40, 40),
+    "stopped": (120, 0, 0),
     "mixed": (188, 189, 34),
     "unknown": (215, 215, 215),
 }

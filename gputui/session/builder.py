@@ -188,7 +188,7 @@ def session_on(
     """The session of parts already open, with the diagnostics engine and the sampler made for them: what
     open_session yields once it has opened them (the keywords are SessionOptions'); a test hands its own, and
     closes them."""
-    engine = DiagnosticsEngine(config.diagnostics, lang)
+    engine = DiagnosticsEngine(config.diagnostics, lang, config.cost.price)
     sampler: Sampler | ReplaySampler
     if isinstance(source, ReplaySource):  # played tick by tick; a seek starts an engine of its own
         sampler = ReplaySampler(source, engine)
@@ -245,7 +245,7 @@ def open_session(options: SessionOptions, config: Config) -> Iterator[Session]:
         recorder = _recorder(options.record, options.interval_s)
         if recorder is not None:
             opened.callback(recorder.close)
-        stacks = stacks_for(system, config.stacks) if options.stacks else None
+        stacks = stacks_for(system, config.stacks, config.diagnostics.thresholds) if options.stacks else None
         if stacks is not None:
             opened.callback(stacks.close)
         voice = AlertVoice()

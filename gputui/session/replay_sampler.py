@@ -44,7 +44,7 @@ class ReplaySampler:
         with self._take_lock:
             step = self.source.advance()
             if step.jumped:  # a seek: the findings start over from the history before the new position
-                self.engine = DiagnosticsEngine(self.engine.config, self.engine.lang)
+                self.engine = DiagnosticsEngine(self.engine.config, self.engine.lang, self.engine.price)
             for snapshot in step.ticks:
                 self._state = self.engine.update(snapshot)
             with self._backlog_lock:

@@ -6,6 +6,13 @@ a `starvation_*` finding on it) its main process is sampled once, then not again
 monitor's key, `diagnose` at its start). One worker thread takes the windows one at a time, and sleeps on its
 queue while nothing is asked: an all-day monitor wakes it once a minute at most.
 
+A job that may have stopped is another question (diagnostics/rules/hang.py): its GPUs idle, or busy at near-zero SM
+activity and power (a collective's kernel spinning for a peer). While its GPUs look so, every rank of the job on
+this machine (the processes whose environment names the same job, `ProcSample.dist`) is sampled every
+`hang_recheck_s`, so that windows follow each other; a window that finds the main thread where the one before left
+it (the same leading kind and frame, by HELD_SHARE or more of both) carries `unchanged_since` on from it: how long
+nothing moved, which `job_stopped` judges.
+
 Each reading's GPU processes get the latest activity read for them (`attach`), so the rules, the views, the JSON
 and the recording all see it as a field of the process. A refused ptrace is said once per reason, as a notice; a
 stack record refused (outside what gputui's sampler writes) once per user who could write it.
@@ -19,6 +26,7 @@ processes are made up (`stacks_allowed`).
     rate_hz = 20        # samples a second
     cooldown_s = 300.0  # a process sampled automatically is not sampled again automatically before this, unless
                         # what it waits on changes (then after `recheck_s`, 60 s)
+    hang_recheck_s = 120.0  # the ranks of a job that may have stopped, again and again while it looks so
 """
 
 from __future__ import annotations
@@ -32,7 +40,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from gputui.config import StacksConfig
-from gputui.model import JobActivity, Snapshot, SystemInfo
+from gputui.diagnostics.rules.hang import sample_stalled, suspects
+from gputui.diagnostics.thresholds import Thresholds
+from gputui.model import JobActivity, ProcSample, Snapshot, SystemInfo
 
 if TYPE_CHECKING:
     from gputui.diagnostics.tick import Tick
@@ -47,6 +57,11 @@ STARVATION_PREFIX = "starvation_"
 # Errors that concern every process alike, and are said once as a notice (the activity says the rest).
 NOTICED_ERRORS = ("ptrace_refused", "no_py_spy")
 _DIGITS = re.compile(r"\d+")
+# What says a process's GPU may belong to a stopped job, beside the waits above.
+SUSPECTED_HANG = "suspected_hang"
+# The share of both windows' samples the main thread must spend in one place for it to be "unchanged": a thread
+# held for good is 100% there; a loop that passes through the place now and then is not.
+HELD_SHARE = 0.95
 # Why no stack is read of a machine's processes (stacks_refusal).
 REPLAY_REFUSAL = "no stacks in a replay: its processes ran on the recorded machine, then"
 REMOTE_REFUSAL = "no stacks of another machine's processes: run gputui there"
@@ -67,9 +82,9 @@ def stacks_refusal(system: SystemInfo) -> str | None:
     return SIMULATED_REFUSAL
 
 
-def stacks_for(system: SystemInfo, config: StacksConfig) -> JobStacks | None:
+def stacks_for(system: SystemInfo, config: StacksConfig, thresholds: Thresholds | None = None) -> JobStacks | None:
     """The sampler of the job stacks for a session on `system`; None where its processes are not this machine's."""
-    return JobStacks(config) if stacks_refusal(system) is None else None
+    return JobStacks(config, thresholds=thresholds) if stacks_refusal(system) is None else None
 
 
 def error_key(error: str | None) -> str | None:
@@ -107,6 +122,49 @@ def waiting_gpus(tick: Tick) -> dict[int, frozenset[str]]:
     return {index: frozenset(why) for index, why in out.items()}
 
 
+def hung_ranks(snapshot: Snapshot, th: Thresholds) -> tuple[int, ...]:
+    """The ranks (PIDs) of the jobs whose GPUs all look as a stopped job leaves them (rules/hang.py `suspects`):
+    every process on this machine whose environment names such a job, whatever GPU it holds."""
+    suspect = set(suspects(snapshot, th))
+    held: dict[str, set[int]] = {}  # each job's GPUs
+    for gpu in snapshot.gpus:
+        for proc in gpu.processes:
+            host = snapshot.host.process(proc.pid)
+            if host is not None and host.dist is not None and host.dist.job is not None:
+                held.setdefault(host.dist.job, set()).add(gpu.index)
+    jobs = {job for job, gpus in held.items() if gpus <= suspect}
+    return tuple(
+        sorted(p.pid for p in snapshot.host.processes if p.dist is not None and p.dist.job in jobs and p.dist.job)
+    )
+
+
+def held_since(before: JobActivity | None, now: JobActivity) -> JobActivity:
+    """`now` with `unchanged_since` set where the window before it (`before`, of the same process) left its main
+    thread in the same place: carried on from `before`, or the start of `before` where that was the first."""
+    if before is None or not same_place(before, now):
+        return now
+    since = before.unchanged_since if before.unchanged_since is not None else before.taken_at - before.window_s
+    return replace(now, unchanged_since=since)
+
+
+def same_place(a: JobActivity, b: JobActivity) -> bool:
+    """Both windows' main thread in one place: the same leading kind, HELD_SHARE or more of each, and the same top
+    frame of that kind (function, file and line)."""
+    kind = a.leading
+    if kind is None or kind != b.leading or min(a.shares.of(kind), b.shares.of(kind)) < HELD_SHARE:
+        return False
+    places = [next(((f.function, f.file, f.line) for f in x.top if f.kind == kind), None) for x in (a, b)]
+    return places[0] is not None and places[0] == places[1]
+
+
+def _ranked(activity: JobActivity, proc: ProcSample) -> JobActivity:
+    """The activity with the process's RANK, as the host source read it from its environment (py-spy reads only the
+    stacks; the in-job sampler says its own)."""
+    if activity.rank is not None or proc.dist is None or proc.dist.rank is None:
+        return activity
+    return replace(activity, rank=proc.dist.rank)
+
+
 class _Stop:
     """The sentinel that ends the worker thread."""
 
@@ -121,8 +179,10 @@ class JobStacks:
         config: StacksConfig | None = None,
         read: ReadActivity | None = None,
         clock: Callable[[], float] = time.time,
+        thresholds: Thresholds | None = None,
     ) -> None:
         self.config = config if config is not None else StacksConfig()
+        self._thresholds = thresholds if thresholds is not None else Thresholds()
         self._read = read if read is not None else self._read_activity
         self._clock = clock
         self._lock = threading.Lock()
@@ -179,10 +239,17 @@ class JobStacks:
         return None
 
     def consider(self, tick: Tick) -> None:
-        """Samples the main process of each GPU that waits on its job, unless it was sampled within `cooldown_s`."""
+        """Samples the main process of each GPU that waits on its job or spins, unless it was sampled within
+        `cooldown_s`; and every rank of a job that may have stopped, unless sampled within `hang_recheck_s`."""
         if not self.config.enabled:
             return
+        ranks = hung_ranks(tick.snapshot, self._thresholds)
+        if ranks:
+            self._recheck(ranks)
         gpus = waiting_gpus(tick)
+        for sample in tick.snapshot.gpus:  # spinning, of no job known: its main process, as any waiting GPU's
+            if not sample.lost and sample_stalled(sample, self._thresholds):
+                gpus[sample.index] = gpus.get(sample.index, frozenset()) | {SUSPECTED_HANG}
         if not gpus:
             return
         waits: dict[int, frozenset[str]] = {}
@@ -202,6 +269,18 @@ class JobStacks:
                     self._asked_for[pid] = why
                     self._ask(pid)
 
+    def _recheck(self, pids: tuple[int, ...]) -> None:
+        """Samples the ranks of a job that may have stopped, each unless sampled within `hang_recheck_s`."""
+        now = self._clock()
+        with self._lock:
+            if self._closed:
+                return
+            for pid in pids:
+                asked = self._asked_at.get(pid)
+                if pid not in self._pending and (asked is None or now - asked >= self.config.hang_recheck_s):
+                    self._asked_for[pid] = frozenset({SUSPECTED_HANG})
+                    self._ask(pid)
+
     def attach(self, snapshot: Snapshot) -> Snapshot:
         """The reading with each process's latest activity on it, and the notices not yet said; the activities of
         processes gone from it are forgotten."""
@@ -218,7 +297,8 @@ class JobStacks:
             self._attached_count = self._read_count
         if latest:
             processes = tuple(
-                replace(proc, activity=latest[proc.pid]) if proc.pid in latest else proc for proc in host.processes
+                replace(proc, activity=_ranked(latest[proc.pid], proc)) if proc.pid in latest else proc
+                for proc in host.processes
             )
             snapshot = replace(snapshot, host=replace(host, processes=processes))
         if notices:
@@ -270,6 +350,7 @@ class JobStacks:
                 error = f"py_spy_failed: reading the stacks failed: {exc}"
                 activity = JobActivity(source="py-spy", taken_at=self._clock(), window_s=0.0, samples=0, error=error)
             with self._idle:
+                activity = held_since(self._latest.get(item), activity)
                 self._latest[item] = activity
                 self._read_count += 1
                 self._note(activity)

@@ -13,9 +13,10 @@ repeated on each; those the GPU takes from an instance's series when it has none
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from gputui import metric_schema, model
 from gputui.sources.base import SourceUnavailable
@@ -294,7 +295,7 @@ class _Reader:
             psi=model.PsiSample(**psi) if psi else None,
             cpu_pct_per_core=tuple(value for _, value in cores),
             load_avg=(load1, load5, load15) if load1 is not None and load5 is not None and load15 is not None else None,
-            processes=self._processes(),
+            processes=self._processes(timestamp),
             **values,
         )
 
@@ -307,7 +308,7 @@ class _Reader:
                 out[spec.attr] = _from_metric(spec, value)
         return out
 
-    def _processes(self) -> tuple[model.ProcSample, ...]:
+    def _processes(self, timestamp: float) -> tuple[model.ProcSample, ...]:
         per_pid: dict[int, dict[str, Any]] = {}
         for labels, _ in self.by_name.get(metric_schema.PROCESS_INFO_METRIC, ()):
             pid = _int_label(labels, "pid")
@@ -323,7 +324,38 @@ class _Reader:
                 pid = _int_label(labels, "pid")
                 if pid in per_pid:
                     per_pid[pid][spec.attr] = _from_metric(spec, value)
+        for labels, value in self.by_name.get(metric_schema.PROCESS_HELD_METRIC, ()):
+            pid = _int_label(labels, "pid")
+            if pid in per_pid:
+                per_pid[pid].update(_held(labels, value, timestamp))
         return tuple(model.ProcSample(pid=pid, **values) for pid, values in sorted(per_pid.items()))
+
+
+def _held(labels: Labels, seconds: float, timestamp: float) -> dict[str, Any]:
+    """A rank's place in its job and where its main thread has been held (gputui_process_held_seconds), as the
+    ProcSample fields the stopped-job rule reads: all that was served of its stacks is that one place, so its
+    activity says that place alone, as of this reading. Nothing where a label is not what the exporter writes."""
+    kind = cast(model.ActivityKind, labels.get("kind", ""))
+    if kind not in model.ACTIVITY_KINDS or not labels.get("job") or not math.isfinite(seconds) or seconds < 0:
+        return {}
+    frame = model.ActivityFrame(
+        kind=kind,
+        function=labels.get("function", ""),
+        file=labels.get("file", ""),
+        line=_int_label(labels, "line"),
+        share=1.0,
+    )
+    activity = model.JobActivity(
+        source="py-spy",
+        taken_at=timestamp,
+        window_s=0.0,
+        samples=1,
+        shares=model.ActivityShares(**{kind: 1.0}),
+        top=(frame,),
+        rank=_int_label(labels, "rank"),
+        unchanged_since=timestamp - seconds,
+    )
+    return {"dist": model.DistRank(rank=_int_label(labels, "rank"), job=labels["job"]), "activity": activity}
 
 
 def _int_label(labels: Labels, key: str) -> int | None:

@@ -81,6 +81,7 @@ def test_every_gpu_process_is_read_once_and_its_activity_printed(
         "worker_samples": 0,
         "taken_at": 1000.0,
         "error": None,
+        "unchanged_since": None,
     }
 
 

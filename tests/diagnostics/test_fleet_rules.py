@@ -17,8 +17,9 @@ from gputui.diagnostics.fleet_rules import (
     fleet_findings,
 )
 from gputui.diagnostics.rules import RULE_IDS
-from gputui.model import GpuProcess, GpuSample, ProcSample, Snapshot
+from gputui.model import ActivityKind, GpuProcess, GpuSample, ProcSample, Snapshot
 from gputui.sources.remote import parse_exposition
+from tests.diagnostics.rules.test_hang import hung, run
 from tests.snapshots import GIB, gpu, gpu_info, host, proc, snapshot
 
 STEP_S = 2.0
@@ -341,3 +342,43 @@ def test_snapshots_of_a_node_stay_its_own() -> None:
     n = node("gpu05")
     assert all(isinstance(s, Snapshot) and s.system.hostname == "gpu05" for s in n.snapshots)
     assert [s.timestamp for s in n.snapshots] == sorted(s.timestamp for s in n.snapshots)
+
+
+# -- hung_job ---------------------------------------------------------------------------------------------------
+
+
+def stopped_on(host_name: str, *, stuck: bool, job: str = "run 7f3a at 10.0.0.1:29500") -> NodeWindow:
+    """A node whose own engine found a job stopped, from hand-built snapshots of its two ranks (tests of rules/hang)."""
+    kind: tuple[ActivityKind, str] = ("idle", "wait_forever") if stuck else ("collective", "all_reduce")
+    snaps = [hung(t, stuck=kind) for t in range(10)]
+    for index, snap in enumerate(snaps):
+        procs = tuple(replace(p, dist=replace(p.dist, job=job)) if p.dist else p for p in snap.host.processes)
+        snaps[index] = replace(snap, host=replace(snap.host, processes=procs))
+    state = run(snaps)
+    return NodeWindow(host=host_name, source="gputui", snapshots=tuple(snaps), findings=state.active)
+
+
+def test_a_hung_job_names_its_stuck_rank_on_whichever_node_it_runs() -> None:
+    found = fleet_findings([stopped_on("gpu01", stuck=False), stopped_on("gpu02", stuck=True), node("gpu03")])
+    hung_job = only(found, "hung_job")
+    assert hung_job.severity == Severity.CRITICAL and found[0] is hung_job  # the worst first
+    assert hung_job.hosts == ("gpu01", "gpu02")
+    assert hung_job.gpus == (("gpu01", 0), ("gpu01", 1), ("gpu02", 0), ("gpu02", 1))
+    assert hung_job.title == "gpu01, gpu02: job stopped: rank 1 (PID 101) in wait_forever (train.py:57) on gpu02"
+    assert "py-spy dump --pid" in hung_job.advice and "last checkpoint" in hung_job.advice
+    assert evidence(hung_job)["stopped_for"] == 300
+
+
+def test_a_hung_job_whose_stuck_rank_is_on_no_node_read_says_so() -> None:
+    hung_job = only(fleet_findings([stopped_on("gpu01", stuck=False)]), "hung_job")
+    assert hung_job.title == "gpu01: job stopped: every rank read waits in the collective"
+
+
+def test_two_jobs_stopped_are_two_findings() -> None:
+    found = fleet_findings([stopped_on("gpu01", stuck=True), stopped_on("gpu02", stuck=True, job="at 10.0.0.2:29500")])
+    assert sorted(f.hosts for f in found if f.rule == "hung_job") == [("gpu01",), ("gpu02",)]
+
+
+def test_a_hung_job_in_chinese() -> None:
+    hung_job = only(fleet_findings([stopped_on("gpu02", stuck=True)], "zh"), "hung_job")
+    assert hung_job.title.startswith("gpu02：任务已停止")

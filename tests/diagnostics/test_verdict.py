@@ -58,7 +58,9 @@ def test_the_tour_plays_each_scenario_to_its_verdict_and_so_shows_every_verdict(
         shown |= set(classes)
         ended[source.scenario_at(clock.now)[0]] = classes  # the last tick of a stage is kept
     assert ended == {scenario.name: scenario.verdict for scenario in SCENARIO_TABLE}
-    assert shown == set(CLASSES)
+    # `stopped` takes `stopped_after_s` (240 s) of a spinning GPU without stacks, past a stage of the tour:
+    # test_the_hang_scenario_is_stopped_once_it_held_stopped_after_s plays it that long.
+    assert shown == set(CLASSES) - {"stopped"}
     assert TOUR not in BY_NAME  # the tour is the table played in turn, no scene of its own
 
 
@@ -321,3 +323,16 @@ def test_a_mixed_verdict_stands_from_when_it_took_over(scenario: str) -> None:
             taken.add(verdict.since)
     source.close()
     assert len(taken) == 1
+
+
+def test_the_hang_scenario_is_stopped_once_it_held_stopped_after_s() -> None:
+    """`--demo hang`: no stack is read on the simulated machine, so it is the warning without stacks, and the
+    verdict says the spinning GPUs are stopped (the blocked rank's idle GPU is left out beside them)."""
+    state, raised = run_scenario("hang", seconds=int(TH.stopped_after_s) + 15)
+    assert {(f.rule, f.severity.label, f.gpus) for f in state.active} == {
+        *(("gpu_stalled", "warning", (i,)) for i in (0, 2, 3)),
+        ("idle_allocation", "info", (1,)),  # the stuck rank's GPU, held and idle
+    }
+    assert not raised & {"low_sm_activity", "imbalance"}
+    assert state.verdict is not None and state.verdict.cls == "stopped"
+    assert state.verdict.gpus == (0, 2, 3)

@@ -79,12 +79,19 @@ INTERVAL_S = 0.5
 # before it closes (the product's 3 s and 5 s), and a verdict gives way after HOLD_S too.
 LAB_WINDOW_S = 6.0
 HOLD_S = 1.5
+# A job that has stopped (case p) is said after LAB_STOPPED_S of its ranks held in one place (the product's 240 s):
+# only the ranks of a torch.distributed job whose GPUs all idle or spin are judged so, which no other case stages.
+LAB_STOPPED_S = 8.0
 LAB_DIAGNOSTICS = DiagnosticsConfig(
-    thresholds=Thresholds(window_s=LAB_WINDOW_S), open_after_s=HOLD_S, close_after_s=HOLD_S
+    thresholds=Thresholds(window_s=LAB_WINDOW_S, stopped_after_s=LAB_STOPPED_S),
+    open_after_s=HOLD_S,
+    close_after_s=HOLD_S,
 )
 # A window of stack samples of 2 s at 40 Hz (the product's: 4 s at 20 Hz), the same 80 samples; the product's
-# cooldown_s and recheck_s (300 s, 60 s) outlast any case: one window of a process per case.
-LAB_STACKS = StacksConfig(window_s=2.0, rate_hz=40)
+# cooldown_s and recheck_s (300 s, 60 s) outlast any case: one window of a process per case. The ranks of a job that
+# may have stopped are sampled again every LAB_HANG_RECHECK_S (the product's 60 s): case p's alone.
+LAB_HANG_RECHECK_S = 3.0
+LAB_STACKS = StacksConfig(window_s=2.0, rate_hz=40, hang_recheck_s=LAB_HANG_RECHECK_S)
 # The verdict comes after half the window (3 s), and gives way once (HOLD_S) where the first readings misled it;
 # the findings are open by then: 6.5 s sees them all.
 RUN_S = 6.5
@@ -95,6 +102,10 @@ RUN_S = 6.5
 # the job published, read at once: the verdict that names them settles by ~6 s.
 STACKS_RUN_S = 11.0
 RANKS_RUN_S = 13.5
+# A stopped job (case p): its two ranks' first windows (~5 s, one after the other), their second ones
+# LAB_HANG_RECHECK_S on (~11 s), held LAB_STOPPED_S by then; job_stopped opens, and the verdict gives way HOLD_S
+# later (~13 s). Margin for a slow py-spy start on a shared machine.
+HANG_RUN_S = 24.0
 IN_PROCESS_RUN_S = 7.5
 # The longest a job may take to import torch, start its workers (and write its files) and report its first batch.
 START_TIMEOUT_S = 60.0
@@ -289,6 +300,15 @@ CASES: tuple[Case, ...] = (
         " the checkpoint a minority (~30%) of the main thread's samples, its GPU step the rest",
         (*LOADER_KEEPS_UP, "--gpu-step-ms", "40", "--checkpoint-every", "3", "--checkpoint-mb", "64"),
         seconds=STACKS_RUN_S,
+    ),
+    Case(
+        "p",
+        "stopped-rank",
+        "two ranks over gloo under torchrun, a GPU each, as j; after 20 steps rank 1 blocks for good outside the"
+        " collective (wait_forever) while rank 0 waits in all_reduce, its collective's kernel spinning (--spin)",
+        (*RANK_ARGS, "--stop-rank", "1", "--stop-after", "20", "--spin"),
+        ranks=2,
+        seconds=HANG_RUN_S,
     ),
 )
 BY_NAME = {case.name: case for case in CASES} | {case.slug: case for case in CASES}

@@ -7,15 +7,21 @@ activity's leading kind (and the frame it is named by) and the verdict's named c
 job under `gputui run` (the stacks read from inside) and read its stacks as an unprivileged user (ptrace refused).
 Cases a and c (num_workers=0, too few workers) assert theirs in test_lab_cases.py.
 
-`python -m tests.lab.show g h i j h@unprivileged g@run` prints the same outcomes in full.
+Case p (a rank stopped outside the collective) asserts the critical finding that names it, its alert and the
+verdict `stopped`.
+
+`python -m tests.lab.show g h i j p h@unprivileged g@run` prints the same outcomes in full.
 """
 
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
+from gputui.alerts.edges import Edges
+from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.verdict import Verdict
 from gputui.formatting import fmt_pct
 from gputui.model import ActivityKind, JobActivity
@@ -218,3 +224,32 @@ def test_the_same_jobs_under_gputui_run_read_the_same_from_inside(lab: Lab, name
         _named_by_stack(outcome, "cpu", "compute_metrics (train.py:")
     if name == "j":
         _named_by_stack(outcome, "collective", "rank 0", gpu=0)
+
+
+def test_p_a_rank_stopped_outside_the_collective_is_a_stopped_job_naming_it_and_an_alert(lab: Lab) -> None:
+    """Issue 40, item 5: torchrun, two ranks; after 20 steps rank 1 blocks for good in wait_forever while rank 0
+    waits in all_reduce, its collective's kernel spinning (GPU 0 "busy" at ~3% SM activity). The critical finding
+    names rank 1, its PID and its frame, and opens an alert; the verdict says the job stopped, not "use a bigger
+    batch" nor "uneven load"."""
+    outcome = lab("p")
+    waiting, stuck = _read(outcome, 0), _read(outcome, 1)
+    assert (waiting.rank, stuck.rank) == (0, 1)
+    assert waiting.leading == "collective" and _top(waiting, "collective")[0] == "all_reduce"
+    assert stuck.leading == "idle" and _top(stuck, "idle") == ("wait_forever", "train.py")
+    assert stuck.unchanged_since is not None  # held across its windows
+    [finding] = [f for f in outcome.state.active if f.rule == "job_stopped"]
+    assert finding.severity == Severity.CRITICAL and finding.gpus == (0, 1)
+    assert f"rank 1 (PID {outcome.pids[1]}) is blocked in wait_forever (train.py:" in finding.title
+    assert f"py-spy dump --pid {outcome.pids[1]}" in finding.advice
+    alerts = Edges(Severity.CRITICAL, min_interval_s=300.0).update(time.time(), outcome.state.active)
+    assert [(state, f.rule) for state, f in alerts] == [("open", "job_stopped")]
+    verdict = outcome.state.verdict
+    assert verdict is not None and verdict.cls == "stopped", verdict.line
+    assert "rank blocked outside the collective" in verdict.summary
+    # "Busy, not efficient" and "uneven load" are not said of the stopped job. (Its first readings may still hold the
+    # steps before rank 1 stopped, and the mean of those and of the spinning can read as either for a moment.)
+    still = {f.rule for f in outcome.state.active}
+    assert not still & {"low_sm_activity", "imbalance", "gpu_stalled"}, still
+    stopped_at = next(f.started_at for f in outcome.seen if f.rule == "job_stopped")
+    after = {f.rule for f in outcome.seen if f.started_at >= stopped_at}
+    assert not after & {"low_sm_activity", "imbalance"}, after

@@ -17,6 +17,7 @@ from gputui.model import (
     ActivityShares,
     ContainerInfo,
     ContainerSample,
+    DistRank,
     GpuProcess,
     GpuSample,
     JobActivity,
@@ -77,6 +78,7 @@ ACTIVITY = JobActivity(
     worker_samples=160,
     rank=1,
     error="gone: it exited during the window",
+    unchanged_since=T0 - 300.0,
     waited_on=WaitedOn(
         kind="data",
         who="thread producer (tid 4300)",
@@ -178,8 +180,18 @@ def every_field_snapshot() -> Snapshot:
         create_time=1_700_000_000.25,
         ppid=4000,
         activity=ACTIVITY,
+        dist=DistRank(rank=1, local_rank=1, world_size=2, job="run 7f3a at 10.0.0.1:29500", launcher_pid=4000),
     )
-    neighbour = ProcSample(pid=999, name="stress", user="bob", cmdline="stress -c 2", cpu_pct=198.5, container="c0ffee")
+    # Another user's process: its environment refused to the reader.
+    neighbour = ProcSample(
+        pid=999,
+        name="stress",
+        user="bob",
+        cmdline="stress -c 2",
+        cpu_pct=198.5,
+        container="c0ffee",
+        dist=DistRank(unreadable=True),
+    )
     host = dataclasses.replace(
         host_sample(T0, 0),
         swap_in_bytes_s=4096.0,

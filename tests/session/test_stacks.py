@@ -15,9 +15,9 @@ from gputui.config import ConfigError, StacksConfig, load_config
 from gputui.diagnostics.findings import Finding, Severity
 from gputui.diagnostics.tick import Tick
 from gputui.diagnostics.verdict import Verdict
-from gputui.model import ActivityShares, JobActivity, Snapshot
+from gputui.model import ActivityFrame, ActivityShares, DistRank, JobActivity, Snapshot
 from gputui.session.sampling import Sampler
-from gputui.session.stacks import JobStacks, stacks_for, stacks_refusal
+from gputui.session.stacks import JobStacks, held_since, stacks_for, stacks_refusal
 from tests.snapshots import gpu, host, proc, snapshot, system_info
 
 SETTLE_S = 10.0  # a bound on waiting for the fake readers' windows, which end at once
@@ -323,7 +323,10 @@ def test_the_config_files_stacks_table(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("table", "error"),
     [
-        ("enabeld = true", "unknown key 'stacks.enabeld' (known: enabled, window_s, rate_hz, cooldown_s, recheck_s)"),
+        (
+            "enabeld = true",
+            "unknown key 'stacks.enabeld' (known: enabled, window_s, rate_hz, cooldown_s, recheck_s, hang_recheck_s)",
+        ),
         ('enabled = "yes"', "'stacks.enabled' must be true or false, not a string (\"yes\")"),
         ("rate_hz = 2.5", "'stacks.rate_hz' must be a whole number from 1 to 1000, not 2.5"),
         ("rate_hz = 0", "'stacks.rate_hz' must be a whole number from 1 to 1000, not 0"),
@@ -339,3 +342,97 @@ def test_a_bad_stacks_table_is_an_error_naming_the_key(tmp_path: Path, table: st
     with pytest.raises(ConfigError) as raised:
         load_config(path)
     assert str(raised.value).split(": ", 1)[1] == error
+
+
+# --- a job that may have stopped (issue 40, item 5) ---------------------------------------------------------------
+
+JOB = "run 7f3a at 127.0.0.1:29500"
+
+
+def ranks_of_a_hung_job(*, working: bool = False) -> Tick:
+    """torchrun's two ranks (500 on GPU 0 spinning, 501 on GPU 1 idle), a third process of another job, and a
+    process of no job on GPU 2 that spins alike. `working`: GPU 0 does real work instead."""
+    procs = (
+        proc(500, dist=DistRank(rank=0, world_size=2, job=JOB)),
+        proc(501, dist=DistRank(rank=1, world_size=2, job=JOB)),
+        proc(502, dist=DistRank(rank=0, world_size=1, job="at otherhost:29500")),
+        proc(600),
+    )
+    spin = {"utilization_gpu_pct": 99.5, "sm_active_pct": 3.0, "power_w": 110.0}
+    busy = {"utilization_gpu_pct": 98.0, "sm_active_pct": 70.0, "power_w": 560.0}
+    gpus = (
+        gpu(0, pids=(500,), **(busy if working else spin)),
+        gpu(1, pids=(501,), utilization_gpu_pct=0.0, sm_active_pct=0.0, power_w=70.0),
+        gpu(2, pids=(502,), **busy),
+        gpu(3, pids=(600,), **spin),
+    )
+    return Tick(snapshot(0.0, gpus=gpus, host_sample=host(procs)))
+
+
+def test_every_rank_of_a_job_that_may_have_stopped_is_sampled_every_hang_recheck_s() -> None:
+    reader, clock = Reader(), Clock()
+    stacks = JobStacks(StacksConfig(cooldown_s=300.0, hang_recheck_s=60.0), read=reader, clock=clock)
+    stacks.consider(ranks_of_a_hung_job())
+    # not 502 (another job, at work); 600 spins too, but is of no job: once per cooldown, as a waiting GPU's
+    assert settled(stacks) and sorted(reader.read) == [500, 501, 600]
+    clock.t += 59.0
+    settled(stacks).consider(ranks_of_a_hung_job())
+    assert settled(stacks) and len(reader.read) == 3
+    clock.t += 1.0
+    stacks.consider(ranks_of_a_hung_job())
+    assert settled(stacks) and sorted(reader.read) == [500, 500, 501, 501, 600]
+
+
+def test_a_job_whose_gpu_works_is_not_sampled_as_a_hang() -> None:
+    reader = Reader()
+    stacks = JobStacks(read=reader)
+    stacks.consider(ranks_of_a_hung_job(working=True))
+    assert settled(stacks) and reader.read == [600]  # the spinning GPU of no job alone
+
+
+def window(kind: str, function: str, line: int, taken_at: float, share: float = 1.0) -> JobActivity:
+    rest = {"cpu": round(1.0 - share, 6)} if share < 1.0 else {}
+    return JobActivity(
+        source="py-spy",
+        taken_at=taken_at,
+        window_s=4.0,
+        samples=80,
+        shares=ActivityShares(**{kind: share, **rest}),
+        top=(ActivityFrame(kind, function, "/job/train.py", line, share),),  # type: ignore[arg-type]
+    )
+
+
+def test_a_main_thread_held_in_one_place_carries_since_when_across_windows() -> None:
+    first = window("idle", "wait_forever", 57, 1000.0)
+    second = held_since(first, window("idle", "wait_forever", 57, 1060.0))
+    third = held_since(second, window("idle", "wait_forever", 57, 1120.0))
+    assert (second.unchanged_since, third.unchanged_since) == (996.0, 996.0)  # the first window's start
+    assert held_since(None, first).unchanged_since is None
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        window("idle", "wait_forever", 58, 1060.0),  # another line
+        window("idle", "other", 57, 1060.0),  # another function
+        window("collective", "wait_forever", 57, 1060.0),  # another kind
+        window("idle", "wait_forever", 57, 1060.0, share=0.8),  # passing through, not held
+    ],
+    ids=["line", "function", "kind", "share"],
+)
+def test_a_main_thread_that_moved_starts_over(after: JobActivity) -> None:
+    first = window("idle", "wait_forever", 57, 1000.0)
+    assert held_since(first, after).unchanged_since is None
+
+
+def test_the_sampler_sets_it_on_the_windows_it_takes_and_each_reading_gets_the_rank() -> None:
+    clock = Clock()
+    taken = iter([window("idle", "wait_forever", 57, 1000.0), window("idle", "wait_forever", 57, 1060.0)])
+    stacks = JobStacks(read=lambda pid, window_s: next(taken), clock=clock)
+    snap = snapshot(0.0, host_sample=host((proc(100, dist=DistRank(rank=1, job=JOB)),)))
+    stacks.request(100)
+    settled(stacks)
+    stacks.request(100)
+    attached = settled(stacks).attach(snap).host.process(100)
+    assert attached is not None and attached.activity is not None
+    assert (attached.activity.unchanged_since, attached.activity.rank) == (996.0, 1)

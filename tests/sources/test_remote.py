@@ -466,3 +466,37 @@ def test_a_page_the_parser_refuses_is_quoted_clean() -> None:
     with pytest.raises(RemoteFormatError) as refused:
         parse_exposition('bad{x="1"} one\x1b]0;PWNED\x07\n', fallback_hostname="x:9400", now=0.0)
     assert is_clean(str(refused.value)), str(refused.value)
+
+
+def test_a_stopped_job_and_its_stuck_rank_reach_the_fleet_through_the_exporter() -> None:
+    """Issue 40: the exporter serves how long each rank's main thread has held one place; a fleet view that reads
+    the node's /metrics judges the job stopped itself and names the stuck rank (`hung_job`)."""
+    from gputui.diagnostics.engine import DiagnosticsEngine
+    from gputui.diagnostics.fleet_rules import NodeWindow, fleet_findings
+    from tests.diagnostics.rules.test_hang import hung
+
+    engine = DiagnosticsEngine()
+    read: list[Snapshot] = []
+    for t in range(10):
+        sent = hung(t)
+        text = render(ExportState(system=sent.system, snapshot=sent))
+        assert 'function="wait_forever"' in text and 'rank="1"' in text
+        read.append(parse_exposition(text, fallback_hostname="gpu02:9400", now=sent.timestamp))
+        state = engine.update(read[-1])
+    stuck = read[-1].host.process(101)
+    assert stuck is not None and stuck.dist is not None and stuck.activity is not None
+    assert (stuck.dist.rank, stuck.activity.leading, stuck.activity.top[0].function) == (1, "idle", "wait_forever")
+    assert [f.rule for f in state.active if f.severity.label == "critical"] == ["job_stopped"]
+    (hung_job,) = [
+        f for f in fleet_findings([NodeWindow("gpu02", "gputui", tuple(read), state.active)]) if f.rule == "hung_job"
+    ]
+    assert "rank 1 (PID 101) in wait_forever (train.py:57) on gpu02" in hung_job.title
+
+
+def test_a_held_series_with_a_forged_kind_is_not_read_as_a_place() -> None:
+    from tests.diagnostics.rules.test_hang import hung
+
+    sent = hung(0)
+    text = render(ExportState(system=sent.system, snapshot=sent)).replace('kind="idle"', 'kind="evil"')
+    stuck = parse_exposition(text, fallback_hostname="gpu02:9400", now=sent.timestamp).host.process(101)
+    assert stuck is not None and stuck.activity is None and stuck.dist is None

@@ -18,6 +18,7 @@ from gputui.diagnostics.locale import LANGS, Texts
 from gputui.diagnostics.rules import (
     container,
     efficiency,
+    hang,
     health,
     host,
     interconnect,
@@ -49,6 +50,7 @@ FAMILIES: tuple[Family, ...] = (
     interconnect,
     starvation,
     waits,
+    hang,
     container,
     efficiency,
     sharing,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import Protocol, TypeVar, cast
 
 from gputui.diagnostics.findings import Evidence, Severity
 from gputui.diagnostics.thresholds import Thresholds
@@ -59,6 +59,16 @@ class Hit:
     params: Mapping[str, object] = field(default_factory=dict)  # placeholders of the title and advice
 
 
+class HourPrice(Protocol):
+    """What a GPU-hour costs (diagnostics/account.py's Price, the config's [cost]): a rule that says what a problem
+    costs states it in money where one is set."""
+
+    @property
+    def per_gpu_hour(self) -> float: ...
+
+    def format(self, amount: float) -> str: ...
+
+
 class Window:
     """The snapshots a rule looks at, oldest first.
 
@@ -77,14 +87,16 @@ class Window:
         "_series",
         "_shared",
         "latest",
+        "price",
         "seconds",
         "snapshots",
     )
 
-    def __init__(self, snapshots: Sequence[Snapshot], seconds: float) -> None:
+    def __init__(self, snapshots: Sequence[Snapshot], seconds: float, price: HourPrice | None = None) -> None:
         if not snapshots:
             raise ValueError("a window needs at least one snapshot")
         self.snapshots = snapshots
+        self.price = price  # what a GPU-hour costs, where the config says
         self.latest = snapshots[-1]
         self.seconds = seconds
         self._series: dict[int, list[GpuSample]] | None = None

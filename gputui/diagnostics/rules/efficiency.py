@@ -14,12 +14,18 @@ from gputui.diagnostics.figures import figures_of
 from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev, rounded
+from gputui.diagnostics.rules.hang import stalled_now, stopped_gpus
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_pct
 
 
 def low_sm_activity(w: Window, th: Thresholds) -> Iterator[Hit]:
+    """Not for a GPU that spins (busy at near-zero SM activity and power) or whose job has stopped: a collective's
+    kernel waiting for a lost peer is empty, and no batch size fills it (rules/hang.py)."""
+    stopped = stopped_gpus(w, th)
     for g in w.gpus():
+        if g.index in stopped or stalled_now(w, g.index, th):
+            continue
         figures = figures_of(w, g.index)
         util, sm = figures.busy_pct, figures.sm_active_pct
         if util is None or sm is None or util < th.efficiency_busy_util_pct or sm >= th.sm_active_low_pct:
@@ -120,7 +126,6 @@ TEXTS: Texts = {
             "product_attention), larger tiles and fewer element-wise passes move less data per step."
         ),
         "memory_bound.cause": "bound by DRAM bandwidth",
-        "ev.sm_active": "SM activity",
         "ev.sm_occupancy": "SM occupancy",
         "ev.tensor_active": "tensor-core activity",
         "ev.fp32_active": "plain FP32 math activity",
@@ -146,7 +151,6 @@ TEXTS: Texts = {
             "更大的分块和更少的逐元素操作，都能减少每步搬运的数据量。"
         ),
         "memory_bound.cause": "受显存带宽限制",
-        "ev.sm_active": "SM 活跃度",
         "ev.sm_occupancy": "SM 占用率",
         "ev.tensor_active": "Tensor Core 活跃度",
         "ev.fp32_active": "FP32 流水线活跃度",

@@ -10,6 +10,7 @@ from gputui.diagnostics.findings import Severity
 from gputui.diagnostics.instances import instance_of
 from gputui.diagnostics.locale import Texts
 from gputui.diagnostics.rules.base import Hit, Rule, Window, ev
+from gputui.diagnostics.rules.hang import stalled_now, stopped_gpus
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.formatting import fmt_pct, fmt_ranges
 from gputui.model import GpuSample
@@ -83,10 +84,13 @@ def jobs(w: Window) -> list[tuple[set[int], set[int]]]:
 
 def imbalance(w: Window, th: Thresholds) -> Iterator[Hit]:
     """Compares whole GPUs only, never MIG instances (with each other or with a GPU): instances are separate
-    slices of separate sizes, each a job's own, and one doing less than another says nothing about either."""
+    slices of separate sizes, each a job's own, and one doing less than another says nothing about either. Not a job
+    that has stopped or whose busy GPUs spin (rules/hang.py): its load is uneven because a rank is stuck, which no
+    placement evens out."""
+    stopped = stopped_gpus(w, th)
     for job_gpus, pids in jobs(w):
         gpus = {i for i in job_gpus if instance_of(i) is None}
-        if len(gpus) < 2:
+        if len(gpus) < 2 or gpus & stopped or any(stalled_now(w, i, th) for i in gpus):
             continue
         utils = {i: w.mean(i, "utilization_gpu_pct") for i in sorted(gpus)}
         known = {i: u for i, u in utils.items() if u is not None}

@@ -74,12 +74,13 @@ def slurm_job(cgroup_text: str | None) -> tuple[str | None, int | None]:
     return (stepd.group(1), None) if stepd else (None, None)
 
 
-def environ_values(pid: int, keys: Iterable[bytes], root: Path = Path("/")) -> dict[bytes, str]:
-    """The values of `keys` in /proc/PID/environ (its first ENVIRON_MAX_BYTES); {} when it cannot be read."""
+def read_environ(pid: int, root: Path = Path("/")) -> dict[bytes, bytes] | None:
+    """/proc/PID/environ's variables (its first ENVIRON_MAX_BYTES), raw; None when the kernel refuses it (another
+    user's process, read without ptrace rights) or the process is gone."""
     try:
         fd = os.open(f"{root}/proc/{pid}/environ", os.O_RDONLY)
     except OSError:
-        return {}
+        return None
     chunks: list[bytes] = []
     size = 0
     try:
@@ -90,16 +91,21 @@ def environ_values(pid: int, keys: Iterable[bytes], root: Path = Path("/")) -> d
             chunks.append(chunk)
             size += len(chunk)
     except OSError:
-        return {}
+        return None
     finally:
         os.close(fd)
-    out: dict[bytes, str] = {}
-    wanted = tuple(key + b"=" for key in keys)
+    out: dict[bytes, bytes] = {}
     for entry in b"".join(chunks).split(b"\0"):
-        for prefix in wanted:
-            if entry.startswith(prefix):
-                out[prefix[:-1]] = entry[len(prefix) :].decode("utf-8", "replace")
+        name, sep, value = entry.partition(b"=")
+        if sep and name not in out:
+            out[name] = value
     return out
+
+
+def environ_values(pid: int, keys: Iterable[bytes], root: Path = Path("/")) -> dict[bytes, str]:
+    """The values of `keys` in /proc/PID/environ (its first ENVIRON_MAX_BYTES); {} when it cannot be read."""
+    environ = read_environ(pid, root) or {}
+    return {key: environ[key].decode("utf-8", "replace") for key in keys if key in environ}
 
 
 def user_name(uid: int) -> str:

@@ -26,10 +26,11 @@ import psutil
 
 from gputui.diagnostics.thresholds import Thresholds
 from gputui.foreign_text import clean, clean_optional
-from gputui.model import ContainerInfo, HostSample, ProcSample
+from gputui.model import ContainerInfo, DistRank, HostSample, ProcSample
 from gputui.sources.host import procfs
 from gputui.sources.host.attribution import Attribution, Attributor
 from gputui.sources.host.cgroup import CgroupReader, host_oom_kills, read_cgroup, shm_bytes
+from gputui.sources.host.dist import read_dist
 from gputui.sources.host.podresources.kubelet import PodNames
 
 # Counting children scans every process on the machine (~5-40 µs each), so the counts of all GPU processes
@@ -96,6 +97,7 @@ class _Tracked:
     container: str | None = None  # seen from the host: the container it runs in, and its PID there
     container_pid: int | None = None
     unreadable: tuple[str, ...] = ()  # its /proc files refused to this reader, read once
+    dist: DistRank | None = None  # its place in a torch.distributed job, from its environment, read once
     waited_ns: int | None = None  # time its main thread waited for a CPU, cumulative, as read at `waited_at`
     waited_at: float = 0.0
     run_queue_wait_pct: float | None = None  # over the last SCHED_EVERY ticks
@@ -394,6 +396,7 @@ class HostSource:
                     unreadable=tracked.unreadable,
                     create_time=tracked.create_time,
                     ppid=tracked.ppid,
+                    dist=tracked.dist,
                     **attribution.sample_fields(),
                 )
         except ps.NoSuchProcess:
@@ -421,6 +424,7 @@ class HostSource:
                 unreadable=procfs.unreadable(pid, self._root),
                 attribution=self._attrib.attribute(pid, gpus),
             )
+        tracked.dist = read_dist(pid, tracked.ppid, self._root)
         self._count_children(tracked)
         self._read_placement(tracked)
         self._procs[pid] = tracked

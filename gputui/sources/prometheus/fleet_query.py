@@ -74,6 +74,7 @@ def fleet_metric_names() -> tuple[str, ...]:
         metric_schema.GPU_LOST_METRIC,
         metric_schema.GPU_PROCESS_METRIC,
         metric_schema.PROCESS_INFO_METRIC,
+        metric_schema.PROCESS_HELD_METRIC,
         metric_schema.MIG_PENDING_METRIC,
         metric_schema.MIG_INSTANCE_INFO_METRIC,
     ]

@@ -20,8 +20,11 @@ and renamed over the trace (os.replace), so a reader sees the old record or the 
 the time.monotonic() at which the step in progress began, null between steps (CLOCK_MONOTONIC is one clock for
 every process of a Linux machine, so this process can compare it with its own); `step_s` the GPU work that
 step holds, when the job knows it (optional; null or absent: busy until the step ends); `steps` the steps
-ended. The GPU's time is not the process's: a process waiting for a CPU (a spent cgroup quota, a busy core)
-wakes after its GPU has gone idle, so a step that knows its work counts only that. The job writes its first
+ended; `spinning_since` (optional; null or absent: not spinning) the time.monotonic() at which the job began to
+wait in a collective whose kernel spins on the GPU until its peers arrive, as NCCL's does: the GPU reads busy
+meanwhile, at ~3% SM activity and near-idle power (physics.spinning_plan), the sign of a rank waiting on a peer
+that may never come. The GPU's time is not the process's: a process waiting for a CPU (a spent cgroup quota, a
+busy core) wakes after its GPU has gone idle, so a step that knows its work counts only that. The job writes its first
 record once its data-loader workers have started, so its process tree is complete from the first look. gputui
 must see the job's PID namespace (the same machine or container).
 """
@@ -35,7 +38,7 @@ import platform
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import ModuleType
 
@@ -47,7 +50,17 @@ from gputui.sources.host import procfs
 from gputui.sources.host.cgroup import read_text
 from gputui.sources.host.numa import numa_nodes
 from gputui.sources.host.source import HostSource
-from gputui.sources.sim.physics import BOARDS, DEFAULT_BOARD, GpuPlan, HostPlan, Job, MachinePhysics, Scene, gpu_info
+from gputui.sources.sim.physics import (
+    BOARDS,
+    DEFAULT_BOARD,
+    GpuPlan,
+    HostPlan,
+    Job,
+    MachinePhysics,
+    Scene,
+    gpu_info,
+    spinning_plan,
+)
 
 TRACE_FORMAT = "gputui-job-trace"
 TRACE_VERSION = 1
@@ -72,6 +85,11 @@ class JobTrace:
     step_started: float | None
     step_s: float | None
     steps: int
+    spinning_since: float | None = None
+
+    def spun(self, now: float, dt: float) -> float:
+        """Seconds of the interval of `dt` ending at `now` in which a collective's kernel spun."""
+        return 0.0 if self.spinning_since is None else max(0.0, min(dt, now - self.spinning_since))
 
     def busy_at(self, now: float) -> float:
         """The GPU's busy seconds up to monotonic time `now`, the step in progress included."""
@@ -114,6 +132,7 @@ def read_trace(path: Path) -> JobTrace:
         None if record.get("step_started") is None else _seconds(record, "step_started", path),
         None if record.get("step_s") is None else _seconds(record, "step_s", path),
         _count(record, "steps", path),
+        None if record.get("spinning_since") is None else _seconds(record, "spinning_since", path),
     )
 
 
@@ -285,8 +304,11 @@ class JobSource:
         # Since the last reading; a job seen for the first time counts from its start, within the interval.
         spent = busy - gpu.last_busy if gpu.last_busy is not None else busy
         gpu.last_busy = busy
-        util = 100.0 * min(max(spent, 0.0), dt) / dt if dt > 0 else (100.0 if trace.busy_now(now) else 0.0)
+        spun = trace.spun(now, dt)
+        util = 100.0 * min(max(spent, 0.0) + spun, dt) / dt if dt > 0 else (100.0 if trace.busy_now(now) else 0.0)
         job = Job(pid=trace.pid, user="", cmdline="", memory_gib=((index, JOB_MEMORY_GIB),), cpu_pct=0.0)
+        if dt > 0 and spun >= dt / 2:  # most of the interval a kernel spun, waiting on a peer: busy, doing nothing
+            return replace(spinning_plan(), util=util, util_swing=0.0), job
         return GpuPlan(util=util, util_swing=0.0), job
 
     def _read(self, gpu: _Followed, events: list[str]) -> JobTrace | None:

@@ -171,6 +171,19 @@ class GpuPlan:
     tensor_share: float = 0.56
     fp32_share: float = 0.14
     dram_fill: float = 0.55
+    # A collective's kernel waiting on a peer that does not come (NVIDIA/nccl#1025): it runs all the time, so
+    # utilization reads busy, but on a few SMs doing nothing, so its power stays near idle (SPIN_LOAD of the load's).
+    spinning: bool = False
+
+
+# What a spinning kernel draws of a full load's power, and fills of the SMs: a busy GPU doing nothing.
+SPIN_LOAD = 0.05
+SPIN_SM_FILL = 0.03
+
+
+def spinning_plan() -> GpuPlan:
+    """A GPU whose collective's kernel spins, waiting: ~100% busy at ~3% SM activity and near-idle power."""
+    return GpuPlan(util=99.5, util_swing=0.4, sm_fill=SPIN_SM_FILL, tensor_share=0.0, dram_fill=0.01, spinning=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -355,7 +368,7 @@ class MachinePhysics:
             tx = 12e3 + 4e3 * wave(f"{key}/tx", t)
             reasons = BIT["gpu_idle"]
             pstate = 8
-            if slices is None:
+            if slices is None and not jobs:
                 used = MIB
         else:
             if slices is None:
@@ -379,7 +392,7 @@ class MachinePhysics:
                 if temp >= SLOWDOWN_C + 1:
                     # As a driver reports it (nvml.h): HW slowdown, and HW thermal slowdown beside it for the cause.
                     reasons |= BIT["hw_thermal_slowdown"] | BIT["hw_slowdown"]
-            dynamic = util / 100.0 * board.load_power_w
+            dynamic = util / 100.0 * board.load_power_w * (SPIN_LOAD if plan.spinning else 1.0)
             power = (
                 board.base_power_w + dynamic * (clock / board.max_sm_clock_mhz) ** 2 + 12.0 * wave(f"{key}/power", t)
             )

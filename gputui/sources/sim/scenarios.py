@@ -29,6 +29,7 @@ from gputui.sources.sim.physics import (
     HostPlan,
     Job,
     Scene,
+    spinning_plan,
 )
 from gputui.sources.sim.placement import socket_cpus, socket_of
 
@@ -258,6 +259,14 @@ def _imbalance(stage: Stage, t: float) -> Scene:
         i: GpuPlan(util=96.0 if i == first else 42.0, util_swing=3.0 if i == first else 7.0) for i in range(stage.count)
     }
     return Scene(plans, (job,), HostPlan())
+
+
+def _hang(stage: Stage, t: float) -> Scene:
+    # torchrun, one rank per GPU; one rank blocked for good outside the collective: its GPU idles while its process
+    # lives, and the others' collective kernels spin waiting for it (busy, ~3% SM activity, near-idle power).
+    plans = {i: GpuPlan(idle=True) if i == stage.odd else spinning_plan() for i in range(stage.count)}
+    # Their main threads wait (gloo blocks in all_reduce, the stuck rank in its own wait): little CPU.
+    return Scene(plans, stage.ranks(f"{_TRAIN} --nnodes 1", 52.0, cpu_pct=2.0, cpu_swing=0.5), HostPlan())
 
 
 def _fp32(stage: Stage, t: float) -> Scene:
@@ -558,6 +567,17 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         signs=frozenset({"ecc"}),
         findings=(ExpectedFinding("ecc_errors", "critical", (1,)),),
         verdict=("mixed", "degraded", "gpu_bound"),
+    ),
+    Scenario(
+        "hang",
+        "torchrun: one rank blocked outside the collective; the others' GPUs 100% busy at 3% SM activity, ~17% power",
+        _hang,
+        signs=frozenset({"spinning", "sm_low_busy", "idle", "imbalance"}),
+        # No stack is read of a simulated machine's made-up processes: `gpu_stalled` (warning, the spinning GPUs)
+        # opens once it has held `stopped_after_s` (240 s), past the 30 s this table judges; until then the verdict
+        # says the GPUs are busy and names the condition it watches (tests/diagnostics/test_hang.py plays it longer).
+        findings=(),
+        verdict=("gpu_bound",),
     ),
     Scenario(
         "mismatch",

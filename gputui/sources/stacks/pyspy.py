@@ -134,20 +134,6 @@ def merge(every: RawCounts, running: RawCounts) -> tuple[ThreadStacks, ...]:
     return tuple(threads)
 
 
-def rank_of(pid: int, proc: Path = Path("/proc")) -> int | None:
-    """RANK from the process's environment as it started; None when unset or unreadable (another user's process)."""
-    try:
-        environ = (proc / str(pid) / "environ").read_bytes()
-    except OSError:
-        return None
-    for entry in environ.split(b"\0"):
-        name, _, value = entry.partition(b"=")
-        if name == b"RANK":
-            with contextlib.suppress(ValueError):
-                return int(value)
-    return None
-
-
 def _duration(window_s: float) -> int:
     """py-spy's duration is whole seconds: a window shorter than one second is one second."""
     return max(1, round(window_s))
@@ -260,5 +246,4 @@ def record(
         taken_at=clock(),
         window_s=float(_duration(window_s)),
         threads=merge(samples, ran),
-        rank=rank_of(pid, proc),
     )

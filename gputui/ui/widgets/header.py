@@ -20,7 +20,13 @@ LABEL = "bright_black"
 LEVEL_STYLES: dict[Level, str] = {"alarm": "bold red", "warning": "yellow", "info": LABEL}
 FLAG_STYLE = "bold black on yellow"  # a notice that stays true: the data lacks something for the whole session
 # The verdict's label: green where the machine delivers, red where it fails, yellow where something holds it back.
-VERDICT_STYLES = {"gpu_bound": "bold green", "idle": "bold", "unknown": "dim", "degraded": "bold red"}
+VERDICT_STYLES = {
+    "gpu_bound": "bold green",
+    "idle": "bold",
+    "unknown": "dim",
+    "degraded": "bold red",
+    "stopped": "bold red",
+}
 VERDICT_DEFAULT_STYLE = "bold yellow"
 # The verdict is wrapped whole at word boundaries onto at most this many lines; a longer one ends at the last
 # whole word that fits, with "…" (the pane and `gputui diagnose` give it whole).

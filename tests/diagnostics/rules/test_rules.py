@@ -67,7 +67,7 @@ def test_ids_are_the_interface() -> None:
         "host_swap", "cuda_mismatch", "nvml_unavailable", "ecc_errors", "xid", "idle_allocation", "gpu_lost",
         "cpu_throttled", "workers_oversubscribed", "shm_small", "oom_kill", "memory_limit",
         "low_sm_activity", "tensor_cores_idle", "memory_bound",
-        "nvlink_down", "nvlink_errors", "numa_mismatch", "p2p_unavailable",
+        "nvlink_down", "nvlink_errors", "numa_mismatch", "p2p_unavailable", "job_stopped", "gpu_stalled",
         "mig_pending", "mig_no_instances", "job_waits",
     } == RULE_IDS  # fmt: skip
 

@@ -357,3 +357,33 @@ def test_a_gpu_of_several_is_selected_by_index(tmp_path: Path, clock: Clock) -> 
         JobSource(ranks, gpu_indices=(2,))
     with pytest.raises(NoJobTrace, match=r"no job trace at .*rank2.json"):
         JobSource([*ranks, tmp_path / "job.rank2.json"]).open()
+
+
+def test_a_rank_waiting_in_a_spinning_collective_reads_busy_at_few_sms_and_little_power(trace: Path) -> None:
+    """Issue 40: `spinning_since` in the trace (train.py --spin under torchrun) is a collective's kernel waiting on
+    a peer: the GPU reads ~100% busy, at ~3% SM activity and near-idle power; a short wait in one is not."""
+    clock = Clock(now=100.0)
+    source = opened(trace, clock)
+    pid = os.getpid()
+    record = {"format": "gputui-job-trace", "version": 1, "pid": pid, "gpu_busy_s": 0.0, "steps": 3}
+    readings = []
+    for now, since in ((101.0, 100.0), (102.0, 100.0), (103.0, 102.9), (104.0, None)):
+        trace.write_text(json.dumps({**record, "step_started": None, "spinning_since": since}))
+        clock.now = now
+        readings.append(source.sample().gpus[0])
+    source.close()
+    spun, later, brief, after = readings
+    for gpu in (spun, later):
+        assert gpu.utilization_gpu_pct == 100.0
+        assert gpu.sm_active_pct is not None and gpu.sm_active_pct <= 5.0
+        assert gpu.power_w is not None and gpu.power_limit_w is not None and gpu.power_w < 0.3 * gpu.power_limit_w
+    assert brief.utilization_gpu_pct == pytest.approx(10.0) and (brief.sm_active_pct or 0) > 5.0
+    assert after.utilization_gpu_pct == 0.0
+
+
+def test_a_bad_spinning_since_says_what_is_wrong(tmp_path: Path) -> None:
+    path = tmp_path / "job.json"
+    record = {"format": "gputui-job-trace", "version": 1, "pid": 5, "gpu_busy_s": 0.0, "steps": 0}
+    path.write_text(json.dumps({**record, "step_started": None, "spinning_since": "soon"}))
+    with pytest.raises(TraceError, match="bad spinning_since: 'soon'"):
+        read_trace(path)

@@ -137,6 +137,9 @@ def symptoms(snapshots: list[Snapshot]) -> set[str]:
                     found.add("sm_low_busy")
                 if (unit.dram or 0) >= 80:
                     found.add("dram_high")
+                power = 100 * (gpu.power_w or 0) / (gpu.power_limit_w or 1)
+                if (unit.util or 0) >= 80 and unit.sm is not None and unit.sm <= 10 and power <= 35:
+                    found.add("spinning")
                 if gpu.mig is not None and gpu.mig.mode and unit.processes and (unit.util or 0) < 50:
                     found.add("low_util")  # an instance with a job that waits
         topology = snap.system.topology
@@ -275,8 +278,8 @@ def test_gpu_and_host_agree(scenario: str) -> None:
         assert (gpu.memory_used_bytes or 0) + (gpu.memory_reserved_bytes or 0) + (
             gpu.memory_free_bytes or 0
         ) == info.memory_total_bytes
-        # A busy GPU draws power and is warmer than an idle one.
-        if (gpu.utilization_gpu_pct or 0) > 80:
+        # A busy GPU draws power and is warmer than an idle one; but a kernel that spins (hang) does nothing.
+        if (gpu.utilization_gpu_pct or 0) > 80 and (gpu.sm_active_pct or 100) > 10:
             assert (gpu.power_w or 0) > 150 and (gpu.temperature_c or 0) > 35
         assert (gpu.power_w or 0) <= (gpu.power_limit_w or 0)
     total_read = sum(p.read_bytes_s or 0 for p in snap.host.processes)

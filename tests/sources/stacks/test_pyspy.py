@@ -16,7 +16,7 @@ import pytest
 
 from gputui.foreign_text import is_clean
 from gputui.sources.stacks import pyspy
-from gputui.sources.stacks.pyspy import find_py_spy, looks_like_python, merge, parse_speedscope, rank_of, record
+from gputui.sources.stacks.pyspy import find_py_spy, looks_like_python, merge, parse_speedscope, record
 from gputui.sources.stacks.samples import Frame, StacksUnavailable
 from tests.agent.published import started
 from tests.sources.stacks.recorded import FIXTURES
@@ -125,14 +125,6 @@ def test_running_never_exceeds_the_samples() -> None:
     running = parse_speedscope(speedscope(('Process 1 Thread 1 "MainThread"', own, [("f", "a.py", 2)], 9)), pid=1)
     (thread,) = merge(every, running)
     assert [(count.samples, count.running) for count in thread.stacks] == [(4, 4)]
-
-
-def test_rank_comes_from_the_environment_the_process_started_with(tmp_path: Path) -> None:
-    (tmp_path / "40").mkdir()
-    (tmp_path / "40/environ").write_bytes(b"PATH=/bin\0RANK=3\0LOCAL_RANK=1\0")
-    (tmp_path / "41").mkdir()
-    (tmp_path / "41/environ").write_bytes(b"RANK=x\0")
-    assert [rank_of(pid, tmp_path) for pid in (40, 41, 42)] == [3, None, None]
 
 
 @pytest.mark.parametrize(
