@@ -105,13 +105,22 @@ class StacksConfig:
     # A job that may have stopped (its GPUs idle, or busy at near-zero SM activity and power) has all its ranks here
     # sampled this often while it looks so: the windows must follow each other for `unchanged_since` to say how long
     # nothing moved, and three fit in `stopped_after_s` (240 s), so the finding comes 4-6 minutes in, before NCCL's
-    # watchdog (10 min). A window costs py-spy ~0.12 s of CPU (benchmarks/bench_stacks.py --hung): at 120 s, ~0.1 %
-    # of a core per rank; at 60 s it was +30 % on the monitor's own CPU per rank on a 2-core VM.
+    # watchdog (10 min). A window of `window_s` cost py-spy ~0.12 s of CPU (benchmarks/bench_stacks.py --hung; +30 % on
+    # the monitor's own CPU per rank at 60 s on a 2-core VM); these take `hang_window_s`, less than half of that.
     hang_recheck_s: float = field(
         default=120.0,
         metadata=setting(
             "A job that may have stopped (GPUs idle or spinning) has its ranks sampled again this often.",
             seconds(above_zero=True),
+        ),
+    )
+    # A thread held for good shows in one place in every sample: a second of them says so as well as `window_s`
+    # does, for less than half the CPU (py-spy's two runs on a 4-thread process: ~0.03 s for 1 s, ~0.07 s for 4 s).
+    hang_window_s: float = field(
+        default=1.0,
+        metadata=setting(
+            "Seconds of samples per window of a job that may have stopped.",
+            seconds(above_zero=True, at_most=MAX_WINDOW_S),
         ),
     )
 

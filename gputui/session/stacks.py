@@ -27,6 +27,7 @@ processes are made up (`stacks_allowed`).
     cooldown_s = 300.0  # a process sampled automatically is not sampled again automatically before this, unless
                         # what it waits on changes (then after `recheck_s`, 60 s)
     hang_recheck_s = 120.0  # the ranks of a job that may have stopped, again and again while it looks so
+    hang_window_s = 1.0     # seconds of samples per such window: a thread held for good shows in each one
 """
 
 from __future__ import annotations
@@ -187,7 +188,7 @@ class JobStacks:
         self._clock = clock
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
-        self._queue: queue.Queue[int | _Stop] = queue.Queue()
+        self._queue: queue.Queue[tuple[int, float] | _Stop] = queue.Queue()  # (pid, window_s)
         self._pending: set[int] = set()  # asked for or being read
         self._asked_at: dict[int, float] = {}  # when each process's last window was asked for
         self._asked_for: dict[int, frozenset[str]] = {}  # what said its GPU waited when consider() asked for it
@@ -279,7 +280,7 @@ class JobStacks:
                 asked = self._asked_at.get(pid)
                 if pid not in self._pending and (asked is None or now - asked >= self.config.hang_recheck_s):
                     self._asked_for[pid] = frozenset({SUSPECTED_HANG})
-                    self._ask(pid)
+                    self._ask(pid, self.config.hang_window_s)
 
     def attach(self, snapshot: Snapshot) -> Snapshot:
         """The reading with each process's latest activity on it, and the notices not yet said; the activities of
@@ -328,11 +329,12 @@ class JobStacks:
         if thread is not None and timeout is not None:
             thread.join(timeout)
 
-    def _ask(self, pid: int) -> None:
-        """Queues a window of `pid` (the lock held) and starts the worker with the first."""
+    def _ask(self, pid: int, window_s: float | None = None) -> None:
+        """Queues a window of `pid` of `window_s` (default the config's; the lock held) and starts the worker with
+        the first."""
         self._pending.add(pid)
         self._asked_at[pid] = self._clock()
-        self._queue.put(pid)
+        self._queue.put((pid, self.config.window_s if window_s is None else window_s))
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="gputui-stacks", daemon=True)
             self._thread.start()
@@ -344,17 +346,18 @@ class JobStacks:
                 closed = self._closed
             if isinstance(item, _Stop) or closed:
                 return
+            pid, window_s = item
             try:
-                activity = self._read(item, self.config.window_s)
+                activity = self._read(pid, window_s)
             except Exception as exc:  # a reader must not raise; one that does costs its window, not the thread
                 error = f"py_spy_failed: reading the stacks failed: {exc}"
                 activity = JobActivity(source="py-spy", taken_at=self._clock(), window_s=0.0, samples=0, error=error)
             with self._idle:
-                activity = held_since(self._latest.get(item), activity)
-                self._latest[item] = activity
+                activity = held_since(self._latest.get(pid), activity)
+                self._latest[pid] = activity
                 self._read_count += 1
                 self._note(activity)
-                self._pending.discard(item)
+                self._pending.discard(pid)
                 self._idle.notify_all()
 
     def _note(self, activity: JobActivity) -> None:

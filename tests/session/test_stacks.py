@@ -35,6 +35,7 @@ class Reader:
 
     def __init__(self, errors: dict[int, str] | None = None) -> None:
         self.read: list[int] = []
+        self.windows: list[float] = []  # each window's length, in the order asked
         self.errors = errors or {}
         self.running = 0
         self.most_at_once = 0
@@ -45,6 +46,7 @@ class Reader:
 
     def __call__(self, pid: int, window_s: float) -> JobActivity:
         with self._lock:
+            self.windows.append(window_s)
             self.running += 1
             self.most_at_once = max(self.most_at_once, self.running)
         self.entered.set()
@@ -325,7 +327,7 @@ def test_the_config_files_stacks_table(tmp_path: Path) -> None:
     [
         (
             "enabeld = true",
-            "unknown key 'stacks.enabeld' (known: enabled, window_s, rate_hz, cooldown_s, recheck_s, hang_recheck_s)",
+            "unknown key 'stacks.enabeld' (known: enabled, window_s, rate_hz, cooldown_s, recheck_s, hang_recheck_s, hang_window_s)",
         ),
         ('enabled = "yes"', "'stacks.enabled' must be true or false, not a string (\"yes\")"),
         ("rate_hz = 2.5", "'stacks.rate_hz' must be a whole number from 1 to 1000, not 2.5"),
@@ -371,10 +373,13 @@ def ranks_of_a_hung_job(*, working: bool = False) -> Tick:
 
 def test_every_rank_of_a_job_that_may_have_stopped_is_sampled_every_hang_recheck_s() -> None:
     reader, clock = Reader(), Clock()
-    stacks = JobStacks(StacksConfig(cooldown_s=300.0, hang_recheck_s=60.0), read=reader, clock=clock)
+    config = StacksConfig(cooldown_s=300.0, hang_recheck_s=60.0, window_s=4.0, hang_window_s=1.0)
+    stacks = JobStacks(config, read=reader, clock=clock)
     stacks.consider(ranks_of_a_hung_job())
     # not 502 (another job, at work); 600 spins too, but is of no job: once per cooldown, as a waiting GPU's
     assert settled(stacks) and sorted(reader.read) == [500, 501, 600]
+    # the ranks' windows are short ones (a thread held for good shows in each sample); the other a whole window
+    assert sorted(zip(reader.read, reader.windows, strict=True)) == [(500, 1.0), (501, 1.0), (600, 4.0)]
     clock.t += 59.0
     settled(stacks).consider(ranks_of_a_hung_job())
     assert settled(stacks) and len(reader.read) == 3
