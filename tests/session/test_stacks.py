@@ -327,7 +327,8 @@ def test_the_config_files_stacks_table(tmp_path: Path) -> None:
     [
         (
             "enabeld = true",
-            "unknown key 'stacks.enabeld' (known: enabled, window_s, rate_hz, cooldown_s, recheck_s, hang_recheck_s, hang_window_s)",
+            "unknown key 'stacks.enabeld' (known: enabled, window_s, rate_hz, cooldown_s, recheck_s, hang_recheck_s,"
+            " hang_window_s)",
         ),
         ('enabled = "yes"', "'stacks.enabled' must be true or false, not a string (\"yes\")"),
         ("rate_hz = 2.5", "'stacks.rate_hz' must be a whole number from 1 to 1000, not 2.5"),
