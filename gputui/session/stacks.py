@@ -7,7 +7,8 @@ monitor's key, `diagnose` at its start). One worker thread takes the windows one
 queue while nothing is asked: an all-day monitor wakes it once a minute at most.
 
 A job that may have stopped is another question (diagnostics/rules/hang.py): its GPUs idle, or busy at near-zero SM
-activity and power (a collective's kernel spinning for a peer). While its GPUs look so, every rank of the job on
+activity and power (a collective's kernel spinning for a peer). Once its GPUs have looked so at every tick for
+`verdict_settle_s` (one idle reading is a job between steps) and for as long as they do, every rank of the job on
 this machine (the processes whose environment names the same job, `ProcSample.dist`) is sampled every
 `hang_recheck_s`, so that windows follow each other; a window that finds the main thread where the one before left
 it (the same leading kind and frame, by HELD_SHARE or more of both) carries `unchanged_since` on from it: how long
@@ -32,6 +33,7 @@ processes are made up (`stacks_allowed`).
 
 from __future__ import annotations
 
+import math
 import queue
 import re
 import threading
@@ -192,6 +194,11 @@ class JobStacks:
         self._pending: set[int] = set()  # asked for or being read
         self._asked_at: dict[int, float] = {}  # when each process's last window was asked for
         self._asked_for: dict[int, frozenset[str]] = {}  # what said its GPU waited when consider() asked for it
+        # A job that may have stopped: since when each of its ranks has looked so at every tick, and when each
+        # rank's last short window was asked for (apart from _asked_at: a re-check never delays the window its
+        # waiting GPU is due).
+        self._suspect_since: dict[int, float] = {}
+        self._rechecked_at: dict[int, float] = {}
         self._latest: dict[int, JobActivity] = {}
         self._noticed: set[str] = set()
         self._refused_owners: set[str] = set()
@@ -244,9 +251,7 @@ class JobStacks:
         `cooldown_s`; and every rank of a job that may have stopped, unless sampled within `hang_recheck_s`."""
         if not self.config.enabled:
             return
-        ranks = hung_ranks(tick.snapshot, self._thresholds)
-        if ranks:
-            self._recheck(ranks)
+        self._recheck(hung_ranks(tick.snapshot, self._thresholds))
         gpus = waiting_gpus(tick)
         for sample in tick.snapshot.gpus:  # spinning, of no job known: its main process, as any waiting GPU's
             if not sample.lost and sample_stalled(sample, self._thresholds):
@@ -271,16 +276,24 @@ class JobStacks:
                     self._ask(pid)
 
     def _recheck(self, pids: tuple[int, ...]) -> None:
-        """Samples the ranks of a job that may have stopped, each unless sampled within `hang_recheck_s`."""
+        """Samples the ranks of a job that may have stopped, each once it has looked so at every tick for
+        `verdict_settle_s` (a GPU idle for one reading is a job between steps, not a stopped one), and then unless
+        sampled within `hang_recheck_s` (by a re-check, or by a window its waiting GPU was due)."""
         now = self._clock()
         with self._lock:
+            for pid in [pid for pid in self._suspect_since if pid not in pids]:
+                del self._suspect_since[pid]
             if self._closed:
                 return
             for pid in pids:
-                asked = self._asked_at.get(pid)
-                if pid not in self._pending and (asked is None or now - asked >= self.config.hang_recheck_s):
-                    self._asked_for[pid] = frozenset({SUSPECTED_HANG})
-                    self._ask(pid, self.config.hang_window_s)
+                since = self._suspect_since.setdefault(pid, now)
+                last = max(self._rechecked_at.get(pid, -math.inf), self._asked_at.get(pid, -math.inf))
+                settled = now - since >= self._thresholds.verdict_settle_s
+                if settled and pid not in self._pending and now - last >= self.config.hang_recheck_s:
+                    self._rechecked_at[pid] = now
+                    self._pending.add(pid)
+                    self._queue.put((pid, self.config.hang_window_s))
+                    self._start()
 
     def attach(self, snapshot: Snapshot) -> Snapshot:
         """The reading with each process's latest activity on it, and the notices not yet said; the activities of
@@ -293,6 +306,8 @@ class JobStacks:
             for pid in [pid for pid in self._asked_at if pid not in present and pid not in self._pending]:
                 del self._asked_at[pid]
                 self._asked_for.pop(pid, None)
+            for pid in [pid for pid in self._rechecked_at if pid not in present and pid not in self._pending]:
+                del self._rechecked_at[pid]
             latest = dict(self._latest)
             notices, self._notices = tuple(self._notices), []
             self._attached_count = self._read_count
@@ -329,12 +344,15 @@ class JobStacks:
         if thread is not None and timeout is not None:
             thread.join(timeout)
 
-    def _ask(self, pid: int, window_s: float | None = None) -> None:
-        """Queues a window of `pid` of `window_s` (default the config's; the lock held) and starts the worker with
-        the first."""
+    def _ask(self, pid: int) -> None:
+        """Queues a window of `pid` (the lock held) and starts the worker with the first."""
         self._pending.add(pid)
         self._asked_at[pid] = self._clock()
-        self._queue.put((pid, self.config.window_s if window_s is None else window_s))
+        self._queue.put((pid, self.config.window_s))
+        self._start()
+
+    def _start(self) -> None:
+        """Starts the worker thread with the first window asked for (the lock held)."""
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="gputui-stacks", daemon=True)
             self._thread.start()

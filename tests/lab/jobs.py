@@ -102,9 +102,10 @@ RUN_S = 6.5
 # the job published, read at once: the verdict that names them settles by ~6 s.
 STACKS_RUN_S = 11.0
 RANKS_RUN_S = 13.5
-# A stopped job (case p): its two ranks' first windows (~5 s, one after the other), their second ones
-# LAB_HANG_RECHECK_S on (~11 s), held LAB_STOPPED_S by then; job_stopped opens, and the verdict gives way HOLD_S
-# later (~13 s). Margin for a slow py-spy start on a shared machine.
+# A stopped job (case p): its ranks are re-read once their GPUs have looked stopped for verdict_settle_s (3 s):
+# their first windows (~5 s, one after the other), their second ones LAB_HANG_RECHECK_S on (~11 s), held
+# LAB_STOPPED_S by then; job_stopped opens, and the verdict gives way HOLD_S later (~13-16 s). Margin for a slow
+# py-spy start on a shared machine.
 HANG_RUN_S = 24.0
 IN_PROCESS_RUN_S = 7.5
 # The longest a job may take to import torch, start its workers (and write its files) and report its first batch.

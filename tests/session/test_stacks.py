@@ -13,6 +13,7 @@ import pytest
 
 from gputui.config import ConfigError, StacksConfig, load_config
 from gputui.diagnostics.findings import Finding, Severity
+from gputui.diagnostics.thresholds import Thresholds
 from gputui.diagnostics.tick import Tick
 from gputui.diagnostics.verdict import Verdict
 from gputui.model import ActivityFrame, ActivityShares, DistRank, JobActivity, Snapshot
@@ -377,16 +378,35 @@ def test_every_rank_of_a_job_that_may_have_stopped_is_sampled_every_hang_recheck
     config = StacksConfig(cooldown_s=300.0, hang_recheck_s=60.0, window_s=4.0, hang_window_s=1.0)
     stacks = JobStacks(config, read=reader, clock=clock)
     stacks.consider(ranks_of_a_hung_job())
-    # not 502 (another job, at work); 600 spins too, but is of no job: once per cooldown, as a waiting GPU's
-    assert settled(stacks) and sorted(reader.read) == [500, 501, 600]
-    # the ranks' windows are short ones (a thread held for good shows in each sample); the other a whole window
-    assert sorted(zip(reader.read, reader.windows, strict=True)) == [(500, 1.0), (501, 1.0), (600, 4.0)]
-    clock.t += 59.0
+    # the spinning GPUs' main processes, as any waiting GPU's (whole windows); not 502 (another job, at work)
+    assert settled(stacks) and sorted(zip(reader.read, reader.windows, strict=True)) == [(500, 4.0), (600, 4.0)]
+    clock.t += Thresholds().verdict_settle_s
+    settled(stacks).consider(ranks_of_a_hung_job())
+    # the job has looked stopped long enough: its rank not read yet gets a short window (a thread held for good
+    # shows in every sample); 500's window of 3 s ago serves; 600 is of no job
+    assert settled(stacks) and (reader.read[2:], reader.windows[2:]) == ([501], [1.0])
+    clock.t += 56.0
     settled(stacks).consider(ranks_of_a_hung_job())
     assert settled(stacks) and len(reader.read) == 3
-    clock.t += 1.0
-    stacks.consider(ranks_of_a_hung_job())
-    assert settled(stacks) and sorted(reader.read) == [500, 500, 501, 501, 600]
+    clock.t += 1.0  # 60 s after 500's window
+    settled(stacks).consider(ranks_of_a_hung_job())
+    clock.t += 3.0  # 60 s after 501's
+    settled(stacks).consider(ranks_of_a_hung_job())
+    assert settled(stacks) and (reader.read[3:], reader.windows[3:]) == ([500, 501], [1.0, 1.0])
+
+
+def test_a_job_that_looks_stopped_for_one_reading_is_not_rechecked() -> None:
+    """A job between steps leaves its GPU idle for a reading now and then (the lab's case j): its ranks are re-read
+    only once they have looked stopped at every tick for verdict_settle_s."""
+    reader, clock = Reader(), Clock()
+    stacks = JobStacks(StacksConfig(cooldown_s=300.0, hang_recheck_s=3.0), read=reader, clock=clock)
+    for _ in range(10):
+        stacks.consider(ranks_of_a_hung_job(working=True))
+        clock.t += 1.0
+        stacks.consider(ranks_of_a_hung_job())  # looks stopped for this one reading
+        clock.t += 1.0
+    # only the spinning GPUs' main processes, as any waiting GPU's, once per cooldown: no rank's short re-check
+    assert settled(stacks) and sorted(zip(reader.read, reader.windows, strict=True)) == [(500, 4.0), (600, 4.0)]
 
 
 def test_a_job_whose_gpu_works_is_not_sampled_as_a_hang() -> None:
