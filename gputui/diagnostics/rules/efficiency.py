@@ -20,11 +20,12 @@ from gputui.formatting import fmt_pct
 
 
 def low_sm_activity(w: Window, th: Thresholds) -> Iterator[Hit]:
-    """Not for a GPU that spins (busy at near-zero SM activity and power) or whose job has stopped: a collective's
-    kernel waiting for a lost peer is empty, and no batch size fills it (rules/hang.py)."""
+    """Not for a GPU whose job has stopped (job_stopped, gpu_stalled name it). A GPU that spins now (busy at near-zero
+    SM activity and power) is the `spinning` variant until then: a collective's kernel waiting for a late or lost
+    peer is empty, and no batch size fills it (rules/hang.py); nor is such a GPU GPU-bound."""
     stopped = stopped_gpus(w, th)
     for g in w.gpus():
-        if g.index in stopped or stalled_now(w, g.index, th):
+        if g.index in stopped:
             continue
         figures = figures_of(w, g.index)
         util, sm = figures.busy_pct, figures.sm_active_pct
@@ -34,6 +35,7 @@ def low_sm_activity(w: Window, th: Thresholds) -> Iterator[Hit]:
             gpus=(g.index,),
             pids=w.pids(g),
             value=round(sm, 1),
+            variant="spinning" if stalled_now(w, g.index, th) else "",
             params={"gpu": g.index, "util": fmt_pct(util), "sm": fmt_pct(sm)},
             evidence=(
                 ev("gpu_util", rounded(util), "%", "mean"),
@@ -113,6 +115,15 @@ TEXTS: Texts = {
             "CUDA graphs, try torch.compile, or fuse small ops."
         ),
         "low_sm_activity.cause": "kernels too small to fill the SMs",
+        "low_sm_activity.title.spinning": (
+            "GPU {gpu}: {util} busy at {sm} SM activity and near-idle power: a kernel spins"
+        ),
+        "low_sm_activity.advice.spinning": (
+            "A kernel is always running but does no work and draws almost no power: most often a collective (NCCL) "
+            "waiting for a rank that is late or has stopped. If it holds, gputui says whether the job has stopped and "
+            "which rank holds it (its stacks; or py-spy dump --pid on each rank). No batch size or compiler fills it."
+        ),
+        "low_sm_activity.cause.spinning": "a kernel spinning without work (a collective waiting for a peer?)",
         "tensor_cores_idle.title": "GPU {gpu}: tensor cores idle ({tensor}), math in FP32 on CUDA cores ({fp32})",
         "tensor_cores_idle.advice": (
             "The math runs in plain FP32, which tensor cores do not take. Train with bf16/fp16 autocast "
@@ -139,6 +150,13 @@ TEXTS: Texts = {
             "尝试 torch.compile，或融合小算子。"
         ),
         "low_sm_activity.cause": "kernel 太小，填不满 SM",
+        "low_sm_activity.title.spinning": "GPU {gpu}：利用率 {util}，SM 活跃度 {sm}，功耗接近空闲：有 kernel 在空转",
+        "low_sm_activity.advice.spinning": (
+            "一直有 kernel 在运行，却不做事、几乎不耗电：多半是集合通信（NCCL）在等一个迟到或已停止的 rank。"
+            "若持续下去，gputui 会判断任务是否已停止、是哪个 rank 卡住了它（读取其栈；或对每个 rank 运行 "
+            "py-spy dump --pid）。加大 batch 或编译都填不满它。"
+        ),
+        "low_sm_activity.cause.spinning": "kernel 空转不做事（集合通信在等其他 rank？）",
         "tensor_cores_idle.title": "GPU {gpu}：Tensor Core 空闲（{tensor}），计算以 FP32 跑在 CUDA core 上（{fp32}）",
         "tensor_cores_idle.advice": (
             "计算使用普通 FP32，Tensor Core 用不上。请用 bf16/fp16 autocast（torch.autocast）训练，"

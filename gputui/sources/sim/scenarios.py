@@ -574,10 +574,11 @@ SCENARIO_TABLE: tuple[Scenario, ...] = (
         _hang,
         signs=frozenset({"spinning", "sm_low_busy", "idle", "imbalance"}),
         # No stack is read of a simulated machine's made-up processes: `gpu_stalled` (warning, the spinning GPUs)
-        # opens once it has held `stopped_after_s` (240 s), past the 30 s this table judges; until then the verdict
-        # says the GPUs are busy and names the condition it watches (tests/diagnostics/test_hang.py plays it longer).
-        findings=(),
-        verdict=("gpu_bound",),
+        # opens once it has held `stopped_after_s` (240 s), past the 30 s this table judges; until then each spinning
+        # GPU is busy, not efficient, as a kernel that spins without work (`low_sm_activity`'s `spinning`), never
+        # GPU-bound, and the verdict names the condition it watches (tests/diagnostics/test_hang.py plays it longer).
+        findings=tuple(ExpectedFinding("low_sm_activity", "warning", (g,)) for g in (0, 2, 3)),
+        verdict=("inefficient",),
     ),
     Scenario(
         "mismatch",

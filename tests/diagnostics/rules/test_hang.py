@@ -196,7 +196,10 @@ def test_without_stacks_a_spinning_gpu_warns_once_it_held_stopped_after_s() -> N
     before = run([no_stacks(t) for t in range(0, int(TH.stopped_after_s) - step, step)], engine)
     assert "gpu_stalled" not in {f.rule for f in before.active}
     assert any(p.rule == "gpu_stalled" for p in before.pending)  # watched, said as such
-    assert before.verdict is not None and "low_sm_activity" not in {f.rule for f in before.active}
+    # until then the spinning GPU is busy, not efficient, and told why: never "GPU-bound", never "a bigger batch"
+    [spinning] = [f for f in before.active if f.rule == "low_sm_activity"]
+    assert spinning.variant == "spinning" and "bigger batch" not in spinning.advice
+    assert before.verdict is not None and [g.cls for g in before.verdict.groups] == ["inefficient", "gpu_bound"]
     after = run(
         [no_stacks(t) for t in range(int(TH.stopped_after_s) - step, int(TH.stopped_after_s) + 20, step)], engine
     )
