@@ -123,7 +123,7 @@ TEXTS: Texts = {
             "waiting for a rank that is late or has stopped. If it holds, gputui says whether the job has stopped and "
             "which rank holds it (its stacks; or py-spy dump --pid on each rank). No batch size or compiler fills it."
         ),
-        "low_sm_activity.cause.spinning": "a kernel spinning without work (a collective waiting for a peer?)",
+        "low_sm_activity.cause.spinning": "a kernel spinning without work, likely a collective waiting for a peer",
         "tensor_cores_idle.title": "GPU {gpu}: tensor cores idle ({tensor}), math in FP32 on CUDA cores ({fp32})",
         "tensor_cores_idle.advice": (
             "The math runs in plain FP32, which tensor cores do not take. Train with bf16/fp16 autocast "
@@ -156,7 +156,7 @@ TEXTS: Texts = {
             "若持续下去，gputui 会判断任务是否已停止、是哪个 rank 卡住了它（读取其栈；或对每个 rank 运行 "
             "py-spy dump --pid）。加大 batch 或编译都填不满它。"
         ),
-        "low_sm_activity.cause.spinning": "kernel 空转不做事（集合通信在等其他 rank？）",
+        "low_sm_activity.cause.spinning": "kernel 空转不做事，多半是集合通信在等其他 rank",
         "tensor_cores_idle.title": "GPU {gpu}：Tensor Core 空闲（{tensor}），计算以 FP32 跑在 CUDA core 上（{fp32}）",
         "tensor_cores_idle.advice": (
             "计算使用普通 FP32，Tensor Core 用不上。请用 bf16/fp16 autocast（torch.autocast）训练，"
