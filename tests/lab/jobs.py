@@ -37,7 +37,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, Protocol
@@ -431,9 +431,11 @@ def started_job(
     cgroups: Sequence[Path] = (),
     ranks: int = 1,
     prefix: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[Job]:
     """Start train.py with `args` (in the cgroups given, from its first instruction on, so its workers are too;
-    `ranks` of it under torchrun; under `prefix`), its trace and log in an instrument_dir, wait for every rank's
+    `ranks` of it under torchrun; under `prefix`; with `env` added to its environment), its trace and log in an
+    instrument_dir, wait for every rank's
     first record, and kill every process under it on the way out, whatever happens."""
     with instrument_dir() as directory:
         trace, log = directory / "job.json", directory / "job.log"
@@ -442,7 +444,7 @@ def started_job(
         if cgroups:
             join = 'for g in $LAB_CGROUPS; do echo $$ > "$g/cgroup.procs" || exit 97; done; exec "$@"'
             command = ["sh", "-c", join, "sh", *train]
-        env = {**os.environ, "LAB_CGROUPS": " ".join(str(g) for g in cgroups)}
+        env = {**os.environ, **(env or {}), "LAB_CGROUPS": " ".join(str(g) for g in cgroups)}
         began = time.monotonic()
         with log.open("wb") as output:
             process = subprocess.Popen(
@@ -690,6 +692,10 @@ def run_reads(
             args += ["--data-dir", str(workdir / "data"), *data]
         if "--checkpoint-every" in args:
             args += ["--checkpoint-dir", str(workdir)]
+        # Inductor keeps what it compiles in a cache shared by every job of the user (/tmp/torchinductor_USER): a
+        # job killed at a case's end mid-compile left a truncated .so there, which failed the next run's job at
+        # its first compile ("file too short"). Each case's job compiles into its own.
+        job_env = {"TORCHINDUCTOR_CACHE_DIR": str(workdir / "inductor")}
         groups = stack.enter_context(quota_group(case.quota_cores)) if case.quota_cores is not None else ()
         settle()
         staged: tuple[int, ...] = ()
@@ -700,7 +706,7 @@ def run_reads(
                 raise CaseSkipped(str(missing)) from None
         since = usage(None)
         lasts = seconds + QUIET_WAIT_S + 60.0
-        job = stack.enter_context(started_job(args, seconds=lasts, cgroups=groups, ranks=case.ranks, prefix=prefix))
+        job = stack.enter_context(started_job(args, lasts, groups, case.ranks, prefix, job_env))
         await_quiet(job.process.pid, reads_disk, since, staged)
         if log is not None:
             log(f"case {case.name}: job pid {job.process.pid} reported after {job.start_s:.1f} s; following it")
