@@ -27,12 +27,15 @@ class Close:
 
 
 class QueuedWriter:
-    """The sampling side of a writer: each subclass says how a tick is queued (`_queued_tick`), what its thread
-    does with what it takes from the queue (`_run`, ending at Close), where it writes (`path`) and what its
-    warnings call it (`WHAT`); it calls `_start_thread` at the end of its construction."""
+    """The sampling side of a writer, and its thread's loop: each subclass says how a tick is queued
+    (`_queued_tick`), what its thread does with an item (`_handle`), how an error ends its writing (`FAILURES`,
+    `_failed`, `_stop`) and how it ends at Close (`_end`), where it writes (`path`) and what its warnings call it
+    (`WHAT`); it calls `_start_thread` at the end of its construction."""
 
     WHAT: ClassVar[str]
     CONTROL: ClassVar[tuple[type, ...]] = ()  # items of the writer's own that are neither ticks nor events
+    # The errors of the writer's thread that end its writing, never the sampling.
+    FAILURES: ClassVar[tuple[type[Exception], ...]] = (OSError,)
 
     @property
     def path(self) -> Path:
@@ -53,6 +56,33 @@ class QueuedWriter:
         raise NotImplementedError
 
     def _run(self) -> None:
+        """Handles what is queued until Close, then ends; an error of FAILURES stops the writing, in `_failed`'s
+        words, and the items after it are taken and dropped (a drain() still returns)."""
+        while True:
+            item = self._queue.get()
+            try:
+                if isinstance(item, Close):
+                    break
+                if not self._stopped.is_set():
+                    self._handle(item)
+            except self.FAILURES as exc:
+                self._stop(self._failed(exc))
+            finally:
+                self._queue.task_done()
+        self._end()
+
+    def _handle(self, item: Any) -> None:
+        raise NotImplementedError
+
+    def _failed(self, exc: Exception) -> str:
+        """The warning an error of FAILURES stops the writing with."""
+        raise NotImplementedError
+
+    def _stop(self, message: str) -> None:
+        raise NotImplementedError
+
+    def _end(self) -> None:
+        """What the thread does at Close, after the last item."""
         raise NotImplementedError
 
     @property

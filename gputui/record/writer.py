@@ -31,7 +31,7 @@ from gputui.record.format import (
     header_to_dict,
     tick_to_dict,
 )
-from gputui.record.queued import Close, QueuedWriter
+from gputui.record.queued import QueuedWriter
 
 # A gzip stream is synced this often: each sync costs some compression, each gap is what a kill can lose.
 GZIP_SYNC_SECONDS = 5.0
@@ -220,22 +220,14 @@ class RecordingWriter(QueuedWriter):
     def _warn(self, message: str) -> None:
         self.warning = message
 
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            try:
-                if isinstance(item, Close):
-                    break
-                if not self._stopped.is_set():
-                    self._write(item)
-            except OSError as exc:
-                self._stop(f"recording stopped: cannot write {self.path}: {exc.strerror or exc}")
-            finally:
-                self._queue.task_done()
+    def _failed(self, exc: Exception) -> str:
+        return f"recording stopped: cannot write {self.path}: {getattr(exc, 'strerror', None) or exc}"
+
+    def _end(self) -> None:
         if not self._stopped.is_set():
             self._finish()
 
-    def _write(self, item: Snapshot | RecordedEvent) -> None:
+    def _handle(self, item: Snapshot | RecordedEvent) -> None:
         if isinstance(item, RecordedEvent):
             if not self._header_written:
                 self._early_events.append(item)

@@ -156,26 +156,21 @@ class StoreWriter(QueuedWriter):
 
     # ---- the writer thread -------------------------------------------------------------------------------------
 
-    def _run(self) -> None:
+    # Whatever goes wrong ends the history, never the sampling.
+    FAILURES = (Exception,)
+
+    def _failed(self, exc: Exception) -> str:
+        return f"history stopped: {type(exc).__name__}: {exc}"
+
+    def _end(self) -> None:
         try:
-            while True:
-                item = self._queue.get()
-                try:
-                    if isinstance(item, Close):
-                        break
-                    if not self._stopped.is_set():
-                        self._handle(item)
-                except Exception as exc:  # whatever it is ends the history, never the sampling
-                    self._stop(f"history stopped: {type(exc).__name__}: {exc}")
-                finally:
-                    self._queue.task_done()
             if not self._stopped.is_set():
                 self._end_frame()
                 self._minute_row(self._minutes.finish())
                 self._end_minute_frame()
                 self._prune()
         except Exception as exc:
-            self._stop(f"history stopped: {type(exc).__name__}: {exc}")
+            self._stop(self._failed(exc))
         finally:
             self._finish()
 
