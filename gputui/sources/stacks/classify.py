@@ -357,9 +357,14 @@ def _slashed(file: str) -> str:
     return "/" + short_file(file)
 
 
+def _package(frame: Frame) -> str:
+    """The top-level package or module a frame's file is in ("torch", "queue", "train" for a script)."""
+    return short_file(frame.file).split("/", 1)[0].removesuffix(".py")
+
+
 def is_own(frame: Frame) -> bool:
     """Whether a frame is the job's own code: not in a library's package nor in the standard library."""
-    top = short_file(frame.file).split("/", 1)[0].removesuffix(".py")
+    top = _package(frame)
     return not (top in LIBRARIES or top in sys.stdlib_module_names or top.startswith("<frozen"))
 
 
@@ -388,7 +393,7 @@ def _facts(frame: Frame) -> _Facts:
         enclosing=next((kind for kind in matching if kind in ENCLOSING_KINDS), None),
         computing=own or any(call.matches(frame, file) for call in MODEL_CALLS),
         own=own,
-        stdlib=short_file(frame.file).split("/", 1)[0].removesuffix(".py") in sys.stdlib_module_names,
+        stdlib=_package(frame) in sys.stdlib_module_names,
         handoff=any(pattern.matches(frame, file) for pattern in HANDOFF_PATTERNS),
         reads=any(pattern.matches(frame, file) for pattern in READ_PATTERNS),
     )
